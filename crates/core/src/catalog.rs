@@ -1,0 +1,793 @@
+//! The compiled catalog: providers, models, aliases and routes, validated and
+//! indexed. Immutable once built; a reload builds a new one and swaps it in.
+//!
+//! Resolution turns a requested model name into a [`Plan`]: the catalog entry, the
+//! route that matched and the ordered candidate deployments the attempt loop tries.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_saphyr::Spanned;
+use switchyard_protocol::Wire;
+
+use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
+use crate::util::{Date, Secret, fnv1a, glob_match, slug};
+
+pub use raw::Pricing;
+
+/// Hard cap on candidates per request (primary + fallbacks), whatever the config says.
+pub const MAX_CANDIDATES: usize = 9;
+
+/// How a provider is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderKind {
+    Wire(Wire),
+    /// Built-in deterministic echo; no network.
+    Mock {
+        latency: Duration,
+    },
+}
+
+#[derive(Debug)]
+pub struct ProviderSpec {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Base URL without a trailing slash.
+    pub endpoint: String,
+    /// Platform keys, in order. Empty for credential-free providers.
+    pub keys: Vec<Secret>,
+    /// Why this provider cannot be used (e.g. its key variable is unset).
+    pub unavailable: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub drop_fields: Vec<String>,
+}
+
+impl ProviderSpec {
+    pub fn wire(&self) -> Option<Wire> {
+        match self.kind {
+            ProviderKind::Wire(w) => Some(w),
+            ProviderKind::Mock { .. } => None,
+        }
+    }
+
+    pub fn wire_name(&self) -> &'static str {
+        match self.kind {
+            ProviderKind::Wire(w) => w.as_str(),
+            ProviderKind::Mock { .. } => "mock",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub vision: bool,
+    pub tools: bool,
+    pub structured_output: bool,
+    pub reasoning: bool,
+}
+
+#[derive(Debug)]
+pub struct ModelEntry {
+    pub id: String,
+    pub aliases: Vec<String>,
+    pub deployments: Vec<Deployment>,
+    pub pricing: Option<Pricing>,
+    pub context_window: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub capabilities: Capabilities,
+    pub hidden: bool,
+    pub retires: Option<Date>,
+    pub fallbacks: Vec<String>,
+    pub owned_by: String,
+}
+
+impl ModelEntry {
+    pub fn is_retired(&self, today: Date) -> bool {
+        self.retires.is_some_and(|d| today >= d)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    pub provider: usize,
+    pub upstream_model: String,
+    pub pricing: Option<Pricing>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub provider: usize,
+    pub model: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Route {
+    /// `slug(name)-<6 hex of FNV-1a(name)>`: stable across reloads and machines.
+    pub id: String,
+    pub name: String,
+    pub pattern: String,
+    pub primary: Target,
+    pub fallbacks: Vec<Target>,
+}
+
+/// Gateway settings after compilation.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: String,
+    pub default_model: Option<String>,
+    pub allow_unlisted_models: bool,
+    pub api_keys: Vec<Secret>,
+    pub max_body_bytes: usize,
+    pub max_json_depth: usize,
+    pub shutdown_grace: Duration,
+    pub connect_timeout: Duration,
+    pub first_byte_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+/// One problem found while compiling, with its position in the file when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+impl Problem {
+    fn at<T>(s: &Spanned<T>, message: impl Into<String>) -> Self {
+        let line = s.referenced.line();
+        Problem { line: (line > 0).then_some(line), message: message.into() }
+    }
+
+    fn general(message: impl Into<String>) -> Self {
+        Problem { line: None, message: message.into() }
+    }
+
+    /// `file:line: message`, or `file: message`.
+    pub fn render(&self, file: &str) -> String {
+        match self.line {
+            Some(l) => format!("{file}:{l}: {}", self.message),
+            None => format!("{file}: {}", self.message),
+        }
+    }
+}
+
+/// The configuration was refused. Error code `model_registry_invalid`.
+#[derive(Debug, Clone)]
+pub struct InvalidRegistry {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for InvalidRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "model_registry_invalid: {} problem(s)", self.problems.len())?;
+        for p in &self.problems {
+            writeln!(f, "  {}", p.render(&self.file))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InvalidRegistry {}
+
+/// The compiled, immutable catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    pub settings: Settings,
+    pub providers: Vec<Arc<ProviderSpec>>,
+    pub models: Vec<Arc<ModelEntry>>,
+    pub routes: Vec<Route>,
+    /// Non-fatal findings (disabled providers, shadowed routes).
+    pub warnings: Vec<String>,
+    provider_index: HashMap<String, usize>,
+    /// Normalised ids and aliases → index into `models`.
+    lookup: HashMap<String, usize>,
+}
+
+/// Normalise a requested model name: trim, lowercase, spaces and underscores to
+/// hyphens, and strip Claude Code's `[1m]` context marker.
+pub fn normalize_model(name: &str) -> String {
+    let trimmed = name.trim();
+    let trimmed = trimmed.strip_suffix("[1m]").unwrap_or(trimmed);
+    trimmed
+        .chars()
+        .map(|c| match c {
+            ' ' | '_' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+fn default_endpoint(wire: WireName) -> &'static str {
+    match wire {
+        WireName::OpenaiChat => "https://api.openai.com/v1",
+        WireName::Anthropic => "https://api.anthropic.com",
+        WireName::Gemini => "https://generativelanguage.googleapis.com",
+        WireName::Mock => "",
+    }
+}
+
+fn route_id(name: &str) -> String {
+    let s = slug(name);
+    let h = fnv1a(name.as_bytes()) & 0xff_ffff;
+    if s.is_empty() { format!("route-{h:06x}") } else { format!("{s}-{h:06x}") }
+}
+
+fn capabilities(list: &[Capability]) -> Capabilities {
+    let mut c = Capabilities::default();
+    for cap in list {
+        match cap {
+            Capability::Vision => c.vision = true,
+            Capability::Tools => c.tools = true,
+            Capability::StructuredOutput => c.structured_output = true,
+            Capability::Reasoning => c.reasoning = true,
+        }
+    }
+    c
+}
+
+fn keys_for(
+    name: &str,
+    creds: &Credentials,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<Secret>, Option<String>) {
+    if creds.none {
+        return (Vec::new(), None);
+    }
+    let mut keys: Vec<Secret> =
+        creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
+    let mut missing = Vec::new();
+    for var in &creds.env {
+        match env(var).filter(|v| !v.is_empty()) {
+            Some(v) => keys.push(Secret::new(v)),
+            None => missing.push(var.as_str()),
+        }
+    }
+    if keys.is_empty() {
+        let why = if missing.is_empty() {
+            format!(
+                "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
+            )
+        } else {
+            format!("provider {name} is disabled: {} is not set", missing.join(", "))
+        };
+        return (keys, Some(why));
+    }
+    (keys, None)
+}
+
+impl Catalog {
+    /// Validate and compile a parsed file. `env` reads credential variables.
+    pub fn compile(
+        raw: &RawConfig,
+        file: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Catalog, InvalidRegistry> {
+        let mut problems = Vec::new();
+        let mut warnings = Vec::new();
+        let g = &raw.gateway;
+
+        // Providers.
+        let mut providers = Vec::new();
+        let mut provider_index = HashMap::new();
+        for (name, p) in &raw.providers {
+            let kind = match p.wire {
+                WireName::OpenaiChat => ProviderKind::Wire(Wire::OpenAiChat),
+                WireName::Anthropic => ProviderKind::Wire(Wire::Anthropic),
+                WireName::Gemini => ProviderKind::Wire(Wire::Gemini),
+                WireName::Mock => {
+                    ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) }
+                }
+            };
+            let (keys, unavailable) = if p.wire == WireName::Mock {
+                (Vec::new(), None)
+            } else {
+                keys_for(name, &p.credentials, env)
+            };
+            if let Some(why) = &unavailable {
+                warnings.push(why.clone());
+            }
+            let endpoint = p
+                .endpoint
+                .clone()
+                .unwrap_or_else(|| default_endpoint(p.wire).to_owned())
+                .trim_end_matches('/')
+                .to_owned();
+            if p.wire != WireName::Mock
+                && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+            {
+                problems.push(Problem::general(format!(
+                    "providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"
+                )));
+            }
+            provider_index.insert(name.clone(), providers.len());
+            providers.push(Arc::new(ProviderSpec {
+                name: name.clone(),
+                kind,
+                endpoint,
+                keys,
+                unavailable,
+                headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                drop_fields: p.drop_fields.clone(),
+            }));
+        }
+        let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {
+            let idx = provider_index.get(&s.value).copied();
+            if idx.is_none() {
+                problems.push(Problem::at(s, format!("{what}: unknown provider {:?}", s.value)));
+            }
+            idx
+        };
+
+        // Models: ids and aliases share one namespace.
+        let mut models = Vec::new();
+        let mut lookup: HashMap<String, usize> = HashMap::new();
+        for m in &raw.models {
+            let id = normalize_model(&m.id.value);
+            if id.is_empty() {
+                problems.push(Problem::at(&m.id, "models[].id: empty"));
+                continue;
+            }
+            if lookup.contains_key(&id) {
+                problems.push(Problem::at(
+                    &m.id,
+                    format!("models[].id: {id:?} is defined twice (or collides with an alias)"),
+                ));
+            }
+            let index = models.len();
+            lookup.insert(id.clone(), index);
+            let mut aliases = Vec::new();
+            for a in &m.aliases {
+                let alias = normalize_model(&a.value);
+                if lookup.contains_key(&alias) {
+                    problems.push(Problem::at(
+                        a,
+                        format!(
+                            "models[{id}].aliases: {alias:?} collides with another id or alias"
+                        ),
+                    ));
+                    continue;
+                }
+                lookup.insert(alias.clone(), index);
+                aliases.push(alias);
+            }
+            let mut deployments = Vec::new();
+            for d in &m.deployments {
+                if let Some(provider) =
+                    find_provider(&d.provider, &format!("models[{id}].deployments"), &mut problems)
+                {
+                    deployments.push(Deployment {
+                        provider,
+                        upstream_model: d.model.clone().unwrap_or_else(|| m.id.value.clone()),
+                        pricing: d.pricing.clone(),
+                    });
+                }
+            }
+            let retires = match &m.retires {
+                None => None,
+                Some(s) => match Date::parse(&s.value) {
+                    Some(d) => Some(d),
+                    None => {
+                        problems.push(Problem::at(
+                            s,
+                            format!("models[{id}].retires: {:?} is not a YYYY-MM-DD date", s.value),
+                        ));
+                        None
+                    }
+                },
+            };
+            models.push(ModelEntry {
+                id: id.clone(),
+                aliases,
+                deployments,
+                pricing: m.pricing.clone(),
+                context_window: m.context_window,
+                max_output_tokens: m.max_output_tokens,
+                capabilities: capabilities(&m.capabilities),
+                hidden: m.hidden,
+                retires,
+                fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
+                owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
+            });
+        }
+        // Model fallbacks: ids only (aliases are not valid targets), not itself, no repeats.
+        for (m, entry) in raw.models.iter().zip(models.iter()) {
+            let mut seen = HashSet::new();
+            for f in &m.fallbacks {
+                let target = normalize_model(&f.value);
+                if target == entry.id {
+                    problems.push(Problem::at(
+                        f,
+                        format!(
+                            "models[{}].fallbacks: a model cannot fall back to itself",
+                            entry.id
+                        ),
+                    ));
+                } else if !models.iter().any(|x| x.id == target) {
+                    problems.push(Problem::at(f, format!("models[{}].fallbacks: {target:?} is not a model id (aliases are not valid fallback targets)", entry.id)));
+                }
+                if !seen.insert(target.clone()) {
+                    problems.push(Problem::at(
+                        f,
+                        format!("models[{}].fallbacks: {target:?} is listed twice", entry.id),
+                    ));
+                }
+            }
+        }
+
+        // Routes.
+        let mut routes: Vec<Route> = Vec::new();
+        for r in &raw.routes {
+            let pattern = normalize_model(&r.pattern.value);
+            let primary =
+                find_provider(&r.provider, &format!("routes[{}].provider", r.name), &mut problems)
+                    .map(|provider| Target { provider, model: r.model.clone() });
+            let mut fallbacks = Vec::new();
+            for f in &r.fallbacks {
+                if let Some(provider) = find_provider(
+                    &f.provider,
+                    &format!("routes[{}].fallbacks", r.name),
+                    &mut problems,
+                ) {
+                    let t = Target { provider, model: f.model.clone() };
+                    if let Some(p) = &primary
+                        && p.provider == t.provider
+                        && p.model == t.model
+                    {
+                        problems.push(Problem::at(
+                            &f.provider,
+                            format!("routes[{}].fallbacks: equals the route's primary", r.name),
+                        ));
+                    }
+                    fallbacks.push(t);
+                }
+            }
+            if let Some(earlier) =
+                routes.iter().find(|e| e.pattern == "*" || (e.pattern == pattern))
+            {
+                warnings.push(format!(
+                    "route {:?} (match {pattern:?}) is shadowed by the earlier route {:?} (match {:?})",
+                    r.name, earlier.name, earlier.pattern
+                ));
+            }
+            if let Some(primary) = primary {
+                routes.push(Route {
+                    id: route_id(&r.name),
+                    name: r.name.clone(),
+                    pattern,
+                    primary,
+                    fallbacks,
+                });
+            }
+        }
+
+        if let Some(dm) = &g.default_model {
+            let n = normalize_model(dm);
+            if !lookup.contains_key(&n) && !g.allow_unlisted_models {
+                problems.push(Problem::general(format!(
+                    "gateway.default_model: {dm:?} is not in the catalog"
+                )));
+            }
+        }
+
+        if !problems.is_empty() {
+            return Err(InvalidRegistry { file: file.to_owned(), problems });
+        }
+        let t = g.timeouts;
+        let settings = Settings {
+            listen: g.listen.clone(),
+            default_model: g.default_model.as_deref().map(normalize_model),
+            allow_unlisted_models: g.allow_unlisted_models,
+            api_keys: g
+                .api_keys
+                .iter()
+                .filter(|k| !k.is_empty())
+                .map(|k| Secret::new(k.clone()))
+                .collect(),
+            max_body_bytes: g.max_body_bytes,
+            max_json_depth: g.max_json_depth,
+            shutdown_grace: Duration::from_secs(g.shutdown_grace_secs),
+            connect_timeout: Duration::from_millis(t.connect_ms),
+            first_byte_timeout: Duration::from_millis(t.first_byte_ms),
+            idle_timeout: Duration::from_millis(t.idle_ms),
+            request_timeout: Duration::from_millis(t.request_ms),
+        };
+        Ok(Catalog {
+            settings,
+            providers,
+            models: models.into_iter().map(Arc::new).collect(),
+            routes,
+            warnings,
+            provider_index,
+            lookup,
+        })
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&Arc<ProviderSpec>> {
+        self.provider_index.get(name).and_then(|&i| self.providers.get(i))
+    }
+
+    /// The catalog entry for a (normalised) id or alias.
+    pub fn model(&self, normalized: &str) -> Option<&Arc<ModelEntry>> {
+        self.lookup.get(normalized).and_then(|&i| self.models.get(i))
+    }
+
+    /// Models a client may see in `/v1/models`: not hidden, not retired.
+    pub fn visible_models(&self, today: Date) -> impl Iterator<Item = &Arc<ModelEntry>> {
+        self.models.iter().filter(move |m| !m.hidden && !m.is_retired(today))
+    }
+
+    /// Resolve a requested model into a plan of candidate deployments.
+    pub fn plan(&self, requested: &str, today: Date) -> Result<Plan, ResolveError> {
+        let mut name = normalize_model(requested);
+        if name.is_empty() {
+            name = self.settings.default_model.clone().ok_or(ResolveError::NoModel)?;
+        }
+        let model = self.model(&name).cloned();
+        if let Some(m) = &model
+            && m.is_retired(today)
+        {
+            return Err(ResolveError::Retired {
+                model: m.id.clone(),
+                date: m.retires.unwrap_or(today),
+            });
+        }
+        if model.is_none() && !self.settings.allow_unlisted_models {
+            return Err(ResolveError::NotFound(requested.to_owned()));
+        }
+        let public_model = model.as_ref().map(|m| m.id.clone()).unwrap_or(name);
+        let route = self.routes.iter().find(|r| glob_match(&r.pattern, &public_model));
+
+        let mut candidates = Vec::new();
+        let mut descriptor = Vec::new();
+        if let Some(r) = route {
+            descriptor.push(format!("route:{}", r.id));
+            for t in std::iter::once(&r.primary).chain(&r.fallbacks) {
+                self.push_target(t, model.as_ref(), &public_model, &mut candidates);
+            }
+        } else if let Some(m) = &model {
+            for d in &m.deployments {
+                self.push_deployment(d, m, &mut candidates);
+            }
+        }
+        if let Some(m) = &model {
+            for fb in &m.fallbacks {
+                if let Some(fm) = self.model(fb) {
+                    for d in &fm.deployments {
+                        self.push_deployment(d, fm, &mut candidates);
+                    }
+                }
+            }
+        }
+        candidates.truncate(MAX_CANDIDATES);
+        if candidates.is_empty() {
+            return Err(ResolveError::NoRoute(public_model));
+        }
+        Ok(Plan {
+            requested: requested.to_owned(),
+            public_model,
+            model,
+            route_id: route.map(|r| r.id.clone()),
+            candidates,
+            descriptor,
+        })
+    }
+
+    fn push_deployment(&self, d: &Deployment, m: &Arc<ModelEntry>, out: &mut Vec<Candidate>) {
+        if let Some(provider) = self.providers.get(d.provider) {
+            push_unique(
+                out,
+                Candidate {
+                    provider: provider.clone(),
+                    upstream_model: d.upstream_model.clone(),
+                    pricing: d.pricing.clone().or_else(|| m.pricing.clone()),
+                    model: Some(m.clone()),
+                },
+            );
+        }
+    }
+
+    fn push_target(
+        &self,
+        t: &Target,
+        model: Option<&Arc<ModelEntry>>,
+        public: &str,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Some(provider) = self.providers.get(t.provider) else { return };
+        // A target model naming a catalog entry uses that entry's deployment there.
+        let served = match &t.model {
+            Some(name) => self.model(&normalize_model(name)).cloned(),
+            None => model.cloned(),
+        };
+        let deployment =
+            served.as_ref().and_then(|m| m.deployments.iter().find(|d| d.provider == t.provider));
+        let upstream_model = match (deployment, &t.model) {
+            (Some(d), _) => d.upstream_model.clone(),
+            (None, Some(name)) => name.clone(),
+            (None, None) => public.to_owned(),
+        };
+        let pricing = deployment
+            .and_then(|d| d.pricing.clone())
+            .or_else(|| served.as_ref().and_then(|m| m.pricing.clone()));
+        push_unique(
+            out,
+            Candidate { provider: provider.clone(), upstream_model, pricing, model: served },
+        );
+    }
+}
+
+fn push_unique(out: &mut Vec<Candidate>, c: Candidate) {
+    if !out
+        .iter()
+        .any(|x| x.provider.name == c.provider.name && x.upstream_model == c.upstream_model)
+    {
+        out.push(c);
+    }
+}
+
+/// Why a requested model could not be resolved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no model given and no default model configured")]
+    NoModel,
+    #[error("model {0:?} is not served by this gateway")]
+    NotFound(String),
+    #[error("model {model:?} was retired on {date}")]
+    Retired { model: String, date: Date },
+    #[error("no route serves model {0:?}")]
+    NoRoute(String),
+}
+
+/// One deployment the attempt loop may try.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub provider: Arc<ProviderSpec>,
+    pub upstream_model: String,
+    pub pricing: Option<Pricing>,
+    /// The catalog entry this deployment serves (None for unlisted models).
+    pub model: Option<Arc<ModelEntry>>,
+}
+
+impl Candidate {
+    /// `provider/upstream-model`, as logs and records name it.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.provider.name, self.upstream_model)
+    }
+}
+
+/// The outcome of resolution: everything the attempt loop needs.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub requested: String,
+    /// The canonical catalog id (or the normalised requested id when unlisted).
+    pub public_model: String,
+    pub model: Option<Arc<ModelEntry>>,
+    pub route_id: Option<String>,
+    pub candidates: Vec<Candidate>,
+    /// Route-match descriptor segments (`route:…`, later `failover:a->b`, …).
+    pub descriptor: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigSource;
+
+    fn compile(yaml: &str) -> Result<Catalog, InvalidRegistry> {
+        let env = |k: &str| (k == "KEY").then(|| "sk-test-123456".to_owned());
+        let raw = ConfigSource::from_text("t.yaml", yaml).parse_with(&env).unwrap();
+        Catalog::compile(&raw, "t.yaml", &env)
+    }
+
+    const BASE: &str = r#"
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  b: { wire: anthropic, endpoint: "http://127.0.0.1:2", credentials: { env: [KEY] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR] } }
+models:
+  - id: m1
+    aliases: [m-one, m1-2025]
+    deployments: [{ provider: a, model: up-m1 }, { provider: b }]
+  - id: m2
+    hidden: true
+    deployments: [{ provider: b, model: up-m2 }]
+  - id: old
+    retires: "2020-01-01"
+    deployments: [{ provider: a }]
+routes:
+  - name: Claude Route
+    match: "claude-*"
+    provider: b
+    fallbacks: [{ provider: a, model: m1 }]
+"#;
+
+    #[test]
+    fn resolves_ids_aliases_and_forgiving_names() {
+        let c = compile(BASE).unwrap();
+        let today = Date::parse("2026-11-30").unwrap();
+        for name in ["m1", "M1", "m_one", "m one", "m1-2025[1m]"] {
+            let p = c.plan(name, today).unwrap();
+            assert_eq!(p.public_model, "m1", "{name}");
+            assert_eq!(p.candidates[0].upstream_model, "up-m1");
+            assert_eq!(p.candidates[1].provider.name, "b");
+        }
+        assert!(matches!(c.plan("old", today), Err(ResolveError::Retired { .. })));
+        assert!(matches!(c.plan("nope", today), Err(ResolveError::NotFound(_))));
+        let visible: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
+        assert_eq!(visible, ["m1"]);
+    }
+
+    #[test]
+    fn disabled_provider_is_a_warning_not_a_crash() {
+        let c = compile(BASE).unwrap();
+        assert!(c.provider("off").unwrap().unavailable.as_deref().unwrap().contains("UNSET_VAR"));
+        assert!(c.warnings.iter().any(|w| w.contains("UNSET_VAR")));
+    }
+
+    #[test]
+    fn route_ids_are_slug_plus_stable_hash() {
+        let c = compile(BASE).unwrap();
+        assert_eq!(
+            c.routes[0].id,
+            format!("claude-route-{:06x}", fnv1a(b"Claude Route") & 0xff_ffff)
+        );
+    }
+
+    #[test]
+    fn unlisted_models_follow_the_first_matching_route_when_allowed() {
+        let yaml =
+            BASE.replace("providers:", "gateway: { allow_unlisted_models: true }\nproviders:");
+        let c = compile(&yaml).unwrap();
+        let p = c.plan("claude-x", Date::parse("2026-01-01").unwrap()).unwrap();
+        assert_eq!(p.candidates[0].provider.name, "b");
+        assert_eq!(p.candidates[0].upstream_model, "claude-x");
+        assert_eq!(
+            p.candidates[1].upstream_model, "up-m1",
+            "fallback naming a catalog id uses its deployment"
+        );
+        assert_eq!(p.descriptor, vec![format!("route:{}", c.routes[0].id)]);
+        assert!(matches!(
+            c.plan("other", Date::parse("2026-01-01").unwrap()),
+            Err(ResolveError::NoRoute(_))
+        ));
+    }
+
+    #[test]
+    fn problems_are_all_listed_with_lines() {
+        let yaml = r#"
+providers:
+  a: { wire: mock }
+models:
+  - id: x
+    deployments: [{ provider: nowhere }]
+  - id: x
+    aliases: [x]
+    fallbacks: [x, y]
+"#;
+        let err = compile(yaml).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("model_registry_invalid"), "{text}");
+        assert!(
+            text.contains("t.yaml:6: models[x].deployments: unknown provider \"nowhere\""),
+            "{text}"
+        );
+        assert!(text.contains("t.yaml:7: models[].id: \"x\" is defined twice"), "{text}");
+        assert!(text.contains("t.yaml:8:"), "{text}");
+        assert!(text.contains("cannot fall back to itself"), "{text}");
+        assert!(text.contains("\"y\" is not a model id"), "{text}");
+    }
+
+    #[test]
+    fn embedded_default_compiles_without_any_keys() {
+        let raw = ConfigSource::embedded().parse_with(&|_| None).unwrap();
+        let c = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
+        assert!(c.provider("openai").unwrap().unavailable.is_some());
+        assert!(c.settings.api_keys.is_empty());
+        let p = c.plan("", Date::today()).unwrap();
+        assert_eq!(p.public_model, "mock-echo");
+    }
+}

@@ -1,0 +1,185 @@
+//! Loading the configuration: choose the file, interpolate `${ENV}`, parse.
+//! Validation and compilation are in [`crate::catalog`].
+
+pub mod raw;
+
+use std::path::{Path, PathBuf};
+
+pub use raw::RawConfig;
+
+/// The embedded default: runs on a fresh machine with no file.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default.yaml");
+
+/// Environment variable naming the config file when no flag is given.
+pub const CONFIG_ENV: &str = "SWITCHYARD_CONFIG";
+
+/// Where the configuration text came from.
+#[derive(Debug, Clone)]
+pub struct ConfigSource {
+    /// A path, or `<embedded default>`.
+    pub name: String,
+    pub path: Option<PathBuf>,
+    pub text: String,
+}
+
+/// Loading failed. The message names the file, the line and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{file}: cannot read: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("{file}:{line}: {message}")]
+    Interpolation { file: String, line: usize, message: String },
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+}
+
+impl ConfigSource {
+    /// The file given by flag, else by `SWITCHYARD_CONFIG`, else the embedded default.
+    pub fn locate(flag: Option<&Path>) -> Result<Self, ConfigError> {
+        let env_path = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+        match flag.map(Path::to_path_buf).or(env_path) {
+            Some(path) => Self::from_path(&path),
+            None => Ok(Self::embedded()),
+        }
+    }
+
+    pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { file: name.clone(), source })?;
+        Ok(Self { name, path: Some(path.to_path_buf()), text })
+    }
+
+    pub fn embedded() -> Self {
+        Self {
+            name: "<embedded default>".to_owned(),
+            path: None,
+            text: EMBEDDED_DEFAULT.to_owned(),
+        }
+    }
+
+    pub fn from_text(name: &str, text: &str) -> Self {
+        Self { name: name.to_owned(), path: None, text: text.to_owned() }
+    }
+
+    /// Interpolate and parse, reading variables from the process environment.
+    pub fn parse(&self) -> Result<RawConfig, ConfigError> {
+        self.parse_with(&|k| std::env::var(k).ok())
+    }
+
+    pub fn parse_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<RawConfig, ConfigError> {
+        let text = interpolate(&self.text, &self.name, env)?;
+        serde_saphyr::from_str(&text)
+            .map_err(|e| ConfigError::Parse { file: self.name.clone(), message: e.to_string() })
+    }
+}
+
+/// Replace `${NAME}` and `${NAME:-default}` with environment values; `$${` is a
+/// literal `${`. Comment lines are left alone. A variable that is unset and has no
+/// default is an error naming the line.
+pub fn interpolate(
+    text: &str,
+    file: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(text.len());
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if line.trim_start().starts_with('#') {
+            out.push_str(line);
+            continue;
+        }
+        let mut rest = line;
+        while let Some(pos) = rest.find('$') {
+            out.push_str(&rest[..pos]);
+            let after = &rest[pos..];
+            if let Some(tail) = after.strip_prefix("$${") {
+                out.push_str("${");
+                rest = tail;
+            } else if let Some(tail) = after.strip_prefix("${") {
+                let end = tail.find('}').ok_or_else(|| ConfigError::Interpolation {
+                    file: file.to_owned(),
+                    line: n + 1,
+                    message: "unclosed `${`".to_owned(),
+                })?;
+                let expr = &tail[..end];
+                let (name, default) = match expr.split_once(":-") {
+                    Some((name, default)) => (name, Some(default)),
+                    None => (expr, None),
+                };
+                let valid =
+                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    return Err(ConfigError::Interpolation {
+                        file: file.to_owned(),
+                        line: n + 1,
+                        message: format!("`${{{expr}}}` is not a valid variable reference"),
+                    });
+                }
+                match env(name).filter(|v| !v.is_empty()).or(default.map(str::to_owned)) {
+                    Some(value) => out.push_str(&value),
+                    None => {
+                        return Err(ConfigError::Interpolation {
+                            file: file.to_owned(),
+                            line: n + 1,
+                            message: format!(
+                                "environment variable {name} is not set (write `${{{name}:-}}` to allow that)"
+                            ),
+                        });
+                    }
+                }
+                rest = &tail[end + 1..];
+            } else {
+                out.push('$');
+                rest = &after[1..];
+            }
+        }
+        out.push_str(rest);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(k: &str) -> Option<String> {
+        match k {
+            "KEY" => Some("sk-1".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn interpolates_with_defaults_and_escapes() {
+        let out = interpolate("a: ${KEY}\nb: ${NOPE:-x}\nc: $${KEY}\nd: $5\n", "f", &env).unwrap();
+        assert_eq!(out, "a: sk-1\nb: x\nc: ${KEY}\nd: $5\n");
+    }
+
+    #[test]
+    fn missing_variable_names_file_and_line() {
+        let err = interpolate("a: 1\nb: ${NOPE}\n", "conf.yaml", &env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "conf.yaml:2: environment variable NOPE is not set (write `${NOPE:-}` to allow that)"
+        );
+    }
+
+    #[test]
+    fn parse_errors_name_file_line_and_field() {
+        let src = ConfigSource::from_text("conf.yaml", "gateway:\n  listen: 1\n  bogus: true\n");
+        let err = src.parse_with(&env).unwrap_err().to_string();
+        assert!(err.starts_with("conf.yaml: "), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+        assert!(err.contains("line 3") || err.contains(":3:"), "{err}");
+    }
+
+    #[test]
+    fn embedded_default_parses() {
+        let raw = ConfigSource::embedded().parse_with(&|_| None).unwrap();
+        assert!(raw.models.len() > 10);
+        assert!(raw.providers.contains_key("mock"));
+    }
+}

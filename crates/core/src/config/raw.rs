@@ -1,0 +1,211 @@
+//! The configuration file as written: plain serde types, nothing resolved yet.
+//! [`crate::catalog::Catalog::compile`] validates and compiles it.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub gateway: GatewaySettings,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySettings {
+    /// Address to listen on.
+    pub listen: String,
+    /// Model used when a request names none.
+    pub default_model: Option<String>,
+    /// Forward ids that are not in the catalog through the first matching route.
+    pub allow_unlisted_models: bool,
+    /// Gateway API keys accepted from clients. Empty strings are ignored; an empty
+    /// list leaves the gateway open (a warning is logged at start).
+    pub api_keys: Vec<String>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Deepest JSON nesting accepted in a request body.
+    pub max_json_depth: usize,
+    /// How long in-flight requests and streams may take to finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    pub timeouts: Timeouts,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            default_model: None,
+            allow_unlisted_models: false,
+            api_keys: Vec::new(),
+            max_body_bytes: 32 * 1024 * 1024,
+            max_json_depth: 64,
+            shutdown_grace_secs: 30,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// Upstream timeouts, in milliseconds.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// TCP + TLS connect.
+    pub connect_ms: u64,
+    /// From sending the request to the response headers (per attempt).
+    pub first_byte_ms: u64,
+    /// Longest silence between two chunks of a streamed answer.
+    pub idle_ms: u64,
+    /// The whole request, all attempts together.
+    pub request_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, request_ms: 600_000 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WireName {
+    OpenaiChat,
+    Anthropic,
+    Gemini,
+    Mock,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub wire: WireName,
+    /// Base URL. Defaults per wire: `https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub credentials: Credentials,
+    /// Extra headers sent on every upstream request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Mock wire only: latency before the answer (and between streamed chunks).
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Request fields this provider is known to refuse; removed on the fast path.
+    #[serde(default)]
+    pub drop_fields: Vec<String>,
+}
+
+/// Where a provider's platform key(s) come from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// Environment variable(s) holding a key each.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Literal keys (use `${ENV}` interpolation rather than writing secrets here).
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// The provider needs no key (a local vLLM or Ollama server).
+    #[serde(default)]
+    pub none: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    /// USD per million input tokens.
+    #[serde(default)]
+    pub input: Option<f64>,
+    #[serde(default)]
+    pub output: Option<f64>,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    Vision,
+    Tools,
+    StructuredOutput,
+    Reasoning,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub id: Spanned<String>,
+    #[serde(default)]
+    pub aliases: Vec<Spanned<String>>,
+    /// Where the model runs: provider + that provider's model id.
+    #[serde(default)]
+    pub deployments: Vec<DeploymentConfig>,
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub capabilities: Vec<Capability>,
+    /// Served but never listed.
+    #[serde(default)]
+    pub hidden: bool,
+    /// `YYYY-MM-DD`; from that day the model is refused and unlisted.
+    #[serde(default)]
+    pub retires: Option<Spanned<String>>,
+    /// Catalog ids tried after this model's own deployments.
+    #[serde(default)]
+    pub fallbacks: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub owned_by: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentConfig {
+    pub provider: Spanned<String>,
+    /// The provider's own id for the model; defaults to the catalog id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Overrides the model's prices for this deployment (e.g. a regional premium).
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub name: String,
+    /// Glob over the requested (canonical) model id: `*` any run, `?` one char.
+    #[serde(rename = "match")]
+    pub pattern: Spanned<String>,
+    pub provider: Spanned<String>,
+    /// Upstream model id to send instead of the catalog's (a rewrite).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub fallbacks: Vec<RouteTarget>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteTarget {
+    pub provider: Spanned<String>,
+    /// A catalog id (its deployment on that provider is used) or an upstream id.
+    #[serde(default)]
+    pub model: Option<String>,
+}

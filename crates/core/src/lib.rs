@@ -1,0 +1,122 @@
+//! Switchyard core: configuration, the catalog, provider adapters and the execution
+//! pipeline. Usable as a library: build a [`Gateway`] from a config and call
+//! [`Snapshot::execute`] with a parsed request.
+
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod estimate;
+pub mod exec;
+pub mod mock;
+pub mod record;
+pub mod upstream;
+pub mod util;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+pub use catalog::{Catalog, InvalidRegistry, Plan};
+pub use config::{ConfigError, ConfigSource};
+pub use error::GatewayError;
+pub use exec::{Delivery, Inbound, Served, Success};
+pub use record::{RecordSink, RequestRecord, SharedSink};
+
+use upstream::ProviderRuntime;
+
+/// Install the process-wide TLS crypto provider (ring) once.
+pub fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Loading or compiling the configuration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Invalid(#[from] InvalidRegistry),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Locate, parse and compile a configuration (flag path, else `SWITCHYARD_CONFIG`,
+/// else the embedded default).
+pub fn load(path: Option<&std::path::Path>) -> Result<(ConfigSource, Catalog), LoadError> {
+    let source = ConfigSource::locate(path)?;
+    let raw = source.parse()?;
+    let catalog = Catalog::compile(&raw, &source.name, &|k| std::env::var(k).ok())?;
+    Ok((source, catalog))
+}
+
+/// One immutable configuration generation: the catalog plus the provider runtimes
+/// it uses. Requests hold an `Arc<Snapshot>` for their whole life, so a reload never
+/// changes the rules under a request in flight.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub catalog: Catalog,
+    runtimes: HashMap<String, Arc<ProviderRuntime>>,
+}
+
+impl Snapshot {
+    /// Build a snapshot, reusing the runtimes (connection pools) of `previous` for
+    /// providers whose name and endpoint are unchanged.
+    pub fn build(catalog: Catalog, previous: Option<&Snapshot>) -> Result<Snapshot, LoadError> {
+        let mut runtimes = HashMap::new();
+        for p in &catalog.providers {
+            if p.wire().is_none() {
+                continue;
+            }
+            let reused = previous.and_then(|prev| {
+                let same =
+                    prev.catalog.provider(&p.name).is_some_and(|old| old.endpoint == p.endpoint);
+                same.then(|| prev.runtimes.get(&p.name).cloned()).flatten()
+            });
+            let rt = match reused {
+                Some(rt) => rt,
+                None => Arc::new(
+                    ProviderRuntime::new(&catalog.settings)
+                        .map_err(|e| LoadError::Client(e.to_string()))?,
+                ),
+            };
+            runtimes.insert(p.name.clone(), rt);
+        }
+        Ok(Snapshot { catalog, runtimes })
+    }
+}
+
+/// The gateway: the current snapshot (swapped atomically on reload) and the sink
+/// request records go to.
+pub struct Gateway {
+    current: ArcSwap<Snapshot>,
+    pub sink: SharedSink,
+}
+
+impl Gateway {
+    pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
+        let snap = Snapshot::build(catalog, None)?;
+        Ok(Self { current: ArcSwap::from_pointee(snap), sink })
+    }
+
+    /// The snapshot a new request should use.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Swap in a new catalog; requests in flight finish on the old one.
+    pub fn reload(&self, catalog: Catalog) -> Result<(), LoadError> {
+        let prev = self.current.load();
+        let snap = Snapshot::build(catalog, Some(&prev))?;
+        self.current.store(Arc::new(snap));
+        Ok(())
+    }
+
+    /// Run a parsed request through the pipeline on the current snapshot.
+    pub async fn execute(&self, inbound: Inbound) -> Result<Success, GatewayError> {
+        self.snapshot().execute(inbound, self.sink.clone()).await
+    }
+}

@@ -1,0 +1,409 @@
+//! Provider adapters: how a candidate is called. Builds the wire request (fast path
+//! or translated), sends it with the provider's pooled client, and turns the answer
+//! into either a whole canonical response or a [`Source`] of stream events.
+//!
+//! Adding a wire means: its translator in the protocol crate, a `Wire` variant, and
+//! the three small `match`es below (URL, auth header, fast-path rewrite).
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde_json::{Map, Value};
+use switchyard_protocol::{
+    ClientFormat, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder, StreamEvent, Wire,
+};
+use tokio::sync::mpsc;
+
+use crate::catalog::{ProviderSpec, Settings};
+use crate::util::{Secret, redact};
+
+/// Largest upstream error body read (the rest is ignored).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A provider's long-lived runtime: its HTTP client pool and key rotation. Kept
+/// across reloads for as long as the provider's name and endpoint are unchanged.
+#[derive(Debug)]
+pub struct ProviderRuntime {
+    pub client: reqwest::Client,
+    next_key: AtomicUsize,
+}
+
+impl ProviderRuntime {
+    pub fn new(settings: &Settings) -> Result<Self, reqwest::Error> {
+        crate::install_crypto_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(settings.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .tcp_keepalive(Duration::from_secs(30))
+            .build()?;
+        Ok(Self { client, next_key: AtomicUsize::new(0) })
+    }
+
+    /// The key for the next request, spreading load over the provider's keys.
+    pub fn pick_key<'a>(&self, spec: &'a ProviderSpec) -> Option<&'a Secret> {
+        if spec.keys.is_empty() {
+            return None;
+        }
+        let i = self.next_key.fetch_add(1, Ordering::Relaxed) % spec.keys.len();
+        spec.keys.get(i)
+    }
+}
+
+/// What the attempt loop hands an adapter: the request in both forms.
+#[derive(Debug)]
+pub struct Outgoing<'a> {
+    pub format: ClientFormat,
+    pub request: &'a Request,
+    /// The client's own body, for the same-format fast path.
+    pub raw: Option<&'a Map<String, Value>>,
+    /// Client headers forwarded to a same-vendor upstream (`anthropic-beta`, …).
+    pub forward_headers: &'a [(String, String)],
+}
+
+/// True when the client's body can be forwarded as-is (model rewritten).
+pub fn is_fast_path(format: ClientFormat, wire: Wire, raw: Option<&Map<String, Value>>) -> bool {
+    raw.is_some() && format.native_wire() == Some(wire)
+}
+
+/// Serialize `map` with some keys replaced and some removed, without cloning it.
+fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    let mut first = true;
+    let mut push = |out: &mut Vec<u8>, k: &str, v: &Value| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        // Writing a String/Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut *out, v);
+    };
+    for (k, v) in map {
+        if drop.iter().any(|d| d == k) || overrides.iter().any(|(o, _)| o == k) {
+            continue;
+        }
+        push(&mut out, k, v);
+    }
+    for (k, v) in overrides {
+        push(&mut out, k, v);
+    }
+    out.push(b'}');
+    out
+}
+
+/// The body to send to `wire` for this candidate.
+pub fn build_body(
+    out: &Outgoing<'_>,
+    wire: Wire,
+    spec: &ProviderSpec,
+    upstream_model: &str,
+) -> Result<Vec<u8>, ProtocolError> {
+    if let Some(raw) = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)) {
+        let mut overrides: Vec<(&str, Value)> =
+            vec![("model", Value::String(upstream_model.to_owned()))];
+        if wire == Wire::OpenAiChat && raw.get("stream").and_then(Value::as_bool) == Some(true) {
+            let mut opts =
+                raw.get("stream_options").and_then(Value::as_object).cloned().unwrap_or_default();
+            opts.insert("include_usage".into(), Value::Bool(true));
+            overrides.push(("stream_options", Value::Object(opts)));
+        }
+        return Ok(write_object(raw, &overrides, &spec.drop_fields));
+    }
+    let mut v = wire.encode_request(out.request)?;
+    if wire != Wire::Gemini
+        && let Value::Object(m) = &mut v
+    {
+        m.insert("model".into(), Value::String(upstream_model.to_owned()));
+    }
+    serde_json::to_vec(&v).map_err(|e| ProtocolError::body(e.to_string()))
+}
+
+pub fn url(spec: &ProviderSpec, wire: Wire, upstream_model: &str, stream: bool) -> String {
+    match wire {
+        Wire::OpenAiChat => format!("{}/chat/completions", spec.endpoint),
+        Wire::Anthropic => format!("{}/v1/messages", spec.endpoint),
+        Wire::Gemini if stream => {
+            format!(
+                "{}/v1beta/models/{upstream_model}:streamGenerateContent?alt=sse",
+                spec.endpoint
+            )
+        }
+        Wire::Gemini => format!("{}/v1beta/models/{upstream_model}:generateContent", spec.endpoint),
+    }
+}
+
+/// Why an attempt failed, as the attempt loop classifies it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The upstream answered with a non-success status.
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// No answer: `connect`, `timeout`, `reset`, `dns`, `tls`, `body`.
+    Transport {
+        class: &'static str,
+        message: String,
+    },
+    /// The stream broke or ended early, before anything reached the client.
+    BrokenStream(String),
+    /// The upstream sent something we could not understand.
+    Malformed(String),
+    /// The upstream reported an error inside a 200 stream.
+    UpstreamError {
+        kind: String,
+        message: String,
+    },
+    /// The candidate cannot be used (no credentials, cannot express the request).
+    Unavailable(String),
+    Unsupported(String),
+}
+
+impl Failure {
+    /// The attempt outcome as records and metrics name it.
+    pub fn outcome(&self) -> String {
+        match self {
+            Failure::Status { status, .. } => format!("status_{status}"),
+            Failure::Transport { class, .. } => format!("transport_{class}"),
+            Failure::BrokenStream(_) => "broken_stream".into(),
+            Failure::Malformed(_) => "malformed".into(),
+            Failure::UpstreamError { .. } => "upstream_error".into(),
+            Failure::Unavailable(_) => "unavailable".into(),
+            Failure::Unsupported(_) => "unsupported".into(),
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Status { message, .. }
+            | Failure::Transport { message, .. }
+            | Failure::BrokenStream(message)
+            | Failure::Malformed(message)
+            | Failure::UpstreamError { message, .. }
+            | Failure::Unavailable(message)
+            | Failure::Unsupported(message) => message,
+        }
+    }
+
+    pub fn from_protocol(e: ProtocolError) -> Self {
+        match e {
+            ProtocolError::UpstreamError { kind, message } => {
+                Failure::UpstreamError { kind, message }
+            }
+            ProtocolError::MalformedUpstream(m) => Failure::Malformed(m),
+            ProtocolError::InvalidBody(m) | ProtocolError::Unsupported(m) => {
+                Failure::Unsupported(m)
+            }
+        }
+    }
+
+    pub fn from_reqwest(e: &reqwest::Error) -> Self {
+        let class = if e.is_timeout() {
+            "timeout"
+        } else if e.is_connect() {
+            "connect"
+        } else if e.is_body() || e.is_decode() {
+            "body"
+        } else {
+            "reset"
+        };
+        // reqwest's Display includes the URL; ours never carry keys (they go in headers).
+        Failure::Transport { class, message: format!("upstream {class} error: {e}") }
+    }
+}
+
+/// Parse a Retry-After header: delta-seconds (HTTP dates are treated as absent).
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
+}
+
+/// The deployment a request goes to, with the credential chosen for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Dest<'a> {
+    pub runtime: &'a ProviderRuntime,
+    pub spec: &'a ProviderSpec,
+    pub wire: Wire,
+    pub key: Option<&'a Secret>,
+    pub upstream_model: &'a str,
+}
+
+/// Send one request; the future resolves when the response headers arrive.
+pub async fn send(
+    dest: Dest<'_>,
+    out: &Outgoing<'_>,
+    stream: bool,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, Failure> {
+    let Dest { runtime: rt, spec, wire, key, upstream_model } = dest;
+    let mut req = rt.client.post(url(spec, wire, upstream_model, stream));
+    req = req.header("content-type", "application/json");
+    if stream {
+        req = req.header("accept", "text/event-stream");
+    }
+    match (wire, key) {
+        (Wire::OpenAiChat, Some(k)) => req = req.bearer_auth(k.expose()),
+        (Wire::Anthropic, Some(k)) => req = req.header("x-api-key", k.expose()),
+        (Wire::Gemini, Some(k)) => req = req.header("x-goog-api-key", k.expose()),
+        (_, None) => {}
+    }
+    if wire == Wire::Anthropic {
+        let version = forwarded(out, "anthropic-version").unwrap_or("2023-06-01");
+        req = req.header("anthropic-version", version);
+        if out.format == ClientFormat::Anthropic
+            && let Some(beta) = forwarded(out, "anthropic-beta")
+        {
+            req = req.header("anthropic-beta", beta);
+        }
+    }
+    for (k, v) in &spec.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+}
+
+fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
+    out.forward_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// Read a failed response into a [`Failure::Status`], redacting the key.
+pub async fn read_failure(resp: reqwest::Response, wire: Wire, spec: &ProviderSpec) -> Failure {
+    let status = resp.status().as_u16();
+    let retry_after = retry_after(resp.headers());
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= MAX_ERROR_BODY {
+            body.truncate(MAX_ERROR_BODY);
+            break;
+        }
+    }
+    let message = wire.parse_error(&body).unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(&body);
+        let text = text.trim();
+        if text.is_empty() {
+            format!("upstream answered {status}")
+        } else {
+            text.chars().take(500).collect()
+        }
+    });
+    Failure::Status { status, message: redact(&message, &spec.keys), retry_after }
+}
+
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
+
+/// One batch of stream progress.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// The upstream bytes of this batch (for the fast path; empty for the mock).
+    pub raw: Bytes,
+    pub events: Vec<StreamEvent>,
+    /// The upstream finished cleanly with this batch.
+    pub end: bool,
+}
+
+/// A streaming answer being read.
+pub enum Source {
+    Http { body: ByteStream, sse: SseDecoder, decoder: Box<dyn StreamDecoder>, done: bool },
+    Events { rx: mpsc::Receiver<StreamEvent>, done: bool },
+}
+
+impl Source {
+    pub fn http(resp: reqwest::Response, wire: Wire) -> Self {
+        Source::Http {
+            body: Box::pin(resp.bytes_stream()),
+            sse: SseDecoder::new(),
+            decoder: wire.stream_decoder(),
+            done: false,
+        }
+    }
+
+    /// The next batch; `Ok(None)` after the end.
+    pub async fn next(&mut self) -> Result<Option<Batch>, Failure> {
+        match self {
+            Source::Http { body, sse, decoder, done } => {
+                if *done {
+                    return Ok(None);
+                }
+                let mut raw_events: Vec<SseEvent> = Vec::new();
+                let mut batch = Batch::default();
+                match body.next().await {
+                    Some(Ok(bytes)) => {
+                        sse.push(&bytes, &mut raw_events)
+                            .map_err(|e| Failure::Malformed(e.to_string()))?;
+                        batch.raw = bytes;
+                    }
+                    Some(Err(e)) => {
+                        *done = true;
+                        return Err(Failure::BrokenStream(format!("upstream stream broke: {e}")));
+                    }
+                    None => {
+                        *done = true;
+                        sse.finish(&mut raw_events);
+                        batch.end = true;
+                    }
+                }
+                for ev in &raw_events {
+                    decoder.push(ev, &mut batch.events).map_err(Failure::from_protocol)?;
+                }
+                if batch.end {
+                    decoder.finish(&mut batch.events).map_err(|e| match e {
+                        ProtocolError::MalformedUpstream(m) => Failure::BrokenStream(m),
+                        other => Failure::from_protocol(other),
+                    })?;
+                }
+                Ok(Some(batch))
+            }
+            Source::Events { rx, done } => {
+                if *done {
+                    return Ok(None);
+                }
+                let mut batch = Batch::default();
+                match rx.recv().await {
+                    Some(ev) => batch.events.push(ev),
+                    None => {
+                        *done = true;
+                        batch.end = true;
+                    }
+                }
+                Ok(Some(batch))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn write_object_overrides_and_drops_without_losing_unknown_fields() {
+        let Value::Object(map) =
+            json!({"model": "a", "x_unknown": {"k": [1, 2]}, "bad": 1, "stream": true})
+        else {
+            unreachable!()
+        };
+        let out = write_object(&map, &[("model", json!("b"))], &["bad".to_owned()]);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v, json!({"model": "b", "x_unknown": {"k": [1, 2]}, "stream": true}));
+    }
+
+    #[test]
+    fn retry_after_parses_seconds() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
+    }
+}

@@ -1,0 +1,193 @@
+//! Small self-contained helpers: dates, globs, FNV-1a, secrets.
+
+use std::fmt;
+
+/// A calendar date (UTC), enough for retirement dates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date {
+    pub year: i32,
+    pub month: u8,
+    pub day: u8,
+}
+
+impl Date {
+    /// Parse `YYYY-MM-DD`.
+    pub fn parse(s: &str) -> Option<Date> {
+        let mut it = s.trim().splitn(3, '-');
+        let year = it.next()?.parse().ok()?;
+        let month: u8 = it.next()?.parse().ok()?;
+        let day: u8 = it.next()?.parse().ok()?;
+        ((1..=12).contains(&month) && (1..=31).contains(&day)).then_some(Date { year, month, day })
+    }
+
+    /// Today in UTC.
+    pub fn today() -> Date {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Date::from_days((secs / 86_400) as i64)
+    }
+
+    /// Days since 1970-01-01 → civil date (Howard Hinnant's algorithm).
+    pub fn from_days(days: i64) -> Date {
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
+        let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
+        Date { year, month, day }
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}-{:02}", self.year, self.month, self.day)
+    }
+}
+
+/// Glob match: `*` matches any run (including empty), `?` one character; case-
+/// sensitive (ids are lowercased before matching).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == t[ti] => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// 64-bit FNV-1a: a small, stable hash for ids that must not change between
+/// versions or machines.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// `Claude (Vertex AI)` → `claude-vertex-ai`.
+pub fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    out
+}
+
+/// A secret string (API key). Its `Debug` and `Display` never show the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+
+    /// The value, for putting in an upstream header. Never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// A short non-reversible identifier for logs and records: `key-<8 hex>`.
+    pub fn fingerprint(&self) -> String {
+        format!("key-{:08x}", fnv1a(self.0.as_bytes()) as u32)
+    }
+
+    /// Constant-time comparison (for gateway keys presented by clients).
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        use subtle::ConstantTimeEq;
+        self.0.len() == presented.len() && bool::from(self.0.as_bytes().ct_eq(presented))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({})", self.fingerprint())
+    }
+}
+
+/// Replace every occurrence of each secret in `text` with `[redacted]`. Used on
+/// upstream error bodies before they reach logs, clients or records.
+pub fn redact(text: &str, secrets: &[Secret]) -> String {
+    let mut out = text.to_owned();
+    for s in secrets {
+        if s.0.len() >= 8 && out.contains(&s.0) {
+            out = out.replace(&s.0, "[redacted]");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_parse_compare_and_convert() {
+        assert_eq!(Date::from_days(0), Date { year: 1970, month: 1, day: 1 });
+        assert_eq!(Date::from_days(20_422), Date::parse("2025-11-30").unwrap());
+        assert!(Date::parse("2026-01-02").unwrap() > Date::parse("2025-12-31").unwrap());
+        assert_eq!(Date::parse("2026-13-01"), None);
+        assert_eq!(Date::parse("2026-02-03").unwrap().to_string(), "2026-02-03");
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("claude-*", "claude-sonnet-5"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("gpt-?", "gpt-5"));
+        assert!(!glob_match("gpt-?", "gpt-55"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(!glob_match("a*b*c", "axxbyy"));
+        assert!(!glob_match("claude-*", "anthropic-claude-x"));
+    }
+
+    #[test]
+    fn fnv_and_slug_are_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(slug("Claude (Vertex AI)"), "claude-vertex-ai");
+    }
+
+    #[test]
+    fn secrets_never_print_and_redact() {
+        let s = Secret::new("sk-live-abcdefgh");
+        assert!(!format!("{s:?}").contains("abcdefgh"));
+        assert!(s.matches(b"sk-live-abcdefgh"));
+        assert!(!s.matches(b"sk-live-abcdefgX"));
+        assert_eq!(redact("bad key sk-live-abcdefgh!", &[s]), "bad key [redacted]!");
+    }
+}

@@ -1,0 +1,137 @@
+//! Errors: what translation can fail with, and the gateway error body rendered in
+//! each client's own format.
+
+use serde_json::{Value, json};
+
+/// Translation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The body is not valid JSON or not the expected shape. The message names the
+    /// field where possible.
+    #[error("invalid request body: {0}")]
+    InvalidBody(String),
+    /// The request uses something the target cannot express (e.g. images to a wire
+    /// without image input). Never silently dropped.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The upstream sent something we could not understand.
+    #[error("malformed upstream response: {0}")]
+    MalformedUpstream(String),
+    /// The upstream reported an error inside a stream (or a 200 body).
+    #[error("upstream error ({kind}): {message}")]
+    UpstreamError { kind: String, message: String },
+}
+
+impl ProtocolError {
+    pub fn body(msg: impl std::fmt::Display) -> Self {
+        ProtocolError::InvalidBody(msg.to_string())
+    }
+    pub fn upstream(msg: impl std::fmt::Display) -> Self {
+        ProtocolError::MalformedUpstream(msg.to_string())
+    }
+}
+
+/// The class of an error, which decides the type string each format uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    InvalidRequest,
+    Authentication,
+    Permission,
+    NotFound,
+    RequestTooLarge,
+    RateLimit,
+    /// The upstream failed (5xx, transport, malformed answer).
+    Upstream,
+    Overloaded,
+    Timeout,
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn openai_type(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest | ErrorKind::NotFound | ErrorKind::RequestTooLarge => {
+                "invalid_request_error"
+            }
+            ErrorKind::Authentication => "authentication_error",
+            ErrorKind::Permission => "permission_error",
+            ErrorKind::RateLimit => "rate_limit_error",
+            ErrorKind::Upstream | ErrorKind::Overloaded | ErrorKind::Timeout => "api_error",
+            ErrorKind::Internal => "server_error",
+        }
+    }
+
+    pub fn anthropic_type(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest => "invalid_request_error",
+            ErrorKind::Authentication => "authentication_error",
+            ErrorKind::Permission => "permission_error",
+            ErrorKind::NotFound => "not_found_error",
+            ErrorKind::RequestTooLarge => "request_too_large",
+            ErrorKind::RateLimit => "rate_limit_error",
+            ErrorKind::Overloaded => "overloaded_error",
+            ErrorKind::Timeout => "timeout_error",
+            ErrorKind::Upstream | ErrorKind::Internal => "api_error",
+        }
+    }
+
+    /// The kind an HTTP status suggests (for passing an upstream's answer on).
+    pub fn from_status(status: u16) -> Self {
+        match status {
+            400 | 409 | 422 => ErrorKind::InvalidRequest,
+            401 => ErrorKind::Authentication,
+            403 => ErrorKind::Permission,
+            404 => ErrorKind::NotFound,
+            413 => ErrorKind::RequestTooLarge,
+            429 => ErrorKind::RateLimit,
+            408 | 504 => ErrorKind::Timeout,
+            503 | 529 => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::Upstream,
+            _ => ErrorKind::InvalidRequest,
+        }
+    }
+}
+
+/// An error as the client will see it: a status, a stable machine code and a message
+/// that is safe to show (no secrets, no internals).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorBody {
+    pub status: u16,
+    pub kind: ErrorKind,
+    /// Stable machine code, e.g. `model_not_found`, `upstream_unavailable`.
+    pub code: String,
+    pub message: String,
+    /// The offending request field, when known (OpenAI `param`).
+    pub param: Option<String>,
+}
+
+impl ErrorBody {
+    pub fn new(
+        status: u16,
+        kind: ErrorKind,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self { status, kind, code: code.into(), message: message.into(), param: None }
+    }
+
+    /// OpenAI error object: `{"error":{"message","type","param","code"}}`.
+    pub fn to_openai(&self) -> Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind.openai_type(),
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+
+    /// Anthropic error object: `{"type":"error","error":{"type","message"}}`, with the
+    /// stable code added as `error.code` (SDKs ignore unknown fields).
+    pub fn to_anthropic(&self) -> Value {
+        json!({"type": "error", "error": {
+            "type": self.kind.anthropic_type(),
+            "message": self.message,
+            "code": self.code,
+        }})
+    }
+}

@@ -1,0 +1,158 @@
+//! Switchyard's protocol layer: wire types, the canonical model, translators and
+//! stream state machines. Pure functions and state machines only: no IO, no async.
+//!
+//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`) exposes
+//! the same surface, so the layers above pick one by [`ClientFormat`] / [`Wire`]:
+//!
+//! | item | direction |
+//! |---|---|
+//! | `parse_request(&[u8]) -> Result<Request>` | wire request → canonical |
+//! | `encode_request(&Request) -> Result<Value>` | canonical → wire request (`Unsupported` when the wire cannot express it) |
+//! | `parse_response(&[u8]) -> Result<Response>` | wire response → canonical |
+//! | `encode_response(&Response) -> Value` | canonical → wire response |
+//! | `Decoder` ([`StreamDecoder`]) | wire SSE events → canonical [`StreamEvent`]s |
+//! | `Encoder` ([`StreamEncoder`]) | canonical events → wire SSE bytes |
+//! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
+
+pub mod anthropic;
+pub mod error;
+pub mod gemini;
+pub mod model;
+pub mod openai_chat;
+pub mod responses;
+pub mod sse;
+pub mod util;
+
+pub use error::{ErrorBody, ErrorKind, ProtocolError};
+pub use model::*;
+pub use sse::{SseDecoder, SseEvent};
+
+/// The format a client speaks to the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientFormat {
+    OpenAiChat,
+    OpenAiResponses,
+    Anthropic,
+}
+
+impl ClientFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientFormat::OpenAiChat => "openai-chat",
+            ClientFormat::OpenAiResponses => "openai-responses",
+            ClientFormat::Anthropic => "anthropic",
+        }
+    }
+
+    /// The upstream wire that speaks this format natively (for the fast path).
+    pub fn native_wire(self) -> Option<Wire> {
+        match self {
+            ClientFormat::OpenAiChat => Some(Wire::OpenAiChat),
+            ClientFormat::Anthropic => Some(Wire::Anthropic),
+            ClientFormat::OpenAiResponses => None,
+        }
+    }
+
+    pub fn parse_request(self, body: &[u8]) -> Result<Request, ProtocolError> {
+        match self {
+            ClientFormat::OpenAiChat => openai_chat::parse_request(body),
+            ClientFormat::OpenAiResponses => responses::parse_request(body),
+            ClientFormat::Anthropic => anthropic::parse_request(body),
+        }
+    }
+
+    pub fn encode_response(self, resp: &Response) -> serde_json::Value {
+        match self {
+            ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
+            ClientFormat::OpenAiResponses => responses::encode_response(resp),
+            ClientFormat::Anthropic => anthropic::encode_response(resp),
+        }
+    }
+
+    pub fn stream_encoder(self) -> Box<dyn StreamEncoder> {
+        match self {
+            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new()),
+            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::new()),
+            ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
+        }
+    }
+
+    /// The error object this format's clients expect.
+    pub fn error_json(self, err: &ErrorBody) -> serde_json::Value {
+        match self {
+            ClientFormat::Anthropic => err.to_anthropic(),
+            ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => err.to_openai(),
+        }
+    }
+}
+
+/// An upstream provider's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wire {
+    OpenAiChat,
+    Anthropic,
+    Gemini,
+}
+
+impl Wire {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wire::OpenAiChat => "openai-chat",
+            Wire::Anthropic => "anthropic",
+            Wire::Gemini => "gemini",
+        }
+    }
+
+    pub fn encode_request(self, req: &Request) -> Result<serde_json::Value, ProtocolError> {
+        match self {
+            Wire::OpenAiChat => openai_chat::encode_request(req),
+            Wire::Anthropic => anthropic::encode_request(req),
+            Wire::Gemini => gemini::encode_request(req),
+        }
+    }
+
+    pub fn parse_response(self, body: &[u8]) -> Result<Response, ProtocolError> {
+        match self {
+            Wire::OpenAiChat => openai_chat::parse_response(body),
+            Wire::Anthropic => anthropic::parse_response(body),
+            Wire::Gemini => gemini::parse_response(body),
+        }
+    }
+
+    pub fn stream_decoder(self) -> Box<dyn StreamDecoder> {
+        match self {
+            Wire::OpenAiChat => Box::new(openai_chat::Decoder::new()),
+            Wire::Anthropic => Box::new(anthropic::Decoder::new()),
+            Wire::Gemini => Box::new(gemini::Decoder::new()),
+        }
+    }
+
+    pub fn parse_error(self, body: &[u8]) -> Option<String> {
+        match self {
+            Wire::OpenAiChat => openai_chat::parse_error(body),
+            Wire::Anthropic => anthropic::parse_error(body),
+            Wire::Gemini => gemini::parse_error(body),
+        }
+    }
+}
+
+/// Turns one upstream's SSE events into canonical events.
+pub trait StreamDecoder: Send {
+    /// Feed one SSE event. An upstream error event is returned as
+    /// [`ProtocolError::UpstreamError`]; garbage as [`ProtocolError::MalformedUpstream`].
+    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError>;
+
+    /// The upstream body ended. Closes any open block and emits `Stop` if the wire's
+    /// terminal event was seen; returns `MalformedUpstream` if the stream was cut
+    /// short (no terminal event), so the caller can treat it as a broken stream.
+    fn finish(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError>;
+}
+
+/// Turns canonical events into one client format's SSE bytes.
+pub trait StreamEncoder: Send {
+    fn push(&mut self, event: &StreamEvent, out: &mut Vec<u8>);
+    /// The stream completed normally (e.g. OpenAI's `data: [DONE]`).
+    fn finish(&mut self, out: &mut Vec<u8>);
+    /// The stream failed after it was committed: end it with an error in this format.
+    fn error(&mut self, err: &ErrorBody, out: &mut Vec<u8>);
+}

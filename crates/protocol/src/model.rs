@@ -1,0 +1,601 @@
+//! The canonical internal model: every ingress format is parsed into it and every
+//! upstream wire is produced from it (hub and spoke). It is deliberately close to the
+//! union of the three vendor formats, so translation is a field mapping, not a rewrite.
+//!
+//! Conventions that every translator relies on:
+//! - `Usage::input_tokens` is the *total* prompt size, cached reads and cache writes
+//!   included (OpenAI's `prompt_tokens` semantics). Anthropic reports them apart; its
+//!   translator adds them up on the way in and subtracts them on the way out.
+//! - `Usage::output_tokens` includes reasoning tokens (OpenAI semantics); Gemini's
+//!   `thoughtsTokenCount` is added to `candidatesTokenCount`.
+//! - Every count is an `Option`: a provider that reports `0` gives `Some(0)`, one that
+//!   reports nothing gives `None` (the meter estimates and marks the record).
+//! - Tool-call arguments are kept as JSON *text*, exactly as produced, so that nothing
+//!   is reformatted on the way through.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A generation request, whatever format it arrived in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The model as the client named it (resolution happens in core).
+    pub model: String,
+    /// Leading system instructions (Anthropic `system`, OpenAI leading system/developer
+    /// messages, Responses `instructions`, Gemini `systemInstruction`).
+    pub system: Vec<TextBlock>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<Tool>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    /// The output ceiling the client asked for, whichever field it used.
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+    pub stop: Vec<String>,
+    pub stream: bool,
+    pub reasoning: Option<Reasoning>,
+    pub response_format: Option<ResponseFormat>,
+    /// End-user identifier (OpenAI `user`, Anthropic `metadata.user_id`).
+    pub user: Option<String>,
+    /// Free-form metadata the client attached (OpenAI `metadata`).
+    pub metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextBlock {
+    pub text: String,
+    /// Anthropic prompt-caching marker, carried opaquely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Value>,
+}
+
+impl TextBlock {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self { text: text.into(), cache_control: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A system message in the middle of a conversation (OpenAI system/developer after
+    /// the first turn, Anthropic's mid-conversation system messages).
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Part>,
+}
+
+impl Message {
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Self { role, content: vec![Part::Text(TextBlock::new(text))] }
+    }
+}
+
+/// One piece of message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text(TextBlock),
+    Image(Image),
+    /// An assistant's request to run a tool.
+    ToolCall(ToolCall),
+    /// The result of a tool call, sent back by the client (user side).
+    ToolResult(ToolResult),
+    /// Model reasoning. `signature` is Anthropic's opaque signature, kept byte-exact;
+    /// it is only meaningful to an Anthropic wire and is dropped elsewhere.
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+    /// Anthropic redacted thinking (opaque, Anthropic-only).
+    RedactedThinking {
+        data: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    pub source: ImageSource,
+    /// OpenAI `detail` hint (`low`, `high`, `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ImageSource {
+    Base64 { media_type: String, data: String },
+    Url { url: String },
+}
+
+impl ImageSource {
+    /// Parse an OpenAI `image_url.url`, which is either a URL or a `data:` URI.
+    pub fn from_openai_url(url: &str) -> Self {
+        if let Some(rest) = url.strip_prefix("data:")
+            && let Some((meta, data)) = rest.split_once(',')
+            && let Some(media_type) = meta.strip_suffix(";base64")
+        {
+            return ImageSource::Base64 {
+                media_type: media_type.to_owned(),
+                data: data.to_owned(),
+            };
+        }
+        ImageSource::Url { url: url.to_owned() }
+    }
+
+    /// Render as an OpenAI `image_url.url` (URL, or `data:` URI for inline data).
+    pub fn to_openai_url(&self) -> String {
+        match self {
+            ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+            ImageSource::Url { url } => url.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// JSON text of the arguments object, as produced by the model.
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    /// The tool's name when the format carries it (Gemini needs it; others do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Text and image parts.
+    pub content: Vec<Part>,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// All text of the result joined, for wires that take a plain string.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for part in &self.content {
+            if let Part::Text(t) = part {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&t.text);
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    Auto,
+    None,
+    /// The model must call some tool (OpenAI `required`, Anthropic `any`, Gemini `ANY`).
+    Required,
+    Tool {
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "minimal" | "none" => Some(Effort::Minimal),
+            "low" => Some(Effort::Low),
+            "medium" => Some(Effort::Medium),
+            "high" | "xhigh" | "max" => Some(Effort::High),
+            _ => None,
+        }
+    }
+
+    /// A token budget for wires that take one (Anthropic, Gemini).
+    pub fn budget_tokens(self) -> u64 {
+        match self {
+            Effort::Minimal => 1024,
+            Effort::Low => 2048,
+            Effort::Medium => 8192,
+            Effort::High => 24576,
+        }
+    }
+
+    /// The effort that best matches a token budget.
+    pub fn from_budget(budget: u64) -> Self {
+        match budget {
+            0..=1024 => Effort::Minimal,
+            1025..=4096 => Effort::Low,
+            4097..=16384 => Effort::Medium,
+            _ => Effort::High,
+        }
+    }
+}
+
+/// What the client asked of the model's reasoning. `enabled: false` means the client
+/// explicitly turned it off; `None` on the request means it said nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reasoning {
+    pub enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<u64>,
+}
+
+impl Reasoning {
+    /// The budget to send to a budget-based wire.
+    pub fn budget(&self) -> u64 {
+        self.budget_tokens
+            .or_else(|| self.effort.map(Effort::budget_tokens))
+            .unwrap_or(Effort::Medium.budget_tokens())
+    }
+
+    /// The effort to send to an effort-based wire.
+    pub fn effort(&self) -> Effort {
+        self.effort
+            .or_else(|| self.budget_tokens.map(Effort::from_budget))
+            .unwrap_or(Effort::Medium)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    Text,
+    /// Any JSON object.
+    JsonObject,
+    JsonSchema {
+        name: String,
+        schema: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        strict: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    StopSequence,
+    ToolUse,
+    ContentFilter,
+    Refusal,
+    PauseTurn,
+    Error,
+}
+
+impl StopReason {
+    /// OpenAI chat `finish_reason`.
+    pub fn to_openai(self) -> &'static str {
+        match self {
+            StopReason::EndTurn | StopReason::StopSequence | StopReason::PauseTurn => "stop",
+            StopReason::MaxTokens => "length",
+            StopReason::ToolUse => "tool_calls",
+            StopReason::ContentFilter | StopReason::Refusal => "content_filter",
+            StopReason::Error => "stop",
+        }
+    }
+
+    pub fn from_openai(s: &str) -> Self {
+        match s {
+            "length" => StopReason::MaxTokens,
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "content_filter" => StopReason::ContentFilter,
+            _ => StopReason::EndTurn,
+        }
+    }
+
+    /// Anthropic `stop_reason`.
+    pub fn to_anthropic(self) -> &'static str {
+        match self {
+            StopReason::EndTurn | StopReason::Error => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::ToolUse => "tool_use",
+            StopReason::ContentFilter | StopReason::Refusal => "refusal",
+            StopReason::PauseTurn => "pause_turn",
+        }
+    }
+
+    pub fn from_anthropic(s: &str) -> Self {
+        match s {
+            "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "tool_use" => StopReason::ToolUse,
+            "refusal" => StopReason::Refusal,
+            "pause_turn" => StopReason::PauseTurn,
+            _ => StopReason::EndTurn,
+        }
+    }
+
+    /// Gemini `finishReason` (tool use is inferred from the content, not the reason).
+    pub fn from_gemini(s: &str) -> Self {
+        match s {
+            "MAX_TOKENS" => StopReason::MaxTokens,
+            "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
+            | "IMAGE_SAFETY" => StopReason::ContentFilter,
+            "MALFORMED_FUNCTION_CALL" | "OTHER" | "LANGUAGE" => StopReason::Error,
+            _ => StopReason::EndTurn,
+        }
+    }
+
+    pub fn to_gemini(self) -> &'static str {
+        match self {
+            StopReason::MaxTokens => "MAX_TOKENS",
+            StopReason::ContentFilter | StopReason::Refusal => "SAFETY",
+            StopReason::Error => "OTHER",
+            _ => "STOP",
+        }
+    }
+}
+
+/// Token counts. See the module docs for the exact semantics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Fold a later report into this one: fields the later report carries win.
+    pub fn merge(&mut self, later: &Usage) {
+        fn pick(a: &mut Option<u64>, b: Option<u64>) {
+            if b.is_some() {
+                *a = b;
+            }
+        }
+        pick(&mut self.input_tokens, later.input_tokens);
+        pick(&mut self.output_tokens, later.output_tokens);
+        pick(&mut self.cache_read_tokens, later.cache_read_tokens);
+        pick(&mut self.cache_write_tokens, later.cache_write_tokens);
+        pick(&mut self.reasoning_tokens, later.reasoning_tokens);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+
+    /// Input tokens that were neither read from nor written to a cache.
+    pub fn uncached_input(&self) -> Option<u64> {
+        self.input_tokens.map(|t| {
+            t.saturating_sub(self.cache_read_tokens.unwrap_or(0))
+                .saturating_sub(self.cache_write_tokens.unwrap_or(0))
+        })
+    }
+}
+
+/// A complete (non-streamed) generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// The provider's response id (or one the gateway minted when it had none).
+    pub id: String,
+    /// The model that answered, as the provider named it.
+    pub model: String,
+    pub content: Vec<Part>,
+    pub stop_reason: Option<StopReason>,
+    /// The stop sequence that matched, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequence: Option<String>,
+    pub usage: Usage,
+}
+
+/// The kind of a streamed content block, announced when it starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockKind {
+    Text,
+    Thinking,
+    RedactedThinking { data: String },
+    ToolCall { id: String, name: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    Text {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
+    /// Anthropic thinking signature (arrives once, at the end of a thinking block).
+    Signature {
+        signature: String,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolArguments {
+        json: String,
+    },
+}
+
+/// One canonical stream event. Upstream decoders produce these; client encoders
+/// consume them.
+///
+/// Invariants every decoder upholds, so encoders can stay simple:
+/// - `Start` comes first, exactly once.
+/// - Blocks are sequential: `BlockStart{index}`, its deltas, `BlockStop{index}`, then
+///   the next block. Indices count up from 0 without gaps.
+/// - `Usage` may come any number of times; later reports are merged over earlier ones.
+/// - `Stop` comes once, after the last block; `Usage` may still follow it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum StreamEvent {
+    Start { id: String, model: String },
+    BlockStart { index: usize, kind: BlockKind },
+    Delta { index: usize, delta: Delta },
+    BlockStop { index: usize },
+    Usage { usage: Usage },
+    Stop { reason: StopReason, stop_sequence: Option<String> },
+}
+
+impl StreamEvent {
+    /// True for events that carry content the client will see (the commit point: a
+    /// stream can fail over invisibly until the first of these).
+    pub fn is_content(&self) -> bool {
+        matches!(self, StreamEvent::BlockStart { .. } | StreamEvent::Delta { .. })
+    }
+}
+
+/// Rebuilds a complete [`Response`] from canonical stream events. Used to check that
+/// stream and non-stream translation agree, and by adapters that only stream.
+#[derive(Debug, Default)]
+pub struct ResponseAccumulator {
+    id: String,
+    model: String,
+    content: Vec<Part>,
+    stop_reason: Option<StopReason>,
+    stop_sequence: Option<String>,
+    usage: Usage,
+}
+
+impl ResponseAccumulator {
+    pub fn push(&mut self, event: &StreamEvent) {
+        match event {
+            StreamEvent::Start { id, model } => {
+                self.id.clone_from(id);
+                self.model.clone_from(model);
+            }
+            StreamEvent::BlockStart { kind, .. } => self.content.push(match kind {
+                BlockKind::Text => Part::Text(TextBlock::default()),
+                BlockKind::Thinking => Part::Thinking { text: String::new(), signature: None },
+                BlockKind::RedactedThinking { data } => {
+                    Part::RedactedThinking { data: data.clone() }
+                }
+                BlockKind::ToolCall { id, name } => Part::ToolCall(ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                }),
+            }),
+            StreamEvent::Delta { index, delta } => {
+                let Some(part) = self.content.get_mut(*index) else { return };
+                match (part, delta) {
+                    (Part::Text(t), Delta::Text { text }) => t.text.push_str(text),
+                    (Part::Thinking { text: t, .. }, Delta::Thinking { text }) => t.push_str(text),
+                    (Part::Thinking { signature, .. }, Delta::Signature { signature: s }) => {
+                        signature.get_or_insert_with(String::new).push_str(s)
+                    }
+                    (Part::ToolCall(call), Delta::ToolArguments { json }) => {
+                        call.arguments.push_str(json)
+                    }
+                    _ => {}
+                }
+            }
+            StreamEvent::BlockStop { .. } => {}
+            StreamEvent::Usage { usage } => self.usage.merge(usage),
+            StreamEvent::Stop { reason, stop_sequence } => {
+                self.stop_reason = Some(*reason);
+                self.stop_sequence.clone_from(stop_sequence);
+            }
+        }
+    }
+
+    pub fn finish(self) -> Response {
+        Response {
+            id: self.id,
+            model: self.model,
+            content: self.content,
+            stop_reason: self.stop_reason,
+            stop_sequence: self.stop_sequence,
+            usage: self.usage,
+        }
+    }
+}
+
+/// Turns a complete response into the canonical event sequence (for adapters that
+/// answer whole, such as the mock, when the client asked for a stream).
+pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
+    let mut out = vec![StreamEvent::Start { id: resp.id.clone(), model: resp.model.clone() }];
+    // A whole response knows its usage up front: report it first, as Anthropic does
+    // in `message_start`, so every client format can show it as early as possible.
+    if !resp.usage.is_empty() {
+        out.push(StreamEvent::Usage { usage: resp.usage });
+    }
+    let mut index = 0;
+    for part in &resp.content {
+        let (kind, delta) = match part {
+            Part::Text(t) => (BlockKind::Text, Some(Delta::Text { text: t.text.clone() })),
+            Part::Thinking { text, .. } => {
+                (BlockKind::Thinking, Some(Delta::Thinking { text: text.clone() }))
+            }
+            Part::RedactedThinking { data } => {
+                (BlockKind::RedactedThinking { data: data.clone() }, None)
+            }
+            Part::ToolCall(c) => (
+                BlockKind::ToolCall { id: c.id.clone(), name: c.name.clone() },
+                Some(Delta::ToolArguments { json: c.arguments.clone() }),
+            ),
+            Part::Image(_) | Part::ToolResult(_) => continue,
+        };
+        out.push(StreamEvent::BlockStart { index, kind });
+        if let Some(delta) = delta {
+            out.push(StreamEvent::Delta { index, delta });
+        }
+        if let Part::Thinking { signature: Some(signature), .. } = part {
+            out.push(StreamEvent::Delta {
+                index,
+                delta: Delta::Signature { signature: signature.clone() },
+            });
+        }
+        out.push(StreamEvent::BlockStop { index });
+        index += 1;
+    }
+    out.push(StreamEvent::Stop {
+        reason: resp.stop_reason.unwrap_or(StopReason::EndTurn),
+        stop_sequence: resp.stop_sequence.clone(),
+    });
+    out
+}

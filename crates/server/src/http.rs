@@ -1,0 +1,181 @@
+//! The generation endpoints: one handler shape for the three client formats.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use switchyard_core::{Delivery, GatewayError, Inbound};
+use switchyard_protocol::{ClientFormat, ErrorKind, util};
+
+use crate::{AppState, auth, ids, limits};
+
+pub const HEADER_PROVIDER: &str = "x-gateway-provider";
+pub const HEADER_MODEL: &str = "x-gateway-model";
+pub const HEADER_REQUEST_ID: &str = "x-request-id";
+pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
+
+/// Client headers a same-vendor upstream needs.
+const FORWARDED: &[&str] = &["anthropic-beta", "anthropic-version"];
+
+/// An error in the caller's format, with the request id.
+pub fn error_response(format: ClientFormat, err: &GatewayError, request_id: &str) -> Response {
+    let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = format.error_json(err.body()).to_string();
+    let mut resp = (status, [("content-type", "application/json")], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        resp.headers_mut().insert(HEADER_REQUEST_ID, v);
+    }
+    resp
+}
+
+pub async fn chat_completions(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    generate(state, headers, body, ClientFormat::OpenAiChat).await
+}
+
+pub async fn responses(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    generate(state, headers, body, ClientFormat::OpenAiResponses).await
+}
+
+pub async fn messages(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    generate(state, headers, body, ClientFormat::Anthropic).await
+}
+
+pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    let format = if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
+        ClientFormat::Anthropic
+    } else {
+        ClientFormat::OpenAiChat
+    };
+    let err = GatewayError::new(
+        404,
+        ErrorKind::NotFound,
+        "not_found",
+        format!("no endpoint {}", uri.path()),
+    );
+    error_response(format, &err, &ids::request_id())
+}
+
+/// Authenticate, read within limits, parse; shared by every POST endpoint.
+async fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    format: ClientFormat,
+    id: &str,
+) -> Result<Inbound, GatewayError> {
+    let received = Instant::now();
+    let snapshot = state.gateway.snapshot();
+    let settings = &snapshot.catalog.settings;
+    let key_prefix = auth::check(headers, &settings.api_keys)?;
+    let bytes = limits::read_body(body, settings.max_body_bytes).await?;
+    limits::check_depth(&bytes, settings.max_json_depth)?;
+    let mut request = format
+        .parse_request(&bytes)
+        .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+    limits::check_model_id(&request.model)?;
+    if request.model.is_empty()
+        && let Some(default) = &settings.default_model
+    {
+        request.model.clone_from(default);
+    }
+    let raw = match format.native_wire() {
+        Some(_) => Some(
+            util::parse_object(&bytes)
+                .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?,
+        ),
+        None => None,
+    };
+    let forward_headers = FORWARDED
+        .iter()
+        .filter_map(|name| {
+            let v = headers.get(*name)?.to_str().ok()?;
+            Some(((*name).to_owned(), v.to_owned()))
+        })
+        .collect();
+    Ok(Inbound {
+        id: id.to_owned(),
+        received,
+        time_ms: ids::unix_ms(),
+        format,
+        request,
+        raw,
+        forward_headers,
+        key_prefix,
+    })
+}
+
+async fn generate(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+    format: ClientFormat,
+) -> Response {
+    let id = ids::request_id();
+    let inbound = match admit(&state, &headers, body, format, &id).await {
+        Ok(i) => i,
+        Err(e) => {
+            tracing::debug!(request_id = %id, code = e.code(), "request refused");
+            return error_response(format, &e, &id);
+        }
+    };
+    match state.gateway.execute(inbound).await {
+        Err(e) => error_response(format, &e, &id),
+        Ok(success) => {
+            let mut resp = match success.delivery {
+                Delivery::Whole(bytes) => {
+                    ([("content-type", "application/json")], bytes).into_response()
+                }
+                Delivery::Stream(rx) => {
+                    let body = Body::from_stream(stream::unfold(rx, |mut rx| async move {
+                        rx.recv().await.map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
+                    }));
+                    let mut r = body.into_response();
+                    let h = r.headers_mut();
+                    h.insert("content-type", HeaderValue::from_static("text/event-stream"));
+                    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+                    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+                    r
+                }
+            };
+            let h = resp.headers_mut();
+            for (name, value) in [
+                (HEADER_PROVIDER, success.served.provider.as_str()),
+                (HEADER_MODEL, success.served.model.as_str()),
+                (HEADER_REQUEST_ID, id.as_str()),
+                (HEADER_DESCRIPTOR, success.descriptor.as_str()),
+            ] {
+                if let Ok(v) = HeaderValue::from_str(value)
+                    && !value.is_empty()
+                {
+                    h.insert(name, v);
+                }
+            }
+            resp
+        }
+    }
+}
+
+pub async fn count_tokens(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let format = ClientFormat::Anthropic;
+    let id = ids::request_id();
+    let inbound = match admit(&state, &headers, body, format, &id).await {
+        Ok(i) => i,
+        Err(e) => return error_response(format, &e, &id),
+    };
+    match state.gateway.snapshot().count_tokens(&inbound).await {
+        Ok(bytes) => ([("content-type", "application/json")], bytes).into_response(),
+        Err(e) => error_response(format, &e, &id),
+    }
+}

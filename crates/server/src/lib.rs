@@ -1,0 +1,95 @@
+//! Switchyard's HTTP surface (axum): the client-format endpoints, gateway-key auth,
+//! request limits, errors in the caller's own format, response headers, and
+//! graceful shutdown. Everything after parsing is `switchyard_core`'s pipeline.
+
+mod auth;
+mod http;
+mod ids;
+mod limits;
+mod models;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::routing::{get, post};
+use switchyard_core::Gateway;
+use tokio::net::TcpListener;
+
+pub use http::{HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROVIDER, HEADER_REQUEST_ID};
+
+/// Shared by every handler.
+pub struct AppState {
+    pub gateway: Arc<Gateway>,
+    /// False once shutdown has begun (`/readyz` answers 503).
+    ready: AtomicBool,
+}
+
+impl AppState {
+    pub fn new(gateway: Arc<Gateway>) -> Arc<Self> {
+        Arc::new(Self { gateway, ready: AtomicBool::new(true) })
+    }
+}
+
+/// The router with every endpoint.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(http::chat_completions))
+        .route("/chat/completions", post(http::chat_completions))
+        .route("/v1/responses", post(http::responses))
+        .route("/responses", post(http::responses))
+        .route("/v1/messages", post(http::messages))
+        .route("/v1/messages/count_tokens", post(http::count_tokens))
+        .route("/v1/models", get(models::list))
+        .route("/models", get(models::list))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .fallback(http::not_found)
+        .with_state(state)
+}
+
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+) -> (axum::http::StatusCode, &'static str) {
+    if state.ready.load(Ordering::Relaxed) {
+        (axum::http::StatusCode::OK, "ready")
+    } else {
+        (axum::http::StatusCode::SERVICE_UNAVAILABLE, "shutting down")
+    }
+}
+
+/// Serve until `shutdown` resolves, then stop accepting and give in-flight requests
+/// and streams the configured grace period to finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let grace = state.gateway.snapshot().catalog.settings.shutdown_grace;
+    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    // Small responses must not wait for delayed ACKs.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let started = Arc::new(tokio::sync::Notify::new());
+    let started_tx = started.clone();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        state.ready.store(false, Ordering::Relaxed);
+        tracing::info!("shutdown: no longer accepting; draining in-flight requests");
+        started_tx.notify_one();
+    });
+    tokio::select! {
+        r = server.into_future() => r,
+        () = async {
+            started.notified().await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!(grace_secs = grace.as_secs(), "shutdown: grace period over; closing remaining connections");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! `switchyard`: the gateway binary.
+//!
+//! - `switchyard serve [--config FILE] [--listen ADDR]` runs the gateway (the
+//!   embedded default configuration when no file is given).
+//! - `switchyard check [FILE]` validates a configuration and prints what it serves.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use switchyard_core::util::Date;
+use switchyard_core::{Catalog, ConfigSource, Gateway, LoadError};
+
+#[derive(Parser)]
+#[command(name = "switchyard", version, about = "A self-hosted LLM gateway")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway (the default command).
+    Serve {
+        /// Configuration file (default: $SWITCHYARD_CONFIG, else the embedded default).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Listen address, overriding the configuration (e.g. 0.0.0.0:8080).
+        #[arg(long, env = "SWITCHYARD_LISTEN_ADDR")]
+        listen: Option<String>,
+        /// Log format.
+        #[arg(long, value_enum, default_value = "text", env = "SWITCHYARD_LOG_FORMAT")]
+        log_format: LogFormat,
+    },
+    /// Validate a configuration and print the models, routes and providers it serves.
+    Check {
+        /// Configuration file (default: $SWITCHYARD_CONFIG, else the embedded default).
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(true);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve {
+        config: None,
+        listen: None,
+        log_format: LogFormat::Text,
+    }) {
+        Command::Check { file } => check(file),
+        Command::Serve { config, listen, log_format } => {
+            init_logging(log_format);
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("switchyard: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            runtime.block_on(serve(config, listen))
+        }
+    }
+}
+
+fn report_load_error(e: &LoadError) {
+    match e {
+        LoadError::Invalid(inv) => eprint!("{inv}"),
+        other => eprintln!("switchyard: {other}"),
+    }
+}
+
+async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
+    let (source, catalog) = match switchyard_core::load(config.as_deref()) {
+        Ok(x) => x,
+        Err(e) => {
+            report_load_error(&e);
+            return ExitCode::FAILURE;
+        }
+    };
+    for w in &catalog.warnings {
+        tracing::warn!("{w}");
+    }
+    if catalog.settings.api_keys.is_empty() {
+        tracing::warn!(
+            "no gateway API keys configured: any client may call this gateway (set SWITCHYARD_API_KEY or gateway.api_keys)"
+        );
+    }
+    let addr = listen.unwrap_or_else(|| catalog.settings.listen.clone());
+    let sink: switchyard_core::SharedSink = Arc::new(switchyard_store::LogSink);
+    let gateway = match Gateway::new(catalog, sink) {
+        Ok(g) => Arc::new(g),
+        Err(e) => {
+            report_load_error(&e);
+            return ExitCode::FAILURE;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(&addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("switchyard: cannot listen on {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+    tracing::info!(config = %source.name, listen = %local, "switchyard listening");
+    let state = switchyard_server::AppState::new(gateway);
+    match switchyard_server::serve(listener, state, shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchyard: server error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+fn check(file: Option<PathBuf>) -> ExitCode {
+    let source = match ConfigSource::locate(file.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let raw = match source.parse() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let catalog = match Catalog::compile(&raw, &source.name, &|k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprint!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print_catalog(&source.name, &catalog);
+    ExitCode::SUCCESS
+}
+
+fn print_catalog(name: &str, c: &Catalog) {
+    let today = Date::today();
+    println!("{name}: OK");
+    println!("\nproviders:");
+    for p in &c.providers {
+        let state = match &p.unavailable {
+            Some(why) => format!("DISABLED ({why})"),
+            None => format!("{} key(s)", p.keys.len()),
+        };
+        println!("  {:<14} {:<12} {:<48} {state}", p.name, p.wire_name(), p.endpoint);
+    }
+    println!("\nmodels:");
+    for m in &c.models {
+        let mut flags = Vec::new();
+        if m.hidden {
+            flags.push("hidden".to_owned());
+        }
+        if let Some(d) = m.retires {
+            flags.push(if m.is_retired(today) {
+                format!("RETIRED {d}")
+            } else {
+                format!("retires {d}")
+            });
+        }
+        let deployments: Vec<String> = m
+            .deployments
+            .iter()
+            .filter_map(|d| {
+                c.providers.get(d.provider).map(|p| format!("{}/{}", p.name, d.upstream_model))
+            })
+            .collect();
+        let price = m
+            .pricing
+            .as_ref()
+            .map(|p| format!("${}/{} per Mtok", fmt_price(p.input), fmt_price(p.output)))
+            .unwrap_or_else(|| "unpriced".to_owned());
+        println!("  {:<28} -> {:<40} {price} {}", m.id, deployments.join(", "), flags.join(" "));
+        if !m.aliases.is_empty() {
+            println!("  {:<28}    aliases: {}", "", m.aliases.join(", "));
+        }
+    }
+    if !c.routes.is_empty() {
+        println!("\nroutes (first match wins):");
+        for r in &c.routes {
+            let mut chain = Vec::new();
+            for t in std::iter::once(&r.primary).chain(&r.fallbacks) {
+                if let Some(p) = c.providers.get(t.provider) {
+                    chain.push(match &t.model {
+                        Some(m) => format!("{}/{m}", p.name),
+                        None => p.name.clone(),
+                    });
+                }
+            }
+            println!("  {:<24} match {:<20} -> {}", r.id, r.pattern, chain.join(" -> "));
+        }
+    }
+    if !c.warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in &c.warnings {
+            println!("  {w}");
+        }
+    }
+}
+
+fn fmt_price(p: Option<f64>) -> String {
+    p.map(|v| format!("{v}")).unwrap_or_else(|| "?".to_owned())
+}

@@ -1,0 +1,520 @@
+//! The fake upstream server: one axum app per [`FakeUpstream`], on
+//! `127.0.0.1:0`, answering from a FIFO script.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+use axum::serve::ListenerExt;
+use bytes::Bytes;
+use futures_util::stream;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+
+use crate::Vendor;
+use crate::canned::{self, Answer, DEFAULT_MODEL};
+use crate::script::{Reply, ReplyBody};
+
+/// One request as the fake received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The raw query string, if any (`alt=sse`).
+    pub query: Option<String>,
+    /// All headers in arrival order; names lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON; `Null` if it is not JSON.
+    pub body: Value,
+    /// The body bytes as received.
+    pub raw: Bytes,
+}
+
+impl Received {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A running fake upstream. Cheap to clone; the server stops when the last
+/// clone is dropped (in-flight [`Reply::hang`]s end then too).
+#[derive(Debug, Clone)]
+pub struct FakeUpstream {
+    handle: Arc<Handle>,
+}
+
+#[derive(Debug)]
+struct Handle {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    /// Dropping it tells the server task and any hanging handlers to stop.
+    _shutdown: watch::Sender<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    vendor: Vendor,
+    state: Mutex<ScriptState>,
+    arrived: Notify,
+    in_flight: AtomicUsize,
+    idle: Notify,
+    shutdown: watch::Receiver<()>,
+}
+
+#[derive(Debug)]
+struct ScriptState {
+    script: VecDeque<Reply>,
+    default: Reply,
+    received: Vec<Received>,
+    /// Requests arrived, recorded or not.
+    count: usize,
+    recording: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, ScriptState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a request; for a routed one, also takes its reply (atomically,
+    /// so the n-th routed request gets the n-th scripted reply).
+    fn record(&self, received: &Received, take_reply: bool) -> Option<Reply> {
+        let reply = {
+            let mut st = self.lock();
+            st.count += 1;
+            if st.recording {
+                st.received.push(received.clone());
+            }
+            take_reply.then(|| st.script.pop_front().unwrap_or_else(|| st.default.clone()))
+        };
+        self.arrived.notify_waiters();
+        reply
+    }
+
+    async fn until_shutdown(&self) {
+        let mut rx = self.shutdown.clone();
+        // Only ever errors: nothing is sent, the sender is just dropped.
+        let _ = rx.changed().await;
+    }
+}
+
+/// Counts a request as in flight until its response body is done or dropped.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn new(shared: &Arc<Shared>) -> InFlight {
+        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(Arc::clone(shared))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.idle.notify_waiters();
+    }
+}
+
+impl FakeUpstream {
+    /// Binds `127.0.0.1:0` and serves `vendor`'s routes in a tokio task.
+    pub async fn start(vendor: Vendor) -> io::Result<FakeUpstream> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = watch::channel(());
+        let shared = Arc::new(Shared {
+            vendor,
+            state: Mutex::new(ScriptState {
+                script: VecDeque::new(),
+                default: Reply::auto(),
+                received: Vec::new(),
+                count: 0,
+                recording: true,
+            }),
+            arrived: Notify::new(),
+            in_flight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            shutdown: rx.clone(),
+        });
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let listener = listener.tap_io(|s| {
+            let _ = s.set_nodelay(true);
+        });
+        let mut stop = rx;
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.changed().await;
+                })
+                .await;
+        });
+        Ok(FakeUpstream { handle: Arc::new(Handle { shared, addr, _shutdown: tx }) })
+    }
+
+    /// `http://127.0.0.1:PORT`, no path suffix.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.handle.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.handle.addr
+    }
+
+    /// The vendor this fake speaks.
+    pub fn vendor(&self) -> Vendor {
+        self.handle.shared.vendor
+    }
+
+    /// Appends to the script: the next routed request not yet answered from it
+    /// gets `reply`.
+    pub fn push(&self, reply: Reply) {
+        self.handle.shared.lock().script.push_back(reply);
+    }
+
+    /// Appends `n` copies of `reply`.
+    pub fn push_n(&self, n: usize, reply: Reply) {
+        let mut st = self.handle.shared.lock();
+        st.script.extend(std::iter::repeat_n(reply, n));
+    }
+
+    /// The reply used when the script is empty (initially [`Reply::auto`]).
+    pub fn set_default(&self, reply: Reply) {
+        self.handle.shared.lock().default = reply;
+    }
+
+    /// Drops the unused part of the script.
+    pub fn clear_script(&self) {
+        self.handle.shared.lock().script.clear();
+    }
+
+    /// How many scripted replies are still waiting for a request.
+    pub fn script_len(&self) -> usize {
+        self.handle.shared.lock().script.len()
+    }
+
+    /// Everything received so far, in arrival order (unrouted requests too).
+    pub fn received(&self) -> Vec<Received> {
+        self.handle.shared.lock().received.clone()
+    }
+
+    /// How many requests have arrived (unrouted ones too; counted even while
+    /// recording is off).
+    pub fn request_count(&self) -> usize {
+        self.handle.shared.lock().count
+    }
+
+    /// Whether to keep each request for [`received`](Self::received) (on by
+    /// default). Turn it off for long benchmark runs, so memory stays flat;
+    /// [`request_count`](Self::request_count) still counts.
+    pub fn set_recording(&self, on: bool) {
+        self.handle.shared.lock().recording = on;
+    }
+
+    /// Forgets the requests recorded so far (the count stays).
+    pub fn clear_received(&self) {
+        self.handle.shared.lock().received.clear();
+    }
+
+    /// Resolves once at least `n` requests have arrived
+    /// ([`request_count`](Self::request_count)), with all recorded so far.
+    /// Never times out by itself: wrap it in `tokio::time::timeout`.
+    pub async fn wait_for_requests(&self, n: usize) -> Vec<Received> {
+        let shared = &self.handle.shared;
+        loop {
+            let mut notified = pin!(shared.arrived.notified());
+            notified.as_mut().enable();
+            {
+                let st = shared.lock();
+                if st.count >= n {
+                    return st.received.clone();
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Requests whose handling has not finished: still waiting out a delay,
+    /// hanging, or streaming a body. Drops to zero when clients go away, so a
+    /// test can check that the gateway cancels upstream calls.
+    pub fn in_flight(&self) -> usize {
+        self.handle.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once [`in_flight`](Self::in_flight) is zero. Wrap it in a
+    /// timeout.
+    pub async fn wait_idle(&self) {
+        let shared = &self.handle.shared;
+        loop {
+            let mut notified = pin!(shared.idle.notified());
+            notified.as_mut().enable();
+            if shared.in_flight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Routing
+
+/// A request on one of the vendor's generation routes.
+struct Call {
+    model: String,
+    stream: bool,
+    /// Gemini streams without `?alt=sse` as one JSON array instead of SSE.
+    json_array: bool,
+}
+
+enum Route {
+    Call(Call),
+    NotFound,
+    MethodNotAllowed,
+}
+
+fn route(vendor: Vendor, method: &Method, rx: &Received) -> Route {
+    let body_model =
+        || rx.body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
+    let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
+    let call = match vendor {
+        Vendor::OpenAi => match rx.path.as_str() {
+            "/v1/chat/completions" | "/chat/completions" => {
+                Some(Call { model: body_model(), stream: body_stream(), json_array: false })
+            }
+            _ => None,
+        },
+        Vendor::Anthropic => (rx.path == "/v1/messages").then(|| Call {
+            model: body_model(),
+            stream: body_stream(),
+            json_array: false,
+        }),
+        Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
+    };
+    match call {
+        None => Route::NotFound,
+        Some(_) if method != Method::POST => Route::MethodNotAllowed,
+        Some(call) => Route::Call(call),
+    }
+}
+
+fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
+    let path = path.replace("%3A", ":").replace("%3a", ":");
+    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, action) = rest.rsplit_once(':')?;
+    if model.is_empty() || model.contains('/') {
+        return None;
+    }
+    let stream = match action {
+        "generateContent" => false,
+        "streamGenerateContent" => true,
+        _ => return None,
+    };
+    let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
+    Some(Call { model: model.to_owned(), stream, json_array: stream && !sse })
+}
+
+// ---------------------------------------------------------------------------
+// Serving
+
+async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let guard = InFlight::new(&shared);
+    let (parts, body) = req.into_parts();
+    // A body that fails to arrive is recorded as empty.
+    let raw = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let received = Received {
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        raw,
+    };
+    let vendor = shared.vendor;
+    let call = match route(vendor, &parts.method, &received) {
+        Route::Call(call) => call,
+        unrouted => {
+            let (status, what) = match unrouted {
+                Route::MethodNotAllowed => (405, "method not allowed"),
+                _ => (404, "no such route"),
+            };
+            let message =
+                format!("fake {vendor:?} upstream: {what}: {} {}", received.method, received.path);
+            shared.record(&received, false);
+            let body = canned::error_body(vendor, status, &message).to_string();
+            return plain(status, "application/json", body);
+        }
+    };
+    let Some(reply) = shared.record(&received, true) else {
+        return plain(500, "text/plain", "fake upstream: no reply".to_owned());
+    };
+    if !reply.first_byte_delay.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(reply.first_byte_delay) => {}
+            () = shared.until_shutdown() => return plain(503, "text/plain", "fake upstream stopped".to_owned()),
+        }
+    }
+    let prepared = match prepare(vendor, &reply, &call, &received.body) {
+        Some(p) => p,
+        None => {
+            // Hang: wait for the fake to be dropped; if the client goes away
+            // first, hyper drops this future.
+            shared.until_shutdown().await;
+            return plain(503, "text/plain", "fake upstream stopped".to_owned());
+        }
+    };
+    respond(&reply, prepared, guard)
+}
+
+/// A reply's body made concrete: its frames and default content type.
+struct Prepared {
+    content_type: &'static str,
+    frames: Vec<Bytes>,
+    /// Sent as a stream (chunked) even without faults.
+    streamed: bool,
+}
+
+/// `None` for [`ReplyBody::Hang`].
+fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Option<Prepared> {
+    let json = |v: &Value| Prepared {
+        content_type: "application/json",
+        frames: vec![Bytes::from(v.to_string())],
+        streamed: false,
+    };
+    let sse = |frames: &[String]| Prepared {
+        content_type: "text/event-stream",
+        frames: frames.iter().map(|f| Bytes::from(f.clone())).collect(),
+        streamed: true,
+    };
+    Some(match &reply.body {
+        ReplyBody::Hang => return None,
+        ReplyBody::Json(v) => json(v),
+        ReplyBody::Raw(b, ct) => {
+            Prepared { content_type: ct, frames: vec![b.clone()], streamed: false }
+        }
+        ReplyBody::Sse(frames) => sse(frames),
+        ReplyBody::VendorError(message) => json(&canned::error_body(vendor, reply.status, message)),
+        ReplyBody::Auto => {
+            let text = canned::echo_text(vendor, request);
+            let answer =
+                Answer { model: &call.model, thinking: None, text: Some(&text), tool: None };
+            if !call.stream {
+                json(&canned::complete(vendor, &answer))
+            } else if call.json_array {
+                Prepared {
+                    content_type: "application/json",
+                    frames: canned::gemini_json_array_frames(&answer)
+                        .into_iter()
+                        .map(Bytes::from)
+                        .collect(),
+                    streamed: true,
+                }
+            } else {
+                sse(&canned::sse_frames(vendor, &answer))
+            }
+        }
+    })
+}
+
+fn respond(reply: &Reply, prepared: Prepared, guard: InFlight) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    if !reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(prepared.content_type));
+    }
+    for (k, v) in &reply.headers {
+        if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
+            headers.append(k, v);
+        }
+    }
+    let Prepared { mut frames, streamed, .. } = prepared;
+    if !streamed && reply.break_after.is_none() {
+        *response.body_mut() = Body::from(frames.concat());
+        return response;
+    }
+    if !streamed {
+        // A non-streamed body breaks in halves (see `Reply::break_after`).
+        let whole = Bytes::from(frames.concat());
+        let mid = whole.len() / 2;
+        frames = vec![whole.slice(..mid), whole.slice(mid..)];
+    }
+    *response.body_mut() =
+        Body::from_stream(frame_stream(frames, reply.chunk_delay, reply.break_after, guard));
+    response
+}
+
+struct Pacing {
+    frames: VecDeque<Bytes>,
+    sent: usize,
+    delay: Duration,
+    break_after: Option<usize>,
+    done: bool,
+    _guard: InFlight,
+}
+
+fn frame_stream(
+    frames: Vec<Bytes>,
+    delay: Duration,
+    break_after: Option<usize>,
+    guard: InFlight,
+) -> impl futures_util::Stream<Item = io::Result<Bytes>> + Send + 'static {
+    let pacing =
+        Pacing { frames: frames.into(), sent: 0, delay, break_after, done: false, _guard: guard };
+    stream::unfold(pacing, |mut p| async move {
+        if p.done {
+            return None;
+        }
+        let broken = p.break_after.is_some_and(|n| p.sent >= n);
+        let Some(frame) = p.frames.pop_front().filter(|_| !broken) else {
+            if p.break_after.is_some() {
+                p.done = true;
+                // Return Pending once, so hyper flushes what was written
+                // before the error drops the connection.
+                tokio::task::yield_now().await;
+                let err = io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "fake upstream: connection broken by script (break_after)",
+                );
+                return Some((Err(err), p));
+            }
+            return None;
+        };
+        if p.sent > 0 && !p.delay.is_zero() {
+            tokio::time::sleep(p.delay).await;
+        }
+        p.sent += 1;
+        Some((Ok(frame), p))
+    })
+}
+
+fn plain(status: u16, content_type: &'static str, body: String) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}

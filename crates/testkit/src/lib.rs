@@ -1,0 +1,85 @@
+//! Dev-only test kit: scriptable **fake upstream providers** for the gateway's
+//! end-to-end tests and benchmark.
+//!
+//! A [`FakeUpstream`] is a real HTTP server on `127.0.0.1:0` that speaks one
+//! vendor's wire ([`Vendor::OpenAi`], [`Vendor::Anthropic`], [`Vendor::Gemini`]).
+//! Each request on a generation route takes the next [`Reply`] from a FIFO
+//! script, or the default reply when the script is empty (initially
+//! [`Reply::auto`]: a canned answer echoing the last user text). Everything
+//! received is recorded ([`FakeUpstream::received`]).
+//!
+//! The JSON is written by hand per vendor in [`canned`], on purpose: this crate
+//! shares no code with `switchyard-protocol`, so a translator bug cannot hide
+//! behind a shared type.
+//!
+//! # Routes
+//!
+//! | Vendor | Route (POST) | Streams when |
+//! |---|---|---|
+//! | OpenAi | `/v1/chat/completions`, `/chat/completions` | body `"stream": true` |
+//! | Anthropic | `/v1/messages` | body `"stream": true` |
+//! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |
+//!
+//! Other paths answer 404 and other methods 405, both in the vendor's error
+//! shape; they are recorded but take nothing from the script. The model of a
+//! canned answer is the body's `model` (Gemini: the path's), or
+//! [`canned::DEFAULT_MODEL`].
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//! use switchyard_testkit::{FakeUpstream, Reply, Vendor, canned};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let fake = FakeUpstream::start(Vendor::OpenAi).await?;
+//! // First call: rate limited; second: the canned echo (the default).
+//! fake.push(Reply::status(429).retry_after(1));
+//!
+//! # // reqwest is built with `rustls-no-provider`: install one, even for http.
+//! # let _ = rustls::crypto::ring::default_provider().install_default();
+//! let client = reqwest::Client::new();
+//! let url = format!("{}/v1/chat/completions", fake.base_url());
+//! let body = r#"{"model":"gpt-test","messages":[{"role":"user","content":"hi"}]}"#;
+//! let first = client.post(&url).body(body).send().await?;
+//! assert_eq!(first.status(), 429);
+//! assert_eq!(first.headers()["retry-after"], "1");
+//! let second: serde_json::Value =
+//!     serde_json::from_slice(&client.post(&url).body(body).send().await?.bytes().await?)?;
+//! assert_eq!(second["choices"][0]["message"]["content"], "echo: hi");
+//! assert_eq!(second["model"], "gpt-test");
+//! assert_eq!(second["usage"]["prompt_tokens"], canned::CANNED_INPUT_TOKENS);
+//!
+//! // What the upstream saw (wait with a timeout: never sleep to synchronise).
+//! let seen = tokio::time::timeout(Duration::from_secs(5), fake.wait_for_requests(2)).await?;
+//! assert_eq!(seen[1].path, "/v1/chat/completions");
+//! assert_eq!(seen[1].body["messages"][0]["content"], "hi");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Faults are modifiers on a reply: [`Reply::first_byte_delay`],
+//! [`Reply::chunk_delay`], [`Reply::break_after`] (abort the connection
+//! mid-body), [`Reply::hang`] (never answer), and a scripted body can be any
+//! JSON, raw bytes or SSE frames, e.g. `canned::tool_call(…)` or
+//! `canned::malformed_frame()`.
+
+mod fake;
+mod script;
+
+pub mod canned;
+
+pub use fake::{FakeUpstream, Received};
+pub use script::{Reply, ReplyBody};
+
+/// The wire a [`FakeUpstream`] speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// OpenAI Chat Completions (and OpenAI-compatible servers).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini `generateContent`.
+    Gemini,
+}
