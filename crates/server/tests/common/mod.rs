@@ -1,0 +1,230 @@
+//! Test harness: the real server on 127.0.0.1:0 in front of one fake upstream per
+//! wire (and the built-in mock), with records captured in memory.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchyard_core::{Catalog, ConfigSource, Gateway};
+use switchyard_protocol::{
+    ClientFormat, Response, ResponseAccumulator, SseDecoder, StreamDecoder, anthropic, openai_chat,
+    responses,
+};
+use switchyard_server::AppState;
+use switchyard_store::MemorySink;
+use switchyard_testkit::{FakeUpstream, Vendor};
+use tokio::sync::oneshot;
+
+pub const GATEWAY_KEY: &str = "sk-gw-test-0123456789abcdef";
+pub const OPENAI_KEY: &str = "sk-oa-upstream-secret-0001";
+pub const ANTHROPIC_KEY: &str = "sk-ant-upstream-secret-0002";
+pub const GEMINI_KEY: &str = "gm-upstream-secret-0003";
+
+/// Bound every wait in tests (never sleep to synchronise).
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub struct Harness {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub sink: Arc<MemorySink>,
+    pub openai: FakeUpstream,
+    pub anthropic: FakeUpstream,
+    pub gemini: FakeUpstream,
+    pub state: Arc<AppState>,
+    shutdown: Option<oneshot::Sender<()>>,
+    pub server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Knobs a test may turn.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub first_byte_ms: u64,
+    pub idle_ms: u64,
+    pub max_body_bytes: usize,
+    /// More YAML entries under `models:` (each starting with `  - id:`).
+    pub extra_models: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            first_byte_ms: 5000,
+            idle_ms: 5000,
+            max_body_bytes: 1 << 20,
+            extra_models: String::new(),
+        }
+    }
+}
+
+pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> String {
+    let Options { first_byte_ms, idle_ms, max_body_bytes, extra_models } = o;
+    format!(
+        r#"
+gateway:
+  api_keys: ["{GATEWAY_KEY}"]
+  shutdown_grace_secs: 10
+  max_body_bytes: {max_body_bytes}
+  max_json_depth: 32
+  timeouts: {{ first_byte_ms: {first_byte_ms}, idle_ms: {idle_ms}, request_ms: 20000 }}
+providers:
+  openai: {{ wire: openai-chat, endpoint: "{openai}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
+  anthropic: {{ wire: anthropic, endpoint: "{anthropic}", credentials: {{ keys: ["{ANTHROPIC_KEY}"] }} }}
+  gemini: {{ wire: gemini, endpoint: "{gemini}", credentials: {{ keys: ["{GEMINI_KEY}"] }} }}
+  mock: {{ wire: mock }}
+  # Nothing listens on port 1: connections are refused.
+  dead: {{ wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: {{ none: true }} }}
+models:
+  - id: m-openai
+    deployments: [{{ provider: openai, model: up-openai }}]
+    pricing: {{ input: 1.0, output: 2.0 }}
+    capabilities: [vision, tools, structured_output, reasoning]
+  - id: m-anthropic
+    deployments: [{{ provider: anthropic, model: up-anthropic }}]
+    pricing: {{ input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }}
+    capabilities: [vision, tools, structured_output, reasoning]
+  - id: m-gemini
+    deployments: [{{ provider: gemini, model: up-gemini }}]
+    pricing: {{ input: 0.5, output: 1.5 }}
+    capabilities: [vision, tools, structured_output, reasoning]
+  - id: m-chain
+    deployments: [{{ provider: openai, model: up-primary }}, {{ provider: anthropic, model: up-fallback }}]
+    pricing: {{ input: 1.0, output: 1.0 }}
+  - id: m-dead-chain
+    deployments: [{{ provider: dead, model: up-dead }}, {{ provider: gemini, model: up-gemini }}]
+  - id: m-hidden
+    hidden: true
+    deployments: [{{ provider: mock }}]
+  - id: mock-echo
+    aliases: [mock]
+    deployments: [{{ provider: mock }}]
+{extra_models}
+"#
+    )
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(options: Options) -> Harness {
+        switchyard_core::install_crypto_provider();
+        let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+        let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
+        let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+        let yaml =
+            config_yaml(&openai.base_url(), &anthropic.base_url(), &gemini.base_url(), &options);
+        let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
+        let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
+        let sink = Arc::new(MemorySink::new(10_000));
+        let gateway = Arc::new(Gateway::new(catalog, sink.clone()).unwrap());
+        let state = AppState::new(gateway);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(switchyard_server::serve(listener, state.clone(), async move {
+            let _ = rx.await;
+        }));
+        Harness {
+            base,
+            client: reqwest::Client::new(),
+            sink,
+            openai,
+            anthropic,
+            gemini,
+            state,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    pub fn fake(&self, vendor: Vendor) -> &FakeUpstream {
+        match vendor {
+            Vendor::OpenAi => &self.openai,
+            Vendor::Anthropic => &self.anthropic,
+            Vendor::Gemini => &self.gemini,
+        }
+    }
+
+    /// POST a JSON body with the gateway key as a bearer token.
+    pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(GATEWAY_KEY)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Begin graceful shutdown.
+    pub fn shutdown(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Total requests all fakes received.
+    pub fn upstream_requests(&self) -> usize {
+        self.openai.request_count() + self.anthropic.request_count() + self.gemini.request_count()
+    }
+}
+
+/// The endpoint path of a client format.
+pub fn path(format: ClientFormat) -> &'static str {
+    match format {
+        ClientFormat::OpenAiChat => "/v1/chat/completions",
+        ClientFormat::OpenAiResponses => "/v1/responses",
+        ClientFormat::Anthropic => "/v1/messages",
+    }
+}
+
+/// Decode a whole (non-stream) response body in a client format.
+pub fn decode_whole(format: ClientFormat, body: &[u8]) -> Response {
+    match format {
+        ClientFormat::OpenAiChat => openai_chat::parse_response(body),
+        ClientFormat::OpenAiResponses => responses::parse_response(body),
+        ClientFormat::Anthropic => anthropic::parse_response(body),
+    }
+    .unwrap_or_else(|e| {
+        panic!("{format:?} body does not parse: {e}\n{}", String::from_utf8_lossy(body))
+    })
+}
+
+/// Decode a streamed body in a client format (the client's view).
+pub fn decode_stream(format: ClientFormat, body: &[u8]) -> Response {
+    let mut decoder: Box<dyn StreamDecoder> = match format {
+        ClientFormat::OpenAiChat => Box::new(openai_chat::Decoder::new()),
+        ClientFormat::OpenAiResponses => Box::new(responses::Decoder::new()),
+        ClientFormat::Anthropic => Box::new(anthropic::Decoder::new()),
+    };
+    let mut sse = SseDecoder::new();
+    let mut raw = Vec::new();
+    sse.push(body, &mut raw).unwrap();
+    sse.finish(&mut raw);
+    let mut events = Vec::new();
+    for e in &raw {
+        decoder
+            .push(e, &mut events)
+            .unwrap_or_else(|err| panic!("{format:?} stream event {e:?} does not decode: {err}"));
+    }
+    decoder.finish(&mut events).unwrap_or_else(|e| {
+        panic!("{format:?} stream incomplete: {e}\n{}", String::from_utf8_lossy(body))
+    });
+    let mut acc = ResponseAccumulator::default();
+    for e in &events {
+        acc.push(e);
+    }
+    acc.finish()
+}
+
+/// Raw SSE events of a body.
+pub fn sse_events(body: &[u8]) -> Vec<switchyard_protocol::SseEvent> {
+    let mut sse = SseDecoder::new();
+    let mut out = Vec::new();
+    sse.push(body, &mut out).unwrap();
+    sse.finish(&mut out);
+    out
+}

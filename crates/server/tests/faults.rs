@@ -1,0 +1,230 @@
+//! Provider faults, end to end: the real server against fake upstreams that script
+//! failures. Each test name says the rule it checks.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use switchyard_protocol::{ClientFormat, Part};
+use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
+
+fn chat(model: &str, text: &str, stream: bool) -> Value {
+    json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": text}]})
+}
+
+fn anthropic_msg(model: &str, text: &str, stream: bool) -> Value {
+    json!({"model": model, "max_tokens": 256, "stream": stream, "messages": [{"role": "user", "content": text}]})
+}
+
+fn text_of(resp: &switchyard_protocol::Response) -> String {
+    resp.content
+        .iter()
+        .filter_map(|p| if let Part::Text(t) = p { Some(t.text.as_str()) } else { None })
+        .collect()
+}
+
+#[tokio::test]
+async fn fails_over_on_5xx_and_records_both_attempts() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::status(500));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "hello", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    assert!(
+        r.headers()["x-gateway-route"].to_str().unwrap().contains("failover:openai->anthropic")
+    );
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let body = r.bytes().await.unwrap();
+    assert_eq!(text_of(&decode_whole(ClientFormat::OpenAiChat, &body)), "echo: hello");
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(rec.provider.as_deref(), Some("openai"), "provider is the primary");
+    assert_eq!(rec.served_provider.as_deref(), Some("anthropic"));
+    assert_eq!(rec.upstream_model.as_deref(), Some("up-fallback"));
+    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    assert_eq!(outcomes, [("status_500", "primary"), ("ok", "failover")]);
+    assert_eq!(h.anthropic.received()[0].body["model"], "up-fallback");
+}
+
+#[tokio::test]
+async fn fails_over_on_429_and_on_transport_failure() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::status(429).retry_after(1));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+
+    // `dead` refuses connections; gemini serves.
+    let r = h.post("/v1/chat/completions", &chat("m-dead-chain", "y", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "gemini");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(rec.attempts[0].outcome, "transport_connect");
+}
+
+#[tokio::test]
+async fn request_shaped_4xx_is_terminal_and_in_the_callers_format() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::error(400, "messages: bad shape"));
+    let r = h.post("/v1/messages", &anthropic_msg("m-chain", "x", false)).await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert_eq!(v["error"]["code"], "upstream_invalid_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("messages: bad shape"));
+    assert_eq!(h.anthropic.request_count(), 0, "nothing more is sent after a terminal 4xx");
+}
+
+#[tokio::test]
+async fn all_candidates_failing_gives_one_error_in_the_callers_format() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::status(503));
+    h.anthropic.push(Reply::status(500));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
+    assert_eq!(r.status(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "upstream_overloaded");
+    assert_eq!(v["error"]["type"], "api_error");
+}
+
+#[tokio::test]
+async fn stream_fails_over_invisibly_before_the_first_content_event() {
+    let h = Harness::start().await;
+    // The OpenAI stream's first frame is the role chunk (no content); cut right after it.
+    let ReplyBody::Sse(frames) = canned::text(Vendor::OpenAi, "up-primary", "never seen", true)
+    else {
+        panic!("canned stream is SSE")
+    };
+    h.openai.push(Reply::sse(frames).break_after(1));
+    for format in [ClientFormat::Anthropic, ClientFormat::OpenAiChat] {
+        if format == ClientFormat::OpenAiChat {
+            h.openai.push(Reply::status(502));
+        }
+        let body = match format {
+            ClientFormat::Anthropic => anthropic_msg("m-chain", "stream me", true),
+            _ => chat("m-chain", "stream me", true),
+        };
+        let r = h.post(path(format), &body).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-gateway-provider"], "anthropic", "{format:?}");
+        let bytes = r.bytes().await.unwrap();
+        let resp = decode_stream(format, &bytes);
+        assert_eq!(text_of(&resp), "echo: stream me", "{format:?}: only the fallback's content");
+        assert!(!String::from_utf8_lossy(&bytes).contains("never seen"));
+    }
+}
+
+#[tokio::test]
+async fn stream_broken_after_first_content_ends_with_an_error_event_and_no_splice() {
+    let h = Harness::start().await;
+    let ReplyBody::Sse(frames) =
+        canned::text(Vendor::OpenAi, "up-primary", "one two three four", true)
+    else {
+        panic!("canned stream is SSE")
+    };
+    // Role chunk, then content: break after the second content frame.
+    h.openai.push(Reply::sse(frames.clone()).break_after(3));
+    let r = h.post("/v1/messages", &anthropic_msg("m-chain", "x", true)).await;
+    assert_eq!(r.status(), 200);
+    let bytes = r.bytes().await.unwrap();
+    let events = sse_events(&bytes);
+    let last = events.last().unwrap();
+    assert_eq!(last.event.as_deref(), Some("error"), "Anthropic clients get `event: error`");
+    let v: Value = serde_json::from_str(&last.data).unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(h.anthropic.request_count(), 0, "no other provider's content is spliced in");
+
+    h.openai.push(Reply::sse(frames).break_after(3));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "x", true)).await;
+    let bytes = r.bytes().await.unwrap();
+    let events = sse_events(&bytes);
+    let v: Value = serde_json::from_str(&events.last().unwrap().data).unwrap();
+    assert!(v["error"]["code"].is_string(), "OpenAI clients get an error object: {v}");
+    assert_eq!(h.anthropic.request_count(), 0);
+}
+
+#[tokio::test]
+async fn first_byte_timeout_fails_over() {
+    let h = Harness::start_with(Options { first_byte_ms: 300, ..Options::default() }).await;
+    h.openai.push(Reply::hang());
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "slow", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(rec.attempts[0].outcome, "transport_timeout");
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_the_upstream_stream() {
+    let h = Harness::start().await;
+    let mut frames = vec![
+        "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"first\"}}]}\n\n".to_owned(),
+    ];
+    for _ in 0..200 {
+        frames.push("data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" more\"}}]}\n\n".to_owned());
+    }
+    h.openai.push(Reply::sse(frames).chunk_delay(Duration::from_millis(50)));
+    let mut r = h.post("/v1/chat/completions", &chat("m-openai", "x", true)).await;
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let first = tokio::time::timeout(WAIT, r.chunk()).await.unwrap().unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("first"));
+    assert_eq!(h.openai.in_flight(), 1);
+    drop(r);
+    tokio::time::timeout(WAIT, h.openai.wait_idle()).await.expect("upstream call cancelled");
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(rec.status, 499);
+    assert_eq!(rec.error_code.as_deref(), Some("client_closed_request"));
+}
+
+#[tokio::test]
+async fn upstream_secrets_echoed_in_errors_never_reach_the_client_or_the_record() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::error(401, format!("Incorrect API key provided: {OPENAI_KEY}")));
+    let r = h.post("/v1/chat/completions", &chat("m-openai", "x", false)).await;
+    assert_eq!(r.status(), 502, "an upstream 401 is the gateway's problem, not the client's key");
+    let headers = format!("{:?}", r.headers());
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let body = r.text().await.unwrap();
+    assert!(body.contains("upstream_auth_failed"), "{body}");
+    assert!(body.contains("[redacted]"), "{body}");
+    for secret in [OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, GATEWAY_KEY] {
+        assert!(!body.contains(secret));
+        assert!(!headers.contains(secret));
+    }
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let rec_json = serde_json::to_string(&rec).unwrap();
+    for secret in [OPENAI_KEY, GATEWAY_KEY] {
+        assert!(!rec_json.contains(secret), "{rec_json}");
+    }
+    assert!(rec.attempts[0].credential.as_deref().unwrap().starts_with("key-"));
+}
+
+#[tokio::test]
+async fn provider_without_credentials_is_skipped_with_a_clear_error() {
+    // The embedded default with no keys in the environment: OpenAI is disabled.
+    let raw = switchyard_core::ConfigSource::embedded().parse_with(&|_| None).unwrap();
+    let catalog = switchyard_core::Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
+    let sink = std::sync::Arc::new(switchyard_store::MemorySink::new(16));
+    let gw = switchyard_core::Gateway::new(catalog, sink).unwrap();
+    let inbound = switchyard_core::Inbound {
+        id: "req_t".into(),
+        received: std::time::Instant::now(),
+        time_ms: 0,
+        format: ClientFormat::OpenAiChat,
+        request: switchyard_protocol::openai_chat::parse_request(
+            chat("gpt-5", "x", false).to_string().as_bytes(),
+        )
+        .unwrap(),
+        raw: None,
+        forward_headers: vec![],
+        key_prefix: None,
+    };
+    let err = gw.execute(inbound).await.unwrap_err();
+    assert_eq!(err.status(), 503);
+    assert_eq!(err.code(), "provider_unavailable");
+    assert!(err.body().message.contains("OPENAI_API_KEY"), "{}", err.body().message);
+}

@@ -1,0 +1,274 @@
+//! The HTTP surface: auth, limits, model listing, token counting, health, HTTP/2,
+//! graceful shutdown, the mock provider. Errors must come in the caller's format
+//! and nothing may be sent upstream when a request is refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use switchyard_protocol::{ClientFormat, Part};
+use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
+
+fn chat(model: &str) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+fn anthropic(model: &str) -> Value {
+    json!({"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+async fn raw_post(
+    h: &Harness,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: String,
+) -> reqwest::Response {
+    let mut req =
+        h.client.post(format!("{}{path}", h.base)).header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(body).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn gateway_key_is_accepted_in_all_three_headers() {
+    let h = Harness::start().await;
+    let bearer = format!("Bearer {GATEWAY_KEY}");
+    for (name, value) in [
+        ("authorization", bearer.as_str()),
+        ("x-api-key", GATEWAY_KEY),
+        ("x-goog-api-key", GATEWAY_KEY),
+    ] {
+        let r =
+            raw_post(&h, "/v1/chat/completions", &[(name, value)], chat("mock").to_string()).await;
+        assert_eq!(r.status(), 200, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn bad_or_missing_key_is_401_in_the_callers_format_and_nothing_is_sent() {
+    let h = Harness::start().await;
+    let r = raw_post(
+        &h,
+        "/v1/messages",
+        &[("x-api-key", "sk-wrong-key-000000")],
+        anthropic("m-openai").to_string(),
+    )
+    .await;
+    assert_eq!(r.status(), 401);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "authentication_error");
+    assert_eq!(v["error"]["code"], "invalid_api_key");
+
+    let r = raw_post(&h, "/v1/chat/completions", &[], chat("m-openai").to_string()).await;
+    assert_eq!(r.status(), 401);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "authentication_error");
+    assert_eq!(v["error"]["code"], "missing_api_key");
+
+    let r =
+        raw_post(&h, "/v1/responses", &[], json!({"model": "m-openai", "input": "x"}).to_string())
+            .await;
+    assert_eq!(r.status(), 401);
+    assert_eq!(h.upstream_requests(), 0);
+}
+
+#[tokio::test]
+async fn limits_refuse_in_the_callers_format_before_anything_is_sent() {
+    let h = Harness::start_with(Options { max_body_bytes: 4096, ..Options::default() }).await;
+    let big = json!({"model": "m-openai", "max_tokens": 8, "messages": [{"role": "user", "content": "x".repeat(5000)}]});
+    let r = h.post("/v1/messages", &big).await;
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "request_too_large");
+
+    let mut deep = String::new();
+    for _ in 0..40 {
+        deep.push('[');
+    }
+    for _ in 0..40 {
+        deep.push(']');
+    }
+    let body = format!(
+        r#"{{"model":"m-openai","messages":[{{"role":"user","content":"x"}}],"metadata":{deep}}}"#
+    );
+    let r = raw_post(
+        &h,
+        "/v1/chat/completions",
+        &[("authorization", &format!("Bearer {GATEWAY_KEY}"))],
+        body,
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "json_too_deep");
+
+    for (model, code) in [
+        ("x".repeat(300), "invalid_model"),
+        ("gpt\u{7}5".to_owned(), "invalid_model"),
+        ("no-such-model".to_owned(), "model_not_found"),
+    ] {
+        let r = h.post("/v1/chat/completions", &chat(&model)).await;
+        assert!(r.status() == 400 || r.status() == 404, "{model}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], code, "{model}");
+    }
+    let r = h
+        .post("/v1/chat/completions", &json!({"model": "m-openai", "messages": "not a list"}))
+        .await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(h.upstream_requests(), 0, "nothing was sent upstream");
+}
+
+#[tokio::test]
+async fn model_list_shows_visible_models_only_in_both_shapes() {
+    let h = Harness::start().await;
+    let r = h
+        .client
+        .get(format!("{}/v1/models", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "list");
+    let ids: Vec<&str> =
+        v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"m-openai") && ids.contains(&"mock-echo"));
+    assert!(!ids.contains(&"m-hidden"), "hidden models are served but never listed");
+    let m = v["data"].as_array().unwrap().iter().find(|m| m["id"] == "m-anthropic").unwrap();
+    assert_eq!(m["switchyard"]["pricing"]["cache_write"], 3.75, "the prices the meter uses");
+
+    let r = h
+        .client
+        .get(format!("{}/v1/models", h.base))
+        .header("x-api-key", GATEWAY_KEY)
+        .header("anthropic-version", "2023-06-01")
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["data"][0]["type"], "model");
+    assert_eq!(v["has_more"], false);
+
+    let r = h.client.get(format!("{}/v1/models", h.base)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+
+    // The hidden model is still served.
+    let r = h.post("/v1/chat/completions", &chat("m-hidden")).await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn count_tokens_answers_in_anthropic_shape() {
+    let h = Harness::start().await;
+    let r = h
+        .post(
+            "/v1/messages/count_tokens",
+            &json!({"model": "m-gemini", "messages": [{"role": "user", "content": "12345678"}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["input_tokens"], 2, "estimated from text for a non-Anthropic model");
+
+    // Anthropic deployment: forwarded upstream (the fake has no such route, so the
+    // gateway falls back to its estimate) — and the upstream saw the request.
+    let r = h
+        .post(
+            "/v1/messages/count_tokens",
+            &json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "1234"}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["input_tokens"], 1);
+    let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(1)).await.unwrap();
+    assert_eq!(seen[0].path, "/v1/messages/count_tokens");
+    assert_eq!(seen[0].body["model"], "up-anthropic");
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let h = Harness::start().await;
+    for p in ["/healthz", "/readyz"] {
+        let r = h.client.get(format!("{}{p}", h.base)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{p}");
+    }
+    let r = h.client.get(format!("{}/v1/nope", h.base)).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn serves_http2_with_prior_knowledge() {
+    let h = Harness::start().await;
+    let client = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let r = client
+        .post(format!("{}/v1/chat/completions", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .body(chat("mock").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test]
+async fn graceful_shutdown_lets_in_flight_streams_finish() {
+    let mut h = Harness::start().await;
+    let ReplyBody::Sse(frames) = canned::text(Vendor::OpenAi, "up-openai", "a b c d e f", true)
+    else {
+        panic!("canned stream is SSE")
+    };
+    let n = frames.len();
+    h.openai.push(Reply::sse(frames).chunk_delay(Duration::from_millis(30)));
+    let mut r = h.post("/v1/chat/completions", &json!({"model": "m-openai", "stream": true, "messages": [{"role": "user", "content": "x"}]})).await;
+    let first = tokio::time::timeout(WAIT, r.chunk()).await.unwrap().unwrap().unwrap();
+    h.shutdown();
+    let mut body = first.to_vec();
+    while let Some(chunk) = tokio::time::timeout(WAIT, r.chunk()).await.unwrap().unwrap() {
+        body.extend_from_slice(&chunk);
+    }
+    let resp = decode_stream(ClientFormat::OpenAiChat, &body);
+    let text: String = resp
+        .content
+        .iter()
+        .filter_map(|p| if let Part::Text(t) = p { Some(t.text.clone()) } else { None })
+        .collect();
+    assert_eq!(text, "a b c d e f", "the stream of {n} frames finished after shutdown began");
+    let server = h.server.take().unwrap();
+    tokio::time::timeout(WAIT, server).await.unwrap().unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn mock_provider_streams_in_every_client_format() {
+    let h = Harness::start().await;
+    for format in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic]
+    {
+        let body = match format {
+            ClientFormat::OpenAiChat => {
+                json!({"model": "mock", "stream": true, "messages": [{"role": "user", "content": "ping pong"}]})
+            }
+            ClientFormat::OpenAiResponses => {
+                json!({"model": "mock", "stream": true, "input": "ping pong"})
+            }
+            ClientFormat::Anthropic => {
+                json!({"model": "mock", "stream": true, "max_tokens": 10, "messages": [{"role": "user", "content": "ping pong"}]})
+            }
+        };
+        let r = h.post(path(format), &body).await;
+        assert_eq!(r.status(), 200, "{format:?}");
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        let resp = decode_stream(format, &r.bytes().await.unwrap());
+        assert!(
+            matches!(&resp.content[..], [Part::Text(t)] if t.text == "echo: ping pong"),
+            "{format:?}: {resp:?}"
+        );
+        assert!(resp.usage.input_tokens.is_some(), "{format:?}");
+    }
+}
