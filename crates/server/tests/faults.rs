@@ -228,3 +228,22 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
     assert_eq!(err.code(), "provider_unavailable");
     assert!(err.body().message.contains("OPENAI_API_KEY"), "{}", err.body().message);
 }
+
+#[tokio::test]
+async fn client_disconnect_cancels_a_non_streaming_upstream_call() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::hang());
+    let client = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let r = client
+        .post(format!("{}/v1/chat/completions", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .body(chat("m-openai", "x", false).to_string())
+        .send()
+        .await;
+    assert!(r.is_err(), "the client gave up");
+    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    tokio::time::timeout(WAIT, h.openai.wait_idle()).await.expect("upstream call cancelled");
+    let recs = tokio::time::timeout(WAIT, h.sink.wait_len(1)).await.unwrap();
+    assert_eq!(recs[0].status, 499);
+    assert_eq!(recs[0].error_code.as_deref(), Some("client_closed_request"));
+}

@@ -70,6 +70,20 @@ impl MemorySink {
         }
     }
 
+    /// All records once at least `n` have been written.
+    pub async fn wait_len(&self, n: usize) -> Vec<RequestRecord> {
+        loop {
+            let notified = self.notify.notified();
+            {
+                let q = self.lock();
+                if q.len() >= n {
+                    return q.iter().cloned().collect();
+                }
+            }
+            notified.await;
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<RequestRecord>> {
         self.records.lock().unwrap_or_else(|e| e.into_inner())
     }
