@@ -76,7 +76,8 @@ pub struct ModelEntry {
     pub pricing: Option<Pricing>,
     pub context_window: Option<u64>,
     pub max_output_tokens: Option<u64>,
-    pub capabilities: Capabilities,
+    /// `None` when the catalog does not say (nothing is filtered).
+    pub capabilities: Option<Capabilities>,
     pub hidden: bool,
     pub retires: Option<Date>,
     pub fallbacks: Vec<String>,
@@ -386,7 +387,7 @@ impl Catalog {
                 pricing: m.pricing.clone(),
                 context_window: m.context_window,
                 max_output_tokens: m.max_output_tokens,
-                capabilities: capabilities(&m.capabilities),
+                capabilities: m.capabilities.as_deref().map(capabilities),
                 hidden: m.hidden,
                 retires,
                 fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),

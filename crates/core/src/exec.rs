@@ -246,10 +246,17 @@ impl Snapshot {
             started: inbound.received,
             done: false,
         };
-        let plan = match self.catalog.plan(&inbound.request.model, Date::today()) {
+        let planned = self
+            .catalog
+            .plan(&inbound.request.model, Date::today())
+            .map_err(GatewayError::from)
+            .and_then(|mut plan| {
+                crate::filter::by_capability(&mut plan, &inbound.request)?;
+                Ok(plan)
+            });
+        let plan = match planned {
             Ok(p) => p,
-            Err(e) => {
-                let err = GatewayError::from(e);
+            Err(err) => {
                 guard.finish(err.status(), Some(err.code()));
                 return Err(err);
             }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod estimate;
 pub mod exec;
+pub mod filter;
 pub mod mock;
 pub mod record;
 pub mod upstream;

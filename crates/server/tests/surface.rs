@@ -272,3 +272,34 @@ async fn mock_provider_streams_in_every_client_format() {
         assert!(resp.usage.input_tokens.is_some(), "{format:?}");
     }
 }
+
+#[tokio::test]
+async fn images_are_never_sent_to_a_model_without_vision() {
+    let extra = "  - id: m-text-only\n    deployments: [{ provider: openai, model: up-text }]\n    capabilities: [tools]\n  - id: m-text-then-vision\n    deployments: [{ provider: openai, model: up-text }]\n    capabilities: [tools]\n    fallbacks: [m-anthropic]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let image = |model: &str| {
+        json!({"model": model, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ]}]})
+    };
+    let r = h.post("/v1/chat/completions", &image("m-text-only")).await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "capability_missing");
+    assert!(v["error"]["message"].as_str().unwrap().contains("vision"));
+    assert_eq!(h.upstream_requests(), 0);
+
+    // With a vision-capable fallback model, the image goes there instead.
+    let r = h.post("/v1/chat/completions", &image("m-text-then-vision")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let seen = h.anthropic.received();
+    assert_eq!(seen[0].body["messages"][0]["content"][1]["type"], "image");
+    assert_eq!(h.openai.request_count(), 0);
+
+    // Text-only requests still use the text model.
+    let r = h.post("/v1/chat/completions", &chat("m-text-only")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "openai");
+}

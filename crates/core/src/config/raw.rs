@@ -159,8 +159,10 @@ pub struct ModelConfig {
     pub context_window: Option<u64>,
     #[serde(default)]
     pub max_output_tokens: Option<u64>,
+    /// What the model can take. Absent: unknown, nothing is filtered. Present: a
+    /// request needing a capability not listed skips this model.
     #[serde(default)]
-    pub capabilities: Vec<Capability>,
+    pub capabilities: Option<Vec<Capability>>,
     /// Served but never listed.
     #[serde(default)]
     pub hidden: bool,
