@@ -101,6 +101,108 @@ pub struct Deployment {
 pub struct Target {
     pub provider: usize,
     pub model: Option<String>,
+    /// Weight under `strategy: weighted` (≥ 1).
+    pub weight: u32,
+}
+
+pub use raw::StrategyName as Strategy;
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Ordered => "ordered",
+            Strategy::Weighted => "weighted",
+            Strategy::LeastBusy => "least_busy",
+            Strategy::Cost => "cost",
+            Strategy::Latency => "latency",
+            Strategy::Balanced => "balanced",
+        }
+    }
+}
+
+/// A primary and its ordered fallbacks, with the strategy that orders them.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    pub primary: Target,
+    pub fallbacks: Vec<Target>,
+    pub strategy: Strategy,
+}
+
+/// Per-scope chains of a route (`by_scope`).
+#[derive(Debug, Clone)]
+pub struct Scopes {
+    /// The dimension (`project`).
+    pub dimension: String,
+    /// A value not listed goes down the route's own chain (else it is refused).
+    pub unmapped_shared: bool,
+    pub chains: HashMap<String, Chain>,
+}
+
+/// Bounds and classification rules of the attempt loop.
+#[derive(Debug, Clone)]
+pub struct AttemptPolicy {
+    pub retry_statuses: Vec<u16>,
+    pub max_retries: u32,
+    pub backoff: Duration,
+    pub max_wait: Duration,
+    pub failover_statuses: Vec<u16>,
+    pub failover_transport: bool,
+    pub max_fallbacks: usize,
+    pub max_attempts: usize,
+}
+
+/// Statuses the default policy fails over on (plus every 5xx).
+pub const DEFAULT_FAILOVER: &[u16] = &[401, 402, 403, 404, 408, 409, 425, 429];
+pub const DEFAULT_MAX_FALLBACKS: usize = 8;
+pub const HARD_MAX_FALLBACKS: usize = 32;
+pub const MAX_RETRIES: u32 = 5;
+pub const DEFAULT_MAX_ATTEMPTS: usize = 16;
+pub const HARD_MAX_ATTEMPTS: usize = 128;
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+fn five_xx() -> impl Iterator<Item = u16> {
+    500..=599
+}
+
+impl Default for AttemptPolicy {
+    fn default() -> Self {
+        Self::compile(&raw::RetryConfig::default(), &raw::FailoverConfig::default(), None, None)
+    }
+}
+
+impl AttemptPolicy {
+    fn compile(
+        retry: &raw::RetryConfig,
+        failover: &raw::FailoverConfig,
+        max_fallbacks: Option<usize>,
+        max_attempts: Option<usize>,
+    ) -> Self {
+        let failover_statuses = match (&failover.statuses, failover.preset) {
+            (Some(list), _) => list.clone(),
+            (None, raw::FailoverPreset::Default) => {
+                DEFAULT_FAILOVER.iter().copied().chain(five_xx()).collect()
+            }
+            (None, raw::FailoverPreset::Strict) => std::iter::once(429).chain(five_xx()).collect(),
+        };
+        AttemptPolicy {
+            retry_statuses: retry.statuses.clone(),
+            max_retries: retry.max_retries.min(MAX_RETRIES),
+            backoff: Duration::from_millis(retry.backoff_ms),
+            max_wait: Duration::from_millis(retry.max_wait_ms).min(MAX_RETRY_WAIT),
+            failover_statuses,
+            failover_transport: failover.transport.unwrap_or(true),
+            max_fallbacks: max_fallbacks.unwrap_or(DEFAULT_MAX_FALLBACKS).min(HARD_MAX_FALLBACKS),
+            max_attempts: max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).clamp(1, HARD_MAX_ATTEMPTS),
+        }
+    }
+
+    pub fn is_retryable(&self, status: u16) -> bool {
+        self.retry_statuses.contains(&status)
+    }
+
+    pub fn fails_over(&self, status: u16) -> bool {
+        self.failover_statuses.contains(&status)
+    }
 }
 
 #[derive(Debug)]
@@ -109,8 +211,11 @@ pub struct Route {
     pub id: String,
     pub name: String,
     pub pattern: String,
-    pub primary: Target,
-    pub fallbacks: Vec<Target>,
+    pub chain: Chain,
+    pub scopes: Option<Scopes>,
+    /// Catalog ids tried when the request does not fit the chain's context window.
+    pub context_fallbacks: Vec<String>,
+    pub policy: AttemptPolicy,
 }
 
 /// Gateway settings after compilation.
@@ -230,13 +335,16 @@ fn capabilities(list: &[Capability]) -> Capabilities {
     c
 }
 
+/// Platform keys of a provider, and why it is unusable when it is. The flag says
+/// whether a missing key is a configuration error (it is unless the provider is
+/// marked `optional` or `byok_only`).
 fn keys_for(
     name: &str,
     creds: &Credentials,
     env: &dyn Fn(&str) -> Option<String>,
-) -> (Vec<Secret>, Option<String>) {
+) -> (Vec<Secret>, Option<String>, bool) {
     if creds.none {
-        return (Vec::new(), None);
+        return (Vec::new(), None, false);
     }
     let mut keys: Vec<Secret> =
         creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
@@ -247,17 +355,137 @@ fn keys_for(
             None => missing.push(var.as_str()),
         }
     }
-    if keys.is_empty() {
-        let why = if missing.is_empty() {
-            format!(
-                "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
-            )
-        } else {
-            format!("provider {name} is disabled: {} is not set", missing.join(", "))
-        };
-        return (keys, Some(why));
+    if !keys.is_empty() {
+        return (keys, None, false);
     }
-    (keys, None)
+    if creds.byok_only {
+        let why =
+            format!("provider {name} takes users' own keys only (byok_only) and none was given");
+        return (keys, Some(why), false);
+    }
+    let why = if missing.is_empty() {
+        format!(
+            "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
+        )
+    } else {
+        format!("provider {name} is disabled: {} is not set", missing.join(", "))
+    };
+    (keys, Some(why), !creds.optional)
+}
+
+/// What validating a route's chains needs to see.
+struct RouteCtx<'a> {
+    route: &'a str,
+    providers: &'a [Arc<ProviderSpec>],
+    provider_index: &'a HashMap<String, usize>,
+    models: &'a HashMap<&'a str, &'a ModelEntry>,
+    lookup: &'a HashMap<String, usize>,
+}
+
+impl RouteCtx<'_> {
+    fn provider(
+        &self,
+        s: &Spanned<String>,
+        what: &str,
+        problems: &mut Vec<Problem>,
+    ) -> Option<usize> {
+        let idx = self.provider_index.get(&s.value).copied();
+        if idx.is_none() {
+            problems.push(Problem::at(
+                s,
+                format!("routes[{}].{what}: unknown provider {:?}", self.route, s.value),
+            ));
+        }
+        idx
+    }
+
+    fn weight(&self, w: Option<&Spanned<u32>>, problems: &mut Vec<Problem>) -> u32 {
+        match w {
+            Some(w) if w.value == 0 => {
+                problems.push(Problem::at(
+                    w,
+                    format!(
+                        "routes[{}]: weight 0 is refused (remove the deployment instead)",
+                        self.route
+                    ),
+                ));
+                1
+            }
+            Some(w) => w.value,
+            None => 1,
+        }
+    }
+
+    /// Does this target serve at least one priced catalog model?
+    fn serves_priced_model(&self, provider: usize, model: Option<&String>) -> bool {
+        let priced = |m: &ModelEntry, d: &Deployment| {
+            d.pricing
+                .as_ref()
+                .or(m.pricing.as_ref())
+                .is_some_and(|p| p.input.is_some() && p.output.is_some())
+        };
+        self.models.values().any(|m| {
+            m.deployments.iter().any(|d| {
+                d.provider == provider
+                    && match model {
+                        None => true,
+                        Some(name) => {
+                            let n = normalize_model(name);
+                            d.upstream_model == *name
+                                || m.id == n
+                                || self.lookup.get(&n).is_some_and(|_| m.aliases.contains(&n))
+                        }
+                    }
+                    && priced(m, d)
+            })
+        })
+    }
+
+    fn chain(
+        &self,
+        provider: &Spanned<String>,
+        model: Option<&String>,
+        weight: Option<&Spanned<u32>>,
+        fallbacks: &[raw::RouteTarget],
+        strategy: Strategy,
+        problems: &mut Vec<Problem>,
+    ) -> Option<Chain> {
+        let primary = self.provider(provider, "provider", problems).map(|p| Target {
+            provider: p,
+            model: model.cloned(),
+            weight: self.weight(weight, problems),
+        });
+        let mut out: Vec<Target> = Vec::new();
+        for f in fallbacks {
+            let Some(p) = self.provider(&f.provider, "fallbacks", problems) else { continue };
+            let t = Target {
+                provider: p,
+                model: f.model.clone(),
+                weight: self.weight(f.weight.as_ref(), problems),
+            };
+            let same = |a: &Target| a.provider == t.provider && a.model == t.model;
+            let name = self.providers.get(p).map(|x| x.name.as_str()).unwrap_or("?");
+            if primary.as_ref().is_some_and(same) {
+                problems.push(Problem::at(
+                    &f.provider,
+                    format!("routes[{}].fallbacks: {name} equals the route's primary", self.route),
+                ));
+            } else if out.iter().any(same) {
+                problems.push(Problem::at(
+                    &f.provider,
+                    format!("routes[{}].fallbacks: {name} is listed twice", self.route),
+                ));
+            } else if !self.serves_priced_model(p, t.model.as_ref()) {
+                problems.push(Problem::at(&f.provider, format!(
+                    "routes[{}].fallbacks: {name}{} serves no priced catalog model (cost could not be metered)",
+                    self.route,
+                    t.model.as_ref().map(|m| format!("/{m}")).unwrap_or_default()
+                )));
+            }
+            out.push(t);
+        }
+        primary.map(|primary| Chain { primary, fallbacks: out, strategy })
+    }
 }
 
 impl Catalog {
@@ -283,13 +511,19 @@ impl Catalog {
                     ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) }
                 }
             };
-            let (keys, unavailable) = if p.wire == WireName::Mock {
-                (Vec::new(), None)
+            let (keys, unavailable, refuse) = if p.wire == WireName::Mock {
+                (Vec::new(), None, false)
             } else {
                 keys_for(name, &p.credentials, env)
             };
             if let Some(why) = &unavailable {
-                warnings.push(why.clone());
+                if refuse {
+                    problems.push(Problem::general(format!(
+                        "providers.{name}.credentials: {why} (mark the provider `credentials.optional: true` to start without it, or `byok_only: true`)"
+                    )));
+                } else {
+                    warnings.push(why.clone());
+                }
             }
             let endpoint = p
                 .endpoint
@@ -420,47 +654,118 @@ impl Catalog {
         }
 
         // Routes.
+        let model_index: HashMap<&str, &ModelEntry> =
+            models.iter().map(|m| (m.id.as_str(), m)).collect();
         let mut routes: Vec<Route> = Vec::new();
         for r in &raw.routes {
+            let ctx = RouteCtx {
+                route: &r.name,
+                providers: &providers,
+                provider_index: &provider_index,
+                models: &model_index,
+                lookup: &lookup,
+            };
             let pattern = normalize_model(&r.pattern.value);
-            let primary =
-                find_provider(&r.provider, &format!("routes[{}].provider", r.name), &mut problems)
-                    .map(|provider| Target { provider, model: r.model.clone() });
-            let mut fallbacks = Vec::new();
-            for f in &r.fallbacks {
-                if let Some(provider) = find_provider(
-                    &f.provider,
-                    &format!("routes[{}].fallbacks", r.name),
-                    &mut problems,
-                ) {
-                    let t = Target { provider, model: f.model.clone() };
-                    if let Some(p) = &primary
-                        && p.provider == t.provider
-                        && p.model == t.model
-                    {
-                        problems.push(Problem::at(
-                            &f.provider,
-                            format!("routes[{}].fallbacks: equals the route's primary", r.name),
-                        ));
-                    }
-                    fallbacks.push(t);
+            for (key, spanned) in [
+                ("fallback_provider", &r.fallback_provider),
+                ("fallback_upstream_model", &r.fallback_upstream_model),
+            ] {
+                if let Some(v) = spanned {
+                    problems.push(Problem::at(v, format!(
+                        "routes[{}].{key} is no longer supported: write it as a one-entry list, `fallbacks: [{{ provider: <name>, model: <upstream id> }}]`",
+                        r.name
+                    )));
                 }
             }
-            if let Some(earlier) =
-                routes.iter().find(|e| e.pattern == "*" || (e.pattern == pattern))
-            {
+            let chain = ctx.chain(
+                &r.provider,
+                r.model.as_ref(),
+                r.weight.as_ref(),
+                &r.fallbacks,
+                r.strategy,
+                &mut problems,
+            );
+            let scopes = r.by_scope.as_ref().map(|b| {
+                if b.dimension.value != "project" {
+                    problems.push(Problem::at(
+                        &b.dimension,
+                        format!(
+                            "routes[{}].by_scope.dimension: {:?} is not supported (only `project`)",
+                            r.name, b.dimension.value
+                        ),
+                    ));
+                }
+                let chains = b
+                    .chains
+                    .iter()
+                    .filter_map(|(scope, c)| {
+                        let strategy = c.strategy.unwrap_or(r.strategy);
+                        ctx.chain(
+                            &c.provider,
+                            c.model.as_ref(),
+                            c.weight.as_ref(),
+                            &c.fallbacks,
+                            strategy,
+                            &mut problems,
+                        )
+                        .map(|chain| (scope.clone(), chain))
+                    })
+                    .collect();
+                Scopes {
+                    dimension: b.dimension.value.clone(),
+                    unmapped_shared: b.unmapped == raw::Unmapped::Shared,
+                    chains,
+                }
+            });
+            let mut context_fallbacks = Vec::new();
+            for c in &r.context_fallbacks {
+                let id = normalize_model(&c.value);
+                if model_index.contains_key(id.as_str()) {
+                    context_fallbacks.push(id);
+                } else {
+                    problems.push(Problem::at(
+                        c,
+                        format!("routes[{}].context_fallbacks: {id:?} is not a model id", r.name),
+                    ));
+                }
+            }
+            for (what, limit, hard) in [
+                ("max_fallbacks", r.max_fallbacks, HARD_MAX_FALLBACKS),
+                ("max_attempts", r.max_attempts, HARD_MAX_ATTEMPTS),
+            ] {
+                if let Some(n) = limit.filter(|n| *n > hard) {
+                    warnings.push(format!(
+                        "route {:?}: {what} {n} is above the hard maximum {hard}; using {hard}",
+                        r.name
+                    ));
+                }
+            }
+            if r.retry.max_retries > MAX_RETRIES {
+                warnings.push(format!(
+                    "route {:?}: retry.max_retries {} is above {MAX_RETRIES}; using {MAX_RETRIES}",
+                    r.name, r.retry.max_retries
+                ));
+            }
+            if let Some(earlier) = routes.iter().find(|e| glob_match(&e.pattern, &pattern)) {
                 warnings.push(format!(
                     "route {:?} (match {pattern:?}) is shadowed by the earlier route {:?} (match {:?})",
                     r.name, earlier.name, earlier.pattern
                 ));
             }
-            if let Some(primary) = primary {
+            if let Some(chain) = chain {
                 routes.push(Route {
                     id: route_id(&r.name),
                     name: r.name.clone(),
                     pattern,
-                    primary,
-                    fallbacks,
+                    chain,
+                    scopes,
+                    context_fallbacks,
+                    policy: AttemptPolicy::compile(
+                        &r.retry,
+                        &r.failover,
+                        r.max_fallbacks,
+                        r.max_attempts,
+                    ),
                 });
             }
         }
@@ -521,8 +826,14 @@ impl Catalog {
         self.models.iter().filter(move |m| !m.hidden && !m.is_retired(today))
     }
 
-    /// Resolve a requested model into a plan of candidate deployments.
-    pub fn plan(&self, requested: &str, today: Date) -> Result<Plan, ResolveError> {
+    /// Resolve a requested model into a plan of candidate deployments, in chain
+    /// order (strategies, health and request filters are applied by the pipeline).
+    pub fn plan(
+        &self,
+        requested: &str,
+        today: Date,
+        scope: &Scope<'_>,
+    ) -> Result<Plan, ResolveError> {
         let mut name = normalize_model(requested);
         if name.is_empty() {
             name = self.settings.default_model.clone().ok_or(ResolveError::NoModel)?;
@@ -544,9 +855,13 @@ impl Catalog {
 
         let mut candidates = Vec::new();
         let mut descriptor = Vec::new();
+        let mut strategy = Strategy::Ordered;
+        let policy = route.map(|r| r.policy.clone()).unwrap_or_default();
         if let Some(r) = route {
             descriptor.push(format!("route:{}", r.id));
-            for t in std::iter::once(&r.primary).chain(&r.fallbacks) {
+            let chain = self.pick_chain(r, scope, &mut descriptor)?;
+            strategy = chain.strategy;
+            for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
                 self.push_target(t, model.as_ref(), &public_model, &mut candidates);
             }
         } else if let Some(m) = &model {
@@ -563,7 +878,7 @@ impl Catalog {
                 }
             }
         }
-        candidates.truncate(MAX_CANDIDATES);
+        candidates.truncate(1 + policy.max_fallbacks);
         if candidates.is_empty() {
             return Err(ResolveError::NoRoute(public_model));
         }
@@ -572,9 +887,58 @@ impl Catalog {
             public_model,
             model,
             route_id: route.map(|r| r.id.clone()),
+            context_fallbacks: route.map(|r| r.context_fallbacks.clone()).unwrap_or_default(),
             candidates,
             descriptor,
+            strategy,
+            policy,
         })
+    }
+
+    /// The chain serving this request: the scope's own, the route's (unmapped:
+    /// shared, or no scopes), or a refusal.
+    fn pick_chain<'r>(
+        &self,
+        r: &'r Route,
+        scope: &Scope<'_>,
+        descriptor: &mut Vec<String>,
+    ) -> Result<&'r Chain, ResolveError> {
+        let Some(scopes) = &r.scopes else { return Ok(&r.chain) };
+        let value = match scopes.dimension.as_str() {
+            "project" => scope.project,
+            _ => None,
+        };
+        match value {
+            Some(v) => {
+                descriptor.push(format!("scope:{}={v}", scopes.dimension));
+                match scopes.chains.get(v) {
+                    Some(chain) => Ok(chain),
+                    None if scopes.unmapped_shared => Ok(&r.chain),
+                    None => Err(ResolveError::ScopeRefused {
+                        route: r.id.clone(),
+                        dimension: scopes.dimension.clone(),
+                        value: v.to_owned(),
+                    }),
+                }
+            }
+            None if scopes.unmapped_shared => Ok(&r.chain),
+            None => Err(ResolveError::ScopeRefused {
+                route: r.id.clone(),
+                dimension: scopes.dimension.clone(),
+                value: String::new(),
+            }),
+        }
+    }
+
+    /// The candidate a model id gives on its first available deployment (used for
+    /// context-window fallbacks).
+    pub fn first_deployment(&self, id: &str) -> Option<Candidate> {
+        let m = self.model(id)?;
+        let mut out = Vec::new();
+        for d in &m.deployments {
+            self.push_deployment(d, m, &mut out);
+        }
+        out.into_iter().next()
     }
 
     fn push_deployment(&self, d: &Deployment, m: &Arc<ModelEntry>, out: &mut Vec<Candidate>) {
@@ -586,6 +950,7 @@ impl Catalog {
                     upstream_model: d.upstream_model.clone(),
                     pricing: d.pricing.clone().or_else(|| m.pricing.clone()),
                     model: Some(m.clone()),
+                    weight: 1,
                 },
             );
         }
@@ -601,11 +966,17 @@ impl Catalog {
         let Some(provider) = self.providers.get(t.provider) else { return };
         // A target model naming a catalog entry uses that entry's deployment there.
         let served = match &t.model {
-            Some(name) => self.model(&normalize_model(name)).cloned(),
+            Some(name) => self.model(&normalize_model(name)).cloned().or_else(|| model.cloned()),
             None => model.cloned(),
         };
-        let deployment =
-            served.as_ref().and_then(|m| m.deployments.iter().find(|d| d.provider == t.provider));
+        let deployment = served.as_ref().and_then(|m| {
+            m.deployments.iter().find(|d| {
+                d.provider == t.provider
+                    && t.model.as_ref().is_none_or(|name| {
+                        *name == d.upstream_model || normalize_model(name) == m.id
+                    })
+            })
+        });
         let upstream_model = match (deployment, &t.model) {
             (Some(d), _) => d.upstream_model.clone(),
             (None, Some(name)) => name.clone(),
@@ -616,7 +987,13 @@ impl Catalog {
             .or_else(|| served.as_ref().and_then(|m| m.pricing.clone()));
         push_unique(
             out,
-            Candidate { provider: provider.clone(), upstream_model, pricing, model: served },
+            Candidate {
+                provider: provider.clone(),
+                upstream_model,
+                pricing,
+                model: served,
+                weight: t.weight,
+            },
         );
     }
 }
@@ -630,6 +1007,14 @@ fn push_unique(out: &mut Vec<Candidate>, c: Candidate) {
     }
 }
 
+/// What the request is attributed to, for per-scope chains. The project comes from
+/// the `x-switchyard-project` header, else the API key's bound project, else the
+/// user's primary project (the last two arrive with the tenancy work).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope<'a> {
+    pub project: Option<&'a str>,
+}
+
 /// Why a requested model could not be resolved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
@@ -641,6 +1026,10 @@ pub enum ResolveError {
     Retired { model: String, date: Date },
     #[error("no route serves model {0:?}")]
     NoRoute(String),
+    #[error(
+        "route {route} has no chain for {dimension} {value:?} (and does not send unmapped {dimension}s to its shared chain)"
+    )]
+    ScopeRefused { route: String, dimension: String, value: String },
 }
 
 /// One deployment the attempt loop may try.
@@ -651,12 +1040,20 @@ pub struct Candidate {
     pub pricing: Option<Pricing>,
     /// The catalog entry this deployment serves (None for unlisted models).
     pub model: Option<Arc<ModelEntry>>,
+    /// Weight under `strategy: weighted`.
+    pub weight: u32,
 }
 
 impl Candidate {
     /// `provider/upstream-model`, as logs and records name it.
     pub fn label(&self) -> String {
         format!("{}/{}", self.provider.name, self.upstream_model)
+    }
+
+    /// Stable identity for runtime state: (public model, provider, provider model).
+    pub fn identity(&self) -> String {
+        let public = self.model.as_ref().map_or("", |m| m.id.as_str());
+        format!("{public}|{}|{}", self.provider.name, self.upstream_model)
     }
 }
 
@@ -669,8 +1066,12 @@ pub struct Plan {
     pub model: Option<Arc<ModelEntry>>,
     pub route_id: Option<String>,
     pub candidates: Vec<Candidate>,
-    /// Route-match descriptor segments (`route:…`, later `failover:a->b`, …).
+    pub context_fallbacks: Vec<String>,
+    /// Route-match descriptor segments (`route:…`, `scope:project=…`, later
+    /// `strategy:…`, `failover:a->b`, …).
     pub descriptor: Vec<String>,
+    pub strategy: Strategy,
+    pub policy: AttemptPolicy,
 }
 
 #[cfg(test)]
@@ -688,11 +1089,12 @@ mod tests {
 providers:
   a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
   b: { wire: anthropic, endpoint: "http://127.0.0.1:2", credentials: { env: [KEY] } }
-  off: { wire: gemini, credentials: { env: [UNSET_VAR] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR], optional: true } }
 models:
   - id: m1
     aliases: [m-one, m1-2025]
     deployments: [{ provider: a, model: up-m1 }, { provider: b }]
+    pricing: { input: 1, output: 2 }
   - id: m2
     hidden: true
     deployments: [{ provider: b, model: up-m2 }]
@@ -711,13 +1113,16 @@ routes:
         let c = compile(BASE).unwrap();
         let today = Date::parse("2026-11-30").unwrap();
         for name in ["m1", "M1", "m_one", "m one", "m1-2025[1m]"] {
-            let p = c.plan(name, today).unwrap();
+            let p = c.plan(name, today, &Scope::default()).unwrap();
             assert_eq!(p.public_model, "m1", "{name}");
             assert_eq!(p.candidates[0].upstream_model, "up-m1");
             assert_eq!(p.candidates[1].provider.name, "b");
         }
-        assert!(matches!(c.plan("old", today), Err(ResolveError::Retired { .. })));
-        assert!(matches!(c.plan("nope", today), Err(ResolveError::NotFound(_))));
+        assert!(matches!(
+            c.plan("old", today, &Scope::default()),
+            Err(ResolveError::Retired { .. })
+        ));
+        assert!(matches!(c.plan("nope", today, &Scope::default()), Err(ResolveError::NotFound(_))));
         let visible: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
         assert_eq!(visible, ["m1"]);
     }
@@ -743,7 +1148,7 @@ routes:
         let yaml =
             BASE.replace("providers:", "gateway: { allow_unlisted_models: true }\nproviders:");
         let c = compile(&yaml).unwrap();
-        let p = c.plan("claude-x", Date::parse("2026-01-01").unwrap()).unwrap();
+        let p = c.plan("claude-x", Date::parse("2026-01-01").unwrap(), &Scope::default()).unwrap();
         assert_eq!(p.candidates[0].provider.name, "b");
         assert_eq!(p.candidates[0].upstream_model, "claude-x");
         assert_eq!(
@@ -752,7 +1157,7 @@ routes:
         );
         assert_eq!(p.descriptor, vec![format!("route:{}", c.routes[0].id)]);
         assert!(matches!(
-            c.plan("other", Date::parse("2026-01-01").unwrap()),
+            c.plan("other", Date::parse("2026-01-01").unwrap(), &Scope::default()),
             Err(ResolveError::NoRoute(_))
         ));
     }
@@ -788,7 +1193,127 @@ models:
         let c = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
         assert!(c.provider("openai").unwrap().unavailable.is_some());
         assert!(c.settings.api_keys.is_empty());
-        let p = c.plan("", Date::today()).unwrap();
+        let p = c.plan("", Date::today(), &Scope::default()).unwrap();
         assert_eq!(p.public_model, "mock-echo");
+    }
+
+    fn problems(yaml: &str) -> String {
+        compile(yaml).unwrap_err().to_string()
+    }
+
+    const PROVIDERS: &str = r#"
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  b: { wire: anthropic, endpoint: "http://127.0.0.1:2", credentials: { env: [KEY] } }
+models:
+  - id: priced
+    deployments: [{ provider: a }, { provider: b, model: up-b }]
+    pricing: { input: 1, output: 2 }
+  - id: free-text
+    deployments: [{ provider: b, model: unpriced-b }]
+"#;
+
+    #[test]
+    fn deprecated_single_fallback_keys_are_refused_with_the_new_form() {
+        let text = problems(&format!(
+            "{PROVIDERS}routes:\n  - name: r\n    match: \"x*\"\n    provider: a\n    fallback_provider: b\n"
+        ));
+        assert!(text.contains("fallback_provider is no longer supported"), "{text}");
+        assert!(text.contains("fallbacks: [{ provider:"), "{text}");
+    }
+
+    #[test]
+    fn weight_zero_duplicate_and_unpriced_fallbacks_are_refused() {
+        let yaml = format!(
+            "{PROVIDERS}routes:\n  - name: r\n    match: \"x*\"\n    provider: a\n    weight: 0\n    fallbacks:\n      - {{ provider: b, model: priced }}\n      - {{ provider: b, model: priced }}\n      - {{ provider: b, model: unpriced-b }}\n"
+        );
+        let text = problems(&yaml);
+        assert!(text.contains("weight 0 is refused"), "{text}");
+        assert!(text.contains("b is listed twice"), "{text}");
+        assert!(text.contains("b/unpriced-b serves no priced catalog model"), "{text}");
+    }
+
+    #[test]
+    fn missing_credential_source_refuses_boot_unless_optional_or_byok_only() {
+        let base = "providers:\n  p: { wire: openai-chat, credentials: { env: [UNSET_X] CREDS } }\nmodels:\n  - { id: m, deployments: [{ provider: p }] }\n";
+        let text = problems(&base.replace(" CREDS", ""));
+        assert!(text.contains("UNSET_X is not set"), "{text}");
+        assert!(compile(&base.replace(" CREDS", ", optional: true")).is_ok());
+        let c = compile(&base.replace(" CREDS", ", byok_only: true")).unwrap();
+        assert!(c.provider("p").unwrap().unavailable.is_some());
+    }
+
+    #[test]
+    fn shadowed_routes_are_warned_about() {
+        let yaml = format!(
+            "{PROVIDERS}routes:\n  - {{ name: wide, match: \"pri*\", provider: a }}\n  - {{ name: narrow, match: \"pric*\", provider: b }}\n"
+        );
+        let c = compile(&yaml).unwrap();
+        assert!(
+            c.warnings.iter().any(|w| w.contains("\"narrow\"") && w.contains("shadowed")),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
+    fn per_project_chains_and_unmapped_projects() {
+        let yaml = format!(
+            "{PROVIDERS}routes:\n  - name: r\n    match: \"priced\"\n    provider: a\n    by_scope:\n      dimension: project\n      UNMAPPED\n      chains:\n        storefront: {{ provider: b }}\n"
+        );
+        let today = Date::parse("2026-01-01").unwrap();
+        let refuse = compile(&yaml.replace("UNMAPPED", "unmapped: refuse")).unwrap();
+        let p = refuse.plan("priced", today, &Scope { project: Some("storefront") }).unwrap();
+        assert_eq!(p.candidates[0].provider.name, "b");
+        assert_eq!(
+            p.candidates[0].upstream_model, "up-b",
+            "the scope chain uses the model's deployment there"
+        );
+        assert!(p.descriptor.contains(&"scope:project=storefront".to_owned()));
+        assert!(matches!(
+            refuse.plan("priced", today, &Scope { project: Some("other") }),
+            Err(ResolveError::ScopeRefused { .. })
+        ));
+        let shared = compile(&yaml.replace("UNMAPPED", "unmapped: shared")).unwrap();
+        let p = shared.plan("priced", today, &Scope { project: Some("other") }).unwrap();
+        assert_eq!(p.candidates[0].provider.name, "a");
+        assert!(p.descriptor.contains(&"scope:project=other".to_owned()));
+    }
+
+    #[test]
+    fn amplification_is_bounded_by_the_hard_maximums() {
+        let yaml = format!(
+            "{PROVIDERS}routes:\n  - {{ name: r, match: \"x*\", provider: a, max_fallbacks: 1000, max_attempts: 1000, retry: {{ max_retries: 50 }} }}\n"
+        );
+        let c = compile(&yaml).unwrap();
+        let p = &c.routes[0].policy;
+        assert_eq!(
+            (p.max_fallbacks, p.max_attempts, p.max_retries),
+            (HARD_MAX_FALLBACKS, HARD_MAX_ATTEMPTS, MAX_RETRIES)
+        );
+        assert_eq!(AttemptPolicy::default().max_fallbacks, DEFAULT_MAX_FALLBACKS);
+        assert_eq!(AttemptPolicy::default().max_attempts, DEFAULT_MAX_ATTEMPTS);
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn failover_presets() {
+        let d = AttemptPolicy::default();
+        for s in [401, 402, 403, 404, 408, 409, 425, 429, 500, 503, 599] {
+            assert!(d.fails_over(s), "{s}");
+        }
+        for s in [400, 413, 422] {
+            assert!(!d.fails_over(s), "{s}");
+        }
+        let yaml = format!(
+            "{PROVIDERS}routes:\n  - {{ name: r, match: \"x*\", provider: a, failover: {{ preset: strict }} }}\n"
+        );
+        let strict = compile(&yaml).unwrap().routes[0].policy.clone();
+        assert!(
+            strict.fails_over(429)
+                && strict.fails_over(502)
+                && !strict.fails_over(401)
+                && !strict.fails_over(404)
+        );
     }
 }

@@ -46,6 +46,9 @@ impl From<crate::catalog::ResolveError> for GatewayError {
                 Self::new(404, ErrorKind::NotFound, "model_retired", e.to_string())
             }
             R::NoRoute(_) => Self::new(404, ErrorKind::NotFound, "no_route", e.to_string()),
+            R::ScopeRefused { .. } => {
+                Self::new(403, ErrorKind::Permission, "scope_not_routed", e.to_string())
+            }
         }
     }
 }

@@ -18,11 +18,15 @@ use switchyard_protocol::{
 };
 use tokio::sync::mpsc;
 
-use crate::catalog::{Candidate, Plan, ProviderKind};
+use crate::breaker::{Admission, CredentialKey, Outcome, Permit};
+use crate::catalog::{AttemptPolicy, Candidate, Plan, ProviderKind, Scope, Strategy};
 use crate::error::GatewayError;
+use crate::filter::{self, Hints};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
+use crate::runtime::{InFlightGuard, Runtime};
+use crate::strategy::{self, View};
 use crate::upstream::{self, Failure, Outgoing, ProviderRuntime, Source};
-use crate::util::Date;
+use crate::util::{Date, Secret};
 use crate::{Snapshot, estimate, mock};
 
 /// Bounded channel between the stream pump and the client connection: a slow client
@@ -45,6 +49,10 @@ pub struct Inbound {
     pub forward_headers: Vec<(String, String)>,
     /// Visible prefix of the gateway key used (never the key).
     pub key_prefix: Option<String>,
+    /// The project the request is attributed to (per-scope chains, records).
+    pub project: Option<String>,
+    /// Routing hints from the request's `switchyard` extension field.
+    pub hints: Hints,
 }
 
 /// Which deployment answered.
@@ -158,14 +166,9 @@ fn rank(f: &Failure) -> u8 {
         Failure::Status { .. } => 5,
         Failure::UpstreamError { .. } => 4,
         Failure::Transport { .. } | Failure::BrokenStream(_) | Failure::Malformed(_) => 3,
-        Failure::Unavailable(_) => 2,
+        Failure::Unavailable(_) | Failure::CircuitOpen(_) => 2,
         Failure::Unsupported(_) => 1,
     }
-}
-
-/// Request-shaped failures: the fault is in the request, so nothing more is sent.
-fn is_terminal(f: &Failure) -> bool {
-    matches!(f, Failure::Status { status: 400 | 413 | 422, .. })
 }
 
 /// The client-facing error for a failure.
@@ -218,6 +221,9 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
             };
             GatewayError::new(status, ek, code, format!("{provider}: {message}"))
         }
+        Failure::CircuitOpen(m) => {
+            GatewayError::new(503, ErrorKind::Overloaded, "circuit_open", m.clone())
+        }
         Failure::Unavailable(m) => {
             GatewayError::new(503, ErrorKind::Overloaded, "provider_unavailable", m.clone())
         }
@@ -225,11 +231,86 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
     }
 }
 
+/// What the next step is after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Next {
+    Retry(Duration),
+    Failover,
+    Terminal,
+}
+
+/// Classify a failure under the route's policy. `retries` is how many retries this
+/// deployment has had; `remaining` the request's time left.
+fn next_step(f: &Failure, policy: &AttemptPolicy, retries: u32, remaining: Duration) -> Next {
+    match f {
+        Failure::Status { status, retry_after, .. } => {
+            if policy.is_retryable(*status) && retries < policy.max_retries {
+                let backoff = policy.backoff.saturating_mul(1u32 << retries.min(16));
+                let wait = retry_after.unwrap_or_default().max(backoff);
+                if wait <= policy.max_wait && wait < remaining {
+                    return Next::Retry(wait);
+                }
+            }
+            if policy.fails_over(*status) { Next::Failover } else { Next::Terminal }
+        }
+        Failure::Transport { .. } => {
+            if policy.failover_transport {
+                Next::Failover
+            } else {
+                Next::Terminal
+            }
+        }
+        Failure::BrokenStream(_)
+        | Failure::Malformed(_)
+        | Failure::UpstreamError { .. }
+        | Failure::Unavailable(_)
+        | Failure::Unsupported(_)
+        | Failure::CircuitOpen(_) => Next::Failover,
+    }
+}
+
+/// What a failure tells the breaker of the credential used.
+fn health_outcome(f: &Failure) -> Option<Outcome> {
+    match f {
+        Failure::Status { status: 429, retry_after, .. } => {
+            Some(Outcome::Throttled { retry_after: *retry_after })
+        }
+        Failure::Status { status: 401 | 403, .. } => Some(Outcome::AuthFailure),
+        Failure::Status { status, retry_after, .. }
+            if *status >= 500 || *status == 404 || *status == 408 =>
+        {
+            Some(Outcome::Failure { retry_after: *retry_after })
+        }
+        Failure::Status { .. } => Some(Outcome::Success),
+        Failure::Transport { .. }
+        | Failure::BrokenStream(_)
+        | Failure::Malformed(_)
+        | Failure::UpstreamError { .. } => Some(Outcome::Failure { retry_after: None }),
+        Failure::Unavailable(_) | Failure::Unsupported(_) | Failure::CircuitOpen(_) => None,
+    }
+}
+
+fn health_outcome_of<T>(r: &Result<T, Failure>) -> Option<Outcome> {
+    match r {
+        Ok(_) => Some(Outcome::Success),
+        Err(f) => health_outcome(f),
+    }
+}
+
+/// The breaker key of a provider's credential.
+pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
+    CredentialKey {
+        provider: provider.to_owned(),
+        credential: key.map_or_else(|| "none".to_owned(), Secret::fingerprint),
+    }
+}
+
 impl Snapshot {
-    /// Run the whole pipeline for a parsed request.
+    /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.
     pub async fn execute(
         self: &Arc<Self>,
         inbound: Inbound,
+        runtime: &Arc<Runtime>,
         sink: SharedSink,
     ) -> Result<Success, GatewayError> {
         let mut guard = RecordGuard {
@@ -237,6 +318,7 @@ impl Snapshot {
                 id: inbound.id.clone(),
                 time_ms: inbound.time_ms,
                 key_prefix: inbound.key_prefix.clone(),
+                project: inbound.project.clone(),
                 client_format: inbound.format.as_str(),
                 requested_model: inbound.request.model.clone(),
                 stream: inbound.request.stream,
@@ -246,84 +328,163 @@ impl Snapshot {
             started: inbound.received,
             done: false,
         };
-        let planned = self
-            .catalog
-            .plan(&inbound.request.model, Date::today())
-            .map_err(GatewayError::from)
-            .and_then(|mut plan| {
-                crate::filter::by_capability(&mut plan, &inbound.request)?;
-                Ok(plan)
-            });
-        let plan = match planned {
+        let plan = match self.prepare(&inbound, runtime, &mut guard.rec) {
             Ok(p) => p,
             Err(err) => {
+                metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
                 guard.finish(err.status(), Some(err.code()));
                 return Err(err);
             }
         };
-        guard.rec.resolved_model = Some(plan.public_model.clone());
-        guard.rec.route_id.clone_from(&plan.route_id);
-        guard.rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
-        self.attempt_loop(inbound, plan, guard).await
+        self.attempt_loop(inbound, plan, runtime, guard).await
+    }
+
+    /// Resolve → capability, hint and context-window filters → circuit filter and
+    /// strategy order. Nothing has been sent upstream yet.
+    fn prepare(
+        &self,
+        inbound: &Inbound,
+        runtime: &Runtime,
+        rec: &mut RequestRecord,
+    ) -> Result<Plan, GatewayError> {
+        let scope = Scope { project: inbound.project.as_deref() };
+        let mut plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
+        rec.resolved_model = Some(plan.public_model.clone());
+        rec.route_id.clone_from(&plan.route_id);
+        rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
+        filter::by_capability(&mut plan, &inbound.request)?;
+        filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
+        filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+        let now = Instant::now();
+        let available = |c: &Candidate| {
+            c.provider.keys.is_empty()
+                && runtime.health.is_available(&credential_key(&c.provider.name, None), now)
+                || c.provider.keys.iter().any(|k| {
+                    runtime.health.is_available(&credential_key(&c.provider.name, Some(k)), now)
+                })
+        };
+        filter::by_circuit(&mut plan, available);
+        let views: Vec<View> = plan
+            .candidates
+            .iter()
+            .map(|c| View {
+                available: available(c),
+                weight: c.weight,
+                in_flight: runtime.in_flight.count(&c.identity()),
+                price: filter::estimated_price(c, &inbound.request),
+                latency_ms: runtime.latency.estimate(&c.identity()),
+            })
+            .collect();
+        let order = strategy::order(plan.strategy, &views, strategy::uniform());
+        let mut ordered: Vec<Candidate> =
+            order.iter().filter_map(|&i| plan.candidates.get(i).cloned()).collect();
+        if plan.strategy != Strategy::Ordered {
+            plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
+            if let (Some(first), Some(route)) = (ordered.first(), plan.route_id.as_deref()) {
+                metrics::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
+            }
+        }
+        std::mem::swap(&mut plan.candidates, &mut ordered);
+        rec.provider =
+            plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
+        Ok(plan)
     }
 
     async fn attempt_loop(
         self: &Arc<Self>,
         inbound: Inbound,
         plan: Plan,
+        runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
     ) -> Result<Success, GatewayError> {
-        let settings = &self.catalog.settings;
-        let deadline = inbound.received + settings.request_timeout;
+        let deadline = inbound.received + self.catalog.settings.request_timeout;
+        let policy = &plan.policy;
         let mut failures: Vec<(usize, Failure)> = Vec::new();
-        let stream = inbound.request.stream;
-        for (i, cand) in plan.candidates.iter().enumerate() {
-            let started = Instant::now();
-            let kind = if i == 0 { "primary" } else { "failover" };
-            let mut credential = None;
-            let result = match (&cand.provider.kind, &cand.provider.unavailable) {
-                (_, Some(why)) => Err(Failure::Unavailable(why.clone())),
-                (ProviderKind::Mock { latency }, None) => {
-                    if !stream && !latency.is_zero() {
-                        tokio::time::sleep(*latency).await;
-                    }
-                    Ok(self.attempt_mock(&inbound, cand, *latency))
+        let mut sent = 0usize;
+        let mut tried: Vec<String> = Vec::new();
+        'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
+            let mut retries = 0u32;
+            loop {
+                if sent >= policy.max_attempts || Instant::now() >= deadline {
+                    break 'candidates;
                 }
-                (ProviderKind::Wire(wire), None) => match self.runtimes.get(&cand.provider.name) {
-                    Some(rt) => {
-                        let key = rt.pick_key(&cand.provider);
-                        credential = key.map(|k| k.fingerprint());
-                        self.attempt_http(&inbound, cand, *wire, rt, key, deadline).await
+                let started = Instant::now();
+                let kind = if retries > 0 {
+                    "retry"
+                } else if i == 0 {
+                    "primary"
+                } else {
+                    "failover"
+                };
+                let (result, credential) = self.attempt(&inbound, cand, runtime, deadline).await;
+                let sent_upstream = !matches!(
+                    &result,
+                    Err(Failure::Unavailable(_)
+                        | Failure::Unsupported(_)
+                        | Failure::CircuitOpen(_))
+                );
+                sent += usize::from(sent_upstream);
+                let elapsed = started.elapsed();
+                guard.rec.attempts.push(AttemptRecord {
+                    deployment: cand.label(),
+                    credential,
+                    outcome: match &result {
+                        Ok(_) => "ok".to_owned(),
+                        Err(f) => f.outcome(),
+                    },
+                    latency_ms: elapsed.as_millis() as u64,
+                    kind,
+                });
+                metrics::histogram!("gateway_attempt_duration_seconds", "provider" => cand.provider.name.clone()).record(elapsed.as_secs_f64());
+                if sent_upstream && tried.last() != Some(&cand.provider.name) {
+                    tried.push(cand.provider.name.clone());
+                }
+                match result {
+                    Ok((answer, guard_in_flight)) => {
+                        runtime
+                            .latency
+                            .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
+                        return Ok(self.deliver(
+                            &inbound,
+                            &plan,
+                            i,
+                            &tried,
+                            answer,
+                            guard_in_flight,
+                            runtime,
+                            guard,
+                        ));
                     }
-                    None => Err(Failure::Unavailable(format!(
-                        "provider {} has no client",
-                        cand.provider.name
-                    ))),
-                },
-            };
-            let outcome = match &result {
-                Ok(_) => "ok".to_owned(),
-                Err(f) => f.outcome(),
-            };
-            guard.rec.attempts.push(AttemptRecord {
-                deployment: cand.label(),
-                credential,
-                outcome,
-                latency_ms: started.elapsed().as_millis() as u64,
-                kind,
-            });
-            match result {
-                Ok(answer) => return Ok(self.deliver(&inbound, &plan, i, answer, guard)),
-                Err(f) => {
-                    tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
-                    if is_terminal(&f) {
-                        let err = failure_error(&f, &cand.provider.name);
-                        guard.finish(err.status(), Some(err.code()));
-                        return Err(err);
-                    }
-                    failures.push((i, f));
-                    if Instant::now() >= deadline {
-                        break;
+                    Err(f) => {
+                        tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
+                        let remaining = deadline.saturating_duration_since(Instant::now());
+                        match next_step(&f, policy, retries, remaining) {
+                            Next::Retry(wait) => {
+                                retries += 1;
+                                // Dropping the request future (client gone) cancels this wait.
+                                tokio::time::sleep(wait).await;
+                            }
+                            Next::Terminal => {
+                                let err = failure_error(&f, &cand.provider.name);
+                                metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
+                                guard.finish(err.status(), Some(err.code()));
+                                return Err(err);
+                            }
+                            Next::Failover => {
+                                if let Some(next) = plan.candidates.get(i + 1) {
+                                    let reason = match &f {
+                                        Failure::Status { status, .. } => {
+                                            format!("status_{status}")
+                                        }
+                                        Failure::CircuitOpen(_) => "circuit_open".to_owned(),
+                                        _ => "transport".to_owned(),
+                                    };
+                                    metrics::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
+                                }
+                                failures.push((i, f));
+                                continue 'candidates;
+                            }
+                        }
                     }
                 }
             }
@@ -340,12 +501,87 @@ impl Snapshot {
                 504,
                 ErrorKind::Timeout,
                 "deadline_exceeded",
-                "request deadline exceeded",
+                "request deadline or attempt budget exhausted",
             ),
         };
-        tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = failures.len(), "all candidates failed");
+        tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
+        metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
         guard.finish(err.status(), Some(err.code()));
         Err(err)
+    }
+
+    /// One attempt on one candidate: pick a healthy credential, pass its breaker,
+    /// call, and report the outcome to the breaker.
+    async fn attempt(
+        &self,
+        inbound: &Inbound,
+        cand: &Candidate,
+        runtime: &Arc<Runtime>,
+        deadline: Instant,
+    ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>) {
+        if let Some(why) = &cand.provider.unavailable {
+            return (Err(Failure::Unavailable(why.clone())), None);
+        }
+        let now = Instant::now();
+        let (key, permit) = match self.admit(cand, runtime, now) {
+            Ok(x) => x,
+            Err(f) => return (Err(f), None),
+        };
+        let credential = key.map(Secret::fingerprint);
+        let in_flight = runtime.in_flight.enter(&cand.identity());
+        let result = match (&cand.provider.kind, self.runtimes.get(&cand.provider.name)) {
+            (ProviderKind::Mock { latency }, _) => {
+                if !inbound.request.stream && !latency.is_zero() {
+                    tokio::time::sleep(*latency).await;
+                }
+                Ok(self.attempt_mock(inbound, cand, *latency))
+            }
+            (ProviderKind::Wire(wire), Some(rt)) => {
+                self.attempt_http(inbound, cand, *wire, rt, key, deadline).await
+            }
+            (ProviderKind::Wire(_), None) => {
+                Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
+            }
+        };
+        let now = Instant::now();
+        match (&result, health_outcome_of(&result)) {
+            (_, Some(outcome)) => runtime.health.report(permit, outcome, now),
+            (_, None) => runtime.health.abandon(permit),
+        }
+        (result.map(|a| (a, in_flight)), credential)
+    }
+
+    /// Choose the credential: the next available key of the provider (rotating),
+    /// admitted by its breaker.
+    fn admit<'a>(
+        &'a self,
+        cand: &'a Candidate,
+        runtime: &Runtime,
+        now: Instant,
+    ) -> Result<(Option<&'a Secret>, Permit), Failure> {
+        let name = &cand.provider.name;
+        let keys = &cand.provider.keys;
+        if keys.is_empty() {
+            return match runtime.health.admit(&credential_key(name, None), now) {
+                Admission::Allowed(p) => Ok((None, p)),
+                Admission::Rejected { state } => {
+                    Err(Failure::CircuitOpen(format!("{name}: circuit {}", state.name())))
+                }
+            };
+        }
+        let start = self.runtimes.get(name).map_or(0, |rt| rt.next_index(keys.len()));
+        let mut last_state = None;
+        for n in 0..keys.len() {
+            let Some(k) = keys.get((start + n) % keys.len()) else { continue };
+            match runtime.health.admit(&credential_key(name, Some(k)), now) {
+                Admission::Allowed(p) => return Ok((Some(k), p)),
+                Admission::Rejected { state } => last_state = Some(state),
+            }
+        }
+        let state = last_state.map_or("open", |s| s.name());
+        Err(Failure::CircuitOpen(format!(
+            "{name}: every credential is unavailable (circuit {state})"
+        )))
     }
 
     fn attempt_mock(&self, inbound: &Inbound, cand: &Candidate, latency: Duration) -> Answer {
@@ -380,7 +616,8 @@ impl Snapshot {
             forward_headers: &inbound.forward_headers,
         };
         let fast = upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref());
-        let body = upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model)
+        let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
+        let body = upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap)
             .map_err(Failure::from_protocol)?;
         let stream = inbound.request.stream;
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -425,12 +662,16 @@ impl Snapshot {
         Ok(Answer::Stream(committed))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn deliver(
         self: &Arc<Self>,
         inbound: &Inbound,
         plan: &Plan,
         index: usize,
+        tried: &[String],
         answer: Answer,
+        in_flight: InFlightGuard,
+        runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
     ) -> Success {
         let Some(cand) = plan.candidates.get(index) else {
@@ -446,10 +687,8 @@ impl Snapshot {
             };
         };
         let mut descriptor = plan.descriptor.clone();
-        if index > 0
-            && let Some(primary) = plan.candidates.first()
-        {
-            descriptor.push(format!("failover:{}->{}", primary.provider.name, cand.provider.name));
+        if tried.len() > 1 {
+            descriptor.push(format!("failover:{}", tried.join("->")));
         }
         let descriptor = descriptor.join(" ");
         let served = Served {
@@ -460,6 +699,9 @@ impl Snapshot {
         guard.rec.served_provider = Some(served.provider.clone());
         guard.rec.upstream_model = Some(served.upstream_model.clone());
         guard.rec.descriptor.clone_from(&descriptor);
+        let ttft = inbound.received.elapsed();
+        guard.rec.ttft_ms = Some(ttft.as_millis() as u64);
+        metrics::histogram!("gateway_time_to_first_token_seconds", "provider" => served.provider.clone()).record(ttft.as_secs_f64());
         match answer {
             Answer::Whole { response, raw } => {
                 let body = match raw {
@@ -473,13 +715,14 @@ impl Snapshot {
                     text_bytes(&response.content),
                     cand,
                 );
-                guard.rec.ttft_ms = Some(inbound.received.elapsed().as_millis() as u64);
+                drop(in_flight);
+                record_metrics(&guard.rec);
                 guard.finish(200, None);
                 Success { served, descriptor, delivery: Delivery::Whole(body) }
             }
             Answer::Stream(committed) => {
+                runtime.latency.observe_ttft(&cand.identity(), ttft.as_secs_f64() * 1000.0);
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
-                guard.rec.ttft_ms = Some(inbound.received.elapsed().as_millis() as u64);
                 let passthrough = upstream::is_fast_path(
                     inbound.format,
                     cand.provider.wire().unwrap_or(Wire::Gemini),
@@ -495,12 +738,22 @@ impl Snapshot {
                     candidate: cand.clone(),
                     usage: Usage::default(),
                     out_bytes: 0,
+                    _in_flight: in_flight,
                 };
                 tokio::spawn(pump.run(committed));
                 Success { served, descriptor, delivery: Delivery::Stream(rx) }
             }
         }
     }
+}
+
+/// Request-level metrics, once per request, low-cardinality labels only.
+fn record_metrics(rec: &RequestRecord) {
+    let status = if rec.error_code.is_some() && rec.status == 200 { "stream_error" } else { "200" };
+    metrics::counter!("gateway_requests_total", "format" => rec.client_format, "status" => status)
+        .increment(1);
+    metrics::histogram!("gateway_request_duration_seconds", "format" => rec.client_format)
+        .record(rec.total_ms as f64 / 1000.0);
 }
 
 /// Read the stream until its first content event (or its end), holding everything
@@ -548,6 +801,8 @@ struct Pump {
     candidate: Candidate,
     usage: Usage,
     out_bytes: usize,
+    /// Held for the stream's life: the deployment counts as busy until it ends.
+    _in_flight: InFlightGuard,
 }
 
 impl Pump {
@@ -622,8 +877,15 @@ impl Pump {
         let delivered = send(&self.tx, std::mem::take(&mut out)).await;
         meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
         match (&error, delivered) {
-            (Some(err), _) => self.guard.finish(200, Some(err.code())),
-            (None, true) => self.guard.finish(200, None),
+            (Some(err), _) => {
+                self.guard.rec.error_code = Some(err.code().to_owned());
+                record_metrics(&self.guard.rec);
+                self.guard.finish(200, Some(err.code()));
+            }
+            (None, true) => {
+                record_metrics(&self.guard.rec);
+                self.guard.finish(200, None);
+            }
             (None, false) => {} // dropped: recorded as client_closed_request
         }
     }
@@ -634,7 +896,8 @@ impl Snapshot {
     /// deployment of the model; otherwise estimated from the text. Answers in
     /// Anthropic's shape: `{"input_tokens": N}`.
     pub async fn count_tokens(&self, inbound: &Inbound) -> Result<Bytes, GatewayError> {
-        let plan = self.catalog.plan(&inbound.request.model, Date::today())?;
+        let scope = Scope { project: inbound.project.as_deref() };
+        let plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
         let anthropic = plan.candidates.iter().find(|c| {
             c.provider.wire() == Some(Wire::Anthropic) && c.provider.unavailable.is_none()
         });

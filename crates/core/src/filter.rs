@@ -4,7 +4,7 @@
 
 use switchyard_protocol::{Part, Request, ResponseFormat};
 
-use crate::catalog::{Capabilities, Plan};
+use crate::catalog::{Candidate, Capabilities, Catalog, Plan};
 use crate::error::GatewayError;
 
 /// What a request needs of a model.
@@ -80,4 +80,145 @@ pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError>
         )),
         _ => Ok(()),
     }
+}
+
+/// Routing hints a request may carry in the `switchyard` extension field. They can
+/// only narrow what the route permits, never widen it.
+///
+/// ```json
+/// "switchyard": {"only": ["anthropic"], "ignore": ["openai"], "allow_fallbacks": false,
+///                "max_price": {"input": 3.0, "output": 15.0}}
+/// ```
+/// `only` / `ignore` name providers; `max_price` is USD per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hints {
+    #[serde(default)]
+    pub only: Vec<String>,
+    #[serde(default)]
+    pub ignore: Vec<String>,
+    #[serde(default)]
+    pub allow_fallbacks: Option<bool>,
+    #[serde(default)]
+    pub max_price: Option<MaxPrice>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxPrice {
+    #[serde(default)]
+    pub input: Option<f64>,
+    #[serde(default)]
+    pub output: Option<f64>,
+}
+
+/// Apply routing hints. When nothing remains: 400 `no_candidate` naming the hint.
+pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), GatewayError> {
+    if *hints == Hints::default() {
+        return Ok(());
+    }
+    let before = plan.candidates.len();
+    if !hints.only.is_empty() {
+        plan.candidates.retain(|c| hints.only.iter().any(|p| *p == c.provider.name));
+    }
+    plan.candidates.retain(|c| !hints.ignore.iter().any(|p| *p == c.provider.name));
+    if let Some(max) = hints.max_price {
+        plan.candidates.retain(|c| {
+            let p = c.pricing.as_ref();
+            let ok = |limit: Option<f64>, price: Option<f64>| match (limit, price) {
+                (None, _) => true,
+                (Some(l), Some(p)) => p <= l,
+                // An unpriced deployment cannot be shown to be under the limit.
+                (Some(_), None) => false,
+            };
+            ok(max.input, p.and_then(|p| p.input)) && ok(max.output, p.and_then(|p| p.output))
+        });
+    }
+    if hints.allow_fallbacks == Some(false) {
+        plan.candidates.truncate(1);
+    }
+    if plan.candidates.is_empty() {
+        return Err(GatewayError::invalid(
+            "no_candidate",
+            format!(
+                "the request's routing hints (switchyard: only/ignore/max_price) exclude all {before} deployment(s) of model {:?}",
+                plan.public_model
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Context-window check, before any upstream call. The input estimate counts text
+/// only (images and tool inputs are not counted), so it errs low and never refuses a
+/// request that fits. Candidates whose model's window is smaller are skipped; when
+/// none remains the route's `context_fallbacks` are tried in order
+/// (`context_window:a->b`); when nothing fits: 400 `context_window_exceeded`. Models
+/// without a declared window are never refused.
+pub fn by_context_window(
+    plan: &mut Plan,
+    catalog: &Catalog,
+    req: &Request,
+) -> Result<(), GatewayError> {
+    let estimate = crate::estimate::input_tokens(req);
+    let fits = |c: &Candidate| {
+        c.model.as_ref().and_then(|m| m.context_window).is_none_or(|w| estimate <= w)
+    };
+    let primary_limit = plan
+        .candidates
+        .iter()
+        .find_map(|c| c.model.as_ref().and_then(|m| m.context_window.map(|w| (w, m.id.clone()))));
+    plan.candidates.retain(fits);
+    if !plan.candidates.is_empty() {
+        return Ok(());
+    }
+    for id in &plan.context_fallbacks {
+        if let Some(c) = catalog.first_deployment(id)
+            && fits(&c)
+        {
+            plan.descriptor.push(format!("context_window:{}->{}", plan.public_model, id));
+            plan.candidates.push(c);
+            return Ok(());
+        }
+    }
+    let (limit, model) = primary_limit.unwrap_or((0, plan.public_model.clone()));
+    Err(GatewayError::invalid(
+        "context_window_exceeded",
+        format!(
+            "the request is about {estimate} input tokens (estimated), over the {limit}-token context window of model {model:?}"
+        ),
+    ))
+}
+
+/// Circuit filter: drop candidates whose every credential is blocked by its breaker
+/// (`circuit_open:<provider>` in the descriptor). If that would leave none, every
+/// candidate is kept in chain order: a stuck breaker is never worse than no breaker.
+pub fn by_circuit(plan: &mut Plan, available: impl Fn(&Candidate) -> bool) {
+    let open: Vec<bool> = plan.candidates.iter().map(|c| !available(c)).collect();
+    if open.iter().all(|o| *o) || !open.iter().any(|o| *o) {
+        return;
+    }
+    let mut keep = Vec::with_capacity(plan.candidates.len());
+    for (c, is_open) in plan.candidates.drain(..).zip(open) {
+        if is_open {
+            plan.descriptor.push(format!("circuit_open:{}", c.provider.name));
+        } else {
+            keep.push(c);
+        }
+    }
+    plan.candidates = keep;
+}
+
+/// Estimated USD for this request on this candidate (for the cost strategy):
+/// estimated input tokens at the input price, plus the requested output ceiling
+/// (or 1,024 tokens) at the output price. `None` when unpriced.
+pub fn estimated_price(c: &Candidate, req: &Request) -> Option<f64> {
+    let p = c.pricing.as_ref()?;
+    let input = crate::estimate::input_tokens(req) as f64;
+    let output = req
+        .max_tokens
+        .unwrap_or(1024)
+        .min(c.model.as_ref().and_then(|m| m.max_output_tokens).unwrap_or(u64::MAX))
+        as f64;
+    Some((input * p.input? + output * p.output?) / 1_000_000.0)
 }

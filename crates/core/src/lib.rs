@@ -2,6 +2,7 @@
 //! pipeline. Usable as a library: build a [`Gateway`] from a config and call
 //! [`Snapshot::execute`] with a parsed request.
 
+pub mod breaker;
 pub mod catalog;
 pub mod config;
 pub mod error;
@@ -10,6 +11,8 @@ pub mod exec;
 pub mod filter;
 pub mod mock;
 pub mod record;
+pub mod runtime;
+pub mod strategy;
 pub mod upstream;
 pub mod util;
 
@@ -94,13 +97,19 @@ impl Snapshot {
 /// request records go to.
 pub struct Gateway {
     current: ArcSwap<Snapshot>,
+    /// Breaker, latency and in-flight state: outlives snapshots.
+    pub runtime: Arc<runtime::Runtime>,
     pub sink: SharedSink,
 }
 
 impl Gateway {
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
         let snap = Snapshot::build(catalog, None)?;
-        Ok(Self { current: ArcSwap::from_pointee(snap), sink })
+        Ok(Self {
+            current: ArcSwap::from_pointee(snap),
+            runtime: Arc::new(runtime::Runtime::default()),
+            sink,
+        })
     }
 
     /// The snapshot a new request should use.
@@ -118,6 +127,6 @@ impl Gateway {
 
     /// Run a parsed request through the pipeline on the current snapshot.
     pub async fn execute(&self, inbound: Inbound) -> Result<Success, GatewayError> {
-        self.snapshot().execute(inbound, self.sink.clone()).await
+        self.snapshot().execute(inbound, &self.runtime, self.sink.clone()).await
     }
 }

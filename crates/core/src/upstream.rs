@@ -44,13 +44,15 @@ impl ProviderRuntime {
         Ok(Self { client, next_key: AtomicUsize::new(0) })
     }
 
-    /// The key for the next request, spreading load over the provider's keys.
+    /// Where to start looking for a key, rotating so load spreads over the
+    /// provider's keys.
+    pub fn next_index(&self, len: usize) -> usize {
+        self.next_key.fetch_add(1, Ordering::Relaxed) % len.max(1)
+    }
+
+    /// The next key in rotation (health is not considered: used by count_tokens).
     pub fn pick_key<'a>(&self, spec: &'a ProviderSpec) -> Option<&'a Secret> {
-        if spec.keys.is_empty() {
-            return None;
-        }
-        let i = self.next_key.fetch_add(1, Ordering::Relaxed) % spec.keys.len();
-        spec.keys.get(i)
+        spec.keys.get(self.next_index(spec.keys.len()))
     }
 }
 
@@ -86,7 +88,10 @@ fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[S
         let _ = serde_json::to_writer(&mut *out, v);
     };
     for (k, v) in map {
-        if drop.iter().any(|d| d == k) || overrides.iter().any(|(o, _)| o == k) {
+        if k == EXTENSION_FIELD
+            || drop.iter().any(|d| d == k)
+            || overrides.iter().any(|(o, _)| o == k)
+        {
             continue;
         }
         push(&mut out, k, v);
@@ -99,15 +104,29 @@ fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[S
 }
 
 /// The body to send to `wire` for this candidate.
+/// The request extension field (routing hints); never forwarded upstream.
+pub const EXTENSION_FIELD: &str = "switchyard";
+
+/// `max_tokens_cap`: the deployment's output ceiling; a request asking for more is
+/// clamped to it (not refused).
 pub fn build_body(
     out: &Outgoing<'_>,
     wire: Wire,
     spec: &ProviderSpec,
     upstream_model: &str,
+    max_tokens_cap: Option<u64>,
 ) -> Result<Vec<u8>, ProtocolError> {
+    let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     if let Some(raw) = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)) {
         let mut overrides: Vec<(&str, Value)> =
             vec![("model", Value::String(upstream_model.to_owned()))];
+        if let Some(cap) = clamp {
+            for field in ["max_tokens", "max_completion_tokens"] {
+                if raw.contains_key(field) {
+                    overrides.push((field, Value::from(cap)));
+                }
+            }
+        }
         if wire == Wire::OpenAiChat && raw.get("stream").and_then(Value::as_bool) == Some(true) {
             let mut opts =
                 raw.get("stream_options").and_then(Value::as_object).cloned().unwrap_or_default();
@@ -116,7 +135,14 @@ pub fn build_body(
         }
         return Ok(write_object(raw, &overrides, &spec.drop_fields));
     }
-    let mut v = wire.encode_request(out.request)?;
+    let mut v = match clamp {
+        Some(cap) => {
+            let mut req = out.request.clone();
+            req.max_tokens = Some(cap);
+            wire.encode_request(&req)?
+        }
+        None => wire.encode_request(out.request)?,
+    };
     if wire != Wire::Gemini
         && let Value::Object(m) = &mut v
     {
@@ -165,6 +191,9 @@ pub enum Failure {
     /// The candidate cannot be used (no credentials, cannot express the request).
     Unavailable(String),
     Unsupported(String),
+    /// Every credential of the provider is blocked by its breaker (open, throttled,
+    /// quarantined, or a half-open probe already in flight).
+    CircuitOpen(String),
 }
 
 impl Failure {
@@ -178,6 +207,7 @@ impl Failure {
             Failure::UpstreamError { .. } => "upstream_error".into(),
             Failure::Unavailable(_) => "unavailable".into(),
             Failure::Unsupported(_) => "unsupported".into(),
+            Failure::CircuitOpen(_) => "circuit_open".into(),
         }
     }
 
@@ -189,7 +219,8 @@ impl Failure {
             | Failure::Malformed(message)
             | Failure::UpstreamError { message, .. }
             | Failure::Unavailable(message)
-            | Failure::Unsupported(message) => message,
+            | Failure::Unsupported(message)
+            | Failure::CircuitOpen(message) => message,
         }
     }
 

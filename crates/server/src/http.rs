@@ -17,6 +17,15 @@ pub const HEADER_PROVIDER: &str = "x-gateway-provider";
 pub const HEADER_MODEL: &str = "x-gateway-model";
 pub const HEADER_REQUEST_ID: &str = "x-request-id";
 pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
+/// Attributes the request to a project (per-project routing chains).
+pub const HEADER_PROJECT: &str = "x-switchyard-project";
+
+/// The request extension field carrying routing hints; read here, never forwarded.
+#[derive(serde::Deserialize)]
+struct Extension {
+    #[serde(default)]
+    switchyard: Option<switchyard_core::filter::Hints>,
+}
 
 /// Client headers a same-vendor upstream needs.
 const FORWARDED: &[&str] = &["anthropic-beta", "anthropic-version"];
@@ -93,6 +102,22 @@ async fn admit(
         ),
         None => None,
     };
+    let hints = match serde_json::from_slice::<Extension>(&bytes) {
+        Ok(ext) => ext.switchyard.unwrap_or_default(),
+        Err(e) => return Err(GatewayError::invalid("invalid_request", format!("switchyard: {e}"))),
+    };
+    let project = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(p)) if !p.is_empty() && p.len() <= 128 && !p.chars().any(char::is_control) => {
+            Some(p.to_owned())
+        }
+        Some(_) => {
+            return Err(GatewayError::invalid(
+                "invalid_project",
+                format!("{HEADER_PROJECT}: expected 1-128 printable characters"),
+            ));
+        }
+    };
     let forward_headers = FORWARDED
         .iter()
         .filter_map(|name| {
@@ -109,6 +134,8 @@ async fn admit(
         raw,
         forward_headers,
         key_prefix,
+        project,
+        hints,
     })
 }
 

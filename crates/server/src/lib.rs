@@ -18,7 +18,9 @@ use axum::routing::{get, post};
 use switchyard_core::Gateway;
 use tokio::net::TcpListener;
 
-pub use http::{HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROVIDER, HEADER_REQUEST_ID};
+pub use http::{
+    HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROJECT, HEADER_PROVIDER, HEADER_REQUEST_ID,
+};
 
 /// Shared by every handler.
 pub struct AppState {

@@ -50,10 +50,15 @@ async fn fails_over_on_5xx_and_records_both_attempts() {
 #[tokio::test]
 async fn fails_over_on_429_and_on_transport_failure() {
     let h = Harness::start().await;
-    h.openai.push(Reply::status(429).retry_after(1));
+    // The retry budget (one retry on 429 by default) is spent, then it fails over.
+    h.openai.push_n(2, Reply::status(429).retry_after(0));
     let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    assert_eq!(outcomes, [("status_429", "primary"), ("status_429", "retry"), ("ok", "failover")]);
 
     // `dead` refuses connections; gemini serves.
     let r = h.post("/v1/chat/completions", &chat("m-dead-chain", "y", false)).await;
@@ -81,7 +86,7 @@ async fn request_shaped_4xx_is_terminal_and_in_the_callers_format() {
 #[tokio::test]
 async fn all_candidates_failing_gives_one_error_in_the_callers_format() {
     let h = Harness::start().await;
-    h.openai.push(Reply::status(503));
+    h.openai.push_n(2, Reply::status(503).retry_after(0));
     h.anthropic.push(Reply::status(500));
     let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
     assert_eq!(r.status(), 503);
@@ -222,6 +227,8 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         raw: None,
         forward_headers: vec![],
         key_prefix: None,
+        project: None,
+        hints: Default::default(),
     };
     let err = gw.execute(inbound).await.unwrap_err();
     assert_eq!(err.status(), 503);
@@ -246,4 +253,32 @@ async fn client_disconnect_cancels_a_non_streaming_upstream_call() {
     let recs = tokio::time::timeout(WAIT, h.sink.wait_len(1)).await.unwrap();
     assert_eq!(recs[0].status, 499);
     assert_eq!(recs[0].error_code.as_deref(), Some("client_closed_request"));
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_and_the_same_deployment_serves_the_retry() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::status(503).retry_after(1));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "openai");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    assert_eq!(outcomes, [("status_503", "primary"), ("ok", "retry")]);
+    assert!(rec.attempts[1].latency_ms < rec.total_ms, "the wait is not part of the attempt");
+    assert_eq!(h.anthropic.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_cap_fails_over_instead_of_waiting() {
+    let h = Harness::start().await;
+    h.openai.push(Reply::status(429).retry_after(3600));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "x", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let kinds: Vec<_> = rec.attempts.iter().map(|a| a.kind).collect();
+    assert_eq!(kinds, ["primary", "failover"], "no retry was attempted");
 }

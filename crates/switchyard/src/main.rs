@@ -220,16 +220,42 @@ fn print_catalog(name: &str, c: &Catalog) {
     if !c.routes.is_empty() {
         println!("\nroutes (first match wins):");
         for r in &c.routes {
-            let mut chain = Vec::new();
-            for t in std::iter::once(&r.primary).chain(&r.fallbacks) {
-                if let Some(p) = c.providers.get(t.provider) {
-                    chain.push(match &t.model {
-                        Some(m) => format!("{}/{m}", p.name),
-                        None => p.name.clone(),
-                    });
+            let chain_text = |chain: &switchyard_core::catalog::Chain| {
+                let mut parts = Vec::new();
+                for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
+                    if let Some(p) = c.providers.get(t.provider) {
+                        let mut s = match &t.model {
+                            Some(m) => format!("{}/{m}", p.name),
+                            None => p.name.clone(),
+                        };
+                        if chain.strategy == switchyard_core::catalog::Strategy::Weighted {
+                            s.push_str(&format!(" (w{})", t.weight));
+                        }
+                        parts.push(s);
+                    }
                 }
+                format!("{} [{}]", parts.join(" -> "), chain.strategy.as_str())
+            };
+            println!("  {:<24} match {:<20} -> {}", r.id, r.pattern, chain_text(&r.chain));
+            if let Some(scopes) = &r.scopes {
+                let mut names: Vec<_> = scopes.chains.keys().collect();
+                names.sort();
+                for name in names {
+                    if let Some(chain) = scopes.chains.get(name) {
+                        println!(
+                            "  {:<24}   {}={name} -> {}",
+                            "",
+                            scopes.dimension,
+                            chain_text(chain)
+                        );
+                    }
+                }
+                let unmapped = if scopes.unmapped_shared { "the route's chain" } else { "refused" };
+                println!("  {:<24}   other {}s -> {unmapped}", "", scopes.dimension);
             }
-            println!("  {:<24} match {:<20} -> {}", r.id, r.pattern, chain.join(" -> "));
+            if !r.context_fallbacks.is_empty() {
+                println!("  {:<24}   context fallbacks: {}", "", r.context_fallbacks.join(", "));
+            }
         }
     }
     if !c.warnings.is_empty() {

@@ -119,6 +119,13 @@ pub struct Credentials {
     /// The provider needs no key (a local vLLM or Ollama server).
     #[serde(default)]
     pub none: bool,
+    /// Keys come only from users (BYOK); no platform key is expected.
+    #[serde(default)]
+    pub byok_only: bool,
+    /// A missing key disables the provider (with a warning) instead of refusing the
+    /// configuration. The embedded default uses this.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -188,19 +195,60 @@ pub struct DeploymentConfig {
     pub pricing: Option<Pricing>,
 }
 
+/// How a chain orders its deployments for the first attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategyName {
+    #[default]
+    Ordered,
+    Weighted,
+    LeastBusy,
+    Cost,
+    Latency,
+    Balanced,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
     pub name: String,
     /// Glob over the requested (canonical) model id: `*` any run, `?` one char.
-    #[serde(rename = "match")]
+    #[serde(rename = "match", alias = "model_pattern")]
     pub pattern: Spanned<String>,
     pub provider: Spanned<String>,
     /// Upstream model id to send instead of the catalog's (a rewrite).
-    #[serde(default)]
+    #[serde(default, alias = "upstream_model")]
     pub model: Option<String>,
+    /// The primary's weight under `strategy: weighted` (default 1; 0 is refused).
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
     #[serde(default)]
     pub fallbacks: Vec<RouteTarget>,
+    #[serde(default)]
+    pub strategy: StrategyName,
+    /// Catalog ids tried, in order, when the request does not fit the chain's
+    /// context window.
+    #[serde(default)]
+    pub context_fallbacks: Vec<Spanned<String>>,
+    /// Per-scope chains (e.g. per project).
+    #[serde(default)]
+    pub by_scope: Option<ByScope>,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub failover: FailoverConfig,
+    /// Most fallbacks tried after the primary (default 8, at most 32).
+    #[serde(default)]
+    pub max_fallbacks: Option<usize>,
+    /// Most attempts per request, retries included (default 16, at most 128).
+    #[serde(default)]
+    pub max_attempts: Option<usize>,
+    /// Refused: write a one-entry `fallbacks` list instead.
+    #[serde(default)]
+    pub fallback_provider: Option<Spanned<String>>,
+    /// Refused: write a one-entry `fallbacks` list instead.
+    #[serde(default)]
+    pub fallback_upstream_model: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -208,6 +256,85 @@ pub struct RouteConfig {
 pub struct RouteTarget {
     pub provider: Spanned<String>,
     /// A catalog id (its deployment on that provider is used) or an upstream id.
-    #[serde(default)]
+    #[serde(default, alias = "upstream_model")]
     pub model: Option<String>,
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unmapped {
+    /// A scope value the route does not list is refused (403).
+    #[default]
+    Refuse,
+    /// It goes down the route's own chain.
+    Shared,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByScope {
+    /// The scope dimension. Only `project` today.
+    pub dimension: Spanned<String>,
+    #[serde(default)]
+    pub unmapped: Unmapped,
+    pub chains: BTreeMap<String, ScopeChain>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeChain {
+    pub provider: Spanned<String>,
+    #[serde(default, alias = "upstream_model")]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub fallbacks: Vec<RouteTarget>,
+    /// Defaults to the route's strategy.
+    #[serde(default)]
+    pub strategy: Option<StrategyName>,
+}
+
+/// Retries of one deployment on transient answers, before failing over.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries per deployment (at most 5).
+    pub max_retries: u32,
+    /// Statuses that are retried on the same deployment.
+    pub statuses: Vec<u16>,
+    /// First backoff; doubles per retry.
+    pub backoff_ms: u64,
+    /// Longest wait (Retry-After or backoff) before retrying; a longer wait fails over
+    /// instead. At most 60000.
+    pub max_wait_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self { max_retries: 1, statuses: vec![408, 429, 503], backoff_ms: 250, max_wait_ms: 60_000 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailoverPreset {
+    /// 401, 402, 403, 404, 408, 409, 425, 429, 5xx and transport failures.
+    #[default]
+    Default,
+    /// Only 429, 5xx and transport failures.
+    Strict,
+}
+
+/// Which failures move on to the next deployment.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailoverConfig {
+    pub preset: FailoverPreset,
+    /// Replaces the preset's status list when given (5xx must be listed one by one).
+    pub statuses: Option<Vec<u16>>,
+    /// Fail over on transport failures (connect, DNS, TLS, timeout, reset). Default true.
+    pub transport: Option<bool>,
 }

@@ -1,0 +1,553 @@
+//! `switchyard-bench`: the project's own benchmark.
+//!
+//! One run measures, side by side, a fake OpenAI upstream called directly,
+//! nginx `proxy_pass` in front of it (the pure-forwarding reference), and the
+//! release gateway in front of it (OpenAI chat in, `openai-chat` provider out:
+//! the same-format fast path). Figures are reported as absolute values and as
+//! differences / ratios against the direct call. See `docs/benchmark.md`.
+//!
+//! ```text
+//! cargo build --release -p switchyard -p switchyard-bench
+//! target/release/switchyard-bench [--gateway PATH] [--requests N] [--duration SECS] [--json]
+//! ```
+
+mod client;
+mod load;
+mod procs;
+mod report;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::{Value, json};
+use switchyard_testkit::{FakeUpstream, Reply, ReplyBody, Vendor, canned};
+
+use crate::load::{Summary, Target};
+use crate::procs::{Placement, Server, TempDir};
+use crate::report::{Memory, Report, StreamRow, ThroughputRow};
+
+/// The catalog id the gateway serves.
+const MODEL: &str = "bench";
+/// What the canned completion says.
+const ANSWER: &str = "Hello! How can I help you today?";
+/// The gateway key the client sends (to every target; only the gateway checks it).
+const API_KEY: &str = "sk-bench-0123456789abcdef";
+/// Concurrency levels of the latency phase.
+const LATENCY_LEVELS: [usize; 2] = [1, 32];
+/// Rounds the latency phase is split into, targets interleaved, so a slow
+/// drift of the machine affects every target alike.
+const ROUNDS: usize = 4;
+/// Concurrency of the throughput phase.
+const THROUGHPUT_CONCURRENCY: usize = 64;
+/// Streams open at once in the streaming phase.
+const STREAM_CONCURRENCY: usize = 8;
+/// Content frames per paced stream, and their spacing.
+const STREAM_FRAMES: usize = 20;
+const STREAM_GAP: Duration = Duration::from_millis(5);
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "switchyard-bench",
+    version,
+    about = "Switchyard's own benchmark: the gateway against a direct call and nginx",
+    long_about = "Switchyard's own benchmark: added latency, throughput on one core, streaming, \
+                  CPU per request and peak memory of the release gateway, against a fake upstream \
+                  called directly and through nginx. Build first: \
+                  `cargo build --release -p switchyard -p switchyard-bench`. See docs/benchmark.md."
+)]
+struct Cli {
+    /// The gateway binary (default: target/release/switchyard, else next to this binary).
+    #[arg(long)]
+    gateway: Option<PathBuf>,
+    /// Requests per target and concurrency level in the latency phase.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    requests: u64,
+    /// Seconds per target of the throughput phase.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    duration: u64,
+    /// Paced streams per target in the streaming phase.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    streams: u64,
+    /// The nginx binary (default: `nginx` on PATH, else /usr/sbin/nginx).
+    #[arg(long)]
+    nginx: Option<PathBuf>,
+    /// Skip nginx even when it is installed.
+    #[arg(long)]
+    no_nginx: bool,
+    /// Do not pin anything to CPUs.
+    #[arg(long)]
+    no_pin: bool,
+    /// Print the results as JSON on stdout (the markdown report then goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let argv: Vec<String> = std::env::args().collect();
+    // Pin before the runtime starts any thread: threads inherit the affinity.
+    let placement = procs::place(cli.no_pin);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchyard-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&cli, argv, placement)) {
+        Ok(report) => {
+            let md = report.markdown();
+            if cli.json {
+                eprintln!("{md}");
+                println!("{}", serde_json::to_string_pretty(&report.json()).unwrap_or_default());
+            } else {
+                println!("{md}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("switchyard-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Watches the rest of the machine: CPU used by every other process during
+/// each measured phase.
+struct Watch {
+    exclude: Vec<u32>,
+    clk_tck: u64,
+    /// (phase, seconds, other processes' CPU ticks), accumulated by phase.
+    phases: Vec<(String, f64, u64)>,
+}
+
+impl Watch {
+    fn start(&self) -> (u64, std::time::Instant) {
+        (procs::others_ticks(&self.exclude), std::time::Instant::now())
+    }
+
+    fn stop(&mut self, phase: &str, (ticks, at): (u64, std::time::Instant)) {
+        let secs = at.elapsed().as_secs_f64();
+        let used = procs::others_ticks(&self.exclude).saturating_sub(ticks);
+        match self.phases.iter_mut().find(|(p, _, _)| p == phase) {
+            Some(entry) => {
+                entry.1 += secs;
+                entry.2 += used;
+            }
+            None => self.phases.push((phase.to_owned(), secs, used)),
+        }
+    }
+
+    /// (phase, seconds, other processes' CPU in cores).
+    fn summary(&self) -> Vec<(String, f64, f64)> {
+        self.phases
+            .iter()
+            .map(|(p, secs, ticks)| {
+                (p.clone(), *secs, *ticks as f64 / self.clk_tck as f64 / secs.max(1e-9))
+            })
+            .collect()
+    }
+}
+
+fn progress(msg: impl AsRef<str>) {
+    eprintln!("[bench] {}", msg.as_ref());
+}
+
+/// Resolves the gateway binary, or says how to build it.
+fn gateway_binary(cli: &Cli) -> Result<PathBuf, String> {
+    let build = "build it first: `cargo build --release -p switchyard` (or pass --gateway PATH)";
+    if let Some(p) = &cli.gateway {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(format!("gateway binary not found at {}; {build}", p.display()))
+        };
+    }
+    let default = PathBuf::from("target/release/switchyard");
+    if default.is_file() {
+        return Ok(default);
+    }
+    let sibling = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("switchyard")))
+        .filter(|p| p.is_file());
+    sibling.ok_or_else(|| {
+        format!(
+            "gateway binary not found at {} (nor next to this binary); {build}",
+            default.display()
+        )
+    })
+}
+
+fn command_output(program: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    Some(text.trim().to_owned())
+}
+
+fn gateway_yaml(upstream: SocketAddr) -> String {
+    format!(
+        r#"# Generated by switchyard-bench: one model on the fake upstream, same-format fast path.
+gateway:
+  api_keys: ["{API_KEY}"]
+providers:
+  fake:
+    wire: openai-chat
+    endpoint: "http://{upstream}/v1"
+    credentials: {{ none: true }}
+models:
+  - id: {MODEL}
+    deployments: [{{ provider: fake }}]
+"#
+    )
+}
+
+fn nginx_conf(dir: &Path, listen: SocketAddr, upstream: SocketAddr) -> String {
+    let d = dir.display();
+    format!(
+        r#"# Generated by switchyard-bench: pure forwarding with upstream keepalive.
+daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/nginx-client-body;
+  proxy_temp_path {d}/nginx-proxy;
+  fastcgi_temp_path {d}/nginx-fastcgi;
+  uwsgi_temp_path {d}/nginx-uwsgi;
+  scgi_temp_path {d}/nginx-scgi;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  upstream fake {{
+    server {upstream};
+    keepalive 256;
+    keepalive_requests 100000000;
+    keepalive_timeout 300s;
+  }}
+  server {{
+    listen {listen};
+    location / {{
+      proxy_pass http://fake;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }}
+  }}
+}}
+"#
+    )
+}
+
+fn local(port: u16) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+}
+
+fn request_body(stream: bool) -> Value {
+    let mut v = json!({
+        "model": MODEL,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Say hello in one short sentence."}
+        ],
+        "max_tokens": 64
+    });
+    if stream && let Some(o) = v.as_object_mut() {
+        o.insert("stream".into(), Value::Bool(true));
+    }
+    v
+}
+
+fn target(name: &'static str, addr: SocketAddr, pid: Option<u32>) -> Target {
+    Target {
+        name,
+        addr,
+        request: Arc::new(load::build_request(addr, API_KEY, &request_body(false))),
+        stream_request: Arc::new(load::build_request(addr, API_KEY, &request_body(true))),
+        pid,
+    }
+}
+
+fn memory(server: &Server) -> Result<(u64, u64), String> {
+    server.memory_kib()
+}
+
+async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Report, String> {
+    let gateway_bin = gateway_binary(cli)?;
+    let (clk_tck, clk_read) = procs::clock_ticks();
+    let tmp = TempDir::new()?;
+    let pin = placement.server_cpus.as_deref();
+    progress(&placement.note);
+
+    // The fake upstream: a fixed canned answer, nothing recorded.
+    let fake = FakeUpstream::start(Vendor::OpenAi)
+        .await
+        .map_err(|e| format!("cannot start the fake upstream: {e}"))?;
+    fake.set_recording(false);
+    let canned_json = match canned::text(Vendor::OpenAi, MODEL, ANSWER, false) {
+        ReplyBody::Json(v) => v.to_string(),
+        other => return Err(format!("unexpected canned body {other:?}")),
+    };
+    let canned_len = canned_json.len();
+    fake.set_default(Reply::raw(canned_json, "application/json"));
+    let upstream = fake.addr();
+
+    // nginx, when there is one.
+    let mut notes: Vec<String> = Vec::new();
+    let nginx_bin = if cli.no_nginx {
+        notes.push("nginx skipped (--no-nginx): no forwarding reference in this run.".into());
+        None
+    } else {
+        let found = match &cli.nginx {
+            Some(p) => procs::which(&p.to_string_lossy()),
+            None => procs::which("nginx").or_else(|| procs::which("/usr/sbin/nginx")),
+        };
+        if found.is_none() {
+            notes.push(
+                "nginx not found (looked for `nginx` on PATH and /usr/sbin/nginx): no forwarding reference; the nginx rows and ratios are absent."
+                    .into(),
+            );
+        }
+        found
+    };
+    let mut nginx = None;
+    let mut nginx_version = None;
+    let mut nginx_config = None;
+    if let Some(bin) = &nginx_bin {
+        let port = procs::free_port()?;
+        let conf = nginx_conf(&tmp.0, local(port), upstream);
+        let conf_path = tmp.0.join("nginx.conf");
+        std::fs::write(&conf_path, &conf).map_err(|e| format!("write nginx.conf: {e}"))?;
+        let argv = vec![
+            bin.display().to_string(),
+            "-p".to_owned(),
+            tmp.0.display().to_string(),
+            "-e".to_owned(),
+            tmp.0.join("nginx-error.log").display().to_string(),
+            "-c".to_owned(),
+            conf_path.display().to_string(),
+        ];
+        progress(format!("starting nginx on {}", local(port)));
+        nginx =
+            Some(Server::spawn("nginx", &argv, pin, local(port), tmp.0.join("nginx.stderr"), &[])?);
+        nginx_version = command_output(bin, &["-v"]);
+        nginx_config = Some(conf);
+    }
+
+    // The gateway.
+    let port = procs::free_port()?;
+    let yaml = gateway_yaml(upstream);
+    let yaml_path = tmp.0.join("gateway.yaml");
+    std::fs::write(&yaml_path, &yaml).map_err(|e| format!("write gateway.yaml: {e}"))?;
+    let gw_argv = vec![
+        gateway_bin.display().to_string(),
+        "serve".to_owned(),
+        "--config".to_owned(),
+        yaml_path.display().to_string(),
+        "--listen".to_owned(),
+        local(port).to_string(),
+    ];
+    progress(format!("starting the gateway on {}", local(port)));
+    let gateway = Server::spawn(
+        "gateway",
+        &gw_argv,
+        pin,
+        local(port),
+        tmp.0.join("gateway.stderr"),
+        &["SWITCHYARD_LOG", "SWITCHYARD_LOG_FORMAT", "SWITCHYARD_CONFIG", "SWITCHYARD_API_KEY"],
+    )?;
+    let gateway_version = command_output(&gateway_bin, &["--version"]);
+
+    let mut targets = vec![target("direct", upstream, None)];
+    if let Some(n) = &nginx {
+        targets.push(target("nginx", n.addr, Some(n.pid())));
+    }
+    targets.push(target("gateway", gateway.addr, Some(gateway.pid())));
+
+    for t in &targets {
+        load::verify(t, ANSWER).await.map_err(|e| {
+            let log = if t.name == "gateway" { gateway.log_tail() } else { String::new() };
+            format!("{e}\n{log}")
+        })?;
+    }
+    let mut exclude = vec![std::process::id(), gateway.pid()];
+    exclude.extend(nginx.as_ref().map(Server::pid));
+    let mut watch = Watch { exclude, clk_tck, phases: Vec::new() };
+    let w = watch.start();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    watch.stop("before the load (1 s, idle)", w);
+
+    let mut idle = Vec::new();
+    for s in nginx.iter().chain(std::iter::once(&gateway)) {
+        idle.push((s.name, memory(s)?.1));
+    }
+
+    // Warm-up: every connection pool filled, every code path hot.
+    for t in &targets {
+        progress(format!("warming up {}", t.name));
+        load::throughput(t, THROUGHPUT_CONCURRENCY, Duration::from_secs(1)).await?;
+        load::latency(t, 1, 200).await?;
+    }
+
+    // 1. Latency.
+    let per_round = (cli.requests as usize).div_ceil(ROUNDS);
+    let mut latency: Vec<(usize, &'static str, Summary)> = Vec::new();
+    for &c in &LATENCY_LEVELS {
+        progress(format!(
+            "latency, concurrency {c}: {} requests per target in {ROUNDS} rounds",
+            per_round * ROUNDS
+        ));
+        let mut samples: Vec<Vec<u64>> = vec![Vec::new(); targets.len()];
+        for _ in 0..ROUNDS {
+            for (t, s) in targets.iter().zip(samples.iter_mut()) {
+                let w = watch.start();
+                s.extend(load::latency(t, c, per_round).await?);
+                watch.stop(&format!("latency, concurrency {c}"), w);
+            }
+        }
+        for (t, s) in targets.iter().zip(&samples) {
+            latency.push((c, t.name, Summary::of(s)));
+        }
+    }
+
+    // 2. Throughput (and 4. CPU per request).
+    let duration = Duration::from_secs(cli.duration);
+    let mut throughput = Vec::new();
+    for t in &targets {
+        progress(format!(
+            "throughput, concurrency {THROUGHPUT_CONCURRENCY}, {} s: {}",
+            cli.duration, t.name
+        ));
+        let w = watch.start();
+        let r = load::throughput(t, THROUGHPUT_CONCURRENCY, duration).await?;
+        watch.stop(&format!("throughput, {}", t.name), w);
+        let secs = r.elapsed.as_secs_f64();
+        let cpu_s = r.cpu_ticks.map(|ticks| ticks as f64 / clk_tck as f64);
+        let cores = |ticks: u64| ticks as f64 / clk_tck as f64 / secs;
+        let share = |cpus: &[usize], own: Option<u64>| {
+            let d = procs::cpu_delta(&r.cpus_before, &r.cpus_after, cpus);
+            let busy = cores(d.busy);
+            let own = own.map_or(0.0, cores);
+            report::CoreShare { cpus: cpus.len(), busy, own, rest: (busy - own).max(0.0) }
+        };
+        let server_cpus: Vec<usize> =
+            placement.server_cpus.as_deref().map(procs::parse_cpu_list).unwrap_or_default();
+        throughput.push(ThroughputRow {
+            target: t.name,
+            requests: r.requests,
+            seconds: secs,
+            rps: r.requests as f64 / secs,
+            latency: Summary::of(&r.latencies),
+            cpu_us_per_request: cpu_s.map(|c| c * 1e6 / r.requests.max(1) as f64),
+            core_use: cpu_s.map(|c| c / secs),
+            server_core: (!server_cpus.is_empty()).then(|| share(&server_cpus, r.cpu_ticks)),
+            bench_cores: share(&placement.bench_cpus, r.bench_ticks),
+        });
+    }
+
+    // 3. Streaming.
+    let frames = load::stream_frames(MODEL, STREAM_FRAMES);
+    fake.set_default(Reply::sse(frames).chunk_delay(STREAM_GAP));
+    for t in &targets {
+        load::streaming(t, STREAM_CONCURRENCY, 2 * STREAM_CONCURRENCY, STREAM_FRAMES).await?;
+    }
+    let streams = cli.streams as usize;
+    progress(format!(
+        "streaming: {streams} streams per target, {STREAM_CONCURRENCY} at a time, {STREAM_FRAMES} frames {} ms apart",
+        STREAM_GAP.as_millis()
+    ));
+    let mut stream_samples: Vec<load::StreamSamples> =
+        targets.iter().map(|_| load::StreamSamples::default()).collect();
+    let halves = [streams / 2, streams - streams / 2];
+    for n in halves.into_iter().filter(|n| *n > 0) {
+        for (t, s) in targets.iter().zip(stream_samples.iter_mut()) {
+            let w = watch.start();
+            let got = load::streaming(t, STREAM_CONCURRENCY, n, STREAM_FRAMES).await?;
+            watch.stop("streaming", w);
+            s.ttfc.extend(got.ttfc);
+            s.gaps.extend(got.gaps);
+        }
+    }
+    let streaming: Vec<StreamRow> = targets
+        .iter()
+        .zip(&stream_samples)
+        .map(|(t, s)| StreamRow {
+            target: t.name,
+            ttfc: Summary::of(&s.ttfc),
+            gaps: Summary::of(&s.gaps),
+        })
+        .collect();
+
+    // 5. Memory, after all the load.
+    let mut memory_rows = Vec::new();
+    for s in nginx.iter().chain(std::iter::once(&gateway)) {
+        let (hwm, _) = memory(s)?;
+        let idle_kib = idle.iter().find(|(n, _)| *n == s.name).map_or(0, |(_, k)| *k);
+        memory_rows.push(Memory { target: s.name, idle_rss_kib: idle_kib, peak_rss_kib: hwm });
+    }
+
+    if !clk_read {
+        notes.push("`getconf CLK_TCK` failed: assumed 100 ticks per second.".into());
+    }
+    let mut commands = vec![("bench".to_owned(), argv.join(" "))];
+    if let Some(c) = &placement.self_pin_command {
+        commands.push(("bench pinned itself".to_owned(), c.clone()));
+    }
+    if let Some(n) = &nginx {
+        commands.push(("nginx".to_owned(), n.command.clone()));
+    }
+    commands.push(("gateway".to_owned(), gateway.command.clone()));
+
+    let report = Report {
+        date: report::utc_now(),
+        cores_online: procs::online_cpus().len(),
+        cpu_model: procs::cpu_model(),
+        kernel: procs::kernel(),
+        clk_tck,
+        placement,
+        commands,
+        gateway_version,
+        nginx_version,
+        git: git_revision(),
+        upstream: upstream.to_string(),
+        canned_bytes: canned_len,
+        requests: per_round * ROUNDS,
+        duration_s: cli.duration,
+        streams,
+        latency,
+        throughput,
+        streaming,
+        memory: memory_rows,
+        notes,
+        others: watch.summary(),
+        gateway_config: yaml,
+        nginx_config,
+    };
+    drop(gateway);
+    drop(nginx);
+    drop(tmp);
+    Ok(report)
+}
+
+/// `abc1234` (`+dirty` when the tree has changes), when run inside the repository.
+fn git_revision() -> Option<String> {
+    let git = procs::which("git")?;
+    let rev = Command::new(&git).args(["rev-parse", "--short", "HEAD"]).output().ok()?;
+    if !rev.status.success() {
+        return None;
+    }
+    let rev = String::from_utf8_lossy(&rev.stdout).trim().to_owned();
+    let dirty = Command::new(&git)
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .ok()
+        .is_some_and(|o| !o.stdout.is_empty());
+    Some(if dirty { format!("{rev}+dirty") } else { rev })
+}

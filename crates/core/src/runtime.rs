@@ -1,0 +1,149 @@
+//! Runtime state beside the immutable snapshot: breaker health, latency estimates
+//! and in-flight counts, keyed by stable identities so a reload keeps them for every
+//! deployment that still exists.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::breaker::{BreakerConfig, HealthRegistry};
+
+/// Exponentially weighted moving average, α = 0.2 (a new sample moves the estimate a
+/// fifth of the way).
+const ALPHA: f64 = 0.2;
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Ewma {
+    attempt_ms: Option<f64>,
+    ttft_ms: Option<f64>,
+}
+
+fn fold(prev: Option<f64>, sample: f64) -> Option<f64> {
+    Some(match prev {
+        Some(p) => p + ALPHA * (sample - p),
+        None => sample,
+    })
+}
+
+/// Rolling latency per deployment identity (whole attempt, and time to first token).
+#[derive(Debug, Default)]
+pub struct LatencyTracker {
+    map: Mutex<HashMap<String, Ewma>>,
+}
+
+impl LatencyTracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Ewma>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn observe_attempt(&self, identity: &str, ms: f64) {
+        let mut m = self.lock();
+        let e = m.entry(identity.to_owned()).or_default();
+        e.attempt_ms = fold(e.attempt_ms, ms);
+    }
+
+    pub fn observe_ttft(&self, identity: &str, ms: f64) {
+        let mut m = self.lock();
+        let e = m.entry(identity.to_owned()).or_default();
+        e.ttft_ms = fold(e.ttft_ms, ms);
+    }
+
+    /// The estimate the latency strategy reads: time to first token when known
+    /// (streams), else whole-attempt latency.
+    pub fn estimate(&self, identity: &str) -> Option<f64> {
+        self.lock().get(identity).and_then(|e| e.ttft_ms.or(e.attempt_ms))
+    }
+
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.lock().retain(|k, _| keep(k));
+    }
+}
+
+/// Requests in flight per deployment identity, in this process.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    map: Mutex<HashMap<String, Arc<AtomicU64>>>,
+}
+
+/// Decrements its deployment's in-flight count when dropped.
+#[derive(Debug)]
+pub struct InFlightGuard(Arc<AtomicU64>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl InFlight {
+    fn counter(&self, identity: &str) -> Arc<AtomicU64> {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(identity.to_owned()).or_default().clone()
+    }
+
+    pub fn count(&self, identity: &str) -> u64 {
+        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(identity).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    pub fn enter(&self, identity: &str) -> InFlightGuard {
+        let c = self.counter(identity);
+        c.fetch_add(1, Ordering::Relaxed);
+        InFlightGuard(c)
+    }
+
+    /// Total requests in flight (for the gauge).
+    pub fn total(&self) -> u64 {
+        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        m.values().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Everything that outlives a configuration snapshot.
+#[derive(Debug)]
+pub struct Runtime {
+    pub health: HealthRegistry,
+    pub latency: LatencyTracker,
+    pub in_flight: InFlight,
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self {
+            health: HealthRegistry::new(BreakerConfig::default()),
+            latency: LatencyTracker::default(),
+            in_flight: InFlight::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_is_an_ewma_and_prefers_ttft() {
+        let t = LatencyTracker::default();
+        assert_eq!(t.estimate("d"), None);
+        t.observe_attempt("d", 100.0);
+        assert_eq!(t.estimate("d"), Some(100.0));
+        t.observe_attempt("d", 200.0);
+        assert_eq!(t.estimate("d"), Some(120.0));
+        t.observe_ttft("d", 10.0);
+        assert_eq!(t.estimate("d"), Some(10.0));
+        t.retain(|k| k != "d");
+        assert_eq!(t.estimate("d"), None);
+    }
+
+    #[test]
+    fn in_flight_counts_follow_guards() {
+        let f = InFlight::default();
+        let a = f.enter("d");
+        let b = f.enter("d");
+        assert_eq!(f.count("d"), 2);
+        drop(a);
+        assert_eq!(f.count("d"), 1);
+        drop(b);
+        assert_eq!(f.total(), 0);
+    }
+}

@@ -1,0 +1,1735 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The translation matrix, black box: the real server in front of the three fake
+//! upstreams, driven through every ingress format × upstream wire × {whole, stream}
+//! for each scenario (text, system, multi-turn, tools, images, reasoning).
+//!
+//! Each case checks both sides:
+//! - what the upstream received, read in *that wire's* shape (path, credential,
+//!   model, streaming flags, system, turns, tools, images, reasoning config);
+//! - what the client got back, read in *its format's* shape (status, gateway headers,
+//!   content, stop reason, usage as that format expresses it, stream framing).
+//!
+//! Every case of a scenario runs (nothing stops at the first failure); the test then
+//! fails with the list of every broken case and what is wrong with it.
+
+mod common;
+
+use std::fmt::Debug;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use common::*;
+use serde_json::{Value, json};
+use switchyard_protocol::{ClientFormat, Effort, Part, Response, SseEvent, StopReason};
+use switchyard_testkit::canned::{
+    self, ANTHROPIC_THINKING_SIGNATURE, ANTHROPIC_TOOL_USE_ID, CANNED_CACHE_CREATION_INPUT_TOKENS,
+    CANNED_CACHE_READ_INPUT_TOKENS, CANNED_INPUT_TOKENS, CANNED_OUTPUT_TOKENS, ECHO_PREFIX,
+    OPENAI_TOOL_CALL_ID,
+};
+use switchyard_testkit::{Received, Reply, Vendor};
+
+const FORMATS: [ClientFormat; 3] =
+    [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
+const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+
+const SYSTEM_TEXT: &str = "You are a terse assistant.";
+/// A valid 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+const PNG_MEDIA: &str = "image/png";
+const IMAGE_URL: &str = "https://example.com/images/cat.png";
+const TOOL_NAME: &str = "get_weather";
+const TOOL_DESCRIPTION: &str = "Current weather in a city";
+const CALL_ID: &str = "call_1";
+const HISTORY_ARGS: &str = r#"{"city":"Paris"}"#;
+const ANSWER_ARGS: &str = r#"{"city":"Berlin"}"#;
+const TOOL_OUTPUT: &str = "18C";
+const THINKING: &str = "thinking it over";
+const FINAL: &str = "final answer";
+/// The thinking budget the Anthropic-format reasoning request asks for.
+const ANTHROPIC_CLIENT_BUDGET: u64 = 2048;
+
+fn weather_schema() -> Value {
+    json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+}
+
+fn data_uri() -> String {
+    format!("data:{PNG_MEDIA};base64,{PNG_B64}")
+}
+
+// ---------------------------------------------------------------------------------
+// Scenarios, vendors
+// ---------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    Text,
+    System,
+    MultiTurn,
+    Tools,
+    Images,
+    Reasoning,
+}
+
+impl Scenario {
+    /// The text of the (last, or only) user question.
+    fn user_text(self) -> &'static str {
+        match self {
+            Scenario::Text => "hello world",
+            Scenario::System => "hello under a system prompt",
+            Scenario::MultiTurn => "second question",
+            Scenario::Tools => "what is the weather in Paris?",
+            Scenario::Images => "describe this image",
+            Scenario::Reasoning => "is 1013 prime?",
+        }
+    }
+}
+
+fn catalog_model(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => "m-openai",
+        Vendor::Anthropic => "m-anthropic",
+        Vendor::Gemini => "m-gemini",
+    }
+}
+
+fn upstream_model(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => "up-openai",
+        Vendor::Anthropic => "up-anthropic",
+        Vendor::Gemini => "up-gemini",
+    }
+}
+
+fn provider(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => "openai",
+        Vendor::Anthropic => "anthropic",
+        Vendor::Gemini => "gemini",
+    }
+}
+
+fn upstream_key(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => OPENAI_KEY,
+        Vendor::Anthropic => ANTHROPIC_KEY,
+        Vendor::Gemini => GEMINI_KEY,
+    }
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    s: Scenario,
+    format: ClientFormat,
+    vendor: Vendor,
+    stream: bool,
+}
+
+/// The output ceiling a client request names (only the Anthropic format requires one,
+/// and thinking needs room above its budget).
+fn client_max_tokens(format: ClientFormat, s: Scenario) -> Option<u64> {
+    match (format, s) {
+        (ClientFormat::Anthropic, Scenario::Reasoning) => Some(8192),
+        (ClientFormat::Anthropic, _) => Some(1024),
+        _ => None,
+    }
+}
+
+/// What the fake answers, when not its default echo.
+fn scripted_reply(s: Scenario, v: Vendor, stream: bool) -> Option<Reply> {
+    let model = upstream_model(v);
+    match s {
+        Scenario::Tools => Some(canned::tool_call(v, model, TOOL_NAME, ANSWER_ARGS, stream).into()),
+        Scenario::Reasoning => {
+            Some(canned::reasoning_then_text(v, model, THINKING, FINAL, stream).into())
+        }
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Client requests, written by hand in each format's own JSON
+// ---------------------------------------------------------------------------------
+
+fn client_request(format: ClientFormat, s: Scenario, model: &str, stream: bool) -> Value {
+    let mut body = match format {
+        ClientFormat::OpenAiChat => chat_request(s, stream),
+        ClientFormat::OpenAiResponses => responses_request(s),
+        ClientFormat::Anthropic => anthropic_request(s, stream),
+    };
+    body["model"] = json!(model);
+    if stream {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+fn chat_request(s: Scenario, stream: bool) -> Value {
+    let user = |content: Value| json!({"role": "user", "content": content});
+    match s {
+        Scenario::Text => json!({"messages": [user(json!(s.user_text()))]}),
+        // Both OpenAI names for the instructions role.
+        Scenario::System => json!({"messages": [
+            {"role": if stream { "developer" } else { "system" }, "content": SYSTEM_TEXT},
+            user(json!(s.user_text())),
+        ]}),
+        Scenario::MultiTurn => json!({"messages": [
+            user(json!("first question")),
+            {"role": "assistant", "content": "first answer"},
+            user(json!(s.user_text())),
+        ]}),
+        Scenario::Tools => json!({
+            "tools": [{"type": "function", "function": {
+                "name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": weather_schema()
+            }}],
+            "messages": [
+                user(json!(s.user_text())),
+                {"role": "assistant", "content": null, "tool_calls": [{
+                    "id": CALL_ID, "type": "function",
+                    "function": {"name": TOOL_NAME, "arguments": HISTORY_ARGS}
+                }]},
+                {"role": "tool", "tool_call_id": CALL_ID, "content": TOOL_OUTPUT},
+            ]
+        }),
+        Scenario::Images => json!({"messages": [user(json!([
+            {"type": "text", "text": s.user_text()},
+            {"type": "image_url", "image_url": {"url": data_uri()}},
+        ]))]}),
+        Scenario::Reasoning => {
+            json!({"reasoning_effort": "high", "messages": [user(json!(s.user_text()))]})
+        }
+    }
+}
+
+fn responses_request(s: Scenario) -> Value {
+    match s {
+        Scenario::Text => json!({"input": s.user_text()}),
+        Scenario::System => json!({
+            "instructions": SYSTEM_TEXT,
+            "input": [{"role": "user", "content": s.user_text()}]
+        }),
+        Scenario::MultiTurn => json!({"input": [
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "first question"}]},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": "first answer"}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": s.user_text()}]},
+        ]}),
+        Scenario::Tools => json!({
+            "tools": [{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+                       "parameters": weather_schema()}],
+            "input": [
+                {"role": "user", "content": s.user_text()},
+                {"type": "function_call", "call_id": CALL_ID, "name": TOOL_NAME,
+                 "arguments": HISTORY_ARGS},
+                {"type": "function_call_output", "call_id": CALL_ID, "output": TOOL_OUTPUT},
+            ]
+        }),
+        Scenario::Images => json!({"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": s.user_text()},
+            {"type": "input_image", "image_url": data_uri()},
+        ]}]}),
+        Scenario::Reasoning => json!({"reasoning": {"effort": "high"}, "input": s.user_text()}),
+    }
+}
+
+fn anthropic_request(s: Scenario, stream: bool) -> Value {
+    let user = |content: Value| json!({"role": "user", "content": content});
+    let mut body = match s {
+        Scenario::Text => json!({"messages": [user(json!(s.user_text()))]}),
+        // Both forms of `system`: an array of blocks, and a plain string.
+        Scenario::System => json!({
+            "system": if stream { json!(SYSTEM_TEXT) } else { json!([{"type": "text", "text": SYSTEM_TEXT}]) },
+            "messages": [user(json!(s.user_text()))]
+        }),
+        Scenario::MultiTurn => json!({"messages": [
+            user(json!("first question")),
+            {"role": "assistant", "content": "first answer"},
+            user(json!(s.user_text())),
+        ]}),
+        Scenario::Tools => json!({
+            "tools": [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+                       "input_schema": weather_schema()}],
+            "messages": [
+                user(json!(s.user_text())),
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": CALL_ID, "name": TOOL_NAME,
+                     "input": serde_json::from_str::<Value>(HISTORY_ARGS).unwrap()}
+                ]},
+                user(json!([{"type": "tool_result", "tool_use_id": CALL_ID, "content": TOOL_OUTPUT}])),
+            ]
+        }),
+        Scenario::Images => json!({"messages": [user(json!([
+            {"type": "text", "text": s.user_text()},
+            {"type": "image", "source": {"type": "base64", "media_type": PNG_MEDIA, "data": PNG_B64}},
+        ]))]}),
+        Scenario::Reasoning => json!({
+            "thinking": {"type": "enabled", "budget_tokens": ANTHROPIC_CLIENT_BUDGET},
+            "messages": [user(json!(s.user_text()))]
+        }),
+    };
+    body["max_tokens"] = json!(client_max_tokens(ClientFormat::Anthropic, s));
+    body
+}
+
+// ---------------------------------------------------------------------------------
+// Problems of one case
+// ---------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(what());
+        }
+    }
+
+    fn eq<A: PartialEq<B> + Debug, B: Debug>(&mut self, what: &str, got: A, want: B) {
+        if got != want {
+            self.0.push(format!("{what}: got {got:?}, want {want:?}"));
+        }
+    }
+
+    fn push(&mut self, what: impl Into<String>) {
+        self.0.push(what.into());
+    }
+}
+
+/// Run every case of the matrix for one scenario; fail with all broken cases.
+async fn run_matrix(s: Scenario) {
+    let h = Harness::start().await;
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for format in FORMATS {
+        for vendor in VENDORS {
+            for stream in [false, true] {
+                total += 1;
+                let problems = run_case(&h, Case { s, format, vendor, stream }).await;
+                if !problems.is_empty() {
+                    let mode = if stream { "stream" } else { "whole" };
+                    failures.push(format!(
+                        "{s:?}: {format:?} client -> {vendor:?} upstream ({mode}):\n    - {}",
+                        problems.join("\n    - ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} {s:?} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+async fn run_case(h: &Harness, case: Case) -> Vec<String> {
+    let Case { s, format, vendor, stream } = case;
+    let mut p = Problems::default();
+    for v in VENDORS {
+        h.fake(v).clear_received();
+        h.fake(v).clear_script();
+    }
+    let before = VENDORS.map(|v| h.fake(v).request_count());
+    let fake = h.fake(vendor);
+    if let Some(reply) = scripted_reply(s, vendor, stream) {
+        fake.push(reply);
+    }
+
+    let request = client_request(format, s, catalog_model(vendor), stream);
+    let resp = h.post(path(format), &request).await;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = match resp.bytes().await {
+        Ok(b) => b.to_vec(),
+        Err(e) => {
+            p.push(format!("client body did not arrive whole: {e}"));
+            Vec::new()
+        }
+    };
+
+    // The upstream side. A 200 means the upstream was called; anything else may
+    // have been refused before it, so do not wait for a request that never comes.
+    let target = VENDORS.iter().position(|v| *v == vendor).unwrap_or(0);
+    let received = if status == 200 {
+        match tokio::time::timeout(WAIT, fake.wait_for_requests(before[target] + 1)).await {
+            Ok(r) => r,
+            Err(_) => {
+                p.push("the upstream received nothing within WAIT");
+                Vec::new()
+            }
+        }
+    } else {
+        fake.received()
+    };
+    for (i, v) in VENDORS.iter().enumerate() {
+        let sent = h.fake(*v).request_count() - before[i];
+        // Exactly one call to the catalog's upstream (none elsewhere, no retries); a
+        // refused request (reported below) may have stopped before it.
+        let ok = if *v != vendor {
+            sent == 0
+        } else if status == 200 {
+            sent == 1
+        } else {
+            sent <= 1
+        };
+        p.check(ok, || format!("{v:?} upstream got {sent} request(s)"));
+    }
+    if let Some(rx) = received.last() {
+        check_upstream(&mut p, rx, case);
+    } else {
+        p.push("no upstream request to inspect");
+    }
+
+    check_client(&mut p, case, status, &headers, &body);
+    for v in VENDORS {
+        h.fake(v).clear_script();
+    }
+    p.0
+}
+
+// ---------------------------------------------------------------------------------
+// Upstream side: each wire read in its own shape
+// ---------------------------------------------------------------------------------
+
+/// One piece of conversation content, wire-neutral.
+#[derive(Debug, Clone, PartialEq)]
+enum Item {
+    Text(String),
+    /// `media_type` is `"url"` for an image by URL (then `data` is the URL).
+    Image {
+        media_type: String,
+        data: String,
+    },
+    /// `id` is `None` on Gemini (it has no ids for calls the gateway did not get from it).
+    Call {
+        id: Option<String>,
+        name: String,
+        args: Value,
+    },
+    /// `name` only on Gemini (which needs it); `id` not on Gemini.
+    Result {
+        id: Option<String>,
+        name: Option<String>,
+        output: String,
+    },
+    Thinking {
+        text: String,
+        signature: Option<String>,
+    },
+}
+
+/// A tool definition: name, description, JSON schema of the arguments.
+type ToolDef = (String, Option<String>, Value);
+
+/// What an upstream request says, read in its wire's shape.
+#[derive(Debug, Default)]
+struct View {
+    system: Vec<String>,
+    /// (role, content): `user`, `assistant`, `tool` (OpenAI tool messages) or `system`
+    /// (a system message after the conversation started).
+    turns: Vec<(String, Vec<Item>)>,
+    tools: Vec<ToolDef>,
+    /// Shape errors met while reading.
+    problems: Vec<String>,
+}
+
+fn str_of(v: &Value) -> Option<String> {
+    v.as_str().map(str::to_owned)
+}
+
+fn text_parts(
+    content: &Value,
+    part_type: &str,
+    problems: &mut Vec<String>,
+    at: &str,
+) -> Vec<String> {
+    match content {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| {
+                if p["type"] == part_type {
+                    str_of(&p["text"])
+                } else {
+                    problems.push(format!("{at}: unexpected part {p}"));
+                    None
+                }
+            })
+            .collect(),
+        other => {
+            problems.push(format!("{at}: content is {other}"));
+            Vec::new()
+        }
+    }
+}
+
+fn parse_args(text: &Value, problems: &mut Vec<String>, at: &str) -> Value {
+    match text.as_str().map(serde_json::from_str::<Value>) {
+        Some(Ok(v)) => v,
+        _ => {
+            problems.push(format!("{at}: arguments are not JSON text: {text}"));
+            Value::Null
+        }
+    }
+}
+
+fn openai_view(body: &Value) -> View {
+    let mut view = View::default();
+    let p = &mut view.problems;
+    let mut started = false;
+    for (i, m) in body["messages"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("messages[{i}]");
+        let role = m["role"].as_str().unwrap_or("(none)");
+        let mut items = Vec::new();
+        match role {
+            "system" | "developer" if !started => {
+                view.system.extend(text_parts(&m["content"], "text", p, &at));
+                continue;
+            }
+            "system" | "developer" => {
+                items.extend(text_parts(&m["content"], "text", p, &at).into_iter().map(Item::Text));
+            }
+            "user" => match &m["content"] {
+                Value::String(s) => items.push(Item::Text(s.clone())),
+                Value::Array(parts) => {
+                    for part in parts {
+                        match part["type"].as_str() {
+                            Some("text") => {
+                                items.push(Item::Text(str_of(&part["text"]).unwrap_or_default()))
+                            }
+                            Some("image_url") => {
+                                items.push(openai_image(&part["image_url"]["url"]))
+                            }
+                            _ => p.push(format!("{at}: unexpected part {part}")),
+                        }
+                    }
+                }
+                other => p.push(format!("{at}: content is {other}")),
+            },
+            "assistant" => {
+                if let Some(r) = m["reasoning_content"].as_str() {
+                    items.push(Item::Thinking { text: r.to_owned(), signature: None });
+                }
+                if !matches!(&m["content"], Value::Null) && m["content"] != "" {
+                    items.extend(
+                        text_parts(&m["content"], "text", p, &at).into_iter().map(Item::Text),
+                    );
+                }
+                for (j, c) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
+                    if c["type"] != "function" {
+                        p.push(format!("{at}.tool_calls[{j}].type is {}", c["type"]));
+                    }
+                    items.push(Item::Call {
+                        id: str_of(&c["id"]),
+                        name: str_of(&c["function"]["name"]).unwrap_or_default(),
+                        args: parse_args(&c["function"]["arguments"], p, &at),
+                    });
+                }
+            }
+            "tool" => {
+                // Text, and (sent as is by the fast path) any image parts after it.
+                let mut output = String::new();
+                let mut images = Vec::new();
+                match &m["content"] {
+                    Value::String(s) => output.push_str(s),
+                    Value::Array(parts) => {
+                        for part in parts {
+                            match part["type"].as_str() {
+                                Some("text") => {
+                                    output.push_str(part["text"].as_str().unwrap_or_default())
+                                }
+                                Some("image_url") => {
+                                    images.push(openai_image(&part["image_url"]["url"]))
+                                }
+                                _ => p.push(format!("{at}: unexpected part {part}")),
+                            }
+                        }
+                    }
+                    other => p.push(format!("{at}: content is {other}")),
+                }
+                items.push(Item::Result { id: str_of(&m["tool_call_id"]), name: None, output });
+                items.extend(images);
+            }
+            other => p.push(format!("{at}: unknown role {other:?}")),
+        }
+        started = true;
+        view.turns.push((role.to_owned(), items));
+    }
+    for (i, t) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        if t["type"] != "function" {
+            view.problems.push(format!("tools[{i}].type is {}", t["type"]));
+        }
+        let f = &t["function"];
+        view.tools.push((
+            str_of(&f["name"]).unwrap_or_default(),
+            str_of(&f["description"]),
+            f["parameters"].clone(),
+        ));
+    }
+    view
+}
+
+fn openai_image(url: &Value) -> Item {
+    let url = url.as_str().unwrap_or_default();
+    if let Some((meta, data)) = url.strip_prefix("data:").and_then(|r| r.split_once(','))
+        && let Some(media_type) = meta.strip_suffix(";base64")
+    {
+        return Item::Image { media_type: media_type.to_owned(), data: data.to_owned() };
+    }
+    Item::Image { media_type: "url".into(), data: url.to_owned() }
+}
+
+fn anthropic_view(body: &Value) -> View {
+    let mut view = View::default();
+    let p = &mut view.problems;
+    match &body["system"] {
+        Value::Null => {}
+        system => view.system = text_parts(system, "text", p, "system"),
+    }
+    for (i, m) in body["messages"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("messages[{i}]");
+        let role = m["role"].as_str().unwrap_or("(none)");
+        if role != "user" && role != "assistant" {
+            p.push(format!("{at}: role {role:?}"));
+        }
+        let mut items = Vec::new();
+        match &m["content"] {
+            Value::String(s) => items.push(Item::Text(s.clone())),
+            Value::Array(blocks) => {
+                for b in blocks {
+                    anthropic_block(b, &mut items, p, &at);
+                }
+            }
+            other => p.push(format!("{at}: content is {other}")),
+        }
+        view.turns.push((role.to_owned(), items));
+    }
+    for t in body["tools"].as_array().into_iter().flatten() {
+        view.tools.push((
+            str_of(&t["name"]).unwrap_or_default(),
+            str_of(&t["description"]),
+            t["input_schema"].clone(),
+        ));
+    }
+    view
+}
+
+fn anthropic_image(source: &Value) -> Item {
+    match source["type"].as_str() {
+        Some("base64") => Item::Image {
+            media_type: str_of(&source["media_type"]).unwrap_or_default(),
+            data: str_of(&source["data"]).unwrap_or_default(),
+        },
+        _ => Item::Image {
+            media_type: "url".into(),
+            data: str_of(&source["url"]).unwrap_or_default(),
+        },
+    }
+}
+
+fn anthropic_block(b: &Value, items: &mut Vec<Item>, p: &mut Vec<String>, at: &str) {
+    match b["type"].as_str() {
+        Some("text") => items.push(Item::Text(str_of(&b["text"]).unwrap_or_default())),
+        Some("image") => items.push(anthropic_image(&b["source"])),
+        Some("tool_use") => {
+            if !b["input"].is_object() {
+                p.push(format!("{at}: tool_use input is not an object: {}", b["input"]));
+            }
+            items.push(Item::Call {
+                id: str_of(&b["id"]),
+                name: str_of(&b["name"]).unwrap_or_default(),
+                args: b["input"].clone(),
+            });
+        }
+        Some("tool_result") => {
+            let mut output = String::new();
+            let mut images = Vec::new();
+            match &b["content"] {
+                Value::String(s) => output.push_str(s),
+                Value::Array(inner) => {
+                    for c in inner {
+                        match c["type"].as_str() {
+                            Some("text") => output.push_str(c["text"].as_str().unwrap_or_default()),
+                            Some("image") => images.push(anthropic_image(&c["source"])),
+                            _ => p.push(format!("{at}: tool_result part {c}")),
+                        }
+                    }
+                }
+                Value::Null => {}
+                other => p.push(format!("{at}: tool_result content {other}")),
+            }
+            items.push(Item::Result { id: str_of(&b["tool_use_id"]), name: None, output });
+            items.extend(images);
+        }
+        Some("thinking") => items.push(Item::Thinking {
+            text: str_of(&b["thinking"]).unwrap_or_default(),
+            signature: str_of(&b["signature"]),
+        }),
+        _ => p.push(format!("{at}: unexpected block {b}")),
+    }
+}
+
+fn gemini_view(body: &Value) -> View {
+    let mut view = View::default();
+    let p = &mut view.problems;
+    for part in body["systemInstruction"]["parts"].as_array().into_iter().flatten() {
+        match part["text"].as_str() {
+            Some(t) => view.system.push(t.to_owned()),
+            None => p.push(format!("systemInstruction: non-text part {part}")),
+        }
+    }
+    for (i, c) in body["contents"].as_array().into_iter().flatten().enumerate() {
+        let at = format!("contents[{i}]");
+        let role = match c["role"].as_str() {
+            None | Some("user") => "user",
+            Some("model") => "assistant",
+            Some(other) => {
+                p.push(format!("{at}: role {other:?}"));
+                other
+            }
+        };
+        let mut items = Vec::new();
+        for part in c["parts"].as_array().into_iter().flatten() {
+            if let Some(t) = part["text"].as_str() {
+                if part["thought"] == true {
+                    items.push(Item::Thinking { text: t.to_owned(), signature: None });
+                } else {
+                    items.push(Item::Text(t.to_owned()));
+                }
+            } else if part["inlineData"].is_object() {
+                items.push(Item::Image {
+                    media_type: str_of(&part["inlineData"]["mimeType"]).unwrap_or_default(),
+                    data: str_of(&part["inlineData"]["data"]).unwrap_or_default(),
+                });
+            } else if part["fileData"].is_object() {
+                items.push(Item::Image {
+                    media_type: "url".into(),
+                    data: str_of(&part["fileData"]["fileUri"]).unwrap_or_default(),
+                });
+            } else if part["functionCall"].is_object() {
+                let call = &part["functionCall"];
+                items.push(Item::Call {
+                    id: None,
+                    name: str_of(&call["name"]).unwrap_or_default(),
+                    args: call["args"].clone(),
+                });
+            } else if part["functionResponse"].is_object() {
+                let r = &part["functionResponse"];
+                items.push(Item::Result {
+                    id: None,
+                    name: str_of(&r["name"]),
+                    output: gemini_response_text(&r["response"]),
+                });
+            } else {
+                p.push(format!("{at}: unexpected part {part}"));
+            }
+        }
+        view.turns.push((role.to_owned(), items));
+    }
+    for t in body["tools"].as_array().into_iter().flatten() {
+        for d in t["functionDeclarations"].as_array().into_iter().flatten() {
+            let schema = if d["parametersJsonSchema"].is_null() {
+                d["parameters"].clone()
+            } else {
+                d["parametersJsonSchema"].clone()
+            };
+            view.tools.push((
+                str_of(&d["name"]).unwrap_or_default(),
+                str_of(&d["description"]),
+                schema,
+            ));
+        }
+    }
+    view
+}
+
+/// The text of a `functionResponse.response`: its only string field (whatever the
+/// key), else the JSON.
+fn gemini_response_text(response: &Value) -> String {
+    match response {
+        Value::String(s) => s.clone(),
+        Value::Object(map) if map.len() == 1 => match map.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            _ => response.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn view_of(vendor: Vendor, body: &Value) -> View {
+    match vendor {
+        Vendor::OpenAi => openai_view(body),
+        Vendor::Anthropic => anthropic_view(body),
+        Vendor::Gemini => gemini_view(body),
+    }
+}
+
+/// The conversation the upstream must receive, in its wire's terms.
+fn expected_turns(s: Scenario, vendor: Vendor) -> Vec<(String, Vec<Item>)> {
+    let text = |t: &str| Item::Text(t.to_owned());
+    let turn = |role: &str, items: Vec<Item>| (role.to_owned(), items);
+    let gemini = vendor == Vendor::Gemini;
+    match s {
+        Scenario::Text | Scenario::System | Scenario::Reasoning => {
+            vec![turn("user", vec![text(s.user_text())])]
+        }
+        Scenario::MultiTurn => vec![
+            turn("user", vec![text("first question")]),
+            turn("assistant", vec![text("first answer")]),
+            turn("user", vec![text(s.user_text())]),
+        ],
+        Scenario::Tools => vec![
+            turn("user", vec![text(s.user_text())]),
+            turn(
+                "assistant",
+                vec![Item::Call {
+                    id: (!gemini).then(|| CALL_ID.to_owned()),
+                    name: TOOL_NAME.into(),
+                    args: serde_json::from_str(HISTORY_ARGS).unwrap(),
+                }],
+            ),
+            turn(
+                if vendor == Vendor::OpenAi { "tool" } else { "user" },
+                vec![Item::Result {
+                    id: (!gemini).then(|| CALL_ID.to_owned()),
+                    name: gemini.then(|| TOOL_NAME.to_owned()),
+                    output: TOOL_OUTPUT.into(),
+                }],
+            ),
+        ],
+        Scenario::Images => vec![turn(
+            "user",
+            vec![
+                text(s.user_text()),
+                Item::Image { media_type: PNG_MEDIA.into(), data: PNG_B64.into() },
+            ],
+        )],
+    }
+}
+
+fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
+    let Case { s, vendor, .. } = case;
+    check_envelope(p, rx, vendor, case.stream);
+    let view = view_of(vendor, &rx.body);
+    for m in &view.problems {
+        p.push(format!("upstream shape: {m}"));
+    }
+    let want_system: Vec<String> =
+        if s == Scenario::System { vec![SYSTEM_TEXT.to_owned()] } else { Vec::new() };
+    p.eq("upstream system", &view.system, &want_system);
+    p.eq("upstream conversation", &view.turns, &expected_turns(s, vendor));
+    let want_tools: Vec<ToolDef> = if s == Scenario::Tools {
+        vec![(TOOL_NAME.into(), Some(TOOL_DESCRIPTION.into()), weather_schema())]
+    } else {
+        Vec::new()
+    };
+    p.eq("upstream tool definitions", &view.tools, &want_tools);
+    if s == Scenario::Images {
+        // Never silently dropped: the image bytes must reach the upstream.
+        let raw = String::from_utf8_lossy(&rx.raw);
+        p.check(raw.contains(PNG_B64), || "image data missing from the upstream body".into());
+    }
+    check_reasoning_config(p, rx, case);
+    check_output_ceiling(p, rx, case);
+}
+
+/// The client's output ceiling arrives under the wire's own name (none invented).
+fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
+    let body = &rx.body;
+    let want = client_max_tokens(case.format, case.s);
+    match case.vendor {
+        Vendor::OpenAi => {
+            let got =
+                body["max_completion_tokens"].as_u64().or_else(|| body["max_tokens"].as_u64());
+            p.eq("upstream max_completion_tokens", got, want);
+        }
+        // Mandatory there: a default is fine when the client named none.
+        Vendor::Anthropic => {
+            if let Some(want) = want {
+                p.eq("upstream max_tokens", body["max_tokens"].as_u64(), Some(want));
+            }
+        }
+        Vendor::Gemini => {
+            let got = body["generationConfig"]["maxOutputTokens"].as_u64();
+            p.eq("upstream generationConfig.maxOutputTokens", got, want);
+        }
+    }
+}
+
+/// Path, credential, model and streaming flags.
+fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool) {
+    let body = &rx.body;
+    p.eq("upstream method", rx.method.as_str(), "POST");
+    match vendor {
+        Vendor::OpenAi => {
+            p.eq("upstream path", rx.path.as_str(), "/v1/chat/completions");
+            p.eq(
+                "upstream authorization",
+                rx.header("authorization"),
+                Some(format!("Bearer {OPENAI_KEY}").as_str()),
+            );
+            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
+            if stream {
+                p.eq("upstream body.stream", &body["stream"], &json!(true));
+                p.eq(
+                    "upstream stream_options.include_usage",
+                    &body["stream_options"]["include_usage"],
+                    &json!(true),
+                );
+            } else {
+                p.check(body["stream"] != true, || "upstream body.stream is true".into());
+            }
+        }
+        Vendor::Anthropic => {
+            p.eq("upstream path", rx.path.as_str(), "/v1/messages");
+            p.eq("upstream x-api-key", rx.header("x-api-key"), Some(ANTHROPIC_KEY));
+            p.check(rx.header("anthropic-version").is_some_and(|v| !v.is_empty()), || {
+                "upstream anthropic-version header missing".into()
+            });
+            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
+            p.check(body["max_tokens"].as_u64().is_some_and(|n| n > 0), || {
+                format!("upstream max_tokens is {}", body["max_tokens"])
+            });
+            if stream {
+                p.eq("upstream body.stream", &body["stream"], &json!(true));
+            } else {
+                p.check(body["stream"] != true, || "upstream body.stream is true".into());
+            }
+        }
+        Vendor::Gemini => {
+            let action = if stream { "streamGenerateContent" } else { "generateContent" };
+            let want = format!("/v1beta/models/{}:{action}", upstream_model(vendor));
+            p.eq("upstream path", rx.path.replace("%3A", ":").as_str(), want.as_str());
+            let query = rx.query.as_deref().unwrap_or("");
+            let sse = query.split('&').any(|kv| kv == "alt=sse");
+            p.eq("upstream query has alt=sse", sse, stream);
+            p.check(
+                !query.contains(GEMINI_KEY) && !query.split('&').any(|kv| kv.starts_with("key=")),
+                || format!("the Gemini key is in the query: {query:?}"),
+            );
+            p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
+        }
+    }
+    // No other secret travels: not the gateway key, not another provider's key.
+    for (name, value) in &rx.headers {
+        for secret in [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY] {
+            if secret != upstream_key(vendor) && value.contains(secret) {
+                p.push(format!("upstream header {name} carries a foreign secret"));
+            }
+        }
+    }
+    let raw = String::from_utf8_lossy(&rx.raw);
+    p.check(!raw.contains(GATEWAY_KEY), || "the gateway key is in the upstream body".into());
+}
+
+/// The client's reasoning request, in the upstream wire's terms (the canonical mapping
+/// between efforts and budgets is `Effort`'s).
+fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
+    let body = &rx.body;
+    let wanted = case.s == Scenario::Reasoning;
+    let (effort, budget) = match case.format {
+        ClientFormat::Anthropic => {
+            (Effort::from_budget(ANTHROPIC_CLIENT_BUDGET), ANTHROPIC_CLIENT_BUDGET)
+        }
+        _ => (Effort::High, Effort::High.budget_tokens()),
+    };
+    match case.vendor {
+        Vendor::OpenAi => {
+            let want = if wanted { json!(effort.as_str()) } else { Value::Null };
+            p.eq("upstream reasoning_effort", &body["reasoning_effort"], &want);
+        }
+        Vendor::Anthropic => {
+            let thinking = &body["thinking"];
+            if wanted {
+                p.eq("upstream thinking.type", &thinking["type"], &json!("enabled"));
+                p.eq("upstream thinking.budget_tokens", &thinking["budget_tokens"], &json!(budget));
+                let max = body["max_tokens"].as_u64().unwrap_or(0);
+                p.check(max > budget, || {
+                    format!("upstream max_tokens {max} is not above the thinking budget {budget}")
+                });
+            } else {
+                p.eq("upstream thinking", thinking, &Value::Null);
+            }
+        }
+        Vendor::Gemini => {
+            let config = &body["generationConfig"]["thinkingConfig"];
+            if wanted {
+                p.eq(
+                    "upstream thinkingConfig.includeThoughts",
+                    &config["includeThoughts"],
+                    &json!(true),
+                );
+                p.check(
+                    config["thinkingBudget"] == json!(budget)
+                        || config["thinkingLevel"].is_string(),
+                    || format!("upstream thinkingConfig {config}: want thinkingBudget {budget}"),
+                );
+            } else {
+                p.eq("upstream thinkingConfig", config, &Value::Null);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Client side: the answer read in the client's own format
+// ---------------------------------------------------------------------------------
+
+/// A body for a failure message: lossy UTF-8, cut to a readable length.
+fn shorten(body: &[u8]) -> String {
+    const MAX: usize = 600;
+    let text = String::from_utf8_lossy(body);
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}… ({} bytes)", &text[..i], body.len()),
+        None => text.into_owned(),
+    }
+}
+
+/// The client's view of a body through the protocol crate's decoders (which panic on
+/// a body that does not parse: that panic becomes this case's problem).
+fn decode(format: ClientFormat, stream: bool, body: &[u8]) -> Result<Response, String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        if stream { decode_stream(format, body) } else { decode_whole(format, body) }
+    }))
+    .map_err(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("(no message)");
+        let why = why.lines().next().unwrap_or_default();
+        format!("client body does not decode: {why}; body: {}", shorten(body))
+    })
+}
+
+/// What a client sees, wire-neutral; adjacent pieces of one kind are joined.
+#[derive(Debug, Clone, PartialEq)]
+enum Out {
+    Text(String),
+    Thinking(String),
+    Call { name: String, args: Value },
+}
+
+fn summarize(resp: &Response) -> Vec<Out> {
+    let mut out: Vec<Out> = Vec::new();
+    for part in &resp.content {
+        match part {
+            Part::Text(t) if t.text.is_empty() => {}
+            Part::Text(t) => match out.last_mut() {
+                Some(Out::Text(prev)) => prev.push_str(&t.text),
+                _ => out.push(Out::Text(t.text.clone())),
+            },
+            Part::Thinking { text, .. } if text.is_empty() => {}
+            Part::Thinking { text, .. } => match out.last_mut() {
+                Some(Out::Thinking(prev)) => prev.push_str(text),
+                _ => out.push(Out::Thinking(text.clone())),
+            },
+            Part::ToolCall(c) => out.push(Out::Call {
+                name: c.name.clone(),
+                args: serde_json::from_str(&c.arguments)
+                    .unwrap_or_else(|_| json!({"<not json>": c.arguments})),
+            }),
+            other => out.push(Out::Text(format!("<unexpected part {other:?}>"))),
+        }
+    }
+    out
+}
+
+fn expected_output(s: Scenario) -> Vec<Out> {
+    match s {
+        Scenario::Tools => vec![Out::Call {
+            name: TOOL_NAME.into(),
+            args: serde_json::from_str(ANSWER_ARGS).unwrap(),
+        }],
+        Scenario::Reasoning => vec![Out::Thinking(THINKING.into()), Out::Text(FINAL.into())],
+        _ => vec![Out::Text(format!("{ECHO_PREFIX}{}", s.user_text()))],
+    }
+}
+
+/// Usage counts as the client format writes them.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct FormatUsage {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+}
+
+fn json_events(events: &[SseEvent]) -> Vec<Value> {
+    events.iter().filter_map(|e| serde_json::from_str::<Value>(&e.data).ok()).collect()
+}
+
+/// The usage a client of `format` reads from the body.
+fn format_usage(format: ClientFormat, stream: bool, body: &[u8]) -> Result<FormatUsage, String> {
+    let u64_at = |v: &Value, ptr: &str| v.pointer(ptr).and_then(Value::as_u64);
+    let usage_obj = if !stream {
+        serde_json::from_slice::<Value>(body).map_err(|e| format!("body is not JSON: {e}"))?
+    } else {
+        let events = json_events(&sse_events(body));
+        match format {
+            ClientFormat::OpenAiChat => events.last().cloned().unwrap_or_default(),
+            ClientFormat::OpenAiResponses => events
+                .iter()
+                .rev()
+                .find(|e| e["type"] == "response.completed")
+                .map(|e| e["response"].clone())
+                .unwrap_or_default(),
+            ClientFormat::Anthropic => {
+                // message_start's usage, then message_delta's fields over it.
+                let mut usage = events
+                    .iter()
+                    .find(|e| e["type"] == "message_start")
+                    .map(|e| e["message"]["usage"].clone())
+                    .unwrap_or_default();
+                for e in events.iter().filter(|e| e["type"] == "message_delta") {
+                    if let (Value::Object(into), Value::Object(later)) = (&mut usage, &e["usage"]) {
+                        for (k, v) in later {
+                            into.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                json!({ "usage": usage })
+            }
+        }
+    };
+    let u = &usage_obj["usage"];
+    if !u.is_object() {
+        return Err(format!("no usage object in {usage_obj}"));
+    }
+    Ok(match format {
+        ClientFormat::OpenAiChat => FormatUsage {
+            input: u64_at(u, "/prompt_tokens"),
+            output: u64_at(u, "/completion_tokens"),
+            cache_read: u64_at(u, "/prompt_tokens_details/cached_tokens"),
+            cache_write: None,
+        },
+        ClientFormat::OpenAiResponses => FormatUsage {
+            input: u64_at(u, "/input_tokens"),
+            output: u64_at(u, "/output_tokens"),
+            cache_read: u64_at(u, "/input_tokens_details/cached_tokens"),
+            cache_write: None,
+        },
+        ClientFormat::Anthropic => FormatUsage {
+            input: u64_at(u, "/input_tokens"),
+            output: u64_at(u, "/output_tokens"),
+            cache_read: u64_at(u, "/cache_read_input_tokens"),
+            cache_write: u64_at(u, "/cache_creation_input_tokens"),
+        },
+    })
+}
+
+/// `None` expected: the field is absent or 0.
+fn count_matches(got: Option<u64>, want: Option<u64>) -> bool {
+    match want {
+        Some(_) => got == want,
+        None => got.unwrap_or(0) == 0,
+    }
+}
+
+fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
+    let Case { format, vendor, stream, .. } = case;
+    // What the fake reports, in canonical terms (input = the whole prompt).
+    let (read, write) = if vendor == Vendor::Anthropic {
+        (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
+    } else {
+        (None, None)
+    };
+    let total = CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0);
+    p.eq("decoded usage.input_tokens (total prompt)", resp.usage.input_tokens, Some(total));
+    p.eq("decoded usage.output_tokens", resp.usage.output_tokens, Some(CANNED_OUTPUT_TOKENS));
+
+    let got = match format_usage(format, stream, body) {
+        Ok(u) => u,
+        Err(e) => {
+            p.push(format!("client usage: {e}"));
+            return;
+        }
+    };
+    p.eq("client output tokens", got.output, Some(CANNED_OUTPUT_TOKENS));
+    match format {
+        ClientFormat::OpenAiChat => {
+            p.eq("client prompt_tokens", got.input, Some(total));
+            p.check(count_matches(got.cache_read, read), || {
+                format!(
+                    "client prompt_tokens_details.cached_tokens: got {:?}, want {read:?}",
+                    got.cache_read
+                )
+            });
+        }
+        ClientFormat::OpenAiResponses => {
+            p.eq("client input_tokens", got.input, Some(total));
+            p.eq(
+                "client input_tokens_details.cached_tokens",
+                got.cache_read,
+                Some(read.unwrap_or(0)),
+            );
+        }
+        ClientFormat::Anthropic => {
+            let uncached = total - read.unwrap_or(0) - write.unwrap_or(0);
+            p.eq("client input_tokens (uncached)", got.input, Some(uncached));
+            p.check(count_matches(got.cache_read, read), || {
+                format!("client cache_read_input_tokens: got {:?}, want {read:?}", got.cache_read)
+            });
+            p.check(count_matches(got.cache_write, write), || {
+                format!(
+                    "client cache_creation_input_tokens: got {:?}, want {write:?}",
+                    got.cache_write
+                )
+            });
+        }
+    }
+}
+
+/// Framing facts of a client stream.
+fn check_stream_framing(p: &mut Problems, format: ClientFormat, body: &[u8]) {
+    let events = sse_events(body);
+    let data_type =
+        |e: &SseEvent| serde_json::from_str::<Value>(&e.data).ok().and_then(|v| str_of(&v["type"]));
+    for e in &events {
+        let ty = e.event.clone().or_else(|| data_type(e)).unwrap_or_default();
+        p.check(ty != "error" && ty != "response.failed", || {
+            format!("stream carries an error: {}", e.data)
+        });
+    }
+    match format {
+        ClientFormat::OpenAiChat => {
+            p.eq("last chat event", events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+            let chunks = json_events(&events);
+            match chunks.last() {
+                Some(last) => {
+                    p.eq("last chat chunk choices", &last["choices"], &json!([]));
+                    p.check(last["usage"].is_object(), || {
+                        format!("last chat chunk has no usage: {last}")
+                    });
+                }
+                None => p.push("chat stream has no JSON chunk"),
+            }
+        }
+        ClientFormat::Anthropic => {
+            let name = |e: Option<&SseEvent>| e.and_then(|e| e.event.clone());
+            p.eq("first anthropic event", name(events.first()), Some("message_start".to_owned()));
+            p.eq("last anthropic event", name(events.last()), Some("message_stop".to_owned()));
+        }
+        ClientFormat::OpenAiResponses => {
+            let last = events.last();
+            p.eq(
+                "last responses event type",
+                last.and_then(data_type),
+                Some("response.completed".to_owned()),
+            );
+            if let Some(e) = last.and_then(|e| e.event.as_ref()) {
+                p.eq("last responses event name", e.as_str(), "response.completed");
+            }
+        }
+    }
+}
+
+/// How each whole-body format spells the scenario's answer.
+fn check_whole_shape(p: &mut Problems, format: ClientFormat, s: Scenario, body: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        p.push("client body is not JSON");
+        return;
+    };
+    match format {
+        ClientFormat::OpenAiChat => {
+            let choice = &v["choices"][0];
+            let finish = if s == Scenario::Tools { "tool_calls" } else { "stop" };
+            p.eq("chat finish_reason", &choice["finish_reason"], &json!(finish));
+            if s == Scenario::Reasoning {
+                p.eq(
+                    "chat message.reasoning_content",
+                    &choice["message"]["reasoning_content"],
+                    &json!(THINKING),
+                );
+            }
+            if s == Scenario::Tools {
+                p.eq(
+                    "chat tool_calls[0].type",
+                    &choice["message"]["tool_calls"][0]["type"],
+                    &json!("function"),
+                );
+            }
+        }
+        ClientFormat::OpenAiResponses => {
+            p.eq("responses status", &v["status"], &json!("completed"));
+            let types: Vec<&str> = v["output"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["type"].as_str())
+                .collect();
+            let want: &[&str] = match s {
+                Scenario::Tools => &["function_call"],
+                Scenario::Reasoning => &["reasoning", "message"],
+                _ => &["message"],
+            };
+            p.eq("responses output item types", types.as_slice(), want);
+        }
+        ClientFormat::Anthropic => {
+            let stop = if s == Scenario::Tools { "tool_use" } else { "end_turn" };
+            p.eq("anthropic stop_reason", &v["stop_reason"], &json!(stop));
+            let types: Vec<&str> = v["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["type"].as_str())
+                .collect();
+            let want: &[&str] = match s {
+                Scenario::Tools => &["tool_use"],
+                Scenario::Reasoning => &["thinking", "text"],
+                _ => &["text"],
+            };
+            p.eq("anthropic content block types", types.as_slice(), want);
+        }
+    }
+}
+
+fn check_client(
+    p: &mut Problems,
+    case: Case,
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    body: &[u8],
+) {
+    let Case { s, format, vendor, stream } = case;
+    if status != 200 {
+        p.push(format!("client status {status}: {}", shorten(body)));
+        return;
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    p.eq("x-gateway-provider", header("x-gateway-provider"), Some(provider(vendor)));
+    p.eq("x-gateway-model", header("x-gateway-model"), Some(catalog_model(vendor)));
+    p.check(header("x-request-id").is_some_and(|v| !v.is_empty()), || "no x-request-id".into());
+    let content_type = header("content-type").unwrap_or_default();
+    let want_type = if stream { "text/event-stream" } else { "application/json" };
+    p.check(content_type.starts_with(want_type), || {
+        format!("content-type {content_type:?}, want {want_type}")
+    });
+
+    let resp = match decode(format, stream, body) {
+        Ok(r) => r,
+        Err(e) => {
+            p.push(e);
+            return;
+        }
+    };
+    p.eq("client content", summarize(&resp), expected_output(s));
+    let stop = if s == Scenario::Tools { StopReason::ToolUse } else { StopReason::EndTurn };
+    p.eq("client stop reason", resp.stop_reason, Some(stop));
+    for part in &resp.content {
+        // The client must get a call id it can answer with: the provider's own id,
+        // passed through (the gateway mints one for Gemini, which gives none here).
+        if let Part::ToolCall(c) = part {
+            match vendor {
+                Vendor::OpenAi => p.eq("tool call id", c.id.as_str(), OPENAI_TOOL_CALL_ID),
+                Vendor::Anthropic => p.eq("tool call id", c.id.as_str(), ANTHROPIC_TOOL_USE_ID),
+                Vendor::Gemini => p.check(!c.id.is_empty(), || "tool call without an id".into()),
+            }
+        }
+        // An Anthropic client of an Anthropic upstream gets the signature untouched.
+        if let Part::Thinking { signature, .. } = part
+            && format == ClientFormat::Anthropic
+            && vendor == Vendor::Anthropic
+        {
+            p.eq("thinking signature", signature.as_deref(), Some(ANTHROPIC_THINKING_SIGNATURE));
+        }
+    }
+    check_usage(p, case, &resp, body);
+    if stream {
+        check_stream_framing(p, format, body);
+    } else {
+        check_whole_shape(p, format, s, body);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The matrix: one test per scenario, 3 formats × 3 upstreams × {whole, stream} each
+// ---------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn matrix_text() {
+    run_matrix(Scenario::Text).await;
+}
+
+#[tokio::test]
+async fn matrix_system() {
+    run_matrix(Scenario::System).await;
+}
+
+#[tokio::test]
+async fn matrix_multi_turn() {
+    run_matrix(Scenario::MultiTurn).await;
+}
+
+#[tokio::test]
+async fn matrix_tools() {
+    run_matrix(Scenario::Tools).await;
+}
+
+#[tokio::test]
+async fn matrix_images() {
+    run_matrix(Scenario::Images).await;
+}
+
+#[tokio::test]
+async fn matrix_reasoning() {
+    run_matrix(Scenario::Reasoning).await;
+}
+
+// ---------------------------------------------------------------------------------
+// Fast path, signatures, images
+// ---------------------------------------------------------------------------------
+
+/// POST with extra headers (the gateway key as a bearer token).
+async fn post_with(
+    h: &Harness,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = h
+        .client
+        .post(format!("{}{path}", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(body.to_string()).send().await.unwrap()
+}
+
+/// Send `body`; expect a 200 from `vendor`; return the one upstream request it caused.
+async fn exchange(
+    h: &Harness,
+    format: ClientFormat,
+    vendor: Vendor,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<u8>, Option<Received>) {
+    let fake = h.fake(vendor);
+    let before = fake.request_count();
+    let resp = post_with(h, path(format), body, headers).await;
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+    let received = if status == 200 {
+        tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1))
+            .await
+            .ok()
+            .and_then(|r| r.last().cloned())
+    } else {
+        (fake.request_count() > before).then(|| fake.received().last().cloned()).flatten()
+    };
+    (status, bytes, received)
+}
+
+#[tokio::test]
+async fn same_format_fast_path_keeps_unknown_fields() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for stream in [false, true] {
+        let mode = if stream { "stream" } else { "whole" };
+
+        // OpenAI chat client → OpenAI upstream.
+        let vendor_field = json!({"a": 1, "nested": [true, null, 2.5]});
+        let logit_bias = json!({"50256": -100, "1234": 5});
+        let messages = json!([{"role": "user", "content": "hello fast path"}]);
+        let mut body = json!({
+            "model": "m-openai", "messages": messages,
+            "x_vendor_field": vendor_field, "logit_bias": logit_bias
+        });
+        if stream {
+            body["stream"] = json!(true);
+        }
+        let (status, bytes, rx) =
+            exchange(&h, ClientFormat::OpenAiChat, Vendor::OpenAi, &body, &[]).await;
+        p.check(status == 200, || format!("chat {mode}: status {status}: {}", shorten(&bytes)));
+        match rx {
+            Some(rx) => {
+                p.eq(
+                    &format!("chat {mode}: upstream x_vendor_field"),
+                    &rx.body["x_vendor_field"],
+                    &vendor_field,
+                );
+                p.eq(
+                    &format!("chat {mode}: upstream logit_bias"),
+                    &rx.body["logit_bias"],
+                    &logit_bias,
+                );
+                p.eq(
+                    &format!("chat {mode}: upstream model"),
+                    &rx.body["model"],
+                    &json!("up-openai"),
+                );
+                p.eq(&format!("chat {mode}: upstream messages"), &rx.body["messages"], &messages);
+                if stream {
+                    p.eq(
+                        &format!("chat {mode}: upstream include_usage"),
+                        &rx.body["stream_options"]["include_usage"],
+                        &json!(true),
+                    );
+                }
+            }
+            None => p.push(format!("chat {mode}: no upstream request")),
+        }
+
+        // Anthropic client → Anthropic upstream, with a beta header.
+        let context_management = json!({"edits": [{"type": "clear_tool_uses_20250919",
+                                                     "trigger": {"type": "input_tokens", "value": 30000}}]});
+        let beta = "context-management-2025-06-27";
+        let mut body = json!({
+            "model": "m-anthropic", "max_tokens": 1024,
+            "messages": [{"role": "user", "content": "hello fast path"}],
+            "context_management": context_management
+        });
+        if stream {
+            body["stream"] = json!(true);
+        }
+        let headers = [("anthropic-beta", beta), ("anthropic-version", "2023-06-01")];
+        let (status, bytes, rx) =
+            exchange(&h, ClientFormat::Anthropic, Vendor::Anthropic, &body, &headers).await;
+        p.check(status == 200, || {
+            format!("anthropic {mode}: status {status}: {}", shorten(&bytes))
+        });
+        match rx {
+            Some(rx) => {
+                p.eq(
+                    &format!("anthropic {mode}: upstream context_management"),
+                    &rx.body["context_management"],
+                    &context_management,
+                );
+                p.eq(
+                    &format!("anthropic {mode}: upstream model"),
+                    &rx.body["model"],
+                    &json!("up-anthropic"),
+                );
+                p.eq(
+                    &format!("anthropic {mode}: upstream anthropic-beta"),
+                    rx.header("anthropic-beta"),
+                    Some(beta),
+                );
+                p.eq(
+                    &format!("anthropic {mode}: upstream anthropic-version"),
+                    rx.header("anthropic-version"),
+                    Some("2023-06-01"),
+                );
+            }
+            None => p.push(format!("anthropic {mode}: no upstream request")),
+        }
+        if status == 200 {
+            match decode(ClientFormat::Anthropic, stream, &bytes) {
+                Ok(resp) => p.eq(
+                    &format!("anthropic {mode}: client content"),
+                    summarize(&resp),
+                    vec![Out::Text(format!("{ECHO_PREFIX}hello fast path"))],
+                ),
+                Err(e) => p.push(format!("anthropic {mode}: {e}")),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "fast path problems:\n  - {}", p.0.join("\n  - "));
+}
+
+/// A real-looking signature: base64 with `+`, `/` and `=` padding.
+const SIGNATURE: &str = "EqoBCkgIBxABGAIiQL7c4+/Kq9zs3Jtq0m3Uq1Z8h/7uQ9vZ3p5Y0dH6mQx0eF+Ql1kuJw2m0x9Y3A1bq5xZ0t3Yk8aDMu5yF0e6X1o8s2k9hIMq3Xy0C8+/pD0uBzwIjBZm0Qz==";
+const PRIOR_THINKING: &str = "two plus two makes four";
+
+fn signed_history(model: &str) -> Value {
+    json!({
+        "model": model,
+        "max_tokens": 8192,
+        "thinking": {"type": "enabled", "budget_tokens": ANTHROPIC_CLIENT_BUDGET},
+        "messages": [
+            {"role": "user", "content": "what is 2+2?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE},
+                {"type": "text", "text": "4"}
+            ]},
+            {"role": "user", "content": "and 3+3?"}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for vendor in VENDORS {
+        let (status, bytes, rx) = exchange(
+            &h,
+            ClientFormat::Anthropic,
+            vendor,
+            &signed_history(catalog_model(vendor)),
+            &[],
+        )
+        .await;
+        p.check(status == 200, || format!("{vendor:?}: status {status}: {}", shorten(&bytes)));
+        let Some(rx) = rx else {
+            p.push(format!("{vendor:?}: no upstream request"));
+            continue;
+        };
+        let raw = String::from_utf8_lossy(&rx.raw).into_owned();
+        let view = view_of(vendor, &rx.body);
+        let thinking: Vec<&Item> = view
+            .turns
+            .iter()
+            .flat_map(|(_, items)| items)
+            .filter(|i| matches!(i, Item::Thinking { .. }))
+            .collect();
+        let texts: Vec<&Item> = view
+            .turns
+            .iter()
+            .flat_map(|(_, items)| items)
+            .filter(|i| matches!(i, Item::Text(_)))
+            .collect();
+        p.eq(
+            &format!("{vendor:?}: upstream texts"),
+            texts,
+            vec![
+                &Item::Text("what is 2+2?".into()),
+                &Item::Text("4".into()),
+                &Item::Text("and 3+3?".into()),
+            ],
+        );
+        if vendor == Vendor::Anthropic {
+            p.check(raw.contains(SIGNATURE), || {
+                format!("{vendor:?}: signature bytes not in the upstream body")
+            });
+            p.eq(
+                &format!("{vendor:?}: upstream thinking block"),
+                &rx.body["messages"][1]["content"][0],
+                &json!({"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE}),
+            );
+            p.eq(
+                &format!("{vendor:?}: upstream thinking"),
+                thinking,
+                vec![&Item::Thinking {
+                    text: PRIOR_THINKING.into(),
+                    signature: Some(SIGNATURE.into()),
+                }],
+            );
+        } else {
+            p.check(!raw.contains(SIGNATURE), || {
+                format!("{vendor:?}: the Anthropic signature leaked upstream")
+            });
+            p.check(!raw.contains(PRIOR_THINKING), || {
+                format!("{vendor:?}: the thinking block was sent upstream")
+            });
+            p.eq(&format!("{vendor:?}: upstream thinking"), thinking, Vec::<&Item>::new());
+        }
+    }
+    assert!(p.0.is_empty(), "signature problems:\n  - {}", p.0.join("\n  - "));
+}
+
+/// Requests with an image where the matrix does not put one: by URL in a user turn,
+/// and inside a tool result.
+fn image_elsewhere_request(format: ClientFormat, model: &str, in_tool_result: bool) -> Value {
+    let url = if in_tool_result { data_uri() } else { IMAGE_URL.to_owned() };
+    let anthropic_source = if in_tool_result {
+        json!({"type": "base64", "media_type": PNG_MEDIA, "data": PNG_B64})
+    } else {
+        json!({"type": "url", "url": IMAGE_URL})
+    };
+    let mut body = match (format, in_tool_result) {
+        (ClientFormat::OpenAiChat, false) => json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": url}},
+        ]}]}),
+        (ClientFormat::OpenAiChat, true) => json!({
+            "tools": [{"type": "function", "function": {"name": TOOL_NAME, "parameters": weather_schema()}}],
+            "messages": [
+                {"role": "user", "content": "show me the weather map"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": CALL_ID, "type": "function",
+                    "function": {"name": TOOL_NAME, "arguments": HISTORY_ARGS}}]},
+                {"role": "tool", "tool_call_id": CALL_ID, "content": [
+                    {"type": "text", "text": "map attached"},
+                    {"type": "image_url", "image_url": {"url": url}},
+                ]},
+            ]
+        }),
+        (ClientFormat::OpenAiResponses, false) => json!({"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "what is this?"},
+            {"type": "input_image", "image_url": url},
+        ]}]}),
+        (ClientFormat::OpenAiResponses, true) => json!({
+            "tools": [{"type": "function", "name": TOOL_NAME, "parameters": weather_schema()}],
+            "input": [
+                {"role": "user", "content": "show me the weather map"},
+                {"type": "function_call", "call_id": CALL_ID, "name": TOOL_NAME, "arguments": HISTORY_ARGS},
+                {"type": "function_call_output", "call_id": CALL_ID, "output": [
+                    {"type": "input_text", "text": "map attached"},
+                    {"type": "input_image", "image_url": url},
+                ]},
+            ]
+        }),
+        (ClientFormat::Anthropic, false) => {
+            json!({"max_tokens": 1024, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "source": anthropic_source},
+            ]}]})
+        }
+        (ClientFormat::Anthropic, true) => json!({
+            "max_tokens": 1024,
+            "tools": [{"name": TOOL_NAME, "input_schema": weather_schema()}],
+            "messages": [
+                {"role": "user", "content": "show me the weather map"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": CALL_ID, "name": TOOL_NAME,
+                    "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": CALL_ID, "content": [
+                    {"type": "text", "text": "map attached"},
+                    {"type": "image", "source": anthropic_source},
+                ]}]},
+            ]
+        }),
+    };
+    body["model"] = json!(model);
+    body
+}
+
+/// An image in the client request reaches the upstream, or the request is refused
+/// (4xx, nothing sent): it is never dropped on a 200. The matrix's `Images` cases
+/// check base64 images in user turns on every path; this adds images by URL and
+/// images inside tool results.
+#[tokio::test]
+async fn images_are_never_silently_dropped() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for vendor in VENDORS {
+            for in_tool_result in [false, true] {
+                let label = format!(
+                    "{format:?} -> {vendor:?}, image {}",
+                    if in_tool_result { "in a tool result" } else { "by URL" }
+                );
+                let needle = if in_tool_result { PNG_B64 } else { IMAGE_URL };
+                let body = image_elsewhere_request(format, catalog_model(vendor), in_tool_result);
+                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                match (status, rx) {
+                    (200, Some(rx)) => {
+                        let raw = String::from_utf8_lossy(&rx.raw);
+                        p.check(raw.contains(needle), || format!("{label}: answered 200 but the image never reached the upstream: {raw}"));
+                        let images = view_of(vendor, &rx.body)
+                            .turns
+                            .iter()
+                            .flat_map(|(_, items)| items)
+                            .filter(|i| matches!(i, Item::Image { .. }))
+                            .count();
+                        p.check(images == 1, || {
+                            format!("{label}: upstream carries {images} image parts, want 1: {raw}")
+                        });
+                    }
+                    (200, None) => p.push(format!("{label}: 200 without an upstream request")),
+                    (400..=499, None) => {} // refused loudly: acceptable
+                    (s, rx) => p.push(format!(
+                        "{label}: status {s} (upstream called: {}): {}",
+                        rx.is_some(),
+                        shorten(&bytes)
+                    )),
+                }
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "image problems:\n  - {}", p.0.join("\n  - "));
+}
