@@ -380,9 +380,20 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     let mut exclude = vec![std::process::id(), gateway.pid()];
     exclude.extend(nginx.as_ref().map(Server::pid));
     let mut watch = Watch { exclude, clk_tck, phases: Vec::new() };
+    // One idle second: is the rest of the machine quiet, and are the proxies idle?
+    let servers: Vec<&Server> = nginx.iter().chain(std::iter::once(&gateway)).collect();
+    let before: Vec<Option<u64>> = servers.iter().map(|s| procs::cpu_ticks(s.pid()).ok()).collect();
     let w = watch.start();
+    let idle_start = std::time::Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
     watch.stop("before the load (1 s, idle)", w);
+    let idle_secs = idle_start.elapsed().as_secs_f64();
+    let mut idle_cpu = Vec::new();
+    for (s, b) in servers.iter().zip(before) {
+        if let (Some(b), Ok(a)) = (b, procs::cpu_ticks(s.pid())) {
+            idle_cpu.push((s.name, a.saturating_sub(b) as f64 / clk_tck as f64 / idle_secs));
+        }
+    }
 
     let mut idle = Vec::new();
     for s in nginx.iter().chain(std::iter::once(&gateway)) {
@@ -527,6 +538,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         memory: memory_rows,
         notes,
         others: watch.summary(),
+        idle_cpu,
         gateway_config: yaml,
         nginx_config,
     };

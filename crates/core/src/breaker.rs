@@ -6,7 +6,7 @@
 //! One entry per [`CredentialKey`] (provider name, credential fingerprint). Its state:
 //!
 //! - **Breaker.** Closed → Open when the exponentially decayed failure score
-//!   (`score·2^(−Δt/half_life) + 1` on each failure) reaches `threshold`. Open →
+//!   (`score·2^(−Δt/half_life) + 1` on each failure), rounded, reaches `threshold`. Open →
 //!   HalfOpen after `min(max_cooldown, max(cooldown, Retry-After))`. HalfOpen admits
 //!   one probe at a time; its success closes (score 0), its failure reopens.
 //! - **Epochs.** Each transition to Open gives the entry a new epoch (a
@@ -326,7 +326,9 @@ impl HealthRegistry {
                     let elapsed =
                         scored_at.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
                     let score = score * config.decay(elapsed) + 1.0;
-                    if score >= config.threshold {
+                    // Rounded: `threshold` failures in quick succession open the
+                    // breaker even though each has decayed a hair by the next.
+                    if score.round() >= config.threshold {
                         entry.open(config, counter, now, retry_after);
                     } else {
                         entry.phase = Phase::Closed { score, scored_at: Some(now) };

@@ -232,6 +232,8 @@ pub struct Settings {
     pub first_byte_timeout: Duration,
     pub idle_timeout: Duration,
     pub request_timeout: Duration,
+    pub breaker: crate::breaker::BreakerConfig,
+    pub reload_poll: Duration,
 }
 
 /// One problem found while compiling, with its position in the file when known.
@@ -800,6 +802,14 @@ impl Catalog {
             first_byte_timeout: Duration::from_millis(t.first_byte_ms),
             idle_timeout: Duration::from_millis(t.idle_ms),
             request_timeout: Duration::from_millis(t.request_ms),
+            breaker: crate::breaker::BreakerConfig {
+                threshold: g.breaker.threshold,
+                half_life: Duration::from_millis(g.breaker.half_life_ms),
+                cooldown: Duration::from_millis(g.breaker.cooldown_ms),
+                max_cooldown: Duration::from_millis(g.breaker.max_cooldown_ms),
+                quarantine: Duration::from_millis(g.breaker.quarantine_ms),
+            },
+            reload_poll: Duration::from_secs(g.reload_poll_secs),
         };
         Ok(Catalog {
             settings,
@@ -819,6 +829,41 @@ impl Catalog {
     /// The catalog entry for a (normalised) id or alias.
     pub fn model(&self, normalized: &str) -> Option<&Arc<ModelEntry>> {
         self.lookup.get(normalized).and_then(|&i| self.models.get(i))
+    }
+
+    /// Does a runtime identity (`public|provider|upstream`, see
+    /// [`Candidate::identity`]) still name something this catalog serves?
+    pub fn has_identity(&self, identity: &str) -> bool {
+        let mut parts = identity.splitn(3, '|');
+        let (Some(public), Some(provider), Some(upstream)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let Some(&pi) = self.provider_index.get(provider) else { return false };
+        let deployed = |m: &ModelEntry| {
+            m.deployments.iter().any(|d| d.provider == pi && d.upstream_model == upstream)
+        };
+        if public.is_empty() {
+            return self.settings.allow_unlisted_models;
+        }
+        match self.model(public) {
+            Some(m) => {
+                deployed(m)
+                    || self.routes.iter().any(|r| {
+                        glob_match(&r.pattern, public)
+                            && std::iter::once(&r.chain)
+                                .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
+                                .any(|c| {
+                                    std::iter::once(&c.primary)
+                                        .chain(&c.fallbacks)
+                                        .any(|t| t.provider == pi)
+                                })
+                    })
+                    || self.models.iter().any(|o| deployed(o))
+            }
+            None => false,
+        }
     }
 
     /// Models a client may see in `/v1/models`: not hidden, not retired.
@@ -892,6 +937,7 @@ impl Catalog {
             descriptor,
             strategy,
             policy,
+            bypass_breakers: false,
         })
     }
 
@@ -1072,6 +1118,8 @@ pub struct Plan {
     pub descriptor: Vec<String>,
     pub strategy: Strategy,
     pub policy: AttemptPolicy,
+    /// Every candidate's breaker is open: try them all anyway, in chain order.
+    pub bypass_breakers: bool,
 }
 
 #[cfg(test)]

@@ -301,7 +301,8 @@ fn health_outcome_of<T>(r: &Result<T, Failure>) -> Option<Outcome> {
 pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
     CredentialKey {
         provider: provider.to_owned(),
-        credential: key.map_or_else(|| "none".to_owned(), Secret::fingerprint),
+        credential: key
+            .map_or_else(|| crate::breaker::NO_CREDENTIAL.to_owned(), Secret::fingerprint),
     }
 }
 
@@ -375,7 +376,8 @@ impl Snapshot {
                 latency_ms: runtime.latency.estimate(&c.identity()),
             })
             .collect();
-        let order = strategy::order(plan.strategy, &views, strategy::uniform());
+        let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
+        let order = strategy::order(strategy, &views, strategy::uniform());
         let mut ordered: Vec<Candidate> =
             order.iter().filter_map(|&i| plan.candidates.get(i).cloned()).collect();
         if plan.strategy != Strategy::Ordered {
@@ -416,7 +418,8 @@ impl Snapshot {
                 } else {
                     "failover"
                 };
-                let (result, credential) = self.attempt(&inbound, cand, runtime, deadline).await;
+                let (result, credential) =
+                    self.attempt(&inbound, cand, runtime, deadline, plan.bypass_breakers).await;
                 let sent_upstream = !matches!(
                     &result,
                     Err(Failure::Unavailable(_)
@@ -518,14 +521,20 @@ impl Snapshot {
         cand: &Candidate,
         runtime: &Arc<Runtime>,
         deadline: Instant,
+        bypass_breakers: bool,
     ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>) {
         if let Some(why) = &cand.provider.unavailable {
             return (Err(Failure::Unavailable(why.clone())), None);
         }
         let now = Instant::now();
-        let (key, permit) = match self.admit(cand, runtime, now) {
-            Ok(x) => x,
-            Err(f) => return (Err(f), None),
+        let (key, permit) = if bypass_breakers {
+            let rt = self.runtimes.get(&cand.provider.name);
+            (rt.and_then(|rt| rt.pick_key(&cand.provider)), None)
+        } else {
+            match self.admit(cand, runtime, now) {
+                Ok((k, p)) => (k, Some(p)),
+                Err(f) => return (Err(f), None),
+            }
         };
         let credential = key.map(Secret::fingerprint);
         let in_flight = runtime.in_flight.enter(&cand.identity());
@@ -543,10 +552,11 @@ impl Snapshot {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
             }
         };
-        let now = Instant::now();
-        match (&result, health_outcome_of(&result)) {
-            (_, Some(outcome)) => runtime.health.report(permit, outcome, now),
-            (_, None) => runtime.health.abandon(permit),
+        if let Some(permit) = permit {
+            match health_outcome_of(&result) {
+                Some(outcome) => runtime.health.report(permit, outcome, Instant::now()),
+                None => runtime.health.abandon(permit),
+            }
         }
         (result.map(|a| (a, in_flight)), credential)
     }

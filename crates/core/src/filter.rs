@@ -192,10 +192,16 @@ pub fn by_context_window(
 
 /// Circuit filter: drop candidates whose every credential is blocked by its breaker
 /// (`circuit_open:<provider>` in the descriptor). If that would leave none, every
-/// candidate is kept in chain order: a stuck breaker is never worse than no breaker.
+/// candidate is kept in chain order and the breakers are bypassed for this request
+/// (`circuit_open:all`): a stuck breaker is never worse than no breaker.
 pub fn by_circuit(plan: &mut Plan, available: impl Fn(&Candidate) -> bool) {
     let open: Vec<bool> = plan.candidates.iter().map(|c| !available(c)).collect();
-    if open.iter().all(|o| *o) || !open.iter().any(|o| *o) {
+    if !open.iter().any(|o| *o) {
+        return;
+    }
+    if open.iter().all(|o| *o) {
+        plan.bypass_breakers = true;
+        plan.descriptor.push("circuit_open:all".to_owned());
         return;
     }
     let mut keep = Vec::with_capacity(plan.candidates.len());

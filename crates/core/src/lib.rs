@@ -104,12 +104,10 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
+        let runtime = runtime::Runtime::default();
+        runtime.health.set_config(catalog.settings.breaker);
         let snap = Snapshot::build(catalog, None)?;
-        Ok(Self {
-            current: ArcSwap::from_pointee(snap),
-            runtime: Arc::new(runtime::Runtime::default()),
-            sink,
-        })
+        Ok(Self { current: ArcSwap::from_pointee(snap), runtime: Arc::new(runtime), sink })
     }
 
     /// The snapshot a new request should use.
@@ -117,12 +115,35 @@ impl Gateway {
         self.current.load_full()
     }
 
-    /// Swap in a new catalog; requests in flight finish on the old one.
+    /// Swap in a new catalog; requests in flight finish on the old one. Breaker,
+    /// throttle, latency and per-key health state carry over for every identity the
+    /// new catalog still has; half-open probe flags never do.
     pub fn reload(&self, catalog: Catalog) -> Result<(), LoadError> {
         let prev = self.current.load();
         let snap = Snapshot::build(catalog, Some(&prev))?;
+        let c = &snap.catalog;
+        self.runtime.health.set_config(c.settings.breaker);
+        self.runtime.health.retain_for_reload(|key| {
+            c.provider(&key.provider).is_some_and(|p| {
+                if p.keys.is_empty() {
+                    key.credential == breaker::NO_CREDENTIAL
+                } else {
+                    p.keys.iter().any(|k| k.fingerprint() == key.credential)
+                }
+            })
+        });
+        self.runtime.latency.retain(|identity| c.has_identity(identity));
         self.current.store(Arc::new(snap));
         Ok(())
+    }
+
+    /// Re-read and swap in the configuration from `source` (a file path). The old
+    /// configuration keeps serving when the new one is invalid.
+    pub fn reload_from(&self, path: &std::path::Path) -> Result<(), LoadError> {
+        let source = ConfigSource::from_path(path)?;
+        let raw = source.parse()?;
+        let catalog = Catalog::compile(&raw, &source.name, &|k| std::env::var(k).ok())?;
+        self.reload(catalog)
     }
 
     /// Run a parsed request through the pipeline on the current snapshot.

@@ -7,6 +7,8 @@ mod http;
 mod ids;
 mod limits;
 mod models;
+mod prometheus;
+pub mod reload;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -31,6 +33,8 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(gateway: Arc<Gateway>) -> Arc<Self> {
+        // Install the metrics recorder before the first request records anything.
+        let _ = prometheus::handle();
         Arc::new(Self { gateway, ready: AtomicBool::new(true) })
     }
 }
@@ -48,6 +52,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/models", get(models::list))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus::render))
         .fallback(http::not_found)
         .with_state(state)
 }

@@ -119,6 +119,11 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     };
     let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
     tracing::info!(config = %source.name, listen = %local, "switchyard listening");
+    if let Some(path) = source.path.clone() {
+        let poll = gateway.snapshot().catalog.settings.reload_poll;
+        let reloader = switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll);
+        spawn_sighup(reloader);
+    }
     let state = switchyard_server::AppState::new(gateway);
     match switchyard_server::serve(listener, state, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,6 +132,23 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// SIGHUP reloads the configuration file.
+fn spawn_sighup(reloader: switchyard_server::reload::Reloader) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading configuration");
+            reloader.trigger();
+        }
+    });
+    #[cfg(not(unix))]
+    drop(reloader);
 }
 
 async fn shutdown_signal() {

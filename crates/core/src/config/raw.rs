@@ -39,6 +39,37 @@ pub struct GatewaySettings {
     /// How long in-flight requests and streams may take to finish on shutdown.
     pub shutdown_grace_secs: u64,
     pub timeouts: Timeouts,
+    pub breaker: BreakerSettings,
+    /// Seconds between checks of the config file for changes (0 disables polling;
+    /// file-change notifications and SIGHUP still reload).
+    pub reload_poll_secs: u64,
+}
+
+/// Circuit-breaker tuning (per provider credential).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerSettings {
+    /// Decayed failure score at which a breaker opens.
+    pub threshold: f64,
+    /// Time for a failure's weight to halve.
+    pub half_life_ms: u64,
+    /// Open → half-open after max(cooldown, Retry-After), at most max_cooldown.
+    pub cooldown_ms: u64,
+    pub max_cooldown_ms: u64,
+    /// How long a credential answered 401/403 is taken out of rotation.
+    pub quarantine_ms: u64,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            threshold: 5.0,
+            half_life_ms: 30_000,
+            cooldown_ms: 30_000,
+            max_cooldown_ms: 300_000,
+            quarantine_ms: 300_000,
+        }
+    }
 }
 
 impl Default for GatewaySettings {
@@ -52,6 +83,8 @@ impl Default for GatewaySettings {
             max_json_depth: 64,
             shutdown_grace_secs: 30,
             timeouts: Timeouts::default(),
+            breaker: BreakerSettings::default(),
+            reload_poll_secs: 5,
         }
     }
 }

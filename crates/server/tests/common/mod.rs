@@ -44,6 +44,10 @@ pub struct Options {
     pub max_body_bytes: usize,
     /// More YAML entries under `models:` (each starting with `  - id:`).
     pub extra_models: String,
+    /// More YAML lines under `gateway:` (each indented two spaces).
+    pub gateway_extra: String,
+    /// A whole `routes:` block (or empty).
+    pub routes: String,
 }
 
 impl Default for Options {
@@ -53,12 +57,14 @@ impl Default for Options {
             idle_ms: 5000,
             max_body_bytes: 1 << 20,
             extra_models: String::new(),
+            gateway_extra: String::new(),
+            routes: String::new(),
         }
     }
 }
 
 pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> String {
-    let Options { first_byte_ms, idle_ms, max_body_bytes, extra_models } = o;
+    let Options { first_byte_ms, idle_ms, max_body_bytes, extra_models, gateway_extra, routes } = o;
     format!(
         r#"
 gateway:
@@ -67,6 +73,7 @@ gateway:
   max_body_bytes: {max_body_bytes}
   max_json_depth: 32
   timeouts: {{ first_byte_ms: {first_byte_ms}, idle_ms: {idle_ms}, request_ms: 20000 }}
+{gateway_extra}
 providers:
   openai: {{ wire: openai-chat, endpoint: "{openai}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
   anthropic: {{ wire: anthropic, endpoint: "{anthropic}", credentials: {{ keys: ["{ANTHROPIC_KEY}"] }} }}
@@ -99,6 +106,7 @@ models:
     aliases: [mock]
     deployments: [{{ provider: mock }}]
 {extra_models}
+{routes}
 "#
     )
 }
@@ -106,6 +114,21 @@ models:
 impl Harness {
     pub async fn start() -> Harness {
         Self::start_with(Options::default()).await
+    }
+
+    /// Start from a configuration file (returned), with a reloader that polls never:
+    /// tests rewrite the file and call `reloader.reload_now()`.
+    pub async fn start_from_file(
+        options: Options,
+    ) -> (Harness, ConfigFile, switchyard_server::reload::Reloader) {
+        let h = Self::start_with(options.clone()).await;
+        let file = ConfigFile::new(&h.yaml(&options));
+        let reloader = switchyard_server::reload::Reloader::spawn(
+            h.state.gateway.clone(),
+            file.path.clone(),
+            Duration::ZERO,
+        );
+        (h, file, reloader)
     }
 
     pub async fn start_with(options: Options) -> Harness {
@@ -137,6 +160,16 @@ impl Harness {
             shutdown: Some(tx),
             server: Some(server),
         }
+    }
+
+    /// The configuration this harness would write for `options` (fakes' URLs filled in).
+    pub fn yaml(&self, options: &Options) -> String {
+        config_yaml(
+            &self.openai.base_url(),
+            &self.anthropic.base_url(),
+            &self.gemini.base_url(),
+            options,
+        )
     }
 
     pub fn fake(&self, vendor: Vendor) -> &FakeUpstream {
@@ -227,4 +260,35 @@ pub fn sse_events(body: &[u8]) -> Vec<switchyard_protocol::SseEvent> {
     sse.push(body, &mut out).unwrap();
     sse.finish(&mut out);
     out
+}
+
+/// A configuration file in a private temporary directory, removed on drop.
+pub struct ConfigFile {
+    pub dir: std::path::PathBuf,
+    pub path: std::path::PathBuf,
+}
+
+impl ConfigFile {
+    pub fn new(text: &str) -> ConfigFile {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("switchyard-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("switchyard.yaml");
+        std::fs::write(&path, text).unwrap();
+        ConfigFile { dir, path }
+    }
+
+    /// Replace the file atomically (write a temporary file, rename it over).
+    pub fn write(&self, text: &str) {
+        let tmp = self.dir.join("switchyard.yaml.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &self.path).unwrap();
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
