@@ -42,6 +42,8 @@ pub struct ProviderSpec {
     pub unavailable: Option<String>,
     pub headers: Vec<(String, String)>,
     pub drop_fields: Vec<String>,
+    /// Backend surface: its models are never listed.
+    pub backend: bool,
 }
 
 impl ProviderSpec {
@@ -224,6 +226,8 @@ pub struct Settings {
     pub listen: String,
     pub default_model: Option<String>,
     pub allow_unlisted_models: bool,
+    /// Normalised namespace prefixes stripped from requested ids.
+    pub model_prefixes: Vec<String>,
     pub api_keys: Vec<Secret>,
     pub max_body_bytes: usize,
     pub max_json_depth: usize,
@@ -549,6 +553,7 @@ impl Catalog {
                 unavailable,
                 headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 drop_fields: p.drop_fields.clone(),
+                backend: p.surface == raw::Surface::Backend,
             }));
         }
         let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {
@@ -789,6 +794,12 @@ impl Catalog {
             listen: g.listen.clone(),
             default_model: g.default_model.as_deref().map(normalize_model),
             allow_unlisted_models: g.allow_unlisted_models,
+            model_prefixes: g
+                .model_prefixes
+                .iter()
+                .map(|p| normalize_model(p))
+                .filter(|p| !p.is_empty())
+                .collect(),
             api_keys: g
                 .api_keys
                 .iter()
@@ -866,9 +877,29 @@ impl Catalog {
         }
     }
 
-    /// Models a client may see in `/v1/models`: not hidden, not retired.
+    /// Models a client may see in `/v1/models`: not hidden, not retired, and not
+    /// served only by backend-surface providers.
     pub fn visible_models(&self, today: Date) -> impl Iterator<Item = &Arc<ModelEntry>> {
-        self.models.iter().filter(move |m| !m.hidden && !m.is_retired(today))
+        self.models.iter().filter(move |m| {
+            let backend_only = !m.deployments.is_empty()
+                && m.deployments
+                    .iter()
+                    .all(|d| self.providers.get(d.provider).is_some_and(|p| p.backend));
+            !m.hidden && !m.is_retired(today) && !backend_only
+        })
+    }
+
+    /// The canonical id for a requested name: normalised, namespace prefix removed.
+    pub fn canonical_name(&self, requested: &str) -> String {
+        let name = normalize_model(requested);
+        for prefix in &self.settings.model_prefixes {
+            if let Some(rest) = name.strip_prefix(prefix.as_str())
+                && !rest.is_empty()
+            {
+                return rest.to_owned();
+            }
+        }
+        name
     }
 
     /// Resolve a requested model into a plan of candidate deployments, in chain
@@ -879,7 +910,7 @@ impl Catalog {
         today: Date,
         scope: &Scope<'_>,
     ) -> Result<Plan, ResolveError> {
-        let mut name = normalize_model(requested);
+        let mut name = self.canonical_name(requested);
         if name.is_empty() {
             name = self.settings.default_model.clone().ok_or(ResolveError::NoModel)?;
         }
@@ -1363,5 +1394,34 @@ models:
                 && !strict.fails_over(401)
                 && !strict.fails_over(404)
         );
+    }
+
+    #[test]
+    fn namespace_prefixes_map_onto_canonical_names() {
+        let yaml =
+            format!("gateway: {{ model_prefixes: [\"sy/\", \"switchyard/\"] }}\n{PROVIDERS}");
+        let c = compile(&yaml).unwrap();
+        let today = Date::parse("2026-01-01").unwrap();
+        for name in ["sy/priced", "switchyard/priced", "SY/Priced", "priced"] {
+            assert_eq!(
+                c.plan(name, today, &Scope::default()).unwrap().public_model,
+                "priced",
+                "{name}"
+            );
+        }
+        assert!(c.plan("other/priced", today, &Scope::default()).is_err());
+    }
+
+    #[test]
+    fn backend_surface_models_are_served_but_never_listed() {
+        let yaml = PROVIDERS.replace(
+            "credentials: { env: [KEY] } }\n  b:",
+            "credentials: { env: [KEY] }, surface: backend }\n  b:",
+        ) + "  - id: backend-only\n    deployments: [{ provider: a, model: x }]\n";
+        let c = compile(&yaml).unwrap();
+        let today = Date::parse("2026-01-01").unwrap();
+        let listed: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
+        assert!(!listed.contains(&"backend-only") && listed.contains(&"priced"), "{listed:?}");
+        assert!(c.plan("backend-only", today, &Scope::default()).is_ok());
     }
 }

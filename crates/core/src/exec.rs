@@ -749,6 +749,7 @@ impl Snapshot {
                     usage: Usage::default(),
                     out_bytes: 0,
                     _in_flight: in_flight,
+                    deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
                 tokio::spawn(pump.run(committed));
                 Success { served, descriptor, delivery: Delivery::Stream(rx) }
@@ -813,6 +814,8 @@ struct Pump {
     out_bytes: usize,
     /// Held for the stream's life: the deployment counts as busy until it ends.
     _in_flight: InFlightGuard,
+    /// The whole request's deadline (timeouts.request_ms).
+    deadline: Instant,
 }
 
 impl Pump {
@@ -854,6 +857,10 @@ impl Pump {
             let next = tokio::select! {
                 biased;
                 _ = self.tx.closed() => return,
+                _ = tokio::time::sleep_until(self.deadline.into()) => {
+                    error = Some(GatewayError::new(504, ErrorKind::Timeout, "deadline_exceeded", "the request deadline passed while streaming"));
+                    break;
+                }
                 r = tokio::time::timeout(self.idle, source.next()) => r,
             };
             match next {

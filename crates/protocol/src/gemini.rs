@@ -1096,6 +1096,14 @@ impl Decoder {
             });
         }
         let candidate = wire.candidates.first();
+        // Usage before the chunk's content: the first chunk already carries the
+        // prompt count, and clients that read it early (Anthropic's message_start)
+        // then see it.
+        if let Some(usage) = wire.usage_metadata.as_ref().map(usage_from_wire)
+            && !usage.is_empty()
+        {
+            out.push(StreamEvent::Usage { usage });
+        }
         if !self.done {
             for part in candidate.and_then(|c| c.content.as_ref()).iter().flat_map(|c| &c.parts) {
                 match classify(part) {
@@ -1105,11 +1113,6 @@ impl Decoder {
                     None => {}
                 }
             }
-        }
-        if let Some(usage) = wire.usage_metadata.as_ref().map(usage_from_wire)
-            && !usage.is_empty()
-        {
-            out.push(StreamEvent::Usage { usage });
         }
         if self.done {
             return;

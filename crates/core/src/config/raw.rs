@@ -29,6 +29,9 @@ pub struct GatewaySettings {
     pub default_model: Option<String>,
     /// Forward ids that are not in the catalog through the first matching route.
     pub allow_unlisted_models: bool,
+    /// Namespace prefixes clients may put before a model id (`sy/auto` and
+    /// `switchyard/auto` both mean `auto`); stripped before lookup.
+    pub model_prefixes: Vec<String>,
     /// Gateway API keys accepted from clients. Empty strings are ignored; an empty
     /// list leaves the gateway open (a warning is logged at start).
     pub api_keys: Vec<String>,
@@ -78,6 +81,7 @@ impl Default for GatewaySettings {
             listen: "127.0.0.1:8080".to_owned(),
             default_model: None,
             allow_unlisted_models: false,
+            model_prefixes: Vec::new(),
             api_keys: Vec::new(),
             max_body_bytes: 32 * 1024 * 1024,
             max_json_depth: 64,
@@ -137,6 +141,18 @@ pub struct ProviderConfig {
     /// Request fields this provider is known to refuse; removed on the fast path.
     #[serde(default)]
     pub drop_fields: Vec<String>,
+    /// `backend`: serves routes, but the models deployed only here never appear in
+    /// model lists.
+    #[serde(default)]
+    pub surface: Surface,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    #[default]
+    Public,
+    Backend,
 }
 
 /// Where a provider's platform key(s) come from.
