@@ -2010,12 +2010,13 @@ mod tests {
         use StreamEvent as E;
         vec![
             E::Start { id: "r3sp0nse".into(), model: "gemini-2.5-flash".into() },
+            // A chunk's usage comes before its content.
+            E::Usage { usage: Usage { input_tokens: Some(80), ..Usage::default() } },
             E::BlockStart { index: 0, kind: BlockKind::Thinking },
             E::Delta {
                 index: 0,
                 delta: Delta::Thinking { text: "**Planning**\nI need the weather.".into() },
             },
-            E::Usage { usage: Usage { input_tokens: Some(80), ..Usage::default() } },
             E::Delta { index: 0, delta: Delta::Thinking { text: " Calling the tool.".into() } },
             E::BlockStop { index: 0 },
             E::BlockStart { index: 1, kind: BlockKind::Text },
