@@ -15,7 +15,7 @@ use switchyard_protocol::Wire;
 use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
 use crate::util::{Date, Secret, fnv1a, glob_match, slug};
 
-pub use raw::Pricing;
+pub use raw::{Pricing, Requires};
 
 /// Hard cap on candidates per request (primary + fallbacks), whatever the config says.
 pub const MAX_CANDIDATES: usize = 9;
@@ -44,6 +44,10 @@ pub struct ProviderSpec {
     pub drop_fields: Vec<String>,
     /// Backend surface: its models are never listed.
     pub backend: bool,
+    /// Data stays in the EU.
+    pub european: bool,
+    /// The provider does not retain prompts or completions.
+    pub no_retain: bool,
 }
 
 impl ProviderSpec {
@@ -84,6 +88,8 @@ pub struct ModelEntry {
     pub retires: Option<Date>,
     pub fallbacks: Vec<String>,
     pub owned_by: String,
+    /// Narrows the providers' governance flags (None: the provider's word).
+    pub governance: raw::Governance,
 }
 
 impl ModelEntry {
@@ -218,6 +224,7 @@ pub struct Route {
     /// Catalog ids tried when the request does not fit the chain's context window.
     pub context_fallbacks: Vec<String>,
     pub policy: AttemptPolicy,
+    pub requires: raw::Requires,
 }
 
 /// Gateway settings after compilation.
@@ -292,6 +299,8 @@ pub struct Catalog {
     pub providers: Vec<Arc<ProviderSpec>>,
     pub models: Vec<Arc<ModelEntry>>,
     pub routes: Vec<Route>,
+    /// Access rules from the configuration file.
+    pub rules: Vec<crate::access::Rule>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,
@@ -554,6 +563,8 @@ impl Catalog {
                 headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 drop_fields: p.drop_fields.clone(),
                 backend: p.surface == raw::Surface::Backend,
+                european: p.governance.european.unwrap_or(false),
+                no_retain: p.governance.no_retain.unwrap_or(false),
             }));
         }
         let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {
@@ -633,6 +644,7 @@ impl Catalog {
                 retires,
                 fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
                 owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
+                governance: m.governance,
             });
         }
         // Model fallbacks: ids only (aliases are not valid targets), not itself, no repeats.
@@ -767,6 +779,7 @@ impl Catalog {
                     chain,
                     scopes,
                     context_fallbacks,
+                    requires: r.requires,
                     policy: AttemptPolicy::compile(
                         &r.retry,
                         &r.failover,
@@ -775,6 +788,74 @@ impl Catalog {
                     ),
                 });
             }
+        }
+
+        // Governance: every deployment a route may use must meet its requirements.
+        for (r, compiled) in raw.routes.iter().zip(routes.iter()) {
+            if !r.requires.european && !r.requires.no_retain {
+                continue;
+            }
+            let chains = std::iter::once(&compiled.chain)
+                .chain(compiled.scopes.iter().flat_map(|s| s.chains.values()));
+            for chain in chains {
+                for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
+                    let Some(p) = providers.get(t.provider) else { continue };
+                    let model = t
+                        .model
+                        .as_ref()
+                        .and_then(|m| lookup.get(&normalize_model(m)).and_then(|&i| models.get(i)));
+                    if let Err(failed) = governance_ok(p, model.map(|m| &m.governance), &r.requires)
+                    {
+                        problems.push(Problem::at(
+                            &r.provider,
+                            format!(
+                                "routes[{}].requires: {}{} does not satisfy `{failed}`",
+                                r.name,
+                                p.name,
+                                t.model.as_ref().map(|m| format!("/{m}")).unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+
+        // Access rules from the file.
+        let mut rules = Vec::new();
+        for rc in &raw.access_rules {
+            use crate::access::Subject;
+            let subjects: Vec<Subject> = [
+                rc.role.map(Subject::Role),
+                rc.group.clone().map(Subject::Group),
+                rc.project.clone().map(Subject::Project),
+                rc.user.clone().map(Subject::User),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if subjects.len() > 1 {
+                problems.push(Problem::at(
+                    &rc.name,
+                    format!(
+                        "access_rules[{}]: give at most one of role, group, project, user",
+                        rc.name.value
+                    ),
+                ));
+            }
+            if rules.iter().any(|r: &crate::access::Rule| r.name == rc.name.value) {
+                problems.push(Problem::at(
+                    &rc.name,
+                    format!("access_rules[{}]: defined twice", rc.name.value),
+                ));
+            }
+            rules.push(crate::access::Rule {
+                name: rc.name.value.clone(),
+                effect: rc.effect,
+                pattern: normalize_model(&rc.pattern),
+                subject: subjects.into_iter().next().unwrap_or(Subject::Any),
+                reason: rc.reason.clone(),
+                priority: rc.priority,
+            });
         }
 
         if let Some(dm) = &g.default_model {
@@ -827,6 +908,7 @@ impl Catalog {
             providers,
             models: models.into_iter().map(Arc::new).collect(),
             routes,
+            rules,
             warnings,
             provider_index,
             lookup,
@@ -969,6 +1051,7 @@ impl Catalog {
             strategy,
             policy,
             bypass_breakers: false,
+            requires: route.map(|r| r.requires).unwrap_or_default(),
         })
     }
 
@@ -1084,6 +1167,23 @@ fn push_unique(out: &mut Vec<Candidate>, c: Candidate) {
     }
 }
 
+/// Does a provider (and optionally a model on it) meet `req`? On failure, the name
+/// of the first condition not met.
+pub fn governance_ok(
+    p: &ProviderSpec,
+    model: Option<&raw::Governance>,
+    req: &raw::Requires,
+) -> Result<(), &'static str> {
+    let flag = |provider: bool, m: Option<Option<bool>>| provider && m.flatten().unwrap_or(true);
+    if req.european && !flag(p.european, model.map(|g| g.european)) {
+        return Err("european");
+    }
+    if req.no_retain && !flag(p.no_retain, model.map(|g| g.no_retain)) {
+        return Err("no_retain");
+    }
+    Ok(())
+}
+
 /// What the request is attributed to, for per-scope chains. The project comes from
 /// the `x-switchyard-project` header, else the API key's bound project, else the
 /// user's primary project (the last two arrive with the tenancy work).
@@ -1127,6 +1227,11 @@ impl Candidate {
         format!("{}/{}", self.provider.name, self.upstream_model)
     }
 
+    /// Does this deployment meet a route's data-governance requirements?
+    pub fn governance(&self, req: &raw::Requires) -> Result<(), &'static str> {
+        governance_ok(&self.provider, self.model.as_ref().map(|m| &m.governance), req)
+    }
+
     /// Stable identity for runtime state: (public model, provider, provider model).
     pub fn identity(&self) -> String {
         let public = self.model.as_ref().map_or("", |m| m.id.as_str());
@@ -1151,6 +1256,8 @@ pub struct Plan {
     pub policy: AttemptPolicy,
     /// Every candidate's breaker is open: try them all anyway, in chain order.
     pub bypass_breakers: bool,
+    /// The route's data-governance requirements.
+    pub requires: raw::Requires,
 }
 
 #[cfg(test)]
@@ -1423,5 +1530,38 @@ models:
         let listed: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
         assert!(!listed.contains(&"backend-only") && listed.contains(&"priced"), "{listed:?}");
         assert!(c.plan("backend-only", today, &Scope::default()).is_ok());
+    }
+
+    #[test]
+    fn routes_whose_deployments_miss_their_governance_requirements_are_refused() {
+        let yaml = PROVIDERS.replace(
+            "credentials: { env: [KEY] } }\n  b:",
+            "credentials: { env: [KEY] }, governance: { european: true } }\n  b:",
+        ) + "routes:\n  - { name: eu, match: \"pri*\", provider: a, requires: { european: true, no_retain: true } }\n  - { name: eu2, match: \"x*\", provider: a, requires: { european: true }, fallbacks: [{ provider: b, model: priced }] }\n";
+        let text = problems(&yaml);
+        assert!(text.contains("routes[eu].requires: a does not satisfy `no_retain`"), "{text}");
+        assert!(
+            text.contains("routes[eu2].requires: b/priced does not satisfy `european`"),
+            "{text}"
+        );
+        assert!(!text.contains("a does not satisfy `european`"), "{text}");
+    }
+
+    #[test]
+    fn access_rules_compile_with_one_subject_each() {
+        let ok = format!(
+            "{PROVIDERS}access_rules:\n  - {{ name: r1, effect: deny, pattern: \"pri*\", group: g, reason: no }}\n"
+        );
+        let c = compile(&ok).unwrap();
+        assert_eq!(c.rules[0].subject, crate::access::Subject::Group("g".into()));
+        let bad = format!(
+            "{PROVIDERS}access_rules:\n  - {{ name: r1, effect: deny, pattern: x, group: g, user: u, reason: no }}\n  - {{ name: r1, effect: allow, pattern: y, reason: dup }}\n"
+        );
+        let text = problems(&bad);
+        assert!(
+            text.contains("at most one of role, group, project, user")
+                && text.contains("defined twice"),
+            "{text}"
+        );
     }
 }

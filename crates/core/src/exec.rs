@@ -18,6 +18,7 @@ use switchyard_protocol::{
 };
 use tokio::sync::mpsc;
 
+use crate::access::{self, Principal};
 use crate::breaker::{Admission, CredentialKey, Outcome, Permit};
 use crate::catalog::{AttemptPolicy, Candidate, Plan, ProviderKind, Scope, Strategy};
 use crate::error::GatewayError;
@@ -47,10 +48,13 @@ pub struct Inbound {
     pub raw: Option<Map<String, Value>>,
     /// Client headers a same-vendor upstream needs (`anthropic-beta`, `anthropic-version`).
     pub forward_headers: Vec<(String, String)>,
-    /// Visible prefix of the gateway key used (never the key).
-    pub key_prefix: Option<String>,
-    /// The project the request is attributed to (per-scope chains, records).
+    /// The authenticated caller (user, role, groups, key limits).
+    pub principal: Principal,
+    /// The project the request is attributed to: the `x-switchyard-project`
+    /// header, else the key's bound project, else the user's primary project.
     pub project: Option<String>,
+    /// The caller's own provider keys (BYOK), by provider name, already opened.
+    pub byok: Vec<(String, Secret)>,
     /// Routing hints from the request's `switchyard` extension field.
     pub hints: Hints,
 }
@@ -297,6 +301,15 @@ fn health_outcome_of<T>(r: &Result<T, Failure>) -> Option<Outcome> {
     }
 }
 
+/// The keys a request may use on a candidate: the caller's own key for that
+/// provider (BYOK) if they stored one, else the provider's platform keys.
+fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
+    match inbound.byok.iter().find(|(p, _)| *p == cand.provider.name) {
+        Some((_, k)) => std::slice::from_ref(k),
+        None => &cand.provider.keys,
+    }
+}
+
 /// The breaker key of a provider's credential.
 pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
     CredentialKey {
@@ -318,9 +331,10 @@ impl Snapshot {
             rec: RequestRecord {
                 id: inbound.id.clone(),
                 time_ms: inbound.time_ms,
-                key_prefix: inbound.key_prefix.clone(),
+                key_prefix: inbound.principal.key_prefix.clone(),
+                user: inbound.principal.user_id.clone(),
                 project: inbound.project.clone(),
-                client_format: inbound.format.as_str(),
+                client_format: inbound.format.as_str().into(),
                 requested_model: inbound.request.model.clone(),
                 stream: inbound.request.stream,
                 ..RequestRecord::default()
@@ -353,14 +367,17 @@ impl Snapshot {
         rec.resolved_model = Some(plan.public_model.clone());
         rec.route_id.clone_from(&plan.route_id);
         rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
+        self.authorize(&mut plan, inbound, runtime)?;
+        filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
         let now = Instant::now();
         let available = |c: &Candidate| {
-            c.provider.keys.is_empty()
+            let keys = credentials(c, inbound);
+            keys.is_empty()
                 && runtime.health.is_available(&credential_key(&c.provider.name, None), now)
-                || c.provider.keys.iter().any(|k| {
+                || keys.iter().any(|k| {
                     runtime.health.is_available(&credential_key(&c.provider.name, Some(k)), now)
                 })
         };
@@ -390,6 +407,46 @@ impl Snapshot {
         rec.provider =
             plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
         Ok(plan)
+    }
+
+    /// Access rules: refuse the request (403) when the caller may not use the model
+    /// or route; drop fallback deployments serving a model the caller may not use,
+    /// so an allowed primary never fails over to a denied fallback.
+    fn authorize(
+        &self,
+        plan: &mut Plan,
+        inbound: &Inbound,
+        runtime: &Runtime,
+    ) -> Result<(), GatewayError> {
+        let stored = runtime.rules.load();
+        let rules: Vec<crate::access::Rule> =
+            self.catalog.rules.iter().chain(stored.iter()).cloned().collect();
+        let who = &inbound.principal;
+        if let Err(denial) =
+            access::decide(&rules, who, &plan.public_model, plan.route_id.as_deref())
+        {
+            return Err(GatewayError::new(
+                403,
+                ErrorKind::Permission,
+                "authz_denied",
+                denial.to_string(),
+            ));
+        }
+        let public = plan.public_model.clone();
+        let route = plan.route_id.clone();
+        let mut skipped = Vec::new();
+        plan.candidates.retain(|c| match c.model.as_ref().map(|m| m.id.as_str()) {
+            Some(id) if id != public => {
+                let ok = access::decide(&rules, who, id, route.as_deref()).is_ok();
+                if !ok {
+                    skipped.push(format!("authz_skip:{id}"));
+                }
+                ok
+            }
+            _ => true,
+        });
+        plan.descriptor.extend(skipped);
+        Ok(())
     }
 
     async fn attempt_loop(
@@ -436,7 +493,7 @@ impl Snapshot {
                         Err(f) => f.outcome(),
                     },
                     latency_ms: elapsed.as_millis() as u64,
-                    kind,
+                    kind: kind.into(),
                 });
                 metrics::histogram!("gateway_attempt_duration_seconds", "provider" => cand.provider.name.clone()).record(elapsed.as_secs_f64());
                 if sent_upstream && tried.last() != Some(&cand.provider.name) {
@@ -508,6 +565,11 @@ impl Snapshot {
             ),
         };
         tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
+        let mut descriptor = plan.descriptor.clone();
+        if tried.len() > 1 {
+            descriptor.push(format!("failover:{}", tried.join("->")));
+        }
+        guard.rec.descriptor = descriptor.join(" ");
         metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
         guard.finish(err.status(), Some(err.code()));
         Err(err)
@@ -523,15 +585,19 @@ impl Snapshot {
         deadline: Instant,
         bypass_breakers: bool,
     ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>) {
-        if let Some(why) = &cand.provider.unavailable {
+        let keys = credentials(cand, inbound);
+        if let Some(why) = &cand.provider.unavailable
+            && !inbound.byok.iter().any(|(p, _)| *p == cand.provider.name)
+        {
             return (Err(Failure::Unavailable(why.clone())), None);
         }
         let now = Instant::now();
         let (key, permit) = if bypass_breakers {
             let rt = self.runtimes.get(&cand.provider.name);
-            (rt.and_then(|rt| rt.pick_key(&cand.provider)), None)
+            let key = rt.and_then(|rt| keys.get(rt.next_index(keys.len())));
+            (key, None)
         } else {
-            match self.admit(cand, runtime, now) {
+            match self.admit(cand, keys, runtime, now) {
                 Ok((k, p)) => (k, Some(p)),
                 Err(f) => return (Err(f), None),
             }
@@ -564,13 +630,13 @@ impl Snapshot {
     /// Choose the credential: the next available key of the provider (rotating),
     /// admitted by its breaker.
     fn admit<'a>(
-        &'a self,
-        cand: &'a Candidate,
+        &self,
+        cand: &Candidate,
+        keys: &'a [Secret],
         runtime: &Runtime,
         now: Instant,
     ) -> Result<(Option<&'a Secret>, Permit), Failure> {
         let name = &cand.provider.name;
-        let keys = &cand.provider.keys;
         if keys.is_empty() {
             return match runtime.health.admit(&credential_key(name, None), now) {
                 Admission::Allowed(p) => Ok((None, p)),
@@ -761,9 +827,9 @@ impl Snapshot {
 /// Request-level metrics, once per request, low-cardinality labels only.
 fn record_metrics(rec: &RequestRecord) {
     let status = if rec.error_code.is_some() && rec.status == 200 { "stream_error" } else { "200" };
-    metrics::counter!("gateway_requests_total", "format" => rec.client_format, "status" => status)
+    metrics::counter!("gateway_requests_total", "format" => rec.client_format.clone(), "status" => status)
         .increment(1);
-    metrics::histogram!("gateway_request_duration_seconds", "format" => rec.client_format)
+    metrics::histogram!("gateway_request_duration_seconds", "format" => rec.client_format.clone())
         .record(rec.total_ms as f64 / 1000.0);
 }
 

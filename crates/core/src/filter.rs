@@ -228,3 +228,36 @@ pub fn estimated_price(c: &Candidate, req: &Request) -> Option<f64> {
         as f64;
     Some((input * p.input? + output * p.output?) / 1_000_000.0)
 }
+
+/// Data governance at dispatch: a deployment that does not meet the route's
+/// `requires` is never contacted (`governance:<provider>!<condition>` in the
+/// descriptor); when none remains the request is denied (403 `governance_denied`).
+pub fn by_governance(plan: &mut Plan) -> Result<(), GatewayError> {
+    let req = plan.requires;
+    if !req.european && !req.no_retain {
+        return Ok(());
+    }
+    let mut failed = Vec::new();
+    plan.candidates.retain(|c| match c.governance(&req) {
+        Ok(()) => true,
+        Err(cond) => {
+            failed.push(format!("governance:{}!{cond}", c.provider.name));
+            false
+        }
+    });
+    let first = failed.first().cloned();
+    plan.descriptor.extend(failed);
+    if plan.candidates.is_empty() {
+        let what = first.unwrap_or_default();
+        return Err(GatewayError::new(
+            403,
+            switchyard_protocol::ErrorKind::Permission,
+            "governance_denied",
+            format!(
+                "no deployment of model {:?} satisfies the route's data requirements ({what})",
+                plan.public_model
+            ),
+        ));
+    }
+    Ok(())
+}

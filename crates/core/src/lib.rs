@@ -2,6 +2,7 @@
 //! pipeline. Usable as a library: build a [`Gateway`] from a config and call
 //! [`Snapshot::execute`] with a parsed request.
 
+pub mod access;
 pub mod breaker;
 pub mod catalog;
 pub mod config;

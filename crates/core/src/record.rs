@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use switchyard_protocol::Usage;
 
 use crate::catalog::Pricing;
 
 /// How one attempt ended.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AttemptRecord {
     /// `provider/upstream-model`.
     pub deployment: String,
@@ -21,12 +23,12 @@ pub struct AttemptRecord {
     pub outcome: String,
     pub latency_ms: u64,
     /// `primary`, `retry` or `failover`.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
 }
 
 /// One row per request. Small on purpose: ids and numbers, no catalog copies, no
 /// prompt or completion content.
-#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RequestRecord {
     pub id: String,
     /// Unix milliseconds when the request arrived.
@@ -34,7 +36,7 @@ pub struct RequestRecord {
     pub user: Option<String>,
     pub key_prefix: Option<String>,
     pub project: Option<String>,
-    pub client_format: &'static str,
+    pub client_format: Cow<'static, str>,
     pub requested_model: String,
     pub resolved_model: Option<String>,
     pub route_id: Option<String>,

@@ -105,6 +105,8 @@ pub struct Runtime {
     pub health: HealthRegistry,
     pub latency: LatencyTracker,
     pub in_flight: InFlight,
+    /// Access rules stored in the database (the admin API replaces them).
+    pub rules: arc_swap::ArcSwap<Vec<crate::access::Rule>>,
 }
 
 impl Default for Runtime {
@@ -113,6 +115,7 @@ impl Default for Runtime {
             health: HealthRegistry::new(BreakerConfig::default()),
             latency: LatencyTracker::default(),
             in_flight: InFlight::default(),
+            rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
         }
     }
 }

@@ -133,8 +133,9 @@ async fn admit(
         request,
         raw,
         forward_headers,
-        key_prefix,
+        principal: switchyard_core::access::Principal { key_prefix, ..Default::default() },
         project,
+        byok: Vec::new(),
         hints,
     })
 }

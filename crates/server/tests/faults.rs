@@ -42,7 +42,8 @@ async fn fails_over_on_5xx_and_records_both_attempts() {
     assert_eq!(rec.provider.as_deref(), Some("openai"), "provider is the primary");
     assert_eq!(rec.served_provider.as_deref(), Some("anthropic"));
     assert_eq!(rec.upstream_model.as_deref(), Some("up-fallback"));
-    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    let outcomes: Vec<_> =
+        rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind.as_ref())).collect();
     assert_eq!(outcomes, [("status_500", "primary"), ("ok", "failover")]);
     assert_eq!(h.anthropic.received()[0].body["model"], "up-fallback");
 }
@@ -57,7 +58,8 @@ async fn fails_over_on_429_and_on_transport_failure() {
     assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
-    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    let outcomes: Vec<_> =
+        rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind.as_ref())).collect();
     assert_eq!(outcomes, [("status_429", "primary"), ("status_429", "retry"), ("ok", "failover")]);
 
     // `dead` refuses connections; gemini serves.
@@ -226,8 +228,9 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         .unwrap(),
         raw: None,
         forward_headers: vec![],
-        key_prefix: None,
+        principal: Default::default(),
         project: None,
+        byok: vec![],
         hints: Default::default(),
     };
     let err = gw.execute(inbound).await.unwrap_err();
@@ -264,7 +267,8 @@ async fn retry_after_is_honoured_and_the_same_deployment_serves_the_retry() {
     assert_eq!(r.headers()["x-gateway-provider"], "openai");
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
-    let outcomes: Vec<_> = rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind)).collect();
+    let outcomes: Vec<_> =
+        rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind.as_ref())).collect();
     assert_eq!(outcomes, [("status_503", "primary"), ("ok", "retry")]);
     assert!(rec.attempts[1].latency_ms < rec.total_ms, "the wait is not part of the attempt");
     assert_eq!(h.anthropic.request_count(), 0);
@@ -279,6 +283,6 @@ async fn a_retry_after_beyond_the_cap_fails_over_instead_of_waiting() {
     assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
-    let kinds: Vec<_> = rec.attempts.iter().map(|a| a.kind).collect();
+    let kinds: Vec<_> = rec.attempts.iter().map(|a| a.kind.as_ref()).collect();
     assert_eq!(kinds, ["primary", "failover"], "no retry was attempted");
 }

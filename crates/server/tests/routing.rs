@@ -412,3 +412,78 @@ async fn reloading_every_100ms_for_10s_under_load_loses_no_request_and_keeps_bre
         "breaker state kept through {n} reloads"
     );
 }
+
+#[tokio::test]
+async fn access_rules_deny_in_the_callers_format_audit_it_and_never_fail_over_to_a_denied_model() {
+    let rules = r#"access_rules:
+  - name: no-gemini
+    effect: deny
+    pattern: "m-gemini"
+    reason: Gemini is not approved for this team
+"#;
+    let extra = "  - id: m-then-gemini\n    deployments: [{ provider: openai, model: up-first }]\n    pricing: { input: 1, output: 1 }\n    fallbacks: [m-gemini]\n";
+    let h = Harness::start_with(Options {
+        rules: rules.into(),
+        extra_models: extra.into(),
+        ..Options::default()
+    })
+    .await;
+    let r = h.post("/v1/messages", &json!({"model": "m-gemini", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]})).await;
+    assert_eq!(r.status(), 403);
+    let id = header(&r, "x-request-id");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "permission_error");
+    assert_eq!(
+        v["error"]["message"],
+        "authz denied [no-gemini]: Gemini is not approved for this team"
+    );
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!((rec.status, rec.error_code.as_deref()), (403, Some("authz_denied")));
+
+    // An allowed primary never fails over to the denied model.
+    h.openai.push(Reply::status(500));
+    let r = h.post("/v1/chat/completions", &chat("m-then-gemini")).await;
+    assert_eq!(r.status(), 502);
+    assert!(
+        header(&r, "x-gateway-route").is_empty()
+            || !header(&r, "x-gateway-route").contains("gemini")
+    );
+    assert_eq!(h.gemini.request_count(), 0);
+}
+
+#[tokio::test]
+async fn governance_requirements_skip_deployments_that_do_not_meet_them() {
+    // `eu` (european, no_retain) is served by the anthropic fake.
+    let providers = "  eu: { wire: anthropic, endpoint: \"{anthropic}\", credentials: { keys: [sk-eu-0123456789] }, governance: { european: true, no_retain: true } }\n";
+    let routes = r#"routes:
+  - name: EU only
+    match: "m-eu"
+    provider: eu
+    requires: { european: true }
+"#;
+    // m-eu's own fallback model runs on openai (not european): filtered at dispatch.
+    let extra = "  - id: m-eu\n    deployments: [{ provider: eu, model: up-eu }]\n    pricing: { input: 1, output: 1 }\n    fallbacks: [m-openai]\n";
+    let o = Options {
+        routes: routes.into(),
+        extra_models: extra.into(),
+        providers_extra: providers.into(),
+        ..Options::default()
+    };
+    let h = Harness::start_with(o).await;
+    let r = h.post("/v1/chat/completions", &chat("m-eu")).await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        header(&r, "x-gateway-route").contains("governance:openai!european"),
+        "{}",
+        header(&r, "x-gateway-route")
+    );
+    assert_eq!(h.anthropic.received()[0].body["model"], "up-eu");
+
+    h.anthropic.push(Reply::status(500));
+    let r = h.post("/v1/chat/completions", &chat("m-eu")).await;
+    assert_eq!(r.status(), 502, "the non-european fallback is never contacted");
+    let id = header(&r, "x-request-id");
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert!(rec.descriptor.contains("governance:openai!european"), "{}", rec.descriptor);
+    assert_eq!(h.openai.request_count(), 0);
+}

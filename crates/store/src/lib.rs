@@ -19,7 +19,7 @@ impl RecordSink for LogSink {
         tracing::info!(
             target: "switchyard::audit",
             id = %r.id,
-            format = r.client_format,
+            format = %r.client_format,
             requested = %r.requested_model,
             resolved = r.resolved_model.as_deref().unwrap_or(""),
             provider = r.provider.as_deref().unwrap_or(""),

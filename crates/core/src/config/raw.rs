@@ -18,6 +18,42 @@ pub struct RawConfig {
     pub models: Vec<ModelConfig>,
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+    /// Access rules (more can be added at runtime through the admin API).
+    #[serde(default)]
+    pub access_rules: Vec<RuleConfig>,
+}
+
+/// An access rule as written. At most one subject field; none means everyone.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    pub name: Spanned<String>,
+    pub effect: crate::access::Effect,
+    /// Glob over model ids or route ids.
+    pub pattern: String,
+    #[serde(default)]
+    pub role: Option<crate::access::Role>,
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(default)]
+    pub project: Option<String>,
+    #[serde(default)]
+    pub user: Option<String>,
+    pub reason: String,
+    #[serde(default)]
+    pub priority: i64,
+}
+
+/// Data-governance declarations of a provider (or a model).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Governance {
+    /// Data stays in the EU.
+    #[serde(default)]
+    pub european: Option<bool>,
+    /// The provider contractually does not retain prompts or completions.
+    #[serde(default)]
+    pub no_retain: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -145,6 +181,8 @@ pub struct ProviderConfig {
     /// model lists.
     #[serde(default)]
     pub surface: Surface,
+    #[serde(default)]
+    pub governance: Governance,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -230,6 +268,9 @@ pub struct ModelConfig {
     pub fallbacks: Vec<Spanned<String>>,
     #[serde(default)]
     pub owned_by: Option<String>,
+    /// Narrows the providers' governance flags for this model.
+    #[serde(default)]
+    pub governance: Governance,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -292,6 +333,9 @@ pub struct RouteConfig {
     /// Most attempts per request, retries included (default 16, at most 128).
     #[serde(default)]
     pub max_attempts: Option<usize>,
+    /// Data-governance conditions every deployment of this route must meet.
+    #[serde(default)]
+    pub requires: Requires,
     /// Refused: write a one-entry `fallbacks` list instead.
     #[serde(default)]
     pub fallback_provider: Option<Spanned<String>>,
@@ -309,6 +353,15 @@ pub struct RouteTarget {
     pub model: Option<String>,
     #[serde(default)]
     pub weight: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    #[serde(default)]
+    pub european: bool,
+    #[serde(default)]
+    pub no_retain: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

@@ -48,6 +48,10 @@ pub struct Options {
     pub gateway_extra: String,
     /// A whole `routes:` block (or empty).
     pub routes: String,
+    /// More YAML entries under `providers:` (each indented two spaces).
+    pub providers_extra: String,
+    /// A whole `access_rules:` block (or empty).
+    pub rules: String,
 }
 
 impl Default for Options {
@@ -59,12 +63,27 @@ impl Default for Options {
             extra_models: String::new(),
             gateway_extra: String::new(),
             routes: String::new(),
+            providers_extra: String::new(),
+            rules: String::new(),
         }
     }
 }
 
 pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> String {
-    let Options { first_byte_ms, idle_ms, max_body_bytes, extra_models, gateway_extra, routes } = o;
+    let Options {
+        first_byte_ms,
+        idle_ms,
+        max_body_bytes,
+        extra_models,
+        gateway_extra,
+        routes,
+        providers_extra,
+        rules,
+    } = o;
+    let providers_extra = providers_extra
+        .replace("{anthropic}", anthropic)
+        .replace("{openai}", openai)
+        .replace("{gemini}", gemini);
     format!(
         r#"
 gateway:
@@ -81,6 +100,7 @@ providers:
   mock: {{ wire: mock }}
   # Nothing listens on port 1: connections are refused.
   dead: {{ wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: {{ none: true }} }}
+{providers_extra}
 models:
   - id: m-openai
     deployments: [{{ provider: openai, model: up-openai }}]
@@ -107,6 +127,7 @@ models:
     deployments: [{{ provider: mock }}]
 {extra_models}
 {routes}
+{rules}
 "#
     )
 }

@@ -1,0 +1,243 @@
+//! Who may call what. The caller is a [`Principal`] (resolved from their API key);
+//! access rules grant or deny model/route patterns to roles, groups, projects or
+//! users. Default: every model open to every signed-in role. Rules come from the
+//! configuration file (`access_rules:`) and from the database (admin API).
+//!
+//! Decision: among the rules whose subject matches the caller and whose pattern
+//! matches the model id (or the route id), the highest `priority` wins; on a tie a
+//! deny beats an allow; no matching rule means allowed. A key restricted to some
+//! models (`allowed_models`) refuses every other model.
+
+use serde::{Deserialize, Serialize};
+
+use crate::util::glob_match;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    Member,
+    Viewer,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Member => "member",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "admin" => Some(Role::Admin),
+            "member" => Some(Role::Member),
+            "viewer" => Some(Role::Viewer),
+            _ => None,
+        }
+    }
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Principal {
+    pub user_id: Option<String>,
+    pub role: Option<Role>,
+    pub groups: Vec<String>,
+    /// The project the key is bound to, else the user's primary project.
+    pub project: Option<String>,
+    /// Other projects the user belongs to.
+    pub projects: Vec<String>,
+    pub key_id: Option<String>,
+    pub key_prefix: Option<String>,
+    /// Model patterns this key is limited to (None: no limit).
+    pub allowed_models: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Subject {
+    Any,
+    Role(Role),
+    Group(String),
+    Project(String),
+    User(String),
+}
+
+/// One access rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub name: String,
+    pub effect: Effect,
+    /// Glob over the model id or the route id.
+    pub pattern: String,
+    pub subject: Subject,
+    pub reason: String,
+    #[serde(default)]
+    pub priority: i64,
+}
+
+/// Why a request was refused: `authz denied [<rule>]: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub rule: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "authz denied [{}]: {}", self.rule, self.reason)
+    }
+}
+
+fn subject_matches(s: &Subject, who: &Principal) -> bool {
+    match s {
+        Subject::Any => true,
+        Subject::Role(r) => who.role == Some(*r),
+        Subject::Group(g) => who.groups.iter().any(|x| x == g),
+        Subject::Project(p) => {
+            who.project.as_deref() == Some(p.as_str()) || who.projects.iter().any(|x| x == p)
+        }
+        Subject::User(u) => who.user_id.as_deref() == Some(u.as_str()),
+    }
+}
+
+/// May `who` use `model` (through `route`)? `rules` are the configured and stored
+/// rules together.
+pub fn decide(
+    rules: &[Rule],
+    who: &Principal,
+    model: &str,
+    route: Option<&str>,
+) -> Result<(), Denial> {
+    if let Some(allowed) = &who.allowed_models
+        && !allowed.iter().any(|p| glob_match(p, model))
+    {
+        let key = who.key_prefix.as_deref().unwrap_or("key");
+        return Err(Denial {
+            rule: format!("key:{key}"),
+            reason: format!("this API key may only use {}", allowed.join(", ")),
+        });
+    }
+    let mut best: Option<&Rule> = None;
+    for r in rules {
+        let hits =
+            glob_match(&r.pattern, model) || route.is_some_and(|id| glob_match(&r.pattern, id));
+        if !hits || !subject_matches(&r.subject, who) {
+            continue;
+        }
+        best = match best {
+            None => Some(r),
+            Some(b) if r.priority > b.priority => Some(r),
+            Some(b)
+                if r.priority == b.priority
+                    && r.effect == Effect::Deny
+                    && b.effect == Effect::Allow =>
+            {
+                Some(r)
+            }
+            keep => keep,
+        };
+    }
+    match best {
+        Some(r) if r.effect == Effect::Deny => {
+            Err(Denial { rule: r.name.clone(), reason: r.reason.clone() })
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(name: &str, effect: Effect, pattern: &str, subject: Subject, priority: i64) -> Rule {
+        Rule {
+            name: name.into(),
+            effect,
+            pattern: pattern.into(),
+            subject,
+            reason: format!("{name} says so"),
+            priority,
+        }
+    }
+
+    fn member(groups: &[&str]) -> Principal {
+        Principal {
+            user_id: Some("u1".into()),
+            role: Some(Role::Member),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            project: Some("p1".into()),
+            ..Principal::default()
+        }
+    }
+
+    #[test]
+    fn default_is_open() {
+        assert!(decide(&[], &member(&[]), "any-model", None).is_ok());
+    }
+
+    #[test]
+    fn deny_everyone_then_allow_a_group_by_priority() {
+        let rules = vec![
+            rule("opus-closed", Effect::Deny, "claude-opus-*", Subject::Any, 0),
+            rule(
+                "opus-research",
+                Effect::Allow,
+                "claude-opus-*",
+                Subject::Group("research".into()),
+                10,
+            ),
+        ];
+        let err = decide(&rules, &member(&[]), "claude-opus-5", None).unwrap_err();
+        assert_eq!(err.to_string(), "authz denied [opus-closed]: opus-closed says so");
+        assert!(decide(&rules, &member(&["research"]), "claude-opus-5", None).is_ok());
+        assert!(decide(&rules, &member(&[]), "claude-sonnet-5", None).is_ok());
+    }
+
+    #[test]
+    fn deny_wins_a_tie_and_route_ids_match_too() {
+        let rules = vec![
+            rule("allow-all", Effect::Allow, "*", Subject::Any, 0),
+            rule("no-vertex", Effect::Deny, "vertex-route-*", Subject::Project("p1".into()), 0),
+        ];
+        assert!(decide(&rules, &member(&[]), "m", Some("vertex-route-abc123")).is_err());
+        assert!(decide(&rules, &member(&[]), "m", Some("other-route")).is_ok());
+    }
+
+    #[test]
+    fn subjects_match_roles_users_and_projects() {
+        let who = member(&[]);
+        for (s, hit) in [
+            (Subject::Role(Role::Member), true),
+            (Subject::Role(Role::Admin), false),
+            (Subject::User("u1".into()), true),
+            (Subject::User("u2".into()), false),
+            (Subject::Project("p1".into()), true),
+            (Subject::Group("g".into()), false),
+        ] {
+            let rules = [rule("r", Effect::Deny, "*", s.clone(), 0)];
+            assert_eq!(decide(&rules, &who, "m", None).is_err(), hit, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn key_allowed_models_limit_the_key() {
+        let who = Principal {
+            allowed_models: Some(vec!["gpt-*".into()]),
+            key_prefix: Some("sy-abc".into()),
+            ..member(&[])
+        };
+        assert!(decide(&[], &who, "gpt-5", None).is_ok());
+        let err = decide(&[], &who, "claude-x", None).unwrap_err();
+        assert_eq!(err.rule, "key:sy-abc");
+    }
+}
