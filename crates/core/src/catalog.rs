@@ -301,11 +301,17 @@ pub struct Catalog {
     pub routes: Vec<Route>,
     /// Access rules from the configuration file.
     pub rules: Vec<crate::access::Rule>,
+    /// Storage settings as written (paths are resolved by the binary).
+    pub storage: raw::StorageConfig,
+    pub security: raw::SecurityConfig,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,
     /// Normalised ids and aliases → index into `models`.
     lookup: HashMap<String, usize>,
+    /// The route each catalog model resolves to (first match), computed once at
+    /// compile time so a request never scans the route list for a known model.
+    model_route: Vec<Option<usize>>,
 }
 
 /// Normalise a requested model name: trim, lowercase, spaces and underscores to
@@ -903,12 +909,19 @@ impl Catalog {
             },
             reload_poll: Duration::from_secs(g.reload_poll_secs),
         };
+        let model_route = models
+            .iter()
+            .map(|m| routes.iter().position(|r| glob_match(&r.pattern, &m.id)))
+            .collect();
         Ok(Catalog {
             settings,
             providers,
             models: models.into_iter().map(Arc::new).collect(),
+            model_route,
             routes,
             rules,
+            storage: raw.storage.clone(),
+            security: raw.security.clone(),
             warnings,
             provider_index,
             lookup,
@@ -1008,8 +1021,11 @@ impl Catalog {
         if model.is_none() && !self.settings.allow_unlisted_models {
             return Err(ResolveError::NotFound(requested.to_owned()));
         }
+        let route = match self.lookup.get(&name) {
+            Some(&i) => self.model_route.get(i).copied().flatten().and_then(|r| self.routes.get(r)),
+            None => self.routes.iter().find(|r| glob_match(&r.pattern, &name)),
+        };
         let public_model = model.as_ref().map(|m| m.id.clone()).unwrap_or(name);
-        let route = self.routes.iter().find(|r| glob_match(&r.pattern, &public_model));
 
         let mut candidates = Vec::new();
         let mut descriptor = Vec::new();

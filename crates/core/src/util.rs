@@ -51,33 +51,41 @@ impl fmt::Display for Date {
 }
 
 /// Glob match: `*` matches any run (including empty), `?` one character; case-
-/// sensitive (ids are lowercased before matching).
+/// sensitive (ids are lowercased before matching). Allocation-free for ASCII input.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        return glob_units(pattern.as_bytes(), text.as_bytes());
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
+    glob_units(&p, &t)
+}
+
+fn glob_units<T: PartialEq + Copy + From<u8>>(p: &[T], t: &[T]) -> bool {
+    let (star, any) = (T::from(b'*'), T::from(b'?'));
     let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
+    let mut backtrack: Option<(usize, usize)> = None;
     while ti < t.len() {
         match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ti));
+            Some(&c) if c == star => {
+                backtrack = Some((pi, ti));
                 pi += 1;
             }
-            Some(&c) if c == '?' || c == t[ti] => {
+            Some(&c) if c == any || Some(&c) == t.get(ti) => {
                 pi += 1;
                 ti += 1;
             }
-            _ => match star {
+            _ => match backtrack {
                 Some((sp, st)) => {
                     pi = sp + 1;
                     ti = st + 1;
-                    star = Some((sp, st + 1));
+                    backtrack = Some((sp, st + 1));
                 }
                 None => return false,
             },
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p.get(pi..).is_some_and(|rest| rest.iter().all(|&c| c == star))
 }
 
 /// 64-bit FNV-1a: a small, stable hash for ids that must not change between
@@ -173,6 +181,9 @@ mod tests {
         assert!(glob_match("a*b*c", "axxbyyc"));
         assert!(!glob_match("a*b*c", "axxbyy"));
         assert!(!glob_match("claude-*", "anthropic-claude-x"));
+        assert!(glob_match("m\u{e9}-*", "m\u{e9}-x"), "non-ASCII falls back to chars");
+        assert!(!glob_match("m?", "m\u{e9}\u{e9}"));
+        assert!(glob_match("m?", "m\u{e9}"));
     }
 
     #[test]

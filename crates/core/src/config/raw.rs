@@ -21,6 +21,71 @@ pub struct RawConfig {
     /// Access rules (more can be added at runtime through the admin API).
     #[serde(default)]
     pub access_rules: Vec<RuleConfig>,
+    #[serde(default)]
+    pub storage: StorageConfig,
+    #[serde(default)]
+    pub security: SecurityConfig,
+}
+
+/// Where users, keys, rules, BYOK credentials and request records live.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// `sqlite://path` (relative paths are next to the config file; the embedded
+    /// default uses `./switchyard.db`), `postgres://…`, or `none` (no database:
+    /// static keys only, records to the log).
+    pub url: String,
+    /// Request records older than this are deleted (0 keeps them forever).
+    pub retention_days: u32,
+    /// Bounded audit queue between the request path and the database.
+    pub audit_queue: usize,
+    pub audit_batch: usize,
+    pub audit_flush_ms: u64,
+    /// Where rows go when the queue overflows or the database is down; replayed at
+    /// start. Relative to the config file.
+    pub spill_path: String,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://switchyard.db".to_owned(),
+            retention_days: 30,
+            audit_queue: 10_000,
+            audit_batch: 500,
+            audit_flush_ms: 200,
+            spill_path: "switchyard-audit-spill.jsonl".to_owned(),
+        }
+    }
+}
+
+/// Secrets the gateway reads from the environment (never from this file).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Variable holding the gateway secret that BYOK keys are encrypted under.
+    pub secret_env: String,
+    /// Variable holding the id of the current secret (for rotation; default "k1").
+    pub secret_id_env: String,
+    /// Variables holding previous secrets as `id:secret` (comma-separated), so keys
+    /// sealed under them can still be opened until `switchyard secrets rotate`.
+    pub previous_secrets_env: String,
+    /// Variable holding a bootstrap admin key (administers a fresh install).
+    pub admin_key_env: String,
+    /// How long a key lookup is cached (revocation takes effect within this).
+    pub key_cache_ms: u64,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            secret_env: "SWITCHYARD_SECRET".to_owned(),
+            secret_id_env: "SWITCHYARD_SECRET_ID".to_owned(),
+            previous_secrets_env: "SWITCHYARD_PREVIOUS_SECRETS".to_owned(),
+            admin_key_env: "SWITCHYARD_ADMIN_KEY".to_owned(),
+            key_cache_ms: 5_000,
+        }
+    }
 }
 
 /// An access rule as written. At most one subject field; none means everyone.
