@@ -525,6 +525,11 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         placement,
         commands,
         gateway_version,
+        gateway_path: gateway_bin.display().to_string(),
+        gateway_built: std::fs::metadata(&gateway_bin)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(report::utc),
         nginx_version,
         git: git_revision(),
         upstream: upstream.to_string(),

@@ -74,6 +74,9 @@ pub struct Report {
     /// (what, exact command line).
     pub commands: Vec<(String, String)>,
     pub gateway_version: Option<String>,
+    pub gateway_path: String,
+    /// The binary's modification time.
+    pub gateway_built: Option<String>,
     pub nginx_version: Option<String>,
     pub git: Option<String>,
     pub upstream: String,
@@ -262,10 +265,14 @@ impl Report {
         let _ = writeln!(s, "- placement: {}", self.placement.note);
         let _ = writeln!(
             s,
-            "- gateway: {}{}; nginx: {}",
+            "- gateway: `{}` ({}, built {}); nginx: {}; source tree in the current directory: {}",
+            self.gateway_path,
             self.gateway_version.as_deref().unwrap_or("unknown version"),
-            self.git.as_deref().map(|g| format!(" (git {g})")).unwrap_or_default(),
+            self.gateway_built.as_deref().unwrap_or("at an unknown time"),
             self.nginx_version.as_deref().unwrap_or("absent"),
+            self.git
+                .as_deref()
+                .map_or_else(|| "not a git checkout".to_owned(), |g| format!("git {g}")),
         );
         let _ = writeln!(
             s,
@@ -565,6 +572,8 @@ impl Report {
             },
             "commands": self.commands.iter().map(|(w, c)| json!({"what": w, "command": c})).collect::<Vec<_>>(),
             "gateway_version": self.gateway_version,
+            "gateway_path": self.gateway_path,
+            "gateway_built": self.gateway_built,
             "nginx_version": self.nginx_version,
             "git": self.git,
             "parameters": {
@@ -596,10 +605,12 @@ impl Report {
 
 /// `YYYY-MM-DD HH:MM UTC`, from the system clock.
 pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    utc(std::time::SystemTime::now())
+}
+
+/// `YYYY-MM-DD HH:MM UTC`.
+pub fn utc(at: std::time::SystemTime) -> String {
+    let secs = at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let rem = secs.rem_euclid(86_400);
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)

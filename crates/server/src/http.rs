@@ -11,7 +11,7 @@ use futures_util::stream;
 use switchyard_core::{Delivery, GatewayError, Inbound};
 use switchyard_protocol::{ClientFormat, ErrorKind, util};
 
-use crate::{AppState, auth, ids, limits};
+use crate::{AppState, ids, limits};
 
 pub const HEADER_PROVIDER: &str = "x-gateway-provider";
 pub const HEADER_MODEL: &str = "x-gateway-model";
@@ -83,7 +83,7 @@ async fn admit(
     let received = Instant::now();
     let snapshot = state.gateway.snapshot();
     let settings = &snapshot.catalog.settings;
-    let key_prefix = auth::check(headers, &settings.api_keys)?;
+    let caller = state.identity.authenticate(headers).await?;
     let bytes = limits::read_body(body, settings.max_body_bytes).await?;
     limits::check_depth(&bytes, settings.max_json_depth)?;
     let mut request = format
@@ -106,7 +106,7 @@ async fn admit(
         Ok(ext) => ext.switchyard.unwrap_or_default(),
         Err(e) => return Err(GatewayError::invalid("invalid_request", format!("switchyard: {e}"))),
     };
-    let project = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
+    let header_project = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
         None => None,
         Some(Ok(p)) if !p.is_empty() && p.len() <= 128 && !p.chars().any(char::is_control) => {
             Some(p.to_owned())
@@ -118,6 +118,22 @@ async fn admit(
             ));
         }
     };
+    let principal = caller.principal;
+    // Attribution: the header, else the key's bound project, else the user's
+    // primary project. A signed-in user may only name projects they belong to.
+    if let (Some(p), Some(_)) = (&header_project, &principal.user_id)
+        && principal.role != Some(switchyard_core::access::Role::Admin)
+        && principal.project.as_deref() != Some(p.as_str())
+        && !principal.projects.iter().any(|x| x == p)
+    {
+        return Err(GatewayError::new(
+            403,
+            ErrorKind::Permission,
+            "project_forbidden",
+            format!("you are not a member of project {p:?}"),
+        ));
+    }
+    let project = header_project.or_else(|| principal.project.clone());
     let forward_headers = FORWARDED
         .iter()
         .filter_map(|name| {
@@ -133,9 +149,9 @@ async fn admit(
         request,
         raw,
         forward_headers,
-        principal: switchyard_core::access::Principal { key_prefix, ..Default::default() },
+        principal,
         project,
-        byok: Vec::new(),
+        byok: caller.byok,
         hints,
     })
 }

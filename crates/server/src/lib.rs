@@ -2,8 +2,10 @@
 //! request limits, errors in the caller's own format, response headers, and
 //! graceful shutdown. Everything after parsing is `switchyard_core`'s pipeline.
 
+mod admin;
 mod auth;
 mod http;
+pub mod identity;
 mod ids;
 mod limits;
 mod models;
@@ -27,15 +29,22 @@ pub use http::{
 /// Shared by every handler.
 pub struct AppState {
     pub gateway: Arc<Gateway>,
+    pub identity: identity::Identity,
     /// False once shutdown has begun (`/readyz` answers 503).
     ready: AtomicBool,
 }
 
 impl AppState {
+    /// Static keys from the configuration only (no database).
     pub fn new(gateway: Arc<Gateway>) -> Arc<Self> {
+        let keys = gateway.snapshot().catalog.settings.api_keys.clone();
+        Self::with_identity(gateway, identity::Identity::from_keys(keys))
+    }
+
+    pub fn with_identity(gateway: Arc<Gateway>, identity: identity::Identity) -> Arc<Self> {
         // Install the metrics recorder before the first request records anything.
         let _ = prometheus::handle();
-        Arc::new(Self { gateway, ready: AtomicBool::new(true) })
+        Arc::new(Self { gateway, identity, ready: AtomicBool::new(true) })
     }
 }
 
@@ -53,6 +62,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus::render))
+        .nest("/admin", admin::router())
         .fallback(http::not_found)
         .with_state(state)
 }

@@ -12,13 +12,13 @@ use switchyard_core::util::Date;
 use switchyard_protocol::ClientFormat;
 
 use crate::http::error_response;
-use crate::{AppState, auth, ids};
+use crate::{AppState, ids};
 
 pub async fn list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let anthropic = headers.contains_key("anthropic-version");
     let snapshot = state.gateway.snapshot();
     let catalog = &snapshot.catalog;
-    if let Err(e) = auth::check(&headers, &catalog.settings.api_keys) {
+    if let Err(e) = state.identity.authenticate(&headers).await {
         let format = if anthropic { ClientFormat::Anthropic } else { ClientFormat::OpenAiChat };
         return error_response(format, &e, &ids::request_id());
     }

@@ -1,8 +1,28 @@
-//! Persistence for Switchyard. Today: request-record sinks that never block the
-//! request path (a structured log line, and an in-memory ring for tests and the
-//! admin surface). The database-backed audit store (SQLite / PostgreSQL) and the
-//! Redis-backed shared state arrive with the tenancy issue behind the same
-//! [`RecordSink`] seam.
+//! Persistence for Switchyard:
+//!
+//! * request-record sinks that never block the request path (a structured log
+//!   line, an in-memory ring for tests and the admin surface, [`Tee`]);
+//! * [`Store`] ([`db`], [`records`]): users, projects, groups, API keys, access
+//!   rules, sealed BYOK credentials and request records on SQLite (default, zero
+//!   setup) or PostgreSQL, with embedded migrations per backend
+//!   (`migrations/sqlite`, `migrations/postgres`);
+//! * [`audit`]: the batching writer that moves records from the request path into
+//!   the store ([`Store`] implements its `RecordStore`);
+//! * [`seal`]: encryption of BYOK provider keys (the store only sees sealed fields).
+//!
+//! The Redis-backed shared state arrives later.
+
+pub mod audit;
+pub mod db;
+pub mod error;
+pub mod model;
+pub mod records;
+pub mod seal;
+
+pub use db::{Backend, DbPool, Store};
+pub use error::StoreError;
+pub use model::*;
+pub use records::{DEFAULT_SLO_MS, SLO_RANGE_MS};
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

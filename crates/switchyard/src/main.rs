@@ -3,12 +3,18 @@
 //! - `switchyard serve [--config FILE] [--listen ADDR]` runs the gateway (the
 //!   embedded default configuration when no file is given).
 //! - `switchyard check [FILE]` validates a configuration and prints what it serves.
+//! - Operator subcommands (`migrate`, `users`, `projects`, `groups`, `keys`,
+//!   `rules`, `credentials`, `secrets rotate`, `logs`, `usage`) work on the same
+//!   database as the gateway: see `cli/`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+mod cli;
+mod storage;
 use switchyard_core::util::Date;
 use switchyard_core::{Catalog, ConfigSource, Gateway, LoadError};
 
@@ -38,6 +44,10 @@ enum Command {
         /// Configuration file (default: $SWITCHYARD_CONFIG, else the embedded default).
         file: Option<PathBuf>,
     },
+    /// Operator subcommands: migrate, users, projects, groups, keys, rules,
+    /// credentials, secrets, logs, usage (see cli/mod.rs).
+    #[command(flatten)]
+    Admin(cli::Admin),
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -64,6 +74,7 @@ fn main() -> ExitCode {
         log_format: LogFormat::Text,
     }) {
         Command::Check { file } => check(file),
+        Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);
             let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -96,13 +107,53 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     for w in &catalog.warnings {
         tracing::warn!("{w}");
     }
-    if catalog.settings.api_keys.is_empty() {
+    if catalog.settings.api_keys.is_empty() && storage::admin_key(&catalog.security).is_none() {
         tracing::warn!(
-            "no gateway API keys configured: any client may call this gateway (set SWITCHYARD_API_KEY or gateway.api_keys)"
+            "no gateway API keys configured: until a key exists (switchyard keys create), any client may call this gateway"
         );
     }
     let addr = listen.unwrap_or_else(|| catalog.settings.listen.clone());
-    let sink: switchyard_core::SharedSink = Arc::new(switchyard_store::LogSink);
+    let config_path = source.path.as_deref();
+    let store = match storage::database_url(&catalog.storage, config_path) {
+        Some(url) => match storage::open(&url).await {
+            Ok(s) => {
+                tracing::info!(backend = s.backend().as_str(), "database ready");
+                Some(s)
+            }
+            Err(e) => {
+                eprintln!("switchyard: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let sealer = match storage::sealer(&catalog.security) {
+        Ok(s) => s.map(Arc::new),
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if sealer.is_none() && store.is_some() {
+        tracing::info!(
+            "{} is not set: users' own provider keys (BYOK) are disabled",
+            catalog.security.secret_env
+        );
+    }
+    let admin_key = storage::admin_key(&catalog.security);
+    let (sink, audit_task): (switchyard_core::SharedSink, _) = match &store {
+        Some(s) => match storage::start_audit(s, &catalog, config_path).await {
+            Ok((writer, task)) => (Arc::new(writer), Some(task)),
+            Err(e) => {
+                eprintln!("switchyard: cannot start the audit writer: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => (Arc::new(switchyard_store::LogSink), None),
+    };
+    let static_keys = catalog.settings.api_keys.clone();
+    let key_cache = std::time::Duration::from_millis(catalog.security.key_cache_ms);
+    let retention_days = catalog.storage.retention_days;
     let gateway = match Gateway::new(catalog, sink) {
         Ok(g) => Arc::new(g),
         Err(e) => {
@@ -110,6 +161,14 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(s) = &store {
+        if let Err(e) = storage::load_rules(s, &gateway).await {
+            eprintln!("switchyard: cannot load access rules: {e}");
+            return ExitCode::FAILURE;
+        }
+        storage::spawn_retention(s.clone(), retention_days);
+        storage::spawn_rule_refresh(s.clone(), gateway.clone(), std::time::Duration::from_secs(10));
+    }
     let listener = match tokio::net::TcpListener::bind(&addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -124,8 +183,26 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         let reloader = switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll);
         spawn_sighup(reloader);
     }
-    let state = switchyard_server::AppState::new(gateway);
-    match switchyard_server::serve(listener, state, shutdown_signal()).await {
+    let identity = switchyard_server::identity::Identity::new(
+        static_keys,
+        admin_key,
+        store,
+        sealer,
+        key_cache,
+    );
+    let state = switchyard_server::AppState::with_identity(gateway, identity);
+    let served = switchyard_server::serve(listener, state, shutdown_signal()).await;
+    if let Some(task) = audit_task {
+        // Flush queued request records before exiting.
+        match tokio::time::timeout(std::time::Duration::from_secs(30), task.shutdown()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("audit flush on shutdown: {e}"),
+            Err(_) => tracing::error!(
+                "audit flush on shutdown timed out after 30 s (rows still queued are in the spill file or lost)"
+            ),
+        }
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("switchyard: server error: {e}");

@@ -86,6 +86,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         .replace("{gemini}", gemini);
     format!(
         r#"
+storage: {{ url: none }}
 gateway:
   api_keys: ["{GATEWAY_KEY}"]
   shutdown_grace_secs: 10

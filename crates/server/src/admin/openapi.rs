@@ -1,0 +1,680 @@
+//! `GET /admin/openapi.json`: an OpenAPI 3.0 description of the admin API, written
+//! by hand (the routes are few and their shapes are stable). A test in
+//! `tests/admin.rs` checks that every route is listed.
+
+use serde_json::{Map, Value, json};
+
+use super::{Admin, ApiResult, ok};
+
+pub(crate) async fn document(_: Admin) -> ApiResult {
+    ok(spec())
+}
+
+/// The whole document.
+pub(crate) fn spec() -> Value {
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Switchyard admin API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Administer users, projects, groups, gateway keys, access rules and \
+                BYOK provider keys; read usage and request records. Every route needs a key \
+                of a user with the admin role (or the bootstrap admin key). Errors use the \
+                OpenAI error shape with stable codes: invalid_request, not_found, conflict, \
+                admin_required, storage_disabled, byok_disabled, storage_unavailable. \
+                Secrets are never returned, except a new key's secret, once."
+        },
+        "servers": [{ "url": "/" }],
+        "security": [{ "bearer": [] }],
+        "paths": paths(),
+        "components": {
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A gateway key (Authorization: Bearer <key>; x-api-key works too)."
+                }
+            },
+            "responses": error_responses(),
+            "schemas": schemas(),
+        }
+    })
+}
+
+fn paths() -> Value {
+    let mut p = Map::new();
+    let mut add = |path: &str, ops: Value| {
+        p.insert(path.to_owned(), ops);
+    };
+    add(
+        "/admin/users",
+        json!({
+            "get": op("users", "List users", "Every user, by email.", vec![], None,
+                      ok_list("User"), &[]),
+            "post": op("users", "Create a user",
+                       "Creates a user and, unless project_id names an existing project, their \
+                        primary project (named after the email's local part). The user becomes \
+                        a member of it.",
+                       vec![], Some(body_ref("NewUser")),
+                       created("User"), &["400", "404", "409"]),
+        }),
+    );
+    add(
+        "/admin/users/{id}",
+        json!({
+            "get": op("users", "Get a user", "The user with their projects and group names.",
+                      vec![path_param("id", "User id (usr_…)")], None,
+                      ok_ref("UserDetail"), &["404"]),
+            "patch": op("users", "Change a user's role or disable/enable them",
+                        "Takes effect immediately on this instance (cached key lookups are \
+                         dropped). A disabled user's keys get 401.",
+                        vec![path_param("id", "User id (usr_…)")], Some(body_ref("PatchUser")),
+                        ok_ref("User"), &["400", "404"]),
+        }),
+    );
+    add(
+        "/admin/projects",
+        json!({
+            "get": op("projects", "List projects", "Every project, by name.", vec![], None,
+                      ok_list("Project"), &[]),
+            "post": op("projects", "Create a project", "", vec![], Some(body_ref("NewProject")),
+                       created("Project"), &["400", "409"]),
+        }),
+    );
+    add(
+        "/admin/projects/{id}/members",
+        json!({
+            "post": op("projects", "Add a user to a project", "Adding an existing member is fine.",
+                       vec![path_param("id", "Project id (prj_…)")], Some(body_ref("Member")),
+                       ok_ref("Membership"), &["400", "404"]),
+        }),
+    );
+    add(
+        "/admin/groups",
+        json!({
+            "get": op("groups", "List groups", "Every group, by name.", vec![], None,
+                      ok_list("Group"), &[]),
+            "post": op("groups", "Create a group", "", vec![], Some(body_ref("NewGroup")),
+                       created("Group"), &["400", "409"]),
+        }),
+    );
+    add(
+        "/admin/groups/{id}/members",
+        json!({
+            "post": op("groups", "Add a user to a group",
+                       "Group membership decides which group-subject access rules apply.",
+                       vec![path_param("id", "Group id (grp_…)")], Some(body_ref("Member")),
+                       ok_ref("Membership"), &["400", "404"]),
+        }),
+    );
+    add(
+        "/admin/keys",
+        json!({
+            "get": op("keys", "List gateway keys",
+                      "Newest first. Only the visible prefix and metadata: never a secret or a hash.",
+                      vec![query_param("user", "string", "Only this user's keys (user id).")],
+                      None, ok_list("ApiKey"), &["400"]),
+            "post": op("keys", "Create a gateway key",
+                       "Answers the key with its secret. The secret is shown once and cannot be \
+                        retrieved again (only its SHA-256 is stored).",
+                       vec![], Some(body_ref("NewKey")),
+                       created("CreatedKey"), &["400", "404"]),
+        }),
+    );
+    add(
+        "/admin/keys/{id}",
+        json!({
+            "delete": op("keys", "Revoke a gateway key",
+                         "Immediate on this instance; other instances within their key-cache TTL. \
+                          Revoking twice keeps the first time.",
+                         vec![path_param("id", "Key id (key_…)")], None,
+                         ok_ref("ApiKey"), &["404"]),
+        }),
+    );
+    add(
+        "/admin/rules",
+        json!({
+            "get": op("rules", "List access rules",
+                      "Stored rules (data, highest priority first) and, read-only, the rules from \
+                       the configuration file (config_rules).",
+                      vec![], None, ok_ref("RuleList"), &[]),
+            "post": op("rules", "Create an access rule",
+                       "Applies to the next request. Among the rules whose subject matches the \
+                        caller and whose pattern matches the model (or route) id, the highest \
+                        priority wins; on a tie deny beats allow; no match means allowed.",
+                       vec![], Some(body_ref("NewRule")),
+                       created("Rule"), &["400", "409"]),
+        }),
+    );
+    add(
+        "/admin/rules/{name_or_id}",
+        json!({
+            "delete": op("rules", "Delete an access rule", "Applies to the next request.",
+                         vec![path_param("name_or_id", "Rule id (rul_…) or name")], None,
+                         ok_ref("Deleted"), &["404"]),
+        }),
+    );
+    add(
+        "/admin/credentials",
+        json!({
+            "get": op("credentials", "List stored provider keys (BYOK)",
+                      "Fingerprints and metadata only; the keys themselves are never returned.",
+                      vec![
+                          query_param_enum("owner_kind", &["user", "project"], "With owner_id: one owner's keys."),
+                          query_param("owner_id", "string", "With owner_kind."),
+                      ],
+                      None, ok_list("CredentialInfo"), &["400"]),
+            "put": op("credentials", "Store a provider key (BYOK)",
+                      "Write-only: the key is sealed (AES-256-GCM under the gateway secret) and \
+                       replaces the owner's earlier key for the provider. Requests by the user \
+                       (or, when the user has none, in the project) to that provider use it \
+                       instead of the platform key.",
+                      vec![], Some(body_ref("PutCredential")),
+                      ok_ref("CredentialInfo"), &["400", "404", "503"]),
+        }),
+    );
+    add(
+        "/admin/credentials/{owner_kind}/{owner_id}/{provider}",
+        json!({
+            "delete": op("credentials", "Delete a stored provider key", "",
+                         vec![
+                             path_param_enum("owner_kind", &["user", "project"]),
+                             path_param("owner_id", "User or project id"),
+                             path_param("provider", "Provider name from the configuration"),
+                         ],
+                         None, ok_ref("CredentialDeleted"), &["400", "404"]),
+        }),
+    );
+    add(
+        "/admin/usage",
+        json!({
+            "get": op("records", "Usage by user, project, model or provider",
+                      "Requests, errors, token sums, cost, latency percentiles and SLO breaches \
+                       of the matching request records, the busiest group first.",
+                      vec![
+                          time_param("since", "Records at or after this time."),
+                          time_param("until", "Records before this time."),
+                          query_param_enum("by", &["user", "project", "model", "provider"], "Grouping (default model)."),
+                          query_param("slo_ms", "integer", "Latency SLO in ms (default 5000; clamped to 500..60000)."),
+                          query_param("user", "string", "Only this user id."),
+                          query_param("project", "string", "Only this project id."),
+                          query_param("model", "string", "Only this model (resolved or requested)."),
+                      ],
+                      None, ok_ref("UsageReport"), &["400"]),
+        }),
+    );
+    add(
+        "/admin/requests",
+        json!({
+            "get": op("records", "List request records", "Newest first.",
+                      vec![
+                          time_param("since", "Records at or after this time."),
+                          time_param("until", "Records before this time."),
+                          query_param("user", "string", "Only this user id."),
+                          query_param("project", "string", "Only this project id."),
+                          query_param("model", "string", "Only this model (resolved or requested)."),
+                          query_param("status", "integer", "Only this HTTP status."),
+                          query_param("limit", "integer", "Most rows (default 100, at most 1000)."),
+                      ],
+                      None, ok_list("RequestRecord"), &["400"]),
+        }),
+    );
+    add(
+        "/admin/requests/{id}",
+        json!({
+            "get": op("records", "Get one request record", "",
+                      vec![path_param("id", "Request id (the x-request-id response header)")],
+                      None, ok_ref("RequestRecord"), &["404"]),
+        }),
+    );
+    add(
+        "/admin/openapi.json",
+        json!({
+            "get": {
+                "tags": ["meta"],
+                "summary": "This document",
+                "responses": {
+                    "200": { "description": "OpenAPI 3.0 document", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "401": { "$ref": "#/components/responses/Unauthorized" },
+                    "403": { "$ref": "#/components/responses/Forbidden" },
+                }
+            }
+        }),
+    );
+    Value::Object(p)
+}
+
+/// One operation. Every operation may answer 401, 403 and 503 besides `errors`.
+fn op(
+    tag: &str,
+    summary: &str,
+    description: &str,
+    parameters: Vec<Value>,
+    body: Option<Value>,
+    success: (&str, Value),
+    errors: &[&str],
+) -> Value {
+    let mut responses = Map::new();
+    responses.insert(success.0.to_owned(), success.1);
+    for code in errors.iter().copied().chain(["401", "403", "503"]) {
+        let name = match code {
+            "400" => "BadRequest",
+            "401" => "Unauthorized",
+            "403" => "Forbidden",
+            "404" => "NotFound",
+            "409" => "Conflict",
+            _ => "Unavailable",
+        };
+        responses
+            .insert(code.to_owned(), json!({ "$ref": format!("#/components/responses/{name}") }));
+    }
+    let mut o = Map::new();
+    o.insert("tags".into(), json!([tag]));
+    o.insert("summary".into(), json!(summary));
+    if !description.is_empty() {
+        o.insert("description".into(), json!(description));
+    }
+    if !parameters.is_empty() {
+        o.insert("parameters".into(), Value::Array(parameters));
+    }
+    if let Some(b) = body {
+        o.insert("requestBody".into(), b);
+    }
+    o.insert("responses".into(), Value::Object(responses));
+    Value::Object(o)
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn body_ref(name: &str) -> Value {
+    json!({ "required": true, "content": { "application/json": { "schema": schema_ref(name) } } })
+}
+
+fn ok_ref(name: &str) -> (&'static str, Value) {
+    (
+        "200",
+        json!({ "description": "OK", "content": { "application/json": { "schema": schema_ref(name) } } }),
+    )
+}
+
+fn created(name: &str) -> (&'static str, Value) {
+    (
+        "201",
+        json!({ "description": "Created", "content": { "application/json": { "schema": schema_ref(name) } } }),
+    )
+}
+
+fn ok_list(name: &str) -> (&'static str, Value) {
+    let schema = json!({
+        "type": "object",
+        "required": ["data"],
+        "properties": { "data": { "type": "array", "items": schema_ref(name) } }
+    });
+    ("200", json!({ "description": "OK", "content": { "application/json": { "schema": schema } } }))
+}
+
+fn path_param(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "description": description, "schema": { "type": "string" } })
+}
+
+fn path_param_enum(name: &str, values: &[&str]) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string", "enum": values } })
+}
+
+fn query_param(name: &str, ty: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": ty } })
+}
+
+fn query_param_enum(name: &str, values: &[&str], description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string", "enum": values } })
+}
+
+fn time_param(name: &str, description: &str) -> Value {
+    json!({
+        "name": name, "in": "query", "required": false,
+        "description": format!("{description} Unix milliseconds (1735689600000) or a duration before now: 500ms, 90s, 15m, 1h, 7d, 2w."),
+        "schema": { "type": "string", "pattern": "^[0-9]+(ms|s|m|min|h|d|w)?$" }
+    })
+}
+
+fn error_responses() -> Value {
+    let e = |description: &str| json!({ "description": description, "content": { "application/json": { "schema": schema_ref("Error") } } });
+    json!({
+        "BadRequest": e("invalid_request: a malformed body, parameter or value"),
+        "Unauthorized": e("missing_api_key / invalid_api_key: no key, or an unknown, revoked or expired one"),
+        "Forbidden": e("admin_required: the key's user is not an admin"),
+        "NotFound": e("not_found: the target (or a referenced user, project, group) does not exist"),
+        "Conflict": e("conflict: a uniqueness rule (email, project/group/rule name)"),
+        "Unavailable": e("storage_disabled (no database), byok_disabled (no gateway secret), storage_unavailable, auth_unavailable"),
+    })
+}
+
+fn nullable(ty: &str) -> Value {
+    json!({ "type": ty, "nullable": true })
+}
+
+fn schemas() -> Value {
+    let ms = |d: &str| json!({ "type": "integer", "format": "int64", "description": format!("{d} (unix ms)") });
+    let ms_opt = |d: &str| json!({ "type": "integer", "format": "int64", "nullable": true, "description": format!("{d} (unix ms)") });
+    let role = json!({ "type": "string", "enum": ["admin", "member", "viewer"] });
+    let mut s = Map::new();
+    s.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["error"],
+            "properties": { "error": {
+                "type": "object",
+                "properties": {
+                    "message": { "type": "string" },
+                    "type": { "type": "string" },
+                    "param": nullable("string"),
+                    "code": { "type": "string", "description": "Stable machine code" }
+                }
+            }}
+        }),
+    );
+    s.insert(
+        "User".into(),
+        json!({
+            "type": "object",
+            "required": ["id", "email", "role", "disabled", "created_at"],
+            "properties": {
+                "id": { "type": "string" },
+                "email": { "type": "string", "description": "Lower-cased; unique" },
+                "name": nullable("string"),
+                "role": role,
+                "primary_project_id": nullable("string"),
+                "disabled": { "type": "boolean" },
+                "created_at": ms("Created"),
+            }
+        }),
+    );
+    s.insert("UserDetail".into(), json!({
+        "allOf": [schema_ref("User"), {
+            "type": "object",
+            "properties": {
+                "projects": { "type": "array", "items": schema_ref("Project") },
+                "groups": { "type": "array", "items": { "type": "string" }, "description": "Group names" }
+            }
+        }]
+    }));
+    s.insert("NewUser".into(), json!({
+        "type": "object",
+        "required": ["email"],
+        "additionalProperties": false,
+        "properties": {
+            "email": { "type": "string" },
+            "name": { "type": "string" },
+            "role": { "type": "string", "enum": ["admin", "member", "viewer"], "default": "member" },
+            "project_id": { "type": "string", "description": "Primary project id; default: a new project" }
+        }
+    }));
+    s.insert(
+        "PatchUser".into(),
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "minProperties": 1,
+            "properties": { "role": role, "disabled": { "type": "boolean" } }
+        }),
+    );
+    s.insert(
+        "Project".into(),
+        json!({
+            "type": "object",
+            "required": ["id", "name", "log_content", "content_cap_bytes", "created_at"],
+            "properties": {
+                "id": { "type": "string" },
+                "name": { "type": "string" },
+                "log_content": { "type": "boolean" },
+                "content_cap_bytes": { "type": "integer" },
+                "created_at": ms("Created"),
+            }
+        }),
+    );
+    s.insert(
+        "NewProject".into(),
+        json!({
+            "type": "object",
+            "required": ["name"],
+            "additionalProperties": false,
+            "properties": {
+                "name": { "type": "string" },
+                "log_content": { "type": "boolean", "default": false },
+                "content_cap_bytes": { "type": "integer", "default": 65536 }
+            }
+        }),
+    );
+    s.insert("Group".into(), json!({
+        "type": "object",
+        "required": ["id", "name", "created_at"],
+        "properties": { "id": { "type": "string" }, "name": { "type": "string" }, "created_at": ms("Created") }
+    }));
+    s.insert(
+        "NewGroup".into(),
+        json!({
+            "type": "object", "required": ["name"], "additionalProperties": false,
+            "properties": { "name": { "type": "string" } }
+        }),
+    );
+    s.insert(
+        "Member".into(),
+        json!({
+            "type": "object", "required": ["user_id"], "additionalProperties": false,
+            "properties": { "user_id": { "type": "string" } }
+        }),
+    );
+    s.insert(
+        "Membership".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "project_id": { "type": "string" },
+                "group_id": { "type": "string" },
+                "user_id": { "type": "string" }
+            }
+        }),
+    );
+    s.insert("ApiKey".into(), json!({
+        "type": "object",
+        "required": ["id", "prefix", "user_id", "created_at", "active"],
+        "properties": {
+            "id": { "type": "string" },
+            "prefix": { "type": "string", "description": "The visible start of the secret, e.g. sy-3f9a2b1c" },
+            "user_id": { "type": "string" },
+            "project_id": { "type": "string", "nullable": true, "description": "Bound project; null: the user's primary project" },
+            "label": nullable("string"),
+            "allowed_models": { "type": "array", "items": { "type": "string" }, "nullable": true, "description": "Model id globs; null: no limit" },
+            "created_at": ms("Created"),
+            "expires_at": ms_opt("Expiry"),
+            "revoked_at": ms_opt("Revocation"),
+            "last_used_at": ms_opt("Last use"),
+            "active": { "type": "boolean", "description": "Neither revoked nor expired" }
+        }
+    }));
+    s.insert("CreatedKey".into(), json!({
+        "allOf": [schema_ref("ApiKey"), {
+            "type": "object",
+            "required": ["secret"],
+            "properties": { "secret": { "type": "string", "description": "The key; shown only in this answer" } }
+        }]
+    }));
+    s.insert("NewKey".into(), json!({
+        "type": "object",
+        "required": ["user_id"],
+        "additionalProperties": false,
+        "properties": {
+            "user_id": { "type": "string" },
+            "project_id": { "type": "string", "description": "A project the user is a member of" },
+            "label": { "type": "string" },
+            "expires_at": { "type": "integer", "format": "int64", "description": "Unix ms, in the future; not with expires_in_days" },
+            "expires_in_days": { "type": "integer", "minimum": 1, "maximum": 36500 },
+            "allowed_models": { "type": "array", "minItems": 1, "items": { "type": "string" }, "description": "Model id globs the key is limited to" }
+        }
+    }));
+    s.insert("Subject".into(), json!({
+        "type": "object",
+        "required": ["kind"],
+        "description": "Who a rule applies to: {kind: any} or {kind: role|group|project|user, value}",
+        "properties": {
+            "kind": { "type": "string", "enum": ["any", "role", "group", "project", "user"] },
+            "value": { "type": "string", "description": "Role name, group name, project id or user id" }
+        }
+    }));
+    s.insert("NewRule".into(), json!({
+        "type": "object",
+        "required": ["name", "effect", "pattern", "subject", "reason"],
+        "additionalProperties": false,
+        "properties": {
+            "name": { "type": "string", "description": "Unique; shown in denials: authz denied [<name>]: <reason>" },
+            "effect": { "type": "string", "enum": ["allow", "deny"] },
+            "pattern": { "type": "string", "description": "Glob over the model id or the route id" },
+            "subject": schema_ref("Subject"),
+            "reason": { "type": "string" },
+            "priority": { "type": "integer", "format": "int64", "default": 0 }
+        }
+    }));
+    s.insert(
+        "Rule".into(),
+        json!({
+            "allOf": [schema_ref("NewRule"), {
+                "type": "object",
+                "required": ["id", "created_at"],
+                "properties": { "id": { "type": "string" }, "created_at": ms("Created") }
+            }]
+        }),
+    );
+    s.insert("RuleList".into(), json!({
+        "type": "object",
+        "properties": {
+            "data": { "type": "array", "items": schema_ref("Rule") },
+            "config_rules": { "type": "array", "items": schema_ref("NewRule"), "description": "From the configuration file (read-only here)" }
+        }
+    }));
+    s.insert(
+        "Deleted".into(),
+        json!({
+            "type": "object", "properties": { "deleted": { "type": "string" } }
+        }),
+    );
+    s.insert("PutCredential".into(), json!({
+        "type": "object",
+        "required": ["owner_kind", "owner_id", "provider", "api_key"],
+        "additionalProperties": false,
+        "properties": {
+            "owner_kind": { "type": "string", "enum": ["user", "project"] },
+            "owner_id": { "type": "string" },
+            "provider": { "type": "string", "description": "A provider name from the configuration" },
+            "api_key": { "type": "string", "writeOnly": true, "description": "Never returned" }
+        }
+    }));
+    s.insert("CredentialInfo".into(), json!({
+        "type": "object",
+        "required": ["id", "owner_kind", "owner_id", "provider", "key_id", "fingerprint"],
+        "properties": {
+            "id": { "type": "string" },
+            "owner_kind": { "type": "string", "enum": ["user", "project"] },
+            "owner_id": { "type": "string" },
+            "provider": { "type": "string" },
+            "key_id": { "type": "string", "description": "Which gateway secret sealed it" },
+            "fingerprint": { "type": "string", "description": "fp- and 8 hex digits (an HMAC, not a hash of the key)" },
+            "created_at": ms("Created"),
+            "updated_at": ms("Last replaced"),
+        }
+    }));
+    s.insert(
+        "CredentialDeleted".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "deleted": { "type": "boolean" },
+                "owner_kind": { "type": "string" },
+                "owner_id": { "type": "string" },
+                "provider": { "type": "string" }
+            }
+        }),
+    );
+    s.insert("UsageRow".into(), json!({
+        "type": "object",
+        "properties": {
+            "key": { "type": "string", "nullable": true, "description": "User id / project id / model / provider; null for records without one" },
+            "requests": { "type": "integer" },
+            "errors": { "type": "integer", "description": "Status >= 400 or an error code" },
+            "input_tokens": { "type": "integer" },
+            "output_tokens": { "type": "integer" },
+            "cache_read_tokens": { "type": "integer" },
+            "cache_write_tokens": { "type": "integer" },
+            "cost_usd": { "type": "number", "nullable": true },
+            "cost_complete": { "type": "boolean", "description": "Every record of the group has a known cost" },
+            "p50_ms": { "type": "integer" },
+            "p95_ms": { "type": "integer" },
+            "slo_breach_share": { "type": "number", "minimum": 0, "maximum": 1 }
+        }
+    }));
+    s.insert(
+        "UsageReport".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "by": { "type": "string", "enum": ["user", "project", "model", "provider"] },
+                "since_ms": nullable("integer"),
+                "until_ms": nullable("integer"),
+                "slo_ms": { "type": "integer", "description": "The SLO applied" },
+                "data": { "type": "array", "items": schema_ref("UsageRow") }
+            }
+        }),
+    );
+    s.insert("AttemptRecord".into(), json!({
+        "type": "object",
+        "properties": {
+            "deployment": { "type": "string", "description": "provider/upstream-model" },
+            "credential": { "type": "string", "nullable": true, "description": "Fingerprint of the credential used" },
+            "outcome": { "type": "string" },
+            "latency_ms": { "type": "integer" },
+            "kind": { "type": "string", "enum": ["primary", "retry", "failover"] }
+        }
+    }));
+    s.insert(
+        "RequestRecord".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string" },
+                "time_ms": ms("Arrival"),
+                "user": nullable("string"),
+                "key_prefix": nullable("string"),
+                "project": nullable("string"),
+                "client_format": { "type": "string" },
+                "requested_model": { "type": "string" },
+                "resolved_model": nullable("string"),
+                "route_id": nullable("string"),
+                "provider": nullable("string"),
+                "served_provider": nullable("string"),
+                "upstream_model": nullable("string"),
+                "descriptor": { "type": "string" },
+                "status": { "type": "integer" },
+                "error_code": nullable("string"),
+                "attempts": { "type": "array", "items": schema_ref("AttemptRecord") },
+                "ttft_ms": nullable("integer"),
+                "total_ms": { "type": "integer" },
+                "usage": {
+                    "type": "object",
+                    "properties": {
+                        "input_tokens": { "type": "integer" },
+                        "output_tokens": { "type": "integer" },
+                        "cache_read_tokens": { "type": "integer" },
+                        "cache_write_tokens": { "type": "integer" },
+                        "reasoning_tokens": { "type": "integer" }
+                    }
+                },
+                "cost_usd": nullable("number"),
+                "estimated": { "type": "boolean" },
+                "stream": { "type": "boolean" }
+            }
+        }),
+    );
+    Value::Object(s)
+}

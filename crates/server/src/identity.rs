@@ -1,0 +1,296 @@
+//! Who is calling: the gateway key presented by the client, resolved to a
+//! [`Principal`] (user, role, groups, projects, key limits) and the caller's own
+//! provider keys (BYOK, opened with the gateway secret).
+//!
+//! Keys come from three places: the bootstrap admin key (an environment variable;
+//! administers a fresh install), static keys in the configuration, and keys stored
+//! in the database (created by the CLI or the admin API; only their SHA-256 hash is
+//! stored). Database lookups are cached for a short TTL, so a revocation takes
+//! effect within seconds. Unknown, revoked and expired keys get 401 — never 400 or
+//! 500 — whether or not a database is configured. With no key configured anywhere
+//! the gateway is open (a warning is logged at start).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderMap;
+use switchyard_core::GatewayError;
+use switchyard_core::access::{Principal, Role};
+use switchyard_core::util::Secret;
+use switchyard_protocol::ErrorKind;
+use switchyard_store::db::hash_secret;
+use switchyard_store::seal::{SealedRef, Sealer};
+use switchyard_store::{OwnerKind, Store};
+
+use crate::auth;
+
+/// The result of authentication.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    pub principal: Principal,
+    /// Opened BYOK keys by provider name (user's own first, then the project's).
+    pub byok: Vec<(String, Secret)>,
+}
+
+#[derive(Clone)]
+enum Cached {
+    Known(Caller),
+    Unknown,
+}
+
+pub struct Identity {
+    static_keys: Vec<Secret>,
+    admin_key: Option<Secret>,
+    store: Option<Store>,
+    sealer: Option<Arc<Sealer>>,
+    ttl: Duration,
+    cache: Mutex<HashMap<String, (Instant, Cached)>>,
+    /// Whether any stored key exists (open mode ends with the first one), cached.
+    any_stored_key: Mutex<Option<(Instant, bool)>>,
+}
+
+impl Identity {
+    pub fn new(
+        static_keys: Vec<Secret>,
+        admin_key: Option<Secret>,
+        store: Option<Store>,
+        sealer: Option<Arc<Sealer>>,
+        ttl: Duration,
+    ) -> Self {
+        Self {
+            static_keys,
+            admin_key,
+            store,
+            sealer,
+            ttl,
+            cache: Mutex::new(HashMap::new()),
+            any_stored_key: Mutex::new(None),
+        }
+    }
+
+    /// Static keys only (no database), as the tests and `storage.url: none` use.
+    pub fn from_keys(static_keys: Vec<Secret>) -> Self {
+        Self::new(static_keys, None, None, None, Duration::from_secs(5))
+    }
+
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
+    pub fn sealer(&self) -> Option<&Arc<Sealer>> {
+        self.sealer.as_ref()
+    }
+
+    /// Forget cached lookups (after an admin change such as a revocation).
+    pub fn invalidate(&self) {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        *self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    async fn auth_required(&self) -> bool {
+        if !self.static_keys.is_empty() || self.admin_key.is_some() {
+            return true;
+        }
+        let Some(store) = &self.store else { return false };
+        if let Some(any) = self.stored_key_flag() {
+            return any;
+        }
+        // On a database error, fail closed.
+        let any = store.list_keys(None).await.map(|k| !k.is_empty()).unwrap_or(true);
+        *self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((Instant::now(), any));
+        any
+    }
+
+    /// Authenticate a request from its headers.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, GatewayError> {
+        let presented = auth::presented(headers).filter(|k| !k.is_empty());
+        let prefix =
+            presented.filter(|k| k.len() >= 16).map(|k| k.chars().take(11).collect::<String>());
+        let Some(key) = presented else {
+            if self.auth_required().await {
+                return Err(GatewayError::new(
+                    401,
+                    ErrorKind::Authentication,
+                    "missing_api_key",
+                    "no API key: send Authorization: Bearer <key>, x-api-key or x-goog-api-key",
+                ));
+            }
+            return Ok(Caller::default());
+        };
+        if let Some(admin) = &self.admin_key
+            && admin.matches(key.as_bytes())
+        {
+            let principal = Principal {
+                user_id: Some("bootstrap-admin".to_owned()),
+                role: Some(Role::Admin),
+                key_prefix: prefix,
+                ..Principal::default()
+            };
+            return Ok(Caller { principal, byok: Vec::new() });
+        }
+        let mut static_hit = false;
+        for k in &self.static_keys {
+            static_hit |= k.matches(key.as_bytes());
+        }
+        if static_hit {
+            let principal =
+                Principal { role: Some(Role::Member), key_prefix: prefix, ..Principal::default() };
+            return Ok(Caller { principal, byok: Vec::new() });
+        }
+        let Some(store) = &self.store else {
+            if self.static_keys.is_empty() && self.admin_key.is_none() {
+                return Ok(Caller::default()); // open gateway: any key is accepted
+            }
+            return Err(invalid());
+        };
+        let hash = hash_secret(key);
+        if let Some(cached) = self.cached(&hash) {
+            return match cached {
+                Cached::Known(c) => Ok(c),
+                Cached::Unknown => Err(invalid()),
+            };
+        }
+        let resolved = self.resolve(store, key).await?;
+        let entry = match &resolved {
+            Some(c) => Cached::Known(c.clone()),
+            None => Cached::Unknown,
+        };
+        self.remember(hash, entry);
+        match resolved {
+            Some(c) => Ok(c),
+            None if self.auth_required().await => Err(invalid()),
+            None => Ok(Caller::default()),
+        }
+    }
+
+    fn cached(&self, hash: &str) -> Option<Cached> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(hash).filter(|(at, _)| at.elapsed() < self.ttl).map(|(_, c)| c.clone())
+    }
+
+    fn remember(&self, hash: String, entry: Cached) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert(hash, (Instant::now(), entry));
+    }
+
+    fn stored_key_flag(&self) -> Option<bool> {
+        let flag = self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner());
+        flag.filter(|(at, _)| at.elapsed() < self.ttl).map(|(_, any)| any)
+    }
+
+    /// Look a key up in the database and build the caller.
+    async fn resolve(&self, store: &Store, key: &str) -> Result<Option<Caller>, GatewayError> {
+        let now = now_ms();
+        let Some(api_key) = store.key_by_secret(key).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
+        if !api_key.is_active(now) {
+            return Ok(None);
+        }
+        let Some(user) = store.user(&api_key.user_id).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
+        if user.disabled {
+            return Ok(None);
+        }
+        let groups = store.groups_of(&user.id).await.map_err(unavailable)?;
+        let projects: Vec<String> = store
+            .projects_of(&user.id)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        let project = api_key.project_id.clone().or(user.primary_project_id.clone());
+        let principal = Principal {
+            user_id: Some(user.id.clone()),
+            role: Some(user.role),
+            groups,
+            project: project.clone(),
+            projects,
+            key_id: Some(api_key.id.clone()),
+            key_prefix: Some(api_key.prefix.clone()),
+            allowed_models: api_key.allowed_models.clone(),
+        };
+        let byok = self.byok(store, &user.id, project.as_deref()).await?;
+        // Best effort: last-used time is informational.
+        let (store, id) = (store.clone(), api_key.id.clone());
+        tokio::spawn(async move {
+            let _ = store.touch_key(&id, now).await;
+        });
+        Ok(Some(Caller { principal, byok }))
+    }
+
+    /// The caller's own provider keys: the user's, then the project's for providers
+    /// the user has none for.
+    async fn byok(
+        &self,
+        store: &Store,
+        user: &str,
+        project: Option<&str>,
+    ) -> Result<Vec<(String, Secret)>, GatewayError> {
+        let Some(sealer) = &self.sealer else { return Ok(Vec::new()) };
+        let mut out: Vec<(String, Secret)> = Vec::new();
+        let mut owners = vec![(OwnerKind::User, user.to_owned())];
+        if let Some(p) = project {
+            owners.push((OwnerKind::Project, p.to_owned()));
+        }
+        for (kind, id) in owners {
+            let infos =
+                store.list_credentials(Some((kind, id.as_str()))).await.map_err(unavailable)?;
+            for info in infos {
+                if out.iter().any(|(p, _)| *p == info.provider) {
+                    continue;
+                }
+                let Some(row) =
+                    store.credential(kind, &id, &info.provider).await.map_err(unavailable)?
+                else {
+                    continue;
+                };
+                let sealed = SealedRef {
+                    key_id: &row.key_id,
+                    nonce: &row.nonce,
+                    ciphertext: &row.ciphertext,
+                };
+                match sealer.open(&row.id, &sealed) {
+                    Ok(plain) => out.push((row.provider.clone(), Secret::new(plain.as_str()))),
+                    Err(e) => {
+                        tracing::warn!(credential = %row.id, provider = %row.provider, "stored provider key cannot be opened: {e}")
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn invalid() -> GatewayError {
+    GatewayError::new(
+        401,
+        ErrorKind::Authentication,
+        "invalid_api_key",
+        "invalid, revoked or expired API key",
+    )
+}
+
+fn unavailable(e: switchyard_store::StoreError) -> GatewayError {
+    tracing::error!("key lookup failed: {e}");
+    GatewayError::new(
+        503,
+        ErrorKind::Overloaded,
+        "auth_unavailable",
+        "the key store is unavailable; try again",
+    )
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

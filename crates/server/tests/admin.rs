@@ -1,0 +1,748 @@
+//! The admin API, black-box through the real server: a SQLite store in a temporary
+//! file, the bootstrap admin key, a BYOK sealer, and request records written by
+//! the real audit writer into the same database. Every wait is bounded.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, WAIT, config_yaml};
+use reqwest::Method;
+use serde_json::{Value, json};
+use switchyard_core::util::Secret;
+use switchyard_core::{Catalog, ConfigSource, Gateway, SharedSink};
+use switchyard_server::AppState;
+use switchyard_server::identity::Identity;
+use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
+use switchyard_store::seal::Sealer;
+use switchyard_store::{MemorySink, Store};
+use switchyard_testkit::{FakeUpstream, Vendor};
+use tokio::sync::oneshot;
+
+const ADMIN: &str = "sy-bootstrap-admin-key-0123456789";
+const SECRET: &str = "gateway-secret-for-admin-tests-0123456789";
+const BYOK: &str = "sk-byok-alice-own-key-000111";
+const BYOK_2: &str = "sk-byok-alice-rotated-key-000222";
+const BYOK_PROJECT: &str = "sk-ant-byok-project-key-000333";
+
+/// Every admin route (OpenAPI path templates).
+const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/admin/users"),
+    ("POST", "/admin/users"),
+    ("GET", "/admin/users/{id}"),
+    ("PATCH", "/admin/users/{id}"),
+    ("GET", "/admin/projects"),
+    ("POST", "/admin/projects"),
+    ("POST", "/admin/projects/{id}/members"),
+    ("GET", "/admin/groups"),
+    ("POST", "/admin/groups"),
+    ("POST", "/admin/groups/{id}/members"),
+    ("GET", "/admin/keys"),
+    ("POST", "/admin/keys"),
+    ("DELETE", "/admin/keys/{id}"),
+    ("GET", "/admin/rules"),
+    ("POST", "/admin/rules"),
+    ("DELETE", "/admin/rules/{name_or_id}"),
+    ("GET", "/admin/credentials"),
+    ("PUT", "/admin/credentials"),
+    ("DELETE", "/admin/credentials/{owner_kind}/{owner_id}/{provider}"),
+    ("GET", "/admin/usage"),
+    ("GET", "/admin/requests"),
+    ("GET", "/admin/requests/{id}"),
+    ("GET", "/admin/openapi.json"),
+];
+
+/// A concrete path for a template (`{x}` segments filled in).
+fn concrete(template: &str) -> String {
+    template
+        .split('/')
+        .map(|seg| if seg.starts_with('{') { "x" } else { seg })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[derive(Clone, Copy)]
+struct Opts {
+    store: bool,
+    sealer: bool,
+}
+
+const FULL: Opts = Opts { store: true, sealer: true };
+
+/// An answer: status, JSON body (Null if none), the raw text, the request id.
+struct Answer {
+    status: u16,
+    json: Value,
+    text: String,
+    request_id: Option<String>,
+    cache_control: Option<String>,
+}
+
+impl Answer {
+    fn code(&self) -> &str {
+        self.json["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+struct Env {
+    base: String,
+    client: reqwest::Client,
+    openai: FakeUpstream,
+    anthropic: FakeUpstream,
+    _gemini: FakeUpstream,
+    dir: PathBuf,
+    shutdown: Option<oneshot::Sender<()>>,
+    /// Every admin answer: (may it carry a key secret, body text).
+    bodies: Mutex<Vec<(bool, String)>>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Env {
+    async fn start(opts: Opts) -> Env {
+        switchyard_core::install_crypto_provider();
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("switchyard-admin-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+
+        let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+        let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
+        let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+        let yaml = config_yaml(
+            &openai.base_url(),
+            &anthropic.base_url(),
+            &gemini.base_url(),
+            &Options::default(),
+        );
+        let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
+        let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
+
+        let store = if opts.store {
+            let url = format!("sqlite://{}", dir.join("switchyard.db").display());
+            let store = Store::connect(&url).await.unwrap();
+            store.migrate().await.unwrap();
+            Some(store)
+        } else {
+            None
+        };
+        let sink: SharedSink = match &store {
+            Some(store) => {
+                let cfg = AuditConfig {
+                    flush_every: Duration::from_millis(10),
+                    ..AuditConfig::new(dir.join("spill.jsonl"))
+                };
+                let records: Arc<dyn RecordStore> = Arc::new(store.clone());
+                // The task is detached; it ends when the writer (the gateway) goes.
+                let (writer, _task) = AuditWriter::start(records, cfg).unwrap();
+                Arc::new(writer)
+            }
+            None => Arc::new(MemorySink::new(1000)),
+        };
+        let gateway = Arc::new(Gateway::new(catalog, sink).unwrap());
+        let sealer = opts.sealer.then(|| Arc::new(Sealer::new(SECRET, "k1").unwrap()));
+        // A long cache TTL: anything that takes effect at once does so because the
+        // admin API invalidated the cache, not because an entry expired.
+        let identity = Identity::new(
+            vec![Secret::new(GATEWAY_KEY)],
+            Some(Secret::new(ADMIN)),
+            store,
+            sealer,
+            Duration::from_secs(600),
+        );
+        let state = AppState::with_identity(gateway, identity);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(switchyard_server::serve(listener, state, async move {
+            let _ = rx.await;
+        }));
+        Env {
+            base,
+            client: reqwest::Client::new(),
+            openai,
+            anthropic,
+            _gemini: gemini,
+            dir,
+            shutdown: Some(tx),
+            bodies: Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn call(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Answer {
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b.to_string());
+        }
+        let resp = tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap();
+        let status = resp.status().as_u16();
+        let request_id =
+            resp.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let cache_control =
+            resp.headers().get("cache-control").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let text = resp.text().await.unwrap();
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if path.starts_with("/admin") {
+            let may_hold_secret = path == "/admin/keys" && status == 201;
+            self.bodies.lock().unwrap().push((may_hold_secret, text.clone()));
+        }
+        Answer { status, json, text, request_id, cache_control }
+    }
+
+    /// An admin call with the bootstrap admin key.
+    async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call(Some(ADMIN), method, path, body.as_ref()).await
+    }
+
+    /// An admin call that must answer `status`; its JSON.
+    async fn expect(&self, status: u16, method: &str, path: &str, body: Option<Value>) -> Value {
+        let a = self.admin(method, path, body).await;
+        assert_eq!(a.status, status, "{method} {path}: {}", a.text);
+        a.json
+    }
+
+    async fn chat(&self, key: &str, model: &str) -> Answer {
+        let body = json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
+        self.call(Some(key), "POST", "/v1/chat/completions", Some(&body)).await
+    }
+
+    /// A user with a key: (user id, primary project id, key secret, key id).
+    async fn user_with_key(&self, email: &str, extra: Value) -> (String, String, String, String) {
+        let user = self.expect(201, "POST", "/admin/users", Some(json!({"email": email}))).await;
+        let uid = user["id"].as_str().unwrap().to_owned();
+        let project = user["primary_project_id"].as_str().unwrap().to_owned();
+        let mut body = json!({"user_id": uid});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let key = self.expect(201, "POST", "/admin/keys", Some(body)).await;
+        let secret = key["secret"].as_str().unwrap().to_owned();
+        let kid = key["id"].as_str().unwrap().to_owned();
+        (uid, project, secret, kid)
+    }
+
+    /// Polls `GET /admin/requests?<query>` until it lists at least `n` records.
+    async fn records(&self, query: &str, n: usize) -> Vec<Value> {
+        let path = format!("/admin/requests?{query}");
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let a = self.admin("GET", &path, None).await;
+                assert_eq!(a.status, 200, "{path}: {}", a.text);
+                let rows = a.json["data"].as_array().unwrap().clone();
+                if rows.len() >= n {
+                    return rows;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{path}: fewer than {n} records within {WAIT:?}"))
+    }
+
+    /// No admin answer so far holds any of `secrets` (a new key's own answer may
+    /// hold that key's secret, and only that).
+    fn assert_no_leak(&self, secrets: &[&str]) {
+        let bodies = self.bodies.lock().unwrap();
+        assert!(!bodies.is_empty());
+        for (may_hold_key, body) in bodies.iter() {
+            for s in secrets {
+                let allowed = *may_hold_key && s.starts_with("sy-");
+                assert!(allowed || !body.contains(s), "an admin answer leaks {s:?}: {body}");
+            }
+            for field in ["\"hash\"", "\"ciphertext\"", "\"nonce\"", "\"api_key\""] {
+                assert!(!body.contains(field), "an admin answer has {field}: {body}");
+            }
+        }
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn every_admin_route_needs_an_admin_key() {
+    let env = Env::start(FULL).await;
+    let (_, _, member_key, _) = env.user_with_key("member@example.com", json!({})).await;
+    for (method, template) in ROUTES {
+        let path = concrete(template);
+        let body = json!({});
+        let none = env.call(None, method, &path, Some(&body)).await;
+        assert_eq!((none.status, none.code()), (401, "missing_api_key"), "{method} {path}");
+        assert!(none.json["error"]["message"].is_string(), "OpenAI error shape: {}", none.text);
+        let bad =
+            env.call(Some("sy-not-a-real-key-000000000000"), method, &path, Some(&body)).await;
+        assert_eq!((bad.status, bad.code()), (401, "invalid_api_key"), "{method} {path}");
+        for key in [GATEWAY_KEY, member_key.as_str()] {
+            let a = env.call(Some(key), method, &path, Some(&body)).await;
+            assert_eq!(
+                (a.status, a.code()),
+                (403, "admin_required"),
+                "{method} {path}: {}",
+                a.text
+            );
+            assert_eq!(a.json["error"]["type"], "permission_error");
+        }
+    }
+    // The admin gets through (and past auth, a missing target is a 404).
+    env.expect(200, "GET", "/admin/users", None).await;
+    let missing = env.admin("GET", "/admin/users/usr_missing", None).await;
+    assert_eq!((missing.status, missing.code()), (404, "not_found"));
+    let unknown = env.admin("GET", "/admin/nothing-here", None).await;
+    assert_eq!((unknown.status, unknown.code()), (404, "not_found"));
+    assert_eq!(env.openai.request_count() + env.anthropic.request_count(), 0);
+}
+
+#[tokio::test]
+async fn without_a_database_or_a_secret_the_api_says_so() {
+    let env = Env::start(Opts { store: false, sealer: false }).await;
+    for (method, template) in ROUTES.iter().filter(|(_, p)| !p.ends_with("openapi.json")) {
+        let a = env.admin(method, &concrete(template), Some(json!({}))).await;
+        assert_eq!((a.status, a.code()), (503, "storage_disabled"), "{method} {template}");
+    }
+    // Authentication still comes first.
+    let member = env.call(Some(GATEWAY_KEY), "GET", "/admin/users", None).await;
+    assert_eq!(member.status, 403);
+    env.expect(200, "GET", "/admin/openapi.json", None).await;
+    drop(env);
+
+    let env = Env::start(Opts { store: true, sealer: false }).await;
+    let user = env.expect(201, "POST", "/admin/users", Some(json!({"email": "a@b.c"}))).await;
+    let body =
+        json!({"owner_kind": "user", "owner_id": id(&user), "provider": "openai", "api_key": BYOK});
+    let a = env.admin("PUT", "/admin/credentials", Some(body)).await;
+    assert_eq!((a.status, a.code()), (503, "byok_disabled"), "{}", a.text);
+    env.assert_no_leak(&[BYOK]);
+}
+
+#[tokio::test]
+async fn users_projects_and_keys() {
+    let env = Env::start(FULL).await;
+    // Users.
+    let alice = env
+        .expect(
+            201,
+            "POST",
+            "/admin/users",
+            Some(json!({"email": "Alice@Example.com", "name": "Alice"})),
+        )
+        .await;
+    let uid = id(&alice);
+    assert_eq!(alice["email"], "alice@example.com");
+    assert_eq!(alice["role"], "member");
+    assert_eq!(alice["disabled"], false);
+    let primary = alice["primary_project_id"].as_str().unwrap().to_owned();
+    let dup = env.admin("POST", "/admin/users", Some(json!({"email": "alice@example.com"}))).await;
+    assert_eq!((dup.status, dup.code()), (409, "conflict"));
+    for bad in [
+        json!({"name": "no email"}),
+        json!({"email": "x@y.z", "colour": "red"}),
+        json!({"email": "nope"}),
+    ] {
+        let a = env.admin("POST", "/admin/users", Some(bad.clone())).await;
+        assert_eq!((a.status, a.code()), (400, "invalid_request"), "{bad}: {}", a.text);
+    }
+    let listed = env.expect(200, "GET", "/admin/users", None).await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["data"][0]["id"], uid.as_str());
+
+    // Projects and membership.
+    let research =
+        env.expect(201, "POST", "/admin/projects", Some(json!({"name": "research"}))).await;
+    let pid = id(&research);
+    let dup = env.admin("POST", "/admin/projects", Some(json!({"name": "research"}))).await;
+    assert_eq!((dup.status, dup.code()), (409, "conflict"));
+    let other = env.expect(201, "POST", "/admin/projects", Some(json!({"name": "other"}))).await;
+    let projects = env.expect(200, "GET", "/admin/projects", None).await;
+    assert_eq!(projects["data"].as_array().unwrap().len(), 3, "{projects}");
+    let member = json!({"user_id": uid});
+    env.expect(200, "POST", &format!("/admin/projects/{pid}/members"), Some(member.clone())).await;
+    let a = env.admin("POST", "/admin/projects/prj_missing/members", Some(member.clone())).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let a = env
+        .admin("POST", &format!("/admin/projects/{pid}/members"), Some(json!({"user_id": "usr_x"})))
+        .await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let detail = env.expect(200, "GET", &format!("/admin/users/{uid}"), None).await;
+    let mut names: Vec<&str> = detail["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["alice", "research"]);
+
+    // Keys: bound to a project the user is in, never to one they are not.
+    let a = env
+        .admin("POST", "/admin/keys", Some(json!({"user_id": uid, "project_id": id(&other)})))
+        .await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"), "{}", a.text);
+    let a = env.admin("POST", "/admin/keys", Some(json!({"user_id": "usr_missing"}))).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let a = env
+        .admin(
+            "POST",
+            "/admin/keys",
+            Some(json!({"user_id": uid, "expires_at": 1, "expires_in_days": 1})),
+        )
+        .await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+    let body = json!({"user_id": uid, "project_id": pid, "label": "laptop", "expires_in_days": 30});
+    let created = env.admin("POST", "/admin/keys", Some(body)).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    // The one answer with a secret must not be cached anywhere.
+    assert_eq!(created.cache_control.as_deref(), Some("no-store"));
+    let key = created.json;
+    let secret = key["secret"].as_str().unwrap().to_owned();
+    let kid = id(&key);
+    assert!(secret.starts_with("sy-") && secret.len() > 20, "{secret}");
+    assert_eq!(key["prefix"].as_str().unwrap(), &secret[..11]);
+    assert_eq!(key["active"], true);
+    let expires = key["expires_at"].as_i64().unwrap() - key["created_at"].as_i64().unwrap();
+    assert!((expires - 30 * 86_400_000).abs() < 60_000, "{expires}");
+    let keys = env.admin("GET", &format!("/admin/keys?user={uid}"), None).await;
+    assert_eq!(keys.status, 200);
+    assert_eq!(keys.json["data"].as_array().unwrap().len(), 1);
+    assert_eq!(keys.json["data"][0]["id"], kid.as_str());
+    assert!(keys.json["data"][0].get("secret").is_none(), "{}", keys.text);
+    assert!(!keys.text.contains(&secret));
+    let none = env.expect(200, "GET", "/admin/keys?user=usr_nobody", None).await;
+    assert_eq!(none["data"], json!([]));
+
+    // The key works, and its requests are attributed to the user and project.
+    let ok = env.chat(&secret, "mock").await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+    let rid = ok.request_id.clone().unwrap();
+    let rows = env.records(&format!("user={uid}"), 1).await;
+    assert_eq!(rows[0]["id"], rid.as_str());
+    assert_eq!(rows[0]["user"], uid.as_str());
+    assert_eq!(rows[0]["project"], pid.as_str());
+    assert_eq!(rows[0]["key_prefix"], &secret[..11]);
+
+    // Disabling the user, and changing their role, take effect at once.
+    let patched = env
+        .expect(200, "PATCH", &format!("/admin/users/{uid}"), Some(json!({"disabled": true})))
+        .await;
+    assert_eq!(patched["disabled"], true);
+    assert_eq!(env.chat(&secret, "mock").await.status, 401);
+    env.expect(200, "PATCH", &format!("/admin/users/{uid}"), Some(json!({"disabled": false})))
+        .await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    assert_eq!(env.call(Some(&secret), "GET", "/admin/users", None).await.status, 403);
+    let patched = env
+        .expect(200, "PATCH", &format!("/admin/users/{uid}"), Some(json!({"role": "admin"})))
+        .await;
+    assert_eq!(patched["role"], "admin");
+    assert_eq!(env.call(Some(&secret), "GET", "/admin/users", None).await.status, 200);
+    env.expect(200, "PATCH", &format!("/admin/users/{uid}"), Some(json!({"role": "viewer"}))).await;
+    assert_eq!(env.call(Some(&secret), "GET", "/admin/users", None).await.status, 403);
+    let a = env.admin("PATCH", &format!("/admin/users/{uid}"), Some(json!({}))).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+    let a = env.admin("PATCH", "/admin/users/usr_missing", Some(json!({"disabled": true}))).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+
+    // Revocation is immediate.
+    let revoked = env.expect(200, "DELETE", &format!("/admin/keys/{kid}"), None).await;
+    assert_eq!(revoked["active"], false);
+    assert!(revoked["revoked_at"].as_i64().is_some());
+    let refused = env.chat(&secret, "mock").await;
+    assert_eq!((refused.status, refused.code()), (401, "invalid_api_key"), "{}", refused.text);
+    let a = env.admin("DELETE", "/admin/keys/key_missing", None).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let keys = env.expect(200, "GET", "/admin/keys", None).await;
+    assert_eq!(keys["data"][0]["active"], false);
+
+    env.assert_no_leak(&[&secret, ADMIN]);
+    let _ = primary;
+}
+
+#[tokio::test]
+async fn a_key_limited_to_some_models_refuses_others() {
+    let env = Env::start(FULL).await;
+    let (_, _, secret, _) =
+        env.user_with_key("limited@example.com", json!({"allowed_models": ["mock*"]})).await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    let denied = env.chat(&secret, "m-openai").await;
+    assert_eq!((denied.status, denied.code()), (403, "authz_denied"), "{}", denied.text);
+    assert_eq!(env.openai.request_count(), 0);
+    let (_, _, open, _) = env.user_with_key("open@example.com", json!({})).await;
+    assert_eq!(env.chat(&open, "m-openai").await.status, 200);
+    let a =
+        env.admin("POST", "/admin/keys", Some(json!({"user_id": "x", "allowed_models": []}))).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+}
+
+#[tokio::test]
+async fn stored_rules_apply_to_the_next_request() {
+    let env = Env::start(FULL).await;
+    let (uid, _, secret, _) = env.user_with_key("rules@example.com", json!({})).await;
+    let (_, _, bystander, _) = env.user_with_key("bystander@example.com", json!({})).await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+
+    let rule = json!({
+        "name": "no-mock", "effect": "deny", "pattern": "mock*",
+        "subject": {"kind": "any"}, "reason": "mock is closed",
+    });
+    let created = env.expect(201, "POST", "/admin/rules", Some(rule.clone())).await;
+    assert!(created["id"].as_str().unwrap().starts_with("rul_"));
+    let denied = env.chat(&secret, "mock").await;
+    assert_eq!(denied.status, 403, "{}", denied.text);
+    assert_eq!(denied.code(), "authz_denied");
+    assert_eq!(denied.json["error"]["message"], "authz denied [no-mock]: mock is closed");
+    let listed = env.expect(200, "GET", "/admin/rules", None).await;
+    assert_eq!(listed["data"][0]["name"], "no-mock");
+    let dup = env.admin("POST", "/admin/rules", Some(rule)).await;
+    assert_eq!((dup.status, dup.code()), (409, "conflict"));
+    let bad = env.admin("POST", "/admin/rules", Some(json!({"name": "half"}))).await;
+    assert_eq!((bad.status, bad.code()), (400, "invalid_request"));
+    let misspelt = json!({
+        "name": "typo", "effect": "deny", "pattern": "*",
+        "subject": {"kind": "any"}, "reason": "r", "priorty": 5,
+    });
+    let bad = env.admin("POST", "/admin/rules", Some(misspelt)).await;
+    assert_eq!((bad.status, bad.code()), (400, "invalid_request"), "{}", bad.text);
+    env.expect(200, "DELETE", "/admin/rules/no-mock", None).await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    let gone = env.admin("DELETE", "/admin/rules/no-mock", None).await;
+    assert_eq!((gone.status, gone.code()), (404, "not_found"));
+
+    // A rule for a group applies once the user joins it.
+    let group = env.expect(201, "POST", "/admin/groups", Some(json!({"name": "blocked"}))).await;
+    let dup = env.admin("POST", "/admin/groups", Some(json!({"name": "blocked"}))).await;
+    assert_eq!((dup.status, dup.code()), (409, "conflict"));
+    let groups = env.expect(200, "GET", "/admin/groups", None).await;
+    assert_eq!(groups["data"][0]["name"], "blocked");
+    let rule = json!({
+        "name": "blocked-group", "effect": "deny", "pattern": "*",
+        "subject": {"kind": "group", "value": "blocked"}, "reason": "on the list", "priority": 5,
+    });
+    let created = env.expect(201, "POST", "/admin/rules", Some(rule)).await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    let gid = id(&group);
+    env.expect(200, "POST", &format!("/admin/groups/{gid}/members"), Some(json!({"user_id": uid})))
+        .await;
+    let a =
+        env.admin("POST", "/admin/groups/grp_missing/members", Some(json!({"user_id": uid}))).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let denied = env.chat(&secret, "mock").await;
+    assert_eq!(denied.json["error"]["message"], "authz denied [blocked-group]: on the list");
+    assert_eq!(env.chat(&bystander, "mock").await.status, 200);
+    let detail = env.expect(200, "GET", &format!("/admin/users/{uid}"), None).await;
+    assert_eq!(detail["groups"], json!(["blocked"]));
+    // Deleting by id works too.
+    env.expect(200, "DELETE", &format!("/admin/rules/{}", id(&created)), None).await;
+    assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    let listed = env.expect(200, "GET", "/admin/rules", None).await;
+    assert_eq!(listed["data"], json!([]));
+}
+
+#[tokio::test]
+async fn provider_keys_are_write_only_and_used_upstream() {
+    let env = Env::start(FULL).await;
+    let (uid, project, secret, _) = env.user_with_key("byok@example.com", json!({})).await;
+    let (_, _, plain, _) = env.user_with_key("plain@example.com", json!({})).await;
+    let put = |api_key: &str| json!({"owner_kind": "user", "owner_id": uid, "provider": "openai", "api_key": api_key});
+
+    let info = env.expect(200, "PUT", "/admin/credentials", Some(put(BYOK))).await;
+    assert!(info["fingerprint"].as_str().unwrap().starts_with("fp-"), "{info}");
+    assert_eq!(info["key_id"], "k1");
+    assert_eq!(info["provider"], "openai");
+    assert_eq!(info["owner_kind"], "user");
+    assert_eq!(info["owner_id"], uid.as_str());
+
+    let auth_of_last = |fake: &FakeUpstream, header: &str| {
+        fake.received().last().unwrap().header(header).unwrap().to_owned()
+    };
+    assert_eq!(env.chat(&secret, "m-openai").await.status, 200);
+    assert_eq!(auth_of_last(&env.openai, "authorization"), format!("Bearer {BYOK}"));
+    assert_eq!(env.chat(&plain, "m-openai").await.status, 200);
+    assert_eq!(auth_of_last(&env.openai, "authorization"), format!("Bearer {OPENAI_KEY}"));
+
+    let listed = env
+        .expect(200, "GET", &format!("/admin/credentials?owner_kind=user&owner_id={uid}"), None)
+        .await;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["data"][0]["fingerprint"], info["fingerprint"]);
+    let all = env.expect(200, "GET", "/admin/credentials", None).await;
+    assert_eq!(all["data"].as_array().unwrap().len(), 1);
+    let a = env.admin("GET", "/admin/credentials?owner_kind=user", None).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+
+    // Refusals.
+    let mut bad = put(BYOK);
+    bad["provider"] = json!("no-such-provider");
+    assert_eq!(env.admin("PUT", "/admin/credentials", Some(bad)).await.status, 400);
+    let mut bad = put(BYOK);
+    bad["owner_id"] = json!("usr_missing");
+    assert_eq!(env.admin("PUT", "/admin/credentials", Some(bad)).await.status, 404);
+    let mut bad = put(BYOK);
+    bad["owner_kind"] = json!("team");
+    let a = env.admin("PUT", "/admin/credentials", Some(bad)).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+    let a = env.admin("PUT", "/admin/credentials", Some(put(""))).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+
+    // Replacing the key takes effect at once.
+    let replaced = env.expect(200, "PUT", "/admin/credentials", Some(put(BYOK_2))).await;
+    assert_ne!(replaced["fingerprint"], info["fingerprint"]);
+    assert_eq!(env.chat(&secret, "m-openai").await.status, 200);
+    assert_eq!(auth_of_last(&env.openai, "authorization"), format!("Bearer {BYOK_2}"));
+
+    // A project's key serves its members for providers they have no key for.
+    let body = json!({"owner_kind": "project", "owner_id": project, "provider": "anthropic", "api_key": BYOK_PROJECT});
+    env.expect(200, "PUT", "/admin/credentials", Some(body)).await;
+    assert_eq!(env.chat(&secret, "m-anthropic").await.status, 200);
+    assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), BYOK_PROJECT);
+    assert_eq!(env.chat(&plain, "m-anthropic").await.status, 200);
+    assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), ANTHROPIC_KEY);
+
+    // Deleting it brings the platform key back.
+    let path = format!("/admin/credentials/user/{uid}/openai");
+    env.expect(200, "DELETE", &path, None).await;
+    assert_eq!(env.chat(&secret, "m-openai").await.status, 200);
+    assert_eq!(auth_of_last(&env.openai, "authorization"), format!("Bearer {OPENAI_KEY}"));
+    let a = env.admin("DELETE", &path, None).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    let a = env.admin("DELETE", &format!("/admin/credentials/team/{uid}/openai"), None).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"));
+
+    // The records name credentials by fingerprint only.
+    let rows = env.records(&format!("user={uid}"), 4).await;
+    assert!(rows.iter().all(|r| r["user"] == uid.as_str()));
+    env.assert_no_leak(&[BYOK, BYOK_2, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY, &secret, &plain]);
+}
+
+#[tokio::test]
+async fn usage_and_requests_report_what_was_served() {
+    let env = Env::start(FULL).await;
+    let (a_uid, a_project, a_key, _) = env.user_with_key("ann@example.com", json!({})).await;
+    let (b_uid, _, b_key, _) = env.user_with_key("bob@example.com", json!({})).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = env.chat(&a_key, "mock").await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        ids.push(r.request_id.unwrap());
+    }
+    assert_eq!(env.chat(&b_key, "m-openai").await.status, 200);
+
+    let a_rows = env.records(&format!("user={a_uid}"), 3).await;
+    assert_eq!(a_rows.len(), 3);
+    for r in &a_rows {
+        assert!(ids.contains(&r["id"].as_str().unwrap().to_owned()));
+        assert_eq!(r["status"], 200);
+        assert_eq!(r["project"], a_project.as_str());
+        assert_eq!(r["requested_model"], "mock");
+    }
+    let b_rows = env.records(&format!("user={b_uid}"), 1).await;
+    assert_eq!(b_rows[0]["served_provider"], "openai");
+    assert_eq!(env.records("since=1h&status=200", 4).await.len(), 4);
+    assert_eq!(env.records(&format!("user={a_uid}&limit=2"), 2).await.len(), 2);
+    assert_eq!(env.records("model=m-openai", 1).await.len(), 1);
+    let future = env.expect(200, "GET", "/admin/requests?until=1h", None).await;
+    assert_eq!(future["data"], json!([]));
+    let one = env.expect(200, "GET", &format!("/admin/requests/{}", ids[0]), None).await;
+    assert_eq!(one["id"], ids[0].as_str());
+    assert_eq!(one["user"], a_uid.as_str());
+    let missing = env.admin("GET", "/admin/requests/req_missing", None).await;
+    assert_eq!((missing.status, missing.code()), (404, "not_found"));
+
+    let by_user = env.expect(200, "GET", "/admin/usage?since=1h&by=user", None).await;
+    assert_eq!(by_user["by"], "user");
+    let rows = by_user["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{by_user}");
+    assert_eq!(rows[0]["key"], a_uid.as_str());
+    assert_eq!(rows[0]["requests"], 3);
+    assert_eq!(rows[0]["errors"], 0);
+    assert_eq!(rows[1]["key"], b_uid.as_str());
+    assert_eq!(rows[1]["requests"], 1);
+    let by_provider = env.expect(200, "GET", "/admin/usage?by=provider&slo_ms=1", None).await;
+    assert_eq!(by_provider["slo_ms"], 500);
+    let providers: Vec<(&str, u64)> = by_provider["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["key"].as_str().unwrap(), r["requests"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(providers, [("mock", 3), ("openai", 1)]);
+    let only_b = env.expect(200, "GET", &format!("/admin/usage?user={b_uid}&by=model"), None).await;
+    assert_eq!(only_b["data"].as_array().unwrap().len(), 1);
+    assert_eq!(only_b["data"][0]["key"], "m-openai");
+    let since_ms = env
+        .expect(200, "GET", &format!("/admin/usage?since={}", 4_102_444_800_000_i64), None)
+        .await;
+    assert_eq!(since_ms["data"], json!([]));
+
+    for bad in [
+        "/admin/usage?since=yesterday",
+        "/admin/usage?by=colour",
+        "/admin/usage?since=1h&until=2h",
+        "/admin/usage?colour=red",
+        "/admin/requests?limit=0",
+        "/admin/requests?status=abc",
+    ] {
+        let a = env.admin("GET", bad, None).await;
+        assert_eq!((a.status, a.code()), (400, "invalid_request"), "{bad}: {}", a.text);
+    }
+    env.assert_no_leak(&[&a_key, &b_key, OPENAI_KEY]);
+}
+
+#[tokio::test]
+async fn openapi_describes_every_route() {
+    let env = Env::start(FULL).await;
+    let doc = env.expect(200, "GET", "/admin/openapi.json", None).await;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
+    let paths = doc["paths"].as_object().unwrap();
+    for (method, path) in ROUTES {
+        let op =
+            &paths.get(*path).unwrap_or_else(|| panic!("{path} missing"))[method.to_lowercase()];
+        assert!(op.is_object(), "{method} {path} missing");
+        assert!(op["responses"].is_object(), "{method} {path}: no responses");
+        if ["POST", "PUT", "PATCH"].contains(method) && !path.ends_with("openapi.json") {
+            assert!(op["requestBody"].is_object(), "{method} {path}: no request body");
+        }
+        for param in path.split('/').filter(|s| s.starts_with('{')) {
+            let name = param.trim_matches(|c| c == '{' || c == '}');
+            let params = op["parameters"].as_array().unwrap();
+            assert!(
+                params.iter().any(|p| p["name"] == name && p["in"] == "path"),
+                "{path}: {name}"
+            );
+        }
+    }
+    assert_eq!(
+        paths.len(),
+        ROUTES.iter().map(|(_, p)| p).collect::<std::collections::HashSet<_>>().len()
+    );
+    // Every $ref resolves.
+    let text = doc.to_string();
+    for part in text.split("\"$ref\":\"#/components/").skip(1) {
+        let target = &part[..part.find('"').unwrap()];
+        let (section, name) = target.split_once('/').unwrap();
+        assert!(doc["components"][section][name].is_object(), "dangling $ref {target}");
+    }
+    let key = &doc["components"]["schemas"]["ApiKey"]["properties"];
+    assert!(key["prefix"].is_object() && key.get("hash").is_none() && key.get("secret").is_none());
+    assert!(doc["components"]["schemas"]["CreatedKey"].to_string().contains("secret"));
+}

@@ -1,0 +1,1051 @@
+//! The request-record writer: takes records off the request path and writes them
+//! to a [`RecordStore`] in batches.
+//!
+//! ```text
+//!  request path ── record() ──try_send──► bounded queue ──► batching task ──► RecordStore
+//!                     │ queue full / closed                     │ insert failed (after retries)
+//!                     └────────────► spill thread ◄─────────────┘
+//!                                    (JSON lines, appended to spill_path)
+//! ```
+//!
+//! * [`AuditWriter::record`] never waits: it is a `try_send` on a bounded queue.
+//!   When the queue is full (the store is slower than the traffic) or closed (after
+//!   shutdown), the row is handed to a dedicated spill thread over an unbounded
+//!   channel, which appends it to the spill file. The caller does no disk IO.
+//! * The batching task collects up to `batch` rows, or what arrived within
+//!   `flush_every` of the first, and inserts them in one call. A failed insert is
+//!   retried `retries` times with doubling backoff, then the batch is spilled.
+//! * [`AuditTask::shutdown`] closes the queue, writes what is in it, and syncs the
+//!   spill file. Rows recorded afterwards still go to the spill file.
+//! * At startup, before [`AuditWriter::start`], [`AuditWriter::replay_spill`]
+//!   inserts the spilled rows and truncates the file.
+//!
+//! Every row ends up inserted or in the spill file; the only exceptions are counted
+//! in `gateway_audit_lost_total` and logged (the spill file cannot be written, or a
+//! hard crash while rows are still queued in memory).
+//!
+//! Metrics: `gateway_audit_written_total`, `gateway_audit_dropped_to_spill_total`
+//! (label `reason`: `queue_full`, `closed`, `insert_failed`),
+//! `gateway_audit_insert_failures_total` (failed insert calls, retries included),
+//! `gateway_audit_lost_total`, `gateway_audit_replayed_total`,
+//! `gateway_audit_spill_corrupt_total`.
+
+use std::fs::{File, OpenOptions};
+use std::future::Future;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use switchyard_core::record::{RecordSink, RequestRecord};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+/// Where batches of records are written (the database store implements this).
+///
+/// An implementation should make `insert_batch` idempotent on the record id
+/// (e.g. `ON CONFLICT (id) DO NOTHING`): a batch whose commit succeeded but whose
+/// reply was lost is retried, and a crash during replay replays rows again.
+pub trait RecordStore: Send + Sync + 'static {
+    fn insert_batch<'a>(
+        &'a self,
+        batch: &'a [RequestRecord],
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+/// Tuning for the [`AuditWriter`]. [`AuditConfig::new`] gives the defaults.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    /// Capacity of the queue between the request path and the batching task.
+    pub queue: usize,
+    /// Most rows per insert.
+    pub batch: usize,
+    /// Longest a row waits in a partial batch.
+    pub flush_every: Duration,
+    /// JSON-lines file for rows that could not be queued or inserted.
+    pub spill_path: PathBuf,
+    /// Retries of a failed insert before its batch is spilled.
+    pub retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub retry_backoff: Duration,
+}
+
+impl AuditConfig {
+    /// Queue 10,000, batches of 500, flushed every 200 ms, 2 retries from 100 ms.
+    pub fn new(spill_path: impl Into<PathBuf>) -> Self {
+        Self {
+            queue: 10_000,
+            batch: 500,
+            flush_every: Duration::from_millis(200),
+            spill_path: spill_path.into(),
+            retries: 2,
+            retry_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Counts since [`AuditWriter::start`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditStats {
+    /// Rows inserted into the store.
+    pub written: u64,
+    /// Rows appended to the spill file.
+    pub spilled: u64,
+    /// Rows that could be neither inserted nor spilled.
+    pub lost: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    written: AtomicU64,
+    spilled: AtomicU64,
+    lost: AtomicU64,
+}
+
+impl Counters {
+    fn lose(&self, rows: u64, why: &str) {
+        self.lost.fetch_add(rows, Ordering::Relaxed);
+        metrics::counter!("gateway_audit_lost_total").increment(rows);
+        tracing::error!(target: "switchyard::audit", rows, why, "request records lost");
+    }
+}
+
+enum SpillMsg {
+    Row(Box<RequestRecord>),
+    Batch(Vec<RequestRecord>),
+    /// Write everything received so far, fsync, and answer.
+    Sync(oneshot::Sender<Result<(), String>>),
+}
+
+/// Hands rows to the spill thread; never blocks.
+#[derive(Clone)]
+struct Spill {
+    tx: std::sync::mpsc::Sender<SpillMsg>,
+    counters: Arc<Counters>,
+}
+
+impl Spill {
+    fn rows(&self, msg: SpillMsg, rows: u64, reason: &'static str) {
+        metrics::counter!("gateway_audit_dropped_to_spill_total", "reason" => reason)
+            .increment(rows);
+        if self.tx.send(msg).is_err() {
+            self.counters.lose(rows, "spill thread is gone");
+        }
+    }
+}
+
+/// The request path's end: a [`RecordSink`] that queues records for the
+/// batching task. Share it as `Arc<AuditWriter>` (or `SharedSink`).
+pub struct AuditWriter {
+    tx: mpsc::Sender<RequestRecord>,
+    spill: Spill,
+}
+
+impl std::fmt::Debug for AuditWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditWriter")
+            .field("queued", &(self.tx.max_capacity() - self.tx.capacity()))
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// The batching task; keep it to shut the writer down. Dropping it without
+/// [`AuditTask::shutdown`] detaches the task: it then runs until the
+/// [`AuditWriter`] is dropped.
+#[derive(Debug)]
+pub struct AuditTask {
+    close: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl AuditWriter {
+    /// Starts the spill thread and the batching task (on the current tokio
+    /// runtime). Fails outside a runtime or when the thread cannot be spawned.
+    pub fn start(
+        store: Arc<dyn RecordStore>,
+        cfg: AuditConfig,
+    ) -> std::io::Result<(AuditWriter, AuditTask)> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
+            std::io::Error::other(format!("audit writer needs a tokio runtime: {e}"))
+        })?;
+        let counters = Arc::new(Counters::default());
+        let (spill_tx, spill_rx) = std::sync::mpsc::channel();
+        let path = cfg.spill_path.clone();
+        let c = counters.clone();
+        std::thread::Builder::new()
+            .name("audit-spill".into())
+            .spawn(move || SpillFile::new(path, c).run(spill_rx))?;
+        let spill = Spill { tx: spill_tx, counters };
+        let (tx, rx) = mpsc::channel(cfg.queue.max(1));
+        let (close, close_rx) = oneshot::channel();
+        let task = runtime.spawn(batch_loop(rx, close_rx, store, cfg, spill.clone()));
+        Ok((AuditWriter { tx, spill }, AuditTask { close, task }))
+    }
+
+    /// Counts since start.
+    pub fn stats(&self) -> AuditStats {
+        let c = &self.spill.counters;
+        AuditStats {
+            written: c.written.load(Ordering::Relaxed),
+            spilled: c.spilled.load(Ordering::Relaxed),
+            lost: c.lost.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Inserts the rows of a spill file (JSON lines) and truncates it. Call at
+    /// startup, before [`AuditWriter::start`] uses the same path: rows appended
+    /// while a replay runs could be truncated with it.
+    ///
+    /// Blank lines are ignored; lines that do not parse (a torn last line, a
+    /// corrupt file) are skipped, counted in `gateway_audit_spill_corrupt_total`
+    /// and appended to `<path>.corrupt` for inspection. When an insert fails
+    /// (after retries), the rows not yet inserted stay in the file and the error
+    /// is returned. Returns the number of rows inserted.
+    pub async fn replay_spill(store: &dyn RecordStore, path: &Path) -> Result<usize, String> {
+        const CHUNK: usize = 500;
+        let shown = path.display().to_string();
+        let mut reader = match blocking({
+            let path = path.to_owned();
+            move || match File::open(&path) {
+                Ok(f) => Ok(Some(BufReader::new(f))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+        .await
+        {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(0),
+            Err(e) => return Err(format!("open {shown}: {e}")),
+        };
+        let corrupt_path = with_suffix(path, ".corrupt");
+        let mut offset = 0u64;
+        let mut inserted = 0usize;
+        let mut corrupt = 0u64;
+        loop {
+            let chunk_start = offset;
+            let cp = corrupt_path.clone();
+            let read = blocking(move || read_chunk(reader, CHUNK, &cp)).await;
+            let chunk = read.map_err(|e| format!("read {shown}: {e}"))?;
+            reader = chunk.reader;
+            offset += chunk.bytes;
+            corrupt += chunk.corrupt;
+            if !chunk.rows.is_empty() {
+                if let Err(e) =
+                    insert_with_retry(store, &chunk.rows, 2, Duration::from_millis(200)).await
+                {
+                    let keep = path.to_owned();
+                    let kept = blocking(move || keep_tail(&keep, chunk_start)).await;
+                    metrics::counter!("gateway_audit_replayed_total").increment(inserted as u64);
+                    return Err(match kept {
+                        Ok(()) => format!(
+                            "replaying {shown}: insert failed after {inserted} rows, the rest stay in the file: {e}"
+                        ),
+                        Err(io) => format!(
+                            "replaying {shown}: insert failed after {inserted} rows ({e}), and the file could not be trimmed ({io}): its first {inserted} rows will be replayed again"
+                        ),
+                    });
+                }
+                inserted += chunk.rows.len();
+            }
+            if chunk.eof {
+                break;
+            }
+        }
+        drop(reader);
+        let p = path.to_owned();
+        blocking(move || {
+            let f = OpenOptions::new().write(true).open(&p)?;
+            f.set_len(0)?;
+            f.sync_all()
+        })
+        .await
+        .map_err(|e| format!("truncate {shown}: {e}"))?;
+        metrics::counter!("gateway_audit_replayed_total").increment(inserted as u64);
+        if corrupt > 0 {
+            metrics::counter!("gateway_audit_spill_corrupt_total").increment(corrupt);
+            tracing::warn!(
+                target: "switchyard::audit",
+                file = %shown,
+                corrupt,
+                kept_in = %corrupt_path.display(),
+                "skipped unreadable lines in the audit spill file"
+            );
+        }
+        tracing::info!(target: "switchyard::audit", file = %shown, inserted, "replayed audit spill file");
+        Ok(inserted)
+    }
+}
+
+impl RecordSink for AuditWriter {
+    fn record(&self, record: RequestRecord) {
+        match self.tx.try_send(record) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(r)) => {
+                self.spill.rows(SpillMsg::Row(Box::new(r)), 1, "queue_full");
+            }
+            Err(mpsc::error::TrySendError::Closed(r)) => {
+                self.spill.rows(SpillMsg::Row(Box::new(r)), 1, "closed");
+            }
+        }
+    }
+}
+
+impl AuditTask {
+    /// Closes the queue (later records go to the spill file), inserts what was
+    /// queued, and syncs the spill file. An error means rows were lost or the
+    /// spill file could not be synced; it is also logged.
+    pub async fn shutdown(self) -> Result<(), String> {
+        // An error here means the task has already ended; its result says why.
+        let _ = self.close.send(());
+        self.task.await.map_err(|e| format!("audit task failed: {e}"))?
+    }
+}
+
+async fn batch_loop(
+    mut rx: mpsc::Receiver<RequestRecord>,
+    mut close: oneshot::Receiver<()>,
+    store: Arc<dyn RecordStore>,
+    cfg: AuditConfig,
+    spill: Spill,
+) -> Result<(), String> {
+    let batch = cfg.batch.max(1);
+    let lost_before = spill.counters.lost.load(Ordering::Relaxed);
+    let mut buf = Vec::with_capacity(batch);
+    let mut close_seen = false;
+    let mut drained = false;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let due = deadline.is_some_and(|d| Instant::now() >= d);
+        if !buf.is_empty() && (buf.len() >= batch || due || drained) {
+            write_batch(&*store, &mut buf, batch, &cfg, &spill).await;
+            deadline = None;
+            continue;
+        }
+        if drained {
+            break;
+        }
+        let room = batch - buf.len();
+        tokio::select! {
+            biased;
+            r = &mut close, if !close_seen => {
+                close_seen = true;
+                // Err: the AuditTask was dropped; run until the writer is dropped.
+                if r.is_ok() {
+                    rx.close();
+                }
+            }
+            n = rx.recv_many(&mut buf, room) => {
+                if n == 0 {
+                    drained = true;
+                } else if deadline.is_none() {
+                    deadline = Some(Instant::now() + cfg.flush_every);
+                }
+            }
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {}
+        }
+    }
+    let (tx, synced) = oneshot::channel();
+    if spill.tx.send(SpillMsg::Sync(tx)).is_err() {
+        return Err("audit spill thread is gone".into());
+    }
+    let synced = synced.await.map_err(|_| "audit spill thread is gone".to_string())?;
+    let lost = spill.counters.lost.load(Ordering::Relaxed) - lost_before;
+    match synced {
+        Err(e) => Err(format!("audit spill file: {e}")),
+        Ok(()) if lost > 0 => Err(format!("{lost} request records were lost (see earlier errors)")),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Inserts `buf` (retrying), or spills it; leaves `buf` empty.
+async fn write_batch(
+    store: &dyn RecordStore,
+    buf: &mut Vec<RequestRecord>,
+    batch: usize,
+    cfg: &AuditConfig,
+    spill: &Spill,
+) {
+    let rows = buf.len() as u64;
+    match insert_with_retry(store, buf, cfg.retries, cfg.retry_backoff).await {
+        Ok(()) => {
+            spill.counters.written.fetch_add(rows, Ordering::Relaxed);
+            metrics::counter!("gateway_audit_written_total").increment(rows);
+            buf.clear();
+        }
+        Err(e) => {
+            tracing::error!(
+                target: "switchyard::audit",
+                rows,
+                error = %e,
+                "audit insert failed; spilling the batch to disk"
+            );
+            let failed = std::mem::replace(buf, Vec::with_capacity(batch));
+            spill.rows(SpillMsg::Batch(failed), rows, "insert_failed");
+        }
+    }
+}
+
+async fn insert_with_retry(
+    store: &dyn RecordStore,
+    rows: &[RequestRecord],
+    retries: u32,
+    backoff: Duration,
+) -> Result<(), String> {
+    let mut wait = backoff;
+    let mut attempt = 0;
+    loop {
+        match store.insert_batch(rows).await {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                metrics::counter!("gateway_audit_insert_failures_total").increment(1);
+                if attempt >= retries {
+                    return Err(e);
+                }
+                tracing::warn!(
+                    target: "switchyard::audit",
+                    rows = rows.len(),
+                    attempt,
+                    error = %e,
+                    "audit insert failed; retrying"
+                );
+                attempt += 1;
+                tokio::time::sleep(wait).await;
+                wait = wait.saturating_mul(2);
+            }
+        }
+    }
+}
+
+/// The spill thread's state: rows are serialized into `pending` and appended
+/// when the channel is momentarily empty.
+struct SpillFile {
+    path: PathBuf,
+    file: Option<File>,
+    pending: Vec<u8>,
+    pending_rows: u64,
+    counters: Arc<Counters>,
+}
+
+impl SpillFile {
+    fn new(path: PathBuf, counters: Arc<Counters>) -> Self {
+        Self { path, file: None, pending: Vec::new(), pending_rows: 0, counters }
+    }
+
+    fn run(mut self, rx: std::sync::mpsc::Receiver<SpillMsg>) {
+        while let Ok(msg) = rx.recv() {
+            self.handle(msg);
+            while let Ok(msg) = rx.try_recv() {
+                self.handle(msg);
+                if self.pending.len() >= 1 << 20 {
+                    self.write();
+                }
+            }
+            self.write();
+        }
+        self.write();
+    }
+
+    fn handle(&mut self, msg: SpillMsg) {
+        match msg {
+            SpillMsg::Row(r) => self.push(&r),
+            SpillMsg::Batch(rows) => rows.iter().for_each(|r| self.push(r)),
+            SpillMsg::Sync(reply) => {
+                self.write();
+                let res = match &self.file {
+                    Some(f) => f.sync_data().map_err(|e| e.to_string()),
+                    None => Ok(()),
+                };
+                // The waiter may have given up; nothing to do then.
+                let _ = reply.send(res);
+            }
+        }
+    }
+
+    fn push(&mut self, r: &RequestRecord) {
+        match serde_json::to_writer(&mut self.pending, r) {
+            Ok(()) => {
+                self.pending.push(b'\n');
+                self.pending_rows += 1;
+            }
+            Err(e) => self.counters.lose(1, &format!("cannot serialize record {}: {e}", r.id)),
+        }
+    }
+
+    fn write(&mut self) {
+        if self.pending_rows == 0 {
+            return;
+        }
+        let res = match self.file.as_mut() {
+            Some(f) => f.write_all(&self.pending),
+            None => open_spill(&self.path).and_then(|mut f| {
+                f.write_all(&self.pending)?;
+                self.file = Some(f);
+                Ok(())
+            }),
+        };
+        match res {
+            Ok(()) => {
+                self.counters.spilled.fetch_add(self.pending_rows, Ordering::Relaxed);
+            }
+            Err(e) => {
+                // Reopen next time (a torn line is fenced off by open_spill).
+                self.file = None;
+                self.counters.lose(
+                    self.pending_rows,
+                    &format!("cannot write spill file {}: {e}", self.path.display()),
+                );
+            }
+        }
+        self.pending.clear();
+        self.pending_rows = 0;
+    }
+}
+
+/// Opens the spill file for appending, creating it (and its directory). If it
+/// ends in a torn line, a newline is written first so the next row stays whole.
+fn open_spill(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = OpenOptions::new().read(true).append(true).create(true).open(path)?;
+    if f.metadata()?.len() > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::End(-1))?;
+        f.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            f.write_all(b"\n")?;
+        }
+    }
+    Ok(f)
+}
+
+struct Chunk {
+    reader: BufReader<File>,
+    rows: Vec<RequestRecord>,
+    /// Bytes consumed from the file.
+    bytes: u64,
+    corrupt: u64,
+    eof: bool,
+}
+
+/// Reads up to `max` rows; unparsable lines go to `corrupt_path`.
+fn read_chunk(
+    mut reader: BufReader<File>,
+    max: usize,
+    corrupt_path: &Path,
+) -> std::io::Result<Chunk> {
+    let mut rows = Vec::new();
+    let mut bad: Vec<u8> = Vec::new();
+    let mut bytes = 0u64;
+    let mut corrupt = 0u64;
+    let mut eof = false;
+    let mut line = Vec::new();
+    while rows.len() < max {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            eof = true;
+            break;
+        }
+        bytes += n as u64;
+        let text = line.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<RequestRecord>(text) {
+            Ok(r) => rows.push(r),
+            Err(_) => {
+                corrupt += 1;
+                bad.extend_from_slice(text);
+                bad.push(b'\n');
+            }
+        }
+    }
+    if !bad.is_empty() {
+        let mut f = OpenOptions::new().append(true).create(true).open(corrupt_path)?;
+        f.write_all(&bad)?;
+    }
+    Ok(Chunk { reader, rows, bytes, corrupt, eof })
+}
+
+/// Drops the first `from` bytes of the file (they were inserted).
+fn keep_tail(path: &Path, from: u64) -> std::io::Result<()> {
+    if from == 0 {
+        return Ok(());
+    }
+    let tmp = with_suffix(path, ".tmp");
+    {
+        let mut src = File::open(path)?;
+        src.seek(SeekFrom::Start(from))?;
+        let mut dst = File::create(&tmp)?;
+        std::io::copy(&mut src, &mut dst)?;
+        dst.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(std::io::Error::other)?
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicUsize;
+
+    use switchyard_core::record::AttemptRecord;
+
+    use super::*;
+
+    /// Stores everything (optionally slowly, or failing the first `fail_first` calls).
+    #[derive(Default)]
+    struct MemStore {
+        rows: Mutex<Vec<RequestRecord>>,
+        calls: AtomicUsize,
+        fail_first: usize,
+        always_fail: bool,
+        delay: Duration,
+        gate: Option<tokio::sync::Semaphore>,
+    }
+
+    impl RecordStore for MemStore {
+        fn insert_batch<'a>(
+            &'a self,
+            batch: &'a [RequestRecord],
+        ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+            Box::pin(async move {
+                let call = self.calls.fetch_add(1, Ordering::SeqCst);
+                if let Some(g) = &self.gate {
+                    let _permit = g.acquire().await.map_err(|e| e.to_string())?;
+                }
+                if !self.delay.is_zero() {
+                    tokio::time::sleep(self.delay).await;
+                }
+                if self.always_fail || call < self.fail_first {
+                    return Err(format!("database is down (call {call})"));
+                }
+                self.rows.lock().unwrap().extend_from_slice(batch);
+                Ok(())
+            })
+        }
+    }
+
+    impl MemStore {
+        fn ids(&self) -> Vec<String> {
+            self.rows.lock().unwrap().iter().map(|r| r.id.clone()).collect()
+        }
+    }
+
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(name: &str) -> Self {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "switchyard-audit-{}-{name}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            TempDir(p)
+        }
+        fn spill(&self) -> PathBuf {
+            self.0.join("spill").join("audit.jsonl")
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn rec(i: usize) -> RequestRecord {
+        RequestRecord {
+            id: format!("req-{i}"),
+            time_ms: 1_700_000_000_000 + i as u64,
+            user: Some("u1".into()),
+            client_format: "openai_chat".into(),
+            requested_model: "gpt-x".into(),
+            status: 200,
+            attempts: vec![AttemptRecord {
+                deployment: "p/m".into(),
+                credential: Some("fp-00112233".into()),
+                outcome: "ok".into(),
+                latency_ms: 12,
+                kind: "primary".into(),
+            }],
+            cost_usd: Some(0.000_123),
+            total_ms: 40,
+            ..RequestRecord::default()
+        }
+    }
+
+    fn spilled_ids(path: &Path) -> Vec<String> {
+        match std::fs::read_to_string(path) {
+            Ok(s) => s
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str::<RequestRecord>(l).unwrap().id)
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Every id in 0..n exactly once across the store and the spill file.
+    fn assert_exactly_once(n: usize, stored: Vec<String>, spilled: Vec<String>) {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for id in stored.iter().chain(&spilled) {
+            *seen.entry(id.clone()).or_default() += 1;
+        }
+        let dups: Vec<_> = seen.iter().filter(|(_, c)| **c > 1).collect();
+        assert!(dups.is_empty(), "duplicates: {:?}", &dups[..dups.len().min(5)]);
+        assert_eq!(seen.len(), n, "stored {} + spilled {} != {n}", stored.len(), spilled.len());
+        for i in 0..n {
+            assert!(seen.contains_key(&format!("req-{i}")), "req-{i} missing");
+        }
+    }
+
+    fn cfg(dir: &TempDir, queue: usize, batch: usize) -> AuditConfig {
+        AuditConfig {
+            queue,
+            batch,
+            flush_every: Duration::from_millis(20),
+            retry_backoff: Duration::from_millis(5),
+            ..AuditConfig::new(dir.spill())
+        }
+    }
+
+    #[tokio::test]
+    async fn writes_in_batches_and_shutdown_drains() {
+        let dir = TempDir::new("drain");
+        let store = Arc::new(MemStore::default());
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 10_000, 100)).unwrap();
+        for i in 0..1_050 {
+            w.record(rec(i));
+        }
+        task.shutdown().await.unwrap();
+        assert_eq!(store.ids().len(), 1_050);
+        assert_eq!(store.rows.lock().unwrap()[7], rec(7));
+        // 10 full batches and the rest (the task may also have caught a partial
+        // batch early, so allow a little slack).
+        let calls = store.calls.load(Ordering::SeqCst);
+        assert!((11..=13).contains(&calls), "{calls} insert calls");
+        assert_eq!(w.stats(), AuditStats { written: 1_050, spilled: 0, lost: 0 });
+        assert!(!dir.spill().exists());
+        // After shutdown, records go to the spill file.
+        w.record(rec(1_050));
+        drop(w);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_exactly_once(1_051, store.ids(), spilled_ids(&dir.spill()));
+    }
+
+    #[tokio::test]
+    async fn partial_batch_is_flushed_after_flush_every() {
+        let dir = TempDir::new("flush");
+        let store = Arc::new(MemStore::default());
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 100, 50)).unwrap();
+        w.record(rec(0));
+        w.record(rec(1));
+        let t0 = std::time::Instant::now();
+        while store.ids().len() < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "not flushed");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(store.calls.load(Ordering::SeqCst), 1);
+        task.shutdown().await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_store_overflows_to_spill_exactly_once() {
+        let dir = TempDir::new("slow");
+        let store = Arc::new(MemStore { delay: Duration::from_millis(20), ..MemStore::default() });
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 100, 25)).unwrap();
+        let w = Arc::new(w);
+        let mut producers = Vec::new();
+        for p in 0..4 {
+            let w = w.clone();
+            producers.push(tokio::spawn(async move {
+                for i in (p * 1_000)..((p + 1) * 1_000) {
+                    w.record(rec(i));
+                    if i % 100 == 0 {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+            }));
+        }
+        for p in producers {
+            p.await.unwrap();
+        }
+        task.shutdown().await.unwrap();
+        let stats = w.stats();
+        assert!(stats.spilled > 0, "expected overflow: {stats:?}");
+        assert!(stats.written > 0, "{stats:?}");
+        assert_eq!(stats.lost, 0);
+        let (stored, spilled) = (store.ids(), spilled_ids(&dir.spill()));
+        assert_eq!(stats.written as usize, stored.len());
+        assert_eq!(stats.spilled as usize, spilled.len());
+        assert_exactly_once(4_000, stored, spilled);
+    }
+
+    #[tokio::test]
+    async fn failing_store_spills_every_batch() {
+        let dir = TempDir::new("fail");
+        let store = Arc::new(MemStore { always_fail: true, ..MemStore::default() });
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 1_000, 100)).unwrap();
+        for i in 0..350 {
+            w.record(rec(i));
+        }
+        task.shutdown().await.unwrap();
+        // 4 batches, 3 attempts each.
+        assert_eq!(store.calls.load(Ordering::SeqCst), 12);
+        assert_eq!(w.stats(), AuditStats { written: 0, spilled: 350, lost: 0 });
+        assert_exactly_once(350, store.ids(), spilled_ids(&dir.spill()));
+
+        // Next start: the database is back; replay inserts the rows and empties the file.
+        let healthy = MemStore::default();
+        assert_eq!(AuditWriter::replay_spill(&healthy, &dir.spill()).await, Ok(350));
+        assert_eq!(std::fs::metadata(dir.spill()).unwrap().len(), 0);
+        assert_exactly_once(350, healthy.ids(), Vec::new());
+        assert_eq!(healthy.rows.lock().unwrap()[0], rec(0));
+        // Replaying an empty or missing file does nothing.
+        assert_eq!(AuditWriter::replay_spill(&healthy, &dir.spill()).await, Ok(0));
+        assert_eq!(AuditWriter::replay_spill(&healthy, &dir.0.join("none.jsonl")).await, Ok(0));
+        assert_eq!(healthy.ids().len(), 350);
+    }
+
+    #[tokio::test]
+    async fn transient_failure_is_retried() {
+        let dir = TempDir::new("retry");
+        let store = Arc::new(MemStore { fail_first: 2, ..MemStore::default() });
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 1_000, 100)).unwrap();
+        for i in 0..100 {
+            w.record(rec(i));
+        }
+        task.shutdown().await.unwrap();
+        assert_eq!(w.stats(), AuditStats { written: 100, spilled: 0, lost: 0 });
+        assert_eq!(store.calls.load(Ordering::SeqCst), 3);
+        assert!(!dir.spill().exists());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn record_never_waits_on_a_blocked_store() {
+        let dir = TempDir::new("blocked");
+        let store = Arc::new(MemStore {
+            gate: Some(tokio::sync::Semaphore::new(0)),
+            ..MemStore::default()
+        });
+        let (w, task) = AuditWriter::start(store.clone(), cfg(&dir, 50, 10)).unwrap();
+        let w = Arc::new(w);
+        let w2 = w.clone();
+        // The store is blocked for good: every record() must still return at once.
+        let pushed = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::task::spawn_blocking(move || {
+                let t0 = std::time::Instant::now();
+                for i in 0..5_000 {
+                    w2.record(rec(i));
+                }
+                t0.elapsed()
+            }),
+        )
+        .await
+        .expect("record() blocked")
+        .unwrap();
+        assert!(pushed < Duration::from_secs(2), "5,000 record() calls took {pushed:?}");
+        // The store is stuck in its first batch (if the task got to it yet).
+        assert!(store.calls.load(Ordering::SeqCst) <= 1);
+        store.gate.as_ref().unwrap().add_permits(1_000);
+        task.shutdown().await.unwrap();
+        let stats = w.stats();
+        assert_eq!(stats.lost, 0);
+        assert!(stats.spilled >= 5_000 - 60, "{stats:?}");
+        assert_exactly_once(5_000, store.ids(), spilled_ids(&dir.spill()));
+    }
+
+    #[tokio::test]
+    async fn replay_skips_corrupt_lines_and_keeps_them() {
+        let dir = TempDir::new("corrupt");
+        let path = dir.0.join("audit.jsonl");
+        let mut text = String::new();
+        for i in 0..3 {
+            text.push_str(&serde_json::to_string(&rec(i)).unwrap());
+            text.push('\n');
+        }
+        text.push_str("{\"id\": \"half a li\n");
+        text.push_str("\n   \n");
+        text.push_str("not json at all\n");
+        text.push_str(&serde_json::to_string(&rec(3)).unwrap());
+        text.push('\n');
+        let torn = serde_json::to_string(&rec(4)).unwrap();
+        text.push_str(&torn[..torn.len() / 2]);
+        std::fs::write(&path, text).unwrap();
+        let store = MemStore::default();
+        assert_eq!(AuditWriter::replay_spill(&store, &path).await, Ok(4));
+        assert_eq!(store.ids(), ["req-0", "req-1", "req-2", "req-3"]);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        let kept = std::fs::read_to_string(with_suffix(&path, ".corrupt")).unwrap();
+        assert_eq!(kept.lines().count(), 3, "{kept}");
+        assert!(kept.contains("not json at all"));
+    }
+
+    #[tokio::test]
+    async fn failed_replay_keeps_the_rows_not_inserted() {
+        let dir = TempDir::new("replayfail");
+        let path = dir.0.join("audit.jsonl");
+        let mut text = String::new();
+        for i in 0..1_200 {
+            text.push_str(&serde_json::to_string(&rec(i)).unwrap());
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+        // First chunk (500 rows) goes in, then the database fails.
+        let flaky = FailAfter { inner: MemStore::default(), ok_calls: 1 };
+        let err = AuditWriter::replay_spill(&flaky, &path).await.unwrap_err();
+        assert!(err.contains("after 500 rows"), "{err}");
+        assert_eq!(flaky.inner.ids().len(), 500);
+        assert_eq!(spilled_ids(&path).len(), 700);
+        assert_eq!(spilled_ids(&path)[0], "req-500");
+        // Retried later, the rest goes in; nothing twice.
+        assert_eq!(AuditWriter::replay_spill(&flaky.inner, &path).await, Ok(700));
+        assert_exactly_once(1_200, flaky.inner.ids(), spilled_ids(&path));
+    }
+
+    struct FailAfter {
+        inner: MemStore,
+        ok_calls: usize,
+    }
+
+    impl RecordStore for FailAfter {
+        fn insert_batch<'a>(
+            &'a self,
+            batch: &'a [RequestRecord],
+        ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+            Box::pin(async move {
+                if self.inner.calls.load(Ordering::SeqCst) >= self.ok_calls {
+                    return Err("down".into());
+                }
+                self.inner.insert_batch(batch).await
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn spill_survives_a_torn_last_line() {
+        let dir = TempDir::new("torn");
+        std::fs::create_dir_all(dir.spill().parent().unwrap()).unwrap();
+        std::fs::write(dir.spill(), "{\"id\":\"torn").unwrap();
+        let store = Arc::new(MemStore { always_fail: true, ..MemStore::default() });
+        let cfg = AuditConfig { retries: 0, ..cfg(&dir, 10, 10) };
+        let (w, task) = AuditWriter::start(store, cfg).unwrap();
+        w.record(rec(0));
+        task.shutdown().await.unwrap();
+        let healthy = MemStore::default();
+        assert_eq!(AuditWriter::replay_spill(&healthy, &dir.spill()).await, Ok(1));
+        assert_eq!(healthy.ids(), ["req-0"]);
+    }
+
+    #[tokio::test]
+    async fn unwritable_spill_is_counted_as_lost_and_reported() {
+        let dir = TempDir::new("unwritable");
+        // The spill path is a directory: it cannot be opened for appending.
+        std::fs::create_dir_all(dir.spill()).unwrap();
+        let store = Arc::new(MemStore { always_fail: true, ..MemStore::default() });
+        let cfg = AuditConfig { retries: 0, ..cfg(&dir, 10, 10) };
+        let (w, task) = AuditWriter::start(store, cfg).unwrap();
+        for i in 0..5 {
+            w.record(rec(i));
+        }
+        let err = task.shutdown().await.unwrap_err();
+        assert!(err.contains("5 request records were lost"), "{err}");
+        assert_eq!(w.stats(), AuditStats { written: 0, spilled: 0, lost: 5 });
+    }
+
+    /// `cargo test -p switchyard-store --release -- --ignored audit_throughput --nocapture`
+    ///
+    /// Four producer tasks push 50,000 records through the writer, either as fast
+    /// as they can (a burst: more than the queue holds, so a slow store spills) or
+    /// paced at 10,000 records/s (twice the target).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "throughput measurement"]
+    async fn audit_throughput() {
+        const N: usize = 50_000;
+        const PRODUCERS: usize = 4;
+        for (name, delay, rate) in [
+            ("burst, in-memory fake", Duration::ZERO, None),
+            ("paced 10,000/s, fake taking 5 ms per batch", Duration::from_millis(5), Some(10_000)),
+            ("burst, fake taking 5 ms per batch", Duration::from_millis(5), None),
+        ] {
+            let dir = TempDir::new("throughput");
+            let store = Arc::new(MemStore { delay, ..MemStore::default() });
+            let (w, task) =
+                AuditWriter::start(store.clone(), AuditConfig::new(dir.spill())).unwrap();
+            let w = Arc::new(w);
+            let t0 = std::time::Instant::now();
+            let mut producers = Vec::new();
+            for p in 0..PRODUCERS {
+                let w = w.clone();
+                producers.push(tokio::spawn(async move {
+                    let ids = (p * N / PRODUCERS)..((p + 1) * N / PRODUCERS);
+                    match rate {
+                        None => {
+                            for i in ids {
+                                w.record(rec(i));
+                                if i % 256 == 0 {
+                                    tokio::task::yield_now().await;
+                                }
+                            }
+                        }
+                        Some(rate) => {
+                            // Every 10 ms, this producer's share of the rate.
+                            let per_tick = rate / PRODUCERS / 100;
+                            let mut tick = tokio::time::interval(Duration::from_millis(10));
+                            let ids: Vec<usize> = ids.collect();
+                            for chunk in ids.chunks(per_tick) {
+                                tick.tick().await;
+                                for &i in chunk {
+                                    w.record(rec(i));
+                                }
+                            }
+                        }
+                    }
+                }));
+            }
+            for p in producers {
+                p.await.unwrap();
+            }
+            let pushed = t0.elapsed();
+            task.shutdown().await.unwrap();
+            let total = t0.elapsed();
+            let s = w.stats();
+            println!(
+                "{name}: {N} records offered in {pushed:.2?} ({:.0}/s), all stored or spilled \
+                 after {total:.2?} ({:.0}/s); {} inserted in {} batches, {} spilled, {} lost",
+                N as f64 / pushed.as_secs_f64(),
+                N as f64 / total.as_secs_f64(),
+                s.written,
+                store.calls.load(Ordering::SeqCst),
+                s.spilled,
+                s.lost,
+            );
+            assert_exactly_once(N, store.ids(), spilled_ids(&dir.spill()));
+            if rate.is_some() {
+                assert_eq!(s.spilled, 0, "the writer did not keep up with {name}");
+            }
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! Request records: batch insert (idempotent on id), lookup, filtered listing,
+//! usage aggregation and retention.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures_util::TryStreamExt;
+use sqlx::AssertSqlSafe;
+use switchyard_core::record::{AttemptRecord, RequestRecord};
+use switchyard_protocol::Usage;
+
+use crate::db::{Backend, RowExt, SQLITE_BEGIN_WRITE, Store, const_format, on_pool};
+use crate::error::StoreError;
+use crate::model::{RecordFilter, UsageBy, UsageRow};
+
+/// The SLO `usage` measures against when given 0.
+pub const DEFAULT_SLO_MS: u64 = 5_000;
+/// `usage` clamps its SLO into this range.
+pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
+
+/// Rows per INSERT statement (27 parameters each: well under SQLite's 32766 and
+/// PostgreSQL's 65535).
+const INSERT_CHUNK: usize = 500;
+
+const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
+    requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
+    descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
+    cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content";
+
+/// A record converted to column values (validated before the transaction opens).
+struct Encoded<'a> {
+    r: &'a RequestRecord,
+    time_ms: i64,
+    status: i32,
+    attempts: String,
+    ttft_ms: Option<i64>,
+    total_ms: i64,
+    tokens: [Option<i64>; 5],
+    /// NaN or infinite is stored as unknown.
+    cost_usd: Option<f64>,
+}
+
+impl Store {
+    /// Writes a batch in one transaction. A record whose id is already stored is
+    /// skipped (a replayed spill file must not fail), including a repeat inside the
+    /// batch.
+    pub async fn insert_records(&self, batch: &[RequestRecord]) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let rows = batch.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
+        let head = const_format!("INSERT INTO request_records (", RECORD_COLS, ") ");
+        let sqlite = self.backend() == Backend::Sqlite;
+        on_pool!(self, |p, Db| {
+            let mut tx =
+                if sqlite { p.begin_with(SQLITE_BEGIN_WRITE).await? } else { p.begin().await? };
+            for chunk in rows.chunks(INSERT_CHUNK) {
+                let mut qb = sqlx::QueryBuilder::<Db>::new(head);
+                qb.push_values(chunk, |mut b, e| {
+                    b.push_bind(e.r.id.as_str())
+                        .push_bind(e.time_ms)
+                        .push_bind(e.r.user.as_deref())
+                        .push_bind(e.r.key_prefix.as_deref())
+                        .push_bind(e.r.project.as_deref())
+                        .push_bind(e.r.client_format.as_ref())
+                        .push_bind(e.r.requested_model.as_str())
+                        .push_bind(e.r.resolved_model.as_deref())
+                        .push_bind(e.r.route_id.as_deref())
+                        .push_bind(e.r.provider.as_deref())
+                        .push_bind(e.r.served_provider.as_deref())
+                        .push_bind(e.r.upstream_model.as_deref())
+                        .push_bind(e.r.descriptor.as_str())
+                        .push_bind(e.status)
+                        .push_bind(e.r.error_code.as_deref())
+                        .push_bind(e.attempts.as_str())
+                        .push_bind(e.ttft_ms)
+                        .push_bind(e.total_ms)
+                        .push_bind(e.tokens[0])
+                        .push_bind(e.tokens[1])
+                        .push_bind(e.tokens[2])
+                        .push_bind(e.tokens[3])
+                        .push_bind(e.tokens[4])
+                        .push_bind(e.cost_usd)
+                        .push_bind(e.r.estimated)
+                        .push_bind(e.r.stream)
+                        // Content logging is not part of the record yet.
+                        .push_bind(None::<&str>);
+                });
+                qb.push(" ON CONFLICT (id) DO NOTHING");
+                qb.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    pub async fn record(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
+        let sql = const_format!("SELECT ", RECORD_COLS, " FROM request_records WHERE id = $1");
+        on_pool!(self, |p| {
+            let row = sqlx::query(sql).bind(id).fetch_optional(p).await?;
+            row.as_ref().map(record_from).transpose()
+        })
+    }
+
+    /// Records matching `f`, newest first, at most `f.effective_limit()`.
+    pub async fn list_records(&self, f: &RecordFilter) -> Result<Vec<RequestRecord>, StoreError> {
+        let mut w = Where::new(f);
+        let limit = w.arg(Arg::Int(i64::from(f.effective_limit())));
+        let sql = format!(
+            "SELECT {RECORD_COLS} FROM request_records{} ORDER BY time_ms DESC, id DESC LIMIT {limit}",
+            w.sql
+        );
+        on_pool!(self, |p| {
+            let rows = w.bind(sqlx::query(AssertSqlSafe(sql))).fetch_all(p).await?;
+            rows.iter().map(record_from).collect()
+        })
+    }
+
+    /// Usage of the records matching `f` (its limit ignored), grouped `by`, the
+    /// busiest group first. `slo_ms` is clamped into [`SLO_RANGE_MS`]; 0 means
+    /// [`DEFAULT_SLO_MS`]. Percentiles are nearest-rank over `total_ms`, computed
+    /// here from one ordered pass (portable; memory per group, not per record).
+    pub async fn usage(
+        &self,
+        f: &RecordFilter,
+        by: UsageBy,
+        slo_ms: u64,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
+            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
+        let key = match by {
+            UsageBy::User => "user_id",
+            UsageBy::Project => "project_id",
+            UsageBy::Model => "COALESCE(resolved_model, requested_model)",
+            UsageBy::Provider => "served_provider",
+        };
+        let mut w = Where::new(f);
+        let slo_arg = w.arg(Arg::Int(i64::try_from(slo).unwrap_or(i64::MAX)));
+        let sums = format!(
+            "SELECT {key} AS k, COUNT(*) AS requests, \
+             SUM(CASE WHEN status >= 400 OR error_code IS NOT NULL THEN 1 ELSE 0 END) AS errors, \
+             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
+             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
+             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
+             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
+             COUNT(cost_usd) AS costed, SUM(cost_usd) AS cost, \
+             SUM(CASE WHEN total_ms > {slo_arg} THEN 1 ELSE 0 END) AS breaches \
+             FROM request_records{} GROUP BY {key}",
+            w.sql
+        );
+        let w2 = Where::new(f);
+        let times =
+            format!("SELECT {key} AS k, total_ms FROM request_records{} ORDER BY total_ms", w2.sql);
+        let backend = self.backend();
+        on_pool!(self, |p| {
+            let mut tx = p.begin().await?;
+            if backend == Backend::Postgres {
+                // Both passes see one snapshot.
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let rows = w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await?;
+            let mut groups = Vec::with_capacity(rows.len());
+            let mut index = HashMap::with_capacity(rows.len());
+            for row in &rows {
+                let g = group_from(row)?;
+                index.insert(g.row.key.clone(), groups.len());
+                groups.push(g);
+            }
+            let mut stream = w2.bind(sqlx::query(AssertSqlSafe(times))).fetch(&mut *tx);
+            while let Some(row) = stream.try_next().await? {
+                let k: Option<String> = row.col("k")?;
+                let ms = to_u64(row.col::<i64>("total_ms")?, "total_ms")?;
+                if let Some(g) = index.get(&k).and_then(|&i| groups.get_mut(i)) {
+                    g.see(ms);
+                }
+            }
+            drop(stream);
+            tx.commit().await?;
+            let mut out: Vec<UsageRow> = groups.into_iter().map(|g| g.row).collect();
+            out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
+            Ok(out)
+        })
+    }
+
+    /// Deletes records that arrived before `time_ms`; returns how many.
+    pub async fn delete_records_before(&self, time_ms: i64) -> Result<u64, StoreError> {
+        Ok(on_pool!(self, |p| sqlx::query("DELETE FROM request_records WHERE time_ms < $1")
+            .bind(time_ms)
+            .execute(p)
+            .await?
+            .rows_affected()))
+    }
+}
+
+/// The audit writer's sink: batches go to [`Store::insert_records`].
+impl crate::audit::RecordStore for Store {
+    fn insert_batch<'a>(
+        &'a self,
+        batch: &'a [RequestRecord],
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move { self.insert_records(batch).await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// A group being aggregated: its sums from SQL, its percentiles from the ordered
+/// pass over `total_ms`.
+struct Group {
+    row: UsageRow,
+    seen: u64,
+    rank50: u64,
+    rank95: u64,
+}
+
+impl Group {
+    fn see(&mut self, ms: u64) {
+        self.seen += 1;
+        if self.seen <= self.rank50 {
+            self.row.p50_ms = ms;
+        }
+        if self.seen <= self.rank95 {
+            self.row.p95_ms = ms;
+        }
+    }
+}
+
+/// Nearest rank (1-based) of percentile `pct` among `n` sorted values.
+fn nearest_rank(pct: u64, n: u64) -> u64 {
+    (pct * n).div_ceil(100).max(1)
+}
+
+fn group_from(r: &impl RowExt) -> Result<Group, StoreError> {
+    let requests = to_u64(r.col::<i64>("requests")?, "requests")?;
+    let sum =
+        |c: &str| -> Result<u64, StoreError> { to_u64(r.col::<Option<i64>>(c)?.unwrap_or(0), c) };
+    let costed = to_u64(r.col::<i64>("costed")?, "costed")?;
+    let breaches = sum("breaches")?;
+    let row = UsageRow {
+        key: r.col("k")?,
+        requests,
+        errors: sum("errors")?,
+        input_tokens: sum("input_tokens")?,
+        output_tokens: sum("output_tokens")?,
+        cache_read_tokens: sum("cache_read_tokens")?,
+        cache_write_tokens: sum("cache_write_tokens")?,
+        cost_usd: if costed == 0 { None } else { r.col::<Option<f64>>("cost")? },
+        cost_complete: costed == requests,
+        p50_ms: 0,
+        p95_ms: 0,
+        slo_breach_share: if requests == 0 { 0.0 } else { breaches as f64 / requests as f64 },
+    };
+    Ok(Group {
+        row,
+        seen: 0,
+        rank50: nearest_rank(50, requests),
+        rank95: nearest_rank(95, requests),
+    })
+}
+
+/// A bound value of a dynamic query.
+enum Arg {
+    Int(i64),
+    Text(String),
+}
+
+/// A `WHERE` clause built from a [`RecordFilter`]: only our own SQL fragments,
+/// every value bound (`$1`, `$2`, … in order).
+struct Where {
+    sql: String,
+    args: Vec<Arg>,
+}
+
+impl Where {
+    fn new(f: &RecordFilter) -> Where {
+        let mut w = Where { sql: String::new(), args: Vec::new() };
+        let mut conds = Vec::new();
+        if let Some(t) = f.since_ms {
+            conds.push(format!("time_ms >= {}", w.arg(Arg::Int(t))));
+        }
+        if let Some(t) = f.until_ms {
+            conds.push(format!("time_ms < {}", w.arg(Arg::Int(t))));
+        }
+        if let Some(u) = &f.user {
+            conds.push(format!("user_id = {}", w.arg(Arg::Text(u.clone()))));
+        }
+        if let Some(p) = &f.project {
+            conds.push(format!("project_id = {}", w.arg(Arg::Text(p.clone()))));
+        }
+        if let Some(m) = &f.model {
+            let a = w.arg(Arg::Text(m.clone()));
+            conds.push(format!("(resolved_model = {a} OR requested_model = {a})"));
+        }
+        if let Some(s) = f.status {
+            conds.push(format!("status = {}", w.arg(Arg::Int(i64::from(s)))));
+        }
+        if !conds.is_empty() {
+            w.sql = format!(" WHERE {}", conds.join(" AND "));
+        }
+        w
+    }
+
+    /// Adds a value; returns its placeholder.
+    fn arg(&mut self, a: Arg) -> String {
+        self.args.push(a);
+        format!("${}", self.args.len())
+    }
+
+    fn bind<'q, DB, A>(&self, mut q: sqlx::query::Query<'q, DB, A>) -> sqlx::query::Query<'q, DB, A>
+    where
+        DB: sqlx::Database<Arguments = A>,
+        A: sqlx::IntoArguments<DB>,
+        i64: for<'t> sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+        String: for<'t> sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    {
+        for a in &self.args {
+            q = match a {
+                Arg::Int(v) => q.bind(*v),
+                Arg::Text(s) => q.bind(s.clone()),
+            };
+        }
+        q
+    }
+}
+
+fn encode(r: &RequestRecord) -> Result<Encoded<'_>, StoreError> {
+    let int = |v: u64, what: &str| {
+        i64::try_from(v)
+            .map_err(|_| StoreError::Invalid(format!("record {}: {what} out of range", r.id)))
+    };
+    let opt = |v: Option<u64>, what: &str| v.map(|v| int(v, what)).transpose();
+    if r.id.is_empty() {
+        return Err(StoreError::Invalid("record without an id".into()));
+    }
+    let u = &r.usage;
+    Ok(Encoded {
+        r,
+        time_ms: int(r.time_ms, "time_ms")?,
+        status: i32::from(r.status),
+        attempts: serde_json::to_string(&r.attempts)
+            .map_err(|e| StoreError::Invalid(format!("record {}: attempts: {e}", r.id)))?,
+        ttft_ms: opt(r.ttft_ms, "ttft_ms")?,
+        total_ms: int(r.total_ms, "total_ms")?,
+        tokens: [
+            opt(u.input_tokens, "input_tokens")?,
+            opt(u.output_tokens, "output_tokens")?,
+            opt(u.cache_read_tokens, "cache_read_tokens")?,
+            opt(u.cache_write_tokens, "cache_write_tokens")?,
+            opt(u.reasoning_tokens, "reasoning_tokens")?,
+        ],
+        cost_usd: r.cost_usd.filter(|c| c.is_finite()),
+    })
+}
+
+fn to_u64(v: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} is negative")))
+}
+
+fn opt_u64(r: &impl RowExt, col: &str) -> Result<Option<u64>, StoreError> {
+    r.col::<Option<i64>>(col)?.map(|v| to_u64(v, col)).transpose()
+}
+
+// Built field by field and completed with defaults, so fields core adds to the
+// record later (and this table does not store yet) keep compiling.
+#[allow(clippy::needless_update)]
+fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
+    let attempts: String = r.col("attempts")?;
+    let attempts: Vec<AttemptRecord> = serde_json::from_str(&attempts)
+        .map_err(|e| StoreError::Corrupt(format!("request_records.attempts: {e}")))?;
+    let status = u16::try_from(r.col::<i32>("status")?)
+        .map_err(|_| StoreError::Corrupt("status out of range".into()))?;
+    Ok(RequestRecord {
+        id: r.col("id")?,
+        time_ms: to_u64(r.col("time_ms")?, "time_ms")?,
+        user: r.col("user_id")?,
+        key_prefix: r.col("key_prefix")?,
+        project: r.col("project_id")?,
+        client_format: r.col::<String>("client_format")?.into(),
+        requested_model: r.col("requested_model")?,
+        resolved_model: r.col("resolved_model")?,
+        route_id: r.col("route_id")?,
+        provider: r.col("provider")?,
+        served_provider: r.col("served_provider")?,
+        upstream_model: r.col("upstream_model")?,
+        descriptor: r.col("descriptor")?,
+        status,
+        error_code: r.col("error_code")?,
+        attempts,
+        ttft_ms: opt_u64(r, "ttft_ms")?,
+        total_ms: to_u64(r.col("total_ms")?, "total_ms")?,
+        usage: Usage {
+            input_tokens: opt_u64(r, "input_tokens")?,
+            output_tokens: opt_u64(r, "output_tokens")?,
+            cache_read_tokens: opt_u64(r, "cache_read_tokens")?,
+            cache_write_tokens: opt_u64(r, "cache_write_tokens")?,
+            reasoning_tokens: opt_u64(r, "reasoning_tokens")?,
+        },
+        cost_usd: r.col("cost_usd")?,
+        estimated: r.col("estimated")?,
+        stream: r.col("stream")?,
+        ..RequestRecord::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_matches_the_definition() {
+        assert_eq!(nearest_rank(50, 1), 1);
+        assert_eq!(nearest_rank(95, 1), 1);
+        assert_eq!(nearest_rank(50, 4), 2);
+        assert_eq!(nearest_rank(95, 20), 19);
+        assert_eq!(nearest_rank(95, 21), 20);
+        assert_eq!(nearest_rank(50, 0), 1);
+    }
+
+    #[test]
+    fn filters_bind_every_value() {
+        let f = RecordFilter {
+            since_ms: Some(1),
+            until_ms: Some(2),
+            user: Some("u".into()),
+            project: Some("p".into()),
+            model: Some("m".into()),
+            status: Some(200),
+            limit: None,
+        };
+        let w = Where::new(&f);
+        assert_eq!(
+            w.sql,
+            " WHERE time_ms >= $1 AND time_ms < $2 AND user_id = $3 AND project_id = $4 \
+             AND (resolved_model = $5 OR requested_model = $5) AND status = $6"
+        );
+        assert_eq!(w.args.len(), 6);
+        assert_eq!(Where::new(&RecordFilter::default()).sql, "");
+    }
+}

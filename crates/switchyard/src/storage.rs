@@ -1,0 +1,180 @@
+//! Opening the database and everything that hangs off it: migrations, the audit
+//! writer (with spill replay and retention), the key-resolving identity, the BYOK
+//! sealer and stored access rules. Shared by `serve` and the admin subcommands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchyard_core::config::raw::{SecurityConfig, StorageConfig};
+use switchyard_core::util::Secret;
+use switchyard_core::{Catalog, Gateway};
+use switchyard_store::Store;
+use switchyard_store::audit::{AuditConfig, AuditTask, AuditWriter, RecordStore};
+use switchyard_store::seal::Sealer;
+
+/// Resolve a path from the configuration: relative paths sit next to the config
+/// file (or in the working directory for the embedded default).
+pub fn beside_config(config: Option<&Path>, path: &str) -> PathBuf {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        return p;
+    }
+    match config.and_then(Path::parent).filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => dir.join(p),
+        None => p,
+    }
+}
+
+/// The database URL with a relative SQLite path resolved; `None` for `none`.
+pub fn database_url(storage: &StorageConfig, config: Option<&Path>) -> Option<String> {
+    let url = storage.url.trim();
+    if url.is_empty() || url == "none" {
+        return None;
+    }
+    if let Some(path) = url.strip_prefix("sqlite://")
+        && !path.starts_with(':')
+    {
+        let (file, query) = path.split_once('?').map_or((path, None), |(f, q)| (f, Some(q)));
+        let resolved = beside_config(config, file);
+        return Some(match query {
+            Some(q) => format!("sqlite://{}?{q}", resolved.display()),
+            None => format!("sqlite://{}", resolved.display()),
+        });
+    }
+    Some(url.to_owned())
+}
+
+/// Connect and migrate.
+pub async fn open(url: &str) -> Result<Store, String> {
+    let store = Store::connect(url).await.map_err(|e| format!("cannot open the database: {e}"))?;
+    store.migrate().await.map_err(|e| format!("database migration failed: {e}"))?;
+    Ok(store)
+}
+
+/// The BYOK sealer from the environment, if a gateway secret is set.
+pub fn sealer(security: &SecurityConfig) -> Result<Option<Sealer>, String> {
+    let Some(secret) = std::env::var(&security.secret_env).ok().filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    let id = std::env::var(&security.secret_id_env)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "k1".to_owned());
+    let mut sealer =
+        Sealer::new(&secret, &id).map_err(|e| format!("{}: {e}", security.secret_env))?;
+    if let Ok(previous) = std::env::var(&security.previous_secrets_env) {
+        for entry in previous.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let Some((pid, psecret)) = entry.split_once(':') else {
+                return Err(format!(
+                    "{}: expected id:secret entries",
+                    security.previous_secrets_env
+                ));
+            };
+            sealer = sealer
+                .with_previous(psecret, pid)
+                .map_err(|e| format!("{}: {e}", security.previous_secrets_env))?;
+        }
+    }
+    Ok(Some(sealer))
+}
+
+pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {
+    std::env::var(&security.admin_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new)
+}
+
+/// Load the stored access rules into the gateway's runtime.
+pub async fn load_rules(store: &Store, gateway: &Gateway) -> Result<usize, String> {
+    let rules = store.list_rules().await.map_err(|e| e.to_string())?;
+    let n = rules.len();
+    gateway.runtime.rules.store(Arc::new(rules.into_iter().map(|r| r.rule).collect()));
+    Ok(n)
+}
+
+/// Start the audit writer after replaying any spill file.
+pub async fn start_audit(
+    store: &Store,
+    catalog: &Catalog,
+    config: Option<&Path>,
+) -> Result<(AuditWriter, AuditTask), String> {
+    let s = &catalog.storage;
+    let spill = beside_config(config, &s.spill_path);
+    let record_store: Arc<dyn RecordStore> = Arc::new(store.clone());
+    match AuditWriter::replay_spill(record_store.as_ref(), &spill).await {
+        Ok(0) => {}
+        Ok(n) => {
+            tracing::info!(rows = n, file = %spill.display(), "replayed spilled request records")
+        }
+        Err(e) => tracing::warn!(file = %spill.display(), "spill replay failed: {e}"),
+    }
+    let cfg = AuditConfig {
+        queue: s.audit_queue,
+        batch: s.audit_batch,
+        flush_every: Duration::from_millis(s.audit_flush_ms),
+        ..AuditConfig::new(spill)
+    };
+    AuditWriter::start(record_store, cfg).map_err(|e| e.to_string())
+}
+
+/// Reload the stored access rules periodically, so rules changed through another
+/// instance (or the CLI) reach this one.
+pub fn spawn_rule_refresh(store: Store, gateway: Arc<Gateway>, every: Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            if let Err(e) = load_rules(&store, &gateway).await {
+                tracing::warn!("access-rule refresh: {e}");
+            }
+        }
+    });
+}
+
+/// Delete records older than the retention period, hourly.
+pub fn spawn_retention(store: Store, retention_days: u32) {
+    if retention_days == 0 {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            tick.tick().await;
+            let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
+            match store.delete_records_before(cutoff).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "retention: deleted old request records"),
+                Err(e) => tracing::warn!("retention: {e}"),
+            }
+        }
+    });
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_paths_sit_next_to_the_config() {
+        let s = StorageConfig {
+            url: "sqlite://data/sy.db?mode=rwc".into(),
+            ..StorageConfig::default()
+        };
+        assert_eq!(
+            database_url(&s, Some(Path::new("/etc/sy/config.yaml"))).as_deref(),
+            Some("sqlite:///etc/sy/data/sy.db?mode=rwc")
+        );
+        assert_eq!(database_url(&s, None).as_deref(), Some("sqlite://data/sy.db?mode=rwc"));
+        let none = StorageConfig { url: "none".into(), ..StorageConfig::default() };
+        assert_eq!(database_url(&none, None), None);
+        let pg = StorageConfig { url: "postgres://u@h/db".into(), ..StorageConfig::default() };
+        assert_eq!(database_url(&pg, None).as_deref(), Some("postgres://u@h/db"));
+    }
+}

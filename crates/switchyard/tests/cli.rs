@@ -1,0 +1,827 @@
+//! End to end: the built `switchyard` binary's operator subcommands against a
+//! temporary SQLite database named by a temporary configuration file. Request
+//! records (which only the gateway writes) are inserted through the Store API.
+
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use switchyard_core::record::{AttemptRecord, RequestRecord};
+use switchyard_store::Store;
+use switchyard_store::seal::{SealedRef, Sealer};
+
+const OLD_SECRET: &str = "the first gateway secret of 36 bytes";
+const NEW_SECRET: &str = "the second gateway secret of 37 bytes";
+const PROVIDER_KEY: &str = "sk-test-PROVIDER-KEY-0123456789";
+
+/// Variables that would change what the binary does if the test runner had them.
+const CLEARED: &[&str] = &[
+    "SWITCHYARD_CONFIG",
+    "SWITCHYARD_SECRET",
+    "SWITCHYARD_SECRET_ID",
+    "SWITCHYARD_PREVIOUS_SECRETS",
+    "SWITCHYARD_ADMIN_KEY",
+    "SWITCHYARD_API_KEY",
+];
+
+/// A temporary folder holding `config.yaml` and (once migrated) `sy.db`.
+struct Env {
+    dir: PathBuf,
+    config: PathBuf,
+    db: PathBuf,
+}
+
+impl Env {
+    fn new(name: &str) -> Env {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir()
+            .join(format!("switchyard-cli-{name}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("sy.db");
+        let config = dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "storage: {{ url: \"sqlite://{}\" }}\n\
+                 providers: {{ mock: {{ wire: mock }} }}\n\
+                 models: [{{ id: mock-echo, deployments: [{{ provider: mock }}] }}]\n",
+                db.display()
+            ),
+        )
+        .unwrap();
+        Env { dir, config, db }
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}", self.db.display())
+    }
+
+    /// `switchyard ARGS --config <config>`.
+    fn run(&self, args: &[&str]) -> Out {
+        self.run_with(args, &[], None)
+    }
+
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Out {
+        let config = self.config.display().to_string();
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--config", &config]);
+        self.raw(&all, env, stdin)
+    }
+
+    /// The binary with exactly these arguments, in the temporary folder.
+    fn raw(&self, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Out {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+        cmd.args(args).current_dir(&self.dir).stdout(Stdio::piped()).stderr(Stdio::piped());
+        for var in CLEARED {
+            cmd.env_remove(var);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        let mut child = cmd.spawn().unwrap();
+        if let Some(text) = stdin {
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        Out {
+            args: args.join(" "),
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[derive(Debug)]
+struct Out {
+    args: String,
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn ok(self) -> Out {
+        assert_eq!(self.code, 0, "`switchyard {}` failed: {self:#?}", self.args);
+        self
+    }
+
+    /// Failed with exit status 1 and exactly one line on stderr.
+    fn failed(self) -> Out {
+        assert_eq!(self.code, 1, "`switchyard {}` should fail: {self:#?}", self.args);
+        assert_eq!(self.stderr.lines().count(), 1, "{self:#?}");
+        assert!(self.stderr.starts_with("switchyard: "), "{self:#?}");
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {self:#?}"))
+    }
+
+    fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+#[test]
+fn users_projects_groups_and_keys() {
+    let env = Env::new("keys");
+    let migrated = env.run(&["migrate"]).ok();
+    assert!(
+        migrated.stdout.contains("sqlite") && migrated.stdout.contains("up to date"),
+        "{migrated:#?}"
+    );
+    assert!(env.db.exists());
+
+    let alice = env
+        .run(&["users", "create", "--email", "Alice@Example.com", "--name", "Alice", "--json"])
+        .ok()
+        .json();
+    assert_eq!(alice["email"], "alice@example.com");
+    assert_eq!(alice["role"], "member");
+    let alice_id = alice["id"].as_str().unwrap().to_owned();
+    env.run(&["users", "create", "--email", "bob@example.com", "--role", "viewer"]).ok();
+    env.run(&["users", "set-role", "bob@example.com", "admin"]).ok();
+    let users = env.run(&["users", "list", "--json"]).ok().json();
+    assert_eq!(users.as_array().unwrap().len(), 2);
+    assert_eq!(users[1]["email"], "bob@example.com");
+    assert_eq!(users[1]["role"], "admin");
+    let table = env.run(&["users", "list"]).ok().stdout;
+    assert!(
+        table.starts_with("ID  ") && table.contains("alice@example.com") && table.contains("Alice"),
+        "{table}"
+    );
+
+    env.run(&["projects", "create", "research"]).ok();
+    let projects = env.run(&["projects", "list", "--json"]).ok().json();
+    let names: Vec<&str> =
+        projects.as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["alice", "bob", "research"]);
+    let research_id = projects[2]["id"].as_str().unwrap().to_owned();
+    env.run(&["groups", "create", "ops"]).ok();
+    env.run(&["groups", "add-member", "ops", "bob@example.com"]).ok();
+    assert_eq!(env.run(&["groups", "list", "--json"]).ok().json()[0]["name"], "ops");
+
+    // Binding a key to a project needs membership.
+    let refused = env
+        .run(&["keys", "create", "--user", "alice@example.com", "--project", "research"])
+        .failed();
+    assert!(refused.stderr.contains("not a member"), "{refused:#?}");
+    env.run(&["projects", "add-member", "research", "alice@example.com"]).ok();
+
+    let created = env
+        .run(&[
+            "keys",
+            "create",
+            "--user",
+            "alice@example.com",
+            "--project",
+            "research",
+            "--label",
+            "ci",
+            "--expires-in",
+            "30d",
+            "--allow-model",
+            "mock-*",
+            "--allow-model",
+            "other-*",
+        ])
+        .ok();
+    let secret = created.stdout.trim().to_owned();
+    assert_eq!(created.stdout.lines().count(), 1, "{created:#?}");
+    assert!(secret.starts_with("sy-") && secret.len() == 43, "{created:#?}");
+    assert!(created.stderr.contains("will not be shown again"), "{created:#?}");
+    assert!(created.stderr.contains("\"other-*\" matches no model"), "{created:#?}");
+    let prefix = &secret[..11];
+
+    // The secret works: the store finds the key by it.
+    let found = block_on(async {
+        let store = Store::connect(&env.url()).await.unwrap();
+        let k = store.key_by_secret(&secret).await.unwrap();
+        store.close().await;
+        k
+    })
+    .unwrap();
+    assert_eq!(found.prefix, prefix);
+
+    let mut outputs = Vec::new();
+    let listed = env.run(&["keys", "list", "--json"]).ok();
+    let keys = listed.json();
+    assert_eq!(keys.as_array().unwrap().len(), 1);
+    let key = &keys[0];
+    assert_eq!(key["prefix"], prefix);
+    assert_eq!(key["user_id"].as_str(), Some(alice_id.as_str()));
+    assert_eq!(key["project_id"].as_str(), Some(research_id.as_str()));
+    assert_eq!(key["label"], "ci");
+    assert_eq!(key["allowed_models"], json!(["mock-*", "other-*"]));
+    let expires = key["expires_at"].as_i64().unwrap() - key["created_at"].as_i64().unwrap();
+    assert!((30 * 86_400_000 - 60_000..=30 * 86_400_000 + 60_000).contains(&expires), "{expires}");
+    assert!(key.get("hash").is_none() && key.get("secret").is_none(), "{key}");
+    outputs.push(listed);
+    let table = env.run(&["keys", "list", "--user", "alice@example.com"]).ok();
+    assert!(table.stdout.contains(prefix) && table.stdout.contains("research"), "{table:#?}");
+    outputs.push(table);
+    assert_eq!(
+        env.run(&["keys", "list", "--user", "bob@example.com", "--json"]).ok().json(),
+        json!([])
+    );
+
+    let key_id = key["id"].as_str().unwrap().to_owned();
+    let revoked = env.run(&["keys", "revoke", prefix]).ok();
+    assert!(revoked.stdout.contains(&key_id), "{revoked:#?}");
+    outputs.push(revoked);
+    let again = env.run(&["keys", "revoke", &key_id]).ok();
+    assert!(again.stdout.contains("already revoked"), "{again:#?}");
+    outputs.push(again);
+    let after = env.run(&["keys", "list", "--json"]).ok();
+    assert!(after.json()[0]["revoked_at"].is_i64(), "{after:#?}");
+    outputs.push(after);
+    env.run(&["keys", "revoke", "key_000000000000000000000000"]).failed();
+
+    // A key with --json carries its secret, in the JSON only.
+    let bob_key = env.run(&["keys", "create", "--user", "bob@example.com", "--json"]).ok();
+    let bob_secret = bob_key.json()["secret"].as_str().unwrap().to_owned();
+    assert!(bob_secret.starts_with("sy-") && !bob_key.stderr.contains(&bob_secret), "{bob_key:#?}");
+    outputs.push(env.run(&["keys", "list"]).ok());
+    outputs.push(env.run(&["users", "list", "--json"]).ok());
+
+    for out in &outputs {
+        assert!(!out.all().contains(&secret), "{out:#?}");
+        assert!(!out.all().contains(&bob_secret), "{out:#?}");
+    }
+
+    // Disabled users get no new keys.
+    env.run(&["users", "disable", &alice_id]).ok();
+    assert_eq!(env.run(&["users", "list", "--json"]).ok().json()[0]["disabled"], true);
+    env.run(&["keys", "create", "--user", &alice_id]).failed();
+}
+
+#[test]
+fn rules_add_list_delete() {
+    let env = Env::new("rules");
+    let bob = env.run(&["users", "create", "--email", "bob@example.com", "--json"]).ok().json();
+    env.run(&["groups", "create", "research"]).ok();
+
+    env.run(&[
+        "rules",
+        "add",
+        "--name",
+        "opus-closed",
+        "--effect",
+        "deny",
+        "--pattern",
+        "Claude-Opus-*",
+        "--reason",
+        "too expensive",
+    ])
+    .ok();
+    env.run(&[
+        "rules",
+        "add",
+        "--name",
+        "opus-research",
+        "--effect",
+        "allow",
+        "--pattern",
+        "claude-opus-*",
+        "--group",
+        "research",
+        "--reason",
+        "research may",
+        "--priority",
+        "10",
+    ])
+    .ok();
+    env.run(&[
+        "rules",
+        "add",
+        "--name",
+        "bob-no-mock",
+        "--effect",
+        "deny",
+        "--pattern",
+        "mock-*",
+        "--user",
+        "bob@example.com",
+        "--reason",
+        "no",
+        "--priority",
+        "-5",
+    ])
+    .ok();
+    // One subject at most; known groups only; unique names.
+    let two = env.run(&[
+        "rules",
+        "add",
+        "--name",
+        "x",
+        "--effect",
+        "deny",
+        "--pattern",
+        "*",
+        "--role",
+        "admin",
+        "--user",
+        "bob@example.com",
+        "--reason",
+        "r",
+    ]);
+    assert_eq!(two.code, 2, "{two:#?}");
+    env.run(&[
+        "rules",
+        "add",
+        "--name",
+        "x",
+        "--effect",
+        "deny",
+        "--pattern",
+        "*",
+        "--group",
+        "nope",
+        "--reason",
+        "r",
+    ])
+    .failed();
+    let dup = env
+        .run(&[
+            "rules",
+            "add",
+            "--name",
+            "opus-closed",
+            "--effect",
+            "deny",
+            "--pattern",
+            "*",
+            "--reason",
+            "r",
+        ])
+        .failed();
+    assert!(dup.stderr.contains("already exists"), "{dup:#?}");
+
+    let rules = env.run(&["rules", "list", "--json"]).ok().json();
+    assert_eq!(
+        rules.as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["opus-research", "opus-closed", "bob-no-mock"]
+    );
+    assert_eq!(rules[0]["subject"], json!({ "kind": "group", "value": "research" }));
+    assert_eq!(rules[0]["priority"], 10);
+    // Patterns are normalized as in the configuration file.
+    assert_eq!(rules[1]["pattern"], "claude-opus-*");
+    assert_eq!(rules[1]["subject"], json!({ "kind": "any" }));
+    assert_eq!(rules[1]["effect"], "deny");
+    // A user subject is stored as the user's id (what the gateway matches).
+    assert_eq!(rules[2]["subject"], json!({ "kind": "user", "value": bob["id"] }));
+    let table = env.run(&["rules", "list"]).ok().stdout;
+    assert!(table.contains("user:bob@example.com") && table.contains("too expensive"), "{table}");
+
+    env.run(&["rules", "delete", "opus-closed"]).ok();
+    env.run(&["rules", "delete", "opus-closed"]).failed();
+    let left = env.run(&["rules", "list", "--json"]).ok().json();
+    assert_eq!(left.as_array().unwrap().len(), 2);
+    assert!(!left.to_string().contains("opus-closed"));
+}
+
+#[test]
+fn credentials_and_secret_rotation() {
+    let env = Env::new("byok");
+    env.run(&["users", "create", "--email", "alice@example.com"]).ok();
+    let old = [("SWITCHYARD_SECRET", OLD_SECRET)];
+    let stdin = format!("{PROVIDER_KEY}\n");
+
+    // Without the gateway secret nothing can be sealed.
+    let no_secret = env.run_with(
+        &["credentials", "set", "--user", "alice@example.com", "--provider", "mock"],
+        &[],
+        Some(&stdin),
+    );
+    assert!(no_secret.failed().stderr.contains("SWITCHYARD_SECRET is not set"));
+    // Unknown providers and empty input are refused.
+    env.run_with(
+        &["credentials", "set", "--user", "alice@example.com", "--provider", "openai"],
+        &old,
+        Some(&stdin),
+    )
+    .failed();
+    env.run_with(
+        &["credentials", "set", "--user", "alice@example.com", "--provider", "mock"],
+        &old,
+        Some("\n"),
+    )
+    .failed();
+
+    let set = env
+        .run_with(
+            &["credentials", "set", "--user", "alice@example.com", "--provider", "mock"],
+            &old,
+            Some(&stdin),
+        )
+        .ok();
+    assert!(set.stdout.contains("fp-"), "{set:#?}");
+    // From a variable, for a project.
+    let by_var = env
+        .run_with(
+            &[
+                "credentials",
+                "set",
+                "--project",
+                "alice",
+                "--provider",
+                "mock",
+                "--key-env",
+                "MY_KEY",
+            ],
+            &[("SWITCHYARD_SECRET", OLD_SECRET), ("MY_KEY", "sk-project-KEY-987654321")],
+            None,
+        )
+        .ok();
+    assert!(by_var.stdout.contains("project alice"), "{by_var:#?}");
+
+    let listed = env.run(&["credentials", "list", "--json"]).ok();
+    let creds = listed.json();
+    assert_eq!(creds.as_array().unwrap().len(), 2, "{listed:#?}");
+    for c in creds.as_array().unwrap() {
+        assert!(c["fingerprint"].as_str().unwrap().starts_with("fp-"), "{c}");
+        assert_eq!(c["key_id"], "k1");
+        assert!(c.get("ciphertext").is_none() && c.get("nonce").is_none(), "{c}");
+    }
+    let mine =
+        env.run(&["credentials", "list", "--user", "alice@example.com", "--json"]).ok().json();
+    assert_eq!(mine.as_array().unwrap().len(), 1);
+    assert_eq!(mine[0]["owner_kind"], "user");
+    let table = env.run(&["credentials", "list"]).ok();
+    assert!(
+        table.stdout.contains("user:alice@example.com") && table.stdout.contains("project:alice"),
+        "{table:#?}"
+    );
+    for out in [&set, &by_var, &listed, &table] {
+        assert!(
+            !out.all().contains(PROVIDER_KEY) && !out.all().contains("sk-project-KEY"),
+            "{out:#?}"
+        );
+    }
+
+    // A new secret without the old one: refused, nothing changed.
+    let new_only = [("SWITCHYARD_SECRET", NEW_SECRET), ("SWITCHYARD_SECRET_ID", "k2")];
+    let refused = env.run_with(&["secrets", "rotate"], &new_only, None).failed();
+    assert!(
+        refused.stderr.contains("cannot open 2 of 2")
+            && refused.stderr.contains("Nothing was changed"),
+        "{refused:#?}"
+    );
+    let unchanged = env.run(&["credentials", "list", "--json"]).ok().json();
+    assert_eq!(unchanged, creds);
+
+    let previous = format!("k1:{OLD_SECRET}");
+    let rotating = [
+        ("SWITCHYARD_SECRET", NEW_SECRET),
+        ("SWITCHYARD_SECRET_ID", "k2"),
+        ("SWITCHYARD_PREVIOUS_SECRETS", previous.as_str()),
+    ];
+    let rotated = env.run_with(&["secrets", "rotate"], &rotating, None).ok();
+    assert!(
+        rotated.stdout.contains("resealed 2") && rotated.stdout.contains("0 already current"),
+        "{rotated:#?}"
+    );
+    let again = env.run_with(&["secrets", "rotate"], &rotating, None).ok();
+    assert!(
+        again.stdout.contains("resealed 0") && again.stdout.contains("2 already current"),
+        "{again:#?}"
+    );
+    for out in [&refused, &rotated, &again] {
+        assert!(!out.all().contains(PROVIDER_KEY) && !out.all().contains(NEW_SECRET), "{out:#?}");
+    }
+
+    // The rows are now sealed under k2 and open with the new secret alone.
+    let rows = block_on(async {
+        let store = Store::connect(&env.url()).await.unwrap();
+        let rows = store.all_credentials().await.unwrap();
+        store.close().await;
+        rows
+    });
+    let new_only_sealer = Sealer::new(NEW_SECRET, "k2").unwrap();
+    let mut opened: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.key_id, "k2");
+            let sealed =
+                SealedRef { key_id: &r.key_id, nonce: &r.nonce, ciphertext: &r.ciphertext };
+            new_only_sealer.open(&r.id, &sealed).unwrap().to_string()
+        })
+        .collect();
+    opened.sort();
+    assert_eq!(opened, ["sk-project-KEY-987654321", PROVIDER_KEY]);
+
+    env.run(&["credentials", "delete", "--project", "alice", "--provider", "mock"]).ok();
+    env.run(&["credentials", "delete", "--project", "alice", "--provider", "mock"]).failed();
+    assert_eq!(
+        env.run(&["credentials", "list", "--json"]).ok().json().as_array().unwrap().len(),
+        1
+    );
+}
+
+fn record(id: &str, ago_ms: u64) -> RequestRecord {
+    RequestRecord {
+        id: id.into(),
+        time_ms: now_ms() - ago_ms,
+        client_format: "openai-chat".into(),
+        requested_model: "mock-echo".into(),
+        resolved_model: Some("mock-echo".into()),
+        provider: Some("mock".into()),
+        served_provider: Some("mock".into()),
+        upstream_model: Some("mock-echo".into()),
+        descriptor: "model:mock-echo".into(),
+        status: 200,
+        attempts: vec![AttemptRecord {
+            deployment: "mock/mock-echo".into(),
+            credential: Some("fp-00c0ffee".into()),
+            outcome: "ok".into(),
+            latency_ms: 90,
+            kind: "primary".into(),
+        }],
+        total_ms: 100,
+        ..RequestRecord::default()
+    }
+}
+
+#[test]
+fn logs_and_usage() {
+    let env = Env::new("logs");
+    let alice = env.run(&["users", "create", "--email", "alice@example.com", "--json"]).ok().json();
+    let alice_id = alice["id"].as_str().unwrap().to_owned();
+    let project_id = alice["primary_project_id"].as_str().unwrap().to_owned();
+
+    let minute = 60_000;
+    let ok = RequestRecord {
+        user: Some(alice_id.clone()),
+        key_prefix: Some("sy-AbCdEfGh".into()),
+        project: Some(project_id.clone()),
+        usage: serde_json::from_value(json!({ "input_tokens": 10, "output_tokens": 20 })).unwrap(),
+        cost_usd: Some(0.000_123_456_7),
+        ..record("req-ok", 10 * minute)
+    };
+    let failover = RequestRecord {
+        user: Some(alice_id.clone()),
+        project: Some(project_id.clone()),
+        provider: Some("primary-x".into()),
+        descriptor: "route:r1 failover:primary-x->mock".into(),
+        attempts: vec![
+            AttemptRecord {
+                deployment: "primary-x/big-model".into(),
+                credential: Some("fp-11111111".into()),
+                outcome: "status_503".into(),
+                latency_ms: 400,
+                kind: "primary".into(),
+            },
+            AttemptRecord {
+                deployment: "mock/mock-echo".into(),
+                credential: None,
+                outcome: "ok".into(),
+                latency_ms: 1_000,
+                kind: "failover".into(),
+            },
+        ],
+        usage: serde_json::from_value(json!({ "input_tokens": 5, "output_tokens": 7 })).unwrap(),
+        estimated: true,
+        cost_usd: None,
+        stream: true,
+        ttft_ms: Some(700),
+        total_ms: 1_500,
+        ..record("req-failover", 5 * minute)
+    };
+    let error = RequestRecord {
+        requested_model: "other-model".into(),
+        resolved_model: Some("other-model".into()),
+        served_provider: None,
+        status: 503,
+        error_code: Some("upstream_unavailable".into()),
+        total_ms: 7_000,
+        ..record("req-error", 2 * minute)
+    };
+    let old = RequestRecord {
+        requested_model: "old-model".into(),
+        resolved_model: None,
+        status: 429,
+        served_provider: None,
+        ..record("req-old", 3 * 24 * 60 * minute)
+    };
+    block_on(async {
+        let store = Store::connect(&env.url()).await.unwrap();
+        store
+            .insert_records(&[ok.clone(), failover.clone(), error.clone(), old.clone()])
+            .await
+            .unwrap();
+        store.close().await;
+    });
+
+    let list = |args: &[&str]| {
+        let mut all = vec!["logs", "list", "--json"];
+        all.extend(args);
+        ids(&env.run(&all).ok().json())
+    };
+    assert_eq!(list(&[]), ["req-error", "req-failover", "req-ok", "req-old"]);
+    assert_eq!(list(&["--since", "1h"]), ["req-error", "req-failover", "req-ok"]);
+    assert_eq!(list(&["--until", "3m"]), ["req-failover", "req-ok", "req-old"]);
+    assert_eq!(list(&["--since", "1h", "--until", "3m"]), ["req-failover", "req-ok"]);
+    assert_eq!(list(&["--status", "5xx"]), ["req-error"]);
+    assert_eq!(list(&["--status", "4xx"]), ["req-old"]);
+    assert_eq!(list(&["--status", "200"]), ["req-failover", "req-ok"]);
+    assert_eq!(list(&["--status", "2xx", "--limit", "1"]), ["req-failover"]);
+    assert_eq!(list(&["--user", "alice@example.com"]), ["req-failover", "req-ok"]);
+    assert_eq!(list(&["--project", "alice"]), ["req-failover", "req-ok"]);
+    assert_eq!(list(&["--model", "other-model"]), ["req-error"]);
+    assert_eq!(list(&["--limit", "1"]), ["req-error"]);
+    let full = env.run(&["logs", "list", "--json", "--limit", "1"]).ok().json();
+    assert_eq!(full[0]["error_code"], "upstream_unavailable");
+
+    let table = env.run(&["logs", "list", "--since", "1h"]).ok().stdout;
+    let ok_line = table.lines().find(|l| l.contains("req-ok")).unwrap();
+    for want in ["alice@example.com", "mock-echo", "mock", "200", "10/20", "$0.000123", "100ms"] {
+        assert!(ok_line.contains(want), "{want:?} missing from {ok_line:?}");
+    }
+    let fo_line = table.lines().find(|l| l.contains("req-failover")).unwrap();
+    assert!(
+        fo_line.contains("~5/7") && fo_line.contains(" ? ") && fo_line.contains("1.5s"),
+        "{fo_line:?}"
+    );
+    assert!(table.lines().any(|l| l.contains("req-error") && l.contains("503")), "{table}");
+
+    let shown = env.run(&["logs", "show", "req-failover"]).ok().stdout;
+    for want in [
+        "provider         primary-x",
+        "served provider  mock (failed over from primary-x)",
+        "descriptor       route:r1 failover:primary-x->mock",
+        "user             alice@example.com (",
+        "estimated        yes",
+        "first token      700ms",
+        "stream           yes",
+        "cost             unknown",
+        "input 5, output 7",
+        "attempts (2)",
+        "primary-x/big-model",
+        "fp-11111111",
+        "status_503",
+        "400ms",
+        "failover",
+    ] {
+        assert!(shown.contains(want), "{want:?} missing from\n{shown}");
+    }
+    let shown_ok = env.run(&["logs", "show", "req-ok"]).ok().stdout;
+    assert!(
+        shown_ok.contains("cost             $0.000123\n")
+            && shown_ok.contains("key              sy-AbCdEfGh"),
+        "{shown_ok}"
+    );
+    let as_json = env.run(&["logs", "show", "req-failover", "--json"]).ok().json();
+    let back: RequestRecord = serde_json::from_value(as_json).unwrap();
+    assert_eq!(back, failover);
+    let missing = env.run(&["logs", "show", "req-nope"]).failed();
+    assert!(missing.stderr.contains("req-nope"), "{missing:#?}");
+
+    // Usage: the default window is 7 days, so the 3-day-old record counts.
+    let by_provider = env.run(&["usage", "--by", "provider", "--json"]).ok().json();
+    let rows = by_provider.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{by_provider}");
+    let mock = rows.iter().find(|r| r["key"] == "mock").unwrap();
+    assert_eq!(mock["requests"], 2);
+    assert_eq!(mock["errors"], 0);
+    assert_eq!(mock["input_tokens"], 15);
+    assert_eq!(mock["output_tokens"], 27);
+    assert_eq!(mock["cost_complete"], false);
+    assert!((mock["cost_usd"].as_f64().unwrap() - 0.000_123_456_7).abs() < 1e-12);
+    let none = rows.iter().find(|r| r["key"].is_null()).unwrap();
+    assert_eq!((none["requests"].as_u64(), none["errors"].as_u64()), (Some(2), Some(2)));
+    let recent = env.run(&["usage", "--since", "1h", "--by", "provider", "--json"]).ok().json();
+    assert_eq!(
+        recent.as_array().unwrap().iter().map(|r| r["requests"].as_u64().unwrap()).sum::<u64>(),
+        3
+    );
+
+    let slo = env.run(&["usage", "--by", "model", "--slo-ms", "1000", "--json"]).ok().json();
+    let echo = slo.as_array().unwrap().iter().find(|r| r["key"] == "mock-echo").unwrap();
+    assert_eq!(echo["slo_breach_share"], 0.5);
+    assert_eq!((echo["p50_ms"].as_u64(), echo["p95_ms"].as_u64()), (Some(100), Some(1_500)));
+    let default_slo = env.run(&["usage", "--by", "model", "--json"]).ok().json();
+    let echo = default_slo.as_array().unwrap().iter().find(|r| r["key"] == "mock-echo").unwrap();
+    assert_eq!(echo["slo_breach_share"], 0.0);
+
+    let by_user = env.run(&["usage", "--by", "user"]).ok().stdout;
+    let line = by_user.lines().find(|l| l.starts_with("alice@example.com")).unwrap();
+    for want in ["$0.000123*", "100ms", "1.5s", "0.0%"] {
+        assert!(line.contains(want), "{want:?} missing from {line:?}");
+    }
+    assert!(by_user.contains("(anonymous)") && by_user.contains("lower bound"), "{by_user}");
+    let out_of_range = env.run(&["usage", "--slo-ms", "10"]);
+    assert_eq!(out_of_range.code, 2, "{out_of_range:#?}");
+}
+
+#[test]
+fn failures_are_one_line_and_nonzero() {
+    let env = Env::new("errors");
+    env.run(&["users", "create", "--email", "alice@example.com"]).ok();
+    let dup = env.run(&["users", "create", "--email", "ALICE@example.com"]).failed();
+    assert!(dup.stderr.contains("already exists"), "{dup:#?}");
+    env.run(&["users", "create", "--email", "not-an-email"]).failed();
+    env.run(&["users", "set-role", "nobody@example.com", "admin"]).failed();
+    env.run(&["keys", "create", "--user", "nobody@example.com"]).failed();
+    env.run(&["projects", "add-member", "no-such-project", "alice@example.com"]).failed();
+    env.run(&["logs", "list", "--since", "1m", "--until", "1h"]).failed();
+
+    let bad_duration =
+        env.run(&["keys", "create", "--user", "alice@example.com", "--expires-in", "1y"]);
+    assert_eq!(bad_duration.code, 2, "{bad_duration:#?}");
+    assert!(bad_duration.stderr.contains("invalid duration"), "{bad_duration:#?}");
+    let bad_status = env.run(&["logs", "list", "--status", "6xx"]);
+    assert_eq!(bad_status.code, 2, "{bad_status:#?}");
+
+    let missing =
+        env.raw(&["users", "list", "--config", "/nonexistent/switchyard.yaml"], &[], None).failed();
+    assert!(missing.stderr.contains("/nonexistent/switchyard.yaml"), "{missing:#?}");
+    let no_db = env.dir.join("none.yaml");
+    std::fs::write(
+        &no_db,
+        "storage: { url: none }\nproviders: { mock: { wire: mock } }\nmodels: [{ id: mock-echo, deployments: [{ provider: mock }] }]\n",
+    )
+    .unwrap();
+    let none =
+        env.raw(&["users", "list", "--config", &no_db.display().to_string()], &[], None).failed();
+    assert!(none.stderr.contains("needs a database"), "{none:#?}");
+}
+
+#[test]
+fn config_comes_from_the_flag_the_variable_or_the_default() {
+    let env = Env::new("config");
+    env.run(&["users", "create", "--email", "alice@example.com"]).ok();
+    let config = env.config.display().to_string();
+    let via_var =
+        env.raw(&["users", "list", "--json"], &[("SWITCHYARD_CONFIG", &config)], None).ok().json();
+    assert_eq!(via_var[0]["email"], "alice@example.com");
+
+    // The embedded default keeps its database in the working directory.
+    let default_db = env.dir.join("switchyard.db");
+    assert!(!default_db.exists());
+    let migrated = env.raw(&["migrate"], &[], None).ok();
+    assert!(migrated.stdout.contains("up to date"), "{migrated:#?}");
+    assert!(default_db.exists());
+    assert_eq!(env.raw(&["users", "list", "--json"], &[], None).ok().json(), json!([]));
+}
+
+#[test]
+fn status_classes_page_through_more_than_a_store_page() {
+    let env = Env::new("pages");
+    env.run(&["migrate"]).ok();
+    let base = now_ms() - 60_000;
+    // 1,500 successes a millisecond apart, newest first; the store returns at most
+    // 1,000 rows a query.
+    let mut records: Vec<RequestRecord> = (0..1_500u64)
+        .map(|i| RequestRecord { time_ms: base - i, ..record(&format!("ok-{i:04}"), 0) })
+        .collect();
+    // A failure at the millisecond where the first page ends, sorting after the
+    // success there (ids descend within a millisecond), so it is not on page one.
+    records.push(RequestRecord { time_ms: base - 999, status: 502, ..record("boundary-5xx", 0) });
+    records.push(RequestRecord { time_ms: base - 5_000, status: 503, ..record("deep-5xx", 0) });
+    records.push(RequestRecord { time_ms: base - 6_000, status: 404, ..record("deep-4xx", 0) });
+    block_on(async {
+        let store = Store::connect(&env.url()).await.unwrap();
+        store.insert_records(&records).await.unwrap();
+        store.close().await;
+    });
+
+    let list = |args: &[&str]| {
+        let mut all = vec!["logs", "list", "--json"];
+        all.extend(args);
+        ids(&env.run(&all).ok().json())
+    };
+    assert_eq!(list(&["--status", "5xx"]), ["boundary-5xx", "deep-5xx"]);
+    assert_eq!(list(&["--status", "5xx", "--limit", "1"]), ["boundary-5xx"]);
+    assert_eq!(list(&["--status", "4xx"]), ["deep-4xx"]);
+    let successes = list(&["--status", "2xx", "--limit", "1000"]);
+    let expected: Vec<String> = (0..1_000).map(|i| format!("ok-{i:04}")).collect();
+    assert_eq!(successes, expected);
+    assert_eq!(list(&["--status", "200", "--limit", "1000"]), expected);
+}
