@@ -1,0 +1,122 @@
+//! Request-record throughput into a real database through the audit writer. Not a
+//! timed assertion: run with
+//! `cargo test --release -p switchyard-store --test audit_throughput -- --ignored --nocapture`
+//! (PostgreSQL too when SWITCHYARD_TEST_POSTGRES_URL is set).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchyard_core::RecordSink;
+use switchyard_core::record::{AttemptRecord, RequestRecord};
+use switchyard_protocol::Usage;
+use switchyard_store::Store;
+use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
+
+fn record(i: usize) -> RequestRecord {
+    RequestRecord {
+        id: format!("req_bench_{i:08}"),
+        time_ms: 1_790_000_000_000 + i as u64,
+        user: Some(format!("usr_{}", i % 50)),
+        key_prefix: Some("sy-abcdefgh".into()),
+        project: Some(format!("prj_{}", i % 10)),
+        client_format: "openai-chat".into(),
+        requested_model: "gpt-5".into(),
+        resolved_model: Some("gpt-5".into()),
+        route_id: Some("gpt-route-1a2b3c".into()),
+        provider: Some("openai".into()),
+        served_provider: Some("openai".into()),
+        upstream_model: Some("gpt-5".into()),
+        descriptor: "route:gpt-route-1a2b3c".into(),
+        status: 200,
+        attempts: vec![AttemptRecord {
+            deployment: "openai/gpt-5".into(),
+            credential: Some("key-1a2b3c4d".into()),
+            outcome: "ok".into(),
+            latency_ms: 420,
+            kind: "primary".into(),
+        }],
+        ttft_ms: Some(180),
+        total_ms: 420,
+        usage: Usage {
+            input_tokens: Some(1200),
+            output_tokens: Some(300),
+            cache_read_tokens: Some(0),
+            ..Usage::default()
+        },
+        cost_usd: Some(0.0045),
+        stream: i % 2 == 0,
+        ..RequestRecord::default()
+    }
+}
+
+async fn measure(name: &str, store: Store, rate: Option<usize>) {
+    const N: usize = 50_000;
+    let dir = std::env::temp_dir().join(format!("sy-audit-bench-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spill = dir.join("spill.jsonl");
+    let (writer, task) = AuditWriter::start(
+        Arc::new(store.clone()) as Arc<dyn RecordStore>,
+        AuditConfig::new(&spill),
+    )
+    .unwrap();
+    let started = Instant::now();
+    match rate {
+        None => {
+            for i in 0..N {
+                writer.record(record(i));
+                if i % 256 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        Some(rate) => {
+            let per_tick = rate / 100;
+            let mut tick = tokio::time::interval(Duration::from_millis(10));
+            for chunk in (0..N).collect::<Vec<_>>().chunks(per_tick) {
+                tick.tick().await;
+                for &i in chunk {
+                    writer.record(record(i));
+                }
+            }
+        }
+    }
+    let offered = started.elapsed();
+    task.shutdown().await.unwrap();
+    let total = started.elapsed();
+    let stats = writer.stats();
+    println!(
+        "{name}: offered {N} in {:.2}s ({:.0}/s); all written after {:.2}s => {:.0} rows/s; written {} spilled {} lost {}",
+        offered.as_secs_f64(),
+        N as f64 / offered.as_secs_f64(),
+        total.as_secs_f64(),
+        N as f64 / total.as_secs_f64(),
+        stats.written,
+        stats.spilled,
+        stats.lost
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "throughput measurement"]
+async fn audit_throughput_sqlite_and_postgres() {
+    for (label, rate) in [("paced 5,000/s", Some(5_000)), ("burst", None)] {
+        let path = std::env::temp_dir().join(format!(
+            "sy-audit-bench-{}-{}.db",
+            std::process::id(),
+            label.len()
+        ));
+        let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        store.migrate().await.unwrap();
+        measure(&format!("sqlite {label}"), store, rate).await;
+        let _ = std::fs::remove_file(&path);
+        if let Ok(url) = std::env::var("SWITCHYARD_TEST_POSTGRES_URL") {
+            let store = Store::connect(&url).await.unwrap();
+            store.migrate().await.unwrap();
+            store.delete_records_before(i64::MAX).await.unwrap();
+            measure(&format!("postgres {label}"), store.clone(), rate).await;
+            store.delete_records_before(i64::MAX).await.unwrap();
+        }
+    }
+}
