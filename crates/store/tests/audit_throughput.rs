@@ -45,7 +45,7 @@ fn record(i: usize) -> RequestRecord {
             ..Usage::default()
         },
         cost_usd: Some(0.0045),
-        stream: i % 2 == 0,
+        stream: i.is_multiple_of(2),
         ..RequestRecord::default()
     }
 }
