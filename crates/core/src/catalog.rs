@@ -48,6 +48,8 @@ pub struct ProviderSpec {
     pub european: bool,
     /// The provider does not retain prompts or completions.
     pub no_retain: bool,
+    /// Cost multiplier for this provider's answers.
+    pub markup: f64,
 }
 
 impl ProviderSpec {
@@ -552,6 +554,11 @@ impl Catalog {
                 .unwrap_or_else(|| default_endpoint(p.wire).to_owned())
                 .trim_end_matches('/')
                 .to_owned();
+            if p.markup.is_some_and(|m| !m.is_finite() || m < 0.0) {
+                problems.push(Problem::general(format!(
+                    "providers.{name}.markup: must be a number >= 0"
+                )));
+            }
             if p.wire != WireName::Mock
                 && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
             {
@@ -571,6 +578,7 @@ impl Catalog {
                 backend: p.surface == raw::Surface::Backend,
                 european: p.governance.european.unwrap_or(false),
                 no_retain: p.governance.no_retain.unwrap_or(false),
+                markup: p.markup.unwrap_or(1.0),
             }));
         }
         let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {

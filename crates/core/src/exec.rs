@@ -159,7 +159,7 @@ fn meter(
         usage.output_tokens = Some(estimate::output_tokens(out_bytes));
         rec.estimated = true;
     }
-    rec.cost_usd = cost(&usage, cand.pricing.as_ref());
+    rec.cost_usd = cost(&usage, cand.pricing.as_ref()).map(|c| c * cand.provider.markup);
     rec.usage = usage;
 }
 

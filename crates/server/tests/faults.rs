@@ -286,3 +286,27 @@ async fn a_retry_after_beyond_the_cap_fails_over_instead_of_waiting() {
     let kinds: Vec<_> = rec.attempts.iter().map(|a| a.kind.as_ref()).collect();
     assert_eq!(kinds, ["primary", "failover"], "no retry was attempted");
 }
+
+#[tokio::test]
+async fn cost_uses_the_answering_deployments_prices_and_the_providers_markup() {
+    let providers = "  marked: { wire: anthropic, endpoint: \"{anthropic}\", credentials: { keys: [sk-marked-0123456789] }, markup: 1.5 }\n";
+    let extra = "  - id: m-marked\n    deployments: [{ provider: openai, model: up-a }, { provider: marked, model: up-b, pricing: { input: 2.0, output: 4.0 } }]\n    pricing: { input: 1.0, output: 1.0 }\n";
+    let h = Harness::start_with(Options {
+        providers_extra: providers.into(),
+        extra_models: extra.into(),
+        ..Options::default()
+    })
+    .await;
+    h.openai.push(Reply::status(500));
+    let r = h.post("/v1/chat/completions", &chat("m-marked", "x", false)).await;
+    assert_eq!(r.headers()["x-gateway-provider"], "marked");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    // Anthropic fake: input 11 + cache 3 + 2 = 16 total, output 7; the regional price, x1.5.
+    let u = rec.usage;
+    assert_eq!((u.input_tokens, u.output_tokens), (Some(16), Some(7)));
+    let expected = (11.0 * 2.0 + 3.0 * 2.0 + 2.0 * 2.0 + 7.0 * 4.0) / 1e6 * 1.5;
+    let cost = rec.cost_usd.unwrap();
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+    assert!(!rec.estimated);
+}

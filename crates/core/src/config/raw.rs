@@ -248,6 +248,10 @@ pub struct ProviderConfig {
     pub surface: Surface,
     #[serde(default)]
     pub governance: Governance,
+    /// Multiplies the metered cost of this provider's answers (e.g. 1.1 for a 10%
+    /// platform fee). Default 1.
+    #[serde(default)]
+    pub markup: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
