@@ -57,6 +57,8 @@ pub struct Inbound {
     pub byok: Vec<(String, Secret)>,
     /// Routing hints from the request's `switchyard` extension field.
     pub hints: Hints,
+    /// Log prompt and completion text up to this many bytes (the project opted in).
+    pub content_cap: Option<usize>,
 }
 
 /// Which deployment answered.
@@ -791,6 +793,17 @@ impl Snapshot {
                     text_bytes(&response.content),
                     cand,
                 );
+                if let Some(cap) = inbound.content_cap {
+                    let text: String = response
+                        .content
+                        .iter()
+                        .filter_map(|p| {
+                            if let Part::Text(t) = p { Some(t.text.as_str()) } else { None }
+                        })
+                        .collect();
+                    guard.rec.content =
+                        Some(crate::record::content_json(&inbound.request, &text, cap));
+                }
                 drop(in_flight);
                 record_metrics(&guard.rec);
                 guard.finish(200, None);
@@ -814,6 +827,8 @@ impl Snapshot {
                     candidate: cand.clone(),
                     usage: Usage::default(),
                     out_bytes: 0,
+                    content_cap: inbound.content_cap,
+                    captured: String::new(),
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
@@ -878,6 +893,9 @@ struct Pump {
     candidate: Candidate,
     usage: Usage,
     out_bytes: usize,
+    /// When the project logs content: the cap, and the response text so far.
+    content_cap: Option<usize>,
+    captured: String,
     /// Held for the stream's life: the deployment counts as busy until it ends.
     _in_flight: InFlightGuard,
     /// The whole request's deadline (timeouts.request_ms).
@@ -890,6 +908,12 @@ impl Pump {
             match ev {
                 StreamEvent::Usage { usage } => self.usage.merge(usage),
                 StreamEvent::Delta { delta, .. } => {
+                    if let (Some(cap), switchyard_protocol::Delta::Text { text }) =
+                        (self.content_cap, delta)
+                        && self.captured.len() < cap
+                    {
+                        self.captured.push_str(text);
+                    }
                     self.out_bytes += match delta {
                         switchyard_protocol::Delta::Text { text }
                         | switchyard_protocol::Delta::Thinking { text } => text.len(),
@@ -959,6 +983,10 @@ impl Pump {
         }
         let delivered = send(&self.tx, std::mem::take(&mut out)).await;
         meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
+        if let Some(cap) = self.content_cap {
+            self.guard.rec.content =
+                Some(crate::record::content_json(&self.request, &self.captured, cap));
+        }
         match (&error, delivered) {
             (Some(err), _) => {
                 self.guard.rec.error_code = Some(err.code().to_owned());

@@ -58,6 +58,58 @@ pub struct RequestRecord {
     /// Some token counts were estimated from text because the provider sent none.
     pub estimated: bool,
     pub stream: bool,
+    /// Prompt and completion text, only for projects that opted in
+    /// (`log_content`), capped at the project's size limit. JSON:
+    /// `{"request": "...", "response": "..."}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// The logged content of a request: the request's text (system and messages,
+/// role-prefixed) and the response's text, together at most `cap` bytes (the
+/// request gets at most half; each cut at a character boundary).
+pub fn content_json(req: &switchyard_protocol::Request, response: &str, cap: usize) -> String {
+    use std::fmt::Write;
+    use switchyard_protocol::Part;
+    let mut request = String::new();
+    for s in &req.system {
+        let _ = writeln!(request, "system: {}", s.text);
+    }
+    for m in &req.messages {
+        let role = match m.role {
+            switchyard_protocol::Role::System => "system",
+            switchyard_protocol::Role::User => "user",
+            switchyard_protocol::Role::Assistant => "assistant",
+        };
+        for p in &m.content {
+            match p {
+                Part::Text(t) => {
+                    let _ = writeln!(request, "{role}: {}", t.text);
+                }
+                Part::ToolCall(c) => {
+                    let _ = writeln!(request, "{role}: [tool call {}] {}", c.name, c.arguments);
+                }
+                Part::ToolResult(r) => {
+                    let _ = writeln!(request, "{role}: [tool result] {}", r.text());
+                }
+                _ => {}
+            }
+        }
+    }
+    let request = truncate(&request, cap / 2);
+    let response = truncate(response, cap.saturating_sub(request.len()));
+    serde_json::json!({ "request": request, "response": response }).to_string()
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Where finished records go. Implementations must not block: the request path
@@ -119,5 +171,24 @@ mod tests {
         let no_output = Pricing { output: None, ..p };
         assert_eq!(cost(&u, Some(&no_output)), None);
         assert_eq!(cost(&Usage::default(), Some(&p)), None);
+    }
+
+    #[test]
+    fn content_is_capped_at_character_boundaries() {
+        use switchyard_protocol::{Message, Request, Role, TextBlock};
+        let req = Request {
+            system: vec![TextBlock::new("be brief")],
+            messages: vec![Message::text(Role::User, "h\u{e9}llo world")],
+            ..Request::default()
+        };
+        let full: serde_json::Value =
+            serde_json::from_str(&content_json(&req, "answer", 1000)).unwrap();
+        assert_eq!(full["request"], "system: be brief\nuser: h\u{e9}llo world\n");
+        assert_eq!(full["response"], "answer");
+        let capped: serde_json::Value =
+            serde_json::from_str(&content_json(&req, "a long answer", 20)).unwrap();
+        let (rq, rs) = (capped["request"].as_str().unwrap(), capped["response"].as_str().unwrap());
+        assert!(rq.len() <= 10 && rq.len() + rs.len() <= 20, "{rq:?} {rs:?}");
+        assert!(rq.starts_with("system"));
     }
 }

@@ -134,6 +134,7 @@ async fn admit(
         ));
     }
     let project = header_project.or_else(|| principal.project.clone());
+    let content_cap = state.identity.content_cap(project.as_deref()).await;
     let forward_headers = FORWARDED
         .iter()
         .filter_map(|name| {
@@ -152,6 +153,7 @@ async fn admit(
         principal,
         project,
         byok: caller.byok,
+        content_cap,
         hints,
     })
 }

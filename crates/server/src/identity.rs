@@ -48,6 +48,9 @@ pub struct Identity {
     cache: Mutex<HashMap<String, (Instant, Cached)>>,
     /// Whether any stored key exists (open mode ends with the first one), cached.
     any_stored_key: Mutex<Option<(Instant, bool)>>,
+    /// Per project: log content up to this many bytes (None: the project did not
+    /// opt in), cached.
+    content: Mutex<HashMap<String, (Instant, Option<usize>)>>,
 }
 
 impl Identity {
@@ -66,6 +69,7 @@ impl Identity {
             ttl,
             cache: Mutex::new(HashMap::new()),
             any_stored_key: Mutex::new(None),
+            content: Mutex::new(HashMap::new()),
         }
     }
 
@@ -82,8 +86,39 @@ impl Identity {
         self.sealer.as_ref()
     }
 
+    /// Whether (and up to how many bytes) the project logs prompt and completion
+    /// text. Off unless the project opted in; off when there is no database.
+    pub async fn content_cap(&self, project: Option<&str>) -> Option<usize> {
+        let (Some(store), Some(project)) = (&self.store, project) else { return None };
+        {
+            let cache = self.content.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((at, cap)) = cache.get(project)
+                && at.elapsed() < self.ttl
+            {
+                return *cap;
+            }
+        }
+        let cap = match store.project(project).await {
+            Ok(Some(p)) if p.log_content => {
+                Some(usize::try_from(p.content_cap_bytes.max(0)).unwrap_or(usize::MAX))
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!("project settings lookup failed: {e}");
+                None
+            }
+        };
+        let mut cache = self.content.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert(project.to_owned(), (Instant::now(), cap));
+        cap
+    }
+
     /// Forget cached lookups (after an admin change such as a revocation).
     pub fn invalidate(&self) {
+        self.content.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
         *self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }

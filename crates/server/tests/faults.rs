@@ -232,6 +232,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         project: None,
         byok: vec![],
         hints: Default::default(),
+        content_cap: None,
     };
     let err = gw.execute(inbound).await.unwrap_err();
     assert_eq!(err.status(), 503);

@@ -84,8 +84,7 @@ impl Store {
                         .push_bind(e.cost_usd)
                         .push_bind(e.r.estimated)
                         .push_bind(e.r.stream)
-                        // Content logging is not part of the record yet.
-                        .push_bind(None::<&str>);
+                        .push_bind(e.r.content.as_deref());
                 });
                 qb.push(" ON CONFLICT (id) DO NOTHING");
                 qb.build().execute(&mut *tx).await?;
@@ -399,6 +398,7 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
         cost_usd: r.col("cost_usd")?,
         estimated: r.col("estimated")?,
         stream: r.col("stream")?,
+        content: r.col("content")?,
         ..RequestRecord::default()
     })
 }
