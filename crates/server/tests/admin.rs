@@ -1,6 +1,11 @@
-//! The admin API, black-box through the real server: a SQLite store in a temporary
-//! file, the bootstrap admin key, a BYOK sealer, and request records written by
-//! the real audit writer into the same database. Every wait is bounded.
+//! The admin API, black-box through the real server: a store on a fresh database,
+//! the bootstrap admin key, a BYOK sealer, and request records written by the real
+//! audit writer into the same database. Every wait is bounded.
+//!
+//! Every case is written once (`async fn case_x(db: TestDb)`) and runs on both
+//! backends (`x_sqlite`, `x_postgres`; see `switchyard_store::testing`): SQLite in
+//! a temporary file, PostgreSQL in a fresh schema at `SWITCHYARD_TEST_POSTGRES_URL`
+//! (skipped, saying so, when that is unset, unless `SWITCHYARD_REQUIRE_POSTGRES=1`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
@@ -15,9 +20,10 @@ use switchyard_core::util::Secret;
 use switchyard_core::{Catalog, ConfigSource, Gateway, SharedSink};
 use switchyard_server::AppState;
 use switchyard_server::identity::Identity;
+use switchyard_store::MemorySink;
 use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
 use switchyard_store::seal::Sealer;
-use switchyard_store::{MemorySink, Store};
+use switchyard_store::testing::{self, TestDb};
 use switchyard_testkit::{FakeUpstream, Vendor};
 use tokio::sync::oneshot;
 
@@ -71,6 +77,47 @@ struct Opts {
 
 const FULL: Opts = Opts { store: true, sealer: true };
 
+/// Two `#[tokio::test]`s per case, one per backend, each on a fresh database.
+macro_rules! on_both_backends {
+    ($($case:ident => $sqlite:ident, $postgres:ident;)+) => {
+        $(
+            #[tokio::test]
+            async fn $sqlite() {
+                $case(testing::sqlite_temp().await).await
+            }
+            #[tokio::test]
+            async fn $postgres() {
+                if let Some(db) = testing::postgres().await {
+                    $case(db).await
+                }
+            }
+        )+
+    };
+}
+
+on_both_backends! {
+    case_every_admin_route_needs_an_admin_key =>
+        every_admin_route_needs_an_admin_key_sqlite, every_admin_route_needs_an_admin_key_postgres;
+    case_without_a_database_or_a_secret_the_api_says_so =>
+        without_a_database_or_a_secret_the_api_says_so_sqlite,
+        without_a_database_or_a_secret_the_api_says_so_postgres;
+    case_users_projects_and_keys => users_projects_and_keys_sqlite, users_projects_and_keys_postgres;
+    case_a_key_limited_to_some_models_refuses_others =>
+        a_key_limited_to_some_models_refuses_others_sqlite,
+        a_key_limited_to_some_models_refuses_others_postgres;
+    case_stored_rules_apply_to_the_next_request =>
+        stored_rules_apply_to_the_next_request_sqlite,
+        stored_rules_apply_to_the_next_request_postgres;
+    case_provider_keys_are_write_only_and_used_upstream =>
+        provider_keys_are_write_only_and_used_upstream_sqlite,
+        provider_keys_are_write_only_and_used_upstream_postgres;
+    case_usage_and_requests_report_what_was_served =>
+        usage_and_requests_report_what_was_served_sqlite,
+        usage_and_requests_report_what_was_served_postgres;
+    case_openapi_describes_every_route =>
+        openapi_describes_every_route_sqlite, openapi_describes_every_route_postgres;
+}
+
 /// An answer: status, JSON body (Null if none), the raw text, the request id.
 struct Answer {
     status: u16,
@@ -108,7 +155,8 @@ impl Drop for Env {
 }
 
 impl Env {
-    async fn start(opts: Opts) -> Env {
+    /// The server; with `opts.store`, on `db`'s store.
+    async fn start(db: &TestDb, opts: Opts) -> Env {
         switchyard_core::install_crypto_provider();
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -129,14 +177,7 @@ impl Env {
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
 
-        let store = if opts.store {
-            let url = format!("sqlite://{}", dir.join("switchyard.db").display());
-            let store = Store::connect(&url).await.unwrap();
-            store.migrate().await.unwrap();
-            Some(store)
-        } else {
-            None
-        };
+        let store = opts.store.then(|| db.store().clone());
         let sink: SharedSink = match &store {
             Some(store) => {
                 let cfg = AuditConfig {
@@ -281,9 +322,8 @@ fn id(v: &Value) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test]
-async fn every_admin_route_needs_an_admin_key() {
-    let env = Env::start(FULL).await;
+async fn case_every_admin_route_needs_an_admin_key(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let (_, _, member_key, _) = env.user_with_key("member@example.com", json!({})).await;
     for (method, template) in ROUTES {
         let path = concrete(template);
@@ -314,9 +354,8 @@ async fn every_admin_route_needs_an_admin_key() {
     assert_eq!(env.openai.request_count() + env.anthropic.request_count(), 0);
 }
 
-#[tokio::test]
-async fn without_a_database_or_a_secret_the_api_says_so() {
-    let env = Env::start(Opts { store: false, sealer: false }).await;
+async fn case_without_a_database_or_a_secret_the_api_says_so(db: TestDb) {
+    let env = Env::start(&db, Opts { store: false, sealer: false }).await;
     for (method, template) in ROUTES.iter().filter(|(_, p)| !p.ends_with("openapi.json")) {
         let a = env.admin(method, &concrete(template), Some(json!({}))).await;
         assert_eq!((a.status, a.code()), (503, "storage_disabled"), "{method} {template}");
@@ -327,7 +366,7 @@ async fn without_a_database_or_a_secret_the_api_says_so() {
     env.expect(200, "GET", "/admin/openapi.json", None).await;
     drop(env);
 
-    let env = Env::start(Opts { store: true, sealer: false }).await;
+    let env = Env::start(&db, Opts { store: true, sealer: false }).await;
     let user = env.expect(201, "POST", "/admin/users", Some(json!({"email": "a@b.c"}))).await;
     let body =
         json!({"owner_kind": "user", "owner_id": id(&user), "provider": "openai", "api_key": BYOK});
@@ -336,9 +375,8 @@ async fn without_a_database_or_a_secret_the_api_says_so() {
     env.assert_no_leak(&[BYOK]);
 }
 
-#[tokio::test]
-async fn users_projects_and_keys() {
-    let env = Env::start(FULL).await;
+async fn case_users_projects_and_keys(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     // Users.
     let alice = env
         .expect(
@@ -478,9 +516,8 @@ async fn users_projects_and_keys() {
     let _ = primary;
 }
 
-#[tokio::test]
-async fn a_key_limited_to_some_models_refuses_others() {
-    let env = Env::start(FULL).await;
+async fn case_a_key_limited_to_some_models_refuses_others(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let (_, _, secret, _) =
         env.user_with_key("limited@example.com", json!({"allowed_models": ["mock*"]})).await;
     assert_eq!(env.chat(&secret, "mock").await.status, 200);
@@ -494,9 +531,8 @@ async fn a_key_limited_to_some_models_refuses_others() {
     assert_eq!((a.status, a.code()), (400, "invalid_request"));
 }
 
-#[tokio::test]
-async fn stored_rules_apply_to_the_next_request() {
-    let env = Env::start(FULL).await;
+async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let (uid, _, secret, _) = env.user_with_key("rules@example.com", json!({})).await;
     let (_, _, bystander, _) = env.user_with_key("bystander@example.com", json!({})).await;
     assert_eq!(env.chat(&secret, "mock").await.status, 200);
@@ -558,9 +594,8 @@ async fn stored_rules_apply_to_the_next_request() {
     assert_eq!(listed["data"], json!([]));
 }
 
-#[tokio::test]
-async fn provider_keys_are_write_only_and_used_upstream() {
-    let env = Env::start(FULL).await;
+async fn case_provider_keys_are_write_only_and_used_upstream(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let (uid, project, secret, _) = env.user_with_key("byok@example.com", json!({})).await;
     let (_, _, plain, _) = env.user_with_key("plain@example.com", json!({})).await;
     let put = |api_key: &str| json!({"owner_kind": "user", "owner_id": uid, "provider": "openai", "api_key": api_key});
@@ -634,9 +669,8 @@ async fn provider_keys_are_write_only_and_used_upstream() {
     env.assert_no_leak(&[BYOK, BYOK_2, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY, &secret, &plain]);
 }
 
-#[tokio::test]
-async fn usage_and_requests_report_what_was_served() {
-    let env = Env::start(FULL).await;
+async fn case_usage_and_requests_report_what_was_served(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let (a_uid, a_project, a_key, _) = env.user_with_key("ann@example.com", json!({})).await;
     let (b_uid, _, b_key, _) = env.user_with_key("bob@example.com", json!({})).await;
     let mut ids = Vec::new();
@@ -708,9 +742,8 @@ async fn usage_and_requests_report_what_was_served() {
     env.assert_no_leak(&[&a_key, &b_key, OPENAI_KEY]);
 }
 
-#[tokio::test]
-async fn openapi_describes_every_route() {
-    let env = Env::start(FULL).await;
+async fn case_openapi_describes_every_route(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
     let doc = env.expect(200, "GET", "/admin/openapi.json", None).await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     let paths = doc["paths"].as_object().unwrap();

@@ -18,6 +18,8 @@ pub mod error;
 pub mod model;
 pub mod records;
 pub mod seal;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use db::{Backend, DbPool, Store};
 pub use error::StoreError;

@@ -1,5 +1,6 @@
 //! The storage suite: every case is written once (`async fn case_xxx(store: Store)`)
-//! and runs against both backends, each on a fresh, migrated database:
+//! and runs against both backends, each on a fresh, migrated database from
+//! [`switchyard_store::testing`]:
 //!
 //! * SQLite: a new file in the temp folder (WAL and all), removed afterwards.
 //! * PostgreSQL: a new schema in the database at `SWITCHYARD_TEST_POSTGRES_URL`
@@ -18,6 +19,7 @@ use switchyard_core::record::{AttemptRecord, RequestRecord};
 use switchyard_protocol::Usage;
 use switchyard_store::db::hash_secret;
 use switchyard_store::seal::Sealer;
+use switchyard_store::testing::{self, TestDb};
 use switchyard_store::*;
 
 // ------------------------------------------------------------------ harness
@@ -32,16 +34,19 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}_{}_{}_{nanos}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Runs `case` on its own task so a failing assertion still lets us clean up, then
-/// re-raises the failure.
-async fn run_case<F, Fut>(store: Store, case: F) -> Result<(), Box<dyn std::any::Any + Send>>
+/// Runs `case` on its own task so a failing assertion still lets us close the pool
+/// and remove the database, then re-raises the failure.
+async fn run_case<F, Fut>(db: TestDb, backend: Backend, case: F)
 where
     F: FnOnce(Store) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let outcome = tokio::spawn(case(store.clone())).await;
-    store.close().await;
-    outcome.map_err(|e| e.into_panic())
+    assert_eq!(db.backend(), backend);
+    let outcome = tokio::spawn(case(db.store().clone())).await;
+    db.cleanup().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
 }
 
 async fn run_sqlite<F, Fut>(case: F)
@@ -49,27 +54,7 @@ where
     F: FnOnce(Store) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let path = std::env::temp_dir().join(format!("{}.db", unique("switchyard_store")));
-    let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-    assert_eq!(store.backend(), Backend::Sqlite);
-    store.migrate().await.unwrap();
-    let outcome = run_case(store, case).await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// Says once per test binary, past libtest's output capture, that the PostgreSQL
-/// half did not run.
-fn skipped(why: &str) {
-    use std::io::Write;
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = writeln!(std::io::stderr(), "SKIPPED: postgres storage tests ({why})");
-    });
+    run_case(testing::sqlite_temp().await, Backend::Sqlite, case).await;
 }
 
 async fn run_postgres<F, Fut>(case: F)
@@ -77,43 +62,8 @@ where
     F: FnOnce(Store) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    use sqlx::Connection;
-    let required = std::env::var("SWITCHYARD_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
-    let Some(url) = std::env::var("SWITCHYARD_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty())
-    else {
-        assert!(
-            !required,
-            "SWITCHYARD_REQUIRE_POSTGRES=1 but SWITCHYARD_TEST_POSTGRES_URL is not set"
-        );
-        skipped("set SWITCHYARD_TEST_POSTGRES_URL");
-        return;
-    };
-    let mut admin = match sqlx::PgConnection::connect(&url).await {
-        Ok(c) => c,
-        Err(e) if !required => {
-            skipped(&format!("server unreachable: {e}"));
-            return;
-        }
-        Err(e) => panic!("SWITCHYARD_REQUIRE_POSTGRES=1 but the server is unreachable: {e}"),
-    };
-    let schema = unique("sy_test");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let store =
-        Store::connect(&format!("{url}{sep}options=-c%20search_path%3D{schema}")).await.unwrap();
-    assert_eq!(store.backend(), Backend::Postgres);
-    store.migrate().await.unwrap();
-    let outcome = run_case(store, case).await;
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
-        .execute(&mut admin)
-        .await
-        .unwrap();
-    let _ = admin.close().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
+    if let Some(db) = testing::postgres().await {
+        run_case(db, Backend::Postgres, case).await;
     }
 }
 

@@ -1,6 +1,12 @@
 //! End to end: the built `switchyard` binary's operator subcommands against a
-//! temporary SQLite database named by a temporary configuration file. Request
-//! records (which only the gateway writes) are inserted through the Store API.
+//! fresh database named by a temporary configuration file. Request records (which
+//! only the gateway writes) are inserted through the Store API.
+//!
+//! Every case is written once (`async fn case_x(db: TestDb)`) and runs on both
+//! backends (`x_sqlite`, `x_postgres`; see `switchyard_store::testing`): SQLite in
+//! a temporary file, PostgreSQL in a fresh schema at `SWITCHYARD_TEST_POSTGRES_URL`
+//! (the config file's URL selects it with `search_path`; skipped, saying so, when
+//! the variable is unset, unless `SWITCHYARD_REQUIRE_POSTGRES=1`).
 
 // Test helpers outside #[test] functions unwrap too.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,8 +17,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use switchyard_core::record::{AttemptRecord, RequestRecord};
-use switchyard_store::Store;
 use switchyard_store::seal::{SealedRef, Sealer};
+use switchyard_store::testing::{self, TestDb};
 
 const OLD_SECRET: &str = "the first gateway secret of 36 bytes";
 const NEW_SECRET: &str = "the second gateway secret of 37 bytes";
@@ -28,15 +34,50 @@ const CLEARED: &[&str] = &[
     "SWITCHYARD_API_KEY",
 ];
 
-/// A temporary folder holding `config.yaml` and (once migrated) `sy.db`.
+/// Two `#[tokio::test]`s per case, one per backend, each on a fresh database. The
+/// cases run the binary synchronously (they are the runtime's only task).
+macro_rules! on_both_backends {
+    ($($case:ident => $sqlite:ident, $postgres:ident;)+) => {
+        $(
+            #[tokio::test]
+            async fn $sqlite() {
+                $case(testing::sqlite_temp().await).await
+            }
+            #[tokio::test]
+            async fn $postgres() {
+                if let Some(db) = testing::postgres().await {
+                    $case(db).await
+                }
+            }
+        )+
+    };
+}
+
+on_both_backends! {
+    case_users_projects_groups_and_keys =>
+        users_projects_groups_and_keys_sqlite, users_projects_groups_and_keys_postgres;
+    case_rules_add_list_delete => rules_add_list_delete_sqlite, rules_add_list_delete_postgres;
+    case_credentials_and_secret_rotation =>
+        credentials_and_secret_rotation_sqlite, credentials_and_secret_rotation_postgres;
+    case_logs_and_usage => logs_and_usage_sqlite, logs_and_usage_postgres;
+    case_failures_are_one_line_and_nonzero =>
+        failures_are_one_line_and_nonzero_sqlite, failures_are_one_line_and_nonzero_postgres;
+    case_config_comes_from_the_flag_the_variable_or_the_default =>
+        config_comes_from_the_flag_the_variable_or_the_default_sqlite,
+        config_comes_from_the_flag_the_variable_or_the_default_postgres;
+    case_status_classes_page_through_more_than_a_store_page =>
+        status_classes_page_through_more_than_a_store_page_sqlite,
+        status_classes_page_through_more_than_a_store_page_postgres;
+}
+
+/// A temporary folder holding `config.yaml`, which names the test's database.
 struct Env {
     dir: PathBuf,
     config: PathBuf,
-    db: PathBuf,
 }
 
 impl Env {
-    fn new(name: &str) -> Env {
+    fn new(name: &str, db: &TestDb) -> Env {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -44,23 +85,19 @@ impl Env {
         let dir = std::env::temp_dir()
             .join(format!("switchyard-cli-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("sy.db");
         let config = dir.join("config.yaml");
+        // A JSON string is a YAML double-quoted scalar: any URL survives as is.
+        let url = serde_json::to_string(db.url()).unwrap();
         std::fs::write(
             &config,
             format!(
-                "storage: {{ url: \"sqlite://{}\" }}\n\
+                "storage: {{ url: {url} }}\n\
                  providers: {{ mock: {{ wire: mock }} }}\n\
                  models: [{{ id: mock-echo, deployments: [{{ provider: mock }}] }}]\n",
-                db.display()
             ),
         )
         .unwrap();
-        Env { dir, config, db }
-    }
-
-    fn url(&self) -> String {
-        format!("sqlite://{}", self.db.display())
+        Env { dir, config }
     }
 
     /// `switchyard ARGS --config <config>`.
@@ -137,10 +174,6 @@ impl Out {
     }
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-}
-
 fn ids(v: &Value) -> Vec<String> {
     v.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
 }
@@ -149,15 +182,16 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
-#[test]
-fn users_projects_groups_and_keys() {
-    let env = Env::new("keys");
+async fn case_users_projects_groups_and_keys(db: TestDb) {
+    let env = Env::new("keys", &db);
     let migrated = env.run(&["migrate"]).ok();
     assert!(
-        migrated.stdout.contains("sqlite") && migrated.stdout.contains("up to date"),
+        migrated.stdout.contains(db.backend().as_str()) && migrated.stdout.contains("up to date"),
         "{migrated:#?}"
     );
-    assert!(env.db.exists());
+    if let Some(file) = db.sqlite_path() {
+        assert!(file.exists());
+    }
 
     let alice = env
         .run(&["users", "create", "--email", "Alice@Example.com", "--name", "Alice", "--json"])
@@ -221,13 +255,7 @@ fn users_projects_groups_and_keys() {
     let prefix = &secret[..11];
 
     // The secret works: the store finds the key by it.
-    let found = block_on(async {
-        let store = Store::connect(&env.url()).await.unwrap();
-        let k = store.key_by_secret(&secret).await.unwrap();
-        store.close().await;
-        k
-    })
-    .unwrap();
+    let found = db.store().key_by_secret(&secret).await.unwrap().unwrap();
     assert_eq!(found.prefix, prefix);
 
     let mut outputs = Vec::new();
@@ -282,9 +310,8 @@ fn users_projects_groups_and_keys() {
     env.run(&["keys", "create", "--user", &alice_id]).failed();
 }
 
-#[test]
-fn rules_add_list_delete() {
-    let env = Env::new("rules");
+async fn case_rules_add_list_delete(db: TestDb) {
+    let env = Env::new("rules", &db);
     let bob = env.run(&["users", "create", "--email", "bob@example.com", "--json"]).ok().json();
     env.run(&["groups", "create", "research"]).ok();
 
@@ -407,9 +434,8 @@ fn rules_add_list_delete() {
     assert!(!left.to_string().contains("opus-closed"));
 }
 
-#[test]
-fn credentials_and_secret_rotation() {
-    let env = Env::new("byok");
+async fn case_credentials_and_secret_rotation(db: TestDb) {
+    let env = Env::new("byok", &db);
     env.run(&["users", "create", "--email", "alice@example.com"]).ok();
     let old = [("SWITCHYARD_SECRET", OLD_SECRET)];
     let stdin = format!("{PROVIDER_KEY}\n");
@@ -518,12 +544,7 @@ fn credentials_and_secret_rotation() {
     }
 
     // The rows are now sealed under k2 and open with the new secret alone.
-    let rows = block_on(async {
-        let store = Store::connect(&env.url()).await.unwrap();
-        let rows = store.all_credentials().await.unwrap();
-        store.close().await;
-        rows
-    });
+    let rows = db.store().all_credentials().await.unwrap();
     let new_only_sealer = Sealer::new(NEW_SECRET, "k2").unwrap();
     let mut opened: Vec<String> = rows
         .iter()
@@ -569,9 +590,8 @@ fn record(id: &str, ago_ms: u64) -> RequestRecord {
     }
 }
 
-#[test]
-fn logs_and_usage() {
-    let env = Env::new("logs");
+async fn case_logs_and_usage(db: TestDb) {
+    let env = Env::new("logs", &db);
     let alice = env.run(&["users", "create", "--email", "alice@example.com", "--json"]).ok().json();
     let alice_id = alice["id"].as_str().unwrap().to_owned();
     let project_id = alice["primary_project_id"].as_str().unwrap().to_owned();
@@ -630,14 +650,10 @@ fn logs_and_usage() {
         served_provider: None,
         ..record("req-old", 3 * 24 * 60 * minute)
     };
-    block_on(async {
-        let store = Store::connect(&env.url()).await.unwrap();
-        store
-            .insert_records(&[ok.clone(), failover.clone(), error.clone(), old.clone()])
-            .await
-            .unwrap();
-        store.close().await;
-    });
+    db.store()
+        .insert_records(&[ok.clone(), failover.clone(), error.clone(), old.clone()])
+        .await
+        .unwrap();
 
     let list = |args: &[&str]| {
         let mut all = vec!["logs", "list", "--json"];
@@ -740,9 +756,8 @@ fn logs_and_usage() {
     assert_eq!(out_of_range.code, 2, "{out_of_range:#?}");
 }
 
-#[test]
-fn failures_are_one_line_and_nonzero() {
-    let env = Env::new("errors");
+async fn case_failures_are_one_line_and_nonzero(db: TestDb) {
+    let env = Env::new("errors", &db);
     env.run(&["users", "create", "--email", "alice@example.com"]).ok();
     let dup = env.run(&["users", "create", "--email", "ALICE@example.com"]).failed();
     assert!(dup.stderr.contains("already exists"), "{dup:#?}");
@@ -773,9 +788,8 @@ fn failures_are_one_line_and_nonzero() {
     assert!(none.stderr.contains("needs a database"), "{none:#?}");
 }
 
-#[test]
-fn config_comes_from_the_flag_the_variable_or_the_default() {
-    let env = Env::new("config");
+async fn case_config_comes_from_the_flag_the_variable_or_the_default(db: TestDb) {
+    let env = Env::new("config", &db);
     env.run(&["users", "create", "--email", "alice@example.com"]).ok();
     let config = env.config.display().to_string();
     let via_var =
@@ -791,9 +805,8 @@ fn config_comes_from_the_flag_the_variable_or_the_default() {
     assert_eq!(env.raw(&["users", "list", "--json"], &[], None).ok().json(), json!([]));
 }
 
-#[test]
-fn status_classes_page_through_more_than_a_store_page() {
-    let env = Env::new("pages");
+async fn case_status_classes_page_through_more_than_a_store_page(db: TestDb) {
+    let env = Env::new("pages", &db);
     env.run(&["migrate"]).ok();
     let base = now_ms() - 60_000;
     // 1,500 successes a millisecond apart, newest first; the store returns at most
@@ -806,11 +819,7 @@ fn status_classes_page_through_more_than_a_store_page() {
     records.push(RequestRecord { time_ms: base - 999, status: 502, ..record("boundary-5xx", 0) });
     records.push(RequestRecord { time_ms: base - 5_000, status: 503, ..record("deep-5xx", 0) });
     records.push(RequestRecord { time_ms: base - 6_000, status: 404, ..record("deep-4xx", 0) });
-    block_on(async {
-        let store = Store::connect(&env.url()).await.unwrap();
-        store.insert_records(&records).await.unwrap();
-        store.close().await;
-    });
+    db.store().insert_records(&records).await.unwrap();
 
     let list = |args: &[&str]| {
         let mut all = vec!["logs", "list", "--json"];
