@@ -26,7 +26,7 @@ use crate::filter::{self, Hints};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::strategy::{self, View};
-use crate::upstream::{self, Failure, Outgoing, ProviderRuntime, Source};
+use crate::upstream::{self, Failure, Outgoing, Source};
 use crate::util::{Date, Secret};
 use crate::{Snapshot, estimate, mock};
 
@@ -106,6 +106,17 @@ impl RecordGuard {
         }
         self.rec.status = status;
         self.rec.error_code = error_code.map(str::to_owned);
+        // Failed attempts that reported usage add their cost (the answering
+        // attempt's own cost is already on the record; unknown stays unknown).
+        let failed: Option<f64> =
+            self.rec.attempts.iter().filter_map(|a| a.cost_usd).reduce(|a, b| a + b);
+        if let Some(extra) = failed {
+            self.rec.cost_usd = match (self.rec.served_provider.is_some(), self.rec.cost_usd) {
+                (true, Some(c)) => Some(c + extra),
+                (true, None) => None,
+                (false, _) => Some(extra),
+            };
+        }
         self.rec.total_ms = self.started.elapsed().as_millis() as u64;
         self.sink.record(std::mem::take(&mut self.rec));
     }
@@ -454,7 +465,7 @@ impl Snapshot {
     async fn attempt_loop(
         self: &Arc<Self>,
         inbound: Inbound,
-        plan: Plan,
+        mut plan: Plan,
         runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
     ) -> Result<Success, GatewayError> {
@@ -477,8 +488,13 @@ impl Snapshot {
                 } else {
                     "failover"
                 };
-                let (result, credential) =
+                let (result, credential, reported) =
                     self.attempt(&inbound, cand, runtime, deadline, plan.bypass_breakers).await;
+                // A failed attempt that reported usage is metered too.
+                let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
+                let failed_cost = failed_usage
+                    .and_then(|u| cost(&u, cand.pricing.as_ref()))
+                    .map(|c| c * cand.provider.markup);
                 let sent_upstream = !matches!(
                     &result,
                     Err(Failure::Unavailable(_)
@@ -496,8 +512,14 @@ impl Snapshot {
                     },
                     latency_ms: elapsed.as_millis() as u64,
                     kind: kind.into(),
+                    usage: failed_usage,
+                    cost_usd: failed_cost,
                 });
                 metrics::histogram!("gateway_attempt_duration_seconds", "provider" => cand.provider.name.clone()).record(elapsed.as_secs_f64());
+                if let Err(Failure::Unavailable(_)) = &result {
+                    // No caller key and no platform key for this deployment: skipped.
+                    plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                }
                 if sent_upstream && tried.last() != Some(&cand.provider.name) {
                     tried.push(cand.provider.name.clone());
                 }
@@ -586,12 +608,13 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         deadline: Instant,
         bypass_breakers: bool,
-    ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>) {
+    ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>, Usage) {
+        let mut reported = Usage::default();
         let keys = credentials(cand, inbound);
         if let Some(why) = &cand.provider.unavailable
             && !inbound.byok.iter().any(|(p, _)| *p == cand.provider.name)
         {
-            return (Err(Failure::Unavailable(why.clone())), None);
+            return (Err(Failure::Unavailable(why.clone())), None, reported);
         }
         let now = Instant::now();
         let (key, permit) = if bypass_breakers {
@@ -601,7 +624,7 @@ impl Snapshot {
         } else {
             match self.admit(cand, keys, runtime, now) {
                 Ok((k, p)) => (k, Some(p)),
-                Err(f) => return (Err(f), None),
+                Err(f) => return (Err(f), None, reported),
             }
         };
         let credential = key.map(Secret::fingerprint);
@@ -613,8 +636,8 @@ impl Snapshot {
                 }
                 Ok(self.attempt_mock(inbound, cand, *latency))
             }
-            (ProviderKind::Wire(wire), Some(rt)) => {
-                self.attempt_http(inbound, cand, *wire, rt, key, deadline).await
+            (ProviderKind::Wire(wire), Some(_)) => {
+                self.attempt_http(inbound, cand, *wire, key, deadline, &mut reported).await
             }
             (ProviderKind::Wire(_), None) => {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
@@ -626,7 +649,7 @@ impl Snapshot {
                 None => runtime.health.abandon(permit),
             }
         }
-        (result.map(|a| (a, in_flight)), credential)
+        (result.map(|a| (a, in_flight)), credential, reported)
     }
 
     /// Choose the credential: the next available key of the provider (rotating),
@@ -682,10 +705,16 @@ impl Snapshot {
         inbound: &Inbound,
         cand: &Candidate,
         wire: Wire,
-        rt: &Arc<ProviderRuntime>,
         key: Option<&crate::util::Secret>,
         deadline: Instant,
+        reported: &mut Usage,
     ) -> Result<Answer, Failure> {
+        let Some(rt) = self.runtimes.get(&cand.provider.name) else {
+            return Err(Failure::Unavailable(format!(
+                "provider {} has no client",
+                cand.provider.name
+            )));
+        };
         let settings = &self.catalog.settings;
         let out = Outgoing {
             format: inbound.format,
@@ -736,7 +765,8 @@ impl Snapshot {
             return Ok(Answer::Whole { response, raw: fast.then_some(bytes) });
         }
         let source = Source::http(resp, wire);
-        let committed = commit(source, settings.idle_timeout.min(remaining), fast).await?;
+        let committed =
+            commit(source, settings.idle_timeout.min(remaining), fast, reported).await?;
         Ok(Answer::Stream(committed))
     }
 
@@ -850,7 +880,14 @@ fn record_metrics(rec: &RequestRecord) {
 
 /// Read the stream until its first content event (or its end), holding everything
 /// before it. Any failure here is still invisible to the client.
-async fn commit(mut source: Source, idle: Duration, keep_raw: bool) -> Result<Committed, Failure> {
+/// `reported` collects the usage the upstream reported while held, so a stream that
+/// fails before its commit point is still metered.
+async fn commit(
+    mut source: Source,
+    idle: Duration,
+    keep_raw: bool,
+    reported: &mut Usage,
+) -> Result<Committed, Failure> {
     let mut held_raw = Vec::new();
     let mut held = Vec::new();
     loop {
@@ -870,6 +907,11 @@ async fn commit(mut source: Source, idle: Duration, keep_raw: bool) -> Result<Co
             held_raw.extend_from_slice(&batch.raw);
         }
         let content = batch.events.iter().any(StreamEvent::is_content);
+        for ev in &batch.events {
+            if let StreamEvent::Usage { usage } = ev {
+                reported.merge(usage);
+            }
+        }
         held.extend(batch.events);
         if content || batch.end {
             return Ok(Committed { source, held_raw, held, ended: batch.end });

@@ -24,6 +24,12 @@ pub struct AttemptRecord {
     pub latency_ms: u64,
     /// `primary`, `retry` or `failover`.
     pub kind: Cow<'static, str>,
+    /// Usage a failed attempt reported before failing (e.g. a stream that broke
+    /// before its first content); it is costed and added to the request's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// One row per request. Small on purpose: ids and numbers, no catalog copies, no

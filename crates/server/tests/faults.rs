@@ -311,3 +311,47 @@ async fn cost_uses_the_answering_deployments_prices_and_the_providers_markup() {
     assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
     assert!(!rec.estimated);
 }
+
+#[tokio::test]
+async fn a_deployment_without_any_usable_credential_is_skipped_and_recorded_in_the_descriptor() {
+    let providers = "  nokey: { wire: openai-chat, endpoint: \"{openai}/v1\", credentials: { env: [SY_TEST_SURELY_UNSET_VAR], optional: true } }\n";
+    let extra = "  - id: m-nokey-chain\n    deployments: [{ provider: nokey, model: up-x }, { provider: anthropic, model: up-y }]\n";
+    let h = Harness::start_with(Options {
+        providers_extra: providers.into(),
+        extra_models: extra.into(),
+        ..Options::default()
+    })
+    .await;
+    let r = h.post("/v1/chat/completions", &chat("m-nokey-chain", "x", false)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    assert!(r.headers()["x-gateway-route"].to_str().unwrap().contains("no_credential:nokey"));
+    assert_eq!(h.openai.request_count(), 0, "nothing was sent without a credential");
+}
+
+#[tokio::test]
+async fn a_failed_attempt_that_reported_usage_is_costed_too() {
+    let extra = "  - id: m-anth-chain\n    deployments: [{ provider: anthropic, model: up-a }, { provider: openai, model: up-b }]\n    pricing: { input: 1.0, output: 2.0 }\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    // Anthropic's stream reports usage in message_start, then breaks before any content.
+    let ReplyBody::Sse(frames) = canned::text(Vendor::Anthropic, "up-a", "never seen", true) else {
+        panic!("canned stream is SSE")
+    };
+    h.anthropic.push(Reply::sse(frames).break_after(1));
+    let r = h.post("/v1/chat/completions", &chat("m-anth-chain", "x", true)).await;
+    assert_eq!(r.headers()["x-gateway-provider"], "openai");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let _ = r.bytes().await.unwrap();
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let failed = &rec.attempts[0];
+    assert_eq!(failed.outcome, "broken_stream");
+    let reported = failed.usage.expect("the failed attempt's reported usage is kept");
+    assert_eq!(reported.input_tokens, Some(16), "11 + 3 cache read + 2 cache write");
+    let failed_cost = failed.cost_usd.expect("and costed");
+    let served = (11.0 * 1.0 + 7.0 * 2.0) / 1e6;
+    assert!(
+        (rec.cost_usd.unwrap() - (served + failed_cost)).abs() < 1e-12,
+        "{:?} vs {served} + {failed_cost}",
+        rec.cost_usd
+    );
+}

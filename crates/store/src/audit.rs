@@ -688,6 +688,8 @@ mod tests {
                 outcome: "ok".into(),
                 latency_ms: 12,
                 kind: "primary".into(),
+                usage: None,
+                cost_usd: None,
             }],
             cost_usd: Some(0.000_123),
             total_ms: 40,

@@ -35,6 +35,8 @@ fn record(i: usize) -> RequestRecord {
             outcome: "ok".into(),
             latency_ms: 420,
             kind: "primary".into(),
+            usage: None,
+            cost_usd: None,
         }],
         ttft_ms: Some(180),
         total_ms: 420,

@@ -691,6 +691,8 @@ fn full_record() -> RequestRecord {
                 outcome: "status_529".into(),
                 latency_ms: 41,
                 kind: "primary".into(),
+                usage: None,
+                cost_usd: None,
             },
             AttemptRecord {
                 deployment: "bedrock/anthropic.claude-sonnet-5".into(),
@@ -698,6 +700,8 @@ fn full_record() -> RequestRecord {
                 outcome: "ok".into(),
                 latency_ms: 900,
                 kind: "failover".into(),
+                usage: None,
+                cost_usd: None,
             },
         ],
         ttft_ms: Some(350),

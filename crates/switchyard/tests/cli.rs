@@ -584,6 +584,8 @@ fn record(id: &str, ago_ms: u64) -> RequestRecord {
             outcome: "ok".into(),
             latency_ms: 90,
             kind: "primary".into(),
+            usage: None,
+            cost_usd: None,
         }],
         total_ms: 100,
         ..RequestRecord::default()
@@ -617,6 +619,8 @@ async fn case_logs_and_usage(db: TestDb) {
                 outcome: "status_503".into(),
                 latency_ms: 400,
                 kind: "primary".into(),
+                usage: None,
+                cost_usd: None,
             },
             AttemptRecord {
                 deployment: "mock/mock-echo".into(),
@@ -624,6 +628,8 @@ async fn case_logs_and_usage(db: TestDb) {
                 outcome: "ok".into(),
                 latency_ms: 1_000,
                 kind: "failover".into(),
+                usage: None,
+                cost_usd: None,
             },
         ],
         usage: serde_json::from_value(json!({ "input_tokens": 5, "output_tokens": 7 })).unwrap(),
