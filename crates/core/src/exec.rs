@@ -43,7 +43,8 @@ pub struct Inbound {
     /// Unix milliseconds at arrival.
     pub time_ms: u64,
     pub format: ClientFormat,
-    pub request: Request,
+    /// Shared, so a stream's pump can keep it without copying the conversation.
+    pub request: Arc<Request>,
     /// The client's own body, kept for the same-format fast path.
     pub raw: Option<Map<String, Value>>,
     /// Client headers a same-vendor upstream needs (`anthropic-beta`, `anthropic-version`).
@@ -853,7 +854,7 @@ impl Snapshot {
                     idle: self.catalog.settings.idle_timeout,
                     tx,
                     guard,
-                    request: inbound.request.clone(),
+                    request: Arc::clone(&inbound.request),
                     candidate: cand.clone(),
                     usage: Usage::default(),
                     out_bytes: 0,
@@ -931,7 +932,7 @@ struct Pump {
     idle: Duration,
     tx: mpsc::Sender<Bytes>,
     guard: RecordGuard,
-    request: Request,
+    request: Arc<Request>,
     candidate: Candidate,
     usage: Usage,
     out_bytes: usize,

@@ -155,7 +155,7 @@ async fn admit(
         received,
         time_ms: ids::unix_ms(),
         format,
-        request,
+        request: std::sync::Arc::new(request),
         raw,
         forward_headers,
         principal,

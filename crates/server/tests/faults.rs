@@ -222,10 +222,12 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         received: std::time::Instant::now(),
         time_ms: 0,
         format: ClientFormat::OpenAiChat,
-        request: switchyard_protocol::openai_chat::parse_request(
-            chat("gpt-5", "x", false).to_string().as_bytes(),
-        )
-        .unwrap(),
+        request: std::sync::Arc::new(
+            switchyard_protocol::openai_chat::parse_request(
+                chat("gpt-5", "x", false).to_string().as_bytes(),
+            )
+            .unwrap(),
+        ),
         raw: None,
         forward_headers: vec![],
         principal: Default::default(),
