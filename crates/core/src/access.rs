@@ -112,8 +112,8 @@ fn subject_matches(s: &Subject, who: &Principal) -> bool {
 
 /// May `who` use `model` (through `route`)? `rules` are the configured and stored
 /// rules together.
-pub fn decide(
-    rules: &[Rule],
+pub fn decide<'a>(
+    rules: impl IntoIterator<Item = &'a Rule>,
     who: &Principal,
     model: &str,
     route: Option<&str>,

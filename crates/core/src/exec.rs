@@ -433,11 +433,11 @@ impl Snapshot {
         runtime: &Runtime,
     ) -> Result<(), GatewayError> {
         let stored = runtime.rules.load();
-        let rules: Vec<crate::access::Rule> =
-            self.catalog.rules.iter().chain(stored.iter()).cloned().collect();
+        // Configured rules, then stored ones (no copies: both are iterated per check).
+        let rules = || self.catalog.rules.iter().chain(stored.iter());
         let who = &inbound.principal;
         if let Err(denial) =
-            access::decide(&rules, who, &plan.public_model, plan.route_id.as_deref())
+            access::decide(rules(), who, &plan.public_model, plan.route_id.as_deref())
         {
             return Err(GatewayError::new(
                 403,
@@ -451,7 +451,7 @@ impl Snapshot {
         let mut skipped = Vec::new();
         plan.candidates.retain(|c| match c.model.as_ref().map(|m| m.id.as_str()) {
             Some(id) if id != public => {
-                let ok = access::decide(&rules, who, id, route.as_deref()).is_ok();
+                let ok = access::decide(rules(), who, id, route.as_deref()).is_ok();
                 if !ok {
                     skipped.push(format!("authz_skip:{id}"));
                 }
