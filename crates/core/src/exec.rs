@@ -386,6 +386,7 @@ impl Snapshot {
         filter::by_capability(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+
         let now = Instant::now();
         let available = |c: &Candidate| {
             let keys = credentials(c, inbound);
@@ -396,18 +397,34 @@ impl Snapshot {
                 })
         };
         filter::by_circuit(&mut plan, available);
+        let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
+        // Each strategy reads only its own figures; ordered reads none.
+        let (costs, latencies, busy) = match strategy {
+            Strategy::Ordered | Strategy::Weighted => (false, false, false),
+            Strategy::LeastBusy => (false, false, true),
+            Strategy::Cost => (true, false, false),
+            Strategy::Latency => (false, true, false),
+            Strategy::Balanced => (true, true, false),
+        };
+        let input_estimate = if costs { estimate::input_tokens(&inbound.request) } else { 0 };
         let views: Vec<View> = plan
             .candidates
             .iter()
-            .map(|c| View {
-                available: available(c),
-                weight: c.weight,
-                in_flight: runtime.in_flight.count(&c.identity()),
-                price: filter::estimated_price(c, &inbound.request),
-                latency_ms: runtime.latency.estimate(&c.identity()),
+            .map(|c| {
+                let identity = if latencies || busy { c.identity() } else { String::new() };
+                View {
+                    available: strategy == Strategy::Weighted && available(c),
+                    weight: c.weight,
+                    in_flight: if busy { runtime.in_flight.count(&identity) } else { 0 },
+                    price: if costs {
+                        filter::estimated_price(c, input_estimate, &inbound.request)
+                    } else {
+                        None
+                    },
+                    latency_ms: if latencies { runtime.latency.estimate(&identity) } else { None },
+                }
             })
             .collect();
-        let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
         let order = strategy::order(strategy, &views, strategy::uniform());
         let mut ordered: Vec<Candidate> =
             order.iter().filter_map(|&i| plan.candidates.get(i).cloned()).collect();

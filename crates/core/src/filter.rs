@@ -160,6 +160,9 @@ pub fn by_context_window(
     catalog: &Catalog,
     req: &Request,
 ) -> Result<(), GatewayError> {
+    if plan.candidates.iter().all(|c| c.model.as_ref().and_then(|m| m.context_window).is_none()) {
+        return Ok(()); // nothing declares a window: never refused, no text scan
+    }
     let estimate = crate::estimate::input_tokens(req);
     let fits = |c: &Candidate| {
         c.model.as_ref().and_then(|m| m.context_window).is_none_or(|w| estimate <= w)
@@ -218,9 +221,10 @@ pub fn by_circuit(plan: &mut Plan, available: impl Fn(&Candidate) -> bool) {
 /// Estimated USD for this request on this candidate (for the cost strategy):
 /// estimated input tokens at the input price, plus the requested output ceiling
 /// (or 1,024 tokens) at the output price. `None` when unpriced.
-pub fn estimated_price(c: &Candidate, req: &Request) -> Option<f64> {
+/// `input_tokens`: the request's estimate, computed once by the caller.
+pub fn estimated_price(c: &Candidate, input_tokens: u64, req: &Request) -> Option<f64> {
     let p = c.pricing.as_ref()?;
-    let input = crate::estimate::input_tokens(req) as f64;
+    let input = input_tokens as f64;
     let output = req
         .max_tokens
         .unwrap_or(1024)
