@@ -78,6 +78,10 @@ struct Cli {
     /// Skip nginx even when it is installed.
     #[arg(long)]
     no_nginx: bool,
+    /// Rerun a measured piece up to this many times when other processes used
+    /// more than 5 % of a core during it (0: keep every piece, flag it).
+    #[arg(long, default_value_t = 3)]
+    retries: u64,
     /// Do not pin anything to CPUs.
     #[arg(long)]
     no_pin: bool,
@@ -116,38 +120,100 @@ fn main() -> ExitCode {
     }
 }
 
+/// Other processes may use at most this much CPU (in cores) during a
+/// measured piece for it to count as quiet.
+const QUIET_CORES: f64 = 0.05;
+
 /// Watches the rest of the machine: CPU used by every other process during
-/// each measured phase.
+/// each measured piece, which is rerun (up to `retries` times) when the
+/// machine was not quiet.
 struct Watch {
     exclude: Vec<u32>,
     clk_tck: u64,
-    /// (phase, seconds, other processes' CPU ticks), accumulated by phase.
-    phases: Vec<(String, f64, u64)>,
+    retries: usize,
+    phases: Vec<PhaseLog>,
+}
+
+struct PhaseLog {
+    phase: String,
+    /// Kept pieces only.
+    secs: f64,
+    ticks: u64,
+    /// Pieces thrown away because the machine was busy.
+    reruns: usize,
+}
+
+/// Where a measured piece started.
+struct Mark {
+    ticks: u64,
+    at: std::time::Instant,
 }
 
 impl Watch {
-    fn start(&self) -> (u64, std::time::Instant) {
-        (procs::others_ticks(&self.exclude), std::time::Instant::now())
+    fn start(&self) -> Mark {
+        Mark { ticks: procs::others_ticks(&self.exclude), at: std::time::Instant::now() }
     }
 
-    fn stop(&mut self, phase: &str, (ticks, at): (u64, std::time::Instant)) {
-        let secs = at.elapsed().as_secs_f64();
-        let used = procs::others_ticks(&self.exclude).saturating_sub(ticks);
-        match self.phases.iter_mut().find(|(p, _, _)| p == phase) {
-            Some(entry) => {
-                entry.1 += secs;
-                entry.2 += used;
+    /// Other processes' CPU since `mark`: (seconds, ticks, cores).
+    fn since(&self, mark: &Mark) -> (f64, u64, f64) {
+        let secs = mark.at.elapsed().as_secs_f64();
+        let used = procs::others_ticks(&self.exclude).saturating_sub(mark.ticks);
+        (secs, used, used as f64 / self.clk_tck as f64 / secs.max(1e-9))
+    }
+
+    fn log(&mut self, phase: &str) -> &mut PhaseLog {
+        let i = match self.phases.iter().position(|p| p.phase == phase) {
+            Some(i) => i,
+            None => {
+                self.phases.push(PhaseLog {
+                    phase: phase.to_owned(),
+                    secs: 0.0,
+                    ticks: 0,
+                    reruns: 0,
+                });
+                self.phases.len() - 1
             }
-            None => self.phases.push((phase.to_owned(), secs, used)),
+        };
+        &mut self.phases[i]
+    }
+
+    /// Ends a measured piece. False: the machine was busy and the piece should
+    /// be thrown away and rerun (after [`Watch::settle`]); `attempt` counts from 0.
+    fn end(&mut self, phase: &str, mark: Mark, attempt: usize) -> bool {
+        let (secs, used, cores) = self.since(&mark);
+        if cores > QUIET_CORES && attempt < self.retries {
+            progress(format!(
+                "{phase}: other processes used {cores:.2} cores meanwhile; rerunning this piece ({}/{})",
+                attempt + 1,
+                self.retries
+            ));
+            self.log(phase).reruns += 1;
+            return false;
+        }
+        let entry = self.log(phase);
+        entry.secs += secs;
+        entry.ticks += used;
+        true
+    }
+
+    /// Waits (up to 30 s) for a quiet second.
+    async fn settle(&self) {
+        for _ in 0..30 {
+            let mark = self.start();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if self.since(&mark).2 <= QUIET_CORES {
+                return;
+            }
         }
     }
 
-    /// (phase, seconds, other processes' CPU in cores).
-    fn summary(&self) -> Vec<(String, f64, f64)> {
+    /// (phase, seconds, other processes' CPU in cores, reruns).
+    fn summary(&self) -> Vec<(String, f64, f64, usize)> {
         self.phases
             .iter()
-            .map(|(p, secs, ticks)| {
-                (p.clone(), *secs, *ticks as f64 / self.clk_tck as f64 / secs.max(1e-9))
+            .map(|p| {
+                let cores = p.ticks as f64 / self.clk_tck as f64 / p.secs.max(1e-9);
+                (p.phase.clone(), p.secs, cores, p.reruns)
             })
             .collect()
     }
@@ -246,6 +312,27 @@ http {{
     )
 }
 
+/// Starts a server on a free port, with a new port if it fails (another
+/// process may take the port between the probe and the server's bind).
+fn spawn_on_free_port<T>(
+    name: &str,
+    mut start: impl FnMut(u16) -> Result<T, String>,
+) -> Result<T, String> {
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        let port = procs::free_port()?;
+        progress(format!("starting {name} on {}", local(port)));
+        match start(port) {
+            Ok(t) => return Ok(t),
+            Err(e) => {
+                progress(format!("{name} did not start: {e}"));
+                errors.push(e);
+            }
+        }
+    }
+    Err(errors.join("\n"))
+}
+
 fn local(port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, port))
 }
@@ -321,48 +408,56 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     let mut nginx_version = None;
     let mut nginx_config = None;
     if let Some(bin) = &nginx_bin {
-        let port = procs::free_port()?;
-        let conf = nginx_conf(&tmp.0, local(port), upstream);
         let conf_path = tmp.0.join("nginx.conf");
-        std::fs::write(&conf_path, &conf).map_err(|e| format!("write nginx.conf: {e}"))?;
-        let argv = vec![
-            bin.display().to_string(),
-            "-p".to_owned(),
-            tmp.0.display().to_string(),
-            "-e".to_owned(),
-            tmp.0.join("nginx-error.log").display().to_string(),
-            "-c".to_owned(),
-            conf_path.display().to_string(),
-        ];
-        progress(format!("starting nginx on {}", local(port)));
-        nginx =
-            Some(Server::spawn("nginx", &argv, pin, local(port), tmp.0.join("nginx.stderr"), &[])?);
+        let (server, conf) = spawn_on_free_port("nginx", |port| {
+            let conf = nginx_conf(&tmp.0, local(port), upstream);
+            std::fs::write(&conf_path, &conf).map_err(|e| format!("write nginx.conf: {e}"))?;
+            let argv = vec![
+                bin.display().to_string(),
+                "-p".to_owned(),
+                tmp.0.display().to_string(),
+                "-e".to_owned(),
+                tmp.0.join("nginx-error.log").display().to_string(),
+                "-c".to_owned(),
+                conf_path.display().to_string(),
+            ];
+            let server =
+                Server::spawn("nginx", &argv, pin, local(port), tmp.0.join("nginx.stderr"), &[])?;
+            Ok((server, conf))
+        })?;
+        nginx = Some(server);
         nginx_version = command_output(bin, &["-v"]);
         nginx_config = Some(conf);
     }
 
     // The gateway.
-    let port = procs::free_port()?;
     let yaml = gateway_yaml(upstream);
     let yaml_path = tmp.0.join("gateway.yaml");
     std::fs::write(&yaml_path, &yaml).map_err(|e| format!("write gateway.yaml: {e}"))?;
-    let gw_argv = vec![
-        gateway_bin.display().to_string(),
-        "serve".to_owned(),
-        "--config".to_owned(),
-        yaml_path.display().to_string(),
-        "--listen".to_owned(),
-        local(port).to_string(),
-    ];
-    progress(format!("starting the gateway on {}", local(port)));
-    let gateway = Server::spawn(
-        "gateway",
-        &gw_argv,
-        pin,
-        local(port),
-        tmp.0.join("gateway.stderr"),
-        &["SWITCHYARD_LOG", "SWITCHYARD_LOG_FORMAT", "SWITCHYARD_CONFIG", "SWITCHYARD_API_KEY"],
-    )?;
+    let gateway = spawn_on_free_port("gateway", |port| {
+        let argv = vec![
+            gateway_bin.display().to_string(),
+            "serve".to_owned(),
+            "--config".to_owned(),
+            yaml_path.display().to_string(),
+            "--listen".to_owned(),
+            local(port).to_string(),
+        ];
+        Server::spawn(
+            "gateway",
+            &argv,
+            pin,
+            local(port),
+            tmp.0.join("gateway.stderr"),
+            &[
+                "SWITCHYARD_LOG",
+                "SWITCHYARD_LOG_FORMAT",
+                "SWITCHYARD_CONFIG",
+                "SWITCHYARD_API_KEY",
+                "SWITCHYARD_LISTEN_ADDR",
+            ],
+        )
+    })?;
     let gateway_version = command_output(&gateway_bin, &["--version"]);
 
     let mut targets = vec![target("direct", upstream, None)];
@@ -379,15 +474,21 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     }
     let mut exclude = vec![std::process::id(), gateway.pid()];
     exclude.extend(nginx.as_ref().map(Server::pid));
-    let mut watch = Watch { exclude, clk_tck, phases: Vec::new() };
-    // One idle second: is the rest of the machine quiet, and are the proxies idle?
+    let mut watch = Watch { exclude, clk_tck, retries: cli.retries as usize, phases: Vec::new() };
     let servers: Vec<&Server> = nginx.iter().chain(std::iter::once(&gateway)).collect();
-    let before: Vec<Option<u64>> = servers.iter().map(|s| procs::cpu_ticks(s.pid()).ok()).collect();
-    let w = watch.start();
-    let idle_start = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    watch.stop("before the load (1 s, idle)", w);
-    let idle_secs = idle_start.elapsed().as_secs_f64();
+    let mut attempt = 0;
+    let (before, idle_secs) = loop {
+        let before: Vec<Option<u64>> =
+            servers.iter().map(|s| procs::cpu_ticks(s.pid()).ok()).collect();
+        let w = watch.start();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let secs = w.at.elapsed().as_secs_f64();
+        if watch.end("before the load (1 s, idle)", w, attempt) {
+            break (before, secs);
+        }
+        attempt += 1;
+        watch.settle().await;
+    };
     let mut idle_cpu = Vec::new();
     for (s, b) in servers.iter().zip(before) {
         if let (Some(b), Ok(a)) = (b, procs::cpu_ticks(s.pid())) {
@@ -418,9 +519,18 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         let mut samples: Vec<Vec<u64>> = vec![Vec::new(); targets.len()];
         for _ in 0..ROUNDS {
             for (t, s) in targets.iter().zip(samples.iter_mut()) {
-                let w = watch.start();
-                s.extend(load::latency(t, c, per_round).await?);
-                watch.stop(&format!("latency, concurrency {c}"), w);
+                let phase = format!("latency, concurrency {c}");
+                let mut attempt = 0;
+                let got = loop {
+                    let w = watch.start();
+                    let got = load::latency(t, c, per_round).await?;
+                    if watch.end(&phase, w, attempt) {
+                        break got;
+                    }
+                    attempt += 1;
+                    watch.settle().await;
+                };
+                s.extend(got);
             }
         }
         for (t, s) in targets.iter().zip(&samples) {
@@ -436,9 +546,17 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
             "throughput, concurrency {THROUGHPUT_CONCURRENCY}, {} s: {}",
             cli.duration, t.name
         ));
-        let w = watch.start();
-        let r = load::throughput(t, THROUGHPUT_CONCURRENCY, duration).await?;
-        watch.stop(&format!("throughput, {}", t.name), w);
+        let phase = format!("throughput, {}", t.name);
+        let mut attempt = 0;
+        let r = loop {
+            let w = watch.start();
+            let r = load::throughput(t, THROUGHPUT_CONCURRENCY, duration).await?;
+            if watch.end(&phase, w, attempt) {
+                break r;
+            }
+            attempt += 1;
+            watch.settle().await;
+        };
         let secs = r.elapsed.as_secs_f64();
         let cpu_s = r.cpu_ticks.map(|ticks| ticks as f64 / clk_tck as f64);
         let cores = |ticks: u64| ticks as f64 / clk_tck as f64 / secs;
@@ -479,9 +597,16 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     let halves = [streams / 2, streams - streams / 2];
     for n in halves.into_iter().filter(|n| *n > 0) {
         for (t, s) in targets.iter().zip(stream_samples.iter_mut()) {
-            let w = watch.start();
-            let got = load::streaming(t, STREAM_CONCURRENCY, n, STREAM_FRAMES).await?;
-            watch.stop("streaming", w);
+            let mut attempt = 0;
+            let got = loop {
+                let w = watch.start();
+                let got = load::streaming(t, STREAM_CONCURRENCY, n, STREAM_FRAMES).await?;
+                if watch.end("streaming", w, attempt) {
+                    break got;
+                }
+                attempt += 1;
+                watch.settle().await;
+            };
             s.ttfc.extend(got.ttfc);
             s.gaps.extend(got.gaps);
         }

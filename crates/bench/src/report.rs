@@ -90,8 +90,9 @@ pub struct Report {
     pub streaming: Vec<StreamRow>,
     pub memory: Vec<Memory>,
     pub notes: Vec<String>,
-    /// (phase, seconds, CPU other processes used, in cores).
-    pub others: Vec<(String, f64, f64)>,
+    /// (phase, seconds kept, CPU other processes used meanwhile in cores,
+    /// pieces thrown away and rerun because the machine was busy).
+    pub others: Vec<(String, f64, f64, usize)>,
     /// (process, CPU in cores) over one idle second before the load.
     pub idle_cpu: Vec<(&'static str, f64)>,
     pub gateway_config: String,
@@ -207,8 +208,8 @@ impl Report {
         let busy: Vec<String> = self
             .others
             .iter()
-            .filter(|(_, _, cores)| *cores > 0.05)
-            .map(|(p, _, cores)| format!("{p}: {cores:.2}"))
+            .filter(|(_, _, cores, _)| *cores > crate::QUIET_CORES)
+            .map(|(p, _, cores, _)| format!("{p}: {cores:.2}"))
             .collect();
         if !busy.is_empty() {
             notes.push(format!(
@@ -452,10 +453,13 @@ impl Report {
                 .join(", ")
         );
         let _ = writeln!(s, "\n### Other processes during the measurement\n");
-        let _ = writeln!(s, "| phase | seconds | CPU used by other processes (cores) |");
-        let _ = writeln!(s, "|---|---:|---:|");
-        for (p, secs, cores) in &self.others {
-            let _ = writeln!(s, "| {p} | {secs:.1} | {cores:.3} |");
+        let _ = writeln!(
+            s,
+            "| phase | seconds measured | CPU used by other processes meanwhile (cores) | pieces rerun because the machine was busy |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|");
+        for (p, secs, cores, reruns) in &self.others {
+            let _ = writeln!(s, "| {p} | {secs:.1} | {cores:.3} | {reruns} |");
         }
 
         // Targets.
@@ -596,7 +600,7 @@ impl Report {
             "targets": targets,
             "notes": self.derived_notes(),
             "idle_cpu": self.idle_cpu.iter().map(|(n, c)| json!({"process": n, "cores": r3(*c)})).collect::<Vec<_>>(),
-            "other_processes": self.others.iter().map(|(p, secs, cores)| json!({"phase": p, "seconds": secs, "cores": r3(*cores)})).collect::<Vec<_>>(),
+            "other_processes": self.others.iter().map(|(p, secs, cores, reruns)| json!({"phase": p, "seconds": secs, "cores": r3(*cores), "reruns": reruns})).collect::<Vec<_>>(),
             "gateway_config": self.gateway_config,
             "nginx_config": self.nginx_config,
         })
