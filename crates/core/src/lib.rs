@@ -69,7 +69,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Build a snapshot, reusing the runtimes (connection pools) of `previous` for
-    /// providers whose name and endpoint are unchanged.
+    /// providers whose name, wire and endpoint are unchanged.
     pub fn build(catalog: Catalog, previous: Option<&Snapshot>) -> Result<Snapshot, LoadError> {
         let mut runtimes = HashMap::new();
         for p in &catalog.providers {
@@ -77,14 +77,16 @@ impl Snapshot {
                 continue;
             }
             let reused = previous.and_then(|prev| {
-                let same =
-                    prev.catalog.provider(&p.name).is_some_and(|old| old.endpoint == p.endpoint);
+                let same = prev
+                    .catalog
+                    .provider(&p.name)
+                    .is_some_and(|old| old.endpoint == p.endpoint && old.kind == p.kind);
                 same.then(|| prev.runtimes.get(&p.name).cloned()).flatten()
             });
             let rt = match reused {
                 Some(rt) => rt,
                 None => Arc::new(
-                    ProviderRuntime::new(&catalog.settings)
+                    ProviderRuntime::new(&catalog.settings, p)
                         .map_err(|e| LoadError::Client(e.to_string()))?,
                 ),
             };

@@ -24,15 +24,18 @@ use crate::util::{Secret, redact};
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// A provider's long-lived runtime: its HTTP client pool and key rotation. Kept
-/// across reloads for as long as the provider's name and endpoint are unchanged.
+/// across reloads for as long as the provider's name, wire and endpoint are unchanged.
 #[derive(Debug)]
 pub struct ProviderRuntime {
     pub client: reqwest::Client,
     next_key: AtomicUsize,
+    /// The request URL, parsed once, for wires whose URL does not depend on the
+    /// model (OpenAI chat, Anthropic).
+    fixed_url: Option<reqwest::Url>,
 }
 
 impl ProviderRuntime {
-    pub fn new(settings: &Settings) -> Result<Self, reqwest::Error> {
+    pub fn new(settings: &Settings, spec: &ProviderSpec) -> Result<Self, reqwest::Error> {
         crate::install_crypto_provider();
         let client = reqwest::Client::builder()
             .connect_timeout(settings.connect_timeout)
@@ -41,7 +44,11 @@ impl ProviderRuntime {
             .tcp_nodelay(true)
             .tcp_keepalive(Duration::from_secs(30))
             .build()?;
-        Ok(Self { client, next_key: AtomicUsize::new(0) })
+        let fixed_url = match spec.wire() {
+            Some(w @ (Wire::OpenAiChat | Wire::Anthropic)) => url(spec, w, "", false).parse().ok(),
+            _ => None,
+        };
+        Ok(Self { client, next_key: AtomicUsize::new(0), fixed_url })
     }
 
     /// Where to start looking for a key, rotating so load spreads over the
@@ -275,7 +282,10 @@ pub async fn send(
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
     let Dest { runtime: rt, spec, wire, key, upstream_model } = dest;
-    let mut req = rt.client.post(url(spec, wire, upstream_model, stream));
+    let mut req = match &rt.fixed_url {
+        Some(u) => rt.client.post(u.clone()),
+        None => rt.client.post(url(spec, wire, upstream_model, stream)),
+    };
     req = req.header("content-type", "application/json");
     if stream {
         req = req.header("accept", "text/event-stream");
