@@ -803,7 +803,7 @@ async fn case_config_comes_from_the_flag_the_variable_or_the_default(db: TestDb)
     assert_eq!(via_var[0]["email"], "alice@example.com");
 
     // The embedded default keeps its database in the working directory.
-    let default_db = env.dir.join("switchyard.db");
+    let default_db = env.dir.join("switchyard-data").join("switchyard.db");
     assert!(!default_db.exists());
     let migrated = env.raw(&["migrate"], &[], None).ok();
     assert!(migrated.stdout.contains("up to date"), "{migrated:#?}");

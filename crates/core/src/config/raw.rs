@@ -32,7 +32,9 @@ pub struct RawConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// `sqlite://path` (relative paths are next to the config file; the embedded
-    /// default uses `./switchyard.db`), `postgres://…`, or `none` (no database:
+    /// default uses `./switchyard-data/switchyard.db`; a subdirectory, so the
+    /// database's writes never wake the config-file watcher), `postgres://…`, or
+    /// `none` (no database:
     /// static keys only, records to the log).
     pub url: String,
     /// Request records older than this are deleted (0 keeps them forever).
@@ -49,7 +51,7 @@ pub struct StorageConfig {
 impl Default for StorageConfig {
     fn default() -> Self {
         Self {
-            url: "sqlite://switchyard.db".to_owned(),
+            url: "sqlite://switchyard-data/switchyard.db".to_owned(),
             retention_days: 30,
             audit_queue: 10_000,
             audit_batch: 500,

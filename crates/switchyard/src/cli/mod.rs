@@ -101,7 +101,7 @@ pub enum Admin {
 #[derive(Args)]
 pub struct Common {
     /// Configuration file (default: $SWITCHYARD_CONFIG, else the embedded default,
-    /// whose database is ./switchyard.db).
+    /// whose database is ./switchyard-data/switchyard.db).
     #[arg(long, short, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
 }
