@@ -189,6 +189,20 @@ fn rank(f: &Failure) -> u8 {
     }
 }
 
+/// The route-match descriptor: the plan's segments, then `failover:a->b` when more
+/// than one provider was tried.
+fn descriptor(plan: &Plan, tried: &[String]) -> String {
+    let mut out = plan.descriptor.join(" ");
+    if tried.len() > 1 {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str("failover:");
+        out.push_str(&tried.join("->"));
+    }
+    out
+}
+
 /// The client-facing error for a failure.
 pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
     match f {
@@ -426,15 +440,20 @@ impl Snapshot {
             })
             .collect();
         let order = strategy::order(strategy, &views, strategy::uniform());
-        let mut ordered: Vec<Candidate> =
-            order.iter().filter_map(|&i| plan.candidates.get(i).cloned()).collect();
+        // Reorder by moving the candidates, not cloning them (chain order: nothing to do).
+        if order.iter().enumerate().any(|(pos, &i)| pos != i) {
+            let mut slots: Vec<Option<Candidate>> =
+                std::mem::take(&mut plan.candidates).into_iter().map(Some).collect();
+            plan.candidates =
+                order.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
+        }
         if plan.strategy != Strategy::Ordered {
             plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
-            if let (Some(first), Some(route)) = (ordered.first(), plan.route_id.as_deref()) {
+            if let (Some(first), Some(route)) = (plan.candidates.first(), plan.route_id.as_deref())
+            {
                 metrics::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
             }
         }
-        std::mem::swap(&mut plan.candidates, &mut ordered);
         rec.provider =
             plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
         Ok(plan)
@@ -607,11 +626,7 @@ impl Snapshot {
             ),
         };
         tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
-        let mut descriptor = plan.descriptor.clone();
-        if tried.len() > 1 {
-            descriptor.push(format!("failover:{}", tried.join("->")));
-        }
-        guard.rec.descriptor = descriptor.join(" ");
+        guard.rec.descriptor = descriptor(&plan, &tried);
         metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
         guard.finish(err.status(), Some(err.code()));
         Err(err)
@@ -812,11 +827,7 @@ impl Snapshot {
                 delivery: Delivery::Whole(Bytes::new()),
             };
         };
-        let mut descriptor = plan.descriptor.clone();
-        if tried.len() > 1 {
-            descriptor.push(format!("failover:{}", tried.join("->")));
-        }
-        let descriptor = descriptor.join(" ");
+        let descriptor = descriptor(plan, tried);
         let served = Served {
             provider: cand.provider.name.clone(),
             model: plan.public_model.clone(),
