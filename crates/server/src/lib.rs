@@ -77,6 +77,14 @@ async fn readyz(
     }
 }
 
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Serve until `shutdown` resolves, then stop accepting and give in-flight requests
 /// and streams the configured grace period to finish.
 pub async fn serve(
@@ -86,6 +94,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt;
     let grace = state.gateway.snapshot().catalog.settings.shutdown_grace;
+    let upkeep = tokio::spawn(prometheus::upkeep());
+    let _stop_upkeep = AbortOnDrop(upkeep);
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     // Small responses must not wait for delayed ACKs.
     let listener = listener.tap_io(|tcp| {

@@ -38,6 +38,22 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
+/// Histograms keep their raw samples until they are folded into buckets: by a
+/// scrape, or by this upkeep. Without it an unscraped gateway grows by every sample
+/// it records. The server runs it for as long as it serves.
+pub async fn upkeep() {
+    let mut every = tokio::time::interval(UPKEEP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Some(h) = handle() {
+            h.run_upkeep();
+        }
+    }
+}
+
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn state_value(s: &BreakerState) -> f64 {
     match s {
         BreakerState::Closed => 0.0,
