@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use switchyard_protocol::{
     ClientFormat, ErrorKind, Part, Request, Response, StreamEncoder, StreamEvent, Usage, Wire,
 };
@@ -26,7 +26,7 @@ use crate::filter::{self, Hints};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::strategy::{self, View};
-use crate::upstream::{self, Failure, Outgoing, Source};
+use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
 use crate::util::{Date, Secret};
 use crate::{Snapshot, estimate, mock};
 
@@ -46,7 +46,7 @@ pub struct Inbound {
     /// Shared, so a stream's pump can keep it without copying the conversation.
     pub request: Arc<Request>,
     /// The client's own body, kept for the same-format fast path.
-    pub raw: Option<Map<String, Value>>,
+    pub raw: Option<RawBody>,
     /// Client headers a same-vendor upstream needs (`anthropic-beta`, `anthropic-version`).
     pub forward_headers: Vec<(String, String)>,
     /// The authenticated caller (user, role, groups, key limits).
@@ -131,8 +131,17 @@ impl Drop for RecordGuard {
 
 /// The answer of one successful attempt.
 enum Answer {
-    Whole { response: Response, raw: Option<Bytes> },
+    Whole(Whole),
     Stream(Committed),
+}
+
+/// A complete answer: translated, or the upstream's own body forwarded as it is
+/// (same-format fast path) with only its usage read.
+enum Whole {
+    /// Parsed; `raw` is the upstream's body when it is forwarded as it is.
+    Parsed { response: Response, raw: Option<Bytes> },
+    /// Forwarded as it is; only its usage (complete) was read.
+    Forwarded { body: Bytes, usage: Usage },
 }
 
 /// A stream past its commit point: the held events (and raw bytes) up to and
@@ -729,7 +738,7 @@ impl Snapshot {
                 ended: false,
             })
         } else {
-            Answer::Whole { response: resp, raw: None }
+            Answer::Whole(Whole::Parsed { response: resp, raw: None })
         }
     }
 
@@ -794,8 +803,18 @@ impl Snapshot {
                 Ok(Err(e)) => return Err(Failure::from_reqwest(&e)),
                 Ok(Ok(b)) => b,
             };
+            // Forwarded as it is: read only the usage, unless the text is wanted
+            // (content logging) or must stand in for missing token counts.
+            if fast && inbound.content_cap.is_none() {
+                let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
+                if let Some(usage) =
+                    usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())
+                {
+                    return Ok(Answer::Whole(Whole::Forwarded { body: bytes, usage }));
+                }
+            }
             let response = wire.parse_response(&bytes).map_err(Failure::from_protocol)?;
-            return Ok(Answer::Whole { response, raw: fast.then_some(bytes) });
+            return Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }));
         }
         let source = Source::http(resp, wire);
         let committed =
@@ -840,7 +859,14 @@ impl Snapshot {
         guard.rec.ttft_ms = Some(ttft.as_millis() as u64);
         metrics::histogram!("gateway_time_to_first_token_seconds", "provider" => served.provider.clone()).record(ttft.as_secs_f64());
         match answer {
-            Answer::Whole { response, raw } => {
+            Answer::Whole(Whole::Forwarded { body, usage }) => {
+                meter(&mut guard.rec, usage, &inbound.request, 0, cand);
+                drop(in_flight);
+                record_metrics(&guard.rec);
+                guard.finish(200, None);
+                Success { served, descriptor, delivery: Delivery::Whole(body) }
+            }
+            Answer::Whole(Whole::Parsed { response, raw }) => {
                 let body = match raw {
                     Some(raw) => raw,
                     None => Bytes::from(inbound.format.encode_response(&response).to_string()),
@@ -876,7 +902,7 @@ impl Snapshot {
                     cand.provider.wire().unwrap_or(Wire::Gemini),
                     inbound.raw.as_ref(),
                 ) && matches!(committed.source, Source::Http { .. });
-                let pump = Pump {
+                let mut pump = Pump {
                     encoder: inbound.format.stream_encoder(),
                     passthrough,
                     idle: self.catalog.settings.idle_timeout,
@@ -891,7 +917,21 @@ impl Snapshot {
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
-                tokio::spawn(pump.run(committed));
+                let Committed { source, held_raw, held, ended } = committed;
+                let mut first = pump.start(held_raw, &held);
+                if !ended && !first.is_empty() {
+                    // A new channel has room: this cannot fail for lack of space.
+                    match pump.tx.try_send(Bytes::from(std::mem::take(&mut first))) {
+                        Ok(()) => {}
+                        Err(
+                            mpsc::error::TrySendError::Full(b)
+                            | mpsc::error::TrySendError::Closed(b),
+                        ) => {
+                            first = b.into();
+                        }
+                    }
+                }
+                tokio::spawn(pump.run(source, first, ended));
                 Success { served, descriptor, delivery: Delivery::Stream(rx) }
             }
         }
@@ -1000,10 +1040,16 @@ impl Pump {
         }
     }
 
-    async fn run(mut self, committed: Committed) {
-        let Committed { mut source, held_raw, held, mut ended } = committed;
+    /// The bytes for what was held up to the commit point. Sent before the
+    /// response is returned, so the response head and the first content leave in
+    /// one write instead of two.
+    fn start(&mut self, held_raw: Vec<u8>, held: &[StreamEvent]) -> Vec<u8> {
         let mut out = if self.passthrough { held_raw } else { Vec::new() };
-        self.observe(&held, &mut out);
+        self.observe(held, &mut out);
+        out
+    }
+
+    async fn run(mut self, mut source: Source, mut out: Vec<u8>, mut ended: bool) {
         let mut error: Option<GatewayError> = None;
         loop {
             if ended {
@@ -1083,7 +1129,7 @@ impl Snapshot {
         let anthropic = plan.candidates.iter().find(|c| {
             c.provider.wire() == Some(Wire::Anthropic) && c.provider.unavailable.is_none()
         });
-        if let (Some(cand), Some(raw)) = (anthropic, inbound.raw.as_ref())
+        if let (Some(cand), Some(raw)) = (anthropic, inbound.raw.as_ref().and_then(RawBody::object))
             && let Some(rt) = self.runtimes.get(&cand.provider.name)
         {
             let mut body = raw.clone();

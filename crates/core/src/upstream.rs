@@ -63,19 +63,45 @@ impl ProviderRuntime {
     }
 }
 
+/// A client's JSON body, kept for the same-format fast path. Most fast-path
+/// requests only need the model replaced, which is done on the bytes; the parsed
+/// object is built on first use, by the rarer edits that need it.
+#[derive(Debug)]
+pub struct RawBody {
+    bytes: Bytes,
+    object: std::sync::OnceLock<Option<Map<String, Value>>>,
+}
+
+impl RawBody {
+    pub fn new(bytes: Bytes) -> Self {
+        Self { bytes, object: std::sync::OnceLock::new() }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The body as a JSON object; `None` if it is not one.
+    pub fn object(&self) -> Option<&Map<String, Value>> {
+        self.object
+            .get_or_init(|| switchyard_protocol::util::parse_object(&self.bytes).ok())
+            .as_ref()
+    }
+}
+
 /// What the attempt loop hands an adapter: the request in both forms.
 #[derive(Debug)]
 pub struct Outgoing<'a> {
     pub format: ClientFormat,
     pub request: &'a Request,
     /// The client's own body, for the same-format fast path.
-    pub raw: Option<&'a Map<String, Value>>,
+    pub raw: Option<&'a RawBody>,
     /// Client headers forwarded to a same-vendor upstream (`anthropic-beta`, …).
     pub forward_headers: &'a [(String, String)],
 }
 
 /// True when the client's body can be forwarded as-is (model rewritten).
-pub fn is_fast_path(format: ClientFormat, wire: Wire, raw: Option<&Map<String, Value>>) -> bool {
+pub fn is_fast_path(format: ClientFormat, wire: Wire, raw: Option<&RawBody>) -> bool {
     raw.is_some() && format.native_wire() == Some(wire)
 }
 
@@ -125,6 +151,24 @@ pub fn build_body(
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     if let Some(raw) = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)) {
+        // The common case, on the bytes: only the model changes.
+        let model_only = clamp.is_none()
+            && spec.drop_fields.is_empty()
+            && !(wire == Wire::OpenAiChat && out.request.stream)
+            && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none();
+        if model_only
+            && let Some(body) = switchyard_protocol::util::replace_top_level_string(
+                raw.bytes(),
+                "model",
+                upstream_model,
+            )
+        {
+            return Ok(body);
+        }
+    }
+    if let Some(raw) =
+        out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)).and_then(RawBody::object)
+    {
         let mut overrides: Vec<(&str, Value)> =
             vec![("model", Value::String(upstream_model.to_owned()))];
         if let Some(cap) = clamp {

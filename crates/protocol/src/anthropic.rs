@@ -850,6 +850,34 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     })
 }
 
+/// Only the usage of a Messages response, for a body forwarded unchanged (an
+/// `error` body is still an error). Scanned, not parsed, but for the usage.
+pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+    #[derive(Deserialize)]
+    struct UsageOnly {
+        #[serde(rename = "type", default)]
+        kind: Option<String>,
+        #[serde(default)]
+        error: Option<WireError>,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    }
+    let kind = crate::util::top_level_value(body, "type").and_then(|r| body.get(r));
+    if kind != Some(b"\"error\"")
+        && let Some(usage) = crate::util::top_level_value(body, "usage").and_then(|r| body.get(r))
+    {
+        let u: Option<WireUsage> =
+            serde_json::from_slice(usage).map_err(ProtocolError::upstream)?;
+        return Ok(u.map(WireUsage::to_canonical));
+    }
+    let w: UsageOnly = serde_json::from_slice(body).map_err(ProtocolError::upstream)?;
+    if w.kind.as_deref() == Some("error") {
+        let error = w.error.unwrap_or(WireError { kind: "error".into(), message: String::new() });
+        return Err(ProtocolError::UpstreamError { kind: error.kind, message: error.message });
+    }
+    Ok(w.usage.map(WireUsage::to_canonical))
+}
+
 /// Render a canonical response as a Messages API response for an Anthropic client.
 pub fn encode_response(resp: &Response) -> Value {
     let content: Vec<Value> = resp
@@ -2631,6 +2659,13 @@ mod tests {
             let body = serde_json::to_vec(&encode_response(&resp)).unwrap();
             let back = parse_response(&body).unwrap();
             prop_assert_eq!(back, resp);
+        }
+
+        #[test]
+        fn usage_only_parse_agrees_with_the_whole_parse(resp in response()) {
+            let body = serde_json::to_vec(&encode_response(&resp)).unwrap();
+            let whole = parse_response(&body).unwrap();
+            prop_assert_eq!(parse_usage(&body).unwrap().unwrap_or_default(), whole.usage);
         }
 
         #[test]

@@ -119,6 +119,17 @@ impl Wire {
         }
     }
 
+    /// The usage of a response body that is forwarded as it is (same-format fast
+    /// path), without building the canonical response. `Ok(None)`: the body
+    /// reports no usage, or this wire has no such shortcut (parse it whole).
+    pub fn parse_usage(self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+        match self {
+            Wire::OpenAiChat => openai_chat::parse_usage(body),
+            Wire::Anthropic => anthropic::parse_usage(body),
+            Wire::Gemini => Ok(None),
+        }
+    }
+
     pub fn stream_decoder(self) -> Box<dyn StreamDecoder> {
         match self {
             Wire::OpenAiChat => Box::new(openai_chat::Decoder::new()),

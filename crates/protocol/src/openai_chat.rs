@@ -641,6 +641,26 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     })
 }
 
+/// Only the usage of a chat completion, for a body forwarded unchanged. The body
+/// was produced by the upstream and is passed on as it is; its structure is
+/// scanned (strings closed, brackets balanced) but only the usage is parsed.
+pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+    #[derive(Deserialize)]
+    struct UsageOnly {
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    }
+    // Usually found by a scan, and only the usage object parsed.
+    if let Some(usage) = crate::util::top_level_value(body, "usage").and_then(|r| body.get(r)) {
+        let u: Option<WireUsage> =
+            serde_json::from_slice(usage).map_err(|e| ProtocolError::upstream(e.to_string()))?;
+        return Ok(u.map(|u| u.canonical()));
+    }
+    let w: UsageOnly =
+        serde_json::from_slice(body).map_err(|e| ProtocolError::upstream(e.to_string()))?;
+    Ok(w.usage.map(|u| u.canonical()))
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -1318,6 +1338,13 @@ mod tests {
             let wire = encode_response(&resp);
             let back = parse_response(wire.to_string().as_bytes()).unwrap();
             prop_assert_eq!(back, resp);
+        }
+
+        #[test]
+        fn usage_only_parse_agrees_with_the_whole_parse(resp in response()) {
+            let body = encode_response(&resp).to_string();
+            let whole = parse_response(body.as_bytes()).unwrap();
+            prop_assert_eq!(parse_usage(body.as_bytes()).unwrap().unwrap_or_default(), whole.usage);
         }
 
         #[test]

@@ -33,3 +33,202 @@ pub fn arguments_to_value(arguments: &str) -> Result<Value, ProtocolError> {
 pub fn value_to_arguments(value: &Value) -> String {
     value.to_string()
 }
+
+/// Where the value of the top-level `key` of a JSON object lies in `body`, found
+/// by scanning the bytes (no parse, no allocation). `None` when `body` is not an
+/// object, the key is absent or appears more than once, or a top-level key is
+/// written with escapes (then only a real parse can tell what it names). `body`
+/// must already be known to be valid JSON: this finds, it does not validate.
+///
+/// Lets the same-format fast path replace the model of a client's body while
+/// keeping every other byte the client sent.
+pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let mut i = skip_ws(body, 0);
+    if body.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut found = None;
+    loop {
+        i = skip_ws(body, i);
+        match body.get(i)? {
+            b'}' => return found,
+            b'"' => {}
+            _ => return None,
+        }
+        let close = string_close(body, i)?;
+        let name = body.get(i + 1..close)?;
+        if name.contains(&b'\\') {
+            return None;
+        }
+        i = skip_ws(body, close + 1);
+        if body.get(i) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(body, i + 1);
+        let end = value_end(body, start)?;
+        if name == key.as_bytes() {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(start..end);
+        }
+        i = skip_ws(body, end);
+        match body.get(i)? {
+            b',' => i += 1,
+            b'}' => return found,
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(body: &[u8], mut i: usize) -> usize {
+    while matches!(body.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the quote closing the string that opens at `open`.
+fn string_close(body: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    loop {
+        match body.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+}
+
+/// One past the end of the JSON value starting at `start`.
+fn value_end(body: &[u8], start: usize) -> Option<usize> {
+    match body.get(start)? {
+        b'"' => string_close(body, start).map(|c| c + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match body.get(i)? {
+                    b'"' => i = string_close(body, i)?,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = start;
+            while !matches!(
+                body.get(i),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            ) {
+                i += 1;
+            }
+            (i > start).then_some(i)
+        }
+    }
+}
+
+/// `body` with the value of its top-level `key` replaced by the JSON string
+/// `value`; `None` where [`top_level_value`] finds no single plain `key`.
+pub fn replace_top_level_string(body: &[u8], key: &str, value: &str) -> Option<Vec<u8>> {
+    let span = top_level_value(body, key)?;
+    let mut out = Vec::with_capacity(body.len() + value.len() + 2);
+    out.extend_from_slice(body.get(..span.start)?);
+    // Writing a str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, value);
+    out.extend_from_slice(body.get(span.end..)?);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn finds_the_top_level_key_only() {
+        let body =
+            br#" { "messages": [{"model": "inner", "x": "}\"]"}], "model" : "gpt-4o" , "n": 1 } "#;
+        let span = top_level_value(body, "model").unwrap();
+        assert_eq!(&body[span], br#""gpt-4o""#);
+        let out = replace_top_level_string(body, "model", "up/\"m\"").unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["model"], "up/\"m\"");
+        assert_eq!(v["messages"][0]["model"], "inner");
+        assert_eq!(v["n"], 1);
+    }
+
+    #[test]
+    fn refuses_what_only_a_parse_could_decide() {
+        for body in [
+            &br#"{"model": "a", "model": "b"}"#[..],
+            br#"{"mod\u0065l": "a"}"#,
+            br#"{"messages": []}"#,
+            br#"["model", "a"]"#,
+            b"",
+            br#"{"model": "a""#,
+        ] {
+            assert!(top_level_value(body, "model").is_none(), "{}", String::from_utf8_lossy(body));
+        }
+        let span = top_level_value(br#"{"n":-1.5e3,"model":null}"#, "n").unwrap();
+        assert_eq!(span, 5..11);
+    }
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\"\\\\{}]{0,6}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Splicing the bytes means the same as parsing, replacing and serializing,
+        /// whatever the other fields hold and however the body is spaced.
+        #[test]
+        fn splice_equals_parse_and_replace(
+            fields in prop::collection::btree_map("[a-z_]{1,8}", value(), 0..6),
+            model in ".{0,20}",
+            pretty in any::<bool>(),
+        ) {
+            let mut obj: Map<String, Value> = fields.into_iter().collect();
+            obj.insert("model".into(), json!("original"));
+            let body = if pretty {
+                serde_json::to_vec_pretty(&obj).unwrap()
+            } else {
+                serde_json::to_vec(&obj).unwrap()
+            };
+            let out = replace_top_level_string(&body, "model", &model).unwrap();
+            let mut want = parse_object(&body).unwrap();
+            want.insert("model".into(), Value::String(model));
+            let got: Value = serde_json::from_slice(&out).unwrap();
+            prop_assert_eq!(got, Value::Object(want));
+        }
+
+        #[test]
+        fn never_panics(body in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = top_level_value(&body, "model");
+        }
+    }
+}

@@ -8,8 +8,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
+use switchyard_core::upstream::RawBody;
 use switchyard_core::{Delivery, GatewayError, Inbound};
-use switchyard_protocol::{ClientFormat, ErrorKind, util};
+use switchyard_protocol::{ClientFormat, ErrorKind};
 
 use crate::{AppState, ids, limits};
 
@@ -95,13 +96,8 @@ async fn admit(
     {
         request.model.clone_from(default);
     }
-    let raw = match format.native_wire() {
-        Some(_) => Some(
-            util::parse_object(&bytes)
-                .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?,
-        ),
-        None => None,
-    };
+    // Kept for the same-format fast path; parsed as an object only if an edit needs it.
+    let raw = format.native_wire().map(|_| RawBody::new(bytes.clone()));
     // Most requests carry no routing hints: only parse for them when the field's
     // name appears at all (a byte search is far cheaper than another JSON parse).
     let hints = if memchr::memmem::find(&bytes, b"\"switchyard\"").is_some() {
