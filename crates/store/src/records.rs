@@ -19,9 +19,22 @@ pub const DEFAULT_SLO_MS: u64 = 5_000;
 /// `usage` clamps its SLO into this range.
 pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
-/// Rows per INSERT statement (27 parameters each: well under SQLite's 32766 and
-/// PostgreSQL's 65535).
-const INSERT_CHUNK: usize = 500;
+/// Rows per INSERT statement, largest first: a batch is split into statements of
+/// these sizes only, so each connection caches at most three prepared inserts.
+/// A prepared multi-row insert costs about 3 KB of SQLite memory per row; with any
+/// batch length its own statement (as before) a busy gateway cached dozens of
+/// them, 14 MB of its heap. 64 rows keep the per-statement overhead amortized.
+const INSERT_CHUNKS: [usize; 3] = [64, 8, 1];
+
+/// `rows` cut into slices whose lengths are all in [`INSERT_CHUNKS`].
+fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
+    std::iter::from_fn(move || {
+        let size = INSERT_CHUNKS.into_iter().find(|&n| n <= rows.len())?;
+        let (chunk, rest) = rows.split_at(size);
+        rows = rest;
+        Some(chunk)
+    })
+}
 
 const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
@@ -55,7 +68,7 @@ impl Store {
         on_pool!(self, |p, Db| {
             let mut tx =
                 if sqlite { p.begin_with(SQLITE_BEGIN_WRITE).await? } else { p.begin().await? };
-            for chunk in rows.chunks(INSERT_CHUNK) {
+            for chunk in insert_chunks(&rows) {
                 let mut qb = sqlx::QueryBuilder::<Db>::new(head);
                 qb.push_values(chunk, |mut b, e| {
                     b.push_bind(e.r.id.as_str())
@@ -406,6 +419,20 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_split_into_the_fixed_statement_sizes() {
+        for n in [0usize, 1, 7, 8, 9, 63, 64, 65, 500, 1000] {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = insert_chunks(&rows).collect();
+            assert!(chunks.iter().all(|c| INSERT_CHUNKS.contains(&c.len())), "{n}");
+            assert_eq!(chunks.concat(), rows, "{n}: every row once, in order");
+        }
+        assert_eq!(
+            insert_chunks(&[0u8; 75]).map(<[u8]>::len).collect::<Vec<_>>(),
+            [64, 8, 1, 1, 1]
+        );
+    }
 
     #[test]
     fn nearest_rank_matches_the_definition() {

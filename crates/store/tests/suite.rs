@@ -739,6 +739,24 @@ async fn case_records_insert_and_get(store: Store) {
     // The first write wins.
     assert_eq!(store.record("r1").await.unwrap().unwrap().status, 200);
 
+    // A batch longer than one statement (split 64 + 8 + 1 + 1 + 1 + 1) keeps every
+    // row, including a repeated id across two statements.
+    let mut long: Vec<RequestRecord> =
+        (0..75).map(|i| rec(&format!("long-{i:03}"), 10_000 + i)).collect();
+    long.push(rec("long-000", 10_000));
+    store.insert_records(&long).await.unwrap();
+    let stored = store
+        .list_records(&RecordFilter {
+            since_ms: Some(10_000),
+            until_ms: Some(10_075),
+            limit: Some(500),
+            ..RecordFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 75);
+    assert_eq!(store.record("long-074").await.unwrap(), Some(rec("long-074", 10_074)));
+
     // A non-finite cost is stored as unknown.
     store
         .insert_records(&[RequestRecord { cost_usd: Some(f64::NAN), ..rec("nan", 5) }])
