@@ -77,7 +77,16 @@ fn main() -> ExitCode {
         Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);
-            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            // On one CPU a work-stealing pool has nothing to steal: the
+            // single-threaded scheduler does the same work with less
+            // cross-thread signalling.
+            let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+            let mut builder = if one_cpu {
+                tokio::runtime::Builder::new_current_thread()
+            } else {
+                tokio::runtime::Builder::new_multi_thread()
+            };
+            let runtime = match builder.enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("switchyard: cannot start the runtime: {e}");
