@@ -225,7 +225,7 @@ pub struct Route {
     pub scopes: Option<Scopes>,
     /// Catalog ids tried when the request does not fit the chain's context window.
     pub context_fallbacks: Vec<String>,
-    pub policy: AttemptPolicy,
+    pub policy: Arc<AttemptPolicy>,
     pub requires: raw::Requires,
 }
 
@@ -314,6 +314,8 @@ pub struct Catalog {
     /// The route each catalog model resolves to (first match), computed once at
     /// compile time so a request never scans the route list for a known model.
     model_route: Vec<Option<usize>>,
+    /// The attempt policy of requests no route matches (shared, not rebuilt).
+    default_policy: Arc<AttemptPolicy>,
 }
 
 /// Normalise a requested model name: trim, lowercase, spaces and underscores to
@@ -794,12 +796,12 @@ impl Catalog {
                     scopes,
                     context_fallbacks,
                     requires: r.requires,
-                    policy: AttemptPolicy::compile(
+                    policy: Arc::new(AttemptPolicy::compile(
                         &r.retry,
                         &r.failover,
                         r.max_fallbacks,
                         r.max_attempts,
-                    ),
+                    )),
                 });
             }
         }
@@ -926,6 +928,7 @@ impl Catalog {
             providers,
             models: models.into_iter().map(Arc::new).collect(),
             model_route,
+            default_policy: Arc::new(AttemptPolicy::default()),
             routes,
             rules,
             storage: raw.storage.clone(),
@@ -1038,7 +1041,7 @@ impl Catalog {
         let mut candidates = Vec::new();
         let mut descriptor = Vec::new();
         let mut strategy = Strategy::Ordered;
-        let policy = route.map(|r| r.policy.clone()).unwrap_or_default();
+        let policy = route.map_or_else(|| self.default_policy.clone(), |r| r.policy.clone());
         if let Some(r) = route {
             descriptor.push(format!("route:{}", r.id));
             let chain = self.pick_chain(r, scope, &mut descriptor)?;
@@ -1277,7 +1280,7 @@ pub struct Plan {
     /// `strategy:…`, `failover:a->b`, …).
     pub descriptor: Vec<String>,
     pub strategy: Strategy,
-    pub policy: AttemptPolicy,
+    pub policy: Arc<AttemptPolicy>,
     /// Every candidate's breaker is open: try them all anyway, in chain order.
     pub bypass_breakers: bool,
     /// The route's data-governance requirements.

@@ -8,7 +8,8 @@
 //! after it, the stream ends with an error event in the client's format and no
 //! other provider's content is ever spliced in.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -561,7 +562,9 @@ impl Snapshot {
                     usage: failed_usage,
                     cost_usd: failed_cost,
                 });
-                metrics::histogram!("gateway_attempt_duration_seconds", "provider" => cand.provider.name.clone()).record(elapsed.as_secs_f64());
+                self.provider_meters(&cand.provider.name, |m| {
+                    m.attempt_seconds.record(elapsed.as_secs_f64());
+                });
                 if let Err(Failure::Unavailable(_)) = &result {
                     // No caller key and no platform key for this deployment: skipped.
                     plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
@@ -692,6 +695,15 @@ impl Snapshot {
             }
         }
         (result.map(|a| (a, in_flight)), credential, reported)
+    }
+
+    /// Record into `provider`'s histograms (kept by its runtime; the mock
+    /// provider has none and registers them per call).
+    fn provider_meters(&self, provider: &str, f: impl FnOnce(&upstream::ProviderMeters)) {
+        match self.runtimes.get(provider) {
+            Some(rt) => f(rt.meters(provider)),
+            None => f(&upstream::ProviderMeters::new(provider)),
+        }
     }
 
     /// Choose the credential: the next available key of the provider (rotating),
@@ -857,7 +869,7 @@ impl Snapshot {
         guard.rec.descriptor.clone_from(&descriptor);
         let ttft = inbound.received.elapsed();
         guard.rec.ttft_ms = Some(ttft.as_millis() as u64);
-        metrics::histogram!("gateway_time_to_first_token_seconds", "provider" => served.provider.clone()).record(ttft.as_secs_f64());
+        self.provider_meters(&served.provider, |m| m.ttft_seconds.record(ttft.as_secs_f64()));
         match answer {
             Answer::Whole(Whole::Forwarded { body, usage }) => {
                 meter(&mut guard.rec, usage, &inbound.request, 0, cand);
@@ -938,13 +950,48 @@ impl Snapshot {
     }
 }
 
+/// The handles a successful request records into, per client format. Registered
+/// on first use and kept for the process, as the recorder is.
+struct FormatMeters {
+    ok: metrics::Counter,
+    stream_error: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+impl FormatMeters {
+    fn new(format: Cow<'static, str>) -> Self {
+        Self {
+            ok: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "200"),
+            stream_error: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "stream_error"),
+            duration: metrics::histogram!("gateway_request_duration_seconds", "format" => format),
+        }
+    }
+
+    fn get(format: &str) -> Option<&'static FormatMeters> {
+        static METERS: [OnceLock<FormatMeters>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let formats =
+            [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
+        let i = formats.iter().position(|f| f.as_str() == format)?;
+        let (cell, known) = (METERS.get(i)?, formats.get(i)?.as_str());
+        Some(cell.get_or_init(|| FormatMeters::new(Cow::Borrowed(known))))
+    }
+}
+
 /// Request-level metrics, once per request, low-cardinality labels only.
 fn record_metrics(rec: &RequestRecord) {
-    let status = if rec.error_code.is_some() && rec.status == 200 { "stream_error" } else { "200" };
-    metrics::counter!("gateway_requests_total", "format" => rec.client_format.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("gateway_request_duration_seconds", "format" => rec.client_format.clone())
-        .record(rec.total_ms as f64 / 1000.0);
+    let stream_error = rec.error_code.is_some() && rec.status == 200;
+    let secs = rec.total_ms as f64 / 1000.0;
+    let unlisted;
+    let m = match FormatMeters::get(&rec.client_format) {
+        Some(m) => m,
+        None => {
+            unlisted = FormatMeters::new(rec.client_format.clone());
+            &unlisted
+        }
+    };
+    if stream_error { &m.stream_error } else { &m.ok }.increment(1);
+    m.duration.record(secs);
 }
 
 /// Read the stream until its first content event (or its end), holding everything

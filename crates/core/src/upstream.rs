@@ -32,6 +32,25 @@ pub struct ProviderRuntime {
     /// The request URL, parsed once, for wires whose URL does not depend on the
     /// model (OpenAI chat, Anthropic).
     fixed_url: Option<reqwest::Url>,
+    meters: std::sync::OnceLock<ProviderMeters>,
+}
+
+/// The provider-labelled histograms the attempt loop records into. Registered on
+/// first use (the server installs the recorder before it serves), then kept: a
+/// `histogram!` call per request would hash its labels and allocate each time.
+#[derive(Debug)]
+pub struct ProviderMeters {
+    pub attempt_seconds: metrics::Histogram,
+    pub ttft_seconds: metrics::Histogram,
+}
+
+impl ProviderMeters {
+    pub fn new(provider: &str) -> Self {
+        Self {
+            attempt_seconds: metrics::histogram!("gateway_attempt_duration_seconds", "provider" => provider.to_owned()),
+            ttft_seconds: metrics::histogram!("gateway_time_to_first_token_seconds", "provider" => provider.to_owned()),
+        }
+    }
 }
 
 impl ProviderRuntime {
@@ -48,7 +67,16 @@ impl ProviderRuntime {
             Some(w @ (Wire::OpenAiChat | Wire::Anthropic)) => url(spec, w, "", false).parse().ok(),
             _ => None,
         };
-        Ok(Self { client, next_key: AtomicUsize::new(0), fixed_url })
+        Ok(Self {
+            client,
+            next_key: AtomicUsize::new(0),
+            fixed_url,
+            meters: std::sync::OnceLock::new(),
+        })
+    }
+
+    pub fn meters(&self, provider: &str) -> &ProviderMeters {
+        self.meters.get_or_init(|| ProviderMeters::new(provider))
     }
 
     /// Where to start looking for a key, rotating so load spreads over the
