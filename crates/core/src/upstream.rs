@@ -14,6 +14,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
     ClientFormat, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder, StreamEvent, Wire,
+    util,
 };
 use tokio::sync::mpsc;
 
@@ -179,19 +180,25 @@ pub fn build_body(
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     if let Some(raw) = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)) {
-        // The common case, on the bytes: only the model changes.
-        let model_only = clamp.is_none()
+        // The common cases, on the bytes: the model changes and, for an OpenAI
+        // stream that did not ask for usage, `stream_options` is added.
+        let on_bytes = clamp.is_none()
             && spec.drop_fields.is_empty()
-            && !(wire == Wire::OpenAiChat && out.request.stream)
             && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none();
-        if model_only
-            && let Some(body) = switchyard_protocol::util::replace_top_level_string(
-                raw.bytes(),
-                "model",
-                upstream_model,
-            )
-        {
-            return Ok(body);
+        let usage_option = wire == Wire::OpenAiChat && out.request.stream;
+        let spliced = on_bytes
+            .then(|| util::replace_top_level_string(raw.bytes(), "model", upstream_model))
+            .flatten();
+        match spliced {
+            Some(body) if !usage_option => return Ok(body),
+            Some(body) => {
+                if let Some(body) =
+                    util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#)
+                {
+                    return Ok(body);
+                }
+            }
+            None => {}
         }
     }
     if let Some(raw) =

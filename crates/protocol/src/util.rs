@@ -43,19 +43,35 @@ pub fn value_to_arguments(value: &Value) -> String {
 /// Lets the same-format fast path replace the model of a client's body while
 /// keeping every other byte the client sent.
 pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    scan_object(body, key)?.value
+}
+
+/// What a scan of a top-level object found.
+struct Scanned {
+    /// The span of the key's value, if the key is present (exactly once).
+    value: Option<std::ops::Range<usize>>,
+    /// The index of the object's closing brace.
+    close: usize,
+    /// The object has no members.
+    empty: bool,
+}
+
+fn scan_object(body: &[u8], key: &str) -> Option<Scanned> {
     let mut i = skip_ws(body, 0);
     if body.get(i) != Some(&b'{') {
         return None;
     }
     i += 1;
     let mut found = None;
+    let mut empty = true;
     loop {
         i = skip_ws(body, i);
         match body.get(i)? {
-            b'}' => return found,
+            b'}' if empty => return Some(Scanned { value: found, close: i, empty }),
             b'"' => {}
             _ => return None,
         }
+        empty = false;
         let close = string_close(body, i)?;
         let name = body.get(i + 1..close)?;
         if name.contains(&b'\\') {
@@ -76,10 +92,31 @@ pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>>
         i = skip_ws(body, end);
         match body.get(i)? {
             b',' => i += 1,
-            b'}' => return found,
+            b'}' => return Some(Scanned { value: found, close: i, empty }),
             _ => return None,
         }
     }
+}
+
+/// `body` with the member `"key": raw_value` added at the end of its top-level
+/// object; `None` when the key is already there (or [`top_level_value`] could not
+/// tell). `raw_value` must be valid JSON.
+pub fn insert_top_level(body: &[u8], key: &str, raw_value: &[u8]) -> Option<Vec<u8>> {
+    let scanned = scan_object(body, key)?;
+    if scanned.value.is_some() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() + key.len() + raw_value.len() + 4);
+    out.extend_from_slice(body.get(..scanned.close)?);
+    if !scanned.empty {
+        out.push(b',');
+    }
+    // Writing a str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, key);
+    out.push(b':');
+    out.extend_from_slice(raw_value);
+    out.extend_from_slice(body.get(scanned.close..)?);
+    Some(out)
 }
 
 fn skip_ws(body: &[u8], mut i: usize) -> usize {
@@ -227,8 +264,28 @@ mod tests {
         }
 
         #[test]
+        fn insert_equals_parse_and_insert(
+            fields in prop::collection::btree_map("[a-z_]{1,8}", value(), 0..6),
+            pretty in any::<bool>(),
+        ) {
+            let obj: Map<String, Value> = fields.into_iter().filter(|(k, _)| k != "opts").collect();
+            let body = if pretty {
+                serde_json::to_vec_pretty(&obj).unwrap()
+            } else {
+                serde_json::to_vec(&obj).unwrap()
+            };
+            let out = insert_top_level(&body, "opts", br#"{"a":true}"#).unwrap();
+            let mut want = parse_object(&body).unwrap();
+            want.insert("opts".into(), json!({"a": true}));
+            let got: Value = serde_json::from_slice(&out).unwrap();
+            prop_assert_eq!(got, Value::Object(want));
+            prop_assert!(insert_top_level(&out, "opts", b"1").is_none(), "already present");
+        }
+
+        #[test]
         fn never_panics(body in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = top_level_value(&body, "model");
+            let _ = insert_top_level(&body, "k", b"1");
         }
     }
 }

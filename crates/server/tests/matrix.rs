@@ -1532,6 +1532,38 @@ async fn same_format_fast_path_keeps_unknown_fields() {
     assert!(p.0.is_empty(), "fast path problems:\n  - {}", p.0.join("\n  - "));
 }
 
+/// The fast path forwards the client's own bytes: spacing, key order, escapes and
+/// a nested `model` key arrive as sent; only the top-level model changes (and an
+/// OpenAI stream gains `stream_options`).
+#[tokio::test]
+async fn same_format_fast_path_forwards_the_clients_bytes() {
+    let h = Harness::start().await;
+    let cases: [(&[u8], &[u8]); 2] = [
+        (
+            b"{ \"messages\" : [ {\"role\":\"user\", \"content\":\"caf\\u00e9 {\\\"model\\\": 1}\", \"model\": \"inner\"} ],\n  \"model\":\"m-openai\" , \"seed\": 7 }",
+            b"{ \"messages\" : [ {\"role\":\"user\", \"content\":\"caf\\u00e9 {\\\"model\\\": 1}\", \"model\": \"inner\"} ],\n  \"model\":\"up-openai\" , \"seed\": 7 }",
+        ),
+        (
+            b"{\"model\": \"m-openai\", \"stream\": true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+            b"{\"model\": \"up-openai\", \"stream\": true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stream_options\":{\"include_usage\":true}}",
+        ),
+    ];
+    for (sent, expected) in cases {
+        let fake = h.fake(Vendor::OpenAi);
+        let before = fake.request_count();
+        let resp = h.post_raw(path(ClientFormat::OpenAiChat), sent).await;
+        assert_eq!(resp.status(), 200);
+        let _ = resp.bytes().await.unwrap();
+        let rx = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await.unwrap();
+        let raw = &rx.last().unwrap().raw;
+        assert_eq!(
+            String::from_utf8_lossy(raw),
+            String::from_utf8_lossy(expected),
+            "upstream body differs from the client's bytes"
+        );
+    }
+}
+
 /// A real-looking signature: base64 with `+`, `/` and `=` padding.
 const SIGNATURE: &str = "EqoBCkgIBxABGAIiQL7c4+/Kq9zs3Jtq0m3Uq1Z8h/7uQ9vZ3p5Y0dH6mQx0eF+Ql1kuJw2m0x9Y3A1bq5xZ0t3Yk8aDMu5yF0e6X1o8s2k9hIMq3Xy0C8+/pD0uBzwIjBZm0Qz==";
 const PRIOR_THINKING: &str = "two plus two makes four";

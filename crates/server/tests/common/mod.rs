@@ -214,6 +214,18 @@ impl Harness {
             .unwrap()
     }
 
+    /// POST bytes exactly as given, with the gateway key as a bearer token.
+    pub async fn post_raw(&self, path: &str, body: &'static [u8]) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(GATEWAY_KEY)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Begin graceful shutdown.
     pub fn shutdown(&mut self) {
         if let Some(tx) = self.shutdown.take() {
