@@ -187,11 +187,14 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     };
     let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
     tracing::info!(config = %source.name, listen = %local, "switchyard listening");
-    if let Some(path) = source.path.clone() {
+    // SIGHUP's default action ends the process: it is handled even when there is
+    // no file to reload (the embedded default), so a routine `kill -HUP` never
+    // stops a gateway.
+    let reloader = source.path.clone().map(|path| {
         let poll = gateway.snapshot().catalog.settings.reload_poll;
-        let reloader = switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll);
-        spawn_sighup(reloader);
-    }
+        switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll)
+    });
+    spawn_sighup(reloader);
     let identity = switchyard_server::identity::Identity::new(
         static_keys,
         admin_key,
@@ -220,8 +223,8 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     }
 }
 
-/// SIGHUP reloads the configuration file.
-fn spawn_sighup(reloader: switchyard_server::reload::Reloader) {
+/// SIGHUP reloads the configuration file (without one, it is logged and ignored).
+fn spawn_sighup(reloader: Option<switchyard_server::reload::Reloader>) {
     #[cfg(unix)]
     tokio::spawn(async move {
         let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
@@ -229,8 +232,15 @@ fn spawn_sighup(reloader: switchyard_server::reload::Reloader) {
             return;
         };
         while hup.recv().await.is_some() {
-            tracing::info!("SIGHUP: reloading configuration");
-            reloader.trigger();
+            match &reloader {
+                Some(r) => {
+                    tracing::info!("SIGHUP: reloading configuration");
+                    r.trigger();
+                }
+                None => tracing::info!(
+                    "SIGHUP: serving the embedded default configuration; nothing to reload"
+                ),
+            }
         }
     });
     #[cfg(not(unix))]

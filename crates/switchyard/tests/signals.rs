@@ -1,0 +1,137 @@
+//! The `serve` process and its signals: the real binary, embedded default
+//! configuration, a fresh working directory, `127.0.0.1:0`. Synchronised on the
+//! gateway's own log lines (JSON), never on sleeps.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Gateway {
+    child: Child,
+    lines: mpsc::Receiver<Value>,
+    dir: std::path::PathBuf,
+}
+
+impl Gateway {
+    /// `switchyard serve` on the embedded default; with `one_cpu`, under
+    /// `taskset -c 0`, which selects the single-threaded scheduler.
+    fn start(name: &str, one_cpu: bool) -> Gateway {
+        let dir =
+            std::env::temp_dir().join(format!("switchyard-signals-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = env!("CARGO_BIN_EXE_switchyard");
+        let mut cmd = if one_cpu {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0", bin]);
+            c
+        } else {
+            Command::new(bin)
+        };
+        let mut child = cmd
+            .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
+            .current_dir(&dir)
+            .env_remove("SWITCHYARD_CONFIG")
+            .env_remove("SWITCHYARD_LISTEN_ADDR")
+            .env_remove("SWITCHYARD_LOG_FORMAT")
+            .env("SWITCHYARD_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line)
+                    && tx.send(v).is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Gateway { child, lines, dir }
+    }
+
+    /// The next log line whose message contains `text`.
+    fn wait_for(&self, text: &str) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no log line containing {text:?} within {WAIT:?}"));
+            if line["fields"]["message"].as_str().is_some_and(|m| m.contains(text)) {
+                return line;
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([format!("-{name}"), self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name}");
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn healthz(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// SIGHUP's default action would end the process; with nothing to reload it is
+/// logged and the gateway keeps serving. SIGTERM then drains and exits cleanly.
+/// Run on every CPU (work-stealing scheduler) and on one (single-threaded).
+#[test]
+fn sighup_without_a_config_file_does_not_stop_the_gateway() {
+    let has_taskset = Command::new("taskset").arg("-V").output().is_ok_and(|o| o.status.success());
+    for one_cpu in [false, true] {
+        if one_cpu && !has_taskset {
+            eprintln!("SKIPPED: the one-CPU case needs `taskset` (util-linux)");
+            continue;
+        }
+        hup_then_term(one_cpu);
+    }
+}
+
+fn hup_then_term(one_cpu: bool) {
+    let mut gw = Gateway::start(if one_cpu { "hup-1cpu" } else { "hup" }, one_cpu);
+    let listening = gw.wait_for("switchyard listening");
+    let addr = listening["fields"]["listen"].as_str().unwrap().to_owned();
+    assert!(healthz(&addr).starts_with("HTTP/1.1 200"));
+
+    gw.signal("HUP");
+    gw.wait_for("SIGHUP");
+    assert!(gw.child.try_wait().unwrap().is_none(), "the gateway exited on SIGHUP");
+    assert!(healthz(&addr).starts_with("HTTP/1.1 200"));
+
+    gw.signal("TERM");
+    gw.wait_for("shutdown: no longer accepting");
+    let (tx, rx) = mpsc::channel();
+    let mut child = std::mem::replace(&mut gw.child, Command::new("true").spawn().unwrap());
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(WAIT).unwrap().unwrap();
+    assert!(status.success(), "exit status after SIGTERM (one CPU: {one_cpu}): {status}");
+}
