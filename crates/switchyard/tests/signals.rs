@@ -2,6 +2,7 @@
 //! configuration, a fresh working directory, `127.0.0.1:0`. Synchronised on the
 //! gateway's own log lines (JSON), never on sleeps.
 #![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
