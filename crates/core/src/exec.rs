@@ -881,7 +881,12 @@ impl Snapshot {
             Answer::Whole(Whole::Parsed { response, raw }) => {
                 let body = match raw {
                     Some(raw) => raw,
-                    None => Bytes::from(inbound.format.encode_response(&response).to_string()),
+                    None => Bytes::from(
+                        inbound
+                            .format
+                            .encode_response(&response, &inbound.request.tools)
+                            .to_string(),
+                    ),
                 };
                 meter(
                     &mut guard.rec,
@@ -915,7 +920,7 @@ impl Snapshot {
                     inbound.raw.as_ref(),
                 ) && matches!(committed.source, Source::Http { .. });
                 let mut pump = Pump {
-                    encoder: inbound.format.stream_encoder(),
+                    encoder: inbound.format.stream_encoder(&inbound.request.tools),
                     passthrough,
                     idle: self.catalog.settings.idle_timeout,
                     tx,

@@ -154,6 +154,7 @@ mod tests {
                 parameters: serde_json::json!({"type": "object"}),
                 strict: None,
                 cache_control: None,
+                freeform: None,
             }],
             tool_choice: Some(ToolChoice::Required),
             ..Request::default()

@@ -481,6 +481,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             parameters: tool.input_schema,
             strict: tool.strict,
             cache_control: tool.cache_control,
+            freeform: None,
         });
     }
 
@@ -1645,6 +1646,7 @@ mod tests {
                 parameters: Value::Null,
                 strict: Some(true),
                 cache_control: None,
+                freeform: None,
             }],
             ..Request::default()
         };
@@ -2517,6 +2519,7 @@ mod tests {
                         parameters: json!({"type": "object", "properties": properties}),
                         strict,
                         cache_control,
+                        freeform: None,
                     }
                 }),
             0..3,

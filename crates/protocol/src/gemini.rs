@@ -679,6 +679,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                     .unwrap_or(Value::Null),
                 strict: None,
                 cache_control: None,
+                freeform: None,
             });
         }
     }
@@ -1512,6 +1513,7 @@ mod tests {
                 parameters: weather_schema(),
                 strict: Some(true),
                 cache_control: None,
+                freeform: None,
             }],
             tool_choice: Some(ToolChoice::Tool { name: "get_weather".into() }),
             parallel_tool_calls: Some(false),
@@ -2464,6 +2466,7 @@ mod tests {
                 parameters: json!({"type": "object", "properties": serde_json::from_str::<Value>(&props).unwrap()}),
                 strict,
                 cache_control: None,
+                freeform: None,
             },
         )
     }

@@ -61,18 +61,20 @@ impl ClientFormat {
         }
     }
 
-    pub fn encode_response(self, resp: &Response) -> serde_json::Value {
+    /// `tools`: the request's tools (a Responses client gets its free-form tools'
+    /// calls back as `custom_tool_call` items).
+    pub fn encode_response(self, resp: &Response, tools: &[Tool]) -> serde_json::Value {
         match self {
             ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
-            ClientFormat::OpenAiResponses => responses::encode_response(resp),
+            ClientFormat::OpenAiResponses => responses::encode_response_for(resp, tools),
             ClientFormat::Anthropic => anthropic::encode_response(resp),
         }
     }
 
-    pub fn stream_encoder(self) -> Box<dyn StreamEncoder> {
+    pub fn stream_encoder(self, tools: &[Tool]) -> Box<dyn StreamEncoder> {
         match self {
             ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new()),
-            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::new()),
+            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::for_tools(tools)),
             ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
         }
     }

@@ -188,6 +188,13 @@ pub struct Tool {
     pub strict: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<Value>,
+    /// Set for a tool that takes free-form text instead of JSON arguments (OpenAI
+    /// Responses `custom` tools, such as Codex's `apply_patch`): the tool's
+    /// `format` as the client sent it (`null` when it sent none). `parameters` then
+    /// describe one string argument, `input`, which is how every other wire sees
+    /// the tool; a call's `arguments` are `{"input": "<the text>"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeform: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -268,6 +268,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             parameters: f.parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
             strict: f.strict,
             cache_control: None,
+            freeform: None,
         })
         .collect();
     req.tool_choice = match w.tool_choice {

@@ -15,9 +15,16 @@
 //!   parts joined by a blank line; the raw `content` text when there is no summary).
 //!   `encrypted_content` is opaque to one OpenAI organisation and is *not* carried
 //!   across providers; an item with neither summary nor content text is dropped.
-//! - Only `function` tools are translated. Hosted and special tools (`web_search`,
-//!   `file_search`, `custom`, `local_shell`, `computer_use`, `mcp`, …) cannot be run by
-//!   another provider and are skipped, so the model never sees them.
+//! - `function` tools are translated as they are. `custom` (free-form) tools, such as
+//!   Codex's `apply_patch`, become a function of one string argument `input` (its
+//!   description carries the tool's grammar); `custom_tool_call` /
+//!   `custom_tool_call_output` history items become tool calls with arguments
+//!   `{"input": text}` and tool results; and the model's calls of such a tool go back
+//!   to the client as `custom_tool_call` items with the text (streamed as
+//!   `response.custom_tool_call_input.delta`/`.done` once the call is complete).
+//!   Hosted and special tools (`web_search`, `file_search`, `local_shell`,
+//!   `computer_use`, `mcp`, …) cannot be run by another provider and are skipped, so
+//!   the model never sees them.
 //! - `store`, `include`, `prompt_cache_key`, `service_tier`, `truncation` and
 //!   `text.verbosity` are accepted and ignored.
 //! - Usage: when anything is known, the object carries all the fields the SDKs and
@@ -162,6 +169,14 @@ struct InFunctionCall {
 }
 
 #[derive(Deserialize)]
+struct InCustomToolCall {
+    call_id: String,
+    name: String,
+    #[serde(default)]
+    input: String,
+}
+
+#[derive(Deserialize)]
 struct InFunctionCallOutput {
     call_id: String,
     #[serde(default)]
@@ -230,7 +245,18 @@ fn parse_input_item(
                 vec![Part::ToolCall(ToolCall { id: call.call_id, name: call.name, arguments })],
             );
         }
-        "function_call_output" => {
+        "custom_tool_call" => {
+            let call: InCustomToolCall = from_value(item, path)?;
+            conv.push(
+                Role::Assistant,
+                vec![Part::ToolCall(ToolCall {
+                    id: call.call_id,
+                    name: call.name,
+                    arguments: freeform_arguments(&call.input),
+                })],
+            );
+        }
+        "function_call_output" | "custom_tool_call_output" => {
             let result: InFunctionCallOutput = from_value(item, path)?;
             let content = match &result.output {
                 Value::String(text) => vec![text_part(text)],
@@ -355,6 +381,59 @@ struct InFunctionTool {
     strict: Option<bool>,
 }
 
+#[derive(Deserialize)]
+struct InCustomTool {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    format: Option<Value>,
+}
+
+/// The argument object a free-form tool's text travels in on other wires.
+pub const FREEFORM_INPUT: &str = "input";
+
+/// The JSON Schema other wires see for a free-form tool: one string, `input`,
+/// described with the tool's grammar when it has one.
+fn freeform_parameters(format: &Value) -> Value {
+    let mut about = "The tool's input, as plain text (not JSON).".to_owned();
+    if format.get("type").and_then(Value::as_str) == Some("grammar")
+        && let Some(definition) = format.get("definition").and_then(Value::as_str)
+    {
+        let syntax = format.get("syntax").and_then(Value::as_str).unwrap_or("grammar");
+        about.push_str(&format!(" It must match this {syntax} grammar:\n{definition}"));
+    }
+    json!({
+        "type": "object",
+        "properties": {FREEFORM_INPUT: {"type": "string", "description": about}},
+        "required": [FREEFORM_INPUT],
+        "additionalProperties": false,
+    })
+}
+
+/// A free-form call's text as canonical arguments: `{"input": text}`.
+fn freeform_arguments(text: &str) -> String {
+    json!({ FREEFORM_INPUT: text }).to_string()
+}
+
+/// The text of a free-form call from canonical arguments; arguments that are not
+/// `{"input": "..."}` (a model that ignored the schema) are passed on as they are.
+fn freeform_text(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(mut map)) => match map.remove(FREEFORM_INPUT) {
+            Some(Value::String(text)) => text,
+            _ => arguments.to_owned(),
+        },
+        _ => arguments.to_owned(),
+    }
+}
+
+/// Names of the request's free-form tools (their calls go back as
+/// `custom_tool_call` items).
+fn freeform_names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().filter(|t| t.freeform.is_some()).map(|t| t.name.clone()).collect()
+}
+
 fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
     let tools = match tools {
         None | Some(Value::Null) => return Ok(Vec::new()),
@@ -368,6 +447,19 @@ fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| ProtocolError::body(format!("{path}.type: expected a string")))?;
+        if ty == "custom" {
+            let c: InCustomTool = from_value(tool, &path)?;
+            let format = c.format.unwrap_or(Value::Null);
+            out.push(Tool {
+                name: c.name,
+                description: c.description,
+                parameters: freeform_parameters(&format),
+                strict: None,
+                cache_control: None,
+                freeform: Some(format),
+            });
+            continue;
+        }
         if ty != "function" {
             // Hosted/special tools only OpenAI can run: skipped (see the module docs).
             continue;
@@ -379,6 +471,7 @@ fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
             parameters: f.parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
             strict: f.strict,
             cache_control: None,
+            freeform: None,
         });
     }
     Ok(out)
@@ -394,7 +487,7 @@ fn parse_tool_choice(choice: Option<&Value>) -> Result<Option<ToolChoice>, Proto
             other => Err(ProtocolError::body(format!("tool_choice: unknown mode `{other}`"))),
         },
         Some(Value::Object(obj)) => match obj.get("type").and_then(Value::as_str) {
-            Some("function") => {
+            Some("function" | "custom") => {
                 let name = obj
                     .get("name")
                     .and_then(Value::as_str)
@@ -513,6 +606,17 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
             .iter()
             .map(|t| {
                 let mut tool = Map::new();
+                if let Some(format) = &t.freeform {
+                    tool.insert("type".into(), json!("custom"));
+                    tool.insert("name".into(), json!(t.name));
+                    if let Some(description) = &t.description {
+                        tool.insert("description".into(), json!(description));
+                    }
+                    if !format.is_null() {
+                        tool.insert("format".into(), format.clone());
+                    }
+                    return Value::Object(tool);
+                }
                 tool.insert("type".into(), json!("function"));
                 tool.insert("name".into(), json!(t.name));
                 if let Some(description) = &t.description {
@@ -698,6 +802,13 @@ fn summary_parts(text: &str) -> Value {
 /// Render a canonical response as a Responses API response object. Item ids are
 /// derived from the response id and the item's position, so they are stable.
 pub fn encode_response(resp: &Response) -> Value {
+    encode_response_for(resp, &[])
+}
+
+/// [`encode_response`] for a request that defined `tools`: calls of its free-form
+/// tools become `custom_tool_call` items carrying the text.
+pub fn encode_response_for(resp: &Response, tools: &[Tool]) -> Value {
+    let freeform = freeform_names(tools);
     let id = response_id(&resp.id);
     let (status, reason) = status_for(resp.stop_reason);
     response_json(Shell {
@@ -707,7 +818,7 @@ pub fn encode_response(resp: &Response) -> Value {
         status,
         incomplete_reason: reason,
         error: Value::Null,
-        output: output_items(&id, &resp.content),
+        output: output_items(&id, &resp.content, &freeform),
         usage: usage_json(&resp.usage),
     })
 }
@@ -751,7 +862,7 @@ fn response_json(shell: Shell<'_>) -> Value {
 }
 
 /// The output items for canonical content: consecutive text parts share one message.
-fn output_items(resp_id: &str, content: &[Part]) -> Vec<Value> {
+fn output_items(resp_id: &str, content: &[Part], freeform: &[String]) -> Vec<Value> {
     let mut out = Vec::new();
     let mut texts: Vec<&str> = Vec::new();
     fn flush(out: &mut Vec<Value>, texts: &mut Vec<&str>, resp_id: &str) {
@@ -768,6 +879,17 @@ fn output_items(resp_id: &str, content: &[Part]) -> Vec<Value> {
                 flush(&mut out, &mut texts, resp_id);
                 let id = item_id("rs", resp_id, out.len());
                 out.push(reasoning_item(&id, text));
+            }
+            Part::ToolCall(call) if freeform.contains(&call.name) => {
+                flush(&mut out, &mut texts, resp_id);
+                let id = item_id("ctc", resp_id, out.len());
+                out.push(custom_call_item(
+                    &id,
+                    &call.id,
+                    &call.name,
+                    &freeform_text(&call.arguments),
+                    "completed",
+                ));
             }
             Part::ToolCall(call) => {
                 flush(&mut out, &mut texts, resp_id);
@@ -804,6 +926,17 @@ fn function_call_item(id: &str, call_id: &str, name: &str, arguments: &str, stat
         "call_id": call_id,
         "name": name,
         "arguments": arguments,
+        "status": status,
+    })
+}
+
+fn custom_call_item(id: &str, call_id: &str, name: &str, input: &str, status: &str) -> Value {
+    json!({
+        "type": "custom_tool_call",
+        "id": id,
+        "call_id": call_id,
+        "name": name,
+        "input": input,
         "status": status,
     })
 }
@@ -973,6 +1106,16 @@ enum OutItem {
         #[serde(default)]
         arguments: Option<String>,
     },
+    CustomToolCall {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        call_id: Option<String>,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        input: Option<String>,
+    },
     Reasoning {
         #[serde(default)]
         summary: Option<Vec<TextOnly>>,
@@ -1015,6 +1158,11 @@ fn out_item_parts(item: OutItem) -> Vec<Part> {
             id: call_id.or(id).unwrap_or_default(),
             name: name.unwrap_or_default(),
             arguments: arguments.unwrap_or_default(),
+        })],
+        OutItem::CustomToolCall { id, call_id, name, input } => vec![Part::ToolCall(ToolCall {
+            id: call_id.or(id).unwrap_or_default(),
+            name: name.unwrap_or_default(),
+            arguments: freeform_arguments(&input.unwrap_or_default()),
         })],
         OutItem::Reasoning { summary, content } => {
             let text = reasoning_text(&WireReasoningItem { summary, content });
@@ -1183,10 +1331,14 @@ impl Decoder {
                 }
             }
             (Some(DecItem::FunctionCall { index, got_arguments }), done) => {
-                if !got_arguments
-                    && let Some(OutItem::FunctionCall { arguments: Some(json), .. }) = done
-                    && !json.is_empty()
-                {
+                let json = match done {
+                    Some(OutItem::FunctionCall { arguments: Some(json), .. }) => json,
+                    Some(OutItem::CustomToolCall { input: Some(input), .. }) => {
+                        freeform_arguments(&input)
+                    }
+                    _ => String::new(),
+                };
+                if !got_arguments && !json.is_empty() {
                     out.push(StreamEvent::Delta { index, delta: Delta::ToolArguments { json } });
                 }
                 out.push(StreamEvent::BlockStop { index });
@@ -1333,6 +1485,16 @@ impl StreamDecoder for Decoder {
                         }
                         Some(DecItem::FunctionCall { index, got_arguments })
                     }
+                    // Its input arrives whole with the finished item (the deltas are
+                    // raw text, not argument JSON).
+                    Some(OutItem::CustomToolCall { id, call_id, name, .. }) => {
+                        let kind = BlockKind::ToolCall {
+                            id: call_id.or(id).unwrap_or_default(),
+                            name: name.unwrap_or_default(),
+                        };
+                        let index = self.blocks.start(kind, out);
+                        Some(DecItem::FunctionCall { index, got_arguments: false })
+                    }
                     Some(OutItem::Reasoning { .. }) => {
                         Some(DecItem::Reasoning { open: None, new_part: false })
                     }
@@ -1436,6 +1598,8 @@ pub struct Encoder {
     open: Option<OpenItem>,
     stop: Option<StopReason>,
     usage: Usage,
+    /// The request's free-form tools: their calls are `custom_tool_call` items.
+    freeform: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -1449,14 +1613,35 @@ struct OpenItem {
 
 #[derive(Debug)]
 enum OpenKind {
-    Text { text: String },
-    ToolCall { call_id: String, name: String, arguments: String },
-    Thinking { text: String, part_open: bool },
+    Text {
+        text: String,
+    },
+    ToolCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    /// A free-form tool's call: the arguments (`{"input": ...}`) are held until the
+    /// call is complete, then sent as the input text.
+    CustomCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    Thinking {
+        text: String,
+        part_open: bool,
+    },
 }
 
 impl Encoder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An encoder for a request that defined `tools` (see [`encode_response_for`]).
+    pub fn for_tools(tools: &[Tool]) -> Self {
+        Self { freeform: freeform_names(tools), ..Self::default() }
     }
 
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, payload: Value) {
@@ -1508,6 +1693,14 @@ impl Encoder {
             BlockKind::Thinking => {
                 ("rs", OpenKind::Thinking { text: String::new(), part_open: false })
             }
+            BlockKind::ToolCall { id, name } if self.freeform.contains(name) => (
+                "ctc",
+                OpenKind::CustomCall {
+                    call_id: id.clone(),
+                    name: name.clone(),
+                    arguments: String::new(),
+                },
+            ),
             BlockKind::ToolCall { id, name } => (
                 "fc",
                 OpenKind::ToolCall {
@@ -1525,6 +1718,9 @@ impl Encoder {
             OpenKind::Thinking { .. } => reasoning_item(&item_id, ""),
             OpenKind::ToolCall { call_id, name, .. } => {
                 function_call_item(&item_id, call_id, name, "", "in_progress")
+            }
+            OpenKind::CustomCall { call_id, name, .. } => {
+                custom_call_item(&item_id, call_id, name, "", "in_progress")
             }
         };
         self.emit(
@@ -1576,6 +1772,9 @@ impl Encoder {
                     "response.function_call_arguments.delta",
                     json!({"item_id": item_id, "output_index": output_index, "delta": d}),
                 ));
+            }
+            (OpenKind::CustomCall { arguments, .. }, Delta::ToolArguments { json: d }) => {
+                arguments.push_str(d);
             }
             (OpenKind::Thinking { text, part_open }, Delta::Thinking { text: d })
                 if !d.is_empty() =>
@@ -1649,6 +1848,22 @@ impl Encoder {
                     }),
                 );
                 function_call_item(&item_id, &call_id, &name, &arguments, "completed")
+            }
+            OpenKind::CustomCall { call_id, name, arguments } => {
+                let input = freeform_text(&arguments);
+                if !input.is_empty() {
+                    self.emit(
+                        out,
+                        "response.custom_tool_call_input.delta",
+                        json!({"item_id": item_id, "output_index": output_index, "delta": input}),
+                    );
+                }
+                self.emit(
+                    out,
+                    "response.custom_tool_call_input.done",
+                    json!({"item_id": item_id, "output_index": output_index, "input": input}),
+                );
+                custom_call_item(&item_id, &call_id, &name, &input, "completed")
             }
             OpenKind::Thinking { text, part_open } => {
                 if part_open {
@@ -1846,7 +2061,8 @@ mod tests {
     // ----- recorded requests -------------------------------------------------------
 
     /// A Codex turn: instructions, developer and environment messages, a shell call
-    /// with its output, hosted/custom tools that must be skipped, reasoning effort.
+    /// with its output, hosted tools that must be skipped, a custom (free-form) tool
+    /// that becomes a function of one string, reasoning effort.
     #[test]
     fn parses_a_codex_request() {
         let body = json!({
@@ -1941,16 +2157,32 @@ mod tests {
                 Message::text(Role::Assistant, "The repo has `Cargo.toml` and `src`."),
                 Message::text(Role::User, "thanks"),
             ],
-            tools: vec![Tool {
-                name: "shell".into(),
-                description: Some("Runs a shell command and returns its output.".into()),
-                parameters: json!({"type": "object", "properties": {
+            tools: vec![
+                Tool {
+                    name: "shell".into(),
+                    description: Some("Runs a shell command and returns its output.".into()),
+                    parameters: json!({"type": "object", "properties": {
                     "command": {"type": "array", "items": {"type": "string"}},
                     "workdir": {"type": "string"}
                 }, "required": ["command"], "additionalProperties": false}),
-                strict: Some(false),
-                cache_control: None,
-            }],
+                    strict: Some(false),
+                    cache_control: None,
+                    freeform: None,
+                },
+                Tool {
+                    name: "apply_patch".into(),
+                    description: Some("Apply a patch".into()),
+                    parameters: json!({"type": "object", "properties": {"input": {
+                    "type": "string",
+                    "description": "The tool's input, as plain text (not JSON). It must match this lark grammar:\nstart: x",
+                }}, "required": ["input"], "additionalProperties": false}),
+                    strict: None,
+                    cache_control: None,
+                    freeform: Some(
+                        json!({"type": "grammar", "syntax": "lark", "definition": "start: x"}),
+                    ),
+                },
+            ],
             tool_choice: Some(ToolChoice::Auto),
             parallel_tool_calls: Some(false),
             stream: true,
@@ -1962,6 +2194,89 @@ mod tests {
             ..Request::default()
         };
         assert_eq!(parse(body).unwrap(), expected);
+    }
+
+    /// Codex's `apply_patch` as a free-form tool: its calls and outputs in the
+    /// history, its choice, and the way back (whole and streamed).
+    #[test]
+    fn custom_tools_travel_as_one_string_argument() {
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi \"there\"\n*** End Patch\n";
+        let body = json!({
+            "model": "m",
+            "input": [
+                {"type": "message", "role": "user", "content": "add a file"},
+                {"type": "custom_tool_call", "call_id": "call_p1", "name": "apply_patch", "input": patch},
+                {"type": "custom_tool_call_output", "call_id": "call_p1", "output": "Done!"}
+            ],
+            "tools": [{"type": "custom", "name": "apply_patch", "description": "Apply a patch"}],
+            "tool_choice": {"type": "custom", "name": "apply_patch"}
+        });
+        let req = parse(body).unwrap();
+        let args = json!({"input": patch}).to_string();
+        assert_eq!(
+            req.messages[1].content,
+            vec![Part::ToolCall(ToolCall {
+                id: "call_p1".into(),
+                name: "apply_patch".into(),
+                arguments: args.clone()
+            })]
+        );
+        assert!(
+            matches!(&req.messages[2].content[0], Part::ToolResult(r) if r.call_id == "call_p1")
+        );
+        assert_eq!(req.tool_choice, Some(ToolChoice::Tool { name: "apply_patch".into() }));
+        let tool = &req.tools[0];
+        assert_eq!(tool.freeform, Some(Value::Null));
+        assert_eq!(tool.parameters["required"], json!(["input"]));
+
+        // Back to the client: the call is a custom_tool_call carrying the text; a
+        // function tool's call stays a function_call.
+        let resp = Response {
+            id: "r1".into(),
+            model: "m".into(),
+            content: vec![
+                Part::ToolCall(ToolCall {
+                    id: "call_p2".into(),
+                    name: "apply_patch".into(),
+                    arguments: args.clone(),
+                }),
+                Part::ToolCall(ToolCall {
+                    id: "call_s".into(),
+                    name: "shell".into(),
+                    arguments: "{}".into(),
+                }),
+            ],
+            stop_reason: Some(StopReason::ToolUse),
+            stop_sequence: None,
+            usage: Usage::default(),
+        };
+        let whole = encode_response_for(&resp, &req.tools);
+        assert_eq!(whole["output"][0]["type"], "custom_tool_call");
+        assert_eq!(whole["output"][0]["input"], patch);
+        assert_eq!(whole["output"][0]["call_id"], "call_p2");
+        assert_eq!(whole["output"][1]["type"], "function_call");
+        let back = parse_response(whole.to_string().as_bytes()).unwrap();
+        assert_eq!(back.content, resp.content);
+
+        let mut enc = Encoder::for_tools(&req.tools);
+        let mut bytes = Vec::new();
+        for e in response_to_events(&resp) {
+            enc.push(&e, &mut bytes);
+        }
+        enc.finish(&mut bytes);
+        let mut events = Vec::new();
+        let mut sse_decoder = crate::SseDecoder::new();
+        sse_decoder.push(&bytes, &mut events).unwrap();
+        sse_decoder.finish(&mut events);
+        let types: Vec<&str> = events.iter().filter_map(|e| e.event.as_deref()).collect();
+        assert!(types.contains(&"response.custom_tool_call_input.done"), "{types:?}");
+        let done: Value = events
+            .iter()
+            .find(|e| e.event.as_deref() == Some("response.custom_tool_call_input.done"))
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .unwrap();
+        assert_eq!(done["input"], patch);
+        assert_eq!(accumulate(&decode(&events).unwrap()).content, resp.content);
     }
 
     /// The Python SDK's `client.responses.create(model=…, input="…")`.
@@ -2771,6 +3086,7 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {field: {"type": "string"}}}),
                 strict,
                 cache_control: None,
+                freeform: None,
             });
         let tool_choice = prop::option::of(prop_oneof![
             Just(ToolChoice::Auto),

@@ -109,7 +109,7 @@ proptest! {
         for w in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
             if let Ok(resp) = w.parse_response(&bytes) {
                 for f in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic] {
-                    let _ = f.encode_response(&resp);
+                    let _ = f.encode_response(&resp, &[]);
                 }
             }
             let _ = w.parse_error(&bytes);

@@ -1532,6 +1532,71 @@ async fn same_format_fast_path_keeps_unknown_fields() {
     assert!(p.0.is_empty(), "fast path problems:\n  - {}", p.0.join("\n  - "));
 }
 
+/// Codex's `apply_patch` is a Responses `custom` (free-form) tool. Served by any
+/// wire it must reach the model as a tool (a function of one string, `input`),
+/// and the model's call must come back to Codex as a `custom_tool_call` carrying
+/// the patch text, streamed or not.
+#[tokio::test]
+async fn codex_custom_tools_cross_every_wire() {
+    let h = Harness::start().await;
+    let patch = "*** Begin Patch\n*** Add File: hello.txt\n+Hello \"world\"\n*** End Patch\n";
+    let args = json!({"input": patch}).to_string();
+    let mut p = Problems::default();
+    for v in VENDORS {
+        for stream in [false, true] {
+            let mode = format!("{v:?} stream={stream}");
+            let fake = h.fake(v);
+            fake.clear_script();
+            let before = fake.request_count();
+            fake.push(canned::tool_call(v, upstream_model(v), "apply_patch", &args, stream).into());
+            let body = json!({
+                "model": catalog_model(v),
+                "stream": stream,
+                "input": [{"type": "message", "role": "user", "content": "add hello.txt"}],
+                "tools": [{"type": "custom", "name": "apply_patch", "description": "Apply a patch",
+                           "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch"}}],
+            });
+            let resp = h.post(path(ClientFormat::OpenAiResponses), &body).await;
+            let status = resp.status().as_u16();
+            let bytes = resp.bytes().await.unwrap_or_default();
+            if status != 200 {
+                p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
+                continue;
+            }
+            let rx = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await.ok();
+            let sent = rx.and_then(|r| r.last().cloned()).map(|r| r.body).unwrap_or_default();
+            let sent = sent.to_string();
+            p.check(sent.contains("apply_patch") && sent.contains("start: begin_patch"), || {
+                format!(
+                    "{mode}: upstream tools lack apply_patch with its grammar: {}",
+                    shorten(sent.as_bytes())
+                )
+            });
+            // The item the client sees: whole, or the last output_item.done.
+            let item = if stream {
+                sse_events(&bytes)
+                    .iter()
+                    .filter(|e| e.event.as_deref() == Some("response.output_item.done"))
+                    .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+                    .map(|e| e["item"].clone())
+                    .find(|i| i["name"] == "apply_patch")
+            } else {
+                serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .and_then(|r| r["output"].as_array().and_then(|o| o.first().cloned()))
+            };
+            match item {
+                Some(item) => {
+                    p.eq(&format!("{mode}: item type"), &item["type"], &json!("custom_tool_call"));
+                    p.eq(&format!("{mode}: item input"), &item["input"], &json!(patch));
+                }
+                None => p.push(format!("{mode}: no apply_patch item: {}", shorten(&bytes))),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "custom tool problems:\n  - {}", p.0.join("\n  - "));
+}
+
 /// The fast path forwards the client's own bytes: spacing, key order, escapes and
 /// a nested `model` key arrive as sent; only the top-level model changes (and an
 /// OpenAI stream gains `stream_options`).
