@@ -41,6 +41,37 @@ const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content";
 
+/// How a text column is bound. SQLite's arguments own their values, and sqlx
+/// turns a `&str` into a `String` and then an `Arc` (two copies per column, about
+/// twenty per record); one `Arc<str>` is one. PostgreSQL encodes into its buffer
+/// directly, so a borrow is cheapest there.
+trait BindText: sqlx::Database {
+    type Text<'a>: sqlx::Encode<'a, Self> + sqlx::Type<Self> + Send + 'a;
+    fn text(s: &str) -> Self::Text<'_>;
+}
+
+impl BindText for sqlx::Sqlite {
+    type Text<'a> = std::sync::Arc<str>;
+    fn text(s: &str) -> Self::Text<'_> {
+        std::sync::Arc::from(s)
+    }
+}
+
+impl BindText for sqlx::Postgres {
+    type Text<'a> = &'a str;
+    fn text(s: &str) -> Self::Text<'_> {
+        s
+    }
+}
+
+fn text<D: BindText>(s: &str) -> D::Text<'_> {
+    D::text(s)
+}
+
+fn opt<D: BindText>(s: Option<&str>) -> Option<D::Text<'_>> {
+    s.map(D::text)
+}
+
 /// A record converted to column values (validated before the transaction opens).
 struct Encoded<'a> {
     r: &'a RequestRecord,
@@ -71,22 +102,22 @@ impl Store {
             for chunk in insert_chunks(&rows) {
                 let mut qb = sqlx::QueryBuilder::<Db>::new(head);
                 qb.push_values(chunk, |mut b, e| {
-                    b.push_bind(e.r.id.as_str())
+                    b.push_bind(text::<Db>(&e.r.id))
                         .push_bind(e.time_ms)
-                        .push_bind(e.r.user.as_deref())
-                        .push_bind(e.r.key_prefix.as_deref())
-                        .push_bind(e.r.project.as_deref())
-                        .push_bind(e.r.client_format.as_ref())
-                        .push_bind(e.r.requested_model.as_str())
-                        .push_bind(e.r.resolved_model.as_deref())
-                        .push_bind(e.r.route_id.as_deref())
-                        .push_bind(e.r.provider.as_deref())
-                        .push_bind(e.r.served_provider.as_deref())
-                        .push_bind(e.r.upstream_model.as_deref())
-                        .push_bind(e.r.descriptor.as_str())
+                        .push_bind(opt::<Db>(e.r.user.as_deref()))
+                        .push_bind(opt::<Db>(e.r.key_prefix.as_deref()))
+                        .push_bind(opt::<Db>(e.r.project.as_deref()))
+                        .push_bind(text::<Db>(&e.r.client_format))
+                        .push_bind(text::<Db>(&e.r.requested_model))
+                        .push_bind(opt::<Db>(e.r.resolved_model.as_deref()))
+                        .push_bind(opt::<Db>(e.r.route_id.as_deref()))
+                        .push_bind(opt::<Db>(e.r.provider.as_deref()))
+                        .push_bind(opt::<Db>(e.r.served_provider.as_deref()))
+                        .push_bind(opt::<Db>(e.r.upstream_model.as_deref()))
+                        .push_bind(text::<Db>(&e.r.descriptor))
                         .push_bind(e.status)
-                        .push_bind(e.r.error_code.as_deref())
-                        .push_bind(e.attempts.as_str())
+                        .push_bind(opt::<Db>(e.r.error_code.as_deref()))
+                        .push_bind(text::<Db>(&e.attempts))
                         .push_bind(e.ttft_ms)
                         .push_bind(e.total_ms)
                         .push_bind(e.tokens[0])
@@ -97,7 +128,7 @@ impl Store {
                         .push_bind(e.cost_usd)
                         .push_bind(e.r.estimated)
                         .push_bind(e.r.stream)
-                        .push_bind(e.r.content.as_deref());
+                        .push_bind(opt::<Db>(e.r.content.as_deref()));
                 });
                 qb.push(" ON CONFLICT (id) DO NOTHING");
                 qb.build().execute(&mut *tx).await?;
