@@ -155,6 +155,7 @@ mod tests {
                 strict: None,
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             }],
             tool_choice: Some(ToolChoice::Required),
             ..Request::default()

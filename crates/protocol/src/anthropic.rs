@@ -482,6 +482,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             strict: tool.strict,
             cache_control: tool.cache_control,
             freeform: None,
+            namespace: None,
         });
     }
 
@@ -1647,6 +1648,7 @@ mod tests {
                 strict: Some(true),
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             }],
             ..Request::default()
         };
@@ -2520,6 +2522,7 @@ mod tests {
                         strict,
                         cache_control,
                         freeform: None,
+                        namespace: None,
                     }
                 }),
             0..3,

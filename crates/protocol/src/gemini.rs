@@ -680,6 +680,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                 strict: None,
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             });
         }
     }
@@ -1514,6 +1515,7 @@ mod tests {
                 strict: Some(true),
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             }],
             tool_choice: Some(ToolChoice::Tool { name: "get_weather".into() }),
             parallel_tool_calls: Some(false),
@@ -2467,6 +2469,7 @@ mod tests {
                 strict,
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             },
         )
     }

@@ -195,6 +195,12 @@ pub struct Tool {
     /// the tool; a call's `arguments` are `{"input": "<the text>"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freeform: Option<Value>,
+    /// The OpenAI Responses `namespace` the tool was declared in (Codex groups its
+    /// sub-agent tools so). `name` is then qualified, `<namespace>__<name>`, which
+    /// is how other wires see it; calls go back to a Responses client with the
+    /// namespace and the inner name again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -269,6 +269,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             strict: f.strict,
             cache_control: None,
             freeform: None,
+            namespace: None,
         })
         .collect();
     req.tool_choice = match w.tool_choice {

@@ -22,6 +22,9 @@
 //!   `{"input": text}` and tool results; and the model's calls of such a tool go back
 //!   to the client as `custom_tool_call` items with the text (streamed as
 //!   `response.custom_tool_call_input.delta`/`.done` once the call is complete).
+//!   `namespace` tools (Codex groups its sub-agent tools so) are flattened: each
+//!   member becomes a tool named `<namespace>__<name>`, and calls (and history items
+//!   with a `namespace`) map back to the namespace and the inner name.
 //!   Hosted and special tools (`web_search`, `file_search`, `local_shell`,
 //!   `computer_use`, `mcp`, …) cannot be run by another provider and are skipped, so
 //!   the model never sees them.
@@ -165,6 +168,8 @@ struct InFunctionCall {
     call_id: String,
     name: String,
     #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
     arguments: Value,
 }
 
@@ -172,6 +177,8 @@ struct InFunctionCall {
 struct InCustomToolCall {
     call_id: String,
     name: String,
+    #[serde(default)]
+    namespace: Option<String>,
     #[serde(default)]
     input: String,
 }
@@ -240,9 +247,13 @@ fn parse_input_item(
                 Value::Null => String::new(),
                 other => other.to_string(),
             };
+            let name = match &call.namespace {
+                Some(ns) => qualified(ns, &call.name),
+                None => call.name,
+            };
             conv.push(
                 Role::Assistant,
-                vec![Part::ToolCall(ToolCall { id: call.call_id, name: call.name, arguments })],
+                vec![Part::ToolCall(ToolCall { id: call.call_id, name, arguments })],
             );
         }
         "custom_tool_call" => {
@@ -251,7 +262,10 @@ fn parse_input_item(
                 Role::Assistant,
                 vec![Part::ToolCall(ToolCall {
                     id: call.call_id,
-                    name: call.name,
+                    name: match &call.namespace {
+                        Some(ns) => qualified(ns, &call.name),
+                        None => call.name,
+                    },
                     arguments: freeform_arguments(&call.input),
                 })],
             );
@@ -428,10 +442,114 @@ fn freeform_text(arguments: &str) -> String {
     }
 }
 
-/// Names of the request's free-form tools (their calls go back as
-/// `custom_tool_call` items).
-fn freeform_names(tools: &[Tool]) -> Vec<String> {
-    tools.iter().filter(|t| t.freeform.is_some()).map(|t| t.name.clone()).collect()
+#[derive(Deserialize)]
+struct InNamespace {
+    name: String,
+    #[serde(default)]
+    tools: Vec<Value>,
+}
+
+/// Between a namespace and a tool's name in the qualified name other wires see
+/// (`multi_agent_v1__spawn_agent`): function names allow letters, digits, `_`, `-`.
+const NAMESPACE_SEPARATOR: &str = "__";
+
+fn qualified(namespace: &str, name: &str) -> String {
+    format!("{namespace}{NAMESPACE_SEPARATOR}{name}")
+}
+
+/// A function or custom tool as a Responses request declares it, named `name`.
+fn tool_json(t: &Tool, name: &str) -> Value {
+    let mut tool = Map::new();
+    if let Some(format) = &t.freeform {
+        tool.insert("type".into(), json!("custom"));
+        tool.insert("name".into(), json!(name));
+        if let Some(description) = &t.description {
+            tool.insert("description".into(), json!(description));
+        }
+        if !format.is_null() {
+            tool.insert("format".into(), format.clone());
+        }
+        return Value::Object(tool);
+    }
+    tool.insert("type".into(), json!("function"));
+    tool.insert("name".into(), json!(name));
+    if let Some(description) = &t.description {
+        tool.insert("description".into(), json!(description));
+    }
+    tool.insert("parameters".into(), t.parameters.clone());
+    // Responses defaults `strict` to true; canonical "unset" means not strict.
+    tool.insert("strict".into(), json!(t.strict.unwrap_or(false)));
+    Value::Object(tool)
+}
+
+/// How the calls of each of a request's tools go back to a Responses client:
+/// (qualified name, namespace, free-form).
+#[derive(Debug, Default, Clone)]
+struct CallShapes(Vec<(String, Option<String>, bool)>);
+
+impl CallShapes {
+    fn of(tools: &[Tool]) -> Self {
+        Self(
+            tools
+                .iter()
+                .filter(|t| t.namespace.is_some() || t.freeform.is_some())
+                .map(|t| (t.name.clone(), t.namespace.clone(), t.freeform.is_some()))
+                .collect(),
+        )
+    }
+
+    /// The namespace, inner name and free-form flag of a call of `name`.
+    fn shape<'a>(&'a self, name: &'a str) -> (Option<&'a str>, &'a str, bool) {
+        let Some((_, ns, freeform)) = self.0.iter().find(|(n, _, _)| n == name) else {
+            return (None, name, false);
+        };
+        let inner = ns.as_deref().and_then(|ns| {
+            name.strip_prefix(ns).and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR))
+        });
+        match inner {
+            Some(inner) => (ns.as_deref(), inner, *freeform),
+            None => (None, name, *freeform),
+        }
+    }
+}
+
+/// One `function` or `custom` tool; `None` for the hosted ones (skipped).
+fn parse_tool(tool: &Value, path: &str) -> Result<Option<Tool>, ProtocolError> {
+    let ty = tool
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ProtocolError::body(format!("{path}.type: expected a string")))?;
+    match ty {
+        "custom" => {
+            let c: InCustomTool = from_value(tool, path)?;
+            let format = c.format.unwrap_or(Value::Null);
+            Ok(Some(Tool {
+                name: c.name,
+                description: c.description,
+                parameters: freeform_parameters(&format),
+                strict: None,
+                cache_control: None,
+                freeform: Some(format),
+                namespace: None,
+            }))
+        }
+        "function" => {
+            let f: InFunctionTool = from_value(tool, path)?;
+            Ok(Some(Tool {
+                name: f.name,
+                description: f.description,
+                parameters: f
+                    .parameters
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                strict: f.strict,
+                cache_control: None,
+                freeform: None,
+                namespace: None,
+            }))
+        }
+        // Hosted/special tools only OpenAI can run: skipped (see the module docs).
+        _ => Ok(None),
+    }
 }
 
 fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
@@ -447,32 +565,18 @@ fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| ProtocolError::body(format!("{path}.type: expected a string")))?;
-        if ty == "custom" {
-            let c: InCustomTool = from_value(tool, &path)?;
-            let format = c.format.unwrap_or(Value::Null);
-            out.push(Tool {
-                name: c.name,
-                description: c.description,
-                parameters: freeform_parameters(&format),
-                strict: None,
-                cache_control: None,
-                freeform: Some(format),
-            });
+        if ty == "namespace" {
+            let ns: InNamespace = from_value(tool, &path)?;
+            for (j, inner) in ns.tools.iter().enumerate() {
+                if let Some(mut t) = parse_tool(inner, &format!("{path}.tools[{j}]"))? {
+                    t.name = qualified(&ns.name, &t.name);
+                    t.namespace = Some(ns.name.clone());
+                    out.push(t);
+                }
+            }
             continue;
         }
-        if ty != "function" {
-            // Hosted/special tools only OpenAI can run: skipped (see the module docs).
-            continue;
-        }
-        let f: InFunctionTool = from_value(tool, &path)?;
-        out.push(Tool {
-            name: f.name,
-            description: f.description,
-            parameters: f.parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            strict: f.strict,
-            cache_control: None,
-            freeform: None,
-        });
+        out.extend(parse_tool(tool, &path)?);
     }
     Ok(out)
 }
@@ -601,33 +705,26 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     body.insert("input".into(), Value::Array(input));
 
     if !req.tools.is_empty() {
-        let tools = req
-            .tools
-            .iter()
-            .map(|t| {
-                let mut tool = Map::new();
-                if let Some(format) = &t.freeform {
-                    tool.insert("type".into(), json!("custom"));
-                    tool.insert("name".into(), json!(t.name));
-                    if let Some(description) = &t.description {
-                        tool.insert("description".into(), json!(description));
-                    }
-                    if !format.is_null() {
-                        tool.insert("format".into(), format.clone());
-                    }
-                    return Value::Object(tool);
-                }
-                tool.insert("type".into(), json!("function"));
-                tool.insert("name".into(), json!(t.name));
-                if let Some(description) = &t.description {
-                    tool.insert("description".into(), json!(description));
-                }
-                tool.insert("parameters".into(), t.parameters.clone());
-                // Responses defaults `strict` to true; canonical "unset" means not strict.
-                tool.insert("strict".into(), json!(t.strict.unwrap_or(false)));
-                Value::Object(tool)
-            })
-            .collect();
+        // Namespaced tools are grouped back under their namespace, by inner name.
+        let mut tools: Vec<Value> = Vec::new();
+        for t in &req.tools {
+            let inner = t
+                .namespace
+                .as_deref()
+                .and_then(|ns| t.name.strip_prefix(ns))
+                .and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR));
+            let Some((ns, inner)) = t.namespace.as_deref().zip(inner) else {
+                tools.push(tool_json(t, &t.name));
+                continue;
+            };
+            let group = tools.iter_mut().find(|v| v["type"] == "namespace" && v["name"] == ns);
+            match group.and_then(|g| g.get_mut("tools")).and_then(Value::as_array_mut) {
+                Some(members) => members.push(tool_json(t, inner)),
+                None => tools.push(json!({
+                    "type": "namespace", "name": ns, "tools": [tool_json(t, inner)],
+                })),
+            }
+        }
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(choice) = &req.tool_choice {
@@ -808,7 +905,7 @@ pub fn encode_response(resp: &Response) -> Value {
 /// [`encode_response`] for a request that defined `tools`: calls of its free-form
 /// tools become `custom_tool_call` items carrying the text.
 pub fn encode_response_for(resp: &Response, tools: &[Tool]) -> Value {
-    let freeform = freeform_names(tools);
+    let shapes = CallShapes::of(tools);
     let id = response_id(&resp.id);
     let (status, reason) = status_for(resp.stop_reason);
     response_json(Shell {
@@ -818,7 +915,7 @@ pub fn encode_response_for(resp: &Response, tools: &[Tool]) -> Value {
         status,
         incomplete_reason: reason,
         error: Value::Null,
-        output: output_items(&id, &resp.content, &freeform),
+        output: output_items(&id, &resp.content, &shapes),
         usage: usage_json(&resp.usage),
     })
 }
@@ -862,7 +959,7 @@ fn response_json(shell: Shell<'_>) -> Value {
 }
 
 /// The output items for canonical content: consecutive text parts share one message.
-fn output_items(resp_id: &str, content: &[Part], freeform: &[String]) -> Vec<Value> {
+fn output_items(resp_id: &str, content: &[Part], shapes: &CallShapes) -> Vec<Value> {
     let mut out = Vec::new();
     let mut texts: Vec<&str> = Vec::new();
     fn flush(out: &mut Vec<Value>, texts: &mut Vec<&str>, resp_id: &str) {
@@ -880,27 +977,17 @@ fn output_items(resp_id: &str, content: &[Part], freeform: &[String]) -> Vec<Val
                 let id = item_id("rs", resp_id, out.len());
                 out.push(reasoning_item(&id, text));
             }
-            Part::ToolCall(call) if freeform.contains(&call.name) => {
-                flush(&mut out, &mut texts, resp_id);
-                let id = item_id("ctc", resp_id, out.len());
-                out.push(custom_call_item(
-                    &id,
-                    &call.id,
-                    &call.name,
-                    &freeform_text(&call.arguments),
-                    "completed",
-                ));
-            }
             Part::ToolCall(call) => {
                 flush(&mut out, &mut texts, resp_id);
-                let id = item_id("fc", resp_id, out.len());
-                out.push(function_call_item(
-                    &id,
-                    &call.id,
-                    &call.name,
-                    &call.arguments,
-                    "completed",
-                ));
+                let (ns, name, freeform) = shapes.shape(&call.name);
+                out.push(if freeform {
+                    let id = item_id("ctc", resp_id, out.len());
+                    let text = freeform_text(&call.arguments);
+                    custom_call_item(&id, &call.id, ns, name, &text, "completed")
+                } else {
+                    let id = item_id("fc", resp_id, out.len());
+                    function_call_item(&id, &call.id, ns, name, &call.arguments, "completed")
+                });
             }
             // Not expressible as Responses output (redacted thinking is Anthropic-only).
             Part::RedactedThinking { .. } | Part::Image(_) | Part::ToolResult(_) => {}
@@ -919,26 +1006,48 @@ fn reasoning_item(id: &str, text: &str) -> Value {
     json!({"type": "reasoning", "id": id, "summary": summary_parts(text)})
 }
 
-fn function_call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str) -> Value {
-    json!({
+fn function_call_item(
+    id: &str,
+    call_id: &str,
+    namespace: Option<&str>,
+    name: &str,
+    arguments: &str,
+    status: &str,
+) -> Value {
+    let mut item = json!({
         "type": "function_call",
         "id": id,
         "call_id": call_id,
         "name": name,
         "arguments": arguments,
         "status": status,
-    })
+    });
+    if let Some(ns) = namespace {
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
-fn custom_call_item(id: &str, call_id: &str, name: &str, input: &str, status: &str) -> Value {
-    json!({
+fn custom_call_item(
+    id: &str,
+    call_id: &str,
+    namespace: Option<&str>,
+    name: &str,
+    input: &str,
+    status: &str,
+) -> Value {
+    let mut item = json!({
         "type": "custom_tool_call",
         "id": id,
         "call_id": call_id,
         "name": name,
         "input": input,
         "status": status,
-    })
+    });
+    if let Some(ns) = namespace {
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
 fn response_id(id: &str) -> String {
@@ -1102,6 +1211,8 @@ enum OutItem {
         #[serde(default)]
         call_id: Option<String>,
         #[serde(default)]
+        namespace: Option<String>,
+        #[serde(default)]
         name: Option<String>,
         #[serde(default)]
         arguments: Option<String>,
@@ -1111,6 +1222,8 @@ enum OutItem {
         id: Option<String>,
         #[serde(default)]
         call_id: Option<String>,
+        #[serde(default)]
+        namespace: Option<String>,
         #[serde(default)]
         name: Option<String>,
         #[serde(default)]
@@ -1141,6 +1254,15 @@ enum OutContent {
     Other,
 }
 
+/// The canonical name of a call: qualified when the item names a namespace.
+fn call_name(namespace: Option<String>, name: Option<String>) -> String {
+    let name = name.unwrap_or_default();
+    match namespace {
+        Some(ns) => qualified(&ns, &name),
+        None => name,
+    }
+}
+
 /// The canonical parts of one output item.
 fn out_item_parts(item: OutItem) -> Vec<Part> {
     match item {
@@ -1154,16 +1276,20 @@ fn out_item_parts(item: OutItem) -> Vec<Part> {
                 OutContent::Other => None,
             })
             .collect(),
-        OutItem::FunctionCall { id, call_id, name, arguments } => vec![Part::ToolCall(ToolCall {
-            id: call_id.or(id).unwrap_or_default(),
-            name: name.unwrap_or_default(),
-            arguments: arguments.unwrap_or_default(),
-        })],
-        OutItem::CustomToolCall { id, call_id, name, input } => vec![Part::ToolCall(ToolCall {
-            id: call_id.or(id).unwrap_or_default(),
-            name: name.unwrap_or_default(),
-            arguments: freeform_arguments(&input.unwrap_or_default()),
-        })],
+        OutItem::FunctionCall { id, call_id, namespace, name, arguments } => {
+            vec![Part::ToolCall(ToolCall {
+                id: call_id.or(id).unwrap_or_default(),
+                name: call_name(namespace, name),
+                arguments: arguments.unwrap_or_default(),
+            })]
+        }
+        OutItem::CustomToolCall { id, call_id, namespace, name, input } => {
+            vec![Part::ToolCall(ToolCall {
+                id: call_id.or(id).unwrap_or_default(),
+                name: call_name(namespace, name),
+                arguments: freeform_arguments(&input.unwrap_or_default()),
+            })]
+        }
         OutItem::Reasoning { summary, content } => {
             let text = reasoning_text(&WireReasoningItem { summary, content });
             if text.is_empty() {
@@ -1404,7 +1530,9 @@ impl Decoder {
         self.ensure_started(Some(&resp), out);
         self.close_item(None, out);
         let output = resp.output.unwrap_or_default();
-        let has_tool_call = output.iter().any(|i| matches!(i, OutItem::FunctionCall { .. }));
+        let has_tool_call = output
+            .iter()
+            .any(|i| matches!(i, OutItem::FunctionCall { .. } | OutItem::CustomToolCall { .. }));
         if !self.blocks.any {
             // Nothing streamed: take the content from the final response.
             for item in output {
@@ -1469,10 +1597,10 @@ impl StreamDecoder for Decoder {
                     Some(OutItem::Message { .. }) => {
                         Some(DecItem::Message { open: None, emitted: false })
                     }
-                    Some(OutItem::FunctionCall { id, call_id, name, arguments }) => {
+                    Some(OutItem::FunctionCall { id, call_id, namespace, name, arguments }) => {
                         let kind = BlockKind::ToolCall {
                             id: call_id.or(id).unwrap_or_default(),
-                            name: name.unwrap_or_default(),
+                            name: call_name(namespace, name),
                         };
                         let index = self.blocks.start(kind, out);
                         let json = arguments.unwrap_or_default();
@@ -1487,10 +1615,10 @@ impl StreamDecoder for Decoder {
                     }
                     // Its input arrives whole with the finished item (the deltas are
                     // raw text, not argument JSON).
-                    Some(OutItem::CustomToolCall { id, call_id, name, .. }) => {
+                    Some(OutItem::CustomToolCall { id, call_id, namespace, name, .. }) => {
                         let kind = BlockKind::ToolCall {
                             id: call_id.or(id).unwrap_or_default(),
-                            name: name.unwrap_or_default(),
+                            name: call_name(namespace, name),
                         };
                         let index = self.blocks.start(kind, out);
                         Some(DecItem::FunctionCall { index, got_arguments: false })
@@ -1598,8 +1726,9 @@ pub struct Encoder {
     open: Option<OpenItem>,
     stop: Option<StopReason>,
     usage: Usage,
-    /// The request's free-form tools: their calls are `custom_tool_call` items.
-    freeform: Vec<String>,
+    /// How calls go back: free-form tools as `custom_tool_call`, namespaced ones
+    /// with their namespace.
+    shapes: CallShapes,
 }
 
 #[derive(Debug)]
@@ -1618,6 +1747,7 @@ enum OpenKind {
     },
     ToolCall {
         call_id: String,
+        namespace: Option<String>,
         name: String,
         arguments: String,
     },
@@ -1625,6 +1755,7 @@ enum OpenKind {
     /// call is complete, then sent as the input text.
     CustomCall {
         call_id: String,
+        namespace: Option<String>,
         name: String,
         arguments: String,
     },
@@ -1641,7 +1772,7 @@ impl Encoder {
 
     /// An encoder for a request that defined `tools` (see [`encode_response_for`]).
     pub fn for_tools(tools: &[Tool]) -> Self {
-        Self { freeform: freeform_names(tools), ..Self::default() }
+        Self { shapes: CallShapes::of(tools), ..Self::default() }
     }
 
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, payload: Value) {
@@ -1693,22 +1824,16 @@ impl Encoder {
             BlockKind::Thinking => {
                 ("rs", OpenKind::Thinking { text: String::new(), part_open: false })
             }
-            BlockKind::ToolCall { id, name } if self.freeform.contains(name) => (
-                "ctc",
-                OpenKind::CustomCall {
-                    call_id: id.clone(),
-                    name: name.clone(),
-                    arguments: String::new(),
-                },
-            ),
-            BlockKind::ToolCall { id, name } => (
-                "fc",
-                OpenKind::ToolCall {
-                    call_id: id.clone(),
-                    name: name.clone(),
-                    arguments: String::new(),
-                },
-            ),
+            BlockKind::ToolCall { id, name } => {
+                let (ns, inner, freeform) = self.shapes.shape(name);
+                let (call_id, namespace, name, arguments) =
+                    (id.clone(), ns.map(str::to_owned), inner.to_owned(), String::new());
+                if freeform {
+                    ("ctc", OpenKind::CustomCall { call_id, namespace, name, arguments })
+                } else {
+                    ("fc", OpenKind::ToolCall { call_id, namespace, name, arguments })
+                }
+            }
             // Anthropic-only: nothing to show a Responses client.
             BlockKind::RedactedThinking { .. } => return,
         };
@@ -1716,11 +1841,11 @@ impl Encoder {
         let item = match &kind {
             OpenKind::Text { .. } => message_item(&item_id, "in_progress", &[]),
             OpenKind::Thinking { .. } => reasoning_item(&item_id, ""),
-            OpenKind::ToolCall { call_id, name, .. } => {
-                function_call_item(&item_id, call_id, name, "", "in_progress")
+            OpenKind::ToolCall { call_id, namespace, name, .. } => {
+                function_call_item(&item_id, call_id, namespace.as_deref(), name, "", "in_progress")
             }
-            OpenKind::CustomCall { call_id, name, .. } => {
-                custom_call_item(&item_id, call_id, name, "", "in_progress")
+            OpenKind::CustomCall { call_id, namespace, name, .. } => {
+                custom_call_item(&item_id, call_id, namespace.as_deref(), name, "", "in_progress")
             }
         };
         self.emit(
@@ -1836,7 +1961,7 @@ impl Encoder {
                 );
                 message_item(&item_id, "completed", &[&text])
             }
-            OpenKind::ToolCall { call_id, name, arguments } => {
+            OpenKind::ToolCall { call_id, namespace, name, arguments } => {
                 self.emit(
                     out,
                     "response.function_call_arguments.done",
@@ -1847,9 +1972,10 @@ impl Encoder {
                         "arguments": arguments,
                     }),
                 );
-                function_call_item(&item_id, &call_id, &name, &arguments, "completed")
+                let ns = namespace.as_deref();
+                function_call_item(&item_id, &call_id, ns, &name, &arguments, "completed")
             }
-            OpenKind::CustomCall { call_id, name, arguments } => {
+            OpenKind::CustomCall { call_id, namespace, name, arguments } => {
                 let input = freeform_text(&arguments);
                 if !input.is_empty() {
                     self.emit(
@@ -1863,7 +1989,14 @@ impl Encoder {
                     "response.custom_tool_call_input.done",
                     json!({"item_id": item_id, "output_index": output_index, "input": input}),
                 );
-                custom_call_item(&item_id, &call_id, &name, &input, "completed")
+                custom_call_item(
+                    &item_id,
+                    &call_id,
+                    namespace.as_deref(),
+                    &name,
+                    &input,
+                    "completed",
+                )
             }
             OpenKind::Thinking { text, part_open } => {
                 if part_open {
@@ -2168,6 +2301,7 @@ mod tests {
                     strict: Some(false),
                     cache_control: None,
                     freeform: None,
+                    namespace: None,
                 },
                 Tool {
                     name: "apply_patch".into(),
@@ -2181,6 +2315,7 @@ mod tests {
                     freeform: Some(
                         json!({"type": "grammar", "syntax": "lark", "definition": "start: x"}),
                     ),
+                    namespace: None,
                 },
             ],
             tool_choice: Some(ToolChoice::Auto),
@@ -2276,6 +2411,95 @@ mod tests {
             .map(|e| serde_json::from_str(&e.data).unwrap())
             .unwrap();
         assert_eq!(done["input"], patch);
+        assert_eq!(accumulate(&decode(&events).unwrap()).content, resp.content);
+    }
+
+    /// Codex declares its sub-agent tools in a `namespace`. Other wires see them
+    /// as qualified functions; calls go back with the namespace and inner name.
+    #[test]
+    fn namespaced_tools_are_qualified_and_come_back() {
+        let body = json!({
+            "model": "m",
+            "input": [
+                {"type": "message", "role": "user", "content": "spawn one"},
+                {"type": "function_call", "call_id": "c1", "namespace": "multi_agent_v1",
+                 "name": "spawn_agent", "arguments": "{\"task\":\"a\"}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "agent-1"}
+            ],
+            "tools": [
+                {"type": "function", "name": "exec_command", "parameters": {"type": "object"}, "strict": false},
+                {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
+                    {"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}, "strict": false},
+                    {"type": "custom", "name": "notes"}
+                ]},
+                {"type": "web_search"}
+            ]
+        });
+        let req = parse(body).unwrap();
+        let names: Vec<(&str, Option<&str>)> =
+            req.tools.iter().map(|t| (t.name.as_str(), t.namespace.as_deref())).collect();
+        assert_eq!(
+            names,
+            [
+                ("exec_command", None),
+                ("multi_agent_v1__spawn_agent", Some("multi_agent_v1")),
+                ("multi_agent_v1__notes", Some("multi_agent_v1")),
+            ]
+        );
+        assert!(req.tools[2].freeform.is_some());
+        assert!(matches!(&req.messages[1].content[0],
+            Part::ToolCall(c) if c.name == "multi_agent_v1__spawn_agent"));
+
+        // The request round-trips through the wire form (namespaces regrouped).
+        let wire = encode_request(&req).unwrap();
+        assert_eq!(wire["tools"][1]["type"], "namespace");
+        assert_eq!(wire["tools"][1]["tools"][0]["name"], "spawn_agent");
+        let back = parse_request(wire.to_string().as_bytes()).unwrap();
+        assert_eq!(back.tools, req.tools);
+
+        let resp = Response {
+            id: "r1".into(),
+            model: "m".into(),
+            content: vec![
+                Part::ToolCall(ToolCall {
+                    id: "c2".into(),
+                    name: "multi_agent_v1__spawn_agent".into(),
+                    arguments: "{}".into(),
+                }),
+                Part::ToolCall(ToolCall {
+                    id: "c3".into(),
+                    name: "multi_agent_v1__notes".into(),
+                    arguments: json!({"input": "x"}).to_string(),
+                }),
+            ],
+            stop_reason: Some(StopReason::ToolUse),
+            stop_sequence: None,
+            usage: Usage::default(),
+        };
+        let whole = encode_response_for(&resp, &req.tools);
+        assert_eq!(whole["output"][0]["namespace"], "multi_agent_v1");
+        assert_eq!(whole["output"][0]["name"], "spawn_agent");
+        assert_eq!(whole["output"][1]["type"], "custom_tool_call");
+        assert_eq!(whole["output"][1]["name"], "notes");
+        assert_eq!(whole["output"][1]["namespace"], "multi_agent_v1");
+        assert_eq!(parse_response(whole.to_string().as_bytes()).unwrap().content, resp.content);
+
+        let mut enc = Encoder::for_tools(&req.tools);
+        let mut bytes = Vec::new();
+        for e in response_to_events(&resp) {
+            enc.push(&e, &mut bytes);
+        }
+        enc.finish(&mut bytes);
+        let mut events = Vec::new();
+        let mut sse_decoder = crate::SseDecoder::new();
+        sse_decoder.push(&bytes, &mut events).unwrap();
+        sse_decoder.finish(&mut events);
+        let added: Value = events
+            .iter()
+            .find(|e| e.event.as_deref() == Some("response.output_item.added"))
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .unwrap();
+        assert_eq!(added["item"]["namespace"], "multi_agent_v1");
         assert_eq!(accumulate(&decode(&events).unwrap()).content, resp.content);
     }
 
@@ -3087,6 +3311,7 @@ mod tests {
                 strict,
                 cache_control: None,
                 freeform: None,
+                namespace: None,
             });
         let tool_choice = prop::option::of(prop_oneof![
             Just(ToolChoice::Auto),
