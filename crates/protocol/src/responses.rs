@@ -983,10 +983,10 @@ fn output_items(resp_id: &str, content: &[Part], shapes: &CallShapes) -> Vec<Val
                 out.push(if freeform {
                     let id = item_id("ctc", resp_id, out.len());
                     let text = freeform_text(&call.arguments);
-                    custom_call_item(&id, &call.id, ns, name, &text, "completed")
+                    call_item(true, &id, &call.id, ns, name, &text, "completed")
                 } else {
                     let id = item_id("fc", resp_id, out.len());
-                    function_call_item(&id, &call.id, ns, name, &call.arguments, "completed")
+                    call_item(false, &id, &call.id, ns, name, &call.arguments, "completed")
                 });
             }
             // Not expressible as Responses output (redacted thinking is Anthropic-only).
@@ -1006,44 +1006,22 @@ fn reasoning_item(id: &str, text: &str) -> Value {
     json!({"type": "reasoning", "id": id, "summary": summary_parts(text)})
 }
 
-fn function_call_item(
+/// A `function_call` item, or for a free-form tool a `custom_tool_call` whose
+/// `input` is `body`; `namespace` when the tool was declared in one.
+fn call_item(
+    freeform: bool,
     id: &str,
     call_id: &str,
     namespace: Option<&str>,
     name: &str,
-    arguments: &str,
+    body: &str,
     status: &str,
 ) -> Value {
-    let mut item = json!({
-        "type": "function_call",
-        "id": id,
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-        "status": status,
-    });
-    if let Some(ns) = namespace {
-        item["namespace"] = json!(ns);
-    }
-    item
-}
-
-fn custom_call_item(
-    id: &str,
-    call_id: &str,
-    namespace: Option<&str>,
-    name: &str,
-    input: &str,
-    status: &str,
-) -> Value {
-    let mut item = json!({
-        "type": "custom_tool_call",
-        "id": id,
-        "call_id": call_id,
-        "name": name,
-        "input": input,
-        "status": status,
-    });
+    let (ty, field) =
+        if freeform { ("custom_tool_call", "input") } else { ("function_call", "arguments") };
+    let mut item =
+        json!({"type": ty, "id": id, "call_id": call_id, "name": name, "status": status});
+    item[field] = json!(body);
     if let Some(ns) = namespace {
         item["namespace"] = json!(ns);
     }
@@ -1205,30 +1183,8 @@ enum OutItem {
         #[serde(default)]
         content: Option<Vec<OutContent>>,
     },
-    FunctionCall {
-        #[serde(default)]
-        id: Option<String>,
-        #[serde(default)]
-        call_id: Option<String>,
-        #[serde(default)]
-        namespace: Option<String>,
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default)]
-        arguments: Option<String>,
-    },
-    CustomToolCall {
-        #[serde(default)]
-        id: Option<String>,
-        #[serde(default)]
-        call_id: Option<String>,
-        #[serde(default)]
-        namespace: Option<String>,
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default)]
-        input: Option<String>,
-    },
+    FunctionCall(OutCall),
+    CustomToolCall(OutCall),
     Reasoning {
         #[serde(default)]
         summary: Option<Vec<TextOnly>>,
@@ -1254,12 +1210,49 @@ enum OutContent {
     Other,
 }
 
-/// The canonical name of a call: qualified when the item names a namespace.
-fn call_name(namespace: Option<String>, name: Option<String>) -> String {
-    let name = name.unwrap_or_default();
-    match namespace {
-        Some(ns) => qualified(&ns, &name),
-        None => name,
+/// A `function_call` or `custom_tool_call` output item.
+#[derive(Deserialize)]
+struct OutCall {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    call_id: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    /// A function call's argument JSON.
+    #[serde(default)]
+    arguments: Option<String>,
+    /// A custom tool call's free-form input.
+    #[serde(default)]
+    input: Option<String>,
+}
+
+impl OutCall {
+    /// The call's canonical id and name (qualified when it names a namespace).
+    fn id_and_name(&self) -> (String, String) {
+        let name = self.name.clone().unwrap_or_default();
+        let name = match &self.namespace {
+            Some(ns) => qualified(ns, &name),
+            None => name,
+        };
+        (self.call_id.clone().or_else(|| self.id.clone()).unwrap_or_default(), name)
+    }
+
+    fn block(&self) -> BlockKind {
+        let (id, name) = self.id_and_name();
+        BlockKind::ToolCall { id, name }
+    }
+
+    /// The canonical arguments: a function's JSON as it is, a custom tool's input
+    /// as `{"input": text}`; empty when the item carries neither.
+    fn arguments(&self) -> String {
+        match (&self.arguments, &self.input) {
+            (Some(json), _) => json.clone(),
+            (None, Some(input)) => freeform_arguments(input),
+            (None, None) => String::new(),
+        }
     }
 }
 
@@ -1276,19 +1269,9 @@ fn out_item_parts(item: OutItem) -> Vec<Part> {
                 OutContent::Other => None,
             })
             .collect(),
-        OutItem::FunctionCall { id, call_id, namespace, name, arguments } => {
-            vec![Part::ToolCall(ToolCall {
-                id: call_id.or(id).unwrap_or_default(),
-                name: call_name(namespace, name),
-                arguments: arguments.unwrap_or_default(),
-            })]
-        }
-        OutItem::CustomToolCall { id, call_id, namespace, name, input } => {
-            vec![Part::ToolCall(ToolCall {
-                id: call_id.or(id).unwrap_or_default(),
-                name: call_name(namespace, name),
-                arguments: freeform_arguments(&input.unwrap_or_default()),
-            })]
+        OutItem::FunctionCall(call) | OutItem::CustomToolCall(call) => {
+            let (id, name) = call.id_and_name();
+            vec![Part::ToolCall(ToolCall { id, name, arguments: call.arguments() })]
         }
         OutItem::Reasoning { summary, content } => {
             let text = reasoning_text(&WireReasoningItem { summary, content });
@@ -1458,9 +1441,8 @@ impl Decoder {
             }
             (Some(DecItem::FunctionCall { index, got_arguments }), done) => {
                 let json = match done {
-                    Some(OutItem::FunctionCall { arguments: Some(json), .. }) => json,
-                    Some(OutItem::CustomToolCall { input: Some(input), .. }) => {
-                        freeform_arguments(&input)
+                    Some(OutItem::FunctionCall(call) | OutItem::CustomToolCall(call)) => {
+                        call.arguments()
                     }
                     _ => String::new(),
                 };
@@ -1532,7 +1514,7 @@ impl Decoder {
         let output = resp.output.unwrap_or_default();
         let has_tool_call = output
             .iter()
-            .any(|i| matches!(i, OutItem::FunctionCall { .. } | OutItem::CustomToolCall { .. }));
+            .any(|i| matches!(i, OutItem::FunctionCall(_) | OutItem::CustomToolCall(_)));
         if !self.blocks.any {
             // Nothing streamed: take the content from the final response.
             for item in output {
@@ -1597,13 +1579,9 @@ impl StreamDecoder for Decoder {
                     Some(OutItem::Message { .. }) => {
                         Some(DecItem::Message { open: None, emitted: false })
                     }
-                    Some(OutItem::FunctionCall { id, call_id, namespace, name, arguments }) => {
-                        let kind = BlockKind::ToolCall {
-                            id: call_id.or(id).unwrap_or_default(),
-                            name: call_name(namespace, name),
-                        };
-                        let index = self.blocks.start(kind, out);
-                        let json = arguments.unwrap_or_default();
+                    Some(OutItem::FunctionCall(call)) => {
+                        let index = self.blocks.start(call.block(), out);
+                        let json = call.arguments();
                         let got_arguments = !json.is_empty();
                         if got_arguments {
                             out.push(StreamEvent::Delta {
@@ -1615,12 +1593,8 @@ impl StreamDecoder for Decoder {
                     }
                     // Its input arrives whole with the finished item (the deltas are
                     // raw text, not argument JSON).
-                    Some(OutItem::CustomToolCall { id, call_id, namespace, name, .. }) => {
-                        let kind = BlockKind::ToolCall {
-                            id: call_id.or(id).unwrap_or_default(),
-                            name: call_name(namespace, name),
-                        };
-                        let index = self.blocks.start(kind, out);
+                    Some(OutItem::CustomToolCall(call)) => {
+                        let index = self.blocks.start(call.block(), out);
                         Some(DecItem::FunctionCall { index, got_arguments: false })
                     }
                     Some(OutItem::Reasoning { .. }) => {
@@ -1842,10 +1816,10 @@ impl Encoder {
             OpenKind::Text { .. } => message_item(&item_id, "in_progress", &[]),
             OpenKind::Thinking { .. } => reasoning_item(&item_id, ""),
             OpenKind::ToolCall { call_id, namespace, name, .. } => {
-                function_call_item(&item_id, call_id, namespace.as_deref(), name, "", "in_progress")
+                call_item(false, &item_id, call_id, namespace.as_deref(), name, "", "in_progress")
             }
             OpenKind::CustomCall { call_id, namespace, name, .. } => {
-                custom_call_item(&item_id, call_id, namespace.as_deref(), name, "", "in_progress")
+                call_item(true, &item_id, call_id, namespace.as_deref(), name, "", "in_progress")
             }
         };
         self.emit(
@@ -1973,7 +1947,7 @@ impl Encoder {
                     }),
                 );
                 let ns = namespace.as_deref();
-                function_call_item(&item_id, &call_id, ns, &name, &arguments, "completed")
+                call_item(false, &item_id, &call_id, ns, &name, &arguments, "completed")
             }
             OpenKind::CustomCall { call_id, namespace, name, arguments } => {
                 let input = freeform_text(&arguments);
@@ -1989,7 +1963,8 @@ impl Encoder {
                     "response.custom_tool_call_input.done",
                     json!({"item_id": item_id, "output_index": output_index, "input": input}),
                 );
-                custom_call_item(
+                call_item(
+                    true,
                     &item_id,
                     &call_id,
                     namespace.as_deref(),
@@ -2183,6 +2158,21 @@ mod tests {
         }
         encoder.finish(&mut bytes);
         bytes
+    }
+
+    /// `resp` streamed by an encoder for a request with `tools`, as SSE events.
+    fn streamed_for(resp: &Response, tools: &[Tool]) -> Vec<SseEvent> {
+        let mut enc = Encoder::for_tools(tools);
+        let mut bytes = Vec::new();
+        for e in response_to_events(resp) {
+            enc.push(&e, &mut bytes);
+        }
+        enc.finish(&mut bytes);
+        let mut events = Vec::new();
+        let mut sse_decoder = crate::SseDecoder::new();
+        sse_decoder.push(&bytes, &mut events).unwrap();
+        sse_decoder.finish(&mut events);
+        events
     }
 
     fn sse(ty: &str, data: Value) -> SseEvent {
@@ -2393,16 +2383,7 @@ mod tests {
         let back = parse_response(whole.to_string().as_bytes()).unwrap();
         assert_eq!(back.content, resp.content);
 
-        let mut enc = Encoder::for_tools(&req.tools);
-        let mut bytes = Vec::new();
-        for e in response_to_events(&resp) {
-            enc.push(&e, &mut bytes);
-        }
-        enc.finish(&mut bytes);
-        let mut events = Vec::new();
-        let mut sse_decoder = crate::SseDecoder::new();
-        sse_decoder.push(&bytes, &mut events).unwrap();
-        sse_decoder.finish(&mut events);
+        let events = streamed_for(&resp, &req.tools);
         let types: Vec<&str> = events.iter().filter_map(|e| e.event.as_deref()).collect();
         assert!(types.contains(&"response.custom_tool_call_input.done"), "{types:?}");
         let done: Value = events
@@ -2484,16 +2465,7 @@ mod tests {
         assert_eq!(whole["output"][1]["namespace"], "multi_agent_v1");
         assert_eq!(parse_response(whole.to_string().as_bytes()).unwrap().content, resp.content);
 
-        let mut enc = Encoder::for_tools(&req.tools);
-        let mut bytes = Vec::new();
-        for e in response_to_events(&resp) {
-            enc.push(&e, &mut bytes);
-        }
-        enc.finish(&mut bytes);
-        let mut events = Vec::new();
-        let mut sse_decoder = crate::SseDecoder::new();
-        sse_decoder.push(&bytes, &mut events).unwrap();
-        sse_decoder.finish(&mut events);
+        let events = streamed_for(&resp, &req.tools);
         let added: Value = events
             .iter()
             .find(|e| e.event.as_deref() == Some("response.output_item.added"))
