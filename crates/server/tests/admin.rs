@@ -23,7 +23,7 @@ use switchyard_server::identity::Identity;
 use switchyard_store::MemorySink;
 use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
 use switchyard_store::seal::Sealer;
-use switchyard_store::testing::{self, TestDb};
+use switchyard_store::testing::TestDb;
 use switchyard_testkit::{FakeUpstream, Vendor};
 use tokio::sync::oneshot;
 
@@ -77,23 +77,7 @@ struct Opts {
 
 const FULL: Opts = Opts { store: true, sealer: true };
 
-/// Two `#[tokio::test]`s per case, one per backend, each on a fresh database.
-macro_rules! on_both_backends {
-    ($($case:ident => $sqlite:ident, $postgres:ident;)+) => {
-        $(
-            #[tokio::test]
-            async fn $sqlite() {
-                $case(testing::sqlite_temp().await).await
-            }
-            #[tokio::test]
-            async fn $postgres() {
-                if let Some(db) = testing::postgres().await {
-                    $case(db).await
-                }
-            }
-        )+
-    };
-}
+use switchyard_store::on_both_backends;
 
 on_both_backends! {
     case_every_admin_route_needs_an_admin_key =>

@@ -271,3 +271,25 @@ async fn drop_schema(base: &str, schema: &str) -> Result<(), sqlx::Error> {
 fn warn(msg: &str) {
     let _ = writeln!(std::io::stderr(), "switchyard-store testing: {msg}");
 }
+
+/// Two `#[tokio::test]`s per case, one per backend, each on a fresh database:
+/// `on_both_backends! { case_fn => sqlite_test_name, postgres_test_name; … }`.
+/// Each `case_fn` is an `async fn(TestDb)`; the PostgreSQL test passes as skipped
+/// (see [`postgres`]) when no server is configured.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($case:ident => $sqlite:ident, $postgres:ident;)+) => {
+        $(
+            #[tokio::test]
+            async fn $sqlite() {
+                $case($crate::testing::sqlite_temp().await).await
+            }
+            #[tokio::test]
+            async fn $postgres() {
+                if let Some(db) = $crate::testing::postgres().await {
+                    $case(db).await
+                }
+            }
+        )+
+    };
+}

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use switchyard_core::record::{AttemptRecord, RequestRecord};
 use switchyard_store::seal::{SealedRef, Sealer};
-use switchyard_store::testing::{self, TestDb};
+use switchyard_store::testing::TestDb;
 
 const OLD_SECRET: &str = "the first gateway secret of 36 bytes";
 const NEW_SECRET: &str = "the second gateway secret of 37 bytes";
@@ -34,24 +34,7 @@ const CLEARED: &[&str] = &[
     "SWITCHYARD_API_KEY",
 ];
 
-/// Two `#[tokio::test]`s per case, one per backend, each on a fresh database. The
-/// cases run the binary synchronously (they are the runtime's only task).
-macro_rules! on_both_backends {
-    ($($case:ident => $sqlite:ident, $postgres:ident;)+) => {
-        $(
-            #[tokio::test]
-            async fn $sqlite() {
-                $case(testing::sqlite_temp().await).await
-            }
-            #[tokio::test]
-            async fn $postgres() {
-                if let Some(db) = testing::postgres().await {
-                    $case(db).await
-                }
-            }
-        )+
-    };
-}
+use switchyard_store::on_both_backends;
 
 on_both_backends! {
     case_users_projects_groups_and_keys =>
