@@ -165,6 +165,31 @@ fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[S
     out
 }
 
+/// The common fast-path cases, edited on the client's bytes: the model replaced
+/// and, for an OpenAI stream that did not ask for usage, `stream_options` added.
+/// `None` when an edit needs the parsed object (a clamp, dropped fields, the
+/// `switchyard` extension, an existing `stream_options`).
+fn splice(
+    raw: &RawBody,
+    request: &Request,
+    wire: Wire,
+    spec: &ProviderSpec,
+    upstream_model: &str,
+    clamp: Option<u64>,
+) -> Option<Vec<u8>> {
+    if clamp.is_some()
+        || !spec.drop_fields.is_empty()
+        || memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_some()
+    {
+        return None;
+    }
+    let body = util::replace_top_level_string(raw.bytes(), "model", upstream_model)?;
+    if wire == Wire::OpenAiChat && request.stream {
+        return util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#);
+    }
+    Some(body)
+}
+
 /// The body to send to `wire` for this candidate.
 /// The request extension field (routing hints); never forwarded upstream.
 pub const EXTENSION_FIELD: &str = "switchyard";
@@ -179,31 +204,14 @@ pub fn build_body(
     max_tokens_cap: Option<u64>,
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
-    if let Some(raw) = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)) {
-        // The common cases, on the bytes: the model changes and, for an OpenAI
-        // stream that did not ask for usage, `stream_options` is added.
-        let on_bytes = clamp.is_none()
-            && spec.drop_fields.is_empty()
-            && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none();
-        let usage_option = wire == Wire::OpenAiChat && out.request.stream;
-        let spliced = on_bytes
-            .then(|| util::replace_top_level_string(raw.bytes(), "model", upstream_model))
-            .flatten();
-        match spliced {
-            Some(body) if !usage_option => return Ok(body),
-            Some(body) => {
-                if let Some(body) =
-                    util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#)
-                {
-                    return Ok(body);
-                }
-            }
-            None => {}
-        }
-    }
-    if let Some(raw) =
-        out.raw.filter(|_| is_fast_path(out.format, wire, out.raw)).and_then(RawBody::object)
+    // Same format: the client's own body, edited (on the bytes when possible).
+    let fast = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw));
+    if let Some(body) =
+        fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp))
     {
+        return Ok(body);
+    }
+    if let Some(raw) = fast.and_then(RawBody::object) {
         let mut overrides: Vec<(&str, Value)> =
             vec![("model", Value::String(upstream_model.to_owned()))];
         if let Some(cap) = clamp {

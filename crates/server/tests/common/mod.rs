@@ -204,18 +204,11 @@ impl Harness {
 
     /// POST a JSON body with the gateway key as a bearer token.
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
-        self.client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(GATEWAY_KEY)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap()
+        self.post_raw(path, body.to_string()).await
     }
 
     /// POST bytes exactly as given, with the gateway key as a bearer token.
-    pub async fn post_raw(&self, path: &str, body: &'static [u8]) -> reqwest::Response {
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
         self.client
             .post(format!("{}{path}", self.base))
             .bearer_auth(GATEWAY_KEY)
