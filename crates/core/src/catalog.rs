@@ -86,6 +86,11 @@ pub struct ModelEntry {
     pub max_output_tokens: Option<u64>,
     /// `None` when the catalog does not say (nothing is filtered).
     pub capabilities: Option<Capabilities>,
+    /// The catalog's word on how the model takes reasoning (None: inferred per
+    /// deployment from the upstream id).
+    pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
+    /// The catalog's word on sampling parameters (None: inferred).
+    pub sampling: Option<bool>,
     pub hidden: bool,
     pub retires: Option<Date>,
     pub fallbacks: Vec<String>,
@@ -656,6 +661,8 @@ impl Catalog {
                 context_window: m.context_window,
                 max_output_tokens: m.max_output_tokens,
                 capabilities: m.capabilities.as_deref().map(capabilities),
+                reasoning_control: m.reasoning_control,
+                sampling: m.sampling,
                 hidden: m.hidden,
                 retires,
                 fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
@@ -1257,6 +1264,17 @@ impl Candidate {
     /// Does this deployment meet a route's data-governance requirements?
     pub fn governance(&self, req: &raw::Requires) -> Result<(), &'static str> {
         governance_ok(&self.provider, self.model.as_ref().map(|m| &m.governance), req)
+    }
+
+    /// What the encoder must know about the model behind this deployment: the
+    /// catalog's word where it gives one, else inferred from the upstream id.
+    pub fn traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
+        let mut traits = switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model);
+        if let Some(m) = &self.model {
+            traits.reasoning = m.reasoning_control.unwrap_or(traits.reasoning);
+            traits.sampling = m.sampling.unwrap_or(traits.sampling);
+        }
+        traits
     }
 
     /// Stable identity for runtime state: (public model, provider, provider model).

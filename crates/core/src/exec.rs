@@ -778,8 +778,10 @@ impl Snapshot {
         };
         let fast = upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref());
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
-        let body = upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap)
-            .map_err(Failure::from_protocol)?;
+        let traits = cand.traits(wire);
+        let body =
+            upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
+                .map_err(Failure::from_protocol)?;
         let stream = inbound.request.stream;
         let remaining = deadline.saturating_duration_since(Instant::now());
         let first_byte = settings.first_byte_timeout.min(remaining);

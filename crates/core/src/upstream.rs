@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    ClientFormat, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder, StreamEvent, Wire,
-    util,
+    ClientFormat, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder,
+    StreamEvent, Wire, util,
 };
 use tokio::sync::mpsc;
 
@@ -195,13 +195,15 @@ fn splice(
 pub const EXTENSION_FIELD: &str = "switchyard";
 
 /// `max_tokens_cap`: the deployment's output ceiling; a request asking for more is
-/// clamped to it (not refused).
+/// clamped to it (not refused). `traits`: how the target model takes reasoning and
+/// sampling settings (used when the request is translated).
 pub fn build_body(
     out: &Outgoing<'_>,
     wire: Wire,
     spec: &ProviderSpec,
     upstream_model: &str,
     max_tokens_cap: Option<u64>,
+    traits: ModelTraits,
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     // Same format: the client's own body, edited (on the bytes when possible).
@@ -233,9 +235,9 @@ pub fn build_body(
         Some(cap) => {
             let mut req = out.request.clone();
             req.max_tokens = Some(cap);
-            wire.encode_request(&req)?
+            wire.encode_request_for(&req, traits)?
         }
-        None => wire.encode_request(out.request)?,
+        None => wire.encode_request_for(out.request, traits)?,
     };
     if wire != Wire::Gemini
         && let Value::Object(m) = &mut v

@@ -22,10 +22,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, Part, ProtocolError,
-    Reasoning, Request, Response, ResponseFormat, Role, SseEvent, StopReason, StreamDecoder,
-    StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, sse,
-    util,
+    BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, ModelTraits, Part,
+    ProtocolError, Reasoning, ReasoningControl, Request, Response, ResponseFormat, Role, SseEvent,
+    StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice,
+    ToolResult, Usage, sse, util,
 };
 
 /// `max_tokens` is mandatory on the Anthropic wire; used when the client gave none.
@@ -593,19 +593,45 @@ fn parse_system(value: Value) -> Result<Vec<TextBlock>, String> {
 // Request out: canonical → body for api.anthropic.com
 // ---------------------------------------------------------------------------------
 
-/// Build the body we send to `POST /v1/messages`.
-pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
+/// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
+fn anthropic_effort(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal | Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+    }
+}
+
+/// Build the body we send to `POST /v1/messages` for a model with `traits`.
+///
+/// Reasoning: a budget-controlled model (Claude 4.5 and earlier) gets
+/// `thinking: {type: enabled, budget_tokens}` with `max_tokens` raised above the
+/// budget; an effort-controlled one (Claude 4.6 and later; Opus 4.7 and later refuse
+/// the budget form) gets `thinking: {type: adaptive}` and `output_config.effort`.
+pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, ProtocolError> {
     let mut body = Map::new();
     body.insert("model".into(), json!(req.model));
 
     let mut max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    let mut output_config = Map::new();
     let thinking = req.reasoning.as_ref().filter(|r| r.enabled);
-    if let Some(reasoning) = thinking {
-        let budget = reasoning.budget().max(MIN_THINKING_BUDGET);
-        if max_tokens <= budget {
-            max_tokens = budget.saturating_add(MIN_THINKING_BUDGET);
+    match (thinking, traits.reasoning) {
+        (Some(reasoning), ReasoningControl::Budget) => {
+            let budget = reasoning.budget().max(MIN_THINKING_BUDGET);
+            if max_tokens <= budget {
+                max_tokens = budget.saturating_add(MIN_THINKING_BUDGET);
+            }
+            body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
         }
-        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
+        (Some(reasoning), ReasoningControl::Effort) => {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            // No effort asked for: the model's default applies.
+            let effort = reasoning.effort.or(reasoning.budget_tokens.map(Effort::from_budget));
+            if let Some(effort) = effort {
+                output_config.insert("effort".into(), json!(anthropic_effort(effort)));
+            }
+        }
+        (None, _) => {}
     }
     body.insert("max_tokens".into(), json!(max_tokens));
 
@@ -613,13 +639,13 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
         req.system.iter().map(|b| text_block(&b.text, b.cache_control.as_ref())).collect();
     match &req.response_format {
         Some(ResponseFormat::JsonSchema { schema, .. }) => {
-            body.insert(
-                "output_config".into(),
-                json!({"format": {"type": "json_schema", "schema": schema}}),
-            );
+            output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
         }
         Some(ResponseFormat::JsonObject) => system.push(text_block(JSON_OBJECT_INSTRUCTION, None)),
         Some(ResponseFormat::Text) | None => {}
+    }
+    if !output_config.is_empty() {
+        body.insert("output_config".into(), Value::Object(output_config));
     }
     if !system.is_empty() {
         body.insert("system".into(), Value::Array(system));
@@ -634,19 +660,22 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
         }
     }
 
-    // Thinking requires the default temperature and top_k, and top_p of at least 0.95.
-    if thinking.is_none() {
-        if let Some(t) = req.temperature {
-            body.insert("temperature".into(), json!(t));
+    // Thinking requires the default temperature and top_k, and top_p of at least 0.95;
+    // some models take none of them at all.
+    if traits.sampling {
+        if thinking.is_none() {
+            if let Some(t) = req.temperature {
+                body.insert("temperature".into(), json!(t));
+            }
+            if let Some(k) = req.top_k {
+                body.insert("top_k".into(), json!(k));
+            }
         }
-        if let Some(k) = req.top_k {
-            body.insert("top_k".into(), json!(k));
+        if let Some(p) = req.top_p
+            && (thinking.is_none() || p >= MIN_TOP_P_WITH_THINKING)
+        {
+            body.insert("top_p".into(), json!(p));
         }
-    }
-    if let Some(p) = req.top_p
-        && (thinking.is_none() || p >= MIN_TOP_P_WITH_THINKING)
-    {
-        body.insert("top_p".into(), json!(p));
     }
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));
@@ -1515,7 +1544,7 @@ mod tests {
     #[test]
     fn re_encodes_a_claude_code_request_for_the_upstream() {
         let req = parse_value(&claude_code_request()).unwrap();
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Anthropic.encode_request(&req).unwrap();
         assert_eq!(body["model"], "claude-sonnet-4-5-20250929");
         assert_eq!(body["max_tokens"], 32000);
         assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 31999}));
@@ -1569,7 +1598,8 @@ mod tests {
             panic!("expected thinking")
         };
         assert_eq!(signature.as_deref(), Some("Ab+/+cd==/x"));
-        let bytes = serde_json::to_vec(&encode_request(&req).unwrap()).unwrap();
+        let bytes =
+            serde_json::to_vec(&crate::Wire::Anthropic.encode_request(&req).unwrap()).unwrap();
         let text = String::from_utf8(bytes.clone()).unwrap();
         assert!(text.contains(r#""signature":"Ab+/+cd==/x""#), "{text}");
         let again = parse_request(&bytes).unwrap();
@@ -1616,7 +1646,7 @@ mod tests {
             ],
             ..Request::default()
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Anthropic.encode_request(&req).unwrap();
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert!(body.get("stream").is_none());
         assert_eq!(
@@ -1665,7 +1695,7 @@ mod tests {
             response_format: Some(ResponseFormat::JsonObject),
             ..base.clone()
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Anthropic.encode_request(&req).unwrap();
         assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 1024}));
         assert_eq!(body["max_tokens"], 2048);
         for field in ["temperature", "top_k", "top_p"] {
@@ -1690,7 +1720,7 @@ mod tests {
                 }),
                 ..base.clone()
             };
-            encode_request(&req).unwrap()["max_tokens"].as_u64().unwrap()
+            crate::Wire::Anthropic.encode_request(&req).unwrap()["max_tokens"].as_u64().unwrap()
         };
         assert_eq!(at(4000), 5024);
         assert_eq!(at(4001), 4001);
@@ -1705,7 +1735,10 @@ mod tests {
             }),
             ..base.clone()
         };
-        assert_eq!(encode_request(&effort).unwrap()["thinking"]["budget_tokens"], 2048);
+        assert_eq!(
+            crate::Wire::Anthropic.encode_request(&effort).unwrap()["thinking"]["budget_tokens"],
+            2048
+        );
         let off = Request {
             temperature: Some(0.2),
             top_k: Some(5),
@@ -1719,7 +1752,7 @@ mod tests {
             }),
             ..base.clone()
         };
-        let body = encode_request(&off).unwrap();
+        let body = crate::Wire::Anthropic.encode_request(&off).unwrap();
         assert!(body.get("thinking").is_none());
         assert_eq!(body["temperature"], 0.2);
         assert_eq!(body["top_k"], 5);
@@ -1741,7 +1774,10 @@ mod tests {
             }],
             ..base
         };
-        assert!(matches!(encode_request(&bad), Err(ProtocolError::InvalidBody(_))));
+        assert!(matches!(
+            crate::Wire::Anthropic.encode_request(&bad),
+            Err(ProtocolError::InvalidBody(_))
+        ));
     }
 
     #[test]
@@ -2655,7 +2691,7 @@ mod tests {
 
         #[test]
         fn request_round_trips(req in request()) {
-            let body = serde_json::to_vec(&encode_request(&req).unwrap()).unwrap();
+            let body = serde_json::to_vec(&crate::Wire::Anthropic.encode_request(&req).unwrap()).unwrap();
             let back = parse_request(&body).unwrap();
             prop_assert_eq!(back, req);
         }
@@ -2710,5 +2746,77 @@ mod tests {
             events.iter().for_each(|e| acc.push(e));
             prop_assert_eq!(acc.finish(), resp);
         }
+    }
+
+    #[test]
+    fn effort_controlled_models_get_adaptive_thinking_and_no_refused_sampling() {
+        let adaptive = ModelTraits { reasoning: ReasoningControl::Effort, sampling: true };
+        let strict = ModelTraits { reasoning: ReasoningControl::Effort, sampling: false };
+        let base = Request {
+            model: "claude-opus-4-7".into(),
+            messages: vec![Message::text(Role::User, "hi")],
+            max_tokens: Some(500),
+            temperature: Some(0.2),
+            top_p: Some(0.97),
+            top_k: Some(5),
+            ..Request::default()
+        };
+        let with = |reasoning, format| Request {
+            reasoning: Some(reasoning),
+            response_format: format,
+            ..base.clone()
+        };
+        let high = Reasoning { enabled: true, effort: Some(Effort::High), budget_tokens: None };
+
+        // Effort: adaptive + effort beside the structured-output format; max_tokens as
+        // asked (no budget to fit); sampling as with any thinking (top_p ≥ 0.95 kept).
+        let schema = ResponseFormat::JsonSchema {
+            name: "r".into(),
+            schema: json!({"type": "object"}),
+            strict: None,
+            description: None,
+        };
+        let body = encode_request(&with(high.clone(), Some(schema)), adaptive).unwrap();
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(
+            body["output_config"],
+            json!({"effort": "high",
+                   "format": {"type": "json_schema", "schema": {"type": "object"}}})
+        );
+        assert_eq!(body["max_tokens"], 500);
+        assert_eq!(body["top_p"], 0.97);
+        assert!(body.get("temperature").is_none() && body.get("top_k").is_none());
+
+        // A budget maps to the nearest effort; minimal becomes low (Anthropic has none);
+        // adaptive without an effort leaves the model's default.
+        let budget = Reasoning { enabled: true, effort: None, budget_tokens: Some(8000) };
+        let body = encode_request(&with(budget, None), adaptive).unwrap();
+        assert_eq!(body["output_config"], json!({"effort": "medium"}));
+        let minimal =
+            Reasoning { enabled: true, effort: Some(Effort::Minimal), budget_tokens: None };
+        let body = encode_request(&with(minimal, None), adaptive).unwrap();
+        assert_eq!(body["output_config"]["effort"], "low");
+        let default = Reasoning { enabled: true, effort: None, budget_tokens: None };
+        let body = encode_request(&with(default, None), adaptive).unwrap();
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert!(body.get("output_config").is_none());
+
+        // Models that refuse sampling parameters never get them, thinking or not.
+        let off = Reasoning { enabled: false, effort: None, budget_tokens: None };
+        for body in [
+            encode_request(&with(off, None), strict).unwrap(),
+            encode_request(&base, strict).unwrap(),
+            encode_request(&with(high, None), strict).unwrap(),
+        ] {
+            for field in ["temperature", "top_p", "top_k"] {
+                assert!(body.get(field).is_none(), "{field} in {body}");
+            }
+        }
+        let body = encode_request(&base, adaptive).unwrap();
+        assert_eq!((body["temperature"].clone(), body["top_k"].clone()), (json!(0.2), json!(5)));
+
+        // The wire's default path infers the traits from the model name.
+        let body = crate::Wire::Anthropic.encode_request(&base).unwrap();
+        assert!(body.get("temperature").is_none(), "claude-opus-4-7 refuses sampling");
     }
 }

@@ -34,8 +34,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::model::{
-    BlockKind, Delta, Effort, Image, ImageSource, Message, Part, Reasoning, Request,
-    ResponseFormat, Role, StopReason, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage,
+    BlockKind, Delta, Effort, Image, ImageSource, Message, ModelTraits, Part, Reasoning,
+    ReasoningControl, Request, ResponseFormat, Role, StopReason, TextBlock, Tool, ToolCall,
+    ToolChoice, ToolResult, Usage,
 };
 use crate::sse::write_json;
 use crate::{
@@ -200,7 +201,7 @@ struct ThinkingConfig {
     thinking_budget: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     include_thoughts: Option<bool>,
-    /// Gemini 3 `thinkingLevel`; read, never written.
+    /// Gemini 3 and later: `minimal`, `low`, `medium`, `high` (by model).
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking_level: Option<String>,
 }
@@ -358,7 +359,7 @@ fn minted_call_id(response_id: &str, ordinal: usize) -> String {
 // Requests: canonical → wire
 // ---------------------------------------------------------------------------------
 
-pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
+pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, ProtocolError> {
     let names = call_names(&req.messages);
     let leading = req.messages.iter().take_while(|m| m.role == Role::System).count();
 
@@ -419,7 +420,7 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
         system_instruction: (!system.is_empty()).then_some(Content { role: None, parts: system }),
         tools,
         tool_config: req.tool_choice.as_ref().map(tool_config),
-        generation_config: generation_config(req),
+        generation_config: generation_config(req, traits),
     };
     serde_json::to_value(&wire).map_err(ProtocolError::body)
 }
@@ -607,7 +608,17 @@ fn tool_config(choice: &ToolChoice) -> ToolConfig {
     }
 }
 
-fn generation_config(req: &Request) -> Option<GenerationConfig> {
+/// The `thinkingLevel` for an effort. `minimal` is refused by several Gemini 3+
+/// models, so it is sent as `low`.
+fn gemini_level(effort: Effort) -> &'static str {
+    match effort {
+        Effort::Minimal | Effort::Low => "low",
+        Effort::Medium => "medium",
+        Effort::High => "high",
+    }
+}
+
+fn generation_config(req: &Request, traits: ModelTraits) -> Option<GenerationConfig> {
     let mut config = GenerationConfig {
         max_output_tokens: req.max_tokens,
         temperature: req.temperature,
@@ -627,16 +638,25 @@ fn generation_config(req: &Request) -> Option<GenerationConfig> {
             config.response_json_schema = schema_for_gemini(schema);
         }
     }
-    config.thinking_config = req.reasoning.as_ref().map(|reasoning| {
-        if reasoning.enabled {
-            ThinkingConfig {
-                thinking_budget: Some(i64::try_from(reasoning.budget()).unwrap_or(i64::MAX)),
-                include_thoughts: Some(true),
-                thinking_level: None,
-            }
-        } else {
+    // Gemini 2.x takes a budget (0 turns thinking off); Gemini 3 and later take a
+    // level, refuse a budget sent with it, and cannot turn thinking off (the lowest
+    // level every one of them accepts stands in for off).
+    config.thinking_config = req.reasoning.as_ref().map(|reasoning| match traits.reasoning {
+        ReasoningControl::Budget if reasoning.enabled => ThinkingConfig {
+            thinking_budget: Some(i64::try_from(reasoning.budget()).unwrap_or(i64::MAX)),
+            include_thoughts: Some(true),
+            thinking_level: None,
+        },
+        ReasoningControl::Budget => {
             ThinkingConfig { thinking_budget: Some(0), ..ThinkingConfig::default() }
         }
+        ReasoningControl::Effort => ThinkingConfig {
+            thinking_budget: None,
+            include_thoughts: reasoning.enabled.then_some(true),
+            thinking_level: Some(
+                if reasoning.enabled { gemini_level(reasoning.effort()) } else { "low" }.to_owned(),
+            ),
+        },
     });
     (config != GenerationConfig::default()).then_some(config)
 }
@@ -1534,7 +1554,7 @@ mod tests {
             user: Some("user-42".into()),
             metadata: Some(serde_json::Map::from_iter([("team".to_owned(), json!("x"))])),
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Gemini.encode_request(&req).unwrap();
         let expected = json!({
             "systemInstruction": {"parts": [
                 {"text": "You are a travel assistant."},
@@ -1588,6 +1608,40 @@ mod tests {
     }
 
     #[test]
+    fn gemini_3_and_later_get_a_thinking_level_never_a_budget() {
+        let level = ModelTraits { reasoning: ReasoningControl::Effort, sampling: true };
+        let config = |reasoning| {
+            let req = Request {
+                messages: vec![Message::text(Role::User, "hi")],
+                reasoning: Some(reasoning),
+                ..Request::default()
+            };
+            encode_request(&req, level).unwrap()["generationConfig"]["thinkingConfig"].clone()
+        };
+        let on = |effort, budget_tokens| Reasoning { enabled: true, effort, budget_tokens };
+        assert_eq!(
+            config(on(Some(Effort::Medium), None)),
+            json!({"thinkingLevel": "medium", "includeThoughts": true})
+        );
+        assert_eq!(config(on(None, Some(30000)))["thinkingLevel"], "high");
+        assert_eq!(config(on(Some(Effort::Minimal), None))["thinkingLevel"], "low");
+        // Thinking cannot be turned off there: the lowest level, thoughts not asked for.
+        assert_eq!(
+            config(Reasoning { enabled: false, effort: None, budget_tokens: None }),
+            json!({"thinkingLevel": "low"})
+        );
+        // And the level reads back as the same effort.
+        let req = Request {
+            messages: vec![Message::text(Role::User, "hi")],
+            reasoning: Some(on(Some(Effort::High), None)),
+            ..Request::default()
+        };
+        let body = serde_json::to_vec(&encode_request(&req, level).unwrap()).unwrap();
+        let back = parse_request(&body).unwrap();
+        assert_eq!(back.reasoning.map(|r| r.effort()), Some(Effort::High));
+    }
+
+    #[test]
     fn encodes_structured_output_and_disabled_thinking() {
         let schema = json!({
             "type": "object",
@@ -1606,7 +1660,7 @@ mod tests {
             tool_choice: Some(ToolChoice::Required),
             ..Request::default()
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Gemini.encode_request(&req).unwrap();
         assert_eq!(
             body,
             json!({
@@ -1627,7 +1681,7 @@ mod tests {
             reasoning: Some(Reasoning { enabled: true, effort: None, budget_tokens: Some(3000) }),
             ..Request::default()
         };
-        let body = encode_request(&json_object).unwrap();
+        let body = crate::Wire::Gemini.encode_request(&json_object).unwrap();
         assert_eq!(body["generationConfig"]["responseMimeType"], "application/json");
         assert!(body["generationConfig"].get("responseJsonSchema").is_none());
         assert_eq!(
@@ -1679,7 +1733,7 @@ mod tests {
             ],
             ..Request::default()
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Gemini.encode_request(&req).unwrap();
         assert_eq!(
             body["contents"][1]["parts"],
             json!([
@@ -1706,26 +1760,35 @@ mod tests {
             ..Request::default()
         };
         assert!(
-            matches!(encode_request(&orphan), Err(ProtocolError::InvalidBody(m)) if m.contains("nowhere"))
+            matches!(crate::Wire::Gemini.encode_request(&orphan), Err(ProtocolError::InvalidBody(m)) if m.contains("nowhere"))
         );
 
         let bad_args = Request {
             messages: vec![msg(Role::Assistant, vec![call("a", "f", "{not json")])],
             ..Request::default()
         };
-        assert!(matches!(encode_request(&bad_args), Err(ProtocolError::InvalidBody(_))));
+        assert!(matches!(
+            crate::Wire::Gemini.encode_request(&bad_args),
+            Err(ProtocolError::InvalidBody(_))
+        ));
 
         let array_args = Request {
             messages: vec![msg(Role::Assistant, vec![call("a", "f", "[1,2]")])],
             ..Request::default()
         };
-        assert!(matches!(encode_request(&array_args), Err(ProtocolError::InvalidBody(_))));
+        assert!(matches!(
+            crate::Wire::Gemini.encode_request(&array_args),
+            Err(ProtocolError::InvalidBody(_))
+        ));
 
         let user_call = Request {
             messages: vec![msg(Role::User, vec![call("a", "f", "{}")])],
             ..Request::default()
         };
-        assert!(matches!(encode_request(&user_call), Err(ProtocolError::Unsupported(_))));
+        assert!(matches!(
+            crate::Wire::Gemini.encode_request(&user_call),
+            Err(ProtocolError::Unsupported(_))
+        ));
 
         let system_image = Request {
             messages: vec![msg(
@@ -1738,7 +1801,10 @@ mod tests {
             )],
             ..Request::default()
         };
-        assert!(matches!(encode_request(&system_image), Err(ProtocolError::Unsupported(_))));
+        assert!(matches!(
+            crate::Wire::Gemini.encode_request(&system_image),
+            Err(ProtocolError::Unsupported(_))
+        ));
     }
 
     #[test]
@@ -2274,7 +2340,7 @@ mod tests {
             ],
             ..Request::default()
         };
-        let body = encode_request(&req).unwrap();
+        let body = crate::Wire::Gemini.encode_request(&req).unwrap();
         let contents = body["contents"].as_array().unwrap();
         // Streamed answer: thoughts dropped, the signature restored byte for byte.
         assert_eq!(
@@ -2793,7 +2859,7 @@ mod tests {
 
         #[test]
         fn request_round_trip_preserves_meaning(req in request_strategy()) {
-            let body = encode_request(&req).unwrap();
+            let body = crate::Wire::Gemini.encode_request(&req).unwrap();
             prop_assert!(body.get("model").is_none());
             let back = parse_request(body.to_string().as_bytes()).unwrap();
             prop_assert_eq!(back, gemini_meaning(&req));
@@ -2801,7 +2867,7 @@ mod tests {
 
         #[test]
         fn request_model_turns_always_start_signed(req in request_strategy()) {
-            let body = encode_request(&req).unwrap();
+            let body = crate::Wire::Gemini.encode_request(&req).unwrap();
             for content in body["contents"].as_array().unwrap() {
                 if content["role"] == "model" {
                     let first = content["parts"].as_array().unwrap().iter().find(|p| p.get("functionCall").is_some());

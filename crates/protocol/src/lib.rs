@@ -105,11 +105,22 @@ impl Wire {
         }
     }
 
+    /// The body for this wire, for the model named in `req.model` (its traits
+    /// inferred from the name).
     pub fn encode_request(self, req: &Request) -> Result<serde_json::Value, ProtocolError> {
+        self.encode_request_for(req, ModelTraits::infer(self, &req.model))
+    }
+
+    /// The body for this wire, for a model with the given traits.
+    pub fn encode_request_for(
+        self,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Result<serde_json::Value, ProtocolError> {
         match self {
             Wire::OpenAiChat => openai_chat::encode_request(req),
-            Wire::Anthropic => anthropic::encode_request(req),
-            Wire::Gemini => gemini::encode_request(req),
+            Wire::Anthropic => anthropic::encode_request(req, traits),
+            Wire::Gemini => gemini::encode_request(req, traits),
         }
     }
 

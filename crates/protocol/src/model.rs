@@ -265,6 +265,89 @@ impl Effort {
     }
 }
 
+/// How a target model takes its reasoning setting. OpenAI-chat models always take
+/// `reasoning_effort`; the other wires have two generations of control:
+/// - `Budget`: a token budget (Anthropic `thinking: {type: enabled, budget_tokens}`,
+///   Gemini 2.x `thinkingBudget`).
+/// - `Effort`: a level (Anthropic `thinking: {type: adaptive}` with
+///   `output_config.effort`, Claude 4.6 and later, the only form Claude Opus 4.7
+///   accepts; Gemini 3 `thinkingLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningControl {
+    Budget,
+    Effort,
+}
+
+impl ReasoningControl {
+    /// The control a model takes, from its upstream id, when the catalog does not
+    /// say: effort for Claude 4.6 and later and for Gemini 3 and later, a budget for
+    /// earlier (and unrecognised) models of those wires.
+    pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
+        let newer = match wire {
+            crate::Wire::Anthropic => claude_version(upstream_model).is_some_and(|v| v >= (4, 6)),
+            crate::Wire::Gemini => gemini_major(upstream_model).is_some_and(|v| v >= 3),
+            crate::Wire::OpenAiChat => true,
+        };
+        if newer { ReasoningControl::Effort } else { ReasoningControl::Budget }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningControl::Budget => "budget",
+            ReasoningControl::Effort => "effort",
+        }
+    }
+}
+
+/// What an encoder needs to know about the model it writes for, beyond the request.
+/// [`ModelTraits::infer`] derives it from the upstream model id; the catalog can
+/// say otherwise per model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ModelTraits {
+    pub reasoning: ReasoningControl,
+    /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
+    /// Claude models after it refuse any of them with a 400, so they are left out.
+    pub sampling: bool,
+}
+
+impl ModelTraits {
+    pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
+        let sampling = match wire {
+            crate::Wire::Anthropic => claude_version(upstream_model).is_none_or(|v| v < (4, 7)),
+            crate::Wire::Gemini | crate::Wire::OpenAiChat => true,
+        };
+        Self { reasoning: ReasoningControl::infer(wire, upstream_model), sampling }
+    }
+}
+
+/// `(major, minor)` of a Claude model id: `claude-opus-4-7`, `claude-sonnet-4-6-20260101`,
+/// `claude-opus-4-20250514` (4.0), `claude-3-7-sonnet-latest` (3.7). A prefix such as
+/// `anthropic.` or `us.anthropic.` is skipped.
+fn claude_version(model: &str) -> Option<(u32, u32)> {
+    let rest = &model[model.find("claude-")? + "claude-".len()..];
+    let numbers: Vec<u32> = rest
+        .split(['-', '.', '@', ':'])
+        .filter(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        // Dates (`20250514`) and version tags (`v1`) are not version numbers.
+        .filter(|part| part.len() <= 2)
+        .filter_map(|part| part.parse().ok())
+        .collect();
+    match numbers.as_slice() {
+        [] => None,
+        [major] => Some((*major, 0)),
+        [major, minor, ..] => Some((*major, *minor)),
+    }
+}
+
+/// The major version of a Gemini model id: `gemini-3-pro-preview` → 3,
+/// `gemini-2.5-flash` → 2, `models/gemini-3.1-pro` → 3.
+fn gemini_major(model: &str) -> Option<u32> {
+    let rest = &model[model.find("gemini-")? + "gemini-".len()..];
+    let digits: &str = rest.split(['.', '-']).next()?;
+    digits.parse().ok()
+}
+
 /// What the client asked of the model's reasoning. `enabled: false` means the client
 /// explicitly turned it off; `None` on the request means it said nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -611,4 +694,35 @@ pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
         stop_sequence: resp.stop_sequence.clone(),
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ModelTraits, ReasoningControl::*, Wire};
+
+    #[test]
+    fn model_traits_follow_the_model_generation() {
+        let cases = [
+            (Wire::Anthropic, "claude-opus-4-7", Effort, false),
+            (Wire::Anthropic, "claude-fable-5-2", Effort, false),
+            (Wire::Anthropic, "claude-sonnet-4-6", Effort, true),
+            (Wire::Anthropic, "us.anthropic.claude-sonnet-4-6-v1:0", Effort, true),
+            (Wire::Anthropic, "claude-opus-4-5-20251101", Budget, true),
+            (Wire::Anthropic, "claude-opus-4-5@20251101", Budget, true),
+            (Wire::Anthropic, "claude-haiku-4-5", Budget, true),
+            (Wire::Anthropic, "claude-opus-4-20250514", Budget, true),
+            (Wire::Anthropic, "claude-3-7-sonnet-latest", Budget, true),
+            (Wire::Anthropic, "my-finetune", Budget, true),
+            (Wire::Gemini, "gemini-2.5-flash", Budget, true),
+            (Wire::Gemini, "gemini-3-pro-preview", Effort, true),
+            (Wire::Gemini, "models/gemini-3.1-pro-preview", Effort, true),
+            (Wire::Gemini, "gemini-4-neon", Effort, true),
+            (Wire::Gemini, "gemini-exp-1206", Budget, true),
+            (Wire::OpenAiChat, "gpt-4o-mini", Effort, true),
+        ];
+        for (wire, model, reasoning, sampling) in cases {
+            let want = ModelTraits { reasoning, sampling };
+            assert_eq!(ModelTraits::infer(wire, model), want, "{model}");
+        }
+    }
 }

@@ -1830,3 +1830,49 @@ async fn images_are_never_silently_dropped() {
     }
     assert!(p.0.is_empty(), "image problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// Newer models take reasoning as a level, not a budget: Claude 4.6 and later get
+/// adaptive thinking with `output_config.effort` (Opus 4.7 and later also refuse
+/// sampling parameters), Gemini 3 and later `thinkingLevel`. Inferred from the
+/// upstream model id; the catalog can say otherwise per model.
+#[tokio::test]
+async fn newer_models_get_the_reasoning_form_they_accept() {
+    let extra = "  - id: m-opus\n    deployments: [{ provider: anthropic, model: claude-opus-4-7 }]\n\
+                 \x20 - id: m-gemini3\n    deployments: [{ provider: gemini, model: gemini-3-pro-preview }]\n\
+                 \x20 - id: m-pinned\n    reasoning_control: budget\n    sampling: true\n    \
+                 deployments: [{ provider: anthropic, model: claude-opus-4-7 }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let ask = |model: &str| {
+        json!({"model": model, "reasoning_effort": "medium", "temperature": 0.3,
+               "max_completion_tokens": 2000,
+               "messages": [{"role": "user", "content": "hi"}]})
+    };
+    let sent =
+        |fake: &switchyard_testkit::FakeUpstream| fake.received().last().unwrap().body.clone();
+
+    let r = h.post("/v1/chat/completions", &ask("m-opus")).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let body = sent(&h.anthropic);
+    assert_eq!(body["model"], "claude-opus-4-7");
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "medium"}));
+    assert_eq!(body["max_tokens"], 2000);
+    assert!(body.get("temperature").is_none(), "Opus 4.7 refuses sampling parameters: {body}");
+
+    let r = h.post("/v1/chat/completions", &ask("m-gemini3")).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let body = sent(&h.gemini);
+    assert_eq!(
+        body["generationConfig"]["thinkingConfig"],
+        json!({"thinkingLevel": "medium", "includeThoughts": true})
+    );
+    assert_eq!(body["generationConfig"]["temperature"], 0.3);
+
+    // The catalog's word beats the inference (a proxy serving an older model under a
+    // newer name, say).
+    let r = h.post("/v1/chat/completions", &ask("m-pinned")).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let body = sent(&h.anthropic);
+    assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+    assert!(body.get("output_config").is_none(), "{body}");
+}

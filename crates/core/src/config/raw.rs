@@ -328,6 +328,14 @@ pub struct ModelConfig {
     /// request needing a capability not listed skips this model.
     #[serde(default)]
     pub capabilities: Option<Vec<Capability>>,
+    /// How the model takes its reasoning setting (`budget` or `effort`). Absent:
+    /// inferred from each deployment's model id (Claude 4.6+ and Gemini 3+: effort).
+    #[serde(default)]
+    pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
+    /// Whether the model takes temperature/top_p/top_k. Absent: inferred (Claude
+    /// Opus 4.7 and later refuse them; everything else takes them).
+    #[serde(default)]
+    pub sampling: Option<bool>,
     /// Served but never listed.
     #[serde(default)]
     pub hidden: bool,
