@@ -224,7 +224,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         format: ClientFormat::OpenAiChat,
         request: std::sync::Arc::new(
             switchyard_protocol::openai_chat::parse_request(
-                chat("gpt-5", "x", false).to_string().as_bytes(),
+                chat("gpt-6.2-sol", "x", false).to_string().as_bytes(),
             )
             .unwrap(),
         ),
