@@ -100,6 +100,20 @@ pub struct ModelEntry {
 }
 
 impl ModelEntry {
+    /// How a deployment of this model (on `wire`, as `upstream_model`) takes
+    /// reasoning and sampling settings: the catalog's word, else inferred.
+    pub fn traits(
+        &self,
+        wire: switchyard_protocol::Wire,
+        upstream_model: &str,
+    ) -> switchyard_protocol::ModelTraits {
+        let inferred = switchyard_protocol::ModelTraits::infer(wire, upstream_model);
+        switchyard_protocol::ModelTraits {
+            reasoning: self.reasoning_control.unwrap_or(inferred.reasoning),
+            sampling: self.sampling.unwrap_or(inferred.sampling),
+        }
+    }
+
     pub fn is_retired(&self, today: Date) -> bool {
         self.retires.is_some_and(|d| today >= d)
     }
@@ -1269,12 +1283,10 @@ impl Candidate {
     /// What the encoder must know about the model behind this deployment: the
     /// catalog's word where it gives one, else inferred from the upstream id.
     pub fn traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
-        let mut traits = switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model);
-        if let Some(m) = &self.model {
-            traits.reasoning = m.reasoning_control.unwrap_or(traits.reasoning);
-            traits.sampling = m.sampling.unwrap_or(traits.sampling);
+        match &self.model {
+            Some(m) => m.traits(wire, &self.upstream_model),
+            None => switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model),
         }
-        traits
     }
 
     /// Stable identity for runtime state: (public model, provider, provider model).

@@ -27,6 +27,8 @@ pub use config::{ConfigError, ConfigSource};
 pub use error::GatewayError;
 pub use exec::{Delivery, Inbound, Served, Success};
 pub use record::{RecordSink, RequestRecord, SharedSink};
+/// The wire types and translators the core is built on.
+pub use switchyard_protocol as protocol;
 
 use upstream::ProviderRuntime;
 

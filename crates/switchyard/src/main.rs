@@ -325,6 +325,18 @@ fn print_catalog(name: &str, c: &Catalog) {
                 c.providers.get(d.provider).map(|p| format!("{}/{}", p.name, d.upstream_model))
             })
             .collect();
+        // How translated requests carry reasoning and sampling to the first
+        // deployment (OpenAI-chat always takes `reasoning_effort`).
+        let first = m.deployments.first().and_then(|d| Some((c.providers.get(d.provider)?, d)));
+        if let Some((p, d)) = first
+            && let Some(wire) = p.wire().filter(|w| *w != switchyard_core::protocol::Wire::OpenAiChat)
+        {
+            let traits = m.traits(wire, &d.upstream_model);
+            flags.push(format!("reasoning:{}", traits.reasoning.as_str()));
+            if !traits.sampling {
+                flags.push("no-sampling".to_owned());
+            }
+        }
         let price = m
             .pricing
             .as_ref()
