@@ -7,11 +7,6 @@
 //!   `rules`, `credentials`, `secrets rotate`, `logs`, `usage`) work on the same
 //!   database as the gateway: see `cli/`.
 
-/// mimalloc: about 15 % less CPU per request than glibc's allocator on the bench
-/// (the request path allocates and frees many small buffers), same peak memory.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
