@@ -329,7 +329,8 @@ fn print_catalog(name: &str, c: &Catalog) {
         // deployment (OpenAI-chat always takes `reasoning_effort`).
         let first = m.deployments.first().and_then(|d| Some((c.providers.get(d.provider)?, d)));
         if let Some((p, d)) = first
-            && let Some(wire) = p.wire().filter(|w| *w != switchyard_core::protocol::Wire::OpenAiChat)
+            && let Some(wire) =
+                p.wire().filter(|w| *w != switchyard_core::protocol::Wire::OpenAiChat)
         {
             let traits = m.traits(wire, &d.upstream_model);
             flags.push(format!("reasoning:{}", traits.reasoning.as_str()));
