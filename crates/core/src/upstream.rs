@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    ClientFormat, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder,
-    StreamEvent, Wire, util,
+    ClientFormat, ModelTraits, ProtocolError, ReasoningControl, Request, SseDecoder, SseEvent,
+    StreamDecoder, StreamEvent, Wire, util,
 };
 use tokio::sync::mpsc;
 
@@ -135,7 +135,7 @@ pub fn is_fast_path(format: ClientFormat, wire: Wire, raw: Option<&RawBody>) -> 
 }
 
 /// Serialize `map` with some keys replaced and some removed, without cloning it.
-fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[String]) -> Vec<u8> {
+fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[&str]) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.push(b'{');
     let mut first = true;
@@ -151,7 +151,7 @@ fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[S
     };
     for (k, v) in map {
         if k == EXTENSION_FIELD
-            || drop.iter().any(|d| d == k)
+            || drop.contains(&k.as_str())
             || overrides.iter().any(|(o, _)| o == k)
         {
             continue;
@@ -168,7 +168,8 @@ fn write_object(map: &Map<String, Value>, overrides: &[(&str, Value)], drop: &[S
 /// The common fast-path cases, edited on the client's bytes: the model replaced
 /// and, for an OpenAI stream that did not ask for usage, `stream_options` added.
 /// `None` when an edit needs the parsed object (a clamp, dropped fields, the
-/// `switchyard` extension, an existing `stream_options`).
+/// `switchyard` extension, an existing `stream_options`, reasoning or sampling
+/// settings the target model may take in another form).
 fn splice(
     raw: &RawBody,
     request: &Request,
@@ -176,8 +177,10 @@ fn splice(
     spec: &ProviderSpec,
     upstream_model: &str,
     clamp: Option<u64>,
+    traits: ModelTraits,
 ) -> Option<Vec<u8>> {
     if clamp.is_some()
+        || may_need_adapting(wire, request, traits)
         || !spec.drop_fields.is_empty()
         || memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_some()
     {
@@ -188,6 +191,30 @@ fn splice(
         return util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#);
     }
     Some(body)
+}
+
+/// Whether [`Wire::adapt_native`] might edit this request, decided from the parsed
+/// request so that a body needing nothing keeps the byte-level fast path (and is
+/// forwarded byte for byte). An Anthropic client's thinking needs editing only when
+/// its form is not the model's: a budget (`enabled`) for an effort model, no budget
+/// (`adaptive`) for a budget model.
+fn may_need_adapting(wire: Wire, req: &Request, traits: ModelTraits) -> bool {
+    match wire {
+        Wire::OpenAiChat => false,
+        Wire::Gemini => req.reasoning.is_some(),
+        Wire::Anthropic => {
+            let thinking = req.reasoning.as_ref().is_some_and(|r| {
+                r.enabled
+                    && match traits.reasoning {
+                        ReasoningControl::Effort => r.budget_tokens.is_some(),
+                        ReasoningControl::Budget => r.budget_tokens.is_none(),
+                    }
+            });
+            let sampling = !traits.sampling
+                && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
+            thinking || sampling
+        }
+    }
 }
 
 /// The body to send to `wire` for this candidate.
@@ -209,7 +236,7 @@ pub fn build_body(
     // Same format: the client's own body, edited (on the bytes when possible).
     let fast = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw));
     if let Some(body) =
-        fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp))
+        fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp, traits))
     {
         return Ok(body);
     }
@@ -229,7 +256,19 @@ pub fn build_body(
             opts.insert("include_usage".into(), Value::Bool(true));
             overrides.push(("stream_options", Value::Object(opts)));
         }
-        return Ok(write_object(raw, &overrides, &spec.drop_fields));
+        let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
+        for (field, edit) in wire.adapt_native(raw, traits) {
+            match edit {
+                None => drop.push(field),
+                // The deployment's output ceiling stays the ceiling.
+                Some(_) if field == "max_tokens" && clamp.is_some() => {}
+                Some(v) => match overrides.iter_mut().find(|(k, _)| *k == field) {
+                    Some(slot) => slot.1 = v,
+                    None => overrides.push((field, v)),
+                },
+            }
+        }
+        return Ok(write_object(raw, &overrides, &drop));
     }
     let mut v = match clamp {
         Some(cap) => {
@@ -523,7 +562,7 @@ mod tests {
         else {
             unreachable!()
         };
-        let out = write_object(&map, &[("model", json!("b"))], &["bad".to_owned()]);
+        let out = write_object(&map, &[("model", json!("b"))], &["bad"]);
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v, json!({"model": "b", "x_unknown": {"k": [1, 2]}, "stream": true}));
     }

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, ModelTraits, Part,
+    BlockKind, Delta, Effort, ErrorBody, FieldEdit, Image, ImageSource, Message, ModelTraits, Part,
     ProtocolError, Reasoning, ReasoningControl, Request, Response, ResponseFormat, Role, SseEvent,
     StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice,
     ToolResult, Usage, sse, util,
@@ -592,6 +592,55 @@ fn parse_system(value: Value) -> Result<Vec<TextBlock>, String> {
 // ---------------------------------------------------------------------------------
 // Request out: canonical → body for api.anthropic.com
 // ---------------------------------------------------------------------------------
+
+/// See [`crate::Wire::adapt_native`]. An Anthropic client's thinking is rewritten when
+/// its form is not the target's (a fallback from Claude 4.7 to 4.5, or a client that
+/// assumes an older model): `enabled` + budget becomes `adaptive` + the nearest
+/// effort, `adaptive` becomes `enabled` with the effort's budget (and `max_tokens`
+/// raised above it).
+pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<FieldEdit> {
+    let mut edits = Vec::new();
+    let thinking = body.get("thinking");
+    let kind = thinking.and_then(|t| t.get("type")).and_then(Value::as_str);
+    let mut output_config = body.get("output_config").and_then(Value::as_object).cloned();
+    match (kind, traits.reasoning) {
+        (Some("enabled"), ReasoningControl::Effort) => {
+            let budget = thinking.and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64);
+            edits.push(("thinking", Some(json!({"type": "adaptive"}))));
+            let config = output_config.get_or_insert_with(Map::new);
+            if !config.contains_key("effort") {
+                let effort = budget.map_or(Effort::Medium, Effort::from_budget);
+                config.insert("effort".into(), json!(anthropic_effort(effort)));
+            }
+            edits.push(("output_config", output_config.map(Value::Object)));
+        }
+        (Some("adaptive"), ReasoningControl::Budget) => {
+            let effort = output_config
+                .as_mut()
+                .and_then(|c| c.remove("effort"))
+                .and_then(|e| e.as_str().and_then(Effort::parse));
+            let budget = effort.unwrap_or(Effort::Medium).budget_tokens().max(MIN_THINKING_BUDGET);
+            edits.push(("thinking", Some(json!({"type": "enabled", "budget_tokens": budget}))));
+            if body.get("output_config").is_some() {
+                let rest = output_config.filter(|c| !c.is_empty()).map(Value::Object);
+                edits.push(("output_config", rest));
+            }
+            let max_tokens = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+            if max_tokens <= budget {
+                edits.push(("max_tokens", Some(json!(budget.saturating_add(MIN_THINKING_BUDGET)))));
+            }
+        }
+        _ => {}
+    }
+    if !traits.sampling {
+        for field in ["temperature", "top_p", "top_k"] {
+            if body.contains_key(field) {
+                edits.push((field, None));
+            }
+        }
+    }
+    edits
+}
 
 /// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
 fn anthropic_effort(effort: Effort) -> &'static str {
@@ -2818,5 +2867,62 @@ mod tests {
         // The wire's default path infers the traits from the model name.
         let body = crate::Wire::Anthropic.encode_request(&base).unwrap();
         assert!(body.get("temperature").is_none(), "claude-opus-4-7 refuses sampling");
+    }
+
+    #[test]
+    fn native_bodies_get_the_thinking_form_of_the_target_model() {
+        let effort = ModelTraits { reasoning: ReasoningControl::Effort, sampling: false };
+        let budget = ModelTraits { reasoning: ReasoningControl::Budget, sampling: true };
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+
+        // enabled + budget to an effort model: adaptive + the nearest effort, beside an
+        // existing output format; sampling parameters removed.
+        let body = obj(json!({"max_tokens": 4000, "temperature": 1, "top_k": 3,
+            "thinking": {"type": "enabled", "budget_tokens": 2000},
+            "output_config": {"format": {"type": "json_schema", "schema": {}}}}));
+        let edits = adapt_native(&body, effort);
+        assert_eq!(
+            edits,
+            vec![
+                ("thinking", Some(json!({"type": "adaptive"}))),
+                (
+                    "output_config",
+                    Some(json!({"format": {"type": "json_schema", "schema": {}}, "effort": "low"}))
+                ),
+                ("temperature", None),
+                ("top_k", None),
+            ]
+        );
+        // An effort the client already gave is kept.
+        let body = obj(json!({"thinking": {"type": "enabled", "budget_tokens": 30000},
+            "output_config": {"effort": "max"}}));
+        assert_eq!(adapt_native(&body, effort)[1].1, Some(json!({"effort": "max"})));
+
+        // adaptive to a budget model: enabled with the effort's budget, the effort
+        // removed (and an output_config left empty removed), max_tokens above it.
+        let body = obj(json!({"max_tokens": 1000, "thinking": {"type": "adaptive"},
+            "output_config": {"effort": "high"}}));
+        assert_eq!(
+            adapt_native(&body, budget),
+            vec![
+                ("thinking", Some(json!({"type": "enabled", "budget_tokens": 24576}))),
+                ("output_config", None),
+                ("max_tokens", Some(json!(24576 + 1024))),
+            ]
+        );
+
+        // Forms that match (and disabled thinking) need nothing.
+        for (body, traits) in [
+            (json!({"thinking": {"type": "adaptive"}, "temperature": 1}), budget_free(effort)),
+            (json!({"thinking": {"type": "enabled", "budget_tokens": 2000}}), budget),
+            (json!({"thinking": {"type": "disabled"}, "temperature": 0.5}), budget),
+        ] {
+            assert!(adapt_native(&obj(body.clone()), traits).is_empty(), "{body}");
+        }
+    }
+
+    /// `traits` with sampling parameters allowed.
+    fn budget_free(traits: ModelTraits) -> ModelTraits {
+        ModelTraits { sampling: true, ..traits }
     }
 }

@@ -111,6 +111,22 @@ impl Wire {
         self.encode_request_for(req, ModelTraits::infer(self, &req.model))
     }
 
+    /// Edits a client's own body (same format as this wire, forwarded on the fast
+    /// path) needs for a target model with `traits`: reasoning in the form the
+    /// model takes, no sampling parameters where it refuses them. Empty when the
+    /// body can go as it is. Everything else in the body is left alone.
+    pub fn adapt_native(
+        self,
+        body: &serde_json::Map<String, serde_json::Value>,
+        traits: ModelTraits,
+    ) -> Vec<FieldEdit> {
+        match self {
+            Wire::OpenAiChat => Vec::new(),
+            Wire::Anthropic => anthropic::adapt_native(body, traits),
+            Wire::Gemini => gemini::adapt_native(body, traits),
+        }
+    }
+
     /// The body for this wire, for a model with the given traits.
     pub fn encode_request_for(
         self,

@@ -321,6 +321,10 @@ impl ModelTraits {
     }
 }
 
+/// One change to a client's own top-level body on the same-format fast path:
+/// `Some` sets the field, `None` removes it.
+pub type FieldEdit = (&'static str, Option<serde_json::Value>);
+
 /// `(major, minor)` of a Claude model id: `claude-opus-4-7`, `claude-sonnet-4-6-20260101`,
 /// `claude-opus-4-20250514` (4.0), `claude-3-7-sonnet-latest` (3.7). A prefix such as
 /// `anthropic.` or `us.anthropic.` is skipped.

@@ -1876,3 +1876,53 @@ async fn newer_models_get_the_reasoning_form_they_accept() {
     assert_eq!(body["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
     assert!(body.get("output_config").is_none(), "{body}");
 }
+
+/// An Anthropic client's own body (the same-format fast path) is adapted to the
+/// model it lands on: a budget becomes adaptive thinking for Claude 4.7, adaptive
+/// becomes a budget for Claude 4.5 (a fallback across generations), and sampling
+/// parameters go where the model refuses them. Everything else is kept; a body that
+/// needs nothing is forwarded byte for byte.
+#[tokio::test]
+async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
+    let extra = "  - id: m-opus47\n    deployments: [{ provider: anthropic, model: claude-opus-4-7 }]\n\
+                 \x20 - id: m-haiku45\n    deployments: [{ provider: anthropic, model: claude-haiku-4-5 }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let history = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hmm", "signature": "c2lnbmF0dXJl/+=="},
+            {"type": "text", "text": "hello"}]},
+        {"role": "user", "content": "again"}
+    ]);
+    let sent = || h.anthropic.received().last().unwrap().clone();
+
+    let body = json!({"model": "m-opus47", "max_tokens": 3000, "temperature": 1,
+        "thinking": {"type": "enabled", "budget_tokens": 2048}, "x_unknown": {"k": 1},
+        "messages": history});
+    let r = h.post("/v1/messages", &body).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let up = sent().body;
+    assert_eq!(up["model"], "claude-opus-4-7");
+    assert_eq!(up["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(up["output_config"], json!({"effort": "low"}));
+    assert!(up.get("temperature").is_none(), "{up}");
+    assert_eq!(up["x_unknown"], json!({"k": 1}));
+    assert_eq!(up["messages"], history, "history (thinking signature included) unchanged");
+
+    let body = json!({"model": "m-haiku45", "max_tokens": 3000,
+        "thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"},
+        "messages": history});
+    let r = h.post("/v1/messages", &body).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let up = sent().body;
+    assert_eq!(up["thinking"], json!({"type": "enabled", "budget_tokens": 8192}));
+    assert!(up.get("output_config").is_none(), "{up}");
+    assert_eq!(up["max_tokens"], 8192 + 1024);
+
+    // Already in the model's form: the client's bytes, only the model replaced.
+    let raw = r#"{"model":"m-opus47","max_tokens":300,"thinking":{"type":"adaptive"},"messages":[{"role":"user","content":"caf\u00e9"}]}"#;
+    let r = h.post_raw("/v1/messages", raw).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let expected = raw.replace("m-opus47", "claude-opus-4-7");
+    assert_eq!(std::str::from_utf8(&sent().raw).unwrap(), expected);
+}
