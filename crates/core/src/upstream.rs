@@ -200,8 +200,7 @@ fn splice(
 /// (`adaptive`) for a budget model.
 fn may_need_adapting(wire: Wire, req: &Request, traits: ModelTraits) -> bool {
     match wire {
-        Wire::OpenAiChat => false,
-        Wire::Gemini => req.reasoning.is_some(),
+        Wire::OpenAiChat | Wire::Gemini => false,
         Wire::Anthropic => {
             let thinking = req.reasoning.as_ref().is_some_and(|r| {
                 r.enabled

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::model::{
-    BlockKind, Delta, Effort, FieldEdit, Image, ImageSource, Message, ModelTraits, Part, Reasoning,
+    BlockKind, Delta, Effort, Image, ImageSource, Message, ModelTraits, Part, Reasoning,
     ReasoningControl, Request, ResponseFormat, Role, StopReason, TextBlock, Tool, ToolCall,
     ToolChoice, ToolResult, Usage,
 };
@@ -606,43 +606,6 @@ fn tool_config(choice: &ToolChoice) -> ToolConfig {
             allowed_function_names: allowed,
         }),
     }
-}
-
-/// See [`crate::Wire::adapt_native`]. A Gemini client's `thinkingBudget` becomes a
-/// `thinkingLevel` for Gemini 3 and later (0 → `low`, -1 (dynamic) → the model's
-/// default), and a level becomes its budget for Gemini 2.x.
-pub fn adapt_native(body: &serde_json::Map<String, Value>, traits: ModelTraits) -> Vec<FieldEdit> {
-    let Some(config) = body.get("generationConfig").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let Some(thinking) = config.get("thinkingConfig").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let budget = thinking.get("thinkingBudget").and_then(Value::as_i64);
-    let level = thinking.get("thinkingLevel").and_then(Value::as_str);
-    let mut thinking = thinking.clone();
-    match (traits.reasoning, budget, level) {
-        (ReasoningControl::Effort, Some(budget), None) => {
-            thinking.remove("thinkingBudget");
-            let level = match budget {
-                -1 => None,
-                0 => Some("low"),
-                b => Some(gemini_level(Effort::from_budget(u64::try_from(b).unwrap_or(0)))),
-            };
-            if let Some(level) = level {
-                thinking.insert("thinkingLevel".into(), json!(level));
-            }
-        }
-        (ReasoningControl::Budget, None, Some(level)) => {
-            thinking.remove("thinkingLevel");
-            let effort = Effort::parse(&level.to_ascii_lowercase()).unwrap_or(Effort::Medium);
-            thinking.insert("thinkingBudget".into(), json!(effort.budget_tokens()));
-        }
-        _ => return Vec::new(),
-    }
-    let mut config = config.clone();
-    config.insert("thinkingConfig".into(), Value::Object(thinking));
-    vec![("generationConfig", Some(Value::Object(config)))]
 }
 
 /// The `thinkingLevel` for an effort. `minimal` is refused by several Gemini 3+
@@ -1642,46 +1605,6 @@ mod tests {
             }
         });
         assert_eq!(body, expected);
-    }
-
-    #[test]
-    fn native_bodies_get_the_thinking_setting_of_the_target_model() {
-        let level = ModelTraits { reasoning: ReasoningControl::Effort, sampling: true };
-        let budget = ModelTraits { reasoning: ReasoningControl::Budget, sampling: true };
-        let with = |thinking: Value| {
-            json!({"contents": [], "generationConfig": {"temperature": 0.2, "thinkingConfig": thinking}})
-                .as_object()
-                .cloned()
-                .unwrap()
-        };
-        let config = |edits: Vec<crate::FieldEdit>| {
-            assert_eq!(edits.len(), 1);
-            assert_eq!(edits[0].0, "generationConfig");
-            let v = edits[0].1.clone().unwrap();
-            assert_eq!(v["temperature"], 0.2, "the rest of generationConfig is kept");
-            v["thinkingConfig"].clone()
-        };
-        assert_eq!(
-            config(adapt_native(
-                &with(json!({"thinkingBudget": 9000, "includeThoughts": true})),
-                level
-            )),
-            json!({"thinkingLevel": "medium", "includeThoughts": true})
-        );
-        assert_eq!(
-            config(adapt_native(&with(json!({"thinkingBudget": 0})), level)),
-            json!({"thinkingLevel": "low"})
-        );
-        assert_eq!(config(adapt_native(&with(json!({"thinkingBudget": -1})), level)), json!({}));
-        assert_eq!(
-            config(adapt_native(&with(json!({"thinkingLevel": "HIGH"})), budget)),
-            json!({"thinkingBudget": 24576})
-        );
-        assert!(adapt_native(&with(json!({"thinkingLevel": "low"})), level).is_empty());
-        assert!(adapt_native(&with(json!({"thinkingBudget": 100})), budget).is_empty());
-        assert!(
-            adapt_native(&json!({"contents": []}).as_object().cloned().unwrap(), level).is_empty()
-        );
     }
 
     #[test]

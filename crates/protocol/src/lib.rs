@@ -121,9 +121,10 @@ impl Wire {
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
         match self {
-            Wire::OpenAiChat => Vec::new(),
             Wire::Anthropic => anthropic::adapt_native(body, traits),
-            Wire::Gemini => gemini::adapt_native(body, traits),
+            // OpenAI's reasoning_effort is one form for every model; Gemini is not a
+            // client format, so its bodies never take the fast path.
+            Wire::OpenAiChat | Wire::Gemini => Vec::new(),
         }
     }
 
