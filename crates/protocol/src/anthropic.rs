@@ -648,6 +648,8 @@ fn anthropic_effort(effort: Effort) -> &'static str {
         Effort::Minimal | Effort::Low => "low",
         Effort::Medium => "medium",
         Effort::High => "high",
+        Effort::XHigh => "xhigh",
+        Effort::Max => "max",
     }
 }
 
@@ -1852,7 +1854,7 @@ mod tests {
         assert_eq!(req.parallel_tool_calls, Some(false));
         assert_eq!(
             req.reasoning,
-            Some(Reasoning { enabled: true, effort: Some(Effort::High), budget_tokens: None })
+            Some(Reasoning { enabled: true, effort: Some(Effort::Max), budget_tokens: None })
         );
         assert_eq!(
             req.response_format,

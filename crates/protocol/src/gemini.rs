@@ -609,12 +609,13 @@ fn tool_config(choice: &ToolChoice) -> ToolConfig {
 }
 
 /// The `thinkingLevel` for an effort. `minimal` is refused by several Gemini 3+
-/// models, so it is sent as `low`.
+/// models, so it is sent as `low`; above `high` only some Gemini 4 models go, so
+/// `xhigh` and `max` are sent as `high`.
 fn gemini_level(effort: Effort) -> &'static str {
     match effort {
         Effort::Minimal | Effort::Low => "low",
         Effort::Medium => "medium",
-        Effort::High => "high",
+        Effort::High | Effort::XHigh | Effort::Max => "high",
     }
 }
 

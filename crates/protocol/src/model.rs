@@ -222,6 +222,10 @@ pub enum Effort {
     Low,
     Medium,
     High,
+    /// OpenAI `xhigh`, Anthropic `xhigh` (Opus 4.7 and later).
+    XHigh,
+    /// OpenAI `max` (GPT-6), Anthropic `max`.
+    Max,
 }
 
 impl Effort {
@@ -231,6 +235,8 @@ impl Effort {
             Effort::Low => "low",
             Effort::Medium => "medium",
             Effort::High => "high",
+            Effort::XHigh => "xhigh",
+            Effort::Max => "max",
         }
     }
 
@@ -239,7 +245,9 @@ impl Effort {
             "minimal" | "none" => Some(Effort::Minimal),
             "low" => Some(Effort::Low),
             "medium" => Some(Effort::Medium),
-            "high" | "xhigh" | "max" => Some(Effort::High),
+            "high" => Some(Effort::High),
+            "xhigh" => Some(Effort::XHigh),
+            "max" => Some(Effort::Max),
             _ => None,
         }
     }
@@ -251,6 +259,8 @@ impl Effort {
             Effort::Low => 2048,
             Effort::Medium => 8192,
             Effort::High => 24576,
+            Effort::XHigh => 32768,
+            Effort::Max => 49152,
         }
     }
 
@@ -260,6 +270,8 @@ impl Effort {
             0..=1024 => Effort::Minimal,
             1025..=4096 => Effort::Low,
             4097..=16384 => Effort::Medium,
+            // Never above high: xhigh and max exist only on some models, so they are
+            // sent only when a client names them.
             _ => Effort::High,
         }
     }
@@ -727,6 +739,35 @@ mod tests {
         for (wire, model, reasoning, sampling) in cases {
             let want = ModelTraits { reasoning, sampling };
             assert_eq!(ModelTraits::infer(wire, model), want, "{model}");
+        }
+    }
+
+    #[test]
+    fn efforts_above_high_survive_the_wires_that_have_them() {
+        use crate::{Effort, Message, Reasoning, Request, Role};
+        for (name, effort) in [("xhigh", Effort::XHigh), ("max", Effort::Max)] {
+            assert_eq!(Effort::parse(name), Some(effort));
+            assert_eq!(effort.as_str(), name);
+            assert_eq!(Effort::from_budget(effort.budget_tokens()), Effort::High);
+            let req = Request {
+                messages: vec![Message::text(Role::User, "hi")],
+                reasoning: Some(Reasoning {
+                    enabled: true,
+                    effort: Some(effort),
+                    budget_tokens: None,
+                }),
+                ..Request::default()
+            };
+            let openai = Wire::OpenAiChat.encode_request(&req).unwrap();
+            assert_eq!(openai["reasoning_effort"], name);
+            let adaptive = ModelTraits { reasoning: Effort, sampling: true };
+            let anthropic = Wire::Anthropic.encode_request_for(&req, adaptive).unwrap();
+            assert_eq!(anthropic["output_config"]["effort"], name);
+            let gemini = Wire::Gemini.encode_request_for(&req, adaptive).unwrap();
+            assert_eq!(gemini["generationConfig"]["thinkingConfig"]["thinkingLevel"], "high");
+        }
+        for effort in [Effort::Minimal, Effort::Low, Effort::Medium, Effort::High] {
+            assert_eq!(Effort::from_budget(effort.budget_tokens()), effort);
         }
     }
 }
