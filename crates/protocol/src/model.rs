@@ -264,14 +264,13 @@ impl Effort {
         }
     }
 
-    /// The effort that best matches a token budget.
+    /// The effort that best matches a token budget: low to high only. `minimal`,
+    /// `xhigh` and `max` exist on some models only (GPT-6 refuses `minimal`), so
+    /// they are sent only when a client names them.
     pub fn from_budget(budget: u64) -> Self {
         match budget {
-            0..=1024 => Effort::Minimal,
-            1025..=4096 => Effort::Low,
+            0..=4096 => Effort::Low,
             4097..=16384 => Effort::Medium,
-            // Never above high: xhigh and max exist only on some models, so they are
-            // sent only when a client names them.
             _ => Effort::High,
         }
     }
@@ -766,8 +765,9 @@ mod tests {
             let gemini = Wire::Gemini.encode_request_for(&req, adaptive).unwrap();
             assert_eq!(gemini["generationConfig"]["thinkingConfig"]["thinkingLevel"], "high");
         }
-        for effort in [Effort::Minimal, Effort::Low, Effort::Medium, Effort::High] {
+        for effort in [Effort::Low, Effort::Medium, Effort::High] {
             assert_eq!(Effort::from_budget(effort.budget_tokens()), effort);
         }
+        assert_eq!(Effort::from_budget(Effort::Minimal.budget_tokens()), Effort::Low);
     }
 }
