@@ -223,6 +223,7 @@ pub enum Effort {
     Medium,
     High,
     /// OpenAI `xhigh`, Anthropic `xhigh` (Opus 4.7 and later).
+    #[serde(rename = "xhigh")]
     XHigh,
     /// OpenAI `max` (GPT-6), Anthropic `max`.
     Max,
@@ -747,6 +748,7 @@ mod tests {
         for (name, effort) in [("xhigh", Effort::XHigh), ("max", Effort::Max)] {
             assert_eq!(Effort::parse(name), Some(effort));
             assert_eq!(effort.as_str(), name);
+            assert_eq!(serde_json::to_value(effort).unwrap(), name, "serialized as named");
             assert_eq!(Effort::from_budget(effort.budget_tokens()), Effort::High);
             let req = Request {
                 messages: vec![Message::text(Role::User, "hi")],
