@@ -111,6 +111,7 @@ impl ModelEntry {
         switchyard_protocol::ModelTraits {
             reasoning: self.reasoning_control.unwrap_or(inferred.reasoning),
             sampling: self.sampling.unwrap_or(inferred.sampling),
+            ..inferred
         }
     }
 

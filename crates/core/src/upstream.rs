@@ -180,7 +180,7 @@ fn splice(
     traits: ModelTraits,
 ) -> Option<Vec<u8>> {
     if clamp.is_some()
-        || may_need_adapting(wire, request, traits)
+        || may_need_adapting(wire, request, traits, raw.bytes())
         || !spec.drop_fields.is_empty()
         || memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_some()
     {
@@ -198,9 +198,12 @@ fn splice(
 /// forwarded byte for byte). An Anthropic client's thinking needs editing only when
 /// its form is not the model's: a budget (`enabled`) for an effort model, no budget
 /// (`adaptive`) for a budget model.
-fn may_need_adapting(wire: Wire, req: &Request, traits: ModelTraits) -> bool {
+fn may_need_adapting(wire: Wire, req: &Request, traits: ModelTraits, raw: &[u8]) -> bool {
     match wire {
-        Wire::OpenAiChat | Wire::Gemini => false,
+        Wire::OpenAiChat => {
+            !traits.takes_max_tokens && memchr::memmem::find(raw, b"\"max_tokens\"").is_some()
+        }
+        Wire::Gemini => false,
         Wire::Anthropic => {
             let thinking = req.reasoning.as_ref().is_some_and(|r| {
                 r.enabled
@@ -258,13 +261,21 @@ pub fn build_body(
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
         for (field, edit) in wire.adapt_native(raw, traits) {
             match edit {
-                None => drop.push(field),
-                // The deployment's output ceiling stays the ceiling.
-                Some(_) if field == "max_tokens" && clamp.is_some() => {}
-                Some(v) => match overrides.iter_mut().find(|(k, _)| *k == field) {
-                    Some(slot) => slot.1 = v,
-                    None => overrides.push((field, v)),
-                },
+                None => {
+                    drop.push(field);
+                    overrides.retain(|(k, _)| *k != field);
+                }
+                Some(v) => {
+                    // The deployment's output ceiling stays the ceiling.
+                    let v = match (field, clamp) {
+                        ("max_tokens" | "max_completion_tokens", Some(cap)) => Value::from(cap),
+                        _ => v,
+                    };
+                    match overrides.iter_mut().find(|(k, _)| *k == field) {
+                        Some(slot) => slot.1 = v,
+                        None => overrides.push((field, v)),
+                    }
+                }
             }
         }
         return Ok(write_object(raw, &overrides, &drop));

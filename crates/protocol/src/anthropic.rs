@@ -2801,8 +2801,16 @@ mod tests {
 
     #[test]
     fn effort_controlled_models_get_adaptive_thinking_and_no_refused_sampling() {
-        let adaptive = ModelTraits { reasoning: ReasoningControl::Effort, sampling: true };
-        let strict = ModelTraits { reasoning: ReasoningControl::Effort, sampling: false };
+        let adaptive = ModelTraits {
+            reasoning: ReasoningControl::Effort,
+            sampling: true,
+            takes_max_tokens: true,
+        };
+        let strict = ModelTraits {
+            reasoning: ReasoningControl::Effort,
+            sampling: false,
+            takes_max_tokens: true,
+        };
         let base = Request {
             model: "claude-opus-4-7".into(),
             messages: vec![Message::text(Role::User, "hi")],
@@ -2873,8 +2881,16 @@ mod tests {
 
     #[test]
     fn native_bodies_get_the_thinking_form_of_the_target_model() {
-        let effort = ModelTraits { reasoning: ReasoningControl::Effort, sampling: false };
-        let budget = ModelTraits { reasoning: ReasoningControl::Budget, sampling: true };
+        let effort = ModelTraits {
+            reasoning: ReasoningControl::Effort,
+            sampling: false,
+            takes_max_tokens: true,
+        };
+        let budget = ModelTraits {
+            reasoning: ReasoningControl::Budget,
+            sampling: true,
+            takes_max_tokens: true,
+        };
         let obj = |v: Value| v.as_object().cloned().unwrap();
 
         // enabled + budget to an effort model: adaptive + the nearest effort, beside an

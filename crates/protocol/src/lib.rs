@@ -122,9 +122,9 @@ impl Wire {
     ) -> Vec<FieldEdit> {
         match self {
             Wire::Anthropic => anthropic::adapt_native(body, traits),
-            // OpenAI's reasoning_effort is one form for every model; Gemini is not a
-            // client format, so its bodies never take the fast path.
-            Wire::OpenAiChat | Wire::Gemini => Vec::new(),
+            Wire::OpenAiChat => openai_chat::adapt_native(body, traits),
+            // Gemini is not a client format: its bodies never take the fast path.
+            Wire::Gemini => Vec::new(),
         }
     }
 

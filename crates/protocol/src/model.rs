@@ -321,6 +321,10 @@ pub struct ModelTraits {
     /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
     /// Claude models after it refuse any of them with a 400, so they are left out.
     pub sampling: bool,
+    /// The model takes the older `max_tokens`. OpenAI's reasoning models (o1 and
+    /// later, GPT-5 and later) refuse it and take only `max_completion_tokens`,
+    /// which every OpenAI model accepts.
+    pub takes_max_tokens: bool,
 }
 
 impl ModelTraits {
@@ -329,8 +333,30 @@ impl ModelTraits {
             crate::Wire::Anthropic => claude_version(upstream_model).is_none_or(|v| v < (4, 7)),
             crate::Wire::Gemini | crate::Wire::OpenAiChat => true,
         };
-        Self { reasoning: ReasoningControl::infer(wire, upstream_model), sampling }
+        let takes_max_tokens =
+            wire != crate::Wire::OpenAiChat || !openai_reasoning_model(upstream_model);
+        Self {
+            reasoning: ReasoningControl::infer(wire, upstream_model),
+            sampling,
+            takes_max_tokens,
+        }
     }
+}
+
+/// OpenAI's reasoning models by id: `o1`, `o3-mini`, `o4-mini`, `gpt-5`, `gpt-5.1`,
+/// `gpt-6.2-sol`; a routing prefix such as `openai/` is skipped. Not `gpt-4o`, not
+/// `gpt-oss-120b`.
+fn openai_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let o_series = name.strip_prefix('o').is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].chars().next().is_none_or(|c| c == '-')
+    });
+    let gpt_major = name
+        .strip_prefix("gpt-")
+        .and_then(|rest| rest.split(['.', '-']).next())
+        .and_then(|major| major.parse::<u32>().ok());
+    o_series || gpt_major.is_some_and(|major| major >= 5)
 }
 
 /// One change to a client's own top-level body on the same-format fast path:
@@ -737,7 +763,7 @@ mod tests {
             (Wire::OpenAiChat, "gpt-4o-mini", Effort, true),
         ];
         for (wire, model, reasoning, sampling) in cases {
-            let want = ModelTraits { reasoning, sampling };
+            let want = ModelTraits { reasoning, sampling, takes_max_tokens: true };
             assert_eq!(ModelTraits::infer(wire, model), want, "{model}");
         }
     }
@@ -761,7 +787,8 @@ mod tests {
             };
             let openai = Wire::OpenAiChat.encode_request(&req).unwrap();
             assert_eq!(openai["reasoning_effort"], name);
-            let adaptive = ModelTraits { reasoning: Effort, sampling: true };
+            let adaptive =
+                ModelTraits { reasoning: Effort, sampling: true, takes_max_tokens: true };
             let anthropic = Wire::Anthropic.encode_request_for(&req, adaptive).unwrap();
             assert_eq!(anthropic["output_config"]["effort"], name);
             let gemini = Wire::Gemini.encode_request_for(&req, adaptive).unwrap();
@@ -771,5 +798,26 @@ mod tests {
             assert_eq!(Effort::from_budget(effort.budget_tokens()), effort);
         }
         assert_eq!(Effort::from_budget(Effort::Minimal.budget_tokens()), Effort::Low);
+    }
+
+    #[test]
+    fn openai_reasoning_models_take_only_max_completion_tokens() {
+        for model in [
+            "o1",
+            "o3-mini",
+            "o4-mini-2025-04-16",
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-6.2-sol",
+            "openai/gpt-5-mini",
+        ] {
+            assert!(!ModelTraits::infer(Wire::OpenAiChat, model).takes_max_tokens, "{model}");
+        }
+        for model in
+            ["gpt-4o", "gpt-4.1-mini", "gpt-oss-120b", "llama-3.3-70b", "omni-moderation", "o"]
+        {
+            assert!(ModelTraits::infer(Wire::OpenAiChat, model).takes_max_tokens, "{model}");
+        }
+        assert!(ModelTraits::infer(Wire::Anthropic, "o1").takes_max_tokens);
     }
 }

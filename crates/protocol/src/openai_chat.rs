@@ -394,6 +394,25 @@ fn content_parts(content: Option<WireContent>) -> Vec<Part> {
     }
 }
 
+/// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
+/// `max_completion_tokens` for a model that refuses the older field (OpenAI's
+/// reasoning models); `reasoning_effort` is one form for every model.
+pub fn adapt_native(
+    body: &serde_json::Map<String, Value>,
+    traits: crate::ModelTraits,
+) -> Vec<crate::FieldEdit> {
+    match body.get("max_tokens") {
+        Some(v) if !traits.takes_max_tokens => {
+            let mut edits = vec![("max_tokens", None)];
+            if !body.contains_key("max_completion_tokens") {
+                edits.push(("max_completion_tokens", Some(v.clone())));
+            }
+            edits
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Canonical request → Chat Completions body for an upstream.
 pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -1366,5 +1385,23 @@ mod tests {
             let streamed = decode_stream(&chunks).unwrap();
             prop_assert_eq!(streamed, resp);
         }
+    }
+
+    #[test]
+    fn max_tokens_becomes_max_completion_tokens_for_models_that_refuse_it() {
+        let strict = crate::ModelTraits::infer(crate::Wire::OpenAiChat, "gpt-6.2-sol");
+        let lenient = crate::ModelTraits::infer(crate::Wire::OpenAiChat, "gpt-4o");
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        assert_eq!(
+            adapt_native(&obj(json!({"max_tokens": 50, "n": 1})), strict),
+            vec![("max_tokens", None), ("max_completion_tokens", Some(json!(50)))]
+        );
+        // Both given: the newer field wins, the older one goes.
+        assert_eq!(
+            adapt_native(&obj(json!({"max_tokens": 50, "max_completion_tokens": 70})), strict),
+            vec![("max_tokens", None)]
+        );
+        assert!(adapt_native(&obj(json!({"max_tokens": 50})), lenient).is_empty());
+        assert!(adapt_native(&obj(json!({"max_completion_tokens": 50})), strict).is_empty());
     }
 }

@@ -1926,3 +1926,30 @@ async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
     let expected = raw.replace("m-opus47", "claude-opus-4-7");
     assert_eq!(std::str::from_utf8(&sent().raw).unwrap(), expected);
 }
+
+/// OpenAI's reasoning models refuse `max_tokens`: an OpenAI client's own body keeps
+/// its limit as `max_completion_tokens` there (clamped to the deployment's ceiling
+/// like any other limit), and keeps `max_tokens` elsewhere.
+#[tokio::test]
+async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
+    let extra = "  - id: m-sol\n    deployments: [{ provider: openai, model: gpt-6.2-sol }]\n\
+                 \x20 - id: m-sol-capped\n    max_output_tokens: 100\n    \
+                 deployments: [{ provider: openai, model: gpt-6.2-sol }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let ask = |model: &str| {
+        json!({"model": model, "max_tokens": 500, "x_unknown": 1,
+               "messages": [{"role": "user", "content": "hi"}]})
+    };
+    let sent = || h.openai.received().last().unwrap().body.clone();
+    for (model, limit) in [("m-sol", 500), ("m-sol-capped", 100)] {
+        let r = h.post("/v1/chat/completions", &ask(model)).await;
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        let up = sent();
+        assert!(up.get("max_tokens").is_none(), "{up}");
+        assert_eq!(up["max_completion_tokens"], limit, "{model}");
+        assert_eq!(up["x_unknown"], 1);
+    }
+    let r = h.post("/v1/chat/completions", &ask("m-openai")).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    assert_eq!(sent()["max_tokens"], 500, "a model that takes max_tokens keeps it");
+}
