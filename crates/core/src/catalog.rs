@@ -91,6 +91,8 @@ pub struct ModelEntry {
     pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
     /// The catalog's word on sampling parameters (None: inferred).
     pub sampling: Option<bool>,
+    /// The catalog's word on `max_tokens` (None: inferred).
+    pub takes_max_tokens: Option<bool>,
     pub hidden: bool,
     pub retires: Option<Date>,
     pub fallbacks: Vec<String>,
@@ -111,7 +113,7 @@ impl ModelEntry {
         switchyard_protocol::ModelTraits {
             reasoning: self.reasoning_control.unwrap_or(inferred.reasoning),
             sampling: self.sampling.unwrap_or(inferred.sampling),
-            ..inferred
+            takes_max_tokens: self.takes_max_tokens.unwrap_or(inferred.takes_max_tokens),
         }
     }
 
@@ -678,6 +680,7 @@ impl Catalog {
                 capabilities: m.capabilities.as_deref().map(capabilities),
                 reasoning_control: m.reasoning_control,
                 sampling: m.sampling,
+                takes_max_tokens: m.takes_max_tokens,
                 hidden: m.hidden,
                 retires,
                 fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),

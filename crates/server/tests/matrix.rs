@@ -1934,6 +1934,8 @@ async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
 async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
     let extra = "  - id: m-sol\n    deployments: [{ provider: openai, model: gpt-6.2-sol }]\n\
                  \x20 - id: m-sol-capped\n    max_output_tokens: 100\n    \
+                 deployments: [{ provider: openai, model: gpt-6.2-sol }]\n\
+                 \x20 - id: m-sol-pinned\n    takes_max_tokens: true\n    \
                  deployments: [{ provider: openai, model: gpt-6.2-sol }]\n";
     let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
     let ask = |model: &str| {
@@ -1949,7 +1951,9 @@ async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
         assert_eq!(up["max_completion_tokens"], limit, "{model}");
         assert_eq!(up["x_unknown"], 1);
     }
-    let r = h.post("/v1/chat/completions", &ask("m-openai")).await;
-    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    assert_eq!(sent()["max_tokens"], 500, "a model that takes max_tokens keeps it");
+    for model in ["m-openai", "m-sol-pinned"] {
+        let r = h.post("/v1/chat/completions", &ask(model)).await;
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        assert_eq!(sent()["max_tokens"], 500, "{model} takes max_tokens: kept");
+    }
 }

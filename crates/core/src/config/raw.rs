@@ -336,6 +336,10 @@ pub struct ModelConfig {
     /// Opus 4.7 and later refuse them; everything else takes them).
     #[serde(default)]
     pub sampling: Option<bool>,
+    /// OpenAI-chat: whether the model takes the older `max_tokens`. Absent:
+    /// inferred (OpenAI's reasoning models, o1+ and GPT-5+ by id, do not).
+    #[serde(default)]
+    pub takes_max_tokens: Option<bool>,
     /// Served but never listed.
     #[serde(default)]
     pub hidden: bool,
