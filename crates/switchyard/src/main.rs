@@ -325,17 +325,21 @@ fn print_catalog(name: &str, c: &Catalog) {
                 c.providers.get(d.provider).map(|p| format!("{}/{}", p.name, d.upstream_model))
             })
             .collect();
-        // How translated requests carry reasoning and sampling to the first
+        // How requests carry reasoning, sampling and the output limit to the first
         // deployment (OpenAI-chat always takes `reasoning_effort`).
         let first = m.deployments.first().and_then(|d| Some((c.providers.get(d.provider)?, d)));
         if let Some((p, d)) = first
-            && let Some(wire) =
-                p.wire().filter(|w| *w != switchyard_core::protocol::Wire::OpenAiChat)
+            && let Some(wire) = p.wire()
         {
             let traits = m.traits(wire, &d.upstream_model);
-            flags.push(format!("reasoning:{}", traits.reasoning.as_str()));
+            if wire != switchyard_core::protocol::Wire::OpenAiChat {
+                flags.push(format!("reasoning:{}", traits.reasoning.as_str()));
+            }
             if !traits.sampling {
                 flags.push("no-sampling".to_owned());
+            }
+            if !traits.takes_max_tokens {
+                flags.push("max_completion_tokens-only".to_owned());
             }
         }
         let price = m
