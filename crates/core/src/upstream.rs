@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    ClientFormat, ModelTraits, ProtocolError, ReasoningControl, Request, SseDecoder, SseEvent,
-    StreamDecoder, StreamEvent, Wire, util,
+    ClientFormat, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder,
+    StreamEvent, Wire, util,
 };
 use tokio::sync::mpsc;
 
@@ -180,7 +180,7 @@ fn splice(
     traits: ModelTraits,
 ) -> Option<Vec<u8>> {
     if clamp.is_some()
-        || may_need_adapting(wire, request, traits, raw.bytes())
+        || wire.may_adapt(request, raw.bytes(), traits)
         || !spec.drop_fields.is_empty()
         || memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_some()
     {
@@ -191,32 +191,6 @@ fn splice(
         return util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#);
     }
     Some(body)
-}
-
-/// Whether [`Wire::adapt_native`] might edit this request, decided from the parsed
-/// request so that a body needing nothing keeps the byte-level fast path (and is
-/// forwarded byte for byte). An Anthropic client's thinking needs editing only when
-/// its form is not the model's: a budget (`enabled`) for an effort model, no budget
-/// (`adaptive`) for a budget model.
-fn may_need_adapting(wire: Wire, req: &Request, traits: ModelTraits, raw: &[u8]) -> bool {
-    match wire {
-        Wire::OpenAiChat => {
-            !traits.takes_max_tokens && memchr::memmem::find(raw, b"\"max_tokens\"").is_some()
-        }
-        Wire::Gemini => false,
-        Wire::Anthropic => {
-            let thinking = req.reasoning.as_ref().is_some_and(|r| {
-                r.enabled
-                    && match traits.reasoning {
-                        ReasoningControl::Effort => r.budget_tokens.is_some(),
-                        ReasoningControl::Budget => r.budget_tokens.is_none(),
-                    }
-            });
-            let sampling = !traits.sampling
-                && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
-            thinking || sampling
-        }
-    }
 }
 
 /// The body to send to `wire` for this candidate.

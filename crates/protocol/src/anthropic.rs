@@ -619,15 +619,16 @@ pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<Field
                 .as_mut()
                 .and_then(|c| c.remove("effort"))
                 .and_then(|e| e.as_str().and_then(Effort::parse));
-            let budget = effort.unwrap_or(Effort::Medium).budget_tokens().max(MIN_THINKING_BUDGET);
+            let asked = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+            let (budget, max_tokens) =
+                budget_within(effort.unwrap_or(Effort::Medium).budget_tokens(), asked);
             edits.push(("thinking", Some(json!({"type": "enabled", "budget_tokens": budget}))));
             if body.get("output_config").is_some() {
                 let rest = output_config.filter(|c| !c.is_empty()).map(Value::Object);
                 edits.push(("output_config", rest));
             }
-            let max_tokens = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
-            if max_tokens <= budget {
-                edits.push(("max_tokens", Some(json!(budget.saturating_add(MIN_THINKING_BUDGET)))));
+            if max_tokens != asked {
+                edits.push(("max_tokens", Some(json!(max_tokens))));
             }
         }
         _ => {}
@@ -640,6 +641,32 @@ pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<Field
         }
     }
     edits
+}
+
+/// A thinking budget the API accepts (at least its minimum) and a `max_tokens` above
+/// it (the API requires the budget to be strictly below), raised only if needed.
+fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
+    let budget = budget.max(MIN_THINKING_BUDGET);
+    let max_tokens =
+        if max_tokens <= budget { budget.saturating_add(MIN_THINKING_BUDGET) } else { max_tokens };
+    (budget, max_tokens)
+}
+
+/// Whether [`adapt_native`] might edit a body whose parsed form is `req`, decided
+/// without looking at the body, so one needing nothing keeps the byte-level fast
+/// path: its thinking is not in the model's form (a budget for an effort model, none
+/// for a budget model), or it sets sampling parameters the model refuses.
+pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
+    let thinking = req.reasoning.as_ref().is_some_and(|r| {
+        r.enabled
+            && match traits.reasoning {
+                ReasoningControl::Effort => r.budget_tokens.is_some(),
+                ReasoningControl::Budget => r.budget_tokens.is_none(),
+            }
+    });
+    let sampling = !traits.sampling
+        && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
+    thinking || sampling
 }
 
 /// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
@@ -668,10 +695,8 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     let thinking = req.reasoning.as_ref().filter(|r| r.enabled);
     match (thinking, traits.reasoning) {
         (Some(reasoning), ReasoningControl::Budget) => {
-            let budget = reasoning.budget().max(MIN_THINKING_BUDGET);
-            if max_tokens <= budget {
-                max_tokens = budget.saturating_add(MIN_THINKING_BUDGET);
-            }
+            let (budget, raised) = budget_within(reasoning.budget(), max_tokens);
+            max_tokens = raised;
             body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
         }
         (Some(reasoning), ReasoningControl::Effort) => {

@@ -128,6 +128,17 @@ impl Wire {
         }
     }
 
+    /// Whether [`Wire::adapt_native`] might edit a client's body (`body`, parsed as
+    /// `req`); false means it can be forwarded as it is (model aside) without being
+    /// parsed as an object.
+    pub fn may_adapt(self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
+        match self {
+            Wire::Anthropic => anthropic::may_adapt(req, traits),
+            Wire::OpenAiChat => openai_chat::may_adapt(body, traits),
+            Wire::Gemini => false,
+        }
+    }
+
     /// The body for this wire, for a model with the given traits.
     pub fn encode_request_for(
         self,

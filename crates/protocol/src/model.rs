@@ -296,9 +296,13 @@ impl ReasoningControl {
     /// say: effort for Claude 4.6 and later and for Gemini 3 and later, a budget for
     /// earlier (and unrecognised) models of those wires.
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
+        Self::from_generation(wire, upstream_model, claude_version(upstream_model))
+    }
+
+    fn from_generation(wire: crate::Wire, model: &str, claude: Option<(u32, u32)>) -> Self {
         let newer = match wire {
-            crate::Wire::Anthropic => claude_version(upstream_model).is_some_and(|v| v >= (4, 6)),
-            crate::Wire::Gemini => gemini_major(upstream_model).is_some_and(|v| v >= 3),
+            crate::Wire::Anthropic => claude.is_some_and(|v| v >= (4, 6)),
+            crate::Wire::Gemini => gemini_major(model).is_some_and(|v| v >= 3),
             crate::Wire::OpenAiChat => true,
         };
         if newer { ReasoningControl::Effort } else { ReasoningControl::Budget }
@@ -329,16 +333,14 @@ pub struct ModelTraits {
 
 impl ModelTraits {
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
-        let sampling = match wire {
-            crate::Wire::Anthropic => claude_version(upstream_model).is_none_or(|v| v < (4, 7)),
-            crate::Wire::Gemini | crate::Wire::OpenAiChat => true,
-        };
-        let takes_max_tokens =
-            wire != crate::Wire::OpenAiChat || !openai_reasoning_model(upstream_model);
+        // Parsed once: this runs for every attempt.
+        let claude = (wire == crate::Wire::Anthropic).then(|| claude_version(upstream_model));
+        let claude = claude.flatten();
         Self {
-            reasoning: ReasoningControl::infer(wire, upstream_model),
-            sampling,
-            takes_max_tokens,
+            reasoning: ReasoningControl::from_generation(wire, upstream_model, claude),
+            sampling: wire != crate::Wire::Anthropic || claude.is_none_or(|v| v < (4, 7)),
+            takes_max_tokens: wire != crate::Wire::OpenAiChat
+                || !openai_reasoning_model(upstream_model),
         }
     }
 }
@@ -368,18 +370,14 @@ pub type FieldEdit = (&'static str, Option<serde_json::Value>);
 /// `anthropic.` or `us.anthropic.` is skipped.
 fn claude_version(model: &str) -> Option<(u32, u32)> {
     let rest = &model[model.find("claude-")? + "claude-".len()..];
-    let numbers: Vec<u32> = rest
+    let mut numbers = rest
         .split(['-', '.', '@', ':'])
         .filter(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
         // Dates (`20250514`) and version tags (`v1`) are not version numbers.
         .filter(|part| part.len() <= 2)
-        .filter_map(|part| part.parse().ok())
-        .collect();
-    match numbers.as_slice() {
-        [] => None,
-        [major] => Some((*major, 0)),
-        [major, minor, ..] => Some((*major, *minor)),
-    }
+        .filter_map(|part| part.parse().ok());
+    let major = numbers.next()?;
+    Some((major, numbers.next().unwrap_or(0)))
 }
 
 /// The major version of a Gemini model id: `gemini-3-pro-preview` → 3,

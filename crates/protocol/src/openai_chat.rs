@@ -394,6 +394,12 @@ fn content_parts(content: Option<WireContent>) -> Vec<Part> {
     }
 }
 
+/// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
+/// refuses it.
+pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
+    !traits.takes_max_tokens && crate::util::top_level_value(body, "max_tokens").is_some()
+}
+
 /// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
 /// `max_completion_tokens` for a model that refuses the older field (OpenAI's
 /// reasoning models); `reasoning_effort` is one form for every model.
