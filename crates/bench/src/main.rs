@@ -12,6 +12,7 @@
 //! ```
 
 mod client;
+mod forward;
 mod load;
 mod procs;
 mod report;
@@ -88,10 +89,30 @@ struct Cli {
     /// Print the results as JSON on stdout (the markdown report then goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Leave out the stack floor: the two forwarders (axum + reqwest, axum +
+    /// hyper-util's client) measured in the throughput phase beside the gateway.
+    #[arg(long)]
+    no_floor: bool,
+    /// Internal: run as a stack-floor forwarder (with --listen and --upstream).
+    #[arg(long, hide = true, value_enum, requires_all = ["listen", "upstream"])]
+    forwarder: Option<forward::Kind>,
+    #[arg(long, hide = true)]
+    listen: Option<SocketAddr>,
+    #[arg(long, hide = true)]
+    upstream: Option<SocketAddr>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let (Some(kind), Some(listen), Some(upstream)) = (cli.forwarder, cli.listen, cli.upstream) {
+        return match forward::run(kind, listen, upstream) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("switchyard-bench forwarder: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let argv: Vec<String> = std::env::args().collect();
     // Pin before the runtime starts any thread: threads inherit the affinity.
     let placement = procs::place(cli.no_pin);
@@ -460,20 +481,49 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     })?;
     let gateway_version = command_output(&gateway_bin, &["--version"]);
 
+    // The stack floor: the gateway's HTTP stack with no gateway in it.
+    let mut floors = Vec::new();
+    if !cli.no_floor {
+        let me =
+            std::env::current_exe().map_err(|e| format!("cannot find the bench binary: {e}"))?;
+        for kind in [forward::Kind::Reqwest, forward::Kind::Hyper] {
+            let server = spawn_on_free_port(kind.label(), |port| {
+                let argv = vec![
+                    me.display().to_string(),
+                    "--forwarder".to_owned(),
+                    format!("{kind:?}").to_lowercase(),
+                    "--listen".to_owned(),
+                    local(port).to_string(),
+                    "--upstream".to_owned(),
+                    upstream.to_string(),
+                ];
+                let log = tmp.0.join(format!("{}.stderr", kind.label()));
+                Server::spawn(kind.label(), &argv, pin, local(port), log, &[])
+            })?;
+            floors.push(server);
+        }
+    }
+
     let mut targets = vec![target("direct", upstream, None)];
     if let Some(n) = &nginx {
         targets.push(target("nginx", n.addr, Some(n.pid())));
     }
     targets.push(target("gateway", gateway.addr, Some(gateway.pid())));
 
+    let floor_targets: Vec<Target> =
+        floors.iter().map(|f| target(f.name, f.addr, Some(f.pid()))).collect();
     for t in &targets {
         load::verify(t, ANSWER).await.map_err(|e| {
             let log = if t.name == "gateway" { gateway.log_tail() } else { String::new() };
             format!("{e}\n{log}")
         })?;
     }
+    for (t, f) in floor_targets.iter().zip(&floors) {
+        load::verify(t, ANSWER).await.map_err(|e| format!("{e}\n{}", f.log_tail()))?;
+    }
     let mut exclude = vec![std::process::id(), gateway.pid()];
     exclude.extend(nginx.as_ref().map(Server::pid));
+    exclude.extend(floors.iter().map(Server::pid));
     let mut watch = Watch { exclude, clk_tck, retries: cli.retries as usize, phases: Vec::new() };
     let servers: Vec<&Server> = nginx.iter().chain(std::iter::once(&gateway)).collect();
     let mut attempt = 0;
@@ -538,10 +588,14 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         }
     }
 
-    // 2. Throughput (and 4. CPU per request).
+    // 2. Throughput (and 4. CPU per request), the stack floor after the gateway.
+    for t in &floor_targets {
+        progress(format!("warming up {}", t.name));
+        load::throughput(t, THROUGHPUT_CONCURRENCY, Duration::from_secs(1)).await?;
+    }
     let duration = Duration::from_secs(cli.duration);
     let mut throughput = Vec::new();
-    for t in &targets {
+    for t in targets.iter().chain(&floor_targets) {
         progress(format!(
             "throughput, concurrency {THROUGHPUT_CONCURRENCY}, {} s: {}",
             cli.duration, t.name
@@ -640,6 +694,9 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         commands.push(("nginx".to_owned(), n.command.clone()));
     }
     commands.push(("gateway".to_owned(), gateway.command.clone()));
+    for f in &floors {
+        commands.push((f.name.to_owned(), f.command.clone()));
+    }
 
     let report = Report {
         date: report::utc_now(),
@@ -674,6 +731,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     };
     drop(gateway);
     drop(nginx);
+    drop(floors);
     drop(tmp);
     Ok(report)
 }

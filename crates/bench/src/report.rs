@@ -152,6 +152,34 @@ impl Report {
         Some(self.tput("nginx")?.cpu_us_per_request? / self.tput("gateway")?.cpu_us_per_request?)
     }
 
+    /// What the stack floor rows say: each forwarder against nginx, and the CPU
+    /// the gateway spends above the stack it is built on.
+    fn floor_lines(&self) -> Vec<String> {
+        let nginx = self.tput("nginx");
+        let gateway_cpu = self.tput("gateway").and_then(|r| r.cpu_us_per_request);
+        let mut lines = Vec::new();
+        for (name, what) in [
+            ("axum+reqwest", "axum + reqwest, the gateway's HTTP stack"),
+            ("axum+hyper", "axum + hyper-util's client, what reqwest wraps"),
+        ] {
+            let Some(row) = self.tput(name) else { continue };
+            let vs_nginx = nginx.map(|n| row.rps / n.rps);
+            let cpu_ratio = nginx
+                .and_then(|n| n.cpu_us_per_request)
+                .zip(row.cpu_us_per_request)
+                .map(|(n, f)| n / f);
+            let above = gateway_cpu.zip(row.cpu_us_per_request).map(|(g, f)| g - f);
+            lines.push(format!(
+                "\nStack floor, {what}, forwarding only (no parsing, no records): {} of nginx's \
+                 throughput ({} by CPU per request); the gateway spends {} µs of CPU per request above it.",
+                ratio(vs_nginx),
+                ratio(cpu_ratio),
+                above.map_or_else(|| "—".into(), f1),
+            ));
+        }
+        lines
+    }
+
     fn verdicts(&self) -> Vec<Verdict> {
         let mut v = Vec::new();
         let tr = self.throughput_ratio();
@@ -350,6 +378,9 @@ impl Report {
             ratio(self.throughput_ratio()),
             ratio(self.cpu_capacity_ratio())
         );
+        for line in self.floor_lines() {
+            let _ = writeln!(s, "{line}");
+        }
 
         let _ = writeln!(
             s,
