@@ -130,13 +130,54 @@ fn skip_ws(body: &[u8], mut i: usize) -> usize {
 fn string_close(body: &[u8], open: usize) -> Option<usize> {
     let mut i = open + 1;
     loop {
+        // Text runs are skipped a word at a time; only quotes and escapes stop.
+        i += memchr::memchr2(b'"', b'\\', body.get(i..)?)?;
         match body.get(i)? {
             b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
+            _ => return Some(i),
         }
     }
 }
+
+/// Whether arrays and objects in `body` nest deeper than `max`, counted on the
+/// bytes (strings skipped) so a parser's recursion never meets a body that is too
+/// deep. Not a validator: bytes that are not JSON get an answer the parse then
+/// refuses (an unterminated string ends the count).
+pub fn nests_deeper_than(body: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(at) =
+        body.get(i..).and_then(|rest| rest.iter().position(|&b| STRUCTURAL[usize::from(b)]))
+    {
+        i += at;
+        match body.get(i) {
+            Some(b'"') => match string_close(body, i) {
+                Some(close) => i = close,
+                None => return false,
+            },
+            Some(b'{' | b'[') => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            _ => depth = depth.saturating_sub(1),
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Bytes that matter to the bracket scans ([`value_end`], [`nests_deeper_than`]).
+const STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'[' as usize] = true;
+    t[b']' as usize] = true;
+    t
+};
 
 /// One past the end of the JSON value starting at `start`.
 fn value_end(body: &[u8], start: usize) -> Option<usize> {
@@ -146,6 +187,7 @@ fn value_end(body: &[u8], start: usize) -> Option<usize> {
             let mut depth = 0usize;
             let mut i = start;
             loop {
+                i += body.get(i..)?.iter().position(|&b| STRUCTURAL[usize::from(b)])?;
                 match body.get(i)? {
                     b'"' => i = string_close(body, i)?,
                     b'{' | b'[' => depth += 1,
@@ -286,6 +328,25 @@ mod tests {
         fn never_panics(body in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = top_level_value(&body, "model");
             let _ = insert_top_level(&body, "k", b"1");
+            let _ = nests_deeper_than(&body, 3);
+        }
+
+        /// The byte count agrees with the depth of the parsed value.
+        #[test]
+        fn nesting_count_matches_the_value(v in value(), pretty in any::<bool>()) {
+            fn depth(v: &Value) -> usize {
+                match v {
+                    Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+                    Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+                    _ => 0,
+                }
+            }
+            let body = if pretty { serde_json::to_vec_pretty(&v) } else { serde_json::to_vec(&v) }.unwrap();
+            let d = depth(&v);
+            prop_assert!(!nests_deeper_than(&body, d));
+            if d > 0 {
+                prop_assert!(nests_deeper_than(&body, d - 1));
+            }
         }
     }
 }

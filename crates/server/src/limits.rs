@@ -20,33 +20,11 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, GatewayError> 
 
 /// Refuse JSON nested deeper than `max` (arrays and objects), without parsing it.
 pub fn check_depth(bytes: &[u8], max: usize) -> Result<(), GatewayError> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > max {
-                    return Err(GatewayError::invalid(
-                        "json_too_deep",
-                        format!("request JSON is nested deeper than {max} levels"),
-                    ));
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
+    if switchyard_protocol::util::nests_deeper_than(bytes, max) {
+        return Err(GatewayError::invalid(
+            "json_too_deep",
+            format!("request JSON is nested deeper than {max} levels"),
+        ));
     }
     Ok(())
 }
