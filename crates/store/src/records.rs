@@ -36,6 +36,42 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
     })
 }
 
+/// Columns per record row in [`RECORD_COLS`].
+const RECORD_COL_COUNT: usize = 27;
+
+/// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]), built once per
+/// backend and size: building it per batch cost more than binding the values.
+fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: [std::sync::OnceLock<String>; 2 * INSERT_CHUNKS.len()] =
+        [const { std::sync::OnceLock::new() }; 2 * INSERT_CHUNKS.len()];
+    let size = INSERT_CHUNKS.iter().position(|&n| n == rows).unwrap_or(INSERT_CHUNKS.len() - 1);
+    let slot = usize::from(sqlite) * INSERT_CHUNKS.len() + size;
+    let Some(cell) = SQL.get(slot) else { return "" };
+    cell.get_or_init(|| {
+        use std::fmt::Write;
+        let rows = INSERT_CHUNKS.get(size).copied().unwrap_or(1);
+        let mut sql = format!("INSERT INTO request_records ({RECORD_COLS}) VALUES ");
+        for row in 0..rows {
+            sql.push_str(if row == 0 { "(" } else { ", (" });
+            for col in 0..RECORD_COL_COUNT {
+                if col > 0 {
+                    sql.push_str(", ");
+                }
+                // Plain `?` for SQLite: sqlx looks up the name of every
+                // numbered one (`?NNN`) at each bind, which costs more than the insert.
+                if sqlite {
+                    sql.push('?');
+                } else {
+                    let _ = write!(sql, "${}", row * RECORD_COL_COUNT + col + 1);
+                }
+            }
+            sql.push(')');
+        }
+        sql.push_str(" ON CONFLICT (id) DO NOTHING");
+        sql
+    })
+}
+
 const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
@@ -94,44 +130,43 @@ impl Store {
             return Ok(());
         }
         let rows = batch.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
-        let head = const_format!("INSERT INTO request_records (", RECORD_COLS, ") ");
         let sqlite = self.backend() == Backend::Sqlite;
         on_pool!(self, |p, Db| {
             let mut tx =
                 if sqlite { p.begin_with(SQLITE_BEGIN_WRITE).await? } else { p.begin().await? };
             for chunk in insert_chunks(&rows) {
-                let mut qb = sqlx::QueryBuilder::<Db>::new(head);
-                qb.push_values(chunk, |mut b, e| {
-                    b.push_bind(text::<Db>(&e.r.id))
-                        .push_bind(e.time_ms)
-                        .push_bind(opt::<Db>(e.r.user.as_deref()))
-                        .push_bind(opt::<Db>(e.r.key_prefix.as_deref()))
-                        .push_bind(opt::<Db>(e.r.project.as_deref()))
-                        .push_bind(text::<Db>(&e.r.client_format))
-                        .push_bind(text::<Db>(&e.r.requested_model))
-                        .push_bind(opt::<Db>(e.r.resolved_model.as_deref()))
-                        .push_bind(opt::<Db>(e.r.route_id.as_deref()))
-                        .push_bind(opt::<Db>(e.r.provider.as_deref()))
-                        .push_bind(opt::<Db>(e.r.served_provider.as_deref()))
-                        .push_bind(opt::<Db>(e.r.upstream_model.as_deref()))
-                        .push_bind(text::<Db>(&e.r.descriptor))
-                        .push_bind(e.status)
-                        .push_bind(opt::<Db>(e.r.error_code.as_deref()))
-                        .push_bind(text::<Db>(&e.attempts))
-                        .push_bind(e.ttft_ms)
-                        .push_bind(e.total_ms)
-                        .push_bind(e.tokens[0])
-                        .push_bind(e.tokens[1])
-                        .push_bind(e.tokens[2])
-                        .push_bind(e.tokens[3])
-                        .push_bind(e.tokens[4])
-                        .push_bind(e.cost_usd)
-                        .push_bind(e.r.estimated)
-                        .push_bind(e.r.stream)
-                        .push_bind(opt::<Db>(e.r.content.as_deref()));
-                });
-                qb.push(" ON CONFLICT (id) DO NOTHING");
-                qb.build().execute(&mut *tx).await?;
+                let mut q = sqlx::query::<Db>(insert_sql(sqlite, chunk.len()));
+                for e in chunk {
+                    q = q
+                        .bind(text::<Db>(&e.r.id))
+                        .bind(e.time_ms)
+                        .bind(opt::<Db>(e.r.user.as_deref()))
+                        .bind(opt::<Db>(e.r.key_prefix.as_deref()))
+                        .bind(opt::<Db>(e.r.project.as_deref()))
+                        .bind(text::<Db>(&e.r.client_format))
+                        .bind(text::<Db>(&e.r.requested_model))
+                        .bind(opt::<Db>(e.r.resolved_model.as_deref()))
+                        .bind(opt::<Db>(e.r.route_id.as_deref()))
+                        .bind(opt::<Db>(e.r.provider.as_deref()))
+                        .bind(opt::<Db>(e.r.served_provider.as_deref()))
+                        .bind(opt::<Db>(e.r.upstream_model.as_deref()))
+                        .bind(text::<Db>(&e.r.descriptor))
+                        .bind(e.status)
+                        .bind(opt::<Db>(e.r.error_code.as_deref()))
+                        .bind(text::<Db>(&e.attempts))
+                        .bind(e.ttft_ms)
+                        .bind(e.total_ms)
+                        .bind(e.tokens[0])
+                        .bind(e.tokens[1])
+                        .bind(e.tokens[2])
+                        .bind(e.tokens[3])
+                        .bind(e.tokens[4])
+                        .bind(e.cost_usd)
+                        .bind(e.r.estimated)
+                        .bind(e.r.stream)
+                        .bind(opt::<Db>(e.r.content.as_deref()));
+                }
+                q.execute(&mut *tx).await?;
             }
             tx.commit().await?;
         });
@@ -450,6 +485,22 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insert_statements_have_a_placeholder_per_column_and_row() {
+        assert_eq!(RECORD_COLS.split(',').count(), RECORD_COL_COUNT);
+        for sqlite in [true, false] {
+            for rows in INSERT_CHUNKS {
+                let sql = insert_sql(sqlite, rows);
+                let mark = if sqlite { '?' } else { '$' };
+                assert_eq!(sql.matches(mark).count(), rows * RECORD_COL_COUNT, "{sql}");
+                let last =
+                    if sqlite { "?)".to_owned() } else { format!("${})", rows * RECORD_COL_COUNT) };
+                assert!(sql.ends_with(&format!("{last} ON CONFLICT (id) DO NOTHING")), "{sql}");
+                assert!(std::ptr::eq(sql, insert_sql(sqlite, rows)), "built once");
+            }
+        }
+    }
 
     #[test]
     fn batches_split_into_the_fixed_statement_sizes() {
