@@ -37,6 +37,8 @@ const MODEL: &str = "bench";
 const ANSWER: &str = "Hello! How can I help you today?";
 /// The gateway key the client sends (to every target; only the gateway checks it).
 const API_KEY: &str = "sk-bench-0123456789abcdef";
+/// The row of the gateway run with `storage: { url: none }` (no request records).
+const NO_RECORDS: &str = "gateway, no records";
 /// Concurrency levels of the latency phase.
 const LATENCY_LEVELS: [usize; 2] = [1, 32];
 /// Rounds the latency phase is split into, targets interleaved, so a slow
@@ -90,7 +92,8 @@ struct Cli {
     #[arg(long)]
     json: bool,
     /// Leave out the stack floor: the two forwarders (axum + reqwest, axum +
-    /// hyper-util's client) measured in the throughput phase beside the gateway.
+    /// hyper-util's client) and the gateway without request records, measured in
+    /// the throughput phase beside the gateway.
     #[arg(long)]
     no_floor: bool,
     /// Internal: run as a stack-floor forwarder (with --listen and --upstream).
@@ -455,30 +458,33 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     let yaml = gateway_yaml(upstream);
     let yaml_path = tmp.0.join("gateway.yaml");
     std::fs::write(&yaml_path, &yaml).map_err(|e| format!("write gateway.yaml: {e}"))?;
-    let gateway = spawn_on_free_port("gateway", |port| {
-        let argv = vec![
-            gateway_bin.display().to_string(),
-            "serve".to_owned(),
-            "--config".to_owned(),
-            yaml_path.display().to_string(),
-            "--listen".to_owned(),
-            local(port).to_string(),
-        ];
-        Server::spawn(
-            "gateway",
-            &argv,
-            pin,
-            local(port),
-            tmp.0.join("gateway.stderr"),
-            &[
-                "SWITCHYARD_LOG",
-                "SWITCHYARD_LOG_FORMAT",
-                "SWITCHYARD_CONFIG",
-                "SWITCHYARD_API_KEY",
-                "SWITCHYARD_LISTEN_ADDR",
-            ],
-        )
-    })?;
+    let start_gateway = |name: &'static str, config: &Path| {
+        spawn_on_free_port(name, |port| {
+            let argv = vec![
+                gateway_bin.display().to_string(),
+                "serve".to_owned(),
+                "--config".to_owned(),
+                config.display().to_string(),
+                "--listen".to_owned(),
+                local(port).to_string(),
+            ];
+            Server::spawn(
+                name,
+                &argv,
+                pin,
+                local(port),
+                tmp.0.join(format!("{name}.stderr")),
+                &[
+                    "SWITCHYARD_LOG",
+                    "SWITCHYARD_LOG_FORMAT",
+                    "SWITCHYARD_CONFIG",
+                    "SWITCHYARD_API_KEY",
+                    "SWITCHYARD_LISTEN_ADDR",
+                ],
+            )
+        })
+    };
+    let gateway = start_gateway("gateway", &yaml_path)?;
     let gateway_version = command_output(&gateway_bin, &["--version"]);
 
     // The stack floor: the gateway's HTTP stack with no gateway in it.
@@ -501,6 +507,15 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
                 Server::spawn(kind.label(), &argv, pin, local(port), log, &[])
             })?;
             floors.push(server);
+        }
+        // The gateway without request records: what the audit row costs.
+        let bare_path = tmp.0.join("gateway-no-records.yaml");
+        std::fs::write(&bare_path, format!("{yaml}storage:\n  url: none\n"))
+            .map_err(|e| format!("write gateway-no-records.yaml: {e}"))?;
+        match start_gateway(NO_RECORDS, &bare_path) {
+            Ok(server) => floors.push(server),
+            // A revision from before `storage` existed refuses the field.
+            Err(e) => notes.push(format!("{NO_RECORDS} not measured: {e}")),
         }
     }
 

@@ -177,6 +177,17 @@ impl Report {
                 above.map_or_else(|| "—".into(), f1),
             ));
         }
+        if let (Some(bare), Some(gateway)) =
+            (self.tput(crate::NO_RECORDS).and_then(|r| r.cpu_us_per_request), gateway_cpu)
+        {
+            lines.push(format!(
+                "\nThe gateway with `storage: {{ url: none }}` (no request records): {} µs of CPU per \
+                 request; the request record and its SQLite row cost {} µs of the gateway's {}.",
+                f1(bare),
+                f1(gateway - bare),
+                f1(gateway),
+            ));
+        }
         lines
     }
 
