@@ -8,11 +8,52 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use switchyard_protocol::util;
 
-fn depth(v: &Value) -> usize {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
-        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
-        _ => 0,
+/// The nesting depth of a JSON text, counted by the parser over every member,
+/// including the earlier ones of a repeated key (which a parsed `Value` drops).
+struct Depth(usize);
+
+impl<'de> serde::Deserialize<'de> for Depth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Depth;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_unit<E>(self) -> Result<Depth, E> {
+                Ok(Depth(0))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Depth, A::Error> {
+                let mut max = 0;
+                while let Some(Depth(d)) = a.next_element()? {
+                    max = max.max(d);
+                }
+                Ok(Depth(max + 1))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Depth, A::Error> {
+                let mut max = 0;
+                while let Some((serde::de::IgnoredAny, Depth(d))) = a.next_entry()? {
+                    max = max.max(d);
+                }
+                Ok(Depth(max + 1))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -23,7 +64,8 @@ fuzz_target!(|data: &[u8]| {
     let deep = util::nests_deeper_than(data, 8);
     // Only valid JSON objects (the scans' precondition) are compared.
     let Ok(parsed) = serde_json::from_slice::<Value>(data) else { return };
-    assert_eq!(deep, depth(&parsed) > 8, "depth");
+    let Ok(Depth(depth)) = serde_json::from_slice::<Depth>(data) else { return };
+    assert_eq!(deep, depth > 8, "depth");
     let Value::Object(map) = parsed else { return };
     if let Some(span) = span {
         let found: Value = serde_json::from_slice(&data[span]).expect("the span is a JSON value");
