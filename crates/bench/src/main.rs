@@ -445,8 +445,15 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
                 "-c".to_owned(),
                 conf_path.display().to_string(),
             ];
-            let server =
-                Server::spawn("nginx", &argv, pin, local(port), tmp.0.join("nginx.stderr"), &[])?;
+            let server = Server::spawn(
+                "nginx",
+                &argv,
+                pin,
+                local(port),
+                tmp.0.join("nginx.stderr"),
+                &[],
+                &[],
+            )?;
             Ok((server, conf))
         })?;
         nginx = Some(server);
@@ -458,7 +465,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     let yaml = gateway_yaml(upstream);
     let yaml_path = tmp.0.join("gateway.yaml");
     std::fs::write(&yaml_path, &yaml).map_err(|e| format!("write gateway.yaml: {e}"))?;
-    let start_gateway = |name: &'static str, config: &Path| {
+    let start_gateway = |name: &'static str, config: &Path, env: &[(&str, &str)]| {
         spawn_on_free_port(name, |port| {
             let argv = vec![
                 gateway_bin.display().to_string(),
@@ -481,10 +488,11 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
                     "SWITCHYARD_API_KEY",
                     "SWITCHYARD_LISTEN_ADDR",
                 ],
+                env,
             )
         })
     };
-    let gateway = start_gateway("gateway", &yaml_path)?;
+    let gateway = start_gateway("gateway", &yaml_path, &[])?;
     let gateway_version = command_output(&gateway_bin, &["--version"]);
 
     // The stack floor: the gateway's HTTP stack with no gateway in it.
@@ -504,15 +512,16 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
                     upstream.to_string(),
                 ];
                 let log = tmp.0.join(format!("{}.stderr", kind.label()));
-                Server::spawn(kind.label(), &argv, pin, local(port), log, &[])
+                Server::spawn(kind.label(), &argv, pin, local(port), log, &[], &[])
             })?;
             floors.push(server);
         }
-        // The gateway without request records: what the audit row costs.
+        // The gateway without request records: what the audit row costs. With
+        // `storage: none` records go to the log at `info`; at `warn` they are dropped.
         let bare_path = tmp.0.join("gateway-no-records.yaml");
         std::fs::write(&bare_path, format!("{yaml}storage:\n  url: none\n"))
             .map_err(|e| format!("write gateway-no-records.yaml: {e}"))?;
-        match start_gateway(NO_RECORDS, &bare_path) {
+        match start_gateway(NO_RECORDS, &bare_path, &[("SWITCHYARD_LOG", "warn")]) {
             Ok(server) => floors.push(server),
             // A revision from before `storage` existed refuses the field.
             Err(e) => notes.push(format!("{NO_RECORDS} not measured: {e}")),

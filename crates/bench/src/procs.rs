@@ -57,8 +57,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// Spawns `argv` (optionally under `taskset -c CPU`) and waits until
-    /// `addr` accepts connections.
+    /// Spawns `argv` (optionally under `taskset -c CPU`, without the variables
+    /// `env_remove`, with `env_set`) and waits until `addr` accepts connections.
     pub fn spawn(
         name: &'static str,
         argv: &[String],
@@ -66,6 +66,7 @@ impl Server {
         addr: SocketAddr,
         log: PathBuf,
         env_remove: &[&str],
+        env_set: &[(&str, &str)],
     ) -> Result<Server, String> {
         let mut full: Vec<String> = Vec::new();
         if let Some(cpus) = pin {
@@ -81,6 +82,7 @@ impl Server {
         for var in env_remove {
             cmd.env_remove(var);
         }
+        cmd.envs(env_set.iter().copied());
         let child = cmd.spawn().map_err(|e| format!("cannot start {name} ({command}): {e}"))?;
         let mut server = Server { name, child, addr, command, log };
         server.wait_ready()?;

@@ -37,6 +37,10 @@ pub struct LogSink;
 
 impl RecordSink for LogSink {
     fn record(&self, r: RequestRecord) {
+        // Nothing to format when the audit target is filtered out.
+        if !tracing::enabled!(target: "switchyard::audit", tracing::Level::INFO) {
+            return;
+        }
         let attempts = serde_json::to_string(&r.attempts).unwrap_or_default();
         tracing::info!(
             target: "switchyard::audit",
