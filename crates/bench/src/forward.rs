@@ -38,6 +38,12 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The value `--forwarder` takes for this kind, as clap names it.
+    pub fn arg(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map_or_else(String::new, |v| v.get_name().to_owned())
+    }
+
     /// The row name in the report.
     pub fn label(self) -> &'static str {
         match self {

@@ -505,7 +505,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
                 let argv = vec![
                     me.display().to_string(),
                     "--forwarder".to_owned(),
-                    format!("{kind:?}").to_lowercase(),
+                    kind.arg(),
                     "--listen".to_owned(),
                     local(port).to_string(),
                     "--upstream".to_owned(),

@@ -145,30 +145,52 @@ fn string_close(body: &[u8], open: usize) -> Option<usize> {
 /// refuses (an unterminated string ends the count).
 pub fn nests_deeper_than(body: &[u8], max: usize) -> bool {
     let mut depth = 0usize;
-    let mut i = 0;
-    while let Some(at) =
-        body.get(i..).and_then(|rest| rest.iter().position(|&b| STRUCTURAL[usize::from(b)]))
-    {
-        i += at;
-        match body.get(i) {
-            Some(b'"') => match string_close(body, i) {
-                Some(close) => i = close,
-                None => return false,
-            },
-            Some(b'{' | b'[') => {
-                depth += 1;
-                if depth > max {
-                    return true;
-                }
+    for (_, open) in Brackets::from(body, 0) {
+        if open {
+            depth += 1;
+            if depth > max {
+                return true;
             }
-            _ => depth = depth.saturating_sub(1),
+        } else {
+            depth = depth.saturating_sub(1);
         }
-        i += 1;
     }
     false
 }
 
-/// Bytes that matter to the bracket scans ([`value_end`], [`nests_deeper_than`]).
+/// The brackets of `body` outside strings, from an index on: `(index, opening)`.
+/// Ends at the end of `body` or at a string that does not close.
+struct Brackets<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Brackets<'a> {
+    fn from(body: &'a [u8], at: usize) -> Self {
+        Self { body, at }
+    }
+}
+
+impl Iterator for Brackets<'_> {
+    type Item = (usize, bool);
+
+    fn next(&mut self) -> Option<(usize, bool)> {
+        loop {
+            let i = self.at
+                + self.body.get(self.at..)?.iter().position(|&b| STRUCTURAL[usize::from(b)])?;
+            let byte = *self.body.get(i)?;
+            if byte == b'"' {
+                // Past the closing quote; an unterminated string ends the scan.
+                self.at = string_close(self.body, i).map_or(self.body.len(), |c| c + 1);
+                continue;
+            }
+            self.at = i + 1;
+            return Some((i, matches!(byte, b'{' | b'[')));
+        }
+    }
+}
+
+/// Bytes the bracket scan stops at: quotes (strings are skipped) and brackets.
 const STRUCTURAL: [bool; 256] = {
     let mut t = [false; 256];
     t[b'"' as usize] = true;
@@ -185,22 +207,17 @@ fn value_end(body: &[u8], start: usize) -> Option<usize> {
         b'"' => string_close(body, start).map(|c| c + 1),
         b'{' | b'[' => {
             let mut depth = 0usize;
-            let mut i = start;
-            loop {
-                i += body.get(i..)?.iter().position(|&b| STRUCTURAL[usize::from(b)])?;
-                match body.get(i)? {
-                    b'"' => i = string_close(body, i)?,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
+            for (i, open) in Brackets::from(body, start) {
+                if open {
+                    depth += 1;
+                } else {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(i + 1);
                     }
-                    _ => {}
                 }
-                i += 1;
             }
+            None
         }
         _ => {
             let mut i = start;
