@@ -28,7 +28,7 @@ use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::strategy::{self, View};
 use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
-use crate::util::{Date, Secret};
+use crate::util::{Date, Redactor, Secret};
 use crate::{Snapshot, estimate, mock};
 
 /// Bounded channel between the stream pump and the client connection: a slow client
@@ -152,6 +152,9 @@ struct Committed {
     held_raw: Vec<u8>,
     held: Vec<StreamEvent>,
     ended: bool,
+    /// The credential the attempt used, to scrub from a failure after the commit
+    /// point (the provider's platform keys are on the candidate).
+    key: Option<Secret>,
 }
 
 /// Bytes of generated text, for estimating output tokens when none are reported.
@@ -694,6 +697,17 @@ impl Snapshot {
                 None => runtime.health.abandon(permit),
             }
         }
+        let redactor = Redactor { platform: &cand.provider.keys, used: key };
+        let result = match result {
+            Ok(Answer::Stream(mut committed)) => {
+                // Whatever the stream says after its commit point is scrubbed with
+                // the same credentials.
+                committed.key = key.cloned();
+                Ok(Answer::Stream(committed))
+            }
+            Ok(whole) => Ok(whole),
+            Err(f) => Err(f.redacted(&redactor)),
+        };
         (result.map(|a| (a, in_flight)), credential, reported)
     }
 
@@ -748,6 +762,7 @@ impl Snapshot {
                 held_raw: Vec::new(),
                 held: Vec::new(),
                 ended: false,
+                key: None,
             })
         } else {
             Answer::Whole(Whole::Parsed { response: resp, raw: None })
@@ -803,7 +818,8 @@ impl Snapshot {
             Ok(r) => r?,
         };
         if !resp.status().is_success() {
-            return Err(upstream::read_failure(resp, wire, &cand.provider).await);
+            let redactor = Redactor { platform: &cand.provider.keys, used: key };
+            return Err(upstream::read_failure(resp, wire, &redactor).await);
         }
         if !stream {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -933,10 +949,12 @@ impl Snapshot {
                     out_bytes: 0,
                     content_cap: inbound.content_cap,
                     captured: String::new(),
+                    key: None,
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
-                let Committed { source, held_raw, held, ended } = committed;
+                let Committed { source, held_raw, held, ended, key } = committed;
+                pump.key = key;
                 let mut first = pump.start(held_raw, &held);
                 if !ended && !first.is_empty() {
                     // A new channel has room: this cannot fail for lack of space.
@@ -1024,7 +1042,7 @@ async fn commit(
             Ok(r) => r?,
         };
         let Some(batch) = batch else {
-            return Ok(Committed { source, held_raw, held, ended: true });
+            return Ok(Committed { source, held_raw, held, ended: true, key: None });
         };
         if keep_raw {
             held_raw.extend_from_slice(&batch.raw);
@@ -1037,7 +1055,7 @@ async fn commit(
         }
         held.extend(batch.events);
         if content || batch.end {
-            return Ok(Committed { source, held_raw, held, ended: batch.end });
+            return Ok(Committed { source, held_raw, held, ended: batch.end, key: None });
         }
     }
 }
@@ -1061,6 +1079,8 @@ struct Pump {
     /// When the project logs content: the cap, and the response text so far.
     content_cap: Option<usize>,
     captured: String,
+    /// The credential the attempt used (scrubbed from a failure's text).
+    key: Option<Secret>,
     /// Held for the stream's life: the deployment counts as busy until it ends.
     _in_flight: InFlightGuard,
     /// The whole request's deadline (timeouts.request_ms).
@@ -1135,6 +1155,11 @@ impl Pump {
                     break;
                 }
                 Ok(Err(f)) => {
+                    let redactor = Redactor {
+                        platform: &self.candidate.provider.keys,
+                        used: self.key.as_ref(),
+                    };
+                    let f = f.redacted(&redactor);
                     error = Some(failure_error(&f, &self.candidate.provider.name));
                     break;
                 }

@@ -19,7 +19,7 @@ use switchyard_protocol::{
 use tokio::sync::mpsc;
 
 use crate::catalog::{ProviderSpec, Settings};
-use crate::util::{Secret, redact};
+use crate::util::{Redactor, Secret};
 
 /// Largest upstream error body read (the rest is ignored).
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -330,6 +330,27 @@ impl Failure {
         }
     }
 
+    /// The same failure with the attempt's credentials scrubbed from its text:
+    /// an upstream may quote the key it was sent, and this text reaches the
+    /// client, logs and records.
+    #[must_use]
+    pub fn redacted(mut self, redactor: &Redactor<'_>) -> Self {
+        match &mut self {
+            Failure::Status { message, .. }
+            | Failure::Transport { message, .. }
+            | Failure::BrokenStream(message)
+            | Failure::Malformed(message)
+            | Failure::UpstreamError { message, .. }
+            | Failure::Unavailable(message)
+            | Failure::Unsupported(message)
+            | Failure::CircuitOpen(message) => {
+                let clean = redactor.text(message);
+                *message = clean;
+            }
+        }
+        self
+    }
+
     pub fn message(&self) -> &str {
         match self {
             Failure::Status { message, .. }
@@ -427,19 +448,24 @@ fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
     out.forward_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
-/// Read a failed response into a [`Failure::Status`], redacting the key.
-pub async fn read_failure(resp: reqwest::Response, wire: Wire, spec: &ProviderSpec) -> Failure {
+/// Read a failed response into a [`Failure::Status`]. The attempt's credentials
+/// are scrubbed from the body before anything is taken from it, so no cut below
+/// can leave part of a key behind.
+pub async fn read_failure(resp: reqwest::Response, wire: Wire, redactor: &Redactor<'_>) -> Failure {
     let status = resp.status().as_u16();
     let retry_after = retry_after(resp.headers());
     let mut body = Vec::new();
+    let mut truncated = false;
     let mut stream = resp.bytes_stream();
     while let Some(Ok(chunk)) = stream.next().await {
         body.extend_from_slice(&chunk);
         if body.len() >= MAX_ERROR_BODY {
             body.truncate(MAX_ERROR_BODY);
+            truncated = true;
             break;
         }
     }
+    let body = redactor.bytes(&body, truncated);
     let message = wire.parse_error(&body).unwrap_or_else(|| {
         let text = String::from_utf8_lossy(&body);
         let text = text.trim();
@@ -449,7 +475,7 @@ pub async fn read_failure(resp: reqwest::Response, wire: Wire, spec: &ProviderSp
             text.chars().take(500).collect()
         }
     });
-    Failure::Status { status, message: redact(&message, &spec.keys), retry_after }
+    Failure::Status { status, message, retry_after }
 }
 
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;

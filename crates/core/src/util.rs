@@ -149,14 +149,70 @@ impl fmt::Debug for Secret {
 
 /// Replace every occurrence of each secret in `text` with `[redacted]`. Used on
 /// upstream error bodies before they reach logs, clients or records.
-pub fn redact(text: &str, secrets: &[Secret]) -> String {
+pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
     let mut out = text.to_owned();
     for s in secrets {
-        if s.0.len() >= 8 && out.contains(&s.0) {
+        if s.0.len() >= MIN_REDACTED && out.contains(&s.0) {
             out = out.replace(&s.0, "[redacted]");
         }
     }
     out
+}
+
+/// Shorter values are not treated as secrets: replacing them would mangle text
+/// without protecting anything a key of that size could.
+const MIN_REDACTED: usize = 8;
+
+/// The credentials one attempt may have put on the wire: the provider's platform
+/// keys and the key the attempt used (the caller's own, for BYOK). Whatever text
+/// an upstream sends back passes through this before it travels anywhere.
+#[derive(Debug, Clone, Copy)]
+pub struct Redactor<'a> {
+    pub platform: &'a [Secret],
+    pub used: Option<&'a Secret>,
+}
+
+impl Redactor<'_> {
+    fn secrets(&self) -> impl Iterator<Item = &Secret> + '_ {
+        self.platform.iter().chain(self.used)
+    }
+
+    /// `text` with every credential replaced.
+    pub fn text(&self, text: &str) -> String {
+        redact(text, self.secrets())
+    }
+
+    /// Upstream bytes with every credential replaced, and a credential's prefix at
+    /// the very end dropped (`bytes` may have been cut short in the middle of one).
+    pub fn bytes(&self, bytes: &[u8], truncated: bool) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        for s in self.secrets() {
+            let key = s.0.as_bytes();
+            if key.len() < MIN_REDACTED {
+                continue;
+            }
+            if memchr::memmem::find(&out, key).is_some() {
+                let mut replaced = Vec::with_capacity(out.len());
+                let mut rest = out.as_slice();
+                while let Some(at) = memchr::memmem::find(rest, key) {
+                    replaced.extend_from_slice(rest.get(..at).unwrap_or_default());
+                    replaced.extend_from_slice(b"[redacted]");
+                    rest = rest.get(at + key.len()..).unwrap_or_default();
+                }
+                replaced.extend_from_slice(rest);
+                out = replaced;
+            }
+            if truncated {
+                let longest = (1..key.len().min(out.len() + 1))
+                    .rev()
+                    .find(|&n| out.ends_with(key.get(..n).unwrap_or_default()));
+                if let Some(n) = longest.filter(|&n| n >= 4) {
+                    out.truncate(out.len() - n);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +255,17 @@ mod tests {
         assert!(!format!("{s:?}").contains("abcdefgh"));
         assert!(s.matches(b"sk-live-abcdefgh"));
         assert!(!s.matches(b"sk-live-abcdefgX"));
-        assert_eq!(redact("bad key sk-live-abcdefgh!", &[s]), "bad key [redacted]!");
+        assert_eq!(redact("bad key sk-live-abcdefgh!", [&s]), "bad key [redacted]!");
+        let platform = [Secret::new("platform-key-0001")];
+        let r = Redactor { platform: &platform, used: Some(&s) };
+        assert_eq!(
+            r.text("a sk-live-abcdefgh b platform-key-0001 c sk-live-abcdefgh"),
+            "a [redacted] b [redacted] c [redacted]"
+        );
+        assert_eq!(r.bytes(b"x sk-live-abcdefgh y", false), b"x [redacted] y");
+        // Cut short inside a key: its prefix goes too.
+        assert_eq!(r.bytes(b"rejected sk-live-ab", true), b"rejected ");
+        assert_eq!(r.bytes(b"rejected sk-live-ab", false), b"rejected sk-live-ab");
+        assert_eq!(r.bytes(b"ends in sk", true), b"ends in sk", "too short to be a key's start");
     }
 }

@@ -24,7 +24,7 @@ use switchyard_store::MemorySink;
 use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
 use switchyard_store::seal::Sealer;
 use switchyard_store::testing::TestDb;
-use switchyard_testkit::{FakeUpstream, Vendor};
+use switchyard_testkit::{FakeUpstream, Reply, Vendor, canned};
 use tokio::sync::oneshot;
 
 const ADMIN: &str = "sy-bootstrap-admin-key-0123456789";
@@ -95,6 +95,9 @@ on_both_backends! {
     case_provider_keys_are_write_only_and_used_upstream =>
         provider_keys_are_write_only_and_used_upstream_sqlite,
         provider_keys_are_write_only_and_used_upstream_postgres;
+    case_provider_keys_never_reach_clients_logs_or_records =>
+        provider_keys_never_reach_clients_logs_or_records_sqlite,
+        provider_keys_never_reach_clients_logs_or_records_postgres;
     case_usage_and_requests_report_what_was_served =>
         usage_and_requests_report_what_was_served_sqlite,
         usage_and_requests_report_what_was_served_postgres;
@@ -651,6 +654,164 @@ async fn case_provider_keys_are_write_only_and_used_upstream(db: TestDb) {
     let rows = env.records(&format!("user={uid}"), 4).await;
     assert!(rows.iter().all(|r| r["user"] == uid.as_str()));
     env.assert_no_leak(&[BYOK, BYOK_2, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY, &secret, &plain]);
+}
+
+/// Log lines written while a test runs, at trace level (the test runtime runs
+/// the server's tasks on the test's own thread).
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An upstream that quotes the key it was sent, in error bodies (400 and 500) and
+/// in an error event after a stream's first content: a user's key, a project's
+/// key and a platform key, streamed and not, on the fast path and translated.
+/// None of them reaches the client, the logs, the records or the admin API.
+async fn case_provider_keys_never_reach_clients_logs_or_records(db: TestDb) {
+    let logs = LogBuffer::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("trace")
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let env = Env::start(&db, FULL).await;
+    let (uid, project, secret, _) = env.user_with_key("owner@example.com", json!({})).await;
+    let (plain_uid, _, plain, _) = env.user_with_key("plain@example.com", json!({})).await;
+    let user_key =
+        json!({"owner_kind": "user", "owner_id": uid, "provider": "openai", "api_key": BYOK});
+    env.expect(200, "PUT", "/admin/credentials", Some(user_key)).await;
+    let project_key = json!({"owner_kind": "project", "owner_id": project, "provider": "anthropic", "api_key": BYOK_PROJECT});
+    env.expect(200, "PUT", "/admin/credentials", Some(project_key)).await;
+
+    let chat = |model: &str, stream: bool| json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]});
+    let messages = |model: &str, stream: bool| json!({"model": model, "stream": stream, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]});
+    // Anthropic's stream: content first, then an error event quoting the key.
+    let broken_after_content = |key: &str| {
+        let frame = |event: &str, data: Value| {
+            canned::sse_frame(Vendor::Anthropic, event, &data.to_string())
+        };
+        Reply::sse(vec![
+            frame(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant", "model": "up-anthropic", "content": [], "stop_reason": null, "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+            ),
+            frame(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            frame(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}}),
+            ),
+            frame(
+                "error",
+                json!({"type": "error", "error": {"type": "api_error", "message": format!("key {key} was revoked mid-stream")}}),
+            ),
+        ])
+    };
+
+    let mut seen = String::new();
+    let mut cases: Vec<(&str, &str, &str, Value, Reply)> = Vec::new();
+    for stream in [false, true] {
+        for status in [400, 500] {
+            // The user's own key, on the fast path (chat → OpenAI) and translated.
+            let msg = format!("request rejected for key {BYOK}");
+            cases.push((
+                &secret,
+                "/v1/chat/completions",
+                "openai",
+                chat("m-openai", stream),
+                Reply::error(status, msg.clone()),
+            ));
+            cases.push((
+                &secret,
+                "/v1/messages",
+                "openai",
+                messages("m-openai", stream),
+                Reply::error(status, msg),
+            ));
+            // The project's key, on the fast path (messages → Anthropic) and translated.
+            let msg = format!("invalid x-api-key {BYOK_PROJECT}");
+            cases.push((
+                &secret,
+                "/v1/messages",
+                "anthropic",
+                messages("m-anthropic", stream),
+                Reply::error(status, msg.clone()),
+            ));
+            cases.push((
+                &secret,
+                "/v1/chat/completions",
+                "anthropic",
+                chat("m-anthropic", stream),
+                Reply::error(status, msg),
+            ));
+            // A platform key.
+            let msg = format!("bad key {OPENAI_KEY}");
+            cases.push((
+                &plain,
+                "/v1/chat/completions",
+                "openai",
+                chat("m-openai", stream),
+                Reply::error(status, msg),
+            ));
+        }
+    }
+    for path in ["/v1/messages", "/v1/chat/completions"] {
+        let body = if path == "/v1/messages" {
+            messages("m-anthropic", true)
+        } else {
+            chat("m-anthropic", true)
+        };
+        cases.push((&secret, path, "anthropic", body.clone(), broken_after_content(BYOK_PROJECT)));
+        cases.push((&plain, path, "anthropic", body, broken_after_content(ANTHROPIC_KEY)));
+    }
+    let n = cases.len();
+    for (key, path, provider, body, reply) in cases {
+        let fake = if provider == "openai" { &env.openai } else { &env.anthropic };
+        fake.push(reply);
+        let a = env.call(Some(key), "POST", path, Some(&body)).await;
+        assert!(
+            a.status >= 400 || a.text.contains("[redacted]"),
+            "{path} {provider}: {} {}",
+            a.status,
+            a.text
+        );
+        assert!(
+            a.text.contains("[redacted]"),
+            "{path} {provider}: the quoted key was replaced: {}",
+            a.text
+        );
+        seen.push_str(&a.text);
+    }
+    let mut rows = env.records(&format!("user={uid}"), n - 6).await;
+    rows.extend(env.records(&format!("user={plain_uid}"), 6).await);
+    for row in &rows {
+        let rid = row["id"].as_str().unwrap();
+        let detail = env.expect(200, "GET", &format!("/admin/requests/{rid}"), None).await;
+        seen.push_str(&detail.to_string());
+    }
+    seen.push_str(&serde_json::to_string(&rows).unwrap());
+    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(logged.contains("attempt failed"), "the trace-level log was captured");
+    seen.push_str(&logged);
+    for key in [BYOK, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY] {
+        assert!(!seen.contains(key), "{key} leaked");
+        // Nor any long piece of it.
+        assert!(!seen.contains(&key[..key.len() - 4]), "part of {key} leaked");
+    }
+    env.assert_no_leak(&[BYOK, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY]);
 }
 
 async fn case_usage_and_requests_report_what_was_served(db: TestDb) {
