@@ -155,6 +155,8 @@ struct Committed {
     /// The credential the attempt used, to scrub from a failure after the commit
     /// point (the provider's platform keys are on the candidate).
     key: Option<Secret>,
+    /// The credential's breaker permit, reported when the stream ends.
+    permit: Option<Permit>,
 }
 
 /// Bytes of generated text, for estimating output tokens when none are reported.
@@ -577,9 +579,12 @@ impl Snapshot {
                 }
                 match result {
                     Ok((answer, guard_in_flight)) => {
-                        runtime
-                            .latency
-                            .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
+                        if matches!(answer, Answer::Whole(_)) {
+                            // A stream's latency counts when it ends well (the pump).
+                            runtime
+                                .latency
+                                .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
+                        }
                         return Ok(self.deliver(
                             &inbound,
                             &plan,
@@ -589,6 +594,7 @@ impl Snapshot {
                             guard_in_flight,
                             runtime,
                             guard,
+                            elapsed,
                         ));
                     }
                     Err(f) => {
@@ -691,22 +697,25 @@ impl Snapshot {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
             }
         };
-        if let Some(permit) = permit {
-            match health_outcome_of(&result) {
-                Some(outcome) => runtime.health.report(permit, outcome, Instant::now()),
-                None => runtime.health.abandon(permit),
-            }
-        }
         let redactor = Redactor { platform: &cand.provider.keys, used: key };
         let result = match result {
             Ok(Answer::Stream(mut committed)) => {
-                // Whatever the stream says after its commit point is scrubbed with
-                // the same credentials.
+                // A stream's outcome is known when it ends, not at its commit
+                // point: the pump reports it with this permit, and scrubs whatever
+                // the stream says later with the same credentials.
+                committed.permit = permit;
                 committed.key = key.cloned();
                 Ok(Answer::Stream(committed))
             }
-            Ok(whole) => Ok(whole),
-            Err(f) => Err(f.redacted(&redactor)),
+            other => {
+                if let Some(permit) = permit {
+                    match health_outcome_of(&other) {
+                        Some(outcome) => runtime.health.report(permit, outcome, Instant::now()),
+                        None => runtime.health.abandon(permit),
+                    }
+                }
+                other.map_err(|f| f.redacted(&redactor))
+            }
         };
         (result.map(|a| (a, in_flight)), credential, reported)
     }
@@ -763,6 +772,7 @@ impl Snapshot {
                 held: Vec::new(),
                 ended: false,
                 key: None,
+                permit: None,
             })
         } else {
             Answer::Whole(Whole::Parsed { response: resp, raw: None })
@@ -863,6 +873,7 @@ impl Snapshot {
         in_flight: InFlightGuard,
         runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
+        attempt_time: Duration,
     ) -> Success {
         let Some(cand) = plan.candidates.get(index) else {
             // Unreachable by construction: `index` comes from iterating the plan.
@@ -929,8 +940,14 @@ impl Snapshot {
                 guard.finish(200, None);
                 Success { served, descriptor, delivery: Delivery::Whole(body) }
             }
-            Answer::Stream(committed) => {
-                runtime.latency.observe_ttft(&cand.identity(), ttft.as_secs_f64() * 1000.0);
+            Answer::Stream(mut committed) => {
+                let report = StreamReport {
+                    runtime: Arc::clone(runtime),
+                    permit: committed.permit.take(),
+                    identity: cand.identity(),
+                    attempt_ms: attempt_time.as_secs_f64() * 1000.0,
+                    ttft_ms: ttft.as_secs_f64() * 1000.0,
+                };
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
                 let passthrough = upstream::is_fast_path(
                     inbound.format,
@@ -950,10 +967,11 @@ impl Snapshot {
                     content_cap: inbound.content_cap,
                     captured: String::new(),
                     key: None,
+                    report,
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
-                let Committed { source, held_raw, held, ended, key } = committed;
+                let Committed { source, held_raw, held, ended, key, .. } = committed;
                 pump.key = key;
                 let mut first = pump.start(held_raw, &held);
                 if !ended && !first.is_empty() {
@@ -1003,9 +1021,11 @@ impl FormatMeters {
     }
 }
 
-/// Request-level metrics, once per request, low-cardinality labels only.
+/// Request-level metrics for a request that was answered (status 200), once per
+/// request, low-cardinality labels only. An error code on it means its stream
+/// failed after the commit point. (Called before the record's status is set.)
 fn record_metrics(rec: &RequestRecord) {
-    let stream_error = rec.error_code.is_some() && rec.status == 200;
+    let stream_error = rec.error_code.is_some();
     let secs = rec.total_ms as f64 / 1000.0;
     let unlisted;
     let m = match FormatMeters::get(&rec.client_format) {
@@ -1042,7 +1062,7 @@ async fn commit(
             Ok(r) => r?,
         };
         let Some(batch) = batch else {
-            return Ok(Committed { source, held_raw, held, ended: true, key: None });
+            return Ok(Committed { source, held_raw, held, ended: true, key: None, permit: None });
         };
         if keep_raw {
             held_raw.extend_from_slice(&batch.raw);
@@ -1055,13 +1075,56 @@ async fn commit(
         }
         held.extend(batch.events);
         if content || batch.end {
-            return Ok(Committed { source, held_raw, held, ended: batch.end, key: None });
+            return Ok(Committed {
+                source,
+                held_raw,
+                held,
+                ended: batch.end,
+                key: None,
+                permit: None,
+            });
         }
     }
 }
 
 async fn send(tx: &mpsc::Sender<Bytes>, bytes: Vec<u8>) -> bool {
     bytes.is_empty() || tx.send(Bytes::from(bytes)).await.is_ok()
+}
+
+/// A streamed attempt's report to the runtime, made when the stream ends: the
+/// breaker hears its outcome then (a stream that breaks after its first content
+/// is a failure, not the success its start looked like), and only a stream that
+/// ended well feeds the latency statistics. Dropped unreported (the client went
+/// away), it gives the permit back with no outcome.
+struct StreamReport {
+    runtime: Arc<Runtime>,
+    permit: Option<Permit>,
+    identity: String,
+    attempt_ms: f64,
+    ttft_ms: f64,
+}
+
+impl StreamReport {
+    fn finish(&mut self, outcome: Option<Outcome>) {
+        if outcome == Some(Outcome::Success) {
+            self.runtime.latency.observe_attempt(&self.identity, self.attempt_ms);
+            self.runtime.latency.observe_ttft(&self.identity, self.ttft_ms);
+        }
+        if let Some(permit) = self.permit.take() {
+            match outcome {
+                Some(outcome) => self.runtime.health.report(permit, outcome, Instant::now()),
+                None => self.runtime.health.abandon(permit),
+            }
+        }
+    }
+}
+
+impl Drop for StreamReport {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.runtime.health.abandon(permit);
+        }
+    }
 }
 
 /// Moves a committed stream to the client: translate (or pass through), observe
@@ -1081,6 +1144,8 @@ struct Pump {
     captured: String,
     /// The credential the attempt used (scrubbed from a failure's text).
     key: Option<Secret>,
+    /// The attempt's health and latency, reported when the stream ends.
+    report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
     _in_flight: InFlightGuard,
     /// The whole request's deadline (timeouts.request_ms).
@@ -1125,6 +1190,10 @@ impl Pump {
 
     async fn run(mut self, mut source: Source, mut out: Vec<u8>, mut ended: bool) {
         let mut error: Option<GatewayError> = None;
+        // How the attempt ended after its commit point, when it did not end well:
+        // the record's name for it and what the breaker hears (None: nothing,
+        // the deployment was not at fault).
+        let mut failed: Option<(String, Option<Outcome>)> = None;
         loop {
             if ended {
                 if !self.passthrough {
@@ -1140,6 +1209,7 @@ impl Pump {
                 _ = self.tx.closed() => return,
                 _ = tokio::time::sleep_until(self.deadline.into()) => {
                     error = Some(GatewayError::new(504, ErrorKind::Timeout, "deadline_exceeded", "the request deadline passed while streaming"));
+                    failed = Some(("deadline_exceeded".to_owned(), None));
                     break;
                 }
                 r = tokio::time::timeout(self.idle, source.next()) => r,
@@ -1152,6 +1222,8 @@ impl Pump {
                         "stream_idle_timeout",
                         "upstream stream went idle",
                     ));
+                    let outcome = Outcome::Failure { retry_after: None };
+                    failed = Some(("transport_timeout".to_owned(), Some(outcome)));
                     break;
                 }
                 Ok(Err(f)) => {
@@ -1161,6 +1233,7 @@ impl Pump {
                     };
                     let f = f.redacted(&redactor);
                     error = Some(failure_error(&f, &self.candidate.provider.name));
+                    failed = Some((f.outcome(), health_outcome(&f)));
                     break;
                 }
                 Ok(Ok(None)) => ended = true,
@@ -1185,15 +1258,23 @@ impl Pump {
         }
         match (&error, delivered) {
             (Some(err), _) => {
+                if let Some((outcome, health)) = failed {
+                    if let Some(attempt) = self.guard.rec.attempts.last_mut() {
+                        attempt.outcome = outcome;
+                    }
+                    self.report.finish(health);
+                }
                 self.guard.rec.error_code = Some(err.code().to_owned());
                 record_metrics(&self.guard.rec);
                 self.guard.finish(200, Some(err.code()));
             }
             (None, true) => {
+                self.report.finish(Some(Outcome::Success));
                 record_metrics(&self.guard.rec);
                 self.guard.finish(200, None);
             }
-            (None, false) => {} // dropped: recorded as client_closed_request
+            // Dropped: recorded as client_closed_request; the breaker hears nothing.
+            (None, false) => {}
         }
     }
 }

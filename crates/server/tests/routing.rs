@@ -487,3 +487,54 @@ async fn governance_requirements_skip_deployments_that_do_not_meet_them() {
     assert!(rec.descriptor.contains("governance:openai!european"), "{}", rec.descriptor);
     assert_eq!(h.openai.request_count(), 0);
 }
+
+/// The counter `gateway_requests_total{format,status}` as a number (0 if absent).
+fn requests_total(metrics: &str, format: &str, status: &str) -> u64 {
+    let needle = format!("gateway_requests_total{{format=\"{format}\",status=\"{status}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(needle.as_str()))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
+}
+
+#[tokio::test]
+async fn a_stream_broken_after_its_first_content_is_a_failure_everywhere() {
+    let mut o = fast_breakers();
+    o.gateway_extra =
+        "  breaker: { threshold: 2, half_life_ms: 600000, cooldown_ms: 60000, max_cooldown_ms: 60000 }\n"
+            .into();
+    let h = Harness::start_with(o).await;
+    let switchyard_testkit::ReplyBody::Sse(frames) = switchyard_testkit::canned::text(
+        switchyard_testkit::Vendor::OpenAi,
+        "up-primary",
+        "one two three four",
+        true,
+    ) else {
+        panic!("canned stream is SSE")
+    };
+    let before = requests_total(&metrics(&h).await, "anthropic", "stream_error");
+    let body = json!({"model": "m-chain", "max_tokens": 8, "stream": true,
+        "messages": [{"role": "user", "content": "x"}]});
+    for _ in 0..2 {
+        // Role chunk, then content: cut after the second content frame.
+        h.openai.push(Reply::sse(frames.clone()).break_after(3));
+        let r = h.post("/v1/messages", &body).await;
+        assert_eq!(header(&r, "x-gateway-provider"), "openai");
+        let text = r.text().await.unwrap();
+        assert!(text.contains("event: error"), "{text}");
+    }
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(2)).await.unwrap();
+    for rec in &records {
+        assert_eq!(rec.error_code.as_deref(), Some("upstream_malformed"));
+        assert_eq!(rec.attempts.len(), 1);
+        assert_eq!(rec.attempts[0].outcome, "broken_stream", "the attempt agrees with the record");
+    }
+    let after = requests_total(&metrics(&h).await, "anthropic", "stream_error");
+    assert!(after >= before + 2, "counted as failed: {before} -> {after}\n{}", metrics(&h).await);
+    // Two failures opened the primary's breaker: the next request goes straight
+    // to the fallback.
+    let r = h.post("/v1/chat/completions", &chat("m-chain")).await;
+    assert_eq!(header(&r, "x-gateway-provider"), "anthropic");
+    assert!(header(&r, "x-gateway-route").contains("circuit_open:openai"));
+    assert_eq!(h.openai.request_count(), 2);
+}
