@@ -831,31 +831,55 @@ impl Catalog {
             }
         }
 
-        // Governance: every deployment a route may use must meet its requirements.
+        // Governance: every deployment a route may use must meet its requirements,
+        // judged as dispatch judges it: a target naming a catalog model carries
+        // that model's narrowing; any other target serves the requested model, so
+        // every catalog model the route serves narrows it.
         for (r, compiled) in raw.routes.iter().zip(routes.iter()) {
             if !r.requires.european && !r.requires.no_retain {
                 continue;
             }
+            let routed: Vec<&ModelEntry> = models
+                .iter()
+                .filter(|m| {
+                    routes.iter().position(|x| glob_match(&x.pattern, &m.id))
+                        == routes.iter().position(|x| x.id == compiled.id)
+                })
+                .collect();
             let chains = std::iter::once(&compiled.chain)
                 .chain(compiled.scopes.iter().flat_map(|s| s.chains.values()));
             for chain in chains {
                 for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
                     let Some(p) = providers.get(t.provider) else { continue };
-                    let model = t
+                    let named = t
                         .model
                         .as_ref()
                         .and_then(|m| lookup.get(&normalize_model(m)).and_then(|&i| models.get(i)));
-                    if let Err(failed) = governance_ok(p, model.map(|m| &m.governance), &r.requires)
-                    {
+                    let target = t.model.as_ref().map(|m| format!("/{m}")).unwrap_or_default();
+                    let served: Vec<Option<&ModelEntry>> = match named {
+                        Some(m) => vec![Some(m)],
+                        None => {
+                            std::iter::once(None).chain(routed.iter().copied().map(Some)).collect()
+                        }
+                    };
+                    for model in served {
+                        let Err(failed) =
+                            governance_ok(p, model.map(|m| &m.governance), &r.requires)
+                        else {
+                            continue;
+                        };
+                        let serving = match (named, model) {
+                            (None, Some(m)) => format!(" serving model {}", m.id),
+                            _ => String::new(),
+                        };
                         problems.push(Problem::at(
                             &r.provider,
                             format!(
-                                "routes[{}].requires: {}{} does not satisfy `{failed}`",
-                                r.name,
-                                p.name,
-                                t.model.as_ref().map(|m| format!("/{m}")).unwrap_or_default()
+                                "routes[{}].requires: {}{target}{serving} does not satisfy `{failed}`",
+                                r.name, p.name,
                             ),
                         ));
+                        break;
                     }
                 }
             }
@@ -1606,6 +1630,32 @@ models:
             "{text}"
         );
         assert!(!text.contains("a does not satisfy `european`"), "{text}");
+    }
+
+    #[test]
+    fn a_model_narrowing_its_providers_governance_is_judged_at_boot_as_at_dispatch() {
+        let yaml = PROVIDERS
+            .replace(
+                "credentials: { env: [KEY] } }\n  b:",
+                "credentials: { env: [KEY] }, governance: { no_retain: true } }\n  b:",
+            )
+            .replace(
+                "    pricing: { input: 1, output: 2 }\n",
+                "    pricing: { input: 1, output: 2 }\n    governance: { no_retain: false }\n",
+            )
+            + "routes:\n  - { name: keep-nothing, match: \"pri*\", provider: a, requires: { no_retain: true } }\n";
+        let text = problems(&yaml);
+        assert!(
+            text.contains(
+                "routes[keep-nothing].requires: a serving model priced does not satisfy `no_retain`"
+            ),
+            "{text}"
+        );
+        // Without the model's narrowing the same route is fine.
+        let ok = yaml.replace("    governance: { no_retain: false }\n", "");
+        let c = compile(&ok).unwrap();
+        let plan = c.plan("priced", Date::parse("2026-01-01").unwrap(), &Scope::default()).unwrap();
+        assert!(plan.candidates[0].governance(&plan.requires).is_ok());
     }
 
     #[test]
