@@ -49,6 +49,11 @@ pub struct Principal {
     pub project: Option<String>,
     /// Other projects the user belongs to.
     pub projects: Vec<String>,
+    /// `(id, name)` of the projects above, so that rules, the project header and
+    /// per-project chains may name a project by its name as well as its id.
+    pub project_names: Vec<(String, String)>,
+    /// The user's email (rules may name a user by it).
+    pub email: Option<String>,
     pub key_id: Option<String>,
     pub key_prefix: Option<String>,
     /// Model patterns this key is limited to (None: no limit).
@@ -98,15 +103,35 @@ impl std::fmt::Display for Denial {
     }
 }
 
+impl Principal {
+    /// The id of the caller's project (attributed or a membership) that
+    /// `id_or_name` names, by id or by name.
+    pub fn project_id(&self, id_or_name: &str) -> Option<&str> {
+        let by_id = self.project.iter().chain(&self.projects).find(|x| *x == id_or_name);
+        by_id.map(String::as_str).or_else(|| {
+            self.project_names
+                .iter()
+                .find(|(_, name)| name == id_or_name)
+                .map(|(id, _)| id.as_str())
+        })
+    }
+
+    /// The name of one of the caller's projects, by id.
+    pub fn project_name(&self, id: &str) -> Option<&str> {
+        self.project_names.iter().find(|(x, _)| x == id).map(|(_, name)| name.as_str())
+    }
+}
+
 fn subject_matches(s: &Subject, who: &Principal) -> bool {
     match s {
         Subject::Any => true,
         Subject::Role(r) => who.role == Some(*r),
         Subject::Group(g) => who.groups.iter().any(|x| x == g),
-        Subject::Project(p) => {
-            who.project.as_deref() == Some(p.as_str()) || who.projects.iter().any(|x| x == p)
+        Subject::Project(p) => who.project_id(p).is_some(),
+        Subject::User(u) => {
+            who.user_id.as_deref() == Some(u.as_str())
+                || who.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(u))
         }
-        Subject::User(u) => who.user_id.as_deref() == Some(u.as_str()),
     }
 }
 
@@ -176,6 +201,9 @@ mod tests {
             role: Some(Role::Member),
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             project: Some("p1".into()),
+            projects: vec!["p2".into()],
+            project_names: vec![("p1".into(), "storefront".into()), ("p2".into(), "ops".into())],
+            email: Some("ann@example.com".into()),
             ..Principal::default()
         }
     }
@@ -222,6 +250,12 @@ mod tests {
             (Subject::User("u1".into()), true),
             (Subject::User("u2".into()), false),
             (Subject::Project("p1".into()), true),
+            (Subject::Project("p2".into()), true),
+            (Subject::Project("storefront".into()), true),
+            (Subject::Project("ops".into()), true),
+            (Subject::Project("p3".into()), false),
+            (Subject::User("Ann@example.com".into()), true),
+            (Subject::User("bob@example.com".into()), false),
             (Subject::Group("g".into()), false),
         ] {
             let rules = [rule("r", Effect::Deny, "*", s.clone(), 0)];

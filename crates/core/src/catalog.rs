@@ -1140,14 +1140,18 @@ impl Catalog {
         descriptor: &mut Vec<String>,
     ) -> Result<&'r Chain, ResolveError> {
         let Some(scopes) = &r.scopes else { return Ok(&r.chain) };
-        let value = match scopes.dimension.as_str() {
-            "project" => scope.project,
-            _ => None,
+        let (value, name) = match scopes.dimension.as_str() {
+            "project" => (scope.project, scope.project_name),
+            _ => (None, None),
         };
         match value {
             Some(v) => {
-                descriptor.push(format!("scope:{}={v}", scopes.dimension));
-                match scopes.chains.get(v) {
+                // Keyed by id, else by name (users write names in the file).
+                let by_id = scopes.chains.get(v).map(|c| (v, c));
+                let hit = by_id.or_else(|| name.and_then(|n| scopes.chains.get(n).map(|c| (n, c))));
+                let shown = hit.map_or(v, |(k, _)| k);
+                descriptor.push(format!("scope:{}={shown}", scopes.dimension));
+                match hit.map(|(_, c)| c) {
                     Some(chain) => Ok(chain),
                     None if scopes.unmapped_shared => Ok(&r.chain),
                     None => Err(ResolveError::ScopeRefused {
@@ -1265,7 +1269,10 @@ pub fn governance_ok(
 /// user's primary project (the last two arrive with the tenancy work).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scope<'a> {
+    /// The attributed project's id (or, for static keys, the header as sent).
     pub project: Option<&'a str>,
+    /// Its name, when known: a chain may be keyed by either.
+    pub project_name: Option<&'a str>,
 }
 
 /// Why a requested model could not be resolved.
@@ -1534,7 +1541,9 @@ models:
         );
         let today = Date::parse("2026-01-01").unwrap();
         let refuse = compile(&yaml.replace("UNMAPPED", "unmapped: refuse")).unwrap();
-        let p = refuse.plan("priced", today, &Scope { project: Some("storefront") }).unwrap();
+        let p = refuse
+            .plan("priced", today, &Scope { project: Some("storefront"), ..Scope::default() })
+            .unwrap();
         assert_eq!(p.candidates[0].provider.name, "b");
         assert_eq!(
             p.candidates[0].upstream_model, "up-b",
@@ -1542,11 +1551,13 @@ models:
         );
         assert!(p.descriptor.contains(&"scope:project=storefront".to_owned()));
         assert!(matches!(
-            refuse.plan("priced", today, &Scope { project: Some("other") }),
+            refuse.plan("priced", today, &Scope { project: Some("other"), ..Scope::default() }),
             Err(ResolveError::ScopeRefused { .. })
         ));
         let shared = compile(&yaml.replace("UNMAPPED", "unmapped: shared")).unwrap();
-        let p = shared.plan("priced", today, &Scope { project: Some("other") }).unwrap();
+        let p = shared
+            .plan("priced", today, &Scope { project: Some("other"), ..Scope::default() })
+            .unwrap();
         assert_eq!(p.candidates[0].provider.name, "a");
         assert!(p.descriptor.contains(&"scope:project=other".to_owned()));
     }

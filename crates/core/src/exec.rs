@@ -52,9 +52,12 @@ pub struct Inbound {
     pub forward_headers: Vec<(String, String)>,
     /// The authenticated caller (user, role, groups, key limits).
     pub principal: Principal,
-    /// The project the request is attributed to: the `x-switchyard-project`
-    /// header, else the key's bound project, else the user's primary project.
+    /// The project the request is attributed to (its id): the
+    /// `x-switchyard-project` header (a project's id or name), else the key's
+    /// bound project, else the user's primary project.
     pub project: Option<String>,
+    /// That project's name, when known (per-project chains may be keyed by it).
+    pub project_name: Option<String>,
     /// The caller's own provider keys (BYOK), by provider name, already opened.
     pub byok: Vec<(String, Secret)>,
     /// Routing hints from the request's `switchyard` extension field.
@@ -405,7 +408,10 @@ impl Snapshot {
         runtime: &Runtime,
         rec: &mut RequestRecord,
     ) -> Result<Plan, GatewayError> {
-        let scope = Scope { project: inbound.project.as_deref() };
+        let scope = Scope {
+            project: inbound.project.as_deref(),
+            project_name: inbound.project_name.as_deref(),
+        };
         let mut plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
         rec.resolved_model = Some(plan.public_model.clone());
         rec.route_id.clone_from(&plan.route_id);
@@ -1284,7 +1290,10 @@ impl Snapshot {
     /// deployment of the model; otherwise estimated from the text. Answers in
     /// Anthropic's shape: `{"input_tokens": N}`.
     pub async fn count_tokens(&self, inbound: &Inbound) -> Result<Bytes, GatewayError> {
-        let scope = Scope { project: inbound.project.as_deref() };
+        let scope = Scope {
+            project: inbound.project.as_deref(),
+            project_name: inbound.project_name.as_deref(),
+        };
         let plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
         let anthropic = plan.candidates.iter().find(|c| {
             c.provider.wire() == Some(Wire::Anthropic) && c.provider.unavailable.is_none()

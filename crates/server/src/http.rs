@@ -123,21 +123,7 @@ async fn admit(
         }
     };
     let principal = caller.principal;
-    // Attribution: the header, else the key's bound project, else the user's
-    // primary project. A signed-in user may only name projects they belong to.
-    if let (Some(p), Some(_)) = (&header_project, &principal.user_id)
-        && principal.role != Some(switchyard_core::access::Role::Admin)
-        && principal.project.as_deref() != Some(p.as_str())
-        && !principal.projects.iter().any(|x| x == p)
-    {
-        return Err(GatewayError::new(
-            403,
-            ErrorKind::Permission,
-            "project_forbidden",
-            format!("you are not a member of project {p:?}"),
-        ));
-    }
-    let project = header_project.or_else(|| principal.project.clone());
+    let (project, project_name) = attribute(state, &principal, header_project).await?;
     let content_cap = state.identity.content_cap(project.as_deref()).await;
     let forward_headers = FORWARDED
         .iter()
@@ -156,10 +142,46 @@ async fn admit(
         forward_headers,
         principal,
         project,
+        project_name,
         byok: caller.byok,
         content_cap,
         hints,
     })
+}
+
+/// The project a request is attributed to, as `(id, name)`: the header (a
+/// project's id or name), else the key's bound project, else the user's primary
+/// project. A signed-in user may only name projects they belong to; an admin may
+/// name any; a static key's header is taken as written (there is no directory).
+async fn attribute(
+    state: &AppState,
+    principal: &switchyard_core::access::Principal,
+    header: Option<String>,
+) -> Result<(Option<String>, Option<String>), GatewayError> {
+    let Some(named) = header else {
+        let id = principal.project.clone();
+        let name = id.as_deref().and_then(|id| principal.project_name(id)).map(str::to_owned);
+        return Ok((id, name));
+    };
+    if principal.user_id.is_none() {
+        return Ok((Some(named), None));
+    }
+    if let Some(id) = principal.project_id(&named) {
+        let name = principal.project_name(id).map(str::to_owned);
+        return Ok((Some(id.to_owned()), name));
+    }
+    if principal.role == Some(switchyard_core::access::Role::Admin) {
+        return Ok(match state.identity.project(&named).await? {
+            Some((id, name)) => (Some(id), Some(name)),
+            None => (Some(named), None),
+        });
+    }
+    Err(GatewayError::new(
+        403,
+        ErrorKind::Permission,
+        "project_forbidden",
+        format!("you are not a member of project {named:?}"),
+    ))
 }
 
 async fn generate(

@@ -35,7 +35,7 @@ pub struct Caller {
 
 #[derive(Clone)]
 enum Cached {
-    Known(Caller),
+    Known(Box<Caller>),
     Unknown,
 }
 
@@ -182,7 +182,7 @@ impl Identity {
         };
         let hash = hash_secret(key);
         match self.cached(&hash) {
-            Some(Cached::Known(c)) => return Ok(c),
+            Some(Cached::Known(c)) => return Ok(*c),
             // Unknown keys are refused only once the gateway requires keys (in open
             // mode any key is accepted, cached or not).
             Some(Cached::Unknown) if self.auth_required().await => return Err(invalid()),
@@ -191,7 +191,7 @@ impl Identity {
         }
         let resolved = self.resolve(store, key).await?;
         let entry = match &resolved {
-            Some(c) => Cached::Known(c.clone()),
+            Some(c) => Cached::Known(Box::new(c.clone())),
             None => Cached::Unknown,
         };
         self.remember(hash, entry);
@@ -236,20 +236,27 @@ impl Identity {
             return Ok(None);
         }
         let groups = store.groups_of(&user.id).await.map_err(unavailable)?;
-        let projects: Vec<String> = store
-            .projects_of(&user.id)
-            .await
-            .map_err(unavailable)?
-            .into_iter()
-            .map(|p| p.id)
-            .collect();
+        let memberships = store.projects_of(&user.id).await.map_err(unavailable)?;
+        let mut project_names: Vec<(String, String)> =
+            memberships.iter().map(|p| (p.id.clone(), p.name.clone())).collect();
+        let projects: Vec<String> = memberships.into_iter().map(|p| p.id).collect();
         let project = api_key.project_id.clone().or(user.primary_project_id.clone());
+        // A key bound to a project the user is not (or no longer) a member of
+        // still names it.
+        if let Some(id) = project.as_deref()
+            && !project_names.iter().any(|(x, _)| x == id)
+            && let Some(p) = store.project(id).await.map_err(unavailable)?
+        {
+            project_names.push((p.id, p.name));
+        }
         let principal = Principal {
             user_id: Some(user.id.clone()),
             role: Some(user.role),
             groups,
             project: project.clone(),
             projects,
+            project_names,
+            email: Some(user.email.clone()),
             key_id: Some(api_key.id.clone()),
             key_prefix: Some(api_key.prefix.clone()),
             allowed_models: api_key.allowed_models.clone(),
@@ -261,6 +268,20 @@ impl Identity {
             let _ = store.touch_key(&id, now).await;
         });
         Ok(Some(Caller { principal, byok }))
+    }
+
+    /// A project by id or name, as `(id, name)`: for admins, who may attribute a
+    /// request to a project they are not a member of. `None` without a database.
+    pub async fn project(
+        &self,
+        id_or_name: &str,
+    ) -> Result<Option<(String, String)>, GatewayError> {
+        let Some(store) = &self.store else { return Ok(None) };
+        let found = match store.project(id_or_name).await.map_err(unavailable)? {
+            Some(p) => Some(p),
+            None => store.project_by_name(id_or_name).await.map_err(unavailable)?,
+        };
+        Ok(found.map(|p| (p.id, p.name)))
     }
 
     /// The caller's own provider keys: the user's, then the project's for providers

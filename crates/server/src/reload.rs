@@ -11,7 +11,24 @@ use std::time::Duration;
 
 use switchyard_core::util::fnv1a;
 use switchyard_core::{Gateway, LoadError};
+use switchyard_store::Store;
 use tokio::sync::{mpsc, oneshot};
+
+/// Log a warning for each configured access rule that names a user or project
+/// the directory does not have (see `switchyard_store::directory`).
+pub async fn warn_unknown_rule_subjects(
+    store: Option<&Store>,
+    rules: &[switchyard_core::access::Rule],
+) {
+    match switchyard_store::directory::unknown_rule_subjects(store, rules).await {
+        Ok(warnings) => {
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+        }
+        Err(e) => tracing::warn!("access rule subjects not checked: {e}"),
+    }
+}
 
 enum Trigger {
     /// The file may have changed: reload only if its content did.
@@ -28,7 +45,14 @@ pub struct Reloader {
 
 impl Reloader {
     /// Start watching `path`. `poll`: fallback polling interval (zero disables it).
-    pub fn spawn(gateway: Arc<Gateway>, path: PathBuf, poll: Duration) -> Reloader {
+    /// `store`: the user directory (None: no database), against which each new
+    /// configuration's access rules are checked for names that match no one.
+    pub fn spawn(
+        gateway: Arc<Gateway>,
+        path: PathBuf,
+        poll: Duration,
+        store: Option<Store>,
+    ) -> Reloader {
         let (tx, rx) = mpsc::channel(16);
         let watcher = watch(&path, tx.clone());
         if !poll.is_zero() {
@@ -47,7 +71,7 @@ impl Reloader {
         // The content being served now, taken before returning so a change made
         // right after `spawn` is never mistaken for the baseline.
         let baseline = content_hash(&path);
-        tokio::spawn(run(gateway, path, baseline, rx, watcher));
+        tokio::spawn(run(gateway, path, baseline, rx, watcher, store));
         Reloader { tx }
     }
 
@@ -103,6 +127,7 @@ async fn run(
     mut last: Option<u64>,
     mut rx: mpsc::Receiver<Trigger>,
     _watcher: Option<notify::RecommendedWatcher>,
+    store: Option<Store>,
 ) {
     while let Some(trigger) = rx.recv().await {
         let reply = match trigger {
@@ -124,6 +149,8 @@ async fn run(
         let outcome = match result {
             Ok(()) => {
                 tracing::info!(config = %path.display(), "configuration reloaded");
+                let rules = gateway.snapshot().catalog.rules.clone();
+                warn_unknown_rule_subjects(store.as_ref(), &rules).await;
                 metrics::counter!("gateway_config_reloads_total", "result" => "ok").increment(1);
                 Ok(())
             }

@@ -98,6 +98,9 @@ on_both_backends! {
     case_provider_keys_never_reach_clients_logs_or_records =>
         provider_keys_never_reach_clients_logs_or_records_sqlite,
         provider_keys_never_reach_clients_logs_or_records_postgres;
+    case_projects_and_users_are_named_by_name_or_id_everywhere =>
+        projects_and_users_are_named_by_name_or_id_everywhere_sqlite,
+        projects_and_users_are_named_by_name_or_id_everywhere_postgres;
     case_usage_and_requests_report_what_was_served =>
         usage_and_requests_report_what_was_served_sqlite,
         usage_and_requests_report_what_was_served_postgres;
@@ -144,6 +147,11 @@ impl Drop for Env {
 impl Env {
     /// The server; with `opts.store`, on `db`'s store.
     async fn start(db: &TestDb, opts: Opts) -> Env {
+        Env::start_with(db, opts, &Options::default()).await
+    }
+
+    /// The server on a configuration with `options` turned.
+    async fn start_with(db: &TestDb, opts: Opts, options: &Options) -> Env {
         switchyard_core::install_crypto_provider();
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -155,12 +163,8 @@ impl Env {
         let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
         let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
         let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
-        let yaml = config_yaml(
-            &openai.base_url(),
-            &anthropic.base_url(),
-            &gemini.base_url(),
-            &Options::default(),
-        );
+        let yaml =
+            config_yaml(&openai.base_url(), &anthropic.base_url(), &gemini.base_url(), options);
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
 
@@ -812,6 +816,98 @@ async fn case_provider_keys_never_reach_clients_logs_or_records(db: TestDb) {
         assert!(!seen.contains(&key[..key.len() - 4]), "part of {key} leaked");
     }
     env.assert_no_leak(&[BYOK, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY]);
+}
+
+/// Users write project names (and emails) where the gateway used to want ids: the
+/// project header, per-project chains and access rules in the file all take a
+/// project's name or id, and a user's email or id.
+async fn case_projects_and_users_are_named_by_name_or_id_everywhere(db: TestDb) {
+    let options = Options {
+        routes: r#"
+routes:
+  - name: per-team
+    match: "m-chain"
+    provider: openai
+    by_scope:
+      dimension: project
+      unmapped: shared
+      chains:
+        storefront: { provider: anthropic }
+"#
+        .into(),
+        rules: r#"
+access_rules:
+  - { name: lab-no-gemini, effect: deny, pattern: "m-gemini", project: research-lab, reason: "not for the lab" }
+  - { name: bob-no-openai, effect: deny, pattern: "m-openai", user: Bob@Example.com, reason: "not for bob" }
+"#
+        .into(),
+        ..Options::default()
+    };
+    let env = Env::start_with(&db, FULL, &options).await;
+    let (uid, _, member, _) = env.user_with_key("ann@example.com", json!({})).await;
+    let (_, _, outsider, _) = env.user_with_key("bob@example.com", json!({})).await;
+    let store =
+        env.expect(201, "POST", "/admin/projects", Some(json!({"name": "storefront"}))).await;
+    let lab =
+        env.expect(201, "POST", "/admin/projects", Some(json!({"name": "research-lab"}))).await;
+    for p in [&store, &lab] {
+        let path = format!("/admin/projects/{}/members", id(p));
+        env.expect(200, "POST", &path, Some(json!({"user_id": uid}))).await;
+    }
+    let chat = |key: &str, model: &str, project: Option<&str>| {
+        let mut req = env
+            .client
+            .post(format!("{}/v1/chat/completions", env.base))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body(
+                json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+                    .to_string(),
+            );
+        if let Some(p) = project {
+            req = req.header("x-switchyard-project", p);
+        }
+        async move { tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap() }
+    };
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers().get(name).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+    };
+
+    // The header names the project by name or by id; the chain keyed by its name serves it.
+    for named in ["storefront", store["id"].as_str().unwrap()] {
+        let r = chat(&member, "m-chain", Some(named)).await;
+        assert_eq!(r.status(), 200, "{named}");
+        assert_eq!(header(&r, "x-gateway-provider"), "anthropic", "{named}");
+        assert!(header(&r, "x-gateway-route").contains("scope:project=storefront"), "{named}");
+    }
+    // Without the header: the primary project, whose chain is the shared one.
+    let r = chat(&member, "m-chain", None).await;
+    assert_eq!(header(&r, "x-gateway-provider"), "openai");
+    // A project the caller is not a member of, by name or id, is refused.
+    for named in ["storefront", store["id"].as_str().unwrap(), "no-such-project"] {
+        let r = chat(&outsider, "m-chain", Some(named)).await;
+        assert_eq!(r.status(), 403, "{named}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "project_forbidden", "{v}");
+    }
+    // Records carry the project's id.
+    let rows = env.records(&format!("user={uid}"), 3).await;
+    let attributed: Vec<&str> = rows.iter().filter_map(|r| r["project"].as_str()).collect();
+    assert_eq!(
+        attributed.iter().filter(|p| **p == store["id"].as_str().unwrap()).count(),
+        2,
+        "{rows:?}"
+    );
+
+    // Rules in the file name the project by name and the user by email.
+    let r = chat(&member, "m-gemini", None).await;
+    assert_eq!(r.status(), 403, "a member of research-lab");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["message"], "authz denied [lab-no-gemini]: not for the lab");
+    assert_eq!(chat(&outsider, "m-gemini", None).await.status(), 200);
+    let r = chat(&outsider, "m-openai", None).await;
+    assert_eq!(r.status(), 403, "bob by email");
+    assert_eq!(chat(&member, "m-openai", None).await.status(), 200);
 }
 
 async fn case_usage_and_requests_report_what_was_served(db: TestDb) {

@@ -232,6 +232,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         forward_headers: vec![],
         principal: Default::default(),
         project: None,
+        project_name: None,
         byok: vec![],
         hints: Default::default(),
         content_cap: None,

@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod db;
+pub mod directory;
 pub mod error;
 pub mod model;
 pub mod records;

@@ -170,6 +170,11 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    switchyard_server::reload::warn_unknown_rule_subjects(
+        store.as_ref(),
+        &gateway.snapshot().catalog.rules,
+    )
+    .await;
     if let Some(s) = &store {
         if let Err(e) = storage::load_rules(s, &gateway).await {
             eprintln!("switchyard: cannot load access rules: {e}");
@@ -192,7 +197,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     // stops a gateway.
     let reloader = source.path.clone().map(|path| {
         let poll = gateway.snapshot().catalog.settings.reload_poll;
-        switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll)
+        switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll, store.clone())
     });
     spawn_sighup(reloader);
     let identity = switchyard_server::identity::Identity::new(
@@ -290,11 +295,48 @@ fn check(file: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    print_catalog(&source.name, &catalog);
+    let directory = directory_warnings(&catalog, source.path.as_deref());
+    print_catalog(&source.name, &catalog, &directory);
     ExitCode::SUCCESS
 }
 
-fn print_catalog(name: &str, c: &Catalog) {
+/// Warnings about the file's access rules naming users or projects the database
+/// does not have. An absent SQLite file is not created for this: it has no one.
+fn directory_warnings(catalog: &Catalog, config: Option<&std::path::Path>) -> Vec<String> {
+    if !catalog.rules.iter().any(|r| {
+        matches!(
+            r.subject,
+            switchyard_core::access::Subject::Project(_)
+                | switchyard_core::access::Subject::User(_)
+        )
+    }) {
+        return Vec::new();
+    }
+    let url = storage::database_url(&catalog.storage, config);
+    let exists = url.as_deref().is_some_and(|u| {
+        u.strip_prefix("sqlite://")
+            .map(|f| f.split('?').next().is_some_and(|f| std::path::Path::new(f).exists()))
+            .unwrap_or(true)
+    });
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return vec![format!("access rule subjects not checked: {e}")],
+    };
+    runtime.block_on(async {
+        let store = match (&url, exists) {
+            (Some(u), true) => match storage::open(u).await {
+                Ok(s) => Some(s),
+                Err(e) => return vec![format!("access rule subjects not checked: {e}")],
+            },
+            _ => None,
+        };
+        switchyard_store::directory::unknown_rule_subjects(store.as_ref(), &catalog.rules)
+            .await
+            .unwrap_or_else(|e| vec![format!("access rule subjects not checked: {e}")])
+    })
+}
+
+fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
     let today = Date::today();
     println!("{name}: OK");
     println!("\nproviders:");
@@ -393,9 +435,9 @@ fn print_catalog(name: &str, c: &Catalog) {
             }
         }
     }
-    if !c.warnings.is_empty() {
+    if !c.warnings.is_empty() || !more_warnings.is_empty() {
         println!("\nwarnings:");
-        for w in &c.warnings {
+        for w in c.warnings.iter().chain(more_warnings) {
             println!("  {w}");
         }
     }

@@ -40,6 +40,9 @@ on_both_backends! {
     case_users_projects_groups_and_keys =>
         users_projects_groups_and_keys_sqlite, users_projects_groups_and_keys_postgres;
     case_rules_add_list_delete => rules_add_list_delete_sqlite, rules_add_list_delete_postgres;
+    case_config_rules_naming_no_one_are_warned_about =>
+        config_rules_naming_no_one_are_warned_about_sqlite,
+        config_rules_naming_no_one_are_warned_about_postgres;
     case_credentials_and_secret_rotation =>
         credentials_and_secret_rotation_sqlite, credentials_and_secret_rotation_postgres;
     case_logs_and_usage => logs_and_usage_sqlite, logs_and_usage_postgres;
@@ -291,6 +294,36 @@ async fn case_users_projects_groups_and_keys(db: TestDb) {
     env.run(&["users", "disable", &alice_id]).ok();
     assert_eq!(env.run(&["users", "list", "--json"]).ok().json()[0]["disabled"], true);
     env.run(&["keys", "create", "--user", &alice_id]).failed();
+}
+
+/// Access rules in the file name projects and users by name (or id); one that
+/// names no one in the database does nothing, and `check` says so.
+async fn case_config_rules_naming_no_one_are_warned_about(db: TestDb) {
+    let env = Env::new("config-rules", &db);
+    let config = std::fs::read_to_string(&env.config).unwrap();
+    std::fs::write(
+        &env.config,
+        format!(
+            "{config}access_rules:\n             \x20 - {{ name: shop-closed, effect: deny, pattern: \"*\", project: storefront, reason: closed }}\n             \x20 - {{ name: carol-closed, effect: deny, pattern: \"*\", user: carol@example.com, reason: closed }}\n"
+        ),
+    )
+    .unwrap();
+    let path = env.config.display().to_string();
+    // The first command creates and migrates the database.
+    env.run(&["users", "create", "--email", "dave@example.com"]).ok();
+    let out = env.raw(&["check", &path], &[], None).ok();
+    for rule in ["shop-closed", "carol-closed"] {
+        assert!(
+            out.stdout.contains(&format!("access_rules[{rule}]"))
+                && out.stdout.contains("is not in the database"),
+            "{}",
+            out.all()
+        );
+    }
+    env.run(&["projects", "create", "storefront"]).ok();
+    env.run(&["users", "create", "--email", "Carol@example.com"]).ok();
+    let out = env.raw(&["check", &path], &[], None).ok();
+    assert!(!out.stdout.contains("access_rules["), "{}", out.all());
 }
 
 async fn case_rules_add_list_delete(db: TestDb) {

@@ -149,6 +149,7 @@ impl Harness {
             h.state.gateway.clone(),
             file.path.clone(),
             Duration::ZERO,
+            None,
         );
         (h, file, reloader)
     }
