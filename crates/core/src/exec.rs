@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 use switchyard_protocol::{
-    ClientFormat, ErrorKind, Part, Request, Response, StreamEncoder, StreamEvent, Usage, Wire,
+    ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEncoder, StreamEvent, Usage,
+    Wire, sse, util,
 };
 use tokio::sync::mpsc;
 
@@ -153,6 +154,8 @@ enum Whole {
 struct Committed {
     source: Source,
     held_raw: Vec<u8>,
+    /// `held_raw` as events (kept with it).
+    held_sse: Vec<SseEvent>,
     held: Vec<StreamEvent>,
     ended: bool,
     /// The credential the attempt used, to scrub from a failure after the commit
@@ -775,6 +778,7 @@ impl Snapshot {
             Answer::Stream(Committed {
                 source,
                 held_raw: Vec::new(),
+                held_sse: Vec::new(),
                 held: Vec::new(),
                 ended: false,
                 key: None,
@@ -894,6 +898,11 @@ impl Snapshot {
             };
         };
         let descriptor = descriptor(plan, tried);
+        // The answer names the model as the client asked for it: agents compare it
+        // with their request (Claude Code drops a turn's thinking from the next
+        // request when it names another model). The served one is in the headers.
+        let client_model = inbound.request.model.as_str();
+        let renamed = cand.upstream_model != client_model;
         let served = Served {
             provider: cand.provider.name.clone(),
             model: plan.public_model.clone(),
@@ -907,14 +916,17 @@ impl Snapshot {
         self.provider_meters(&served.provider, |m| m.ttft_seconds.record(ttft.as_secs_f64()));
         match answer {
             Answer::Whole(Whole::Forwarded { body, usage }) => {
+                let body = if renamed { rename(body, client_model) } else { body };
                 meter(&mut guard.rec, usage, &inbound.request, 0, cand);
                 drop(in_flight);
                 record_metrics(&guard.rec);
                 guard.finish(200, None);
                 Success { served, descriptor, delivery: Delivery::Whole(body) }
             }
-            Answer::Whole(Whole::Parsed { response, raw }) => {
+            Answer::Whole(Whole::Parsed { mut response, raw }) => {
+                client_model.clone_into(&mut response.model);
                 let body = match raw {
+                    Some(raw) if renamed => rename(raw, client_model),
                     Some(raw) => raw,
                     None => Bytes::from(
                         inbound
@@ -973,13 +985,15 @@ impl Snapshot {
                     content_cap: inbound.content_cap,
                     captured: String::new(),
                     key: None,
+                    client_model: client_model.to_owned(),
+                    rename: renamed,
                     report,
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
                 };
-                let Committed { source, held_raw, held, ended, key, .. } = committed;
+                let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
                 pump.key = key;
-                let mut first = pump.start(held_raw, &held);
+                let mut first = pump.start(held_raw, &held_sse, &held);
                 if !ended && !first.is_empty() {
                     // A new channel has room: this cannot fail for lack of space.
                     match pump.tx.try_send(Bytes::from(std::mem::take(&mut first))) {
@@ -997,6 +1011,11 @@ impl Snapshot {
             }
         }
     }
+}
+
+/// A forwarded body naming the client's model; as it was if it names none.
+fn rename(body: Bytes, model: &str) -> Bytes {
+    util::rename_model(&body, model).map_or(body, Bytes::from)
 }
 
 /// The handles a successful request records into, per client format. Registered
@@ -1056,6 +1075,7 @@ async fn commit(
     reported: &mut Usage,
 ) -> Result<Committed, Failure> {
     let mut held_raw = Vec::new();
+    let mut held_sse = Vec::new();
     let mut held = Vec::new();
     loop {
         let batch = match tokio::time::timeout(idle, source.next()).await {
@@ -1068,10 +1088,19 @@ async fn commit(
             Ok(r) => r?,
         };
         let Some(batch) = batch else {
-            return Ok(Committed { source, held_raw, held, ended: true, key: None, permit: None });
+            return Ok(Committed {
+                source,
+                held_raw,
+                held_sse,
+                held,
+                ended: true,
+                key: None,
+                permit: None,
+            });
         };
         if keep_raw {
             held_raw.extend_from_slice(&batch.raw);
+            held_sse.extend(batch.sse);
         }
         let content = batch.events.iter().any(StreamEvent::is_content);
         for ev in &batch.events {
@@ -1084,6 +1113,7 @@ async fn commit(
             return Ok(Committed {
                 source,
                 held_raw,
+                held_sse,
                 held,
                 ended: batch.end,
                 key: None,
@@ -1150,6 +1180,10 @@ struct Pump {
     captured: String,
     /// The credential the attempt used (scrubbed from a failure's text).
     key: Option<Secret>,
+    /// The model as the client named it, which the stream names too.
+    client_model: String,
+    /// Passed through, the upstream's events name another model: rename it.
+    rename: bool,
     /// The attempt's health and latency, reported when the stream ends.
     report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
@@ -1180,7 +1214,14 @@ impl Pump {
                 _ => {}
             }
             if !self.passthrough {
-                self.encoder.push(ev, out);
+                match ev {
+                    StreamEvent::Start { id, .. } => {
+                        let start =
+                            StreamEvent::Start { id: id.clone(), model: self.client_model.clone() };
+                        self.encoder.push(&start, out);
+                    }
+                    ev => self.encoder.push(ev, out),
+                }
             }
         }
     }
@@ -1188,10 +1229,36 @@ impl Pump {
     /// The bytes for what was held up to the commit point. Sent before the
     /// response is returned, so the response head and the first content leave in
     /// one write instead of two.
-    fn start(&mut self, held_raw: Vec<u8>, held: &[StreamEvent]) -> Vec<u8> {
-        let mut out = if self.passthrough { held_raw } else { Vec::new() };
+    fn start(&mut self, held_raw: Vec<u8>, held_sse: &[SseEvent], held: &[StreamEvent]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.forward(held_raw, held_sse, &mut out);
         self.observe(held, &mut out);
         out
+    }
+
+    /// On the fast path, the upstream's own bytes, or its events with the model
+    /// renamed when they name another one than the client asked for.
+    fn forward(&self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, sse: &[SseEvent], out: &mut Vec<u8>) {
+        if !self.passthrough {
+            return;
+        }
+        if !self.rename {
+            if out.is_empty() {
+                *out = raw.into();
+            } else {
+                out.extend_from_slice(raw.as_ref());
+            }
+            return;
+        }
+        for ev in sse {
+            match util::rename_model(ev.data.as_bytes(), &self.client_model) {
+                Some(data) => {
+                    let data = String::from_utf8_lossy(&data);
+                    sse::write_event(out, ev.event.as_deref(), &data);
+                }
+                None => sse::write_event(out, ev.event.as_deref(), &ev.data),
+            }
+        }
     }
 
     async fn run(mut self, mut source: Source, mut out: Vec<u8>, mut ended: bool) {
@@ -1244,9 +1311,7 @@ impl Pump {
                 }
                 Ok(Ok(None)) => ended = true,
                 Ok(Ok(Some(batch))) => {
-                    if self.passthrough {
-                        out.extend_from_slice(&batch.raw);
-                    }
+                    self.forward(&batch.raw[..], &batch.sse, &mut out);
                     self.observe(&batch.events, &mut out);
                     ended = batch.end;
                 }

@@ -485,6 +485,9 @@ type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Sen
 pub struct Batch {
     /// The upstream bytes of this batch (for the fast path; empty for the mock).
     pub raw: Bytes,
+    /// The same bytes as the events they completed (for a fast path that must
+    /// edit events, such as renaming the model).
+    pub sse: Vec<SseEvent>,
     pub events: Vec<StreamEvent>,
     /// The upstream finished cleanly with this batch.
     pub end: bool,
@@ -534,6 +537,7 @@ impl Source {
                 for ev in &raw_events {
                     decoder.push(ev, &mut batch.events).map_err(Failure::from_protocol)?;
                 }
+                batch.sse = raw_events;
                 if batch.end {
                     decoder.finish(&mut batch.events).map_err(|e| match e {
                         ProtocolError::MalformedUpstream(m) => Failure::BrokenStream(m),

@@ -244,11 +244,51 @@ pub fn replace_top_level_string(body: &[u8], key: &str, value: &str) -> Option<V
     Some(out)
 }
 
+/// `body` (a response, or one stream event's data) with the model it names
+/// replaced by `model`: the top-level `model`, else the one inside a top-level
+/// `message` or `response` object (Anthropic's `message_start`, Responses'
+/// `response.*` events). `None` where it names none (e.g. a content delta).
+pub fn rename_model(body: &[u8], model: &str) -> Option<Vec<u8>> {
+    if let Some(out) = replace_top_level_string(body, "model", model) {
+        return Some(out);
+    }
+    for outer in ["message", "response"] {
+        let Some(span) = top_level_value(body, outer) else { continue };
+        let Some(renamed) = replace_top_level_string(body.get(span.clone())?, "model", model)
+        else {
+            continue;
+        };
+        let mut out = Vec::with_capacity(body.len() + model.len());
+        out.extend_from_slice(body.get(..span.start)?);
+        out.extend_from_slice(&renamed);
+        out.extend_from_slice(body.get(span.end..)?);
+        return Some(out);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn renames_the_model_at_the_top_or_in_the_message() {
+        let chunk = br#"{"id":"c","model":"up-1","choices":[{"delta":{"model":"x"}}]}"#;
+        let v: Value = serde_json::from_slice(&rename_model(chunk, "alias").unwrap()).unwrap();
+        assert_eq!(v, json!({"id": "c", "model": "alias", "choices": [{"delta": {"model": "x"}}]}));
+        let start = br#"{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","content":[]}}"#;
+        let v: Value =
+            serde_json::from_slice(&rename_model(start, "conf-claude").unwrap()).unwrap();
+        assert_eq!(v["message"]["model"], "conf-claude");
+        assert_eq!(v["message"]["id"], "m");
+        let created = br#"{"type":"response.created","response":{"id":"r","model":"m1"}}"#;
+        let v: Value = serde_json::from_slice(&rename_model(created, "a").unwrap()).unwrap();
+        assert_eq!(v["response"]["model"], "a");
+        assert_eq!(rename_model(br#"{"type":"content_block_delta","index":0}"#, "a"), None);
+        assert_eq!(rename_model(b"[DONE]", "a"), None);
+    }
 
     #[test]
     fn finds_the_top_level_key_only() {

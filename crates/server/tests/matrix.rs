@@ -1957,3 +1957,58 @@ async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
         assert_eq!(sent()["max_tokens"], 500, "{model} takes max_tokens: kept");
     }
 }
+
+/// Every model name an answer states: the top-level `model`, and the one inside a
+/// top-level `message` (Anthropic `message_start`) or `response` (Responses events).
+fn stated_models(v: &Value) -> Vec<String> {
+    [&v["model"], &v["message"]["model"], &v["response"]["model"]]
+        .into_iter()
+        .filter_map(|m| m.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_answer_names_the_model_exactly_as_the_client_asked_for_it() {
+    // An alias whose provider model has another name, as routes and catalogs do.
+    let extra = "  - id: conf-claude\n    deployments: [{ provider: anthropic, model: claude-haiku-4-5 }]\n  - id: conf-gpt\n    deployments: [{ provider: openai, model: gpt-5-mini }]\n  - id: conf-gemini\n    deployments: [{ provider: gemini, model: gemini-3-flash }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let mut problems = Vec::new();
+    for format in FORMATS {
+        for (asked, served) in [
+            ("conf-claude", "claude-haiku-4-5"),
+            ("conf-gpt", "gpt-5-mini"),
+            ("conf-gemini", "gemini-3-flash"),
+            // Exactly as sent: another spelling of a catalog id stays as it was.
+            ("M-Anthropic", "up-anthropic"),
+            ("mock", "mock-echo"),
+        ] {
+            for stream in [false, true] {
+                let body = client_request(format, Scenario::Text, asked, stream);
+                let r = post_with(&h, path(format), &body, &[]).await;
+                let at = format!("{format:?} {asked} stream={stream}");
+                if r.status() != 200 {
+                    problems.push(format!("{at}: status {}", r.status()));
+                    continue;
+                }
+                let served_header = r.headers().get("x-gateway-model").cloned();
+                let bytes = r.bytes().await.unwrap();
+                let values: Vec<Value> = if stream {
+                    json_events(&sse_events(&bytes))
+                } else {
+                    vec![serde_json::from_slice(&bytes).unwrap()]
+                };
+                let stated: Vec<String> = values.iter().flat_map(stated_models).collect();
+                if stated.is_empty() || stated.iter().any(|m| m != asked) {
+                    problems.push(format!("{at}: the answer names {stated:?}"));
+                }
+                if stated.iter().any(|m| m == served) && served != asked {
+                    problems.push(format!("{at}: the provider's model {served} leaked"));
+                }
+                if served_header.is_none() {
+                    problems.push(format!("{at}: no x-gateway-model"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} broken:\n{}", problems.len(), problems.join("\n"));
+}
