@@ -60,7 +60,9 @@ struct Env {
 }
 
 impl Env {
-    fn new(name: &str, db: &TestDb) -> Env {
+    /// The folder only: `config.yaml` is not written yet (commands that need no
+    /// database, such as `check`, write their own).
+    fn scratch(name: &str) -> Env {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -69,10 +71,15 @@ impl Env {
             .join(format!("switchyard-cli-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("config.yaml");
+        Env { dir, config }
+    }
+
+    fn new(name: &str, db: &TestDb) -> Env {
+        let env = Env::scratch(name);
         // A JSON string is a YAML double-quoted scalar: any URL survives as is.
         let url = serde_json::to_string(db.url()).unwrap();
         std::fs::write(
-            &config,
+            &env.config,
             format!(
                 "storage: {{ url: {url} }}\n\
                  providers: {{ mock: {{ wire: mock }} }}\n\
@@ -80,7 +87,13 @@ impl Env {
             ),
         )
         .unwrap();
-        Env { dir, config }
+        env
+    }
+
+    /// `switchyard check config.yaml` after writing `yaml` there.
+    fn check(&self, yaml: &str) -> Out {
+        std::fs::write(&self.config, yaml).unwrap();
+        self.raw(&["check", &self.config.display().to_string()], &[], None)
     }
 
     /// `switchyard ARGS --config <config>`.
@@ -822,4 +835,55 @@ async fn case_status_classes_page_through_more_than_a_store_page(db: TestDb) {
     let expected: Vec<String> = (0..1_000).map(|i| format!("ok-{i:04}")).collect();
     assert_eq!(successes, expected);
     assert_eq!(list(&["--status", "200", "--limit", "1000"]), expected);
+}
+
+/// Every problem `check` finds is reported as `file:LINE: …`, provider-level ones
+/// included, each at the field it is about (a provider with no credentials block,
+/// at its name).
+#[test]
+fn check_reports_every_problem_at_its_line() {
+    let env = Env::scratch("check-lines");
+    let file = env.config.display().to_string();
+    let yaml = r#"gateway: { default_model: nowhere }
+providers:
+  keyless:
+    wire: openai-chat
+    credentials: { keys: ["${SWITCHYARD_TEST_NEVER_SET_KEY:-}"] }
+  unset:
+    wire: anthropic
+    credentials:
+      env: [SWITCHYARD_TEST_NEVER_SET_ENV]
+  ftp:
+    wire: openai-chat
+    endpoint: "ftp://x"
+    credentials: { none: true }
+  undeclared: { wire: gemini }
+  marked: { wire: mock, markup: -1 }
+models: [{ id: m, deployments: [{ provider: marked }] }]
+"#;
+    let out = env.check(yaml);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let problems: Vec<&str> = out.stderr.lines().skip(1).map(str::trim).collect();
+    assert_eq!(problems.len(), 6, "{out:#?}");
+    for (line, field) in [
+        (1, "gateway.default_model"),
+        (5, "providers.keyless.credentials"),
+        (9, "providers.unset.credentials"),
+        (12, "providers.ftp.endpoint"),
+        (14, "providers.undeclared.credentials"),
+        (15, "providers.marked.markup"),
+    ] {
+        let want = format!("{file}:{line}: {field}: ");
+        assert!(problems.iter().any(|p| p.starts_with(&want)), "{want:?} missing: {out:#?}");
+    }
+
+    // An unset variable without a default stops interpolation, at its line.
+    let out = env.check(&yaml.replace("NEVER_SET_KEY:-}", "NEVER_SET_KEY}"));
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "switchyard: {file}:5: environment variable SWITCHYARD_TEST_NEVER_SET_KEY is not set"
+        )),
+        "{out:#?}"
+    );
 }
