@@ -7,6 +7,8 @@
 //!   `rules`, `credentials`, `secrets rotate`, `logs`, `usage`) work on the same
 //!   database as the gateway: see `cli/`.
 
+use std::ffi::OsString;
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,11 +61,21 @@ enum LogFormat {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(true);
+    // The logs go to stdout (the subscriber's default writer).
+    let ansi = log_colours(std::io::stdout().is_terminal(), std::env::var_os("NO_COLOR"));
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_target(true).with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// Colour escapes only for a person at a terminal: a file, a pipe or a log
+/// collector would keep them as noise. A non-empty `NO_COLOR` turns them off
+/// everywhere (https://no-color.org).
+fn log_colours(terminal: bool, no_color: Option<OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 fn main() -> ExitCode {
@@ -403,4 +415,18 @@ fn print_catalog(name: &str, c: &Catalog) {
 
 fn fmt_price(p: Option<f64>) -> String {
     p.map(|v| format!("{v}")).unwrap_or_else(|| "?".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_are_coloured_only_at_a_terminal_without_no_color() {
+        assert!(log_colours(true, None));
+        assert!(log_colours(true, Some(OsString::new())), "an empty NO_COLOR is unset");
+        assert!(!log_colours(true, Some(OsString::from("1"))));
+        assert!(!log_colours(false, None));
+        assert!(!log_colours(false, Some(OsString::from("1"))));
+    }
 }

@@ -887,3 +887,54 @@ models: [{ id: m, deployments: [{ provider: marked }] }]
         "{out:#?}"
     );
 }
+
+/// Logs written to a pipe (or a file) carry no colour escapes. The gateway is
+/// started on the embedded default at `127.0.0.1:0` with stdout, where its logs
+/// go, piped, and read up to its "listening" line.
+#[test]
+fn logs_to_a_pipe_are_not_coloured() {
+    let env = Env::scratch("no-colour");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "text"])
+        .current_dir(&env.dir)
+        .env("SWITCHYARD_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // NO_COLOR would hide the defect: colour must go because stdout is a pipe.
+    for var in
+        CLEARED.iter().chain(&["NO_COLOR", "SWITCHYARD_LISTEN_ADDR", "SWITCHYARD_LOG_FORMAT"])
+    {
+        cmd.env_remove(var);
+    }
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| l.contains("switchyard listening")) {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no \"switchyard listening\" line ({e}); seen: {seen:#?}"),
+        }
+    }
+    for line in &seen {
+        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
+    }
+}
+
+/// Ends the gateway a test started, however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
