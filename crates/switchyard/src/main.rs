@@ -413,13 +413,41 @@ fn print_catalog(name: &str, c: &Catalog) {
     }
 }
 
+/// A price per million tokens as the user wrote it. `{}` alone prints the shortest
+/// decimal that round-trips the f64, which is the written number only while no
+/// arithmetic has touched it: a price that went through a per-token scale and back
+/// prints as 0.09999999999999999. Rounding to 12 significant digits (more than any
+/// price is written with, fewer than the 17 where that error lives) first gives the
+/// written number back.
 fn fmt_price(p: Option<f64>) -> String {
-    p.map(|v| format!("{v}")).unwrap_or_else(|| "?".to_owned())
+    let Some(v) = p else { return "?".to_owned() };
+    let rounded = format!("{v:.11e}").parse::<f64>().unwrap_or(v);
+    format!("{rounded}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prices_print_as_written_even_after_float_arithmetic() {
+        assert_eq!(fmt_price(None), "?");
+        for (value, shown) in [
+            (0.1, "0.1"),
+            (0.1e-6 * 1e6, "0.1"),
+            (0.09999999999999999, "0.1"),
+            (0.39999999999999997, "0.4"),
+            (0.1 + 0.2, "0.3"),
+            (0.0, "0"),
+            (8.0, "8"),
+            (1.25, "1.25"),
+            (0.125, "0.125"),
+            (0.0001, "0.0001"),
+            (123456.789, "123456.789"),
+        ] {
+            assert_eq!(fmt_price(Some(value)), shown, "{value:?}");
+        }
+    }
 
     #[test]
     fn logs_are_coloured_only_at_a_terminal_without_no_color() {

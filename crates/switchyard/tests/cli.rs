@@ -938,3 +938,27 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// `check` prints a model's prices per million tokens as they were written.
+#[test]
+fn check_prints_prices_as_written() {
+    let env = Env::scratch("check-prices");
+    let out = env
+        .check(
+            "storage: { url: none }\n\
+             providers: { mock: { wire: mock } }\n\
+             models:\n\
+             \x20 - { id: cheap, deployments: [{ provider: mock }], pricing: { input: 0.1, output: 0.4 } }\n\
+             \x20 - { id: odd, deployments: [{ provider: mock }], pricing: { input: 0.3, output: 1.1 } }\n",
+        )
+        .ok();
+    let line = |id: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap_or_else(|| panic!("no {id} line: {out:#?}"))
+            .to_owned()
+    };
+    assert!(line("cheap").contains(" $0.1/0.4 per Mtok"), "{out:#?}");
+    assert!(line("odd").contains(" $0.3/1.1 per Mtok"), "{out:#?}");
+}
