@@ -66,6 +66,13 @@ impl ProviderSpec {
             ProviderKind::Mock { .. } => "mock",
         }
     }
+
+    /// Whether a caller holding these own keys (BYOK, by provider name) can use this
+    /// provider: it is available with a platform key (or needs none), or the caller
+    /// brings a key for it.
+    pub fn reachable_with(&self, byok: &[(String, Secret)]) -> bool {
+        self.unavailable.is_none() || byok.iter().any(|(p, _)| *p == self.name)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -1054,6 +1061,32 @@ impl Catalog {
         })
     }
 
+    /// Whether some deployment a request for `m` may be sent to is on a provider
+    /// `usable` accepts: the targets of the route it resolves to (every scope's
+    /// chain; without a route, its own deployments), then its fallback models'
+    /// deployments. The candidates [`Catalog::plan`] builds, for any scope, so a
+    /// model listed this way can be answered by something other than a 503.
+    pub fn reachable(&self, m: &ModelEntry, usable: impl Fn(&ProviderSpec) -> bool) -> bool {
+        let usable_at = |i: usize| self.providers.get(i).is_some_and(|p| usable(p));
+        let route = self
+            .lookup
+            .get(&m.id)
+            .and_then(|&i| self.model_route.get(i).copied().flatten())
+            .and_then(|r| self.routes.get(r));
+        let first = match route {
+            Some(r) => std::iter::once(&r.chain)
+                .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
+                .flat_map(|c| std::iter::once(&c.primary).chain(&c.fallbacks))
+                .any(|t| usable_at(t.provider)),
+            None => m.deployments.iter().any(|d| usable_at(d.provider)),
+        };
+        first
+            || m.fallbacks
+                .iter()
+                .filter_map(|fb| self.model(fb))
+                .any(|fm| fm.deployments.iter().any(|d| usable_at(d.provider)))
+    }
+
     /// The canonical id for a requested name: normalised, namespace prefix removed.
     pub fn canonical_name(&self, requested: &str) -> String {
         let name = normalize_model(requested);
@@ -1509,6 +1542,35 @@ models: []
         got.sort_by_key(|(l, _)| *l);
         want.sort_by_key(|(l, _)| *l);
         assert_eq!(got, want, "{err}");
+    }
+
+    #[test]
+    fn a_model_is_reachable_through_its_route_deployments_or_fallbacks() {
+        let yaml = r#"
+providers:
+  on: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR], optional: true } }
+  mine: { wire: anthropic, credentials: { byok_only: true } }
+models:
+  - { id: direct, deployments: [{ provider: on }], pricing: { input: 1, output: 1 } }
+  - { id: keyless, deployments: [{ provider: off }] }
+  - { id: routed, deployments: [{ provider: off }] }
+  - { id: falls-back, deployments: [{ provider: off }], fallbacks: [direct] }
+  - { id: own-key, deployments: [{ provider: mine }] }
+routes:
+  - { name: r, match: routed, provider: on }
+"#;
+        let c = compile(yaml).unwrap();
+        let reachable = |byok: &[(String, Secret)]| -> Vec<&str> {
+            c.models
+                .iter()
+                .filter(|m| c.reachable(m, |p| p.reachable_with(byok)))
+                .map(|m| m.id.as_str())
+                .collect()
+        };
+        assert_eq!(reachable(&[]), ["direct", "routed", "falls-back"]);
+        let own = [("mine".to_owned(), Secret::new("sk-own"))];
+        assert_eq!(reachable(&own), ["direct", "routed", "falls-back", "own-key"]);
     }
 
     #[test]
