@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 use switchyard_protocol::Wire;
 
 use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
@@ -65,6 +65,13 @@ impl ProviderSpec {
             ProviderKind::Wire(w) => w.as_str(),
             ProviderKind::Mock { .. } => "mock",
         }
+    }
+
+    /// Whether a caller holding these own keys (BYOK, by provider name) can use this
+    /// provider: it is available with a platform key (or needs none), or the caller
+    /// brings a key for it.
+    pub fn reachable_with(&self, byok: &[(String, Secret)]) -> bool {
+        self.unavailable.is_none() || byok.iter().any(|(p, _)| *p == self.name)
     }
 }
 
@@ -280,12 +287,13 @@ pub struct Problem {
 
 impl Problem {
     fn at<T>(s: &Spanned<T>, message: impl Into<String>) -> Self {
-        let line = s.referenced.line();
-        Problem { line: (line > 0).then_some(line), message: message.into() }
+        Self::located(s.referenced, message)
     }
 
-    fn general(message: impl Into<String>) -> Self {
-        Problem { line: None, message: message.into() }
+    /// Line 0 is serde-saphyr's "unknown" (a value from a default, say).
+    fn located(at: Location, message: impl Into<String>) -> Self {
+        let line = at.line();
+        Problem { line: (line > 0).then_some(line), message: message.into() }
     }
 
     /// `file:line: message`, or `file: message`.
@@ -382,42 +390,55 @@ fn capabilities(list: &[Capability]) -> Capabilities {
     c
 }
 
-/// Platform keys of a provider, and why it is unusable when it is. The flag says
-/// whether a missing key is a configuration error (it is unless the provider is
-/// marked `optional` or `byok_only`).
-fn keys_for(
-    name: &str,
-    creds: &Credentials,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> (Vec<Secret>, Option<String>, bool) {
+/// A provider's platform keys, and why it is unusable when it is.
+struct PlatformKeys {
+    keys: Vec<Secret>,
+    unavailable: Option<String>,
+    /// Whether the missing key is a configuration error (it is unless the provider
+    /// is marked `optional` or `byok_only`).
+    refuse: bool,
+    /// The first unset variable's position, where a refusal is reported.
+    first_missing: Option<Location>,
+}
+
+fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {
+    let none = |keys| PlatformKeys { keys, unavailable: None, refuse: false, first_missing: None };
     if creds.none {
-        return (Vec::new(), None, false);
+        return none(Vec::new());
     }
     let mut keys: Vec<Secret> =
         creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
-    let mut missing = Vec::new();
+    let mut missing: Vec<&Spanned<String>> = Vec::new();
     for var in &creds.env {
-        match env(var).filter(|v| !v.is_empty()) {
+        match env(&var.value).filter(|v| !v.is_empty()) {
             Some(v) => keys.push(Secret::new(v)),
-            None => missing.push(var.as_str()),
+            None => missing.push(var),
         }
     }
     if !keys.is_empty() {
-        return (keys, None, false);
+        return none(keys);
     }
+    let first_missing = missing.first().map(|v| v.referenced);
     if creds.byok_only {
         let why =
             format!("provider {name} takes users' own keys only (byok_only) and none was given");
-        return (keys, Some(why), false);
+        return PlatformKeys { keys, unavailable: Some(why), refuse: false, first_missing };
     }
     let why = if missing.is_empty() {
         format!(
             "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
         )
     } else {
-        format!("provider {name} is disabled: {} is not set", missing.join(", "))
+        let names: Vec<&str> = missing.iter().map(|v| v.value.as_str()).collect();
+        format!("provider {name} is disabled: {} is not set", names.join(", "))
     };
-    (keys, Some(why), !creds.optional)
+    PlatformKeys { keys, unavailable: Some(why), refuse: !creds.optional, first_missing }
+}
+
+/// The closest known position of the first of `candidates`: a problem is reported
+/// at the field it is about when that was written, else at the provider's name.
+fn first_known(candidates: &[Option<Location>]) -> Location {
+    candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Location::UNKNOWN)
 }
 
 /// What validating a route's chains needs to see.
@@ -549,7 +570,8 @@ impl Catalog {
         // Providers.
         let mut providers = Vec::new();
         let mut provider_index = HashMap::new();
-        for (name, p) in &raw.providers {
+        for (written, p) in &raw.providers {
+            let name = written.as_str();
             let kind = match p.wire {
                 WireName::OpenaiChat => ProviderKind::Wire(Wire::OpenAiChat),
                 WireName::Anthropic => ProviderKind::Wire(Wire::Anthropic),
@@ -558,14 +580,25 @@ impl Catalog {
                     ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) }
                 }
             };
-            let (keys, unavailable, refuse) = if p.wire == WireName::Mock {
-                (Vec::new(), None, false)
-            } else {
-                keys_for(name, &p.credentials, env)
-            };
+            let PlatformKeys { keys, unavailable, refuse, first_missing } =
+                if p.wire == WireName::Mock {
+                    PlatformKeys {
+                        keys: Vec::new(),
+                        unavailable: None,
+                        refuse: false,
+                        first_missing: None,
+                    }
+                } else {
+                    keys_for(name, &p.credentials.value, env)
+                };
             if let Some(why) = &unavailable {
                 if refuse {
-                    problems.push(Problem::general(format!(
+                    let at = first_known(&[
+                        first_missing,
+                        Some(p.credentials.referenced),
+                        Some(written.location()),
+                    ]);
+                    problems.push(Problem::located(at, format!(
                         "providers.{name}.credentials: {why} (mark the provider `credentials.optional: true` to start without it, or `byok_only: true`)"
                     )));
                 } else {
@@ -574,25 +607,32 @@ impl Catalog {
             }
             let endpoint = p
                 .endpoint
-                .clone()
-                .unwrap_or_else(|| default_endpoint(p.wire).to_owned())
+                .as_ref()
+                .map_or(default_endpoint(p.wire), |e| e.value.as_str())
                 .trim_end_matches('/')
                 .to_owned();
-            if p.markup.is_some_and(|m| !m.is_finite() || m < 0.0) {
-                problems.push(Problem::general(format!(
-                    "providers.{name}.markup: must be a number >= 0"
-                )));
+            if let Some(m) = &p.markup
+                && (!m.value.is_finite() || m.value < 0.0)
+            {
+                let at = first_known(&[Some(m.referenced), Some(written.location())]);
+                problems.push(Problem::located(
+                    at,
+                    format!("providers.{name}.markup: must be a number >= 0"),
+                ));
             }
             if p.wire != WireName::Mock
                 && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
             {
-                problems.push(Problem::general(format!(
-                    "providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"
-                )));
+                let written_at = p.endpoint.as_ref().map(|e| e.referenced);
+                let at = first_known(&[written_at, Some(written.location())]);
+                problems.push(Problem::located(
+                    at,
+                    format!("providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"),
+                ));
             }
-            provider_index.insert(name.clone(), providers.len());
+            provider_index.insert(name.to_owned(), providers.len());
             providers.push(Arc::new(ProviderSpec {
-                name: name.clone(),
+                name: name.to_owned(),
                 kind,
                 endpoint,
                 keys,
@@ -602,7 +642,7 @@ impl Catalog {
                 backend: p.surface == raw::Surface::Backend,
                 european: p.governance.european.unwrap_or(false),
                 no_retain: p.governance.no_retain.unwrap_or(false),
-                markup: p.markup.unwrap_or(1.0),
+                markup: p.markup.as_ref().map_or(1.0, |m| m.value),
             }));
         }
         let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {
@@ -924,11 +964,12 @@ impl Catalog {
         }
 
         if let Some(dm) = &g.default_model {
-            let n = normalize_model(dm);
+            let n = normalize_model(&dm.value);
             if !lookup.contains_key(&n) && !g.allow_unlisted_models {
-                problems.push(Problem::general(format!(
-                    "gateway.default_model: {dm:?} is not in the catalog"
-                )));
+                problems.push(Problem::at(
+                    dm,
+                    format!("gateway.default_model: {:?} is not in the catalog", dm.value),
+                ));
             }
         }
 
@@ -938,7 +979,7 @@ impl Catalog {
         let t = g.timeouts;
         let settings = Settings {
             listen: g.listen.clone(),
-            default_model: g.default_model.as_deref().map(normalize_model),
+            default_model: g.default_model.as_ref().map(|dm| normalize_model(&dm.value)),
             allow_unlisted_models: g.allow_unlisted_models,
             model_prefixes: g
                 .model_prefixes
@@ -1042,6 +1083,32 @@ impl Catalog {
                     .all(|d| self.providers.get(d.provider).is_some_and(|p| p.backend));
             !m.hidden && !m.is_retired(today) && !backend_only
         })
+    }
+
+    /// Whether some deployment a request for `m` may be sent to is on a provider
+    /// `usable` accepts: the targets of the route it resolves to (every scope's
+    /// chain; without a route, its own deployments), then its fallback models'
+    /// deployments. The candidates [`Catalog::plan`] builds, for any scope, so a
+    /// model listed this way can be answered by something other than a 503.
+    pub fn reachable(&self, m: &ModelEntry, usable: impl Fn(&ProviderSpec) -> bool) -> bool {
+        let usable_at = |i: usize| self.providers.get(i).is_some_and(|p| usable(p));
+        let route = self
+            .lookup
+            .get(&m.id)
+            .and_then(|&i| self.model_route.get(i).copied().flatten())
+            .and_then(|r| self.routes.get(r));
+        let first = match route {
+            Some(r) => std::iter::once(&r.chain)
+                .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
+                .flat_map(|c| std::iter::once(&c.primary).chain(&c.fallbacks))
+                .any(|t| usable_at(t.provider)),
+            None => m.deployments.iter().any(|d| usable_at(d.provider)),
+        };
+        first
+            || m.fallbacks
+                .iter()
+                .filter_map(|fb| self.model(fb))
+                .any(|fm| fm.deployments.iter().any(|d| usable_at(d.provider)))
     }
 
     /// The canonical id for a requested name: normalised, namespace prefix removed.
@@ -1463,6 +1530,78 @@ models:
         assert!(text.contains("t.yaml:8:"), "{text}");
         assert!(text.contains("cannot fall back to itself"), "{text}");
         assert!(text.contains("\"y\" is not a model id"), "{text}");
+    }
+
+    #[test]
+    fn provider_and_gateway_problems_have_lines_too() {
+        // Each problem at the line of the field it is about; a provider with no
+        // credentials block at all, at its name.
+        let yaml = r#"gateway: { default_model: nowhere }
+providers:
+  emptykey:
+    wire: openai-chat
+    credentials: { keys: [""] }
+  unset:
+    wire: anthropic
+    credentials:
+      env:
+        - KEY_NOT_THERE
+  ftp:
+    wire: openai-chat
+    endpoint: "ftp://x"
+    credentials: { none: true }
+  undeclared:
+    wire: gemini
+  marked: { wire: mock, markup: -1 }
+models: []
+"#;
+        let err = compile(yaml).unwrap_err();
+        let lines: Vec<(Option<u64>, &str)> = err
+            .problems
+            .iter()
+            .map(|p| (p.line, p.message.split(':').next().unwrap_or("")))
+            .collect();
+        let mut want = vec![
+            (Some(1), "gateway.default_model"),
+            (Some(5), "providers.emptykey.credentials"),
+            (Some(10), "providers.unset.credentials"),
+            (Some(13), "providers.ftp.endpoint"),
+            (Some(15), "providers.undeclared.credentials"),
+            (Some(17), "providers.marked.markup"),
+        ];
+        let mut got = lines.clone();
+        got.sort_by_key(|(l, _)| *l);
+        want.sort_by_key(|(l, _)| *l);
+        assert_eq!(got, want, "{err}");
+    }
+
+    #[test]
+    fn a_model_is_reachable_through_its_route_deployments_or_fallbacks() {
+        let yaml = r#"
+providers:
+  on: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR], optional: true } }
+  mine: { wire: anthropic, credentials: { byok_only: true } }
+models:
+  - { id: direct, deployments: [{ provider: on }], pricing: { input: 1, output: 1 } }
+  - { id: keyless, deployments: [{ provider: off }] }
+  - { id: routed, deployments: [{ provider: off }] }
+  - { id: falls-back, deployments: [{ provider: off }], fallbacks: [direct] }
+  - { id: own-key, deployments: [{ provider: mine }] }
+routes:
+  - { name: r, match: routed, provider: on }
+"#;
+        let c = compile(yaml).unwrap();
+        let reachable = |byok: &[(String, Secret)]| -> Vec<&str> {
+            c.models
+                .iter()
+                .filter(|m| c.reachable(m, |p| p.reachable_with(byok)))
+                .map(|m| m.id.as_str())
+                .collect()
+        };
+        assert_eq!(reachable(&[]), ["direct", "routed", "falls-back"]);
+        let own = [("mine".to_owned(), Secret::new("sk-own"))];
+        assert_eq!(reachable(&own), ["direct", "routed", "falls-back", "own-key"]);
     }
 
     #[test]

@@ -675,7 +675,7 @@ impl Snapshot {
         let mut reported = Usage::default();
         let keys = credentials(cand, inbound);
         if let Some(why) = &cand.provider.unavailable
-            && !inbound.byok.iter().any(|(p, _)| *p == cand.provider.name)
+            && !cand.provider.reachable_with(&inbound.byok)
         {
             return (Err(Failure::Unavailable(why.clone())), None, reported);
         }

@@ -1,6 +1,8 @@
-//! `GET /v1/models`: visible models only (hidden and retired excluded), in OpenAI's
-//! list shape, or Anthropic's when the client sends `anthropic-version`. Each entry
-//! also carries the catalog facts (prices, context window) the meter uses.
+//! `GET /v1/models`: visible models only (hidden and retired excluded) that the
+//! caller can reach (some provider serving the model has a platform key, or the
+//! caller's own key), in OpenAI's list shape, or Anthropic's when the client sends
+//! `anthropic-version`. Each entry also carries the catalog facts (prices, context
+//! window) the meter uses.
 
 use std::sync::Arc;
 
@@ -18,13 +20,19 @@ pub async fn list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Res
     let anthropic = headers.contains_key("anthropic-version");
     let snapshot = state.gateway.snapshot();
     let catalog = &snapshot.catalog;
-    if let Err(e) = state.identity.authenticate(&headers).await {
-        let format = if anthropic { ClientFormat::Anthropic } else { ClientFormat::OpenAiChat };
-        return error_response(format, &e, &ids::request_id());
-    }
+    let caller = match state.identity.authenticate(&headers).await {
+        Ok(caller) => caller,
+        Err(e) => {
+            let format = if anthropic { ClientFormat::Anthropic } else { ClientFormat::OpenAiChat };
+            return error_response(format, &e, &ids::request_id());
+        }
+    };
     let today = Date::today();
+    // A model only a keyless provider serves would answer every request with 503:
+    // listing it would invite clients to pick it.
     let entries: Vec<Value> = catalog
         .visible_models(today)
+        .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
         .map(|m| {
             let facts = json!({
                 "pricing": m.pricing.as_ref().map(|p| json!({

@@ -106,6 +106,9 @@ on_both_backends! {
         usage_and_requests_report_what_was_served_postgres;
     case_openapi_describes_every_route =>
         openapi_describes_every_route_sqlite, openapi_describes_every_route_postgres;
+    case_model_list_shows_what_the_callers_own_keys_reach =>
+        model_list_shows_what_the_callers_own_keys_reach_sqlite,
+        model_list_shows_what_the_callers_own_keys_reach_postgres;
 }
 
 /// An answer: status, JSON body (Null if none), the raw text, the request id.
@@ -147,10 +150,10 @@ impl Drop for Env {
 impl Env {
     /// The server; with `opts.store`, on `db`'s store.
     async fn start(db: &TestDb, opts: Opts) -> Env {
-        Env::start_with(db, opts, &Options::default()).await
+        Self::start_with(db, opts, &Options::default()).await
     }
 
-    /// The server on a configuration with `options` turned.
+    /// The server on the test configuration with `options` added.
     async fn start_with(db: &TestDb, opts: Opts, options: &Options) -> Env {
         switchyard_core::install_crypto_provider();
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -257,6 +260,14 @@ impl Env {
     async fn chat(&self, key: &str, model: &str) -> Answer {
         let body = json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
         self.call(Some(key), "POST", "/v1/chat/completions", Some(&body)).await
+    }
+
+    /// The model ids `GET /v1/models` lists to the holder of `key`.
+    async fn listed(&self, key: &str) -> Vec<String> {
+        let a = self.call(Some(key), "GET", "/v1/models", None).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        let data = a.json["data"].as_array().unwrap();
+        data.iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect()
     }
 
     /// A user with a key: (user id, primary project id, key secret, key id).
@@ -658,6 +669,49 @@ async fn case_provider_keys_are_write_only_and_used_upstream(db: TestDb) {
     let rows = env.records(&format!("user={uid}"), 4).await;
     assert!(rows.iter().all(|r| r["user"] == uid.as_str()));
     env.assert_no_leak(&[BYOK, BYOK_2, BYOK_PROJECT, OPENAI_KEY, ANTHROPIC_KEY, &secret, &plain]);
+}
+
+/// A model served only by a provider without a platform key is listed to the
+/// callers who brought their own key for it (theirs or their project's), and to
+/// nobody else.
+async fn case_model_list_shows_what_the_callers_own_keys_reach(db: TestDb) {
+    let options = Options {
+        providers_extra: r#"  keyless: { wire: openai-chat, endpoint: "{openai}/v1", credentials: { byok_only: true } }
+"#
+        .to_owned(),
+        extra_models: "  - id: m-keyless\n    deployments: [{ provider: keyless, model: up-keyless }]\n"
+            .to_owned(),
+        ..Options::default()
+    };
+    let env = Env::start_with(&db, FULL, &options).await;
+    let (uid, _, own, _) = env.user_with_key("own@example.com", json!({})).await;
+    let (_, project, member, _) = env.user_with_key("member@example.com", json!({})).await;
+    let (_, _, plain, _) = env.user_with_key("plain@example.com", json!({})).await;
+    for key in [&own, &member, &plain, GATEWAY_KEY] {
+        let ids = env.listed(key).await;
+        assert!(!ids.iter().any(|id| id == "m-keyless"), "{ids:?}");
+        assert!(ids.iter().any(|id| id == "m-openai") && ids.iter().any(|id| id == "mock-echo"));
+    }
+
+    let user_key =
+        json!({"owner_kind": "user", "owner_id": uid, "provider": "keyless", "api_key": BYOK});
+    env.expect(200, "PUT", "/admin/credentials", Some(user_key)).await;
+    let project_key = json!({"owner_kind": "project", "owner_id": project, "provider": "keyless", "api_key": BYOK_PROJECT});
+    env.expect(200, "PUT", "/admin/credentials", Some(project_key)).await;
+    for key in [&own, &member] {
+        let ids = env.listed(key).await;
+        assert!(ids.iter().any(|id| id == "m-keyless"), "{ids:?}");
+        assert!(ids.iter().any(|id| id == "m-openai") && ids.iter().any(|id| id == "mock-echo"));
+    }
+    for key in [&plain, GATEWAY_KEY] {
+        let ids = env.listed(key).await;
+        assert!(!ids.iter().any(|id| id == "m-keyless"), "{ids:?}");
+    }
+    // What is listed is served, with the caller's key.
+    assert_eq!(env.chat(&own, "m-keyless").await.status, 200);
+    let last = env.openai.received().last().unwrap().header("authorization").unwrap().to_owned();
+    assert_eq!(last, format!("Bearer {BYOK}"));
+    assert_eq!(env.chat(&plain, "m-keyless").await.status, 503);
 }
 
 /// Log lines written while a test runs, at trace level (the test runtime runs

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
+use switchyard_core::{Catalog, ConfigSource, Gateway};
 use switchyard_protocol::{ClientFormat, Part};
 use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
 
@@ -161,6 +162,80 @@ async fn model_list_shows_visible_models_only_in_both_shapes() {
     // The hidden model is still served.
     let r = h.post("/v1/chat/completions", &chat("m-hidden")).await;
     assert_eq!(r.status(), 200);
+}
+
+/// The ids `GET /v1/models` lists at `base` for `key` (none: no key sent).
+async fn listed(client: &reqwest::Client, base: &str, key: Option<&str>) -> Vec<String> {
+    let mut req = client.get(format!("{base}/v1/models"));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let r = tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// A model whose every deployment is on a provider without a key would answer only
+/// 503: it is not listed. One its route sends to a provider with a key, or one that
+/// falls back to a served model, is.
+#[tokio::test]
+async fn model_list_leaves_out_models_no_provider_has_a_key_for() {
+    let h = Harness::start_with(Options {
+        providers_extra: r#"  keyless: { wire: openai-chat, endpoint: "{openai}/v1", credentials: { env: [SWITCHYARD_TEST_NEVER_SET], optional: true } }
+"#
+        .to_owned(),
+        extra_models: r#"  - id: m-keyless
+    deployments: [{ provider: keyless, model: up-keyless }]
+  - id: m-keyless-routed
+    deployments: [{ provider: keyless, model: up-keyless }]
+  - id: m-keyless-falls-back
+    deployments: [{ provider: keyless, model: up-keyless }]
+    fallbacks: [m-openai]
+"#
+        .to_owned(),
+        routes: "routes:\n  - { name: via-openai, match: m-keyless-routed, provider: openai, model: up-openai }\n"
+            .to_owned(),
+        ..Options::default()
+    })
+    .await;
+    assert!(h.state.gateway.snapshot().catalog.provider("keyless").unwrap().unavailable.is_some());
+    let ids = listed(&h.client, &h.base, Some(GATEWAY_KEY)).await;
+    assert!(!ids.iter().any(|id| id == "m-keyless"), "{ids:?}");
+    for id in [
+        "m-openai",
+        "m-anthropic",
+        "m-gemini",
+        "mock-echo",
+        "m-keyless-routed",
+        "m-keyless-falls-back",
+    ] {
+        assert!(ids.iter().any(|x| x == id), "{id} missing from {ids:?}");
+    }
+    // Unlisted, it is still what it was: a 503, and nothing sent upstream.
+    let r = h.post("/v1/chat/completions", &chat("m-keyless")).await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(h.upstream_requests(), 0);
+}
+
+/// The embedded default on a machine with no provider key lists the free mock
+/// model only, not the OpenAI, Anthropic and Google models it cannot serve.
+#[tokio::test]
+async fn embedded_default_without_keys_lists_only_the_mock() {
+    let raw = ConfigSource::embedded().parse_with(&|_| None).unwrap();
+    let catalog = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
+    let sink = std::sync::Arc::new(switchyard_store::MemorySink::new(10));
+    let gateway = std::sync::Arc::new(Gateway::new(catalog, sink).unwrap());
+    let state = switchyard_server::AppState::new(gateway);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(switchyard_server::serve(listener, state, async move {
+        let _ = rx.await;
+    }));
+    // The embedded default without SWITCHYARD_API_KEY is an open gateway.
+    assert_eq!(listed(&reqwest::Client::new(), &base, None).await, ["mock-echo"]);
+    let _ = tx.send(());
 }
 
 #[tokio::test]

@@ -7,6 +7,8 @@
 //!   `rules`, `credentials`, `secrets rotate`, `logs`, `usage`) work on the same
 //!   database as the gateway: see `cli/`.
 
+use std::ffi::OsString;
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -59,11 +61,21 @@ enum LogFormat {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(true);
+    // The logs go to stdout (the subscriber's default writer).
+    let ansi = log_colours(std::io::stdout().is_terminal(), std::env::var_os("NO_COLOR"));
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_target(true).with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
+}
+
+/// Colour escapes only for a person at a terminal: a file, a pipe or a log
+/// collector would keep them as noise. A non-empty `NO_COLOR` turns them off
+/// everywhere (https://no-color.org).
+fn log_colours(terminal: bool, no_color: Option<OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 fn main() -> ExitCode {
@@ -443,6 +455,48 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
     }
 }
 
+/// A price per million tokens as the user wrote it. `{}` alone prints the shortest
+/// decimal that round-trips the f64, which is the written number only while no
+/// arithmetic has touched it: a price that went through a per-token scale and back
+/// prints as 0.09999999999999999. Rounding to 12 significant digits (more than any
+/// price is written with, fewer than the 17 where that error lives) first gives the
+/// written number back.
 fn fmt_price(p: Option<f64>) -> String {
-    p.map(|v| format!("{v}")).unwrap_or_else(|| "?".to_owned())
+    let Some(v) = p else { return "?".to_owned() };
+    let rounded = format!("{v:.11e}").parse::<f64>().unwrap_or(v);
+    format!("{rounded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_print_as_written_even_after_float_arithmetic() {
+        assert_eq!(fmt_price(None), "?");
+        for (value, shown) in [
+            (0.1, "0.1"),
+            (0.1e-6 * 1e6, "0.1"),
+            (0.09999999999999999, "0.1"),
+            (0.39999999999999997, "0.4"),
+            (0.1 + 0.2, "0.3"),
+            (0.0, "0"),
+            (8.0, "8"),
+            (1.25, "1.25"),
+            (0.125, "0.125"),
+            (0.0001, "0.0001"),
+            (123456.789, "123456.789"),
+        ] {
+            assert_eq!(fmt_price(Some(value)), shown, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn logs_are_coloured_only_at_a_terminal_without_no_color() {
+        assert!(log_colours(true, None));
+        assert!(log_colours(true, Some(OsString::new())), "an empty NO_COLOR is unset");
+        assert!(!log_colours(true, Some(OsString::from("1"))));
+        assert!(!log_colours(false, None));
+        assert!(!log_colours(false, Some(OsString::from("1"))));
+    }
 }

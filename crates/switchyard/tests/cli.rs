@@ -63,7 +63,9 @@ struct Env {
 }
 
 impl Env {
-    fn new(name: &str, db: &TestDb) -> Env {
+    /// The folder only: `config.yaml` is not written yet (commands that need no
+    /// database, such as `check`, write their own).
+    fn scratch(name: &str) -> Env {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -72,10 +74,15 @@ impl Env {
             .join(format!("switchyard-cli-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("config.yaml");
+        Env { dir, config }
+    }
+
+    fn new(name: &str, db: &TestDb) -> Env {
+        let env = Env::scratch(name);
         // A JSON string is a YAML double-quoted scalar: any URL survives as is.
         let url = serde_json::to_string(db.url()).unwrap();
         std::fs::write(
-            &config,
+            &env.config,
             format!(
                 "storage: {{ url: {url} }}\n\
                  providers: {{ mock: {{ wire: mock }} }}\n\
@@ -83,7 +90,13 @@ impl Env {
             ),
         )
         .unwrap();
-        Env { dir, config }
+        env
+    }
+
+    /// `switchyard check config.yaml` after writing `yaml` there.
+    fn check(&self, yaml: &str) -> Out {
+        std::fs::write(&self.config, yaml).unwrap();
+        self.raw(&["check", &self.config.display().to_string()], &[], None)
     }
 
     /// `switchyard ARGS --config <config>`.
@@ -855,4 +868,130 @@ async fn case_status_classes_page_through_more_than_a_store_page(db: TestDb) {
     let expected: Vec<String> = (0..1_000).map(|i| format!("ok-{i:04}")).collect();
     assert_eq!(successes, expected);
     assert_eq!(list(&["--status", "200", "--limit", "1000"]), expected);
+}
+
+/// Every problem `check` finds is reported as `file:LINE: …`, provider-level ones
+/// included, each at the field it is about (a provider with no credentials block,
+/// at its name).
+#[test]
+fn check_reports_every_problem_at_its_line() {
+    let env = Env::scratch("check-lines");
+    let file = env.config.display().to_string();
+    let yaml = r#"gateway: { default_model: nowhere }
+providers:
+  keyless:
+    wire: openai-chat
+    credentials: { keys: ["${SWITCHYARD_TEST_NEVER_SET_KEY:-}"] }
+  unset:
+    wire: anthropic
+    credentials:
+      env: [SWITCHYARD_TEST_NEVER_SET_ENV]
+  ftp:
+    wire: openai-chat
+    endpoint: "ftp://x"
+    credentials: { none: true }
+  undeclared: { wire: gemini }
+  marked: { wire: mock, markup: -1 }
+models: [{ id: m, deployments: [{ provider: marked }] }]
+"#;
+    let out = env.check(yaml);
+    assert_eq!(out.code, 1, "{out:#?}");
+    let problems: Vec<&str> = out.stderr.lines().skip(1).map(str::trim).collect();
+    assert_eq!(problems.len(), 6, "{out:#?}");
+    for (line, field) in [
+        (1, "gateway.default_model"),
+        (5, "providers.keyless.credentials"),
+        (9, "providers.unset.credentials"),
+        (12, "providers.ftp.endpoint"),
+        (14, "providers.undeclared.credentials"),
+        (15, "providers.marked.markup"),
+    ] {
+        let want = format!("{file}:{line}: {field}: ");
+        assert!(problems.iter().any(|p| p.starts_with(&want)), "{want:?} missing: {out:#?}");
+    }
+
+    // An unset variable without a default stops interpolation, at its line.
+    let out = env.check(&yaml.replace("NEVER_SET_KEY:-}", "NEVER_SET_KEY}"));
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(
+        out.stderr.starts_with(&format!(
+            "switchyard: {file}:5: environment variable SWITCHYARD_TEST_NEVER_SET_KEY is not set"
+        )),
+        "{out:#?}"
+    );
+}
+
+/// Logs written to a pipe (or a file) carry no colour escapes. The gateway is
+/// started on the embedded default at `127.0.0.1:0` with stdout, where its logs
+/// go, piped, and read up to its "listening" line.
+#[test]
+fn logs_to_a_pipe_are_not_coloured() {
+    let env = Env::scratch("no-colour");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "text"])
+        .current_dir(&env.dir)
+        .env("SWITCHYARD_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // NO_COLOR would hide the defect: colour must go because stdout is a pipe.
+    for var in
+        CLEARED.iter().chain(&["NO_COLOR", "SWITCHYARD_LISTEN_ADDR", "SWITCHYARD_LOG_FORMAT"])
+    {
+        cmd.env_remove(var);
+    }
+    let mut child = KillOnDrop(cmd.spawn().unwrap());
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    while !seen.last().is_some_and(|l: &String| l.contains("switchyard listening")) {
+        match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(line) => seen.push(line),
+            Err(e) => panic!("no \"switchyard listening\" line ({e}); seen: {seen:#?}"),
+        }
+    }
+    for line in &seen {
+        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
+    }
+}
+
+/// Ends the gateway a test started, however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `check` prints a model's prices per million tokens as they were written.
+#[test]
+fn check_prints_prices_as_written() {
+    let env = Env::scratch("check-prices");
+    let out = env
+        .check(
+            "storage: { url: none }\n\
+             providers: { mock: { wire: mock } }\n\
+             models:\n\
+             \x20 - { id: cheap, deployments: [{ provider: mock }], pricing: { input: 0.1, output: 0.4 } }\n\
+             \x20 - { id: odd, deployments: [{ provider: mock }], pricing: { input: 0.3, output: 1.1 } }\n",
+        )
+        .ok();
+    let line = |id: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(id))
+            .unwrap_or_else(|| panic!("no {id} line: {out:#?}"))
+            .to_owned()
+    };
+    assert!(line("cheap").contains(" $0.1/0.4 per Mtok"), "{out:#?}");
+    assert!(line("odd").contains(" $0.3/1.1 per Mtok"), "{out:#?}");
 }

@@ -1,10 +1,12 @@
 //! The configuration file as written: plain serde types, nothing resolved yet.
 //! [`crate::catalog::Catalog::compile`] validates and compiles it.
 
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -13,7 +15,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub gateway: GatewaySettings,
     #[serde(default)]
-    pub providers: BTreeMap<String, ProviderConfig>,
+    pub providers: BTreeMap<ProviderName, ProviderConfig>,
     #[serde(default)]
     pub models: Vec<ModelConfig>,
     #[serde(default)]
@@ -129,7 +131,7 @@ pub struct GatewaySettings {
     /// Address to listen on.
     pub listen: String,
     /// Model used when a request names none.
-    pub default_model: Option<String>,
+    pub default_model: Option<Spanned<String>>,
     /// Forward ids that are not in the catalog through the first matching route.
     pub allow_unlisted_models: bool,
     /// Namespace prefixes clients may put before a model id (`sy/auto` and
@@ -225,6 +227,56 @@ pub enum WireName {
     Mock,
 }
 
+/// A provider's name as written under `providers:`, with where it was written (a
+/// problem with the provider names this line when nothing closer has one). Compared,
+/// ordered and looked up by the name alone, so the map reads like one keyed by
+/// `String`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct ProviderName(pub Spanned<String>);
+
+impl ProviderName {
+    pub fn as_str(&self) -> &str {
+        &self.0.value
+    }
+
+    pub fn location(&self) -> Location {
+        self.0.referenced
+    }
+}
+
+impl PartialEq for ProviderName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ProviderName {}
+
+impl PartialOrd for ProviderName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ProviderName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Borrow<str> for ProviderName {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
@@ -232,9 +284,10 @@ pub struct ProviderConfig {
     /// Base URL. Defaults per wire: `https://api.openai.com/v1`,
     /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`.
     #[serde(default)]
-    pub endpoint: Option<String>,
-    #[serde(default)]
-    pub credentials: Credentials,
+    pub endpoint: Option<Spanned<String>>,
+    /// Spanned so that a missing key is reported at the block that declares it.
+    #[serde(default = "unwritten_credentials")]
+    pub credentials: Spanned<Credentials>,
     /// Extra headers sent on every upstream request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -253,7 +306,12 @@ pub struct ProviderConfig {
     /// Multiplies the metered cost of this provider's answers (e.g. 1.1 for a 10%
     /// platform fee). Default 1.
     #[serde(default)]
-    pub markup: Option<f64>,
+    pub markup: Option<Spanned<f64>>,
+}
+
+/// No `credentials` block was written: defaults, at no position in the file.
+fn unwritten_credentials() -> Spanned<Credentials> {
+    Spanned::new(Credentials::default(), Location::UNKNOWN, Location::UNKNOWN)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -268,9 +326,10 @@ pub enum Surface {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
-    /// Environment variable(s) holding a key each.
+    /// Environment variable(s) holding a key each (spanned: an unset one is
+    /// reported at its own line).
     #[serde(default)]
-    pub env: Vec<String>,
+    pub env: Vec<Spanned<String>>,
     /// Literal keys (use `${ENV}` interpolation rather than writing secrets here).
     #[serde(default)]
     pub keys: Vec<String>,
