@@ -995,3 +995,27 @@ fn check_prints_prices_as_written() {
     assert!(line("cheap").contains(" $0.1/0.4 per Mtok"), "{out:#?}");
     assert!(line("odd").contains(" $0.3/1.1 per Mtok"), "{out:#?}");
 }
+
+#[test]
+fn check_refuses_a_route_whose_model_narrows_away_what_it_requires() {
+    let env = Env::scratch("check-governance");
+    let file = env.config.display().to_string();
+    let yaml = r#"providers:
+  vault: { wire: mock, governance: { no_retain: true } }
+models:
+  - id: keeps-logs
+    deployments: [{ provider: vault }]
+    governance: { no_retain: false }
+routes:
+  - { name: no-logs, match: "keeps-*", provider: vault, requires: { no_retain: true } }
+"#;
+    let out = env.check(yaml);
+    assert_eq!(out.code, 1, "check says OK while every request would be denied: {out:#?}");
+    assert!(
+        out.stderr.contains(&format!("{file}:8: routes[no-logs].requires: vault serving model keeps-logs does not satisfy `no_retain`")),
+        "{out:#?}"
+    );
+    // Without the model's narrowing the route is fine.
+    let out = env.check(&yaml.replace("    governance: { no_retain: false }\n", ""));
+    assert_eq!(out.code, 0, "{out:#?}");
+}
