@@ -12,7 +12,7 @@ const WIRES: [Wire; 3] = [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini];
 
 fuzz_target!(|data: &[u8]| {
     for format in FORMATS {
-        let Ok(req) = format.parse_request(data) else { continue };
+        let Ok(req) = format.parse_request(data, None) else { continue };
         for wire in WIRES {
             let _ = wire.encode_request(&req);
             let traits = ModelTraits::infer(wire, &req.model);

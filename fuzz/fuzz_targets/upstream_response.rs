@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
             for format in
                 [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic]
             {
-                let _ = format.encode_response(&resp, &[]);
+                let _ = format.encode_response(&resp, &[], None);
             }
         }
     }

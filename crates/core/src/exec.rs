@@ -931,7 +931,11 @@ impl Snapshot {
                     None => Bytes::from(
                         inbound
                             .format
-                            .encode_response(&response, &inbound.request.tools)
+                            .encode_response(
+                                &response,
+                                &inbound.request.tools,
+                                runtime.seal.as_deref(),
+                            )
                             .to_string(),
                     ),
                 };
@@ -973,7 +977,9 @@ impl Snapshot {
                     inbound.raw.as_ref(),
                 ) && matches!(committed.source, Source::Http { .. });
                 let mut pump = Pump {
-                    encoder: inbound.format.stream_encoder(&inbound.request.tools),
+                    encoder: inbound
+                        .format
+                        .stream_encoder(&inbound.request.tools, runtime.seal.clone()),
                     passthrough,
                     idle: self.catalog.settings.idle_timeout,
                     tx,

@@ -109,7 +109,18 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
-        let runtime = runtime::Runtime::default();
+        Self::with_seal(catalog, sink, None)
+    }
+
+    /// [`Gateway::new`], sealing continuation data (Anthropic thinking signatures,
+    /// redacted thinking) with `seal` into answers for clients that carry it back
+    /// to the next turn (the Responses API's `encrypted_content`).
+    pub fn with_seal(
+        catalog: Catalog,
+        sink: SharedSink,
+        seal: Option<Arc<dyn switchyard_protocol::Seal>>,
+    ) -> Result<Self, LoadError> {
+        let runtime = runtime::Runtime { seal, ..runtime::Runtime::default() };
         runtime.health.set_config(catalog.settings.breaker);
         let snap = Snapshot::build(catalog, None)?;
         Ok(Self { current: ArcSwap::from_pointee(snap), runtime: Arc::new(runtime), sink })

@@ -107,6 +107,9 @@ pub struct Runtime {
     pub in_flight: InFlight,
     /// Access rules stored in the database (the admin API replaces them).
     pub rules: arc_swap::ArcSwap<Vec<crate::access::Rule>>,
+    /// Seals continuation data (thinking signatures) into answers for clients
+    /// that carry it back (Responses' `encrypted_content`); None: not sealed.
+    pub seal: Option<Arc<dyn switchyard_protocol::Seal>>,
 }
 
 impl Default for Runtime {
@@ -116,6 +119,7 @@ impl Default for Runtime {
             latency: LatencyTracker::default(),
             in_flight: InFlight::default(),
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
+            seal: None,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
 
 pub mod anthropic;
+pub mod continuity;
 pub mod error;
 pub mod gemini;
 pub mod model;
@@ -23,6 +24,7 @@ pub mod responses;
 pub mod sse;
 pub mod util;
 
+pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use model::*;
 pub use sse::{SseDecoder, SseEvent};
@@ -53,28 +55,46 @@ impl ClientFormat {
         }
     }
 
-    pub fn parse_request(self, body: &[u8]) -> Result<Request, ProtocolError> {
+    /// `seal`: opens the continuation data this gateway sealed into an earlier
+    /// answer ([`continuity`]; only formats with a field for it use it).
+    pub fn parse_request(
+        self,
+        body: &[u8],
+        seal: Option<&dyn Seal>,
+    ) -> Result<Request, ProtocolError> {
         match self {
             ClientFormat::OpenAiChat => openai_chat::parse_request(body),
-            ClientFormat::OpenAiResponses => responses::parse_request(body),
+            ClientFormat::OpenAiResponses => responses::parse_request_sealed(body, seal),
             ClientFormat::Anthropic => anthropic::parse_request(body),
         }
     }
 
     /// `tools`: the request's tools (a Responses client gets its free-form tools'
-    /// calls back as `custom_tool_call` items).
-    pub fn encode_response(self, resp: &Response, tools: &[Tool]) -> serde_json::Value {
+    /// calls back as `custom_tool_call` items). `seal`: seals what the upstream
+    /// needs to continue into the answer, where the format has a field for it.
+    pub fn encode_response(
+        self,
+        resp: &Response,
+        tools: &[Tool],
+        seal: Option<&dyn Seal>,
+    ) -> serde_json::Value {
         match self {
             ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
-            ClientFormat::OpenAiResponses => responses::encode_response_for(resp, tools),
+            ClientFormat::OpenAiResponses => responses::encode_response_sealed(resp, tools, seal),
             ClientFormat::Anthropic => anthropic::encode_response(resp),
         }
     }
 
-    pub fn stream_encoder(self, tools: &[Tool]) -> Box<dyn StreamEncoder> {
+    pub fn stream_encoder(
+        self,
+        tools: &[Tool],
+        seal: Option<std::sync::Arc<dyn Seal>>,
+    ) -> Box<dyn StreamEncoder> {
         match self {
             ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new()),
-            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::for_tools(tools)),
+            ClientFormat::OpenAiResponses => {
+                Box::new(responses::Encoder::for_tools(tools).with_seal(seal))
+            }
             ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
         }
     }

@@ -13,8 +13,11 @@
 //!   same assistant turn.
 //! - `reasoning` input items become [`Part::Thinking`] with the summary text (summary
 //!   parts joined by a blank line; the raw `content` text when there is no summary).
-//!   `encrypted_content` is opaque to one OpenAI organisation and is *not* carried
-//!   across providers; an item with neither summary nor content text is dropped.
+//!   An `encrypted_content` this gateway sealed ([`crate::continuity`]) becomes the
+//!   signed thinking or redacted thinking it stands for; another one (an OpenAI
+//!   organisation's own) is not carried across providers. An item with neither
+//!   summary nor content text is dropped. On the way out, signed thinking and
+//!   redacted thinking get a sealed `encrypted_content` when a seal is given.
 //! - `function` tools are translated as they are. `custom` (free-form) tools, such as
 //!   Codex's `apply_patch`, become a function of one string argument `input` (its
 //!   description carries the tool's grammar); `custom_tool_call` /
@@ -51,7 +54,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, Part, ProtocolError,
-    Reasoning, Request, Response, ResponseFormat, Role, SseEvent, StopReason, StreamDecoder,
+    Reasoning, Request, Response, ResponseFormat, Role, Seal, SseEvent, StopReason, StreamDecoder,
     StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, sse,
     util,
 };
@@ -70,6 +73,16 @@ const FALLBACK_ID: &str = "resp_switchyard";
 
 /// Parse a Responses API request body.
 pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
+    parse_request_sealed(body, None)
+}
+
+/// [`parse_request`], opening the `encrypted_content` of reasoning items that
+/// `seal` sealed (see [`crate::continuity`]): they become the thinking (with its
+/// signature) or redacted thinking they stand for.
+pub fn parse_request_sealed(
+    body: &[u8],
+    seal: Option<&dyn Seal>,
+) -> Result<Request, ProtocolError> {
     let map = util::parse_object(body)?;
     if !matches!(map.get("previous_response_id"), None | Some(Value::Null)) {
         return Err(ProtocolError::Unsupported(STATELESS.into()));
@@ -88,7 +101,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         Some(Value::String(text)) => conv.push(Role::User, vec![text_part(text)]),
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
-                parse_input_item(&mut conv, item, &format!("input[{i}]"))?;
+                parse_input_item(&mut conv, item, &format!("input[{i}]"), seal)?;
             }
         }
         Some(_) => {
@@ -197,6 +210,8 @@ struct WireReasoningItem {
     summary: Option<Vec<TextOnly>>,
     #[serde(default)]
     content: Option<Vec<TextOnly>>,
+    #[serde(default)]
+    encrypted_content: Option<String>,
 }
 
 /// Any `{type, text}` piece where only the text matters (summary and reasoning parts).
@@ -210,6 +225,7 @@ fn parse_input_item(
     conv: &mut Conversation,
     item: &Value,
     path: &str,
+    seal: Option<&dyn Seal>,
 ) -> Result<(), ProtocolError> {
     let obj = item
         .as_object()
@@ -298,6 +314,14 @@ fn parse_input_item(
         }
         "reasoning" => {
             let reasoning: WireReasoningItem = from_value(item, path)?;
+            // Sealed by this gateway: exactly what the upstream needs to continue.
+            let opened = seal
+                .zip(reasoning.encrypted_content.as_deref())
+                .and_then(|(seal, token)| crate::continuity::open_part(seal, token));
+            if let Some(part) = opened {
+                conv.push(Role::Assistant, vec![part]);
+                return Ok(());
+            }
             let text = reasoning_text(&reasoning);
             if !text.is_empty() {
                 conv.push(Role::Assistant, vec![Part::Thinking { text, signature: None }]);
@@ -905,6 +929,13 @@ pub fn encode_response(resp: &Response) -> Value {
 /// [`encode_response`] for a request that defined `tools`: calls of its free-form
 /// tools become `custom_tool_call` items carrying the text.
 pub fn encode_response_for(resp: &Response, tools: &[Tool]) -> Value {
+    encode_response_sealed(resp, tools, None)
+}
+
+/// [`encode_response_for`], with signed thinking and redacted thinking sealed into
+/// their reasoning items' `encrypted_content` by `seal`, so the next turn can give
+/// them back to the upstream that wrote them.
+pub fn encode_response_sealed(resp: &Response, tools: &[Tool], seal: Option<&dyn Seal>) -> Value {
     let shapes = CallShapes::of(tools);
     let id = response_id(&resp.id);
     let (status, reason) = status_for(resp.stop_reason);
@@ -915,7 +946,7 @@ pub fn encode_response_for(resp: &Response, tools: &[Tool]) -> Value {
         status,
         incomplete_reason: reason,
         error: Value::Null,
-        output: output_items(&id, &resp.content, &shapes),
+        output: output_items(&id, &resp.content, &shapes, seal),
         usage: usage_json(&resp.usage),
     })
 }
@@ -959,7 +990,12 @@ fn response_json(shell: Shell<'_>) -> Value {
 }
 
 /// The output items for canonical content: consecutive text parts share one message.
-fn output_items(resp_id: &str, content: &[Part], shapes: &CallShapes) -> Vec<Value> {
+fn output_items(
+    resp_id: &str,
+    content: &[Part],
+    shapes: &CallShapes,
+    seal: Option<&dyn Seal>,
+) -> Vec<Value> {
     let mut out = Vec::new();
     let mut texts: Vec<&str> = Vec::new();
     fn flush(out: &mut Vec<Value>, texts: &mut Vec<&str>, resp_id: &str) {
@@ -975,7 +1011,16 @@ fn output_items(resp_id: &str, content: &[Part], shapes: &CallShapes) -> Vec<Val
             Part::Thinking { text, .. } => {
                 flush(&mut out, &mut texts, resp_id);
                 let id = item_id("rs", resp_id, out.len());
-                out.push(reasoning_item(&id, text));
+                let sealed = seal.and_then(|s| crate::continuity::seal_part(s, part));
+                out.push(reasoning_item(&id, text, sealed.as_deref()));
+            }
+            Part::RedactedThinking { .. } => {
+                // Nothing to show, but the next turn needs it back.
+                if let Some(sealed) = seal.and_then(|s| crate::continuity::seal_part(s, part)) {
+                    flush(&mut out, &mut texts, resp_id);
+                    let id = item_id("rs", resp_id, out.len());
+                    out.push(reasoning_item(&id, "", Some(&sealed)));
+                }
             }
             Part::ToolCall(call) => {
                 flush(&mut out, &mut texts, resp_id);
@@ -989,8 +1034,8 @@ fn output_items(resp_id: &str, content: &[Part], shapes: &CallShapes) -> Vec<Val
                     call_item(false, &id, &call.id, ns, name, &call.arguments, "completed")
                 });
             }
-            // Not expressible as Responses output (redacted thinking is Anthropic-only).
-            Part::RedactedThinking { .. } | Part::Image(_) | Part::ToolResult(_) => {}
+            // Not expressible as Responses output.
+            Part::Image(_) | Part::ToolResult(_) => {}
         }
     }
     flush(&mut out, &mut texts, resp_id);
@@ -1002,8 +1047,12 @@ fn message_item(id: &str, status: &str, texts: &[&str]) -> Value {
     json!({"type": "message", "id": id, "status": status, "role": "assistant", "content": content})
 }
 
-fn reasoning_item(id: &str, text: &str) -> Value {
-    json!({"type": "reasoning", "id": id, "summary": summary_parts(text)})
+fn reasoning_item(id: &str, text: &str, encrypted_content: Option<&str>) -> Value {
+    let mut item = json!({"type": "reasoning", "id": id, "summary": summary_parts(text)});
+    if let Some(sealed) = encrypted_content {
+        item["encrypted_content"] = json!(sealed);
+    }
+    item
 }
 
 /// A `function_call` item, or for a free-form tool a `custom_tool_call` whose
@@ -1274,7 +1323,8 @@ fn out_item_parts(item: OutItem) -> Vec<Part> {
             vec![Part::ToolCall(ToolCall { id, name, arguments: call.arguments() })]
         }
         OutItem::Reasoning { summary, content } => {
-            let text = reasoning_text(&WireReasoningItem { summary, content });
+            let text =
+                reasoning_text(&WireReasoningItem { summary, content, encrypted_content: None });
             if text.is_empty() {
                 Vec::new()
             } else {
@@ -1703,6 +1753,8 @@ pub struct Encoder {
     /// How calls go back: free-form tools as `custom_tool_call`, namespaced ones
     /// with their namespace.
     shapes: CallShapes,
+    /// Seals thinking signatures and redacted thinking into `encrypted_content`.
+    seal: Option<std::sync::Arc<dyn Seal>>,
 }
 
 #[derive(Debug)]
@@ -1736,6 +1788,12 @@ enum OpenKind {
     Thinking {
         text: String,
         part_open: bool,
+        signature: Option<String>,
+    },
+    /// Redacted thinking: shown as an empty reasoning item whose sealed
+    /// `encrypted_content` gives it back on the next turn.
+    Redacted {
+        data: String,
     },
 }
 
@@ -1747,6 +1805,14 @@ impl Encoder {
     /// An encoder for a request that defined `tools` (see [`encode_response_for`]).
     pub fn for_tools(tools: &[Tool]) -> Self {
         Self { shapes: CallShapes::of(tools), ..Self::default() }
+    }
+
+    /// Seal what the upstream needs to continue into the reasoning items
+    /// (see [`encode_response_sealed`]).
+    #[must_use]
+    pub fn with_seal(mut self, seal: Option<std::sync::Arc<dyn Seal>>) -> Self {
+        self.seal = seal;
+        self
     }
 
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, payload: Value) {
@@ -1795,9 +1861,10 @@ impl Encoder {
         let output_index = self.output.len();
         let (prefix, kind) = match kind {
             BlockKind::Text => ("msg", OpenKind::Text { text: String::new() }),
-            BlockKind::Thinking => {
-                ("rs", OpenKind::Thinking { text: String::new(), part_open: false })
-            }
+            BlockKind::Thinking => (
+                "rs",
+                OpenKind::Thinking { text: String::new(), part_open: false, signature: None },
+            ),
             BlockKind::ToolCall { id, name } => {
                 let (ns, inner, freeform) = self.shapes.shape(name);
                 let (call_id, namespace, name, arguments) =
@@ -1808,13 +1875,18 @@ impl Encoder {
                     ("fc", OpenKind::ToolCall { call_id, namespace, name, arguments })
                 }
             }
-            // Anthropic-only: nothing to show a Responses client.
+            // Nothing to show; kept only when it can be sealed for the next turn.
+            BlockKind::RedactedThinking { data } if self.seal.is_some() => {
+                ("rs", OpenKind::Redacted { data: data.clone() })
+            }
             BlockKind::RedactedThinking { .. } => return,
         };
         let item_id = item_id(prefix, &self.id, output_index);
         let item = match &kind {
             OpenKind::Text { .. } => message_item(&item_id, "in_progress", &[]),
-            OpenKind::Thinking { .. } => reasoning_item(&item_id, ""),
+            OpenKind::Thinking { .. } | OpenKind::Redacted { .. } => {
+                reasoning_item(&item_id, "", None)
+            }
             OpenKind::ToolCall { call_id, namespace, name, .. } => {
                 call_item(false, &item_id, call_id, namespace.as_deref(), name, "", "in_progress")
             }
@@ -1875,7 +1947,10 @@ impl Encoder {
             (OpenKind::CustomCall { arguments, .. }, Delta::ToolArguments { json: d }) => {
                 arguments.push_str(d);
             }
-            (OpenKind::Thinking { text, part_open }, Delta::Thinking { text: d })
+            (OpenKind::Thinking { signature, .. }, Delta::Signature { signature: s }) => {
+                signature.get_or_insert_with(String::new).push_str(s);
+            }
+            (OpenKind::Thinking { text, part_open, .. }, Delta::Thinking { text: d })
                 if !d.is_empty() =>
             {
                 text.push_str(d);
@@ -1973,7 +2048,13 @@ impl Encoder {
                     "completed",
                 )
             }
-            OpenKind::Thinking { text, part_open } => {
+            OpenKind::Redacted { data } => {
+                let part = Part::RedactedThinking { data };
+                let sealed =
+                    self.seal.as_deref().and_then(|s| crate::continuity::seal_part(s, &part));
+                reasoning_item(&item_id, "", sealed.as_deref())
+            }
+            OpenKind::Thinking { text, part_open, signature } => {
                 if part_open {
                     self.emit(
                         out,
@@ -1996,7 +2077,15 @@ impl Encoder {
                         }),
                     );
                 }
-                reasoning_item(&item_id, &text)
+                let sealed = match (self.seal.as_deref(), signature) {
+                    (Some(seal), Some(signature)) => {
+                        let part =
+                            Part::Thinking { text: text.clone(), signature: Some(signature) };
+                        crate::continuity::seal_part(seal, &part)
+                    }
+                    _ => None,
+                };
+                reasoning_item(&item_id, &text, sealed.as_deref())
             }
         };
         self.emit(

@@ -99,7 +99,7 @@ proptest! {
     fn parsers_never_panic_on_json_shaped_input(v in json_value()) {
         let bytes = v.to_string().into_bytes();
         for f in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic] {
-            if let Ok(req) = f.parse_request(&bytes) {
+            if let Ok(req) = f.parse_request(&bytes, None) {
                 // Whatever parsed must also encode for every wire (or say why not).
                 for w in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
                     let _ = w.encode_request(&req);
@@ -109,7 +109,7 @@ proptest! {
         for w in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
             if let Ok(resp) = w.parse_response(&bytes) {
                 for f in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic] {
-                    let _ = f.encode_response(&resp, &[]);
+                    let _ = f.encode_response(&resp, &[], None);
                 }
             }
             let _ = w.parse_error(&bytes);

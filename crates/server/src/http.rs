@@ -88,7 +88,7 @@ async fn admit(
     let bytes = limits::read_body(body, settings.max_body_bytes).await?;
     limits::check_depth(&bytes, settings.max_json_depth)?;
     let mut request = format
-        .parse_request(&bytes)
+        .parse_request(&bytes, state.gateway.runtime.seal.as_deref())
         .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
     limits::check_model_id(&request.model)?;
     if request.model.is_empty()

@@ -2012,3 +2012,118 @@ async fn the_answer_names_the_model_exactly_as_the_client_asked_for_it() {
     }
     assert!(problems.is_empty(), "{} broken:\n{}", problems.len(), problems.join("\n"));
 }
+
+/// The output items of a Responses answer: the whole body's `output`, or the items
+/// of its stream's `response.output_item.done` events.
+fn responses_output(bytes: &[u8], stream: bool) -> Vec<Value> {
+    if stream {
+        sse_events(bytes)
+            .iter()
+            .filter(|e| e.event.as_deref() == Some("response.output_item.done"))
+            .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+            .map(|e| e["item"].clone())
+            .collect()
+    } else {
+        serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|r| r["output"].as_array().cloned())
+            .unwrap_or_default()
+    }
+}
+
+/// Codex with reasoning on a Claude upstream: the first turn's thinking comes back
+/// to the client as a reasoning item whose `encrypted_content` the gateway sealed;
+/// sent back with the tool's result, it becomes the signed thinking block Anthropic
+/// requires before the `tool_use` it continues (the strict fake refuses the turn
+/// otherwise, as Anthropic does).
+#[tokio::test]
+async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
+    let h = Harness::start().await;
+    let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+        "parameters": weather_schema()}]);
+    let mut p = Problems::default();
+    for stream in [false, true] {
+        let mode = format!("stream={stream}");
+        h.anthropic.clear_script();
+        h.anthropic.push(
+            canned::reasoning_then_tool_call(
+                Vendor::Anthropic,
+                "up-anthropic",
+                THINKING,
+                TOOL_NAME,
+                HISTORY_ARGS,
+                stream,
+            )
+            .into(),
+        );
+        let user =
+            json!({"type": "message", "role": "user", "content": Scenario::Tools.user_text()});
+        let first = json!({
+            "model": "m-anthropic", "stream": stream, "store": false,
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "include": ["reasoning.encrypted_content"],
+            "tools": tools, "input": [user],
+        });
+        let r = h.post(path(ClientFormat::OpenAiResponses), &first).await;
+        let bytes = r.bytes().await.unwrap();
+        let items = responses_output(&bytes, stream);
+        let reasoning = items.iter().find(|i| i["type"] == "reasoning").cloned();
+        let call = items.iter().find(|i| i["type"] == "function_call").cloned();
+        let (Some(reasoning), Some(call)) = (reasoning, call) else {
+            p.push(format!("{mode}: no reasoning and call items: {}", shorten(&bytes)));
+            continue;
+        };
+        let sealed = reasoning["encrypted_content"].as_str().unwrap_or_default();
+        p.check(
+            sealed.starts_with("sy1.") && !sealed.contains(ANTHROPIC_THINKING_SIGNATURE),
+            || format!("{mode}: encrypted_content is not a sealed token: {reasoning}"),
+        );
+        p.eq(&format!("{mode}: summary"), &reasoning["summary"][0]["text"], &json!(THINKING));
+
+        // The next turn, as Codex sends it: the items back, then the tool's output.
+        let before = h.anthropic.request_count();
+        let second = json!({
+            "model": "m-anthropic", "stream": stream, "store": false,
+            "reasoning": {"effort": "medium", "summary": "auto"},
+            "include": ["reasoning.encrypted_content"],
+            "tools": tools,
+            "input": [user, reasoning, call,
+                {"type": "function_call_output", "call_id": call["call_id"], "output": TOOL_OUTPUT}],
+        });
+        let r = h.post(path(ClientFormat::OpenAiResponses), &second).await;
+        let status = r.status().as_u16();
+        let bytes = r.bytes().await.unwrap();
+        p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
+        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            continue;
+        };
+        let assistant = &sent.body["messages"][1];
+        p.eq(
+            &format!("{mode}: restored block"),
+            &assistant["content"][0],
+            &json!({
+            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+        );
+        p.eq(
+            &format!("{mode}: then the call"),
+            &assistant["content"][1]["type"],
+            &json!("tool_use"),
+        );
+    }
+    // A token that does not open (altered, or another gateway's) is not trusted.
+    let forged = json!({
+        "model": "m-anthropic", "input": [
+            {"type": "message", "role": "user", "content": "x"},
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}],
+             "encrypted_content": "sy1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+            {"type": "message", "role": "user", "content": "y"}],
+    });
+    let before = h.anthropic.request_count();
+    let r = h.post(path(ClientFormat::OpenAiResponses), &forged).await;
+    p.check(r.status() == 200, || format!("forged token: status {}", r.status()));
+    let sent = h.anthropic.received().into_iter().nth(before).map(|r| r.body).unwrap_or_default();
+    p.check(!sent.to_string().contains("sy1."), || format!("a forged token went upstream: {sent}"));
+    assert!(p.0.is_empty(), "thinking round trip problems:\n  - {}", p.0.join("\n  - "));
+}

@@ -254,9 +254,98 @@ fn aad(row_id: &str) -> Vec<u8> {
     aad
 }
 
+/// Seals continuation data (thinking signatures, redacted thinking) into answers
+/// for clients that carry it to their next request (the Responses API's
+/// `encrypted_content`), so it reaches the upstream that wrote it unchanged and
+/// unforged. AES-256-GCM under a key derived from the gateway secret (its own HKDF
+/// purpose, so unrelated to BYOK keys), so every instance sharing the secret opens
+/// what any of them sealed. Tokens are `sy1.` + base64url(nonce ‖ ciphertext ‖ tag).
+pub struct ContinuitySeal {
+    cipher: Aes256Gcm,
+}
+
+const CONTINUITY_PREFIX: &str = "sy1.";
+const CONTINUITY_AAD: &[u8] = b"switchyard continuity v1";
+
+impl ContinuitySeal {
+    /// Keyed by the gateway secret.
+    pub fn from_secret(secret: &str) -> Result<Self, SealError> {
+        if secret.len() < MIN_SECRET_LEN {
+            return Err(SealError::ShortSecret);
+        }
+        let hk = Hkdf::<Sha256>::new(Some(SALT), secret.as_bytes());
+        let mut key = Zeroizing::new([0u8; 32]);
+        hk.expand(b"switchyard continuity aes-256-gcm", &mut key[..])
+            .map_err(|_| SealError::Encrypt)?;
+        let cipher = Aes256Gcm::new_from_slice(&key[..]).map_err(|_| SealError::Encrypt)?;
+        Ok(Self { cipher })
+    }
+
+    /// Keyed at random: tokens open only in this process (without a gateway
+    /// secret, a restart or another instance cannot continue them).
+    pub fn ephemeral() -> Result<Self, SealError> {
+        let mut key = Zeroizing::new([0u8; 32]);
+        getrandom::fill(&mut key[..]).map_err(|_| SealError::Random)?;
+        let cipher = Aes256Gcm::new_from_slice(&key[..]).map_err(|_| SealError::Encrypt)?;
+        Ok(Self { cipher })
+    }
+}
+
+impl fmt::Debug for ContinuitySeal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ContinuitySeal")
+    }
+}
+
+impl switchyard_protocol::Seal for ContinuitySeal {
+    fn seal(&self, plain: &[u8]) -> Option<String> {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).ok()?;
+        let sealed = self
+            .cipher
+            .encrypt(&Nonce::from(nonce), Payload { msg: plain, aad: CONTINUITY_AAD })
+            .ok()?;
+        let mut raw = Vec::with_capacity(NONCE_LEN + sealed.len());
+        raw.extend_from_slice(&nonce);
+        raw.extend_from_slice(&sealed);
+        Some(format!("{CONTINUITY_PREFIX}{}", URL_SAFE_NO_PAD.encode(raw)))
+    }
+
+    fn open(&self, token: &str) -> Option<Vec<u8>> {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let raw = URL_SAFE_NO_PAD.decode(token.strip_prefix(CONTINUITY_PREFIX)?).ok()?;
+        if raw.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, sealed) = raw.split_at(NONCE_LEN);
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().ok()?;
+        self.cipher.decrypt(&Nonce::from(nonce), Payload { msg: sealed, aad: CONTINUITY_AAD }).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn continuity_tokens_open_under_the_same_secret_only() {
+        use switchyard_protocol::Seal as _;
+        let a = ContinuitySeal::from_secret("a gateway secret of some length").unwrap();
+        let same = ContinuitySeal::from_secret("a gateway secret of some length").unwrap();
+        let other = ContinuitySeal::from_secret("another gateway secret, longer").unwrap();
+        let token = a.seal(b"thinking and its signature").unwrap();
+        assert!(token.starts_with("sy1.") && !token.contains("thinking"));
+        assert_eq!(same.open(&token).unwrap(), b"thinking and its signature");
+        assert_eq!(other.open(&token), None);
+        assert_eq!(ContinuitySeal::ephemeral().unwrap().open(&token), None);
+        let mut tampered = token.clone();
+        tampered.pop();
+        tampered.push(if token.ends_with('A') { 'B' } else { 'A' });
+        assert_eq!(a.open(&tampered), None);
+        assert_eq!(a.open("gAAAAABopaque-openai-token"), None);
+        assert!(ContinuitySeal::from_secret("short").is_err());
+    }
 
     const SECRET: &str = "correct horse battery staple 42";
     const OLD_SECRET: &str = "an older gateway secret, now retired";

@@ -175,7 +175,14 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     let static_keys = catalog.settings.api_keys.clone();
     let key_cache = std::time::Duration::from_millis(catalog.security.key_cache_ms);
     let retention_days = catalog.storage.retention_days;
-    let gateway = match Gateway::new(catalog, sink) {
+    let seal = match storage::continuity_seal(&catalog.security) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let gateway = match Gateway::with_seal(catalog, sink, Some(seal)) {
         Ok(g) => Arc::new(g),
         Err(e) => {
             report_load_error(&e);

@@ -52,6 +52,27 @@ pub async fn open(url: &str) -> Result<Store, String> {
     Ok(store)
 }
 
+/// The seal for continuation data in answers (thinking signatures): keyed by the
+/// gateway secret when one is set, so every instance and restart opens the tokens;
+/// else at random for this process (said once in the log).
+pub fn continuity_seal(
+    security: &SecurityConfig,
+) -> Result<Arc<dyn switchyard_core::protocol::Seal>, String> {
+    use switchyard_store::seal::ContinuitySeal;
+    let seal = match std::env::var(&security.secret_env).ok().filter(|s| !s.is_empty()) {
+        Some(secret) => ContinuitySeal::from_secret(&secret)
+            .map_err(|e| format!("{}: {e}", security.secret_env))?,
+        None => {
+            tracing::info!(
+                "{} is not set: reasoning handed to clients (encrypted_content) continues only on this instance until it restarts",
+                security.secret_env
+            );
+            ContinuitySeal::ephemeral().map_err(|e| e.to_string())?
+        }
+    };
+    Ok(Arc::new(seal))
+}
+
 /// The BYOK sealer from the environment, if a gateway secret is set.
 pub fn sealer(security: &SecurityConfig) -> Result<Option<Sealer>, String> {
     let Some(secret) = std::env::var(&security.secret_env).ok().filter(|s| !s.is_empty()) else {

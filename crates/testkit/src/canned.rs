@@ -93,6 +93,23 @@ pub fn reasoning_then_text(
     )
 }
 
+/// Reasoning, then a call of tool `name` (an agent's tool loop with thinking on):
+/// the reasoning as in [`reasoning_then_text`], the call as in [`tool_call`].
+pub fn reasoning_then_tool_call(
+    vendor: Vendor,
+    model: &str,
+    thinking: &str,
+    name: &str,
+    arguments_json: &str,
+    stream: bool,
+) -> ReplyBody {
+    render(
+        vendor,
+        &Answer { model, thinking: Some(thinking), text: None, tool: Some((name, arguments_json)) },
+        stream,
+    )
+}
+
 /// An SSE frame whose data is not valid JSON.
 pub fn malformed_frame() -> String {
     "data: {not json\n\n".to_owned()

@@ -367,6 +367,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return plain(status, "application/json", body);
         }
     };
+    // What the real API would refuse is refused, whatever the script says.
+    if let Some(why) = crate::strict::refusal(vendor, &received.body) {
+        shared.record(&received, false);
+        return plain(400, "application/json", canned::error_body(vendor, 400, &why).to_string());
+    }
     let Some(reply) = shared.record(&received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());
     };

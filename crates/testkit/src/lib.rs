@@ -69,6 +69,7 @@ mod fake;
 mod script;
 
 pub mod canned;
+pub mod strict;
 
 pub use fake::{FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};

@@ -164,7 +164,10 @@ impl Harness {
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
         let sink = Arc::new(MemorySink::new(10_000));
-        let gateway = Arc::new(Gateway::new(catalog, sink.clone()).unwrap());
+        // As the binary does without a gateway secret.
+        let seal: Arc<dyn switchyard_protocol::Seal> =
+            Arc::new(switchyard_store::seal::ContinuitySeal::ephemeral().unwrap());
+        let gateway = Arc::new(Gateway::with_seal(catalog, sink.clone(), Some(seal)).unwrap());
         let state = AppState::new(gateway);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

@@ -1,0 +1,169 @@
+//! The request rules the real APIs enforce and agents trip over, enforced by the
+//! fakes: a lenient fake would pass what the real upstream refuses. Each rule
+//! answers 400 with (a shortened form of) the real API's message.
+//!
+//! | vendor | rule |
+//! |---|---|
+//! | Anthropic | thinking blocks carry a `signature` |
+//! | Anthropic | with thinking on, the assistant turn before the last tool results starts with `thinking` / `redacted_thinking` |
+//! | Anthropic | `tool_use.id` matches `^[a-zA-Z0-9_-]+$`; every `tool_result` answers a `tool_use` of the turn before |
+//! | OpenAI | `tool_calls[].id` is at most 40 characters; every `tool` message answers a call of the assistant turn before |
+
+use serde_json::Value;
+
+use crate::Vendor;
+
+/// Why the real API would refuse `body`, or `None` when it would take it.
+pub fn refusal(vendor: Vendor, body: &Value) -> Option<String> {
+    match vendor {
+        Vendor::Anthropic => anthropic(body),
+        Vendor::OpenAi => openai(body),
+        Vendor::Gemini => None,
+    }
+}
+
+fn blocks(message: &Value) -> &[Value] {
+    message["content"].as_array().map_or(&[], Vec::as_slice)
+}
+
+fn anthropic(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let thinking_on = matches!(body["thinking"]["type"].as_str(), Some("enabled" | "adaptive"));
+    let valid_id = |id: &str| {
+        !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let mut previous_calls: Vec<&str> = Vec::new();
+        if let Some(prev) = i.checked_sub(1).and_then(|p| messages.get(p))
+            && prev["role"] == "assistant"
+        {
+            previous_calls = blocks(prev)
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .filter_map(|b| b["id"].as_str())
+                .collect();
+        }
+        for (j, b) in blocks(m).iter().enumerate() {
+            let at = format!("messages.{i}.content.{j}");
+            match b["type"].as_str() {
+                Some("thinking") if b["signature"].as_str().is_none_or(str::is_empty) => {
+                    return Some(format!("{at}.thinking.signature: Field required"));
+                }
+                Some("tool_use") => {
+                    let id = b["id"].as_str().unwrap_or("");
+                    if !valid_id(id) {
+                        return Some(format!(
+                            "{at}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                        ));
+                    }
+                }
+                Some("tool_result") => {
+                    let id = b["tool_use_id"].as_str().unwrap_or("");
+                    if !previous_calls.contains(&id) {
+                        return Some(format!(
+                            "{at}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if thinking_on {
+        // The turn being continued: the last assistant turn, when tool results follow it.
+        let last = messages.len().checked_sub(1)?;
+        let continues_tools =
+            blocks(messages.get(last)?).iter().any(|b| b["type"] == "tool_result");
+        if continues_tools
+            && let Some(prev) = last.checked_sub(1).and_then(|p| messages.get(p))
+            && prev["role"] == "assistant"
+        {
+            let first = blocks(prev).first().and_then(|b| b["type"].as_str()).unwrap_or("");
+            if first != "thinking" && first != "redacted_thinking" {
+                return Some(format!(
+                    "messages.{}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+                    last - 1
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn openai(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    let mut open_calls: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m["role"].as_str() {
+            Some("assistant") => {
+                open_calls.clear();
+                for (j, call) in
+                    m["tool_calls"].as_array().map_or(&[][..], Vec::as_slice).iter().enumerate()
+                {
+                    let id = call["id"].as_str().unwrap_or("");
+                    if id.chars().count() > 40 {
+                        return Some(format!(
+                            "Invalid 'messages[{i}].tool_calls[{j}].id': string too long. Expected a string with maximum length 40, but got a string with length {} instead.",
+                            id.chars().count()
+                        ));
+                    }
+                    open_calls.push(id);
+                }
+            }
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or("");
+                if !open_calls.contains(&id) {
+                    return Some(format!(
+                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[{i}], tool_call_id {id})"
+                    ));
+                }
+            }
+            _ => open_calls.clear(),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn anthropic_refuses_a_tool_loop_whose_thinking_was_lost() {
+        let call = json!({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}});
+        let result = json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"});
+        let body = |assistant: Vec<Value>| {
+            json!({"thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": assistant},
+                {"role": "user", "content": [result.clone()]},
+            ]})
+        };
+        let lost = refusal(Vendor::Anthropic, &body(vec![call.clone()])).unwrap();
+        assert!(lost.contains("Expected `thinking` or `redacted_thinking`, but found `tool_use`"));
+        let kept = json!({"type": "thinking", "thinking": "hm", "signature": "c2ln"});
+        assert_eq!(refusal(Vendor::Anthropic, &body(vec![kept, call.clone()])), None);
+        let unsigned = json!({"type": "thinking", "thinking": "hm"});
+        assert!(
+            refusal(Vendor::Anthropic, &body(vec![unsigned, call])).unwrap().contains("signature")
+        );
+        let foreign =
+            json!({"type": "tool_use", "id": "functions.get_weather:0", "name": "f", "input": {}});
+        let mut b = body(vec![foreign]);
+        b["thinking"] = Value::Null;
+        assert!(refusal(Vendor::Anthropic, &b).unwrap().contains("should match pattern"));
+    }
+
+    #[test]
+    fn openai_refuses_long_call_ids_and_orphan_results() {
+        let long = "x".repeat(41);
+        let body = json!({"messages": [
+            {"role": "assistant", "tool_calls": [{"id": long, "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": long, "content": "ok"},
+        ]});
+        assert!(refusal(Vendor::OpenAi, &body).unwrap().contains("maximum length 40"));
+        let orphan = json!({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "ok"}]});
+        assert!(refusal(Vendor::OpenAi, &orphan).unwrap().contains("role 'tool'"));
+    }
+}
