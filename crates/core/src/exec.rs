@@ -424,6 +424,13 @@ impl Snapshot {
         filter::by_capability(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+        // Anthropic refuses thinking in a tool loop whose continued turn has none of
+        // its own (it came from another family): such requests go without it there.
+        if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
+            && switchyard_protocol::anthropic::continues_without_thinking(&inbound.request)
+        {
+            plan.descriptor.push("thinking_off:anthropic_tool_loop".to_owned());
+        }
 
         let now = Instant::now();
         let available = |c: &Candidate| {

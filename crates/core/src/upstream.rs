@@ -233,7 +233,7 @@ pub fn build_body(
             overrides.push(("stream_options", Value::Object(opts)));
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
-        for (field, edit) in wire.adapt_native(raw, traits) {
+        for (field, edit) in wire.adapt_native(raw, out.request, traits) {
             match edit {
                 None => {
                     drop.push(field);

@@ -593,13 +593,138 @@ fn parse_system(value: Value) -> Result<Vec<TextBlock>, String> {
 // Request out: canonical → body for api.anthropic.com
 // ---------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------
+// What the API refuses in a history: foreign tool ids, tool loops without thinking
+// ---------------------------------------------------------------------------------
+
+/// The longest tool id the API takes.
+const MAX_TOOL_ID: usize = 64;
+
+fn is_tool_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_TOOL_ID
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A tool-call id as the API takes it (`^[a-zA-Z0-9_-]+$`, at most 64 characters).
+/// Other providers' and agents' ids (`functions.get_weather:0`, long ones) are mapped
+/// deterministically, so a call and its result, translated apart, still pair: the
+/// id's own characters where allowed, `_` elsewhere, cut to 47, then `_` and a hash
+/// of the whole id (so two ids never meet in one). Only history goes upstream this
+/// way: the ids in answers are the upstream's, as the client gets them.
+pub fn tool_id(id: &str) -> std::borrow::Cow<'_, str> {
+    if is_tool_id(id) {
+        return std::borrow::Cow::Borrowed(id);
+    }
+    let mut out: String = id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .take(47)
+        .collect();
+    out.push_str(&format!("_{:016x}", util::fnv1a(id.as_bytes())));
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether any tool call or result in the history has an id the API refuses.
+fn has_foreign_tool_ids(req: &Request) -> bool {
+    req.messages.iter().flat_map(|m| &m.content).any(|p| match p {
+        Part::ToolCall(c) => !is_tool_id(&c.id),
+        Part::ToolResult(r) => !is_tool_id(&r.call_id),
+        _ => false,
+    })
+}
+
+/// Whether a request with thinking on must be sent without it. With thinking on,
+/// the API requires the assistant turn a tool loop continues (the last one, when
+/// the last user turn carries tool results) to open with a signed thinking or
+/// redacted thinking block *of its own*; a turn that came from another family (an
+/// OpenAI reasoning model, Gemini) or lost its thinking has none, and the request
+/// would be refused (`Expected thinking or redacted_thinking, but found tool_use`).
+/// Anthropic's rule for that case is to continue the loop without extended
+/// thinking, which is what the gateway does (and says so in the record).
+pub fn continues_without_thinking(req: &Request) -> bool {
+    if !req.reasoning.as_ref().is_some_and(|r| r.enabled) {
+        return false;
+    }
+    // The turns as the API sees them: consecutive messages of one role merge, and
+    // mid-conversation system messages are user turns.
+    let role = |m: &Message| if m.role == Role::Assistant { Role::Assistant } else { Role::User };
+    let Some(last) = req.messages.last() else { return false };
+    if role(last) != Role::User {
+        return false;
+    }
+    let tail_user = req.messages.iter().rev().take_while(|m| role(m) == Role::User);
+    if !tail_user.flat_map(|m| &m.content).any(|p| matches!(p, Part::ToolResult(_))) {
+        return false;
+    }
+    let users = req.messages.iter().rev().take_while(|m| role(m) == Role::User).count();
+    let assistant: Vec<&Part> = req
+        .messages
+        .iter()
+        .rev()
+        .skip(users)
+        .take_while(|m| role(m) == Role::Assistant)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .flat_map(|m| &m.content)
+        .collect();
+    if !assistant.iter().any(|p| matches!(p, Part::ToolCall(_))) {
+        return false; // not a tool loop the API would judge so
+    }
+    // The first block the turn will have once encoded (empty text and unsigned
+    // thinking are dropped).
+    let first = assistant.into_iter().find(|p| match p {
+        Part::Text(t) => !t.text.is_empty(),
+        Part::Thinking { signature, .. } => signature.as_deref().is_some_and(|s| !s.is_empty()),
+        _ => true,
+    });
+    !matches!(first, Some(Part::Thinking { .. } | Part::RedactedThinking { .. }))
+}
+
+/// `messages` (a client's own Anthropic body) with every tool id mapped by [`tool_id`].
+fn map_tool_ids(messages: &Value) -> Value {
+    let mut messages = messages.clone();
+    for m in messages.as_array_mut().into_iter().flatten() {
+        for b in m.get_mut("content").and_then(Value::as_array_mut).into_iter().flatten() {
+            let field = match b.get("type").and_then(Value::as_str) {
+                Some("tool_use") => "id",
+                Some("tool_result") => "tool_use_id",
+                _ => continue,
+            };
+            if let Some(id) = b.get(field).and_then(Value::as_str)
+                && let std::borrow::Cow::Owned(mapped) = tool_id(id)
+                && let Some(map) = b.as_object_mut()
+            {
+                map.insert(field.into(), Value::String(mapped));
+            }
+        }
+    }
+    messages
+}
+
 /// See [`crate::Wire::adapt_native`]. An Anthropic client's thinking is rewritten when
 /// its form is not the target's (a fallback from Claude 4.7 to 4.5, or a client that
 /// assumes an older model): `enabled` + budget becomes `adaptive` + the nearest
 /// effort, `adaptive` becomes `enabled` with the effort's budget (and `max_tokens`
-/// raised above it).
-pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<FieldEdit> {
+/// raised above it). A tool loop whose continued turn has no thinking of its own
+/// goes without thinking ([`continues_without_thinking`]); tool ids the API refuses
+/// are mapped ([`tool_id`]).
+pub fn adapt_native(
+    body: &Map<String, Value>,
+    req: &Request,
+    traits: ModelTraits,
+) -> Vec<FieldEdit> {
     let mut edits = Vec::new();
+    if has_foreign_tool_ids(req)
+        && let Some(messages) = body.get("messages")
+    {
+        edits.push(("messages", Some(map_tool_ids(messages))));
+    }
+    if continues_without_thinking(req) {
+        edits.push(("thinking", None));
+        return edits;
+    }
     let thinking = body.get("thinking");
     let kind = thinking.and_then(|t| t.get("type")).and_then(Value::as_str);
     let mut output_config = body.get("output_config").and_then(Value::as_object).cloned();
@@ -657,6 +782,9 @@ fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
 /// path: its thinking is not in the model's form (a budget for an effort model, none
 /// for a budget model), or it sets sampling parameters the model refuses.
 pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
+    if has_foreign_tool_ids(req) || continues_without_thinking(req) {
+        return true;
+    }
     let thinking = req.reasoning.as_ref().is_some_and(|r| {
         r.enabled
             && match traits.reasoning {
@@ -692,7 +820,7 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
 
     let mut max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut output_config = Map::new();
-    let thinking = req.reasoning.as_ref().filter(|r| r.enabled);
+    let thinking = req.reasoning.as_ref().filter(|r| r.enabled && !continues_without_thinking(req));
     match (thinking, traits.reasoning) {
         (Some(reasoning), ReasoningControl::Budget) => {
             let (budget, raised) = budget_within(reasoning.budget(), max_tokens);
@@ -841,12 +969,12 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
         Part::Image(image) => Some(image_block(image)),
         Part::ToolCall(call) => Some(json!({
             "type": "tool_use",
-            "id": call.id,
+            "id": tool_id(&call.id),
             "name": call.name,
             "input": util::arguments_to_value(&call.arguments)?,
         })),
         Part::ToolResult(result) => {
-            let mut block = json!({"type": "tool_result", "tool_use_id": result.call_id});
+            let mut block = json!({"type": "tool_result", "tool_use_id": tool_id(&result.call_id)});
             if let Value::Object(map) = &mut block {
                 if !result.content.is_empty() {
                     let mut content = Vec::with_capacity(result.content.len());
@@ -2766,9 +2894,13 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
         #[test]
-        fn request_round_trips(req in request()) {
+        fn request_round_trips(mut req in request()) {
             let body = serde_json::to_vec(&crate::Wire::Anthropic.encode_request(&req).unwrap()).unwrap();
             let back = parse_request(&body).unwrap();
+            // A tool loop without thinking of its own goes without thinking.
+            if continues_without_thinking(&req) {
+                req.reasoning = None;
+            }
             prop_assert_eq!(back, req);
         }
 
@@ -2923,7 +3055,7 @@ mod tests {
         let body = obj(json!({"max_tokens": 4000, "temperature": 1, "top_k": 3,
             "thinking": {"type": "enabled", "budget_tokens": 2000},
             "output_config": {"format": {"type": "json_schema", "schema": {}}}}));
-        let edits = adapt_native(&body, effort);
+        let edits = adapt_native(&body, &Request::default(), effort);
         assert_eq!(
             edits,
             vec![
@@ -2939,14 +3071,17 @@ mod tests {
         // An effort the client already gave is kept.
         let body = obj(json!({"thinking": {"type": "enabled", "budget_tokens": 30000},
             "output_config": {"effort": "max"}}));
-        assert_eq!(adapt_native(&body, effort)[1].1, Some(json!({"effort": "max"})));
+        assert_eq!(
+            adapt_native(&body, &Request::default(), effort)[1].1,
+            Some(json!({"effort": "max"}))
+        );
 
         // adaptive to a budget model: enabled with the effort's budget, the effort
         // removed (and an output_config left empty removed), max_tokens above it.
         let body = obj(json!({"max_tokens": 1000, "thinking": {"type": "adaptive"},
             "output_config": {"effort": "high"}}));
         assert_eq!(
-            adapt_native(&body, budget),
+            adapt_native(&body, &Request::default(), budget),
             vec![
                 ("thinking", Some(json!({"type": "enabled", "budget_tokens": 24576}))),
                 ("output_config", None),
@@ -2960,8 +3095,58 @@ mod tests {
             (json!({"thinking": {"type": "enabled", "budget_tokens": 2000}}), budget),
             (json!({"thinking": {"type": "disabled"}, "temperature": 0.5}), budget),
         ] {
-            assert!(adapt_native(&obj(body.clone()), traits).is_empty(), "{body}");
+            assert!(
+                adapt_native(&obj(body.clone()), &Request::default(), traits).is_empty(),
+                "{body}"
+            );
         }
+    }
+
+    #[test]
+    fn foreign_tool_ids_map_deterministically_into_the_apis_pattern() {
+        assert_eq!(tool_id("toolu_01A09q90qw90lq917835lq9"), "toolu_01A09q90qw90lq917835lq9");
+        let mapped = tool_id("functions.get_weather:0");
+        assert!(mapped.starts_with("functions_get_weather_0_") && is_tool_id(&mapped), "{mapped}");
+        assert_eq!(mapped, tool_id("functions.get_weather:0"), "a call and its result pair");
+        assert_ne!(mapped, tool_id("functions.get_weather_0"));
+        let long = "c".repeat(65);
+        assert!(is_tool_id(&tool_id(&long)) && tool_id(&long) != long);
+        assert!(is_tool_id(&tool_id("")));
+    }
+
+    #[test]
+    fn a_tool_loop_continues_without_thinking_when_its_turn_has_none_of_its_own() {
+        let req = |assistant: Vec<Part>| Request {
+            reasoning: Some(Reasoning { enabled: true, effort: None, budget_tokens: Some(2048) }),
+            messages: vec![
+                Message { role: Role::User, content: vec![Part::Text(TextBlock::new("go"))] },
+                Message { role: Role::Assistant, content: assistant },
+                Message {
+                    role: Role::User,
+                    content: vec![Part::ToolResult(ToolResult {
+                        call_id: "c1".into(),
+                        name: None,
+                        content: vec![],
+                        is_error: false,
+                    })],
+                },
+            ],
+            ..Request::default()
+        };
+        let call =
+            Part::ToolCall(ToolCall { id: "c1".into(), name: "f".into(), arguments: "{}".into() });
+        let foreign = Part::Thinking { text: "openai reasoning".into(), signature: None };
+        let signed = Part::Thinking { text: "mine".into(), signature: Some("c2ln".into()) };
+        assert!(continues_without_thinking(&req(vec![call.clone()])));
+        assert!(continues_without_thinking(&req(vec![foreign, call.clone()])));
+        assert!(!continues_without_thinking(&req(vec![signed, call.clone()])));
+        let mut off = req(vec![call.clone()]);
+        off.reasoning = None;
+        assert!(!continues_without_thinking(&off));
+        let traits = ModelTraits::infer(crate::Wire::Anthropic, "claude-sonnet-4-5");
+        let body =
+            encode_request(&req(vec![Part::Text(TextBlock::new("x")), call]), traits).unwrap();
+        assert!(body.get("thinking").is_none(), "{body}");
     }
 
     /// `traits` with sampling parameters allowed.

@@ -138,10 +138,11 @@ impl Wire {
     pub fn adapt_native(
         self,
         body: &serde_json::Map<String, serde_json::Value>,
+        req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
         match self {
-            Wire::Anthropic => anthropic::adapt_native(body, traits),
+            Wire::Anthropic => anthropic::adapt_native(body, req, traits),
             Wire::OpenAiChat => openai_chat::adapt_native(body, traits),
             // Gemini is not a client format: its bodies never take the fast path.
             Wire::Gemini => Vec::new(),

@@ -244,6 +244,16 @@ pub fn replace_top_level_string(body: &[u8], key: &str, value: &str) -> Option<V
     Some(out)
 }
 
+/// FNV-1a, 64-bit: a stable, dependency-free hash for deterministic ids.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
 /// `body` (a response, or one stream event's data) with the model it names
 /// replaced by `model`: the top-level `model`, else the one inside a top-level
 /// `message` or `response` object (Anthropic's `message_start`, Responses'

@@ -2127,3 +2127,136 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
     p.check(!sent.to_string().contains("sy1."), || format!("a forged token went upstream: {sent}"));
     assert!(p.0.is_empty(), "thinking round trip problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// A tool round trip's history in `format`: the call `id` (with `reasoning`, an
+/// OpenAI-style reasoning trace before it that is no Anthropic thinking block) and
+/// its result.
+fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -> Value {
+    let user = Scenario::Tools.user_text();
+    let tools_chat = json!([{"type": "function", "function": {"name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
+    match format {
+        ClientFormat::OpenAiChat => {
+            let mut assistant = json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": TOOL_NAME, "arguments": HISTORY_ARGS}}]});
+            let mut body = json!({"model": "m-anthropic", "stream": stream, "tools": tools_chat,
+                "messages": [{"role": "user", "content": user}]});
+            if reasoning {
+                assistant["reasoning_content"] = json!(THINKING);
+                body["reasoning_effort"] = json!("medium");
+            }
+            let messages = body["messages"].as_array_mut().unwrap();
+            messages.push(assistant);
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": TOOL_OUTPUT}));
+            body
+        }
+        ClientFormat::OpenAiResponses => {
+            let mut input = vec![json!({"type": "message", "role": "user", "content": user})];
+            if reasoning {
+                input.push(json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": THINKING}],
+                    "encrypted_content": "gAAAAABopaque-openai-reasoning"}));
+            }
+            input.push(json!({"type": "function_call", "call_id": id, "name": TOOL_NAME, "arguments": HISTORY_ARGS}));
+            input.push(
+                json!({"type": "function_call_output", "call_id": id, "output": TOOL_OUTPUT}),
+            );
+            let mut body = json!({"model": "m-anthropic", "stream": stream, "input": input,
+                "tools": [{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+                    "parameters": weather_schema()}]});
+            if reasoning {
+                body["reasoning"] = json!({"effort": "medium"});
+            }
+            body
+        }
+        ClientFormat::Anthropic => {
+            let mut body = json!({"model": "m-anthropic", "stream": stream, "max_tokens": 4096,
+                "tools": [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": weather_schema()}],
+                "messages": [
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": [
+                        {"type": "tool_use", "id": id, "name": TOOL_NAME, "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": id, "content": TOOL_OUTPUT}]}]});
+            if reasoning {
+                body["thinking"] =
+                    json!({"type": "enabled", "budget_tokens": ANTHROPIC_CLIENT_BUDGET});
+            }
+            body
+        }
+    }
+}
+
+/// Ids other providers and agents make (`functions.get_weather:0`, longer than 64)
+/// reach Anthropic in its pattern, the call and its result mapped alike, from every
+/// client format, translated or on the fast path (the strict fake refuses both an
+/// id outside the pattern and a result that answers no call).
+#[tokio::test]
+async fn foreign_tool_ids_reach_anthropic_in_its_pattern_and_still_pair() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    let long = format!("call_{}", "x".repeat(70));
+    for format in FORMATS {
+        for id in ["functions.get_weather:0", long.as_str()] {
+            for stream in [false, true] {
+                let mode = format!("{format:?} id={id} stream={stream}");
+                let body = tool_history(format, id, stream, false);
+                let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+                if status != 200 {
+                    p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
+                    continue;
+                }
+                let Some(rx) = rx else { continue };
+                let messages = &rx.body["messages"];
+                let call = &messages[1]["content"][0]["id"];
+                let result = &messages[2]["content"][0]["tool_use_id"];
+                p.eq(&format!("{mode}: the pair"), call, result);
+                p.check(call.as_str().is_some_and(|c| c != id), || format!("{mode}: sent as is"));
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "tool id problems:\n  - {}", p.0.join("\n  - "));
+}
+
+/// A tool loop whose last assistant turn came from another family (an OpenAI
+/// reasoning model: `reasoning_content`, a reasoning item that is not ours) and
+/// continues on Anthropic with thinking on: Anthropic's rule is to go without
+/// extended thinking for that request; the descriptor says so.
+#[tokio::test]
+async fn a_tool_loop_from_another_family_continues_on_anthropic_without_thinking() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for stream in [false, true] {
+            let mode = format!("{format:?} stream={stream}");
+            let body = tool_history(format, "call_abc123", stream, true);
+            let resp = post_with(&h, path(format), &body, &[]).await;
+            let status = resp.status().as_u16();
+            let route =
+                resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
+            let bytes = resp.bytes().await.unwrap();
+            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+            p.check(
+                route.as_deref().is_some_and(|r| r.contains("thinking_off:anthropic_tool_loop")),
+                || format!("{mode}: the descriptor does not say so: {route:?}"),
+            );
+            let sent = h.anthropic.received().last().map(|r| r.body.clone()).unwrap_or_default();
+            p.check(sent.get("thinking").is_none(), || {
+                format!("{mode}: thinking still sent: {sent}")
+            });
+        }
+    }
+    // With its own signed thinking the same loop keeps thinking on.
+    let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
+    own["messages"][1]["content"].as_array_mut().unwrap().insert(
+        0,
+        json!(
+        {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+    );
+    let (status, bytes, rx) =
+        exchange(&h, ClientFormat::Anthropic, Vendor::Anthropic, &own, &[]).await;
+    p.check(status == 200, || format!("own thinking: status {status}: {}", shorten(&bytes)));
+    p.check(rx.is_some_and(|r| r.body.get("thinking").is_some()), || {
+        "own thinking: thinking dropped".into()
+    });
+    assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
+}
