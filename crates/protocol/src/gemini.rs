@@ -378,16 +378,41 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         }
     }
 
-    let mut contents: Vec<Content> = Vec::new();
+    // The turns as Gemini sees them: consecutive messages of one side merged.
+    let mut turns: Vec<(&str, Vec<(Role, &Part)>)> = Vec::new();
     for message in req.messages.iter().skip(leading) {
         let role = if message.role == Role::Assistant { "model" } else { "user" };
+        let parts = message.content.iter().map(|p| (message.role, p));
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(parts),
+            _ => turns.push((role, parts.collect())),
+        }
+    }
+    let mut contents: Vec<Content> = Vec::new();
+    let mut calls: Vec<&str> = Vec::new();
+    for (role, mut turn) in turns {
+        let encodes = turn
+            .iter()
+            .any(|(_, p)| !matches!(p, Part::Thinking { .. } | Part::RedactedThinking { .. }));
+        if role == "model" && encodes {
+            calls = turn
+                .iter()
+                .filter_map(
+                    |(_, p)| if let Part::ToolCall(c) = p { Some(c.id.as_str()) } else { None },
+                )
+                .collect();
+        } else {
+            in_call_order(&mut turn, &calls);
+        }
         let mut parts = Vec::new();
-        for part in &message.content {
-            encode_part(part, message.role, &names, &mut parts)?;
+        for (role, part) in turn {
+            encode_part(part, role, &names, &mut parts)?;
         }
         if parts.is_empty() {
             continue;
         }
+        // A turn that encodes to nothing (only thinking, say) leaves its neighbours
+        // adjacent: they are one turn too.
         match contents.last_mut() {
             Some(last) if last.role.as_deref() == Some(role) => last.parts.extend(parts),
             _ => contents.push(Content { role: Some(role.into()), parts }),
@@ -423,6 +448,22 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         generation_config: generation_config(req, traits),
     };
     serde_json::to_value(&wire).map_err(ProtocolError::body)
+}
+
+/// Gemini pairs function responses with the calls of the turn before by position
+/// (and by `id` only where a call carried one): the results go first, in the order
+/// of the calls they answer, whatever order the client sent them in; results that
+/// answer none of them follow, then the turn's other parts, each kind in its own
+/// order.
+fn in_call_order(turn: &mut Vec<(Role, &Part)>, calls: &[&str]) {
+    let position = |p: &Part| match p {
+        Part::ToolResult(r) => {
+            Some(calls.iter().position(|c| *c == r.call_id).unwrap_or(calls.len()))
+        }
+        _ => None,
+    };
+    // A stable sort keeps the order within each rank.
+    turn.sort_by_key(|(_, p)| position(p).unwrap_or(usize::MAX));
 }
 
 /// Every tool call's id → name, for naming tool results that do not carry a name.

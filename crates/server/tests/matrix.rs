@@ -2260,3 +2260,86 @@ async fn a_tool_loop_from_another_family_continues_on_anthropic_without_thinking
     });
     assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// Two calls of one tool (Paris, Tokyo) whose results the client sends back in the
+/// other order reach Gemini in the order of the calls, each with its own result
+/// (Gemini pairs them by position), from every client format.
+#[tokio::test]
+async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    let calls = [
+        ("call_paris", r#"{"city":"Paris"}"#, "Paris: 18C"),
+        ("call_tokyo", r#"{"city":"Tokyo"}"#, "Tokyo: 25C"),
+    ];
+    let user = "weather in Paris and Tokyo?";
+    for format in FORMATS {
+        let body = match format {
+            ClientFormat::OpenAiChat => {
+                let tool_calls: Vec<Value> = calls.iter().map(|(id, args, _)| json!(
+                    {"id": id, "type": "function", "function": {"name": TOOL_NAME, "arguments": args}})).collect();
+                let mut messages = vec![
+                    json!({"role": "user", "content": user}),
+                    json!({"role": "assistant", "content": null, "tool_calls": tool_calls}),
+                ];
+                for (id, _, out) in calls.iter().rev() {
+                    messages.push(json!({"role": "tool", "tool_call_id": id, "content": out}));
+                }
+                json!({"model": "m-gemini", "messages": messages})
+            }
+            ClientFormat::OpenAiResponses => {
+                let mut input = vec![json!({"type": "message", "role": "user", "content": user})];
+                for (id, args, _) in calls {
+                    input.push(json!({"type": "function_call", "call_id": id, "name": TOOL_NAME, "arguments": args}));
+                }
+                for (id, _, out) in calls.iter().rev() {
+                    input.push(
+                        json!({"type": "function_call_output", "call_id": id, "output": out}),
+                    );
+                }
+                json!({"model": "m-gemini", "input": input})
+            }
+            ClientFormat::Anthropic => {
+                let uses: Vec<Value> = calls
+                    .iter()
+                    .map(|(id, args, _)| {
+                        json!({"type": "tool_use", "id": id,
+                    "name": TOOL_NAME, "input": serde_json::from_str::<Value>(args).unwrap()})
+                    })
+                    .collect();
+                let results: Vec<Value> = calls
+                    .iter()
+                    .rev()
+                    .map(|(id, _, out)| {
+                        json!(
+                    {"type": "tool_result", "tool_use_id": id, "content": out})
+                    })
+                    .collect();
+                json!({"model": "m-gemini", "max_tokens": 256, "messages": [
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": uses},
+                    {"role": "user", "content": results}]})
+            }
+        };
+        let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &body, &[]).await;
+        if status != 200 {
+            p.push(format!("{format:?}: status {status}: {}", shorten(&bytes)));
+            continue;
+        }
+        let Some(rx) = rx else { continue };
+        let responses: Vec<String> = rx.body["contents"][2]["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|part| {
+                part["functionResponse"]["response"]["content"].as_str().map(str::to_owned)
+            })
+            .collect();
+        p.eq(
+            &format!("{format:?}: results in call order"),
+            &json!(responses),
+            &json!(["Paris: 18C", "Tokyo: 25C"]),
+        );
+    }
+    assert!(p.0.is_empty(), "parallel result problems:\n  - {}", p.0.join("\n  - "));
+}
