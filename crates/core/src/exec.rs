@@ -30,7 +30,7 @@ use crate::runtime::{InFlightGuard, Runtime};
 use crate::strategy::{self, View};
 use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
 use crate::util::{Date, Redactor, Secret};
-use crate::{Snapshot, estimate, mock};
+use crate::{Snapshot, continuity, estimate, mock};
 
 /// Bounded channel between the stream pump and the client connection: a slow client
 /// slows the upstream read (back-pressure) instead of growing a buffer.
@@ -372,10 +372,18 @@ impl Snapshot {
     /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.
     pub async fn execute(
         self: &Arc<Self>,
-        inbound: Inbound,
+        mut inbound: Inbound,
         runtime: &Arc<Runtime>,
         sink: SharedSink,
     ) -> Result<Success, GatewayError> {
+        // Signed thinking a Chat client could not carry back, put back in front of
+        // the tool calls it preceded (a Claude upstream refuses the loop without).
+        if continuity::needs_store(inbound.format)
+            && !continuity::wanted(&inbound.request).is_empty()
+        {
+            let request = Arc::make_mut(&mut inbound.request);
+            continuity::restore_from(runtime.continuity.as_ref(), request).await;
+        }
         let mut guard = RecordGuard {
             rec: RequestRecord {
                 id: inbound.id.clone(),
@@ -601,17 +609,19 @@ impl Snapshot {
                                 .latency
                                 .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
                         }
-                        return Ok(self.deliver(
-                            &inbound,
-                            &plan,
-                            i,
-                            &tried,
-                            answer,
-                            guard_in_flight,
-                            runtime,
-                            guard,
-                            elapsed,
-                        ));
+                        return Ok(self
+                            .deliver(
+                                &inbound,
+                                &plan,
+                                i,
+                                &tried,
+                                answer,
+                                guard_in_flight,
+                                runtime,
+                                guard,
+                                elapsed,
+                            )
+                            .await);
                     }
                     Err(f) => {
                         tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
@@ -880,7 +890,7 @@ impl Snapshot {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn deliver(
+    async fn deliver(
         self: &Arc<Self>,
         inbound: &Inbound,
         plan: &Plan,
@@ -932,6 +942,11 @@ impl Snapshot {
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
+                if continuity::needs_store(inbound.format)
+                    && let Some((key, value)) = continuity::thinking_to_keep(&response.content)
+                {
+                    runtime.continuity.put(key, value, continuity::TTL).await;
+                }
                 let body = match raw {
                     Some(raw) if renamed => rename(raw, client_model),
                     Some(raw) => raw,
@@ -1000,6 +1015,8 @@ impl Snapshot {
                     key: None,
                     client_model: client_model.to_owned(),
                     rename: renamed,
+                    thinking: (continuity::needs_store(inbound.format) && !passthrough)
+                        .then(continuity::StreamThinking::default),
                     report,
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
@@ -1197,6 +1214,9 @@ struct Pump {
     client_model: String,
     /// Passed through, the upstream's events name another model: rename it.
     rename: bool,
+    /// Signed thinking before a tool call, for a client that cannot carry it
+    /// (see [`continuity`]).
+    thinking: Option<continuity::StreamThinking>,
     /// The attempt's health and latency, reported when the stream ends.
     report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
@@ -1208,6 +1228,9 @@ struct Pump {
 impl Pump {
     fn observe(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
         for ev in events {
+            if let Some(thinking) = &mut self.thinking {
+                thinking.push(ev);
+            }
             match ev {
                 StreamEvent::Usage { usage } => self.usage.merge(usage),
                 StreamEvent::Delta { delta, .. } => {
@@ -1354,6 +1377,9 @@ impl Pump {
             }
             (None, true) => {
                 self.report.finish(Some(Outcome::Success));
+                if let Some((key, value)) = self.thinking.take().and_then(|t| t.finish()) {
+                    self.report.runtime.continuity.put(key, value, continuity::TTL).await;
+                }
                 record_metrics(&self.guard.rec);
                 self.guard.finish(200, None);
             }

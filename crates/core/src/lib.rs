@@ -6,6 +6,7 @@ pub mod access;
 pub mod breaker;
 pub mod catalog;
 pub mod config;
+pub mod continuity;
 pub mod error;
 pub mod estimate;
 pub mod exec;

@@ -110,6 +110,9 @@ pub struct Runtime {
     /// Seals continuation data (thinking signatures) into answers for clients
     /// that carry it back (Responses' `encrypted_content`); None: not sealed.
     pub seal: Option<Arc<dyn switchyard_protocol::Seal>>,
+    /// What upstreams need back on the next turn that clients do not carry
+    /// (signed thinking for Chat clients), by tool-call id.
+    pub continuity: Arc<dyn crate::continuity::ContinuityStore>,
 }
 
 impl Default for Runtime {
@@ -120,6 +123,7 @@ impl Default for Runtime {
             in_flight: InFlight::default(),
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
             seal: None,
+            continuity: Arc::new(crate::continuity::LocalContinuity::default()),
         }
     }
 }

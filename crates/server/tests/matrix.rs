@@ -2343,3 +2343,78 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
     }
     assert!(p.0.is_empty(), "parallel result problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// A Chat client's tool loop with reasoning on a Claude upstream: the client can
+/// only echo `reasoning_content` (text, no signature), so the gateway keeps the
+/// signed thinking by tool-call id and puts it back in front of the call on the
+/// next turn; thinking stays on (nothing for Anthropic to refuse, nothing dropped).
+#[tokio::test]
+async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
+    let h = Harness::start().await;
+    let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
+        "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
+    let mut p = Problems::default();
+    for stream in [false, true] {
+        let mode = format!("stream={stream}");
+        h.anthropic.clear_script();
+        h.anthropic.push(
+            canned::reasoning_then_tool_call(
+                Vendor::Anthropic,
+                "up-anthropic",
+                THINKING,
+                TOOL_NAME,
+                HISTORY_ARGS,
+                stream,
+            )
+            .into(),
+        );
+        let user = json!({"role": "user", "content": Scenario::Tools.user_text()});
+        let first = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+            "tools": tools, "messages": [user]});
+        let r = h.post(path(ClientFormat::OpenAiChat), &first).await;
+        let bytes = r.bytes().await.unwrap();
+        let answer = match decode(ClientFormat::OpenAiChat, stream, &bytes) {
+            Ok(a) => a,
+            Err(e) => {
+                p.push(format!("{mode}: first turn: {e}"));
+                continue;
+            }
+        };
+        let Some(call) = answer.content.iter().find_map(|part| match part {
+            Part::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        }) else {
+            p.push(format!("{mode}: no tool call: {}", shorten(&bytes)));
+            continue;
+        };
+        // The next turn, as a Chat client sends it.
+        let before = h.anthropic.request_count();
+        let second = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+            "tools": tools, "messages": [user,
+                {"role": "assistant", "content": null, "reasoning_content": THINKING,
+                 "tool_calls": [{"id": call.id, "type": "function",
+                    "function": {"name": TOOL_NAME, "arguments": call.arguments}}]},
+                {"role": "tool", "tool_call_id": call.id, "content": TOOL_OUTPUT}]});
+        let r = h.post(path(ClientFormat::OpenAiChat), &second).await;
+        let status = r.status().as_u16();
+        let route = r.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
+        let bytes = r.bytes().await.unwrap();
+        p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
+        p.check(!route.unwrap_or_default().contains("thinking_off"), || {
+            format!("{mode}: thinking was turned off")
+        });
+        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            continue;
+        };
+        p.check(sent.body.get("thinking").is_some(), || format!("{mode}: thinking not sent"));
+        p.eq(
+            &format!("{mode}: restored block"),
+            &sent.body["messages"][1]["content"][0],
+            &json!({
+            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+        );
+    }
+    assert!(p.0.is_empty(), "chat thinking round trip problems:\n  - {}", p.0.join("\n  - "));
+}
