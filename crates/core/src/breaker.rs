@@ -1,7 +1,8 @@
 //! Per-credential health for the routing engine: circuit breakers, 429 throttling
 //! and 401/403 quarantine. Pure logic behind one mutex, with the clock injected
-//! (every call takes `now`), so there are no timers and no IO; expiries are
-//! evaluated lazily when the state is read.
+//! (every call takes `now`, in unix milliseconds, so deadlines mean the same in
+//! every instance), so there are no timers and no IO; expiries are evaluated
+//! lazily when the state is read.
 //!
 //! One entry per [`CredentialKey`] (provider name, credential fingerprint). Its state:
 //!
@@ -9,9 +10,9 @@
 //!   (`score·2^(−Δt/half_life) + 1` on each failure), rounded, reaches `threshold`. Open →
 //!   HalfOpen after `min(max_cooldown, max(cooldown, Retry-After))`. HalfOpen admits
 //!   one probe at a time; its success closes (score 0), its failure reopens.
-//! - **Epochs.** Each transition to Open gives the entry a new epoch (a
-//!   registry-wide counter, so it only grows and is never reused, even for an
-//!   identity dropped and re-added by a reload). A [`Permit`] carries the epoch it
+//! - **Epochs.** Each transition to Open gives the entry a new epoch (a random
+//!   64-bit value, never reused, even for an identity dropped and re-added by a
+//!   reload, and never confused between instances that share the state). A [`Permit`] carries the epoch it
 //!   was admitted in; a success or failure whose epoch is not the entry's current
 //!   one is ignored entirely (no score, no transition): a late success admitted
 //!   before the breaker opened never closes it.
@@ -24,7 +25,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::clock::{UnixMs, unique};
 
 /// How long a 429 without a usable `Retry-After` throttles a credential.
 pub const THROTTLE_DEFAULT: Duration = Duration::from_secs(1);
@@ -97,13 +100,13 @@ pub enum BreakerState {
     /// Healthy: every request is admitted.
     Closed,
     /// Too many recent failures: refused until `until`, then half-open.
-    Open { until: Instant },
+    Open { until: UnixMs },
     /// Cooldown over: one probe at a time is admitted.
     HalfOpen { probe_in_flight: bool },
     /// A 429 asked us to back off until `until`.
-    Throttled { until: Instant },
+    Throttled { until: UnixMs },
     /// A 401/403: this credential is out of rotation until `until`.
-    Quarantined { until: Instant },
+    Quarantined { until: UnixMs },
 }
 
 impl BreakerState {
@@ -125,9 +128,9 @@ impl BreakerState {
     }
 }
 
-/// The answer to [`HealthRegistry::admit`].
+/// The answer to [`HealthRegistry::clear`]: may a request be sent on a credential?
 #[derive(Debug, PartialEq, Eq)]
-pub enum Admission {
+pub enum Clearance {
     /// Send the request; report its outcome with the permit (or abandon it).
     Allowed(Permit),
     /// Do not send; `state` says why.
@@ -136,7 +139,7 @@ pub enum Admission {
 
 /// Leave to send one request on a credential. Hand it back exactly once: to
 /// [`HealthRegistry::report`] with the outcome, or to [`HealthRegistry::abandon`]
-/// when there is none (the request was cancelled). Only `admit` makes permits.
+/// when there is none (the request was cancelled). Only `clear` makes permits.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Permit {
     pub key: CredentialKey,
@@ -144,8 +147,8 @@ pub struct Permit {
     pub epoch: u64,
     /// Whether this request is the half-open probe.
     pub probe: bool,
-    /// Identifies this probe's claim on the slot (0 for non-probes), so that only
-    /// the probe holding the slot can free it.
+    /// The token owning this probe's claim on the slot (0 for non-probes): only
+    /// the probe holding the slot can free it, in whichever instance it runs.
     ticket: u64,
 }
 
@@ -167,10 +170,10 @@ enum Phase {
     /// `scored_at` is when `score` was last updated (None: never failed).
     Closed {
         score: f64,
-        scored_at: Option<Instant>,
+        scored_at: Option<UnixMs>,
     },
     Open {
-        until: Instant,
+        until: UnixMs,
     },
     /// `probe`: the ticket of the probe holding the slot, if any.
     HalfOpen {
@@ -184,12 +187,12 @@ const CLOSED: Phase = Phase::Closed { score: 0.0, scored_at: None };
 struct Entry {
     phase: Phase,
     epoch: u64,
-    throttled_until: Option<Instant>,
-    quarantined_until: Option<Instant>,
+    throttled_until: Option<UnixMs>,
+    quarantined_until: Option<UnixMs>,
 }
 
 impl Entry {
-    fn state(&self, now: Instant) -> BreakerState {
+    fn state(&self, now: UnixMs) -> BreakerState {
         if let Some(until) = self.quarantined_until.filter(|u| *u > now) {
             return BreakerState::Quarantined { until };
         }
@@ -210,15 +213,9 @@ impl Entry {
         }
     }
 
-    fn open(
-        &mut self,
-        config: &BreakerConfig,
-        counter: &mut u64,
-        now: Instant,
-        ra: Option<Duration>,
-    ) {
+    fn open(&mut self, config: &BreakerConfig, now: UnixMs, ra: Option<Duration>) {
         self.phase = Phase::Open { until: later(now, config.cooldown_for(ra)) };
-        self.epoch = next(counter);
+        self.epoch = unique();
     }
 
     /// Free the half-open slot if `permit` is the probe holding it.
@@ -237,19 +234,11 @@ impl Entry {
 struct Inner {
     config: BreakerConfig,
     entries: HashMap<CredentialKey, Entry>,
-    /// Source of epochs and probe tickets; only grows.
-    counter: u64,
-}
-
-fn next(counter: &mut u64) -> u64 {
-    *counter = counter.wrapping_add(1);
-    *counter
 }
 
 /// `now + d`, saturating instead of overflowing on absurd durations.
-fn later(now: Instant, d: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-    now.checked_add(d).or_else(|| now.checked_add(FAR)).unwrap_or(now)
+fn later(now: UnixMs, d: Duration) -> UnixMs {
+    now + d
 }
 
 /// Health state of every credential the gateway has used. Lives beside the
@@ -267,7 +256,7 @@ impl Default for HealthRegistry {
 
 impl HealthRegistry {
     pub fn new(config: BreakerConfig) -> Self {
-        Self { inner: Mutex::new(Inner { config, entries: HashMap::new(), counter: 0 }) }
+        Self { inner: Mutex::new(Inner { config, entries: HashMap::new() }) }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -281,36 +270,36 @@ impl HealthRegistry {
 
     /// May a request be sent on `key` now? A half-open breaker hands its single
     /// probe slot to the caller (`Permit::probe`).
-    pub fn admit(&self, key: &CredentialKey, now: Instant) -> Admission {
+    pub fn clear(&self, key: &CredentialKey, now: UnixMs) -> Clearance {
         let mut inner = self.lock();
-        let Inner { entries, counter, .. } = &mut *inner;
+        let Inner { entries, .. } = &mut *inner;
         let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
             phase: CLOSED,
-            epoch: next(counter),
+            epoch: unique(),
             throttled_until: None,
             quarantined_until: None,
         });
         let epoch = entry.epoch;
         let permit = |probe, ticket| Permit { key: key.clone(), epoch, probe, ticket };
         match entry.state(now) {
-            BreakerState::Closed => Admission::Allowed(permit(false, 0)),
+            BreakerState::Closed => Clearance::Allowed(permit(false, 0)),
             // Also an `Open` phase whose cooldown is over: it becomes half-open here.
             BreakerState::HalfOpen { probe_in_flight: false } => {
-                let ticket = next(counter);
-                let allowed = Admission::Allowed(permit(true, ticket));
+                let ticket = unique();
+                let allowed = Clearance::Allowed(permit(true, ticket));
                 entry.phase = Phase::HalfOpen { probe: Some(ticket) };
                 allowed
             }
-            state => Admission::Rejected { state },
+            state => Clearance::Rejected { state },
         }
     }
 
     /// Record how a request admitted with `permit` ended. Success and failure only
     /// count in the permit's own epoch; throttling and quarantine always apply. A
     /// permit whose entry was dropped by a reload is ignored.
-    pub fn report(&self, permit: Permit, outcome: Outcome, now: Instant) {
+    pub fn report(&self, permit: Permit, outcome: Outcome, now: UnixMs) {
         let mut inner = self.lock();
-        let Inner { config, entries, counter } = &mut *inner;
+        let Inner { config, entries } = &mut *inner;
         let Some(entry) = entries.get_mut(&permit.key) else {
             return;
         };
@@ -323,19 +312,18 @@ impl HealthRegistry {
             }
             Outcome::Failure { retry_after } if current => match entry.phase {
                 Phase::Closed { score, scored_at } => {
-                    let elapsed =
-                        scored_at.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+                    let elapsed = scored_at.map_or(Duration::ZERO, |t| now.since(t));
                     let score = score * config.decay(elapsed) + 1.0;
                     // Rounded: `threshold` failures in quick succession open the
                     // breaker even though each has decayed a hair by the next.
                     if score.round() >= config.threshold {
-                        entry.open(config, counter, now, retry_after);
+                        entry.open(config, now, retry_after);
                     } else {
                         entry.phase = Phase::Closed { score, scored_at: Some(now) };
                     }
                 }
                 Phase::HalfOpen { .. } if permit.probe => {
-                    entry.open(config, counter, now, retry_after);
+                    entry.open(config, now, retry_after);
                 }
                 _ => {}
             },
@@ -362,12 +350,12 @@ impl HealthRegistry {
     }
 
     /// The state of `key` at `now` (unknown keys are closed). Reading changes nothing.
-    pub fn state(&self, key: &CredentialKey, now: Instant) -> BreakerState {
+    pub fn state(&self, key: &CredentialKey, now: UnixMs) -> BreakerState {
         self.lock().entries.get(key).map_or(BreakerState::Closed, |e| e.state(now))
     }
 
     /// Whether `key` would be admitted at `now` (the circuit filter's test).
-    pub fn is_available(&self, key: &CredentialKey, now: Instant) -> bool {
+    pub fn is_available(&self, key: &CredentialKey, now: UnixMs) -> bool {
         self.state(key, now).is_available()
     }
 
@@ -387,7 +375,7 @@ impl HealthRegistry {
     }
 
     /// Every known identity and its state at `now`, sorted by key (for metrics).
-    pub fn snapshot(&self, now: Instant) -> Vec<(CredentialKey, BreakerState)> {
+    pub fn snapshot(&self, now: UnixMs) -> Vec<(CredentialKey, BreakerState)> {
         let mut all: Vec<_> =
             self.lock().entries.iter().map(|(k, e)| (k.clone(), e.state(now))).collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
@@ -405,28 +393,28 @@ mod tests {
         CredentialKey::new("openai", credential)
     }
 
-    fn allowed(adm: Admission) -> Permit {
+    fn allowed(adm: Clearance) -> Permit {
         match adm {
-            Admission::Allowed(p) => p,
-            Admission::Rejected { state } => panic!("expected admission, got {state:?}"),
+            Clearance::Allowed(p) => p,
+            Clearance::Rejected { state } => panic!("expected admission, got {state:?}"),
         }
     }
 
-    fn rejected(adm: Admission) -> BreakerState {
+    fn rejected(adm: Clearance) -> BreakerState {
         match adm {
-            Admission::Allowed(p) => panic!("expected rejection, got {p:?}"),
-            Admission::Rejected { state } => state,
+            Clearance::Allowed(p) => panic!("expected rejection, got {p:?}"),
+            Clearance::Rejected { state } => state,
         }
     }
 
     /// Admit and report a failure on `k` at `now`.
-    fn fail(reg: &HealthRegistry, k: &CredentialKey, now: Instant, retry_after: Option<Duration>) {
-        let p = allowed(reg.admit(k, now));
+    fn fail(reg: &HealthRegistry, k: &CredentialKey, now: UnixMs, retry_after: Option<Duration>) {
+        let p = allowed(reg.clear(k, now));
         reg.report(p, Outcome::Failure { retry_after }, now);
     }
 
     /// Open `k` at `now` with the default config (5 failures).
-    fn open(reg: &HealthRegistry, k: &CredentialKey, now: Instant) {
+    fn open(reg: &HealthRegistry, k: &CredentialKey, now: UnixMs) {
         for _ in 0..5 {
             fail(reg, k, now, None);
         }
@@ -436,18 +424,18 @@ mod tests {
     #[test]
     fn unknown_keys_are_closed_and_available() {
         let reg = HealthRegistry::default();
-        let now = Instant::now();
+        let now = UnixMs::now();
         assert_eq!(reg.state(&key("k1"), now), BreakerState::Closed);
         assert!(reg.is_available(&key("k1"), now));
         assert!(reg.snapshot(now).is_empty(), "reading must not create entries");
-        let p = allowed(reg.admit(&CredentialKey::new("ollama", NO_CREDENTIAL), now));
+        let p = allowed(reg.clear(&CredentialKey::new("ollama", NO_CREDENTIAL), now));
         assert!(!p.probe);
     }
 
     #[test]
     fn opens_after_threshold_failures() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         for _ in 0..4 {
             fail(&reg, &k, t0, None);
         }
@@ -455,18 +443,18 @@ mod tests {
         fail(&reg, &k, t0, None);
         let until = t0 + 30 * S;
         assert_eq!(reg.state(&k, t0), BreakerState::Open { until });
-        assert_eq!(rejected(reg.admit(&k, t0)), BreakerState::Open { until });
+        assert_eq!(rejected(reg.clear(&k, t0)), BreakerState::Open { until });
         assert!(!reg.is_available(&k, t0 + 29 * S));
     }
 
     #[test]
     fn successes_do_not_reset_the_failure_score() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         for _ in 0..5 {
             fail(&reg, &k, t0, None);
             if reg.state(&k, t0) == BreakerState::Closed {
-                let p = allowed(reg.admit(&k, t0));
+                let p = allowed(reg.clear(&k, t0));
                 reg.report(p, Outcome::Success, t0);
             }
         }
@@ -476,7 +464,7 @@ mod tests {
     #[test]
     fn old_failures_decay_and_do_not_open() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         for _ in 0..4 {
             fail(&reg, &k, t0, None);
         }
@@ -494,20 +482,20 @@ mod tests {
     #[test]
     fn open_becomes_half_open_after_cooldown() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let just_before = t0 + 30 * S - Duration::from_millis(1);
-        assert!(matches!(rejected(reg.admit(&k, just_before)), BreakerState::Open { .. }));
+        assert!(matches!(rejected(reg.clear(&k, just_before)), BreakerState::Open { .. }));
         let t1 = t0 + 30 * S;
         assert_eq!(reg.state(&k, t1), BreakerState::HalfOpen { probe_in_flight: false });
         assert!(reg.is_available(&k, t1));
-        assert!(allowed(reg.admit(&k, t1)).probe);
+        assert!(allowed(reg.clear(&k, t1)).probe);
     }
 
     #[test]
     fn cooldown_honours_retry_after_up_to_max() {
         let reg = HealthRegistry::default();
-        let t0 = Instant::now();
+        let t0 = UnixMs::now();
         let cases = [
             ("short", Some(10 * S), 30 * S), // below the cooldown: the cooldown
             ("long", Some(90 * S), 90 * S),  // above: Retry-After
@@ -527,13 +515,13 @@ mod tests {
     #[test]
     fn half_open_admits_exactly_one_probe() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         assert!(probe.probe);
         let busy = BreakerState::HalfOpen { probe_in_flight: true };
-        assert_eq!(rejected(reg.admit(&k, t1)), busy);
+        assert_eq!(rejected(reg.clear(&k, t1)), busy);
         assert_eq!(reg.state(&k, t1 + 5 * S), busy);
         assert!(!reg.is_available(&k, t1));
     }
@@ -541,7 +529,7 @@ mod tests {
     #[test]
     fn half_open_admits_exactly_one_probe_across_threads() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
         let barrier = std::sync::Barrier::new(16);
@@ -550,7 +538,7 @@ mod tests {
                 .map(|_| {
                     s.spawn(|| {
                         barrier.wait();
-                        usize::from(matches!(reg.admit(&k, t1), Admission::Allowed(_)))
+                        usize::from(matches!(reg.clear(&k, t1), Clearance::Allowed(_)))
                     })
                 })
                 .collect();
@@ -562,13 +550,13 @@ mod tests {
     #[test]
     fn probe_success_closes() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         reg.report(probe, Outcome::Success, t1);
         assert_eq!(reg.state(&k, t1), BreakerState::Closed);
-        assert!(!allowed(reg.admit(&k, t1)).probe);
+        assert!(!allowed(reg.clear(&k, t1)).probe);
         // The score restarted from 0: 4 new failures do not reopen it (the old
         // score, decayed one half-life, would have made 2.5 + 4 ≥ 5).
         for _ in 0..4 {
@@ -580,31 +568,31 @@ mod tests {
     #[test]
     fn probe_failure_reopens() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         let old_epoch = probe.epoch;
         reg.report(probe, Outcome::Failure { retry_after: Some(45 * S) }, t1);
         assert_eq!(reg.state(&k, t1), BreakerState::Open { until: t1 + 45 * S });
-        assert!(matches!(rejected(reg.admit(&k, t1 + 44 * S)), BreakerState::Open { .. }));
-        let next = allowed(reg.admit(&k, t1 + 45 * S));
+        assert!(matches!(rejected(reg.clear(&k, t1 + 44 * S)), BreakerState::Open { .. }));
+        let next = allowed(reg.clear(&k, t1 + 45 * S));
         assert!(next.probe);
-        assert!(next.epoch > old_epoch, "reopening starts a new epoch");
+        assert_ne!(next.epoch, old_epoch, "reopening starts a new epoch");
     }
 
     #[test]
     fn stale_epoch_success_never_closes_a_newer_open() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
-        let early = allowed(reg.admit(&k, t0));
-        let early2 = allowed(reg.admit(&k, t0));
+        let (k, t0) = (key("k1"), UnixMs::now());
+        let early = allowed(reg.clear(&k, t0));
+        let early2 = allowed(reg.clear(&k, t0));
         open(&reg, &k, t0);
         reg.report(early, Outcome::Success, t0 + S);
         assert!(matches!(reg.state(&k, t0 + S), BreakerState::Open { .. }));
         // Nor while half-open with a probe out: the late success is not the probe.
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         reg.report(early2, Outcome::Success, t1);
         assert_eq!(reg.state(&k, t1), BreakerState::HalfOpen { probe_in_flight: true });
         reg.report(probe, Outcome::Success, t1);
@@ -614,16 +602,16 @@ mod tests {
     #[test]
     fn stale_epoch_probe_success_never_closes_a_newer_open() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
         // Two probes of one epoch (a reload freed the slot); the second fails.
-        let old_probe = allowed(reg.admit(&k, t1));
+        let old_probe = allowed(reg.clear(&k, t1));
         reg.retain_for_reload(|_| true);
-        let second = allowed(reg.admit(&k, t1));
+        let second = allowed(reg.clear(&k, t1));
         reg.report(second, Outcome::Failure { retry_after: None }, t1);
         let t2 = t1 + 30 * S;
-        let probe = allowed(reg.admit(&k, t2));
+        let probe = allowed(reg.clear(&k, t2));
         // The first probe's late success is from the older epoch: ignored.
         reg.report(old_probe, Outcome::Success, t2);
         assert_eq!(reg.state(&k, t2), BreakerState::HalfOpen { probe_in_flight: true });
@@ -634,11 +622,11 @@ mod tests {
     #[test]
     fn stale_epoch_failure_never_reopens_or_counts() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
-        let late: Vec<Permit> = (0..6).map(|_| allowed(reg.admit(&k, t0))).collect();
+        let (k, t0) = (key("k1"), UnixMs::now());
+        let late: Vec<Permit> = (0..6).map(|_| allowed(reg.clear(&k, t0))).collect();
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         let mut late = late.into_iter();
         if let Some(p) = late.next() {
             reg.report(p, Outcome::Failure { retry_after: None }, t1);
@@ -655,26 +643,26 @@ mod tests {
     #[test]
     fn throttle_429_is_not_a_failure_and_expires() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         for i in 0..10 {
             let t = t0 + i * 2 * S;
-            let p = allowed(reg.admit(&k, t));
+            let p = allowed(reg.clear(&k, t));
             reg.report(p, Outcome::Throttled { retry_after: None }, t);
         }
         // Default 1 s after the last 429, and the breaker never opened.
         let last = t0 + 18 * S;
         assert_eq!(reg.state(&k, last), BreakerState::Throttled { until: last + S });
-        assert_eq!(rejected(reg.admit(&k, last)), BreakerState::Throttled { until: last + S });
+        assert_eq!(rejected(reg.clear(&k, last)), BreakerState::Throttled { until: last + S });
         assert!(!reg.is_available(&k, last));
         assert_eq!(reg.state(&k, last + S), BreakerState::Closed);
-        assert!(!allowed(reg.admit(&k, last + S)).probe);
+        assert!(!allowed(reg.clear(&k, last + S)).probe);
         // Retry-After is honoured, capped at 60 s.
-        let p = allowed(reg.admit(&k, last + S));
+        let p = allowed(reg.clear(&k, last + S));
         reg.report(p, Outcome::Throttled { retry_after: Some(3600 * S) }, last + S);
         assert_eq!(reg.state(&k, last + S), BreakerState::Throttled { until: last + 61 * S });
         // A shorter later 429 does not shorten the throttle.
         let k2 = key("k2");
-        let (a, b) = (allowed(reg.admit(&k2, t0)), allowed(reg.admit(&k2, t0)));
+        let (a, b) = (allowed(reg.clear(&k2, t0)), allowed(reg.clear(&k2, t0)));
         reg.report(a, Outcome::Throttled { retry_after: Some(20 * S) }, t0);
         reg.report(b, Outcome::Throttled { retry_after: Some(2 * S) }, t0);
         assert_eq!(reg.state(&k2, t0), BreakerState::Throttled { until: t0 + 20 * S });
@@ -683,41 +671,41 @@ mod tests {
     #[test]
     fn throttled_probe_releases_the_slot_without_reopening() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         reg.report(probe, Outcome::Throttled { retry_after: Some(2 * S) }, t1);
         assert_eq!(reg.state(&k, t1), BreakerState::Throttled { until: t1 + 2 * S });
         assert_eq!(reg.state(&k, t1 + 2 * S), BreakerState::HalfOpen { probe_in_flight: false });
-        assert!(allowed(reg.admit(&k, t1 + 2 * S)).probe);
+        assert!(allowed(reg.clear(&k, t1 + 2 * S)).probe);
     }
 
     #[test]
     fn auth_failure_quarantines_only_that_credential() {
         let reg = HealthRegistry::default();
-        let (bad, good, t0) = (key("key-bad"), key("key-good"), Instant::now());
-        let p = allowed(reg.admit(&bad, t0));
+        let (bad, good, t0) = (key("key-bad"), key("key-good"), UnixMs::now());
+        let p = allowed(reg.clear(&bad, t0));
         reg.report(p, Outcome::AuthFailure, t0);
         let until = t0 + 300 * S;
-        assert_eq!(rejected(reg.admit(&bad, t0 + 299 * S)), BreakerState::Quarantined { until });
+        assert_eq!(rejected(reg.clear(&bad, t0 + 299 * S)), BreakerState::Quarantined { until });
         assert!(!reg.is_available(&bad, t0));
         assert_eq!(reg.state(&good, t0), BreakerState::Closed);
-        assert!(!allowed(reg.admit(&good, t0)).probe);
+        assert!(!allowed(reg.clear(&good, t0)).probe);
         assert_eq!(
             reg.state(&CredentialKey::new("anthropic", "key-bad"), t0),
             BreakerState::Closed
         );
         // It expires, and it was not a breaker failure.
         assert_eq!(reg.state(&bad, until), BreakerState::Closed);
-        allowed(reg.admit(&bad, until));
+        allowed(reg.clear(&bad, until));
     }
 
     #[test]
     fn quarantine_and_throttle_apply_from_stale_epochs() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
-        let (a, b) = (allowed(reg.admit(&k, t0)), allowed(reg.admit(&k, t0)));
+        let (k, t0) = (key("k1"), UnixMs::now());
+        let (a, b) = (allowed(reg.clear(&k, t0)), allowed(reg.clear(&k, t0)));
         open(&reg, &k, t0);
         reg.report(a, Outcome::Throttled { retry_after: Some(50 * S) }, t0);
         assert_eq!(reg.state(&k, t0 + 40 * S), BreakerState::Throttled { until: t0 + 50 * S });
@@ -728,24 +716,24 @@ mod tests {
     #[test]
     fn abandoned_probe_releases_the_slot() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let probe = allowed(reg.admit(&k, t1));
+        let probe = allowed(reg.clear(&k, t1));
         assert!(!reg.is_available(&k, t1));
         reg.abandon(probe);
         assert_eq!(reg.state(&k, t1), BreakerState::HalfOpen { probe_in_flight: false });
-        assert!(allowed(reg.admit(&k, t1)).probe);
+        assert!(allowed(reg.clear(&k, t1)).probe);
     }
 
     #[test]
     fn abandoning_a_non_probe_changes_nothing() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
-        let early = allowed(reg.admit(&k, t0));
+        let (k, t0) = (key("k1"), UnixMs::now());
+        let early = allowed(reg.clear(&k, t0));
         open(&reg, &k, t0);
         let t1 = t0 + 30 * S;
-        let _probe = allowed(reg.admit(&k, t1));
+        let _probe = allowed(reg.clear(&k, t1));
         reg.abandon(early);
         assert_eq!(reg.state(&k, t1), BreakerState::HalfOpen { probe_in_flight: true });
     }
@@ -753,15 +741,15 @@ mod tests {
     #[test]
     fn reload_keeps_state_but_clears_probe_flags() {
         let reg = HealthRegistry::default();
-        let t0 = Instant::now();
+        let t0 = UnixMs::now();
         let (opened, half, throttled, quarantined) = (key("a"), key("b"), key("c"), key("d"));
         open(&reg, &opened, t0 + 10 * S);
         open(&reg, &half, t0);
         let t1 = t0 + 30 * S;
-        let old_probe = allowed(reg.admit(&half, t1));
-        let p = allowed(reg.admit(&throttled, t1));
+        let old_probe = allowed(reg.clear(&half, t1));
+        let p = allowed(reg.clear(&throttled, t1));
         reg.report(p, Outcome::Throttled { retry_after: Some(5 * S) }, t1);
-        let p = allowed(reg.admit(&quarantined, t1));
+        let p = allowed(reg.clear(&quarantined, t1));
         reg.report(p, Outcome::AuthFailure, t1);
         let before = reg.snapshot(t1);
 
@@ -780,7 +768,7 @@ mod tests {
         }
         assert_eq!(reg.state(&opened, t1), BreakerState::Open { until: t0 + 40 * S });
         // The cleared slot admits a new probe; the old probe's abandon cannot free it.
-        let new_probe = allowed(reg.admit(&half, t1));
+        let new_probe = allowed(reg.clear(&half, t1));
         assert!(new_probe.probe);
         reg.abandon(old_probe);
         assert_eq!(reg.state(&half, t1), BreakerState::HalfOpen { probe_in_flight: true });
@@ -791,8 +779,8 @@ mod tests {
     #[test]
     fn reload_drops_removed_identities() {
         let reg = HealthRegistry::default();
-        let (gone, kept, t0) = (key("gone"), key("kept"), Instant::now());
-        let late = allowed(reg.admit(&gone, t0));
+        let (gone, kept, t0) = (key("gone"), key("kept"), UnixMs::now());
+        let late = allowed(reg.clear(&gone, t0));
         open(&reg, &gone, t0);
         open(&reg, &kept, t0);
         reg.retain_for_reload(|k| k.credential == "kept");
@@ -802,15 +790,15 @@ mod tests {
         reg.report(late, Outcome::AuthFailure, t0);
         assert_eq!(reg.snapshot(t0).len(), 1);
         // Re-added later it starts fresh, in an epoch no old permit can match.
-        let p = allowed(reg.admit(&gone, t0));
+        let p = allowed(reg.clear(&gone, t0));
         assert!(!p.probe);
     }
 
     #[test]
     fn state_reports_the_strongest_reason_to_refuse() {
         let reg = HealthRegistry::default();
-        let (k, t0) = (key("k1"), Instant::now());
-        let (a, b) = (allowed(reg.admit(&k, t0)), allowed(reg.admit(&k, t0)));
+        let (k, t0) = (key("k1"), UnixMs::now());
+        let (a, b) = (allowed(reg.clear(&k, t0)), allowed(reg.clear(&k, t0)));
         open(&reg, &k, t0);
         reg.report(a, Outcome::Throttled { retry_after: Some(60 * S) }, t0);
         // Open beats throttled; once the cooldown is over the throttle shows, and
@@ -818,20 +806,20 @@ mod tests {
         assert_eq!(reg.state(&k, t0), BreakerState::Open { until: t0 + 30 * S });
         let throttled = BreakerState::Throttled { until: t0 + 60 * S };
         assert_eq!(reg.state(&k, t0 + 30 * S), throttled);
-        assert_eq!(rejected(reg.admit(&k, t0 + 30 * S)), throttled);
+        assert_eq!(rejected(reg.clear(&k, t0 + 30 * S)), throttled);
         assert_eq!(reg.state(&k, t0 + 60 * S), BreakerState::HalfOpen { probe_in_flight: false });
         // Quarantine beats everything.
         reg.report(b, Outcome::AuthFailure, t0 + 60 * S);
         let quarantined = BreakerState::Quarantined { until: t0 + 360 * S };
         assert_eq!(reg.state(&k, t0 + 60 * S), quarantined);
-        assert_eq!(rejected(reg.admit(&k, t0 + 60 * S)), quarantined);
+        assert_eq!(rejected(reg.clear(&k, t0 + 60 * S)), quarantined);
     }
 
     #[test]
     fn set_config_changes_the_threshold() {
         let reg = HealthRegistry::default();
         reg.set_config(BreakerConfig { threshold: 2.0, ..BreakerConfig::default() });
-        let (k, t0) = (key("k1"), Instant::now());
+        let (k, t0) = (key("k1"), UnixMs::now());
         fail(&reg, &k, t0, None);
         fail(&reg, &k, t0, None);
         assert!(matches!(reg.state(&k, t0), BreakerState::Open { .. }));
@@ -839,7 +827,7 @@ mod tests {
 
     #[test]
     fn state_names_are_stable() {
-        let t = Instant::now();
+        let t = UnixMs::now();
         let names = [
             BreakerState::Closed,
             BreakerState::Open { until: t },
@@ -854,9 +842,9 @@ mod tests {
     #[test]
     fn snapshot_is_sorted_by_key() {
         let reg = HealthRegistry::default();
-        let t0 = Instant::now();
+        let t0 = UnixMs::now();
         for k in [key("c"), key("a"), CredentialKey::new("anthropic", "z"), key("b")] {
-            allowed(reg.admit(&k, t0));
+            allowed(reg.clear(&k, t0));
         }
         let keys: Vec<_> = reg.snapshot(t0).into_iter().map(|(k, _)| k).collect();
         let mut sorted = keys.clone();

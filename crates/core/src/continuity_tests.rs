@@ -37,7 +37,11 @@ fn signed_thinking_before_a_call_is_kept_and_put_back_in_front_of_it() {
     let (key, value) = thinking_to_keep(&answer).unwrap();
     assert_eq!(key, "thinking:call_1");
     assert_eq!(thinking_to_keep(&[Part::Text(TextBlock::new("x")), call("c")]), None);
-    assert_eq!(thinking_to_keep(std::slice::from_ref(&signed)), None, "no tool loop, nothing to continue");
+    assert_eq!(
+        thinking_to_keep(std::slice::from_ref(&signed)),
+        None,
+        "no tool loop, nothing to continue"
+    );
 
     // The client echoes reasoning_content (unsigned) and its call.
     let mut req = Request {

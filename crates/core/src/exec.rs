@@ -21,12 +21,14 @@ use switchyard_protocol::{
 use tokio::sync::mpsc;
 
 use crate::access::{self, Principal};
-use crate::breaker::{Admission, CredentialKey, Outcome, Permit};
+use crate::breaker::{Clearance, CredentialKey, Outcome, Permit};
 use crate::catalog::{AttemptPolicy, Candidate, Plan, ProviderKind, Scope, Strategy};
+use crate::clock::UnixMs;
 use crate::error::GatewayError;
 use crate::filter::{self, Hints};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
+use crate::state::{Admission, Ask, Reservation};
 use crate::strategy::{self, View};
 use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
 use crate::util::{Date, Redactor, Secret};
@@ -99,6 +101,8 @@ struct RecordGuard {
     sink: SharedSink,
     started: Instant,
     done: bool,
+    /// Set aside by the admission stage; settled with what the request used.
+    reservation: Option<(Arc<dyn Admission>, Reservation)>,
 }
 
 impl RecordGuard {
@@ -124,6 +128,14 @@ impl RecordGuard {
             };
         }
         self.rec.total_ms = self.started.elapsed().as_millis() as u64;
+        if let Some((admission, reservation)) = self.reservation.take() {
+            // Settling may do IO; off the request's path. (A guard dropped outside
+            // a runtime has nowhere to run it: the reservation then expires.)
+            let (usage, cost) = (self.rec.usage, self.rec.cost_usd);
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { admission.settle(reservation, usage, cost).await });
+            }
+        }
         self.sink.record(std::mem::take(&mut self.rec));
     }
 }
@@ -399,6 +411,7 @@ impl Snapshot {
             sink,
             started: inbound.received,
             done: false,
+            reservation: None,
         };
         let plan = match self.prepare(&inbound, runtime, &mut guard.rec) {
             Ok(p) => p,
@@ -408,6 +421,16 @@ impl Snapshot {
                 return Err(err);
             }
         };
+        if let Some(admission) = &runtime.admission {
+            match admit(admission.as_ref(), &inbound, &plan).await {
+                Ok(reservation) => guard.reservation = Some((Arc::clone(admission), reservation)),
+                Err(err) => {
+                    metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
+                    guard.finish(err.status(), Some(err.code()));
+                    return Err(err);
+                }
+            }
+        }
         self.attempt_loop(inbound, plan, runtime, guard).await
     }
 
@@ -440,7 +463,7 @@ impl Snapshot {
             plan.descriptor.push("thinking_off:anthropic_tool_loop".to_owned());
         }
 
-        let now = Instant::now();
+        let now = UnixMs::now();
         let available = |c: &Candidate| {
             let keys = credentials(c, inbound);
             keys.is_empty()
@@ -696,13 +719,13 @@ impl Snapshot {
         {
             return (Err(Failure::Unavailable(why.clone())), None, reported);
         }
-        let now = Instant::now();
+        let now = UnixMs::now();
         let (key, permit) = if bypass_breakers {
             let rt = self.runtimes.get(&cand.provider.name);
             let key = rt.and_then(|rt| keys.get(rt.next_index(keys.len())));
             (key, None)
         } else {
-            match self.admit(cand, keys, runtime, now) {
+            match self.pick_credential(cand, keys, runtime, now) {
                 Ok((k, p)) => (k, Some(p)),
                 Err(f) => return (Err(f), None, reported),
             }
@@ -736,7 +759,7 @@ impl Snapshot {
             other => {
                 if let Some(permit) = permit {
                     match health_outcome_of(&other) {
-                        Some(outcome) => runtime.health.report(permit, outcome, Instant::now()),
+                        Some(outcome) => runtime.health.report(permit, outcome, UnixMs::now()),
                         None => runtime.health.abandon(permit),
                     }
                 }
@@ -757,18 +780,18 @@ impl Snapshot {
 
     /// Choose the credential: the next available key of the provider (rotating),
     /// admitted by its breaker.
-    fn admit<'a>(
+    fn pick_credential<'a>(
         &self,
         cand: &Candidate,
         keys: &'a [Secret],
         runtime: &Runtime,
-        now: Instant,
+        now: UnixMs,
     ) -> Result<(Option<&'a Secret>, Permit), Failure> {
         let name = &cand.provider.name;
         if keys.is_empty() {
-            return match runtime.health.admit(&credential_key(name, None), now) {
-                Admission::Allowed(p) => Ok((None, p)),
-                Admission::Rejected { state } => {
+            return match runtime.health.clear(&credential_key(name, None), now) {
+                Clearance::Allowed(p) => Ok((None, p)),
+                Clearance::Rejected { state } => {
                     Err(Failure::CircuitOpen(format!("{name}: circuit {}", state.name())))
                 }
             };
@@ -777,9 +800,9 @@ impl Snapshot {
         let mut last_state = None;
         for n in 0..keys.len() {
             let Some(k) = keys.get((start + n) % keys.len()) else { continue };
-            match runtime.health.admit(&credential_key(name, Some(k)), now) {
-                Admission::Allowed(p) => return Ok((Some(k), p)),
-                Admission::Rejected { state } => last_state = Some(state),
+            match runtime.health.clear(&credential_key(name, Some(k)), now) {
+                Clearance::Allowed(p) => return Ok((Some(k), p)),
+                Clearance::Rejected { state } => last_state = Some(state),
             }
         }
         let state = last_state.map_or("open", |s| s.name());
@@ -1043,6 +1066,34 @@ impl Snapshot {
     }
 }
 
+/// The admission stage: reserve what the request is expected to use against the
+/// caller's limits and budgets, or refuse it before anything is sent.
+async fn admit(
+    admission: &dyn Admission,
+    inbound: &Inbound,
+    plan: &Plan,
+) -> Result<Reservation, GatewayError> {
+    let req = &inbound.request;
+    let input = estimate::input_tokens(req);
+    let tokens = input.saturating_add(req.max_tokens.unwrap_or(0));
+    let cost_usd = plan.candidates.first().and_then(|c| filter::estimated_price(c, input, req));
+    let ask = Ask {
+        key_id: inbound.principal.key_id.as_deref(),
+        user: inbound.principal.user_id.as_deref(),
+        project: inbound.project.as_deref(),
+        model: &plan.public_model,
+        tokens,
+        cost_usd,
+    };
+    admission.reserve(&ask).await.map_err(|refusal| {
+        let mut message = refusal.message;
+        if let Some(ms) = refusal.retry_after_ms {
+            message.push_str(&format!(" (retry after {} s)", ms.div_ceil(1000)));
+        }
+        GatewayError::new(429, ErrorKind::RateLimit, refusal.code, message)
+    })
+}
+
 /// A forwarded body naming the client's model; as it was if it names none.
 fn rename(body: Bytes, model: &str) -> Bytes {
     util::rename_model(&body, model).map_or(body, Bytes::from)
@@ -1178,7 +1229,7 @@ impl StreamReport {
         }
         if let Some(permit) = self.permit.take() {
             match outcome {
-                Some(outcome) => self.runtime.health.report(permit, outcome, Instant::now()),
+                Some(outcome) => self.runtime.health.report(permit, outcome, UnixMs::now()),
                 None => self.runtime.health.abandon(permit),
             }
         }

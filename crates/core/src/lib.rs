@@ -5,6 +5,7 @@
 pub mod access;
 pub mod breaker;
 pub mod catalog;
+pub mod clock;
 pub mod config;
 pub mod continuity;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod filter;
 pub mod mock;
 pub mod record;
 pub mod runtime;
+pub mod state;
 pub mod strategy;
 pub mod upstream;
 pub mod util;
@@ -110,18 +112,17 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
-        Self::with_seal(catalog, sink, None)
+        Self::with_runtime(catalog, sink, runtime::Runtime::default())
     }
 
-    /// [`Gateway::new`], sealing continuation data (Anthropic thinking signatures,
-    /// redacted thinking) with `seal` into answers for clients that carry it back
-    /// to the next turn (the Responses API's `encrypted_content`).
-    pub fn with_seal(
+    /// [`Gateway::new`] on the given runtime state: shared implementations of the
+    /// [`state`] traits, limits ([`runtime::Runtime::admission`]), a seal for the
+    /// continuation data handed to clients ([`runtime::Runtime::seal`]).
+    pub fn with_runtime(
         catalog: Catalog,
         sink: SharedSink,
-        seal: Option<Arc<dyn switchyard_protocol::Seal>>,
+        runtime: runtime::Runtime,
     ) -> Result<Self, LoadError> {
-        let runtime = runtime::Runtime { seal, ..runtime::Runtime::default() };
         runtime.health.set_config(catalog.settings.breaker);
         let snap = Snapshot::build(catalog, None)?;
         Ok(Self { current: ArcSwap::from_pointee(snap), runtime: Arc::new(runtime), sink })
@@ -140,7 +141,7 @@ impl Gateway {
         let snap = Snapshot::build(catalog, Some(&prev))?;
         let c = &snap.catalog;
         self.runtime.health.set_config(c.settings.breaker);
-        self.runtime.health.retain_for_reload(|key| {
+        self.runtime.health.retain_for_reload(&|key| {
             c.provider(&key.provider).is_some_and(|p| {
                 if p.keys.is_empty() {
                     key.credential == breaker::NO_CREDENTIAL
@@ -149,7 +150,7 @@ impl Gateway {
                 }
             })
         });
-        self.runtime.latency.retain(|identity| c.has_identity(identity));
+        self.runtime.latency.retain(&|identity| c.has_identity(identity));
         self.current.store(Arc::new(snap));
         Ok(())
     }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::breaker::{BreakerConfig, HealthRegistry};
+use crate::state::{Admission, HealthState, InFlightState, LatencyState};
 
 /// Exponentially weighted moving average, α = 0.2 (a new sample moves the estimate a
 /// fifth of the way).
@@ -99,12 +100,15 @@ impl InFlight {
     }
 }
 
-/// Everything that outlives a configuration snapshot.
+/// Everything that outlives a configuration snapshot, each part behind its trait
+/// ([`crate::state`]) so that instances may share it.
 #[derive(Debug)]
 pub struct Runtime {
-    pub health: HealthRegistry,
-    pub latency: LatencyTracker,
-    pub in_flight: InFlight,
+    pub health: Arc<dyn HealthState>,
+    pub latency: Arc<dyn LatencyState>,
+    pub in_flight: Arc<dyn InFlightState>,
+    /// Rate limits and budgets; None: none (nothing is reserved or settled).
+    pub admission: Option<Arc<dyn Admission>>,
     /// Access rules stored in the database (the admin API replaces them).
     pub rules: arc_swap::ArcSwap<Vec<crate::access::Rule>>,
     /// Seals continuation data (thinking signatures) into answers for clients
@@ -116,11 +120,13 @@ pub struct Runtime {
 }
 
 impl Default for Runtime {
+    /// Everything in process, no limits.
     fn default() -> Self {
         Self {
-            health: HealthRegistry::new(BreakerConfig::default()),
-            latency: LatencyTracker::default(),
-            in_flight: InFlight::default(),
+            health: Arc::new(HealthRegistry::new(BreakerConfig::default())),
+            latency: Arc::new(LatencyTracker::default()),
+            in_flight: Arc::new(InFlight::default()),
+            admission: None,
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
             seal: None,
             continuity: Arc::new(crate::continuity::LocalContinuity::default()),

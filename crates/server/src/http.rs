@@ -74,7 +74,7 @@ pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
 }
 
 /// Authenticate, read within limits, parse; shared by every POST endpoint.
-async fn admit(
+async fn ingest(
     state: &AppState,
     headers: &HeaderMap,
     body: Body,
@@ -191,7 +191,7 @@ async fn generate(
     format: ClientFormat,
 ) -> Response {
     let id = ids::request_id();
-    let inbound = match admit(&state, &headers, body, format, &id).await {
+    let inbound = match ingest(&state, &headers, body, format, &id).await {
         Ok(i) => i,
         Err(e) => {
             tracing::debug!(request_id = %id, code = e.code(), "request refused");
@@ -242,7 +242,7 @@ pub async fn count_tokens(
 ) -> Response {
     let format = ClientFormat::Anthropic;
     let id = ids::request_id();
-    let inbound = match admit(&state, &headers, body, format, &id).await {
+    let inbound = match ingest(&state, &headers, body, format, &id).await {
         Ok(i) => i,
         Err(e) => return error_response(format, &e, &id),
     };

@@ -5,7 +5,6 @@
 //! or keys (credentials appear only as fingerprints).
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use axum::extract::State;
 use axum::response::IntoResponse;
@@ -67,7 +66,7 @@ fn state_value(s: &BreakerState) -> f64 {
 pub async fn render(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let runtime = &state.gateway.runtime;
     metrics::gauge!("gateway_requests_in_flight").set(runtime.in_flight.total() as f64);
-    for (key, s) in runtime.health.snapshot(Instant::now()) {
+    for (key, s) in runtime.health.snapshot(switchyard_core::clock::UnixMs::now()) {
         metrics::gauge!("gateway_breaker_state", "provider" => key.provider, "credential" => key.credential)
             .set(state_value(&s));
     }

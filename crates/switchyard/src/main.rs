@@ -182,7 +182,8 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let gateway = match Gateway::with_seal(catalog, sink, Some(seal)) {
+    let runtime = switchyard_core::runtime::Runtime { seal: Some(seal), ..Default::default() };
+    let gateway = match Gateway::with_runtime(catalog, sink, runtime) {
         Ok(g) => Arc::new(g),
         Err(e) => {
             report_load_error(&e);

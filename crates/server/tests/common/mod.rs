@@ -52,6 +52,8 @@ pub struct Options {
     pub providers_extra: String,
     /// A whole `access_rules:` block (or empty).
     pub rules: String,
+    /// Limits and budgets for the gateway's admission stage.
+    pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             routes: String::new(),
             providers_extra: String::new(),
             rules: String::new(),
+            admission: None,
         }
     }
 }
@@ -79,6 +82,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         routes,
         providers_extra,
         rules,
+        admission: _,
     } = o;
     let providers_extra = providers_extra
         .replace("{anthropic}", anthropic)
@@ -167,7 +171,12 @@ impl Harness {
         // As the binary does without a gateway secret.
         let seal: Arc<dyn switchyard_protocol::Seal> =
             Arc::new(switchyard_store::seal::ContinuitySeal::ephemeral().unwrap());
-        let gateway = Arc::new(Gateway::with_seal(catalog, sink.clone(), Some(seal)).unwrap());
+        let runtime = switchyard_core::runtime::Runtime {
+            seal: Some(seal),
+            admission: options.admission.clone(),
+            ..Default::default()
+        };
+        let gateway = Arc::new(Gateway::with_runtime(catalog, sink.clone(), runtime).unwrap());
         let state = AppState::new(gateway);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

@@ -1,0 +1,203 @@
+//! Runtime state behind traits: what the pipeline reads and writes between
+//! requests, each with today's in-process implementation, so that state shared by
+//! several instances (Redis, later) is an implementation of these traits, not a
+//! change to the pipeline.
+//!
+//! | trait | what | in-process implementation |
+//! |---|---|---|
+//! | [`HealthState`] | breakers, throttles, quarantine per credential | [`HealthRegistry`] |
+//! | [`LatencyState`] | latency estimates per deployment | [`LatencyTracker`] |
+//! | [`InFlightState`] | requests in flight per deployment | [`InFlight`] |
+//! | [`Admission`] | rate limits and budgets: reserve before the attempts, settle after | [`Unlimited`] |
+//! | [`ResponseCache`] | answers by a key of the canonical request | [`NoCache`] |
+//! | [`ContinuityStore`](crate::continuity::ContinuityStore) | what upstreams need back next turn | [`LocalContinuity`](crate::continuity::LocalContinuity) |
+//!
+//! Conventions: identities are stable strings (see [`crate::catalog::Candidate::identity`],
+//! [`CredentialKey`]); times that cross processes are unix milliseconds
+//! ([`UnixMs`]); breaker epochs and probe tokens are unique across instances. The
+//! health, latency and in-flight traits are synchronous: they sit on every
+//! attempt, so a shared implementation keeps a local view and synchronises behind
+//! it. Admission and caching are asynchronous: exact limits across instances need
+//! a round trip.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use switchyard_protocol::Usage;
+
+pub use crate::breaker::HealthRegistry;
+use crate::breaker::{BreakerConfig, BreakerState, Clearance, CredentialKey, Outcome, Permit};
+use crate::clock::UnixMs;
+use crate::continuity::BoxFuture;
+pub use crate::runtime::{InFlight, InFlightGuard, LatencyTracker};
+
+/// Per-credential health (see [`crate::breaker`] for the rules).
+pub trait HealthState: Send + Sync + Debug {
+    /// Replace the tuning (on reload).
+    fn set_config(&self, config: BreakerConfig);
+    /// May a request be sent on `key` now? A half-open breaker hands its one probe
+    /// slot to the caller.
+    fn clear(&self, key: &CredentialKey, now: UnixMs) -> Clearance;
+    /// How a request cleared with `permit` ended.
+    fn report(&self, permit: Permit, outcome: Outcome, now: UnixMs);
+    /// A cleared request ended with no outcome (cancelled).
+    fn abandon(&self, permit: Permit);
+    fn state(&self, key: &CredentialKey, now: UnixMs) -> BreakerState;
+    fn is_available(&self, key: &CredentialKey, now: UnixMs) -> bool {
+        self.state(key, now).is_available()
+    }
+    /// Keep the identities a reloaded catalog still has.
+    fn retain_for_reload(&self, keep: &dyn Fn(&CredentialKey) -> bool);
+    /// Every known identity and its state (for metrics), sorted by key.
+    fn snapshot(&self, now: UnixMs) -> Vec<(CredentialKey, BreakerState)>;
+}
+
+impl HealthState for HealthRegistry {
+    fn set_config(&self, config: BreakerConfig) {
+        HealthRegistry::set_config(self, config);
+    }
+    fn clear(&self, key: &CredentialKey, now: UnixMs) -> Clearance {
+        HealthRegistry::clear(self, key, now)
+    }
+    fn report(&self, permit: Permit, outcome: Outcome, now: UnixMs) {
+        HealthRegistry::report(self, permit, outcome, now);
+    }
+    fn abandon(&self, permit: Permit) {
+        HealthRegistry::abandon(self, permit);
+    }
+    fn state(&self, key: &CredentialKey, now: UnixMs) -> BreakerState {
+        HealthRegistry::state(self, key, now)
+    }
+    fn retain_for_reload(&self, keep: &dyn Fn(&CredentialKey) -> bool) {
+        HealthRegistry::retain_for_reload(self, keep);
+    }
+    fn snapshot(&self, now: UnixMs) -> Vec<(CredentialKey, BreakerState)> {
+        HealthRegistry::snapshot(self, now)
+    }
+}
+
+/// Rolling latency per deployment identity.
+pub trait LatencyState: Send + Sync + Debug {
+    fn observe_attempt(&self, identity: &str, ms: f64);
+    fn observe_ttft(&self, identity: &str, ms: f64);
+    /// What the latency strategy reads (time to first token when known).
+    fn estimate(&self, identity: &str) -> Option<f64>;
+    fn retain(&self, keep: &dyn Fn(&str) -> bool);
+}
+
+impl LatencyState for LatencyTracker {
+    fn observe_attempt(&self, identity: &str, ms: f64) {
+        LatencyTracker::observe_attempt(self, identity, ms);
+    }
+    fn observe_ttft(&self, identity: &str, ms: f64) {
+        LatencyTracker::observe_ttft(self, identity, ms);
+    }
+    fn estimate(&self, identity: &str) -> Option<f64> {
+        LatencyTracker::estimate(self, identity)
+    }
+    fn retain(&self, keep: &dyn Fn(&str) -> bool) {
+        LatencyTracker::retain(self, keep);
+    }
+}
+
+/// Requests in flight per deployment identity.
+pub trait InFlightState: Send + Sync + Debug {
+    /// Count one more until the guard drops.
+    fn enter(&self, identity: &str) -> InFlightGuard;
+    fn count(&self, identity: &str) -> u64;
+    /// All of them (for the gauge).
+    fn total(&self) -> u64;
+}
+
+impl InFlightState for InFlight {
+    fn enter(&self, identity: &str) -> InFlightGuard {
+        InFlight::enter(self, identity)
+    }
+    fn count(&self, identity: &str) -> u64 {
+        InFlight::count(self, identity)
+    }
+    fn total(&self) -> u64 {
+        InFlight::total(self)
+    }
+}
+
+/// What a request asks of the limits and budgets before any attempt: who, for
+/// which model, and what it is expected to use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask<'a> {
+    pub key_id: Option<&'a str>,
+    pub user: Option<&'a str>,
+    pub project: Option<&'a str>,
+    /// The catalog model the request resolved to.
+    pub model: &'a str,
+    /// Input tokens (estimated) plus the output asked for.
+    pub tokens: u64,
+    /// USD, when the price is known.
+    pub cost_usd: Option<f64>,
+}
+
+/// Held between [`Admission::reserve`] and [`Admission::settle`]: what was set
+/// aside, so settling can give back the difference. Opaque to the pipeline.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reservation {
+    pub id: u64,
+    pub tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
+/// Why a request was not admitted. `retry_after_ms`: when it may succeed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// Stable code for the client (`rate_limited`, `budget_exceeded`).
+    pub code: &'static str,
+    pub message: String,
+    pub retry_after_ms: Option<u64>,
+}
+
+/// Rate limits and budgets. `reserve` sets the expected use aside before the
+/// first attempt (refusing when a limit would be passed); `settle` replaces it
+/// with what was used, once the request is over (however it ended).
+pub trait Admission: Send + Sync + Debug {
+    fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>>;
+    fn settle(
+        &self,
+        reservation: Reservation,
+        used: Usage,
+        cost_usd: Option<f64>,
+    ) -> BoxFuture<'_, ()>;
+}
+
+/// No limits, no budgets: admits everything, settles nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unlimited;
+
+impl Admission for Unlimited {
+    fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>> {
+        let r = Reservation { id: 0, tokens: ask.tokens, cost_usd: ask.cost_usd };
+        Box::pin(std::future::ready(Ok(r)))
+    }
+    fn settle(&self, _: Reservation, _: Usage, _: Option<f64>) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Answers kept by a key of the canonical request (the key is the caller's: a
+/// cache must never serve one tenant's answer to another). Values are the
+/// canonical response, serialized.
+pub trait ResponseCache: Send + Sync + Debug {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Arc<[u8]>>>;
+    fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()>;
+}
+
+/// Caches nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoCache;
+
+impl ResponseCache for NoCache {
+    fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Option<Arc<[u8]>>> {
+        Box::pin(std::future::ready(None))
+    }
+    fn put(&self, _: String, _: Arc<[u8]>, _: u64) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
