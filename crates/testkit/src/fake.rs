@@ -367,6 +367,13 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return plain(status, "application/json", body);
         }
     };
+    // A body the real API refuses is refused here too, before the script is read:
+    // the scripted reply stays for the next request.
+    if let Err(message) = crate::validate::check(vendor, &received.body) {
+        shared.record(&received, false);
+        let body = canned::error_body(vendor, 400, &message).to_string();
+        return plain(400, "application/json", body);
+    }
     let Some(reply) = shared.record(&received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());
     };
