@@ -569,6 +569,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         response_format,
         user: metadata.user_id,
         metadata: None,
+        stream_usage: false,
     })
 }
 
@@ -2688,6 +2689,7 @@ mod tests {
             };
             Request {
                 model,
+                stream_usage: false,
                 system,
                 messages,
                 tools,

@@ -1473,6 +1473,7 @@ mod tests {
     fn encodes_a_multi_turn_tool_conversation() {
         let req = Request {
             model: "gemini-2.5-pro".into(),
+            stream_usage: false,
             system: vec![TextBlock::new("You are a travel assistant.")],
             messages: vec![
                 Message::text(Role::System, "Answer in English."),
@@ -2620,6 +2621,7 @@ mod tests {
                 ),
             )| Request {
                 model: "gemini-2.5-pro".into(),
+                stream_usage: false,
                 system: system.into_iter().map(TextBlock::new).collect(),
                 messages: build_messages(turns),
                 tools,

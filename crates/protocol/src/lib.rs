@@ -71,10 +71,13 @@ impl ClientFormat {
         }
     }
 
-    pub fn stream_encoder(self, tools: &[Tool]) -> Box<dyn StreamEncoder> {
+    /// The encoder for a stream answering `req`: a Responses client gets its
+    /// free-form tools' calls as `custom_tool_call` items, a Chat client the usage
+    /// chunk only if it asked for it ([`Request::stream_usage`]).
+    pub fn stream_encoder(self, req: &Request) -> Box<dyn StreamEncoder> {
         match self {
-            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new()),
-            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::for_tools(tools)),
+            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new(req.stream_usage)),
+            ClientFormat::OpenAiResponses => Box::new(responses::Encoder::for_tools(&req.tools)),
             ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
         }
     }

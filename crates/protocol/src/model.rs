@@ -41,6 +41,12 @@ pub struct Request {
     pub user: Option<String>,
     /// Free-form metadata the client attached (OpenAI `metadata`).
     pub metadata: Option<Map<String, Value>>,
+    /// The client asked for a stream's usage in a final chunk of its own (OpenAI
+    /// Chat `stream_options.include_usage`). OpenAI sends that chunk, whose
+    /// `choices` is empty, only when asked, and clients that read `choices[0]` of
+    /// every chunk break on it; the other formats always carry usage in place.
+    #[serde(default)]
+    pub stream_usage: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

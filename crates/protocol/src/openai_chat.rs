@@ -49,6 +49,8 @@ struct WireRequest {
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
+    stream_options: Option<WireStreamOptions>,
+    #[serde(default)]
     reasoning_effort: Option<String>,
     #[serde(default)]
     response_format: Option<WireResponseFormat>,
@@ -96,6 +98,12 @@ enum WirePart {
     },
     #[serde(other)]
     Other,
+}
+
+#[derive(Deserialize, Default)]
+struct WireStreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -232,6 +240,8 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         top_p: w.top_p,
         top_k: w.top_k,
         stream: w.stream.unwrap_or(false),
+        stream_usage: w.stream == Some(true)
+            && w.stream_options.and_then(|o| o.include_usage) == Some(true),
         parallel_tool_calls: w.parallel_tool_calls,
         user: w.user,
         metadata: w.metadata,
@@ -952,8 +962,10 @@ impl StreamDecoder for Decoder {
 // Stream encoder: canonical events → chunks for an OpenAI client
 // ---------------------------------------------------------------------------------
 
-/// Canonical events → Chat Completions chunks. Usage is sent in a final chunk with
-/// `choices: []` (as OpenAI does with `stream_options.include_usage`), then `[DONE]`.
+/// Canonical events → Chat Completions chunks, then `[DONE]`. Usage is sent in a
+/// final chunk with `choices: []` only when the client asked for it
+/// (`stream_options.include_usage`), as OpenAI does: clients that read
+/// `choices[0]` of every chunk break on that chunk otherwise.
 #[derive(Debug, Default)]
 pub struct Encoder {
     id: String,
@@ -962,12 +974,14 @@ pub struct Encoder {
     /// Canonical block index → OpenAI tool_calls index.
     tool_index: Vec<(usize, usize)>,
     usage: Usage,
+    include_usage: bool,
     finished: bool,
 }
 
 impl Encoder {
-    pub fn new() -> Self {
-        Self { created: now_secs(), ..Self::default() }
+    /// `include_usage`: the client's `stream_options.include_usage`.
+    pub fn new(include_usage: bool) -> Self {
+        Self { created: now_secs(), include_usage, ..Self::default() }
     }
 
     fn chunk(&self, delta: Value, finish_reason: Option<&str>, out: &mut Vec<u8>) {
@@ -1025,7 +1039,7 @@ impl StreamEncoder for Encoder {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        if !self.usage.is_empty() {
+        if self.include_usage && !self.usage.is_empty() {
             let v = json!({
                 "id": self.id,
                 "object": "chat.completion.chunk",
@@ -1043,6 +1057,18 @@ impl StreamEncoder for Encoder {
         self.finished = true;
         sse::write_json(out, None, &err.to_openai());
     }
+}
+
+/// Whether one stream event's data is the chunk that carries only the usage
+/// (`choices: []` and a `usage` object), which OpenAI sends when the request has
+/// `stream_options.include_usage`. The gateway asks for it to meter a stream; a
+/// client that did not is passed the stream without it. Found by scanning the
+/// bytes (the data has already been decoded, so it is known to be JSON).
+pub fn is_usage_only_chunk(data: &[u8]) -> bool {
+    let field = |key| crate::util::top_level_value(data, key).and_then(|r| data.get(r));
+    let no_choices = field("choices")
+        .is_some_and(|c| c.iter().filter(|b| !b.is_ascii_whitespace()).eq(b"[]".iter()));
+    no_choices && field("usage").is_some_and(|u| u.first() == Some(&b'{'))
 }
 
 /// Same-format fast path: the client's own body, with the model rewritten and, for a
@@ -1190,7 +1216,7 @@ mod tests {
             stop_sequence: None,
             usage: Usage { input_tokens: Some(3), output_tokens: Some(1), ..Usage::default() },
         };
-        let mut enc = Encoder::new();
+        let mut enc = Encoder::new(true);
         let mut out = Vec::new();
         for e in response_to_events(&resp) {
             enc.push(&e, &mut out);
@@ -1204,6 +1230,52 @@ mod tests {
         let usage: Value = serde_json::from_str(&events[n - 2].data).unwrap();
         assert_eq!(usage["choices"], json!([]));
         assert_eq!(usage["usage"]["prompt_tokens"], 3);
+    }
+
+    #[test]
+    fn usage_chunk_only_when_the_client_asked_for_it() {
+        let resp = Response {
+            id: "r".into(),
+            model: "m".into(),
+            content: vec![Part::Text(TextBlock::new("hi"))],
+            stop_reason: Some(StopReason::EndTurn),
+            stop_sequence: None,
+            usage: Usage { input_tokens: Some(3), output_tokens: Some(1), ..Usage::default() },
+        };
+        let mut enc = Encoder::new(false);
+        let mut out = Vec::new();
+        for e in response_to_events(&resp) {
+            enc.push(&e, &mut out);
+        }
+        enc.finish(&mut out);
+        let mut events = Vec::new();
+        SseDecoder::new().push(&out, &mut events).unwrap();
+        assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+        for e in &events[..events.len() - 1] {
+            let chunk: Value = serde_json::from_str(&e.data).unwrap();
+            assert!(chunk["choices"][0].is_object(), "a chunk without choices[0]: {chunk}");
+        }
+        let asked = |body: &[u8]| parse_request(body).unwrap().stream_usage;
+        assert!(asked(
+            br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#
+        ));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream":true}"#));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":false}}"#));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream_options":{"include_usage":true}}"#));
+    }
+
+    #[test]
+    fn finds_the_usage_only_chunk_by_its_bytes() {
+        assert!(is_usage_only_chunk(br#"{"id":"c","choices":[],"usage":{"prompt_tokens":1}}"#));
+        assert!(is_usage_only_chunk(br#"{"choices": [ ], "usage" : {}}"#));
+        assert!(!is_usage_only_chunk(
+            br#"{"choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":1}}"#
+        ));
+        assert!(!is_usage_only_chunk(br#"{"choices":[{"index":0,"delta":{}}],"usage":null}"#));
+        // Azure's prompt-filter chunk has no choices and no usage: not ours to drop.
+        assert!(!is_usage_only_chunk(br#"{"choices":[],"prompt_filter_results":[]}"#));
+        assert!(!is_usage_only_chunk(br#"{"choices":[],"usage":null}"#));
+        assert!(!is_usage_only_chunk(b"[DONE]"));
     }
 
     #[test]
@@ -1345,6 +1417,8 @@ mod tests {
                     max_tokens,
                     temperature,
                     stream,
+                    // The wire always asks for a stream's usage (to meter it).
+                    stream_usage: stream,
                     ..Request::default()
                 }
             })
@@ -1376,7 +1450,7 @@ mod tests {
 
         #[test]
         fn stream_matches_non_stream_under_any_split(resp in response(), cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6)) {
-            let mut enc = Encoder::new();
+            let mut enc = Encoder::new(true);
             let mut bytes = Vec::new();
             for e in response_to_events(&resp) {
                 enc.push(&e, &mut bytes);

@@ -117,6 +117,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         response_format: parse_text_format(field(&map, "text")?)?,
         user,
         metadata: field(&map, "metadata")?,
+        stream_usage: false,
     })
 }
 
@@ -3346,6 +3347,7 @@ mod tests {
                     let (user, metadata) = ids;
                     Request {
                         model,
+                        stream_usage: false,
                         system,
                         messages,
                         tools,

@@ -159,6 +159,11 @@ fn client_request(format: ClientFormat, s: Scenario, model: &str, stream: bool) 
     body["model"] = json!(model);
     if stream {
         body["stream"] = json!(true);
+        // The matrix reads a Chat stream's usage from its usage chunk, which OpenAI
+        // sends only when asked (`chat_usage_chunk_only_when_asked` covers the rest).
+        if format == ClientFormat::OpenAiChat {
+            body["stream_options"] = json!({"include_usage": true});
+        }
     }
     body
 }
@@ -2011,4 +2016,95 @@ async fn the_answer_names_the_model_exactly_as_the_client_asked_for_it() {
         }
     }
     assert!(problems.is_empty(), "{} broken:\n{}", problems.len(), problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------
+// The Chat usage chunk
+// ---------------------------------------------------------------------------------
+
+/// OpenAI sends a stream's usage in a final chunk with `choices: []` only when the
+/// request asks (`stream_options.include_usage`); clients that read `choices[0]` of
+/// every chunk break on it otherwise. The gateway asks every OpenAI upstream for it
+/// (to meter the stream) and passes it on only to a client that asked, whatever wire
+/// served the stream; the record is metered from the upstream's usage either way.
+#[tokio::test]
+async fn chat_usage_chunk_only_when_asked() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for vendor in VENDORS {
+        for asked in [false, true] {
+            let label = format!("{vendor:?} include_usage={asked}");
+            let mut body = client_request(
+                ClientFormat::OpenAiChat,
+                Scenario::Text,
+                catalog_model(vendor),
+                true,
+            );
+            if asked {
+                body["stream_options"] = json!({"include_usage": true});
+            } else if let Value::Object(map) = &mut body {
+                map.remove("stream_options");
+            }
+            let r = post_with(&h, path(ClientFormat::OpenAiChat), &body, &[]).await;
+            let status = r.status().as_u16();
+            let id =
+                r.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let bytes = r.bytes().await.unwrap_or_default();
+            if status != 200 {
+                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+                continue;
+            }
+            let events = sse_events(&bytes);
+            p.eq(
+                &format!("{label}: last event"),
+                events.last().map(|e| e.data.as_str()),
+                Some("[DONE]"),
+            );
+            let chunks = json_events(&events);
+            let usage_only: Vec<&Value> = chunks
+                .iter()
+                .filter(|c| c["choices"].as_array().is_some_and(Vec::is_empty))
+                .collect();
+            if asked {
+                p.eq(&format!("{label}: usage-only chunks"), usage_only.len(), 1);
+                p.check(
+                    chunks
+                        .last()
+                        .is_some_and(|c| c["usage"]["completion_tokens"] == CANNED_OUTPUT_TOKENS),
+                    || format!("{label}: the last chunk carries no usage: {:?}", chunks.last()),
+                );
+            } else {
+                p.check(usage_only.is_empty(), || {
+                    format!("{label}: a chunk without choices: {usage_only:?}")
+                });
+                p.check(chunks.iter().all(|c| c["choices"][0].is_object()), || {
+                    format!("{label}: a chunk without choices[0]: {}", shorten(&bytes))
+                });
+            }
+            if vendor == Vendor::OpenAi {
+                let sent = h.openai.received().last().map(|r| r.body.clone()).unwrap_or_default();
+                p.eq(
+                    &format!("{label}: upstream include_usage"),
+                    &sent["stream_options"]["include_usage"],
+                    &json!(true),
+                );
+            }
+            let Some(id) = id else {
+                p.push(format!("{label}: no request id"));
+                continue;
+            };
+            match tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await {
+                Ok(rec) => {
+                    p.eq(
+                        &format!("{label}: metered output"),
+                        rec.usage.output_tokens,
+                        Some(CANNED_OUTPUT_TOKENS),
+                    );
+                    p.check(!rec.estimated, || format!("{label}: the record was estimated"));
+                }
+                Err(_) => p.push(format!("{label}: no record")),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "usage chunk problems:\n  - {}", p.0.join("\n  - "));
 }
