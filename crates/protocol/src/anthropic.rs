@@ -13,6 +13,10 @@
 //! is used for analysis (metering, routing) and for cross-wire translation, where
 //! those blocks could not be expressed anyway.
 //!
+//! Anthropic refuses text blocks that are empty or only whitespace, and messages left
+//! without content: such blocks are dropped from the history on the way to it (see
+//! [`drop_blank_text`]).
+//!
 //! Usage: Anthropic reports `input_tokens` *without* cache reads and writes; the
 //! canonical model counts the total (see [`crate::model`]). Counts are added up on the
 //! way in and subtracted on the way out.
@@ -598,7 +602,7 @@ fn parse_system(value: Value) -> Result<Vec<TextBlock>, String> {
 /// its form is not the target's (a fallback from Claude 4.7 to 4.5, or a client that
 /// assumes an older model): `enabled` + budget becomes `adaptive` + the nearest
 /// effort, `adaptive` becomes `enabled` with the effort's budget (and `max_tokens`
-/// raised above it).
+/// raised above it). Blank text blocks leave the history ([`drop_blank_text`]).
 pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<FieldEdit> {
     let mut edits = Vec::new();
     let thinking = body.get("thinking");
@@ -641,7 +645,71 @@ pub fn adapt_native(body: &Map<String, Value>, traits: ModelTraits) -> Vec<Field
             }
         }
     }
+    if let Some(messages) = body.get("messages").and_then(Value::as_array)
+        && let Some(clean) = drop_blank_text(messages)
+    {
+        edits.push(("messages", Some(Value::Array(clean))));
+    }
     edits
+}
+
+/// A client's own `messages` without the blank text blocks Anthropic refuses
+/// (`text content blocks must contain non-whitespace text`), and without the
+/// messages left empty by that (Anthropic joins the turns that then meet). A final
+/// message of nothing else is kept: dropping it would ask another question (or
+/// none), so the upstream answers it. `None` when nothing needs dropping.
+///
+/// Such blocks reach a client's history from answers of other providers (a model
+/// that answered only a newline), so the client is not at fault for sending them.
+pub fn drop_blank_text(messages: &[Value]) -> Option<Vec<Value>> {
+    let blank = |content: &Value| match content {
+        Value::String(text) => is_blank(text),
+        _ => false,
+    };
+    let has_blank = |m: &Value| match m.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().any(is_blank_block),
+        Some(content) => blank(content),
+        None => false,
+    };
+    if !messages.iter().any(has_blank) {
+        return None;
+    }
+    let last = messages.len().saturating_sub(1);
+    let mut out = Vec::with_capacity(messages.len());
+    let mut changed = false;
+    for (i, message) in messages.iter().enumerate() {
+        if !has_blank(message) {
+            out.push(message.clone());
+            continue;
+        }
+        let cleaned = match message.get("content") {
+            Some(Value::Array(blocks)) => {
+                blocks.iter().filter(|b| !is_blank_block(b)).cloned().collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        };
+        if cleaned.is_empty() && i == last {
+            out.push(message.clone());
+            continue;
+        }
+        changed = true;
+        if cleaned.is_empty() {
+            continue;
+        }
+        let mut message = message.clone();
+        if let Value::Object(map) = &mut message {
+            map.insert("content".into(), Value::Array(cleaned));
+        }
+        out.push(message);
+    }
+    changed.then_some(out)
+}
+
+/// Whether a canonical request holds text that [`drop_blank_text`] would drop.
+fn has_blank_text(req: &Request) -> bool {
+    req.messages
+        .iter()
+        .any(|m| m.content.iter().any(|p| matches!(p, Part::Text(t) if is_blank(&t.text))))
 }
 
 /// A thinking budget the API accepts (at least its minimum) and a `max_tokens` above
@@ -656,7 +724,8 @@ fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
 /// Whether [`adapt_native`] might edit a body whose parsed form is `req`, decided
 /// without looking at the body, so one needing nothing keeps the byte-level fast
 /// path: its thinking is not in the model's form (a budget for an effort model, none
-/// for a budget model), or it sets sampling parameters the model refuses.
+/// for a budget model), it sets sampling parameters the model refuses, or its
+/// history holds blank text.
 pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
     let thinking = req.reasoning.as_ref().is_some_and(|r| {
         r.enabled
@@ -667,7 +736,7 @@ pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
     });
     let sampling = !traits.sampling
         && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
-    thinking || sampling
+    thinking || sampling || has_blank_text(req)
 }
 
 /// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
@@ -712,8 +781,13 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     }
     body.insert("max_tokens".into(), json!(max_tokens));
 
-    let mut system: Vec<Value> =
-        req.system.iter().map(|b| text_block(&b.text, b.cache_control.as_ref())).collect();
+    // Blank system blocks are refused like blank text anywhere, and say nothing.
+    let mut system: Vec<Value> = req
+        .system
+        .iter()
+        .filter(|b| !is_blank(&b.text))
+        .map(|b| text_block(&b.text, b.cache_control.as_ref()))
+        .collect();
     match &req.response_format {
         Some(ResponseFormat::JsonSchema { schema, .. }) => {
             output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
@@ -788,9 +862,23 @@ fn image_block(image: &Image) -> Value {
     block
 }
 
+/// Text with nothing but whitespace (or nothing at all), which Anthropic refuses as
+/// a text block: `text content blocks must contain non-whitespace text`.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+fn is_blank_block(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("text")
+        && block.get("text").and_then(Value::as_str).is_some_and(is_blank)
+}
+
 /// Anthropic wants strictly alternating user/assistant turns, so consecutive messages
 /// of one role (after mid-conversation system messages become user turns) are merged;
-/// in a user turn, `tool_result` blocks must come first.
+/// in a user turn, `tool_result` blocks must come first. Blank text blocks, which
+/// Anthropic refuses, are dropped, and turns left empty with them, except from a
+/// final turn that holds nothing else: dropping that would send another question
+/// (or none), so it goes as it is and the upstream says what it makes of it.
 fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for msg in messages {
@@ -812,7 +900,22 @@ fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
             _ => turns.push((role, blocks)),
         }
     }
-    Ok(turns
+    let last = turns.len().saturating_sub(1);
+    let mut kept: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(turns.len());
+    for (i, (role, mut blocks)) in turns.into_iter().enumerate() {
+        if i != last || !blocks.iter().all(is_blank_block) {
+            blocks.retain(|b| !is_blank_block(b));
+        }
+        if blocks.is_empty() {
+            continue;
+        }
+        // A turn dropped between two of one role leaves them side by side.
+        match kept.last_mut() {
+            Some((prev, existing)) if *prev == role => existing.extend(blocks),
+            _ => kept.push((role, blocks)),
+        }
+    }
+    Ok(kept
         .into_iter()
         .map(|(role, blocks)| {
             let blocks = if role == "user" {
@@ -829,11 +932,12 @@ fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
         .collect())
 }
 
-/// One part as a content block; `None` for parts the API would reject and that carry
-/// nothing it could use (empty text, unsigned thinking).
+/// One part as a content block; `None` for parts that carry nothing the API could
+/// use (unsigned thinking, a blank system reminder). Blank text is left to
+/// [`encode_messages`], which knows where it stands.
 fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, ProtocolError> {
     Ok(match part {
-        Part::Text(t) if t.text.is_empty() => None,
+        Part::Text(t) if as_instruction && is_blank(&t.text) => None,
         Part::Text(t) if as_instruction => Some(text_block(
             &format!("<system-reminder>\n{}\n</system-reminder>", t.text),
             t.cache_control.as_ref(),
@@ -1659,6 +1763,81 @@ mod tests {
             messages[4]["content"][0]["content"][1],
             json!({"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}})
         );
+    }
+
+    fn texts(turn: &Value) -> Vec<&str> {
+        turn["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect()
+    }
+
+    #[test]
+    fn blank_text_and_the_turns_it_leaves_empty_are_dropped() {
+        let traits = ModelTraits::infer(crate::Wire::Anthropic, "m");
+        let req = Request {
+            model: "m".into(),
+            system: vec![TextBlock::new(" "), TextBlock::new("rules")],
+            messages: vec![
+                Message::text(Role::User, "q1"),
+                Message::text(Role::Assistant, "\n\n"),
+                Message {
+                    role: Role::User,
+                    content: vec![Part::Text(TextBlock::new("q2")), Part::Text(TextBlock::new(""))],
+                },
+                Message::text(Role::System, " \t"),
+            ],
+            ..Request::default()
+        };
+        let out = encode_request(&req, traits).unwrap();
+        assert_eq!(out["system"], json!([{"type": "text", "text": "rules"}]));
+        let turns = out["messages"].as_array().unwrap();
+        assert_eq!(turns.len(), 1, "{out}");
+        assert_eq!(texts(&turns[0]), ["q1", "q2"]);
+
+        // A final turn of nothing else is the question: it goes as it is.
+        let mut req = req;
+        req.messages = vec![
+            Message::text(Role::User, "q1"),
+            Message::text(Role::Assistant, " "),
+            Message::text(Role::User, "  "),
+        ];
+        let out = encode_request(&req, traits).unwrap();
+        let turns = out["messages"].as_array().unwrap();
+        assert_eq!(turns.len(), 1, "{out}");
+        assert_eq!(texts(&turns[0]), ["q1", "  "]);
+    }
+
+    #[test]
+    fn a_clients_own_blank_text_leaves_its_body_on_the_fast_path() {
+        let traits = ModelTraits::infer(crate::Wire::Anthropic, "claude-sonnet-4-5");
+        let body = json!({"model": "m", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": [{"type": "text", "text": "\n"}]},
+            {"role": "assistant", "content": " "},
+            {"role": "user", "content": [{"type": "text", "text": "q2"}, {"type": "text", "text": " "},
+                                         {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}}]},
+        ]});
+        let req = parse_value(&body).unwrap();
+        assert!(may_adapt(&req, traits));
+        let edits = adapt_native(body.as_object().unwrap(), traits);
+        let messages =
+            edits.iter().find(|(k, _)| *k == "messages").and_then(|(_, v)| v.clone()).unwrap();
+        assert_eq!(
+            messages,
+            json!([
+                {"role": "user", "content": "q1"},
+                {"role": "user", "content": [{"type": "text", "text": "q2"},
+                    {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}}]},
+            ])
+        );
+        // Only a blank final message: nothing to drop, the upstream answers it.
+        let last_only = json!([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a"},
+                               {"role": "user", "content": "  "}]);
+        assert_eq!(drop_blank_text(last_only.as_array().unwrap()), None);
+        let clean = json!([{"role": "user", "content": "q1"}]);
+        assert_eq!(drop_blank_text(clean.as_array().unwrap()), None);
+        assert!(!may_adapt(
+            &parse_value(&json!({"model": "m", "messages": clean})).unwrap(),
+            traits
+        ));
     }
 
     #[test]
@@ -2501,8 +2680,10 @@ mod tests {
 
     // ---- property tests ----
 
+    /// Text with something in it: blank text is dropped on the way to Anthropic,
+    /// which refuses it (tested on its own), so it does not round-trip.
     fn text_strategy() -> impl Strategy<Value = String> {
-        "\\PC{1,16}"
+        "\\PC{0,8}[a-zA-Z0-9\u{e9}\u{4e2d}]\\PC{0,8}"
     }
 
     fn cache_control() -> impl Strategy<Value = Option<Value>> {

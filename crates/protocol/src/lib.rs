@@ -116,8 +116,9 @@ impl Wire {
 
     /// Edits a client's own body (same format as this wire, forwarded on the fast
     /// path) needs for a target model with `traits`: reasoning in the form the
-    /// model takes, no sampling parameters where it refuses them. Empty when the
-    /// body can go as it is. Everything else in the body is left alone.
+    /// model takes, no sampling parameters where it refuses them, no blank text
+    /// blocks where the wire refuses them (Anthropic). Empty when the body can go
+    /// as it is. Everything else in the body is left alone.
     pub fn adapt_native(
         self,
         body: &serde_json::Map<String, serde_json::Value>,

@@ -2019,8 +2019,148 @@ async fn the_answer_names_the_model_exactly_as_the_client_asked_for_it() {
 }
 
 // ---------------------------------------------------------------------------------
-// The Chat usage chunk
+// Blank text, the Chat usage chunk
 // ---------------------------------------------------------------------------------
+
+/// Consecutive turns of one role as one (Anthropic joins them).
+fn joined(turns: Vec<(String, Vec<Item>)>) -> Vec<(String, Vec<Item>)> {
+    let mut out: Vec<(String, Vec<Item>)> = Vec::new();
+    for (role, items) in turns {
+        match out.last_mut() {
+            Some((prev, existing)) if *prev == role => existing.extend(items),
+            _ => out.push((role, items)),
+        }
+    }
+    out
+}
+
+/// A history with a blank assistant turn (a model that answered only a newline)
+/// and a blank text part beside the last question.
+fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: bool) -> Value {
+    let last_text = if final_blank { "  \n" } else { "third question" };
+    let mut body = match format {
+        ClientFormat::OpenAiChat => {
+            let last = if final_blank {
+                json!(last_text)
+            } else {
+                json!([{"type": "text", "text": last_text}, {"type": "text", "text": " "}])
+            };
+            json!({"messages": [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "first answer"},
+                {"role": "user", "content": "second question"},
+                {"role": "assistant", "content": "\n\n"},
+                {"role": "user", "content": last},
+            ]})
+        }
+        ClientFormat::OpenAiResponses => {
+            let mut last = vec![json!({"type": "input_text", "text": last_text})];
+            if !final_blank {
+                last.push(json!({"type": "input_text", "text": " "}));
+            }
+            json!({"input": [
+                {"role": "user", "content": "first question"},
+                {"type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": "first answer"}]},
+                {"role": "user", "content": "second question"},
+                {"type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": " \n"}]},
+                {"role": "user", "content": last},
+            ]})
+        }
+        ClientFormat::Anthropic => {
+            let mut last = vec![json!({"type": "text", "text": last_text})];
+            if !final_blank {
+                last.push(json!({"type": "text", "text": " "}));
+            }
+            json!({"max_tokens": 1024, "messages": [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "first answer"},
+                {"role": "user", "content": "second question"},
+                {"role": "assistant", "content": [{"type": "text", "text": "\n"}]},
+                {"role": "user", "content": last},
+            ]})
+        }
+    };
+    body["model"] = json!(model);
+    if stream {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+/// Anthropic refuses text blocks with nothing but whitespace (`text content blocks
+/// must contain non-whitespace text`), and such blocks reach a history from other
+/// providers' answers. On the way to Anthropic they are dropped, and the turns left
+/// empty with them, from every client format (the fast path too). A final turn of
+/// nothing but whitespace is not dropped into another question: it reaches the
+/// upstream, which answers it.
+#[tokio::test]
+async fn blank_text_never_reaches_anthropic() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    let text = |t: &str| Item::Text(t.to_owned());
+    for format in FORMATS {
+        for stream in [false, true] {
+            let label = format!("{format:?} stream={stream}");
+            let body = blank_history(format, catalog_model(Vendor::Anthropic), false, stream);
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            if status != 200 {
+                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+            }
+            match rx {
+                Some(rx) => {
+                    let view = anthropic_view(&rx.body);
+                    p.eq(
+                        &format!("{label}: upstream conversation"),
+                        joined(view.turns),
+                        vec![
+                            ("user".to_owned(), vec![text("first question")]),
+                            ("assistant".to_owned(), vec![text("first answer")]),
+                            (
+                                "user".to_owned(),
+                                vec![text("second question"), text("third question")],
+                            ),
+                        ],
+                    );
+                }
+                None => p.push(format!("{label}: no upstream request")),
+            }
+            if status == 200 {
+                // The echo of the last user turn (which the two questions may share
+                // once the blank turn between them is gone).
+                match decode(format, stream, &bytes).map(|r| summarize(&r)) {
+                    Ok(out) => p.check(
+                        matches!(out.as_slice(), [Out::Text(t)] if t.starts_with(ECHO_PREFIX) && t.ends_with("third question")),
+                        || format!("{label}: client content {out:?}"),
+                    ),
+                    Err(e) => p.push(format!("{label}: {e}")),
+                }
+            }
+
+            // The final question is blank: it goes as it is, and the upstream's
+            // refusal is the answer.
+            let body = blank_history(format, catalog_model(Vendor::Anthropic), true, stream);
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            p.check(status == 400, || {
+                format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
+            });
+            match rx {
+                Some(rx) => {
+                    let turns = joined(anthropic_view(&rx.body).turns);
+                    let last = turns.last().and_then(|(_, items)| items.last().cloned());
+                    p.eq(
+                        &format!("{label}, blank final turn: last upstream block"),
+                        last,
+                        Some(text("  \n")),
+                    );
+                }
+                None => p.push(format!("{label}, blank final turn: nothing reached the upstream")),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "blank text problems:\n  - {}", p.0.join("\n  - "));
+}
 
 /// OpenAI sends a stream's usage in a final chunk with `choices: []` only when the
 /// request asks (`stream_options.include_usage`); clients that read `choices[0]` of
