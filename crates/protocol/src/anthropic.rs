@@ -5,13 +5,14 @@
 //! - Upstream: what we send to `api.anthropic.com` ([`encode_request`]) and what it
 //!   answers ([`parse_response`], [`Decoder`], [`parse_error`]).
 //!
-//! Leniency: content blocks the canonical model has no place for (`server_tool_use`,
-//! `web_search_tool_result`, `document`, `search_result`, images from the Files API,
-//! server tools such as `web_search_*` / `bash_*`, …) are skipped rather than rejected.
-//! When client and upstream both speak Anthropic, the gateway's same-format fast path
-//! forwards the original body untouched, so nothing is lost there; the canonical form
-//! is used for analysis (metering, routing) and for cross-wire translation, where
-//! those blocks could not be expressed anyway.
+//! Content blocks the canonical model has no place for (`server_tool_use`,
+//! `web_search_tool_result`, `search_result`, documents with a `text`, `content` or
+//! `file` source, images from the Files API, …) are parsed as
+//! [`Part::Untranslatable`], by name: when client and upstream both speak Anthropic,
+//! the gateway's same-format fast path forwards the original body, so they go as they
+//! came; a translation to another wire refuses them by name. Server tools such as
+//! `web_search_*` / `bash_*` (no schema) are skipped: Anthropic runs them itself, and
+//! no other wire can.
 //!
 //! Anthropic refuses text blocks that are empty or only whitespace, and messages left
 //! without content: such blocks are dropped from the history on the way to it (see
@@ -26,10 +27,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, FieldEdit, Image, ImageSource, Message, ModelTraits, Part,
-    ProtocolError, Reasoning, ReasoningControl, Request, Response, ResponseFormat, Role, SseEvent,
-    StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice,
-    ToolResult, Usage, sse, util,
+    BlockKind, Delta, Document, DocumentSource, Effort, ErrorBody, FieldEdit, Image, ImageSource,
+    Message, ModelTraits, Part, ProtocolError, Reasoning, ReasoningControl, Request, Response,
+    ResponseFormat, Role, SseEvent, StopReason, StreamDecoder, StreamEncoder, StreamEvent,
+    TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, sse, util,
 };
 
 /// `max_tokens` is mandatory on the Anthropic wire; used when the client gave none.
@@ -58,7 +59,18 @@ enum InBlock {
         cache_control: Option<Value>,
     },
     Image {
-        source: InImageSource,
+        source: Value,
+        #[serde(default)]
+        cache_control: Option<Value>,
+    },
+    Document {
+        source: Value,
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        context: Option<String>,
+        #[serde(default)]
+        citations: Option<Value>,
         #[serde(default)]
         cache_control: Option<Value>,
     },
@@ -86,14 +98,19 @@ enum InBlock {
     RedactedThinking {
         data: String,
     },
-    /// Server-tool blocks, documents, search results, …: skipped (see module docs).
+    /// Server-tool blocks, search results, …: untranslatable (see module docs).
     #[serde(other)]
     Other,
 }
 
+/// The block types [`InBlock`] reads; any other is named in its refusal.
+const KNOWN_BLOCKS: [&str; 7] =
+    ["text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"];
+
+/// An image's or a document's `source`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum InImageSource {
+enum InSource {
     Base64 {
         media_type: String,
         data: String,
@@ -101,7 +118,8 @@ enum InImageSource {
     Url {
         url: String,
     },
-    /// Files API (`file`) and future sources: the canonical model cannot carry them.
+    /// Files API (`file`), a document's `text` and `content`, future sources: the
+    /// canonical model cannot carry them.
     #[serde(other)]
     Other,
 }
@@ -339,28 +357,84 @@ fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
 }
 
-fn image_part(source: InImageSource, cache_control: Option<Value>) -> Option<Part> {
-    let source = match source {
-        InImageSource::Base64 { media_type, data } => ImageSource::Base64 { media_type, data },
-        InImageSource::Url { url } => ImageSource::Url { url },
-        InImageSource::Other => return None,
-    };
-    Some(Part::Image(Image { source, detail: None, cache_control }))
+/// The type of a block (or source) that is not one of `known`, for its refusal;
+/// `None` for a known one. Read before the value is moved into its parse.
+fn unknown_type(value: &Value, known: &[&str]) -> Option<String> {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    (!known.contains(&kind)).then(|| kind.to_owned())
 }
 
-/// One content block (request or response) as a canonical part; `None` when skipped.
-fn block_to_part(block: InBlock, path: &str) -> Result<Option<Part>, String> {
-    Ok(match block {
-        InBlock::Text { text, cache_control } => {
-            Some(Part::Text(TextBlock { text, cache_control }))
+/// A `source`: the known forms, or (`Err`) how a refusal names the one it is
+/// instead (a Files API source with its file's id).
+fn source(value: Value, path: &str) -> Result<Result<InSource, String>, String> {
+    if let Some(kind) = unknown_type(&value, &["base64", "url"]) {
+        return Ok(Err(match value.get("file_id").and_then(Value::as_str) {
+            Some(id) => format!("a `{kind}` source ({id})"),
+            None => format!("a `{kind}` source"),
+        }));
+    }
+    at::<InSource>(value, path).map(Ok)
+}
+
+fn image_part(
+    source_value: Value,
+    cache_control: Option<Value>,
+    path: &str,
+) -> Result<Part, String> {
+    let source = match source(source_value, &format!("{path}.source"))? {
+        Ok(InSource::Base64 { media_type, data }) => ImageSource::Base64 { media_type, data },
+        Ok(InSource::Url { url }) => ImageSource::Url { url },
+        Ok(InSource::Other) => return Ok(untranslatable(path, "an image with an unknown source")),
+        Err(what) => return Ok(untranslatable(path, &format!("an image with {what}"))),
+    };
+    Ok(Part::Image(Image { source, detail: None, cache_control }))
+}
+
+fn untranslatable(path: &str, what: &str) -> Part {
+    Part::Untranslatable { what: format!("{path}: {what}") }
+}
+
+fn document_part(
+    source_value: Value,
+    title: Option<String>,
+    context: Option<String>,
+    citations: Option<Value>,
+    cache_control: Option<Value>,
+    path: &str,
+) -> Result<Part, String> {
+    let source = match source(source_value, &format!("{path}.source"))? {
+        Ok(InSource::Base64 { media_type, data }) => DocumentSource::Base64 { media_type, data },
+        Ok(InSource::Url { url }) => DocumentSource::Url { url, media_type: None },
+        Ok(InSource::Other) => {
+            return Ok(untranslatable(path, "a document with an unknown source"));
         }
-        InBlock::Image { source, cache_control } => image_part(source, cache_control),
+        Err(what) => return Ok(untranslatable(path, &format!("a document with {what}"))),
+    };
+    Ok(Part::Document(Document {
+        source,
+        filename: None,
+        title,
+        context,
+        citations,
+        cache_control,
+    }))
+}
+
+/// One content block of a request as a canonical part. `unknown` is the block's
+/// type when [`InBlock`] does not read it.
+fn block_to_part(block: InBlock, unknown: Option<String>, path: &str) -> Result<Part, String> {
+    Ok(match block {
+        InBlock::Text { text, cache_control } => Part::Text(TextBlock { text, cache_control }),
+        InBlock::Image { source, cache_control } => image_part(source, cache_control, path)?,
+        InBlock::Document { source, title, context, citations, cache_control } => {
+            document_part(source, title, context, citations, cache_control, path)?
+        }
         InBlock::ToolUse { id, name, input } => {
             let arguments = match input {
                 Value::Null => "{}".to_owned(),
                 input => util::value_to_arguments(&input),
             };
-            Some(Part::ToolCall(ToolCall { id, name, arguments }))
+            Part::ToolCall(ToolCall { id, name, arguments })
         }
         InBlock::ToolResult { tool_use_id, content, is_error, cache_control } => {
             let mut content = tool_result_content(content, &format!("{path}.content"))?;
@@ -371,25 +445,32 @@ fn block_to_part(block: InBlock, path: &str) -> Result<Option<Part>, String> {
                 match content.last_mut() {
                     Some(Part::Text(t)) if t.cache_control.is_none() => t.cache_control = Some(cc),
                     Some(Part::Image(i)) if i.cache_control.is_none() => i.cache_control = Some(cc),
+                    Some(Part::Document(d)) if d.cache_control.is_none() => {
+                        d.cache_control = Some(cc)
+                    }
                     _ => {}
                 }
             }
-            Some(Part::ToolResult(ToolResult {
+            Part::ToolResult(ToolResult {
                 call_id: tool_use_id,
                 name: None,
                 content,
                 is_error: is_error.unwrap_or(false),
-            }))
+            })
         }
         InBlock::Thinking { thinking, signature } => {
-            Some(Part::Thinking { text: thinking, signature: non_empty(signature) })
+            Part::Thinking { text: thinking, signature: non_empty(signature) }
         }
-        InBlock::RedactedThinking { data } => Some(Part::RedactedThinking { data }),
-        InBlock::Other => None,
+        InBlock::RedactedThinking { data } => Part::RedactedThinking { data },
+        InBlock::Other => {
+            let kind = unknown.unwrap_or_else(|| "(unknown)".to_owned());
+            untranslatable(path, &format!("a `{kind}` block"))
+        }
     })
 }
 
-/// `tool_result.content`: absent, a string, or an array of text/image blocks.
+/// `tool_result.content`: absent, a string, or an array of text, image and
+/// document blocks (search results and the like are untranslatable).
 fn tool_result_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
     match content {
         Value::Null => Ok(Vec::new()),
@@ -399,16 +480,14 @@ fn tool_result_content(content: Value, path: &str) -> Result<Vec<Part>, String> 
             let mut parts = Vec::new();
             for (j, item) in items.into_iter().enumerate() {
                 let item_path = format!("{path}[{j}]");
-                match at::<InBlock>(item, &item_path)? {
-                    InBlock::Text { text, cache_control } => {
-                        parts.push(Part::Text(TextBlock { text, cache_control }))
-                    }
-                    InBlock::Image { source, cache_control } => {
-                        parts.extend(image_part(source, cache_control))
-                    }
-                    // Documents and search results inside a tool result: skipped.
-                    _ => {}
-                }
+                let unknown = unknown_type(&item, &KNOWN_BLOCKS);
+                parts.push(match at::<InBlock>(item, &item_path)? {
+                    block @ (InBlock::Text { .. }
+                    | InBlock::Image { .. }
+                    | InBlock::Document { .. }
+                    | InBlock::Other) => block_to_part(block, unknown, &item_path)?,
+                    _ => untranslatable(&item_path, "a block a tool result cannot hold"),
+                });
             }
             Ok(parts)
         }
@@ -424,8 +503,9 @@ fn message_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
             let mut parts = Vec::with_capacity(items.len());
             for (j, item) in items.into_iter().enumerate() {
                 let item_path = format!("{path}[{j}]");
+                let unknown = unknown_type(&item, &KNOWN_BLOCKS);
                 let block = at::<InBlock>(item, &item_path)?;
-                parts.extend(block_to_part(block, &item_path)?);
+                parts.push(block_to_part(block, unknown, &item_path)?);
             }
             Ok(parts)
         }
@@ -862,6 +942,35 @@ fn image_block(image: &Image) -> Value {
     block
 }
 
+fn document_block(doc: &Document) -> Value {
+    let source = match &doc.source {
+        DocumentSource::Base64 { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        DocumentSource::Url { url, .. } => json!({"type": "url", "url": url}),
+    };
+    let mut map = Map::new();
+    map.insert("type".into(), json!("document"));
+    map.insert("source".into(), source);
+    // A file name is the best title there is when the client gave none.
+    if let Some(title) = doc.title.as_ref().or(doc.filename.as_ref()) {
+        map.insert("title".into(), json!(title));
+    }
+    if let Some(context) = &doc.context {
+        map.insert("context".into(), json!(context));
+    }
+    if let Some(citations) = &doc.citations {
+        map.insert("citations".into(), citations.clone());
+    }
+    if let Some(cc) = &doc.cache_control {
+        map.insert("cache_control".into(), cc.clone());
+    }
+    Value::Object(map)
+}
+
+/// What refusals call this wire.
+const TARGET: &str = "an Anthropic upstream";
+
 /// Text with nothing but whitespace (or nothing at all), which Anthropic refuses as
 /// a text block: `text content blocks must contain non-whitespace text`.
 fn is_blank(text: &str) -> bool {
@@ -944,6 +1053,7 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
         )),
         Part::Text(t) => Some(text_block(&t.text, t.cache_control.as_ref())),
         Part::Image(image) => Some(image_block(image)),
+        Part::Document(doc) => Some(document_block(doc)),
         Part::ToolCall(call) => Some(json!({
             "type": "tool_use",
             "id": call.id,
@@ -959,9 +1069,12 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
                         content.push(match part {
                             Part::Text(t) => text_block(&t.text, t.cache_control.as_ref()),
                             Part::Image(image) => image_block(image),
-                            _ => {
-                                return Err(ProtocolError::Unsupported(
-                                    "a tool result may only contain text and images".into(),
+                            Part::Document(doc) => document_block(doc),
+                            other => {
+                                return Err(crate::cannot_send(
+                                    &other.describe(),
+                                    TARGET,
+                                    "a tool result holds only text, images and documents",
                                 ));
                             }
                         });
@@ -981,6 +1094,13 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
         }
         Part::Thinking { .. } => None,
         Part::RedactedThinking { data } => Some(json!({"type": "redacted_thinking", "data": data})),
+        Part::Untranslatable { what } => {
+            return Err(crate::cannot_send(
+                what,
+                TARGET,
+                "the gateway cannot translate it; send it to a provider of the wire it came from",
+            ));
+        }
     })
 }
 
@@ -1046,10 +1166,14 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
         let path = format!("content[{i}]");
         let block = at::<InBlock>(raw, &path).map_err(ProtocolError::MalformedUpstream)?;
         match block {
-            // Only model output belongs in a response.
-            InBlock::Image { .. } | InBlock::ToolResult { .. } => {}
+            // Only model output belongs in a response (server-tool blocks are the
+            // provider's own business).
+            InBlock::Image { .. }
+            | InBlock::Document { .. }
+            | InBlock::ToolResult { .. }
+            | InBlock::Other => {}
             block => content
-                .extend(block_to_part(block, &path).map_err(ProtocolError::MalformedUpstream)?),
+                .push(block_to_part(block, None, &path).map_err(ProtocolError::MalformedUpstream)?),
         }
     }
     Ok(Response {
@@ -1117,7 +1241,10 @@ pub fn encode_response(resp: &Response) -> Value {
                 "input": util::arguments_to_value(&call.arguments)
                     .unwrap_or_else(|_| Value::Object(Map::new())),
             })),
-            Part::Image(_) | Part::ToolResult(_) => None,
+            Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::Untranslatable { .. } => None,
         })
         .collect();
     json!({
@@ -1255,7 +1382,10 @@ impl Decoder {
                 };
                 (BlockKind::ToolCall { id, name }, initial)
             }
-            InBlock::Image { .. } | InBlock::ToolResult { .. } | InBlock::Other => {
+            InBlock::Image { .. }
+            | InBlock::Document { .. }
+            | InBlock::ToolResult { .. }
+            | InBlock::Other => {
                 self.open = Some(OpenBlock { upstream, canonical: None });
                 return Ok(());
             }
@@ -1691,10 +1821,16 @@ mod tests {
             })]
         );
         assert_eq!(req.messages[3], Message::text(Role::System, "The user changed the file."));
-        // Server-side blocks are skipped.
+        // Server-side blocks are kept by name, for a translation to refuse.
         assert_eq!(
             req.messages[4].content,
             vec![
+                Part::Untranslatable {
+                    what: "messages[4].content[0]: a `server_tool_use` block".into()
+                },
+                Part::Untranslatable {
+                    what: "messages[4].content[1]: a `web_search_tool_result` block".into()
+                },
                 Part::RedactedThinking { data: "EmwKAhgBEgy3va3pzix/LafPsn4a".into() },
                 Part::ToolCall(ToolCall {
                     id: "toolu_02".into(),
@@ -1703,28 +1839,41 @@ mod tests {
                 }),
             ]
         );
-        // Tool result with blocks and is_error; the document is skipped.
+        // Tool result with blocks and is_error; a plain-text document has no
+        // canonical form (only base64 and URL sources do).
         assert_eq!(
             req.messages[5].content,
-            vec![Part::ToolResult(ToolResult {
-                call_id: "toolu_02".into(),
-                name: None,
-                content: vec![
-                    Part::Text(TextBlock::new("permission denied")),
-                    Part::Image(Image {
-                        source: ImageSource::Url { url: "https://example.com/x.png".into() },
-                        detail: None,
-                        cache_control: None,
-                    }),
-                ],
-                is_error: true,
-            })]
+            vec![
+                Part::ToolResult(ToolResult {
+                    call_id: "toolu_02".into(),
+                    name: None,
+                    content: vec![
+                        Part::Text(TextBlock::new("permission denied")),
+                        Part::Image(Image {
+                            source: ImageSource::Url { url: "https://example.com/x.png".into() },
+                            detail: None,
+                            cache_control: None,
+                        }),
+                    ],
+                    is_error: true,
+                }),
+                Part::Untranslatable {
+                    what: "messages[5].content[1]: a document with a `text` source".into()
+                },
+            ]
         );
     }
 
     #[test]
     fn re_encodes_a_claude_code_request_for_the_upstream() {
-        let req = parse_value(&claude_code_request()).unwrap();
+        let mut req = parse_value(&claude_code_request()).unwrap();
+        // What the canonical model cannot carry is refused by name; an Anthropic
+        // client's own body takes the fast path, where it goes as it came.
+        let err = crate::Wire::Anthropic.encode_request(&req).unwrap_err();
+        assert!(err.to_string().contains("messages[4].content[0]: a `server_tool_use` block"));
+        for m in &mut req.messages {
+            m.content.retain(|p| !matches!(p, Part::Untranslatable { .. }));
+        }
         let body = crate::Wire::Anthropic.encode_request(&req).unwrap();
         assert_eq!(body["model"], "claude-sonnet-4-5-20250929");
         assert_eq!(body["max_tokens"], 32000);
@@ -1763,6 +1912,47 @@ mod tests {
             messages[4]["content"][0]["content"][1],
             json!({"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}})
         );
+    }
+
+    #[test]
+    fn documents_parse_and_encode_with_what_they_carry() {
+        let block = json!({"type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+            "title": "Q3", "context": "figures", "citations": {"enabled": true},
+            "cache_control": {"type": "ephemeral"}});
+        let by_url =
+            json!({"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}});
+        let body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "read"}, block.clone(), by_url.clone(),
+            {"type": "document", "source": {"type": "file", "file_id": "file_9"}},
+        ]}]});
+        let req = parse_value(&body).unwrap();
+        let content = &req.messages[0].content;
+        assert_eq!(
+            content[1],
+            Part::Document(Document {
+                source: DocumentSource::Base64 {
+                    media_type: "application/pdf".into(),
+                    data: "JVBERi0=".into()
+                },
+                filename: None,
+                title: Some("Q3".into()),
+                context: Some("figures".into()),
+                citations: Some(json!({"enabled": true})),
+                cache_control: Some(json!({"type": "ephemeral"})),
+            })
+        );
+        assert_eq!(
+            content[3],
+            Part::Untranslatable {
+                what: "messages[0].content[3]: a document with a `file` source (file_9)".into()
+            }
+        );
+        let mut req = req;
+        req.messages[0].content.truncate(3);
+        let out = encode_request(&req, ModelTraits::infer(crate::Wire::Anthropic, "m")).unwrap();
+        assert_eq!(out["messages"][0]["content"][1], block);
+        assert_eq!(out["messages"][0]["content"][2], by_url);
     }
 
     fn texts(turn: &Value) -> Vec<&str> {
