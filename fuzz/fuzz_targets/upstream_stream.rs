@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchyard_protocol::{ClientFormat, ErrorBody, ErrorKind, SseDecoder, Wire};
+use switchyard_protocol::{ClientFormat, ErrorBody, ErrorKind, Request, SseDecoder, Wire};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, body)) = data.split_first() else { return };
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let chunk = usize::from(pick / 9 % 16) + 1;
     let mut sse = SseDecoder::with_max_line(4096);
     let mut decoder = wire.stream_decoder();
-    let mut encoder = format.stream_encoder(&[], None);
+    let mut encoder = format.stream_encoder(&Request::default(), None);
     let (mut events, mut canonical, mut out) = (Vec::new(), Vec::new(), Vec::new());
     let mut failed = false;
     for piece in body.chunks(chunk) {

@@ -1,6 +1,6 @@
 //! Token estimates from text, for when a provider reports no usage and for checks
 //! made before any upstream call. Deliberately simple and low: about four bytes of
-//! text per token; images and tool inputs are not counted.
+//! text per token; images, documents and tool inputs are not counted.
 
 use switchyard_protocol::{Part, Request};
 
@@ -31,7 +31,11 @@ fn part_bytes(p: &Part) -> usize {
         Part::Text(t) => t.text.len(),
         Part::Thinking { text, .. } => text.len(),
         Part::ToolResult(r) => r.content.iter().map(part_bytes).sum(),
-        Part::Image(_) | Part::ToolCall(_) | Part::RedactedThinking { .. } => 0,
+        Part::Image(_)
+        | Part::Document(_)
+        | Part::ToolCall(_)
+        | Part::RedactedThinking { .. }
+        | Part::Untranslatable { .. } => 0,
     }
 }
 

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use switchyard_protocol::{
     ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEncoder, StreamEvent, Usage,
-    Wire, sse, util,
+    Wire, openai_chat, sse, util,
 };
 use tokio::sync::mpsc;
 
@@ -1016,15 +1016,12 @@ impl Snapshot {
                     ttft_ms: ttft.as_secs_f64() * 1000.0,
                 };
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
-                let passthrough = upstream::is_fast_path(
-                    inbound.format,
-                    cand.provider.wire().unwrap_or(Wire::Gemini),
-                    inbound.raw.as_ref(),
-                ) && matches!(committed.source, Source::Http { .. });
+                let wire = cand.provider.wire().unwrap_or(Wire::Gemini);
+                let passthrough =
+                    upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
+                        && matches!(committed.source, Source::Http { .. });
                 let mut pump = Pump {
-                    encoder: inbound
-                        .format
-                        .stream_encoder(&inbound.request.tools, runtime.seal.clone()),
+                    encoder: inbound.format.stream_encoder(&inbound.request, runtime.seal.clone()),
                     passthrough,
                     idle: self.catalog.settings.idle_timeout,
                     tx,
@@ -1040,6 +1037,9 @@ impl Snapshot {
                     rename: renamed,
                     thinking: (continuity::needs_store(inbound.format) && !passthrough)
                         .then(continuity::StreamThinking::default),
+                    strip_usage: passthrough
+                        && wire == Wire::OpenAiChat
+                        && !inbound.request.stream_usage,
                     report,
                     _in_flight: in_flight,
                     deadline: inbound.received + self.catalog.settings.request_timeout,
@@ -1268,6 +1268,9 @@ struct Pump {
     /// Signed thinking before a tool call, for a client that cannot carry it
     /// (see [`continuity`]).
     thinking: Option<continuity::StreamThinking>,
+    /// Passed through, an OpenAI stream carries the usage-only chunk the gateway
+    /// asked for (to meter it) and the client did not: it is left out.
+    strip_usage: bool,
     /// The attempt's health and latency, reported when the stream ends.
     report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
@@ -1324,12 +1327,14 @@ impl Pump {
     }
 
     /// On the fast path, the upstream's own bytes, or its events with the model
-    /// renamed when they name another one than the client asked for.
+    /// renamed when they name another one than the client asked for, and without
+    /// a usage chunk it did not ask for. Event by event, as each completes: nothing
+    /// is held back.
     fn forward(&self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, sse: &[SseEvent], out: &mut Vec<u8>) {
         if !self.passthrough {
             return;
         }
-        if !self.rename {
+        if !self.rename && !self.strip_usage {
             if out.is_empty() {
                 *out = raw.into();
             } else {
@@ -1338,7 +1343,15 @@ impl Pump {
             return;
         }
         for ev in sse {
-            match util::rename_model(ev.data.as_bytes(), &self.client_model) {
+            if self.strip_usage && openai_chat::is_usage_only_chunk(ev.data.as_bytes()) {
+                continue;
+            }
+            let renamed = if self.rename {
+                util::rename_model(ev.data.as_bytes(), &self.client_model)
+            } else {
+                None
+            };
+            match renamed {
                 Some(data) => {
                     let data = String::from_utf8_lossy(&data);
                     sse::write_event(out, ev.event.as_deref(), &data);

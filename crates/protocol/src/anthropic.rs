@@ -5,13 +5,18 @@
 //! - Upstream: what we send to `api.anthropic.com` ([`encode_request`]) and what it
 //!   answers ([`parse_response`], [`Decoder`], [`parse_error`]).
 //!
-//! Leniency: content blocks the canonical model has no place for (`server_tool_use`,
-//! `web_search_tool_result`, `document`, `search_result`, images from the Files API,
-//! server tools such as `web_search_*` / `bash_*`, …) are skipped rather than rejected.
-//! When client and upstream both speak Anthropic, the gateway's same-format fast path
-//! forwards the original body untouched, so nothing is lost there; the canonical form
-//! is used for analysis (metering, routing) and for cross-wire translation, where
-//! those blocks could not be expressed anyway.
+//! Content blocks the canonical model has no place for (`server_tool_use`,
+//! `web_search_tool_result`, `search_result`, documents with a `text`, `content` or
+//! `file` source, images from the Files API, …) are parsed as
+//! [`Part::Untranslatable`], by name: when client and upstream both speak Anthropic,
+//! the gateway's same-format fast path forwards the original body, so they go as they
+//! came; a translation to another wire refuses them by name. Server tools such as
+//! `web_search_*` / `bash_*` (no schema) are skipped: Anthropic runs them itself, and
+//! no other wire can.
+//!
+//! Anthropic refuses text blocks that are empty or only whitespace, and messages left
+//! without content: such blocks are dropped from the history on the way to it (see
+//! [`drop_blank_text`]).
 //!
 //! Usage: Anthropic reports `input_tokens` *without* cache reads and writes; the
 //! canonical model counts the total (see [`crate::model`]). Counts are added up on the
@@ -22,10 +27,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, FieldEdit, Image, ImageSource, Message, ModelTraits, Part,
-    ProtocolError, Reasoning, ReasoningControl, Request, Response, ResponseFormat, Role, SseEvent,
-    StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice,
-    ToolResult, Usage, sse, util,
+    BlockKind, Delta, Document, DocumentSource, Effort, ErrorBody, FieldEdit, Image, ImageSource,
+    Message, ModelTraits, Part, ProtocolError, Reasoning, ReasoningControl, Request, Response,
+    ResponseFormat, Role, SseEvent, StopReason, StreamDecoder, StreamEncoder, StreamEvent,
+    TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, sse, util,
 };
 
 /// `max_tokens` is mandatory on the Anthropic wire; used when the client gave none.
@@ -54,7 +59,18 @@ enum InBlock {
         cache_control: Option<Value>,
     },
     Image {
-        source: InImageSource,
+        source: Value,
+        #[serde(default)]
+        cache_control: Option<Value>,
+    },
+    Document {
+        source: Value,
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        context: Option<String>,
+        #[serde(default)]
+        citations: Option<Value>,
         #[serde(default)]
         cache_control: Option<Value>,
     },
@@ -82,14 +98,19 @@ enum InBlock {
     RedactedThinking {
         data: String,
     },
-    /// Server-tool blocks, documents, search results, …: skipped (see module docs).
+    /// Server-tool blocks, search results, …: untranslatable (see module docs).
     #[serde(other)]
     Other,
 }
 
+/// The block types [`InBlock`] reads; any other is named in its refusal.
+const KNOWN_BLOCKS: [&str; 7] =
+    ["text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"];
+
+/// An image's or a document's `source`.
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum InImageSource {
+enum InSource {
     Base64 {
         media_type: String,
         data: String,
@@ -97,7 +118,8 @@ enum InImageSource {
     Url {
         url: String,
     },
-    /// Files API (`file`) and future sources: the canonical model cannot carry them.
+    /// Files API (`file`), a document's `text` and `content`, future sources: the
+    /// canonical model cannot carry them.
     #[serde(other)]
     Other,
 }
@@ -335,28 +357,84 @@ fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
 }
 
-fn image_part(source: InImageSource, cache_control: Option<Value>) -> Option<Part> {
-    let source = match source {
-        InImageSource::Base64 { media_type, data } => ImageSource::Base64 { media_type, data },
-        InImageSource::Url { url } => ImageSource::Url { url },
-        InImageSource::Other => return None,
-    };
-    Some(Part::Image(Image { source, detail: None, cache_control }))
+/// The type of a block (or source) that is not one of `known`, for its refusal;
+/// `None` for a known one. Read before the value is moved into its parse.
+fn unknown_type(value: &Value, known: &[&str]) -> Option<String> {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    (!known.contains(&kind)).then(|| kind.to_owned())
 }
 
-/// One content block (request or response) as a canonical part; `None` when skipped.
-fn block_to_part(block: InBlock, path: &str) -> Result<Option<Part>, String> {
-    Ok(match block {
-        InBlock::Text { text, cache_control } => {
-            Some(Part::Text(TextBlock { text, cache_control }))
+/// A `source`: the known forms, or (`Err`) how a refusal names the one it is
+/// instead (a Files API source with its file's id).
+fn source(value: Value, path: &str) -> Result<Result<InSource, String>, String> {
+    if let Some(kind) = unknown_type(&value, &["base64", "url"]) {
+        return Ok(Err(match value.get("file_id").and_then(Value::as_str) {
+            Some(id) => format!("a `{kind}` source ({id})"),
+            None => format!("a `{kind}` source"),
+        }));
+    }
+    at::<InSource>(value, path).map(Ok)
+}
+
+fn image_part(
+    source_value: Value,
+    cache_control: Option<Value>,
+    path: &str,
+) -> Result<Part, String> {
+    let source = match source(source_value, &format!("{path}.source"))? {
+        Ok(InSource::Base64 { media_type, data }) => ImageSource::Base64 { media_type, data },
+        Ok(InSource::Url { url }) => ImageSource::Url { url },
+        Ok(InSource::Other) => return Ok(untranslatable(path, "an image with an unknown source")),
+        Err(what) => return Ok(untranslatable(path, &format!("an image with {what}"))),
+    };
+    Ok(Part::Image(Image { source, detail: None, cache_control }))
+}
+
+fn untranslatable(path: &str, what: &str) -> Part {
+    Part::Untranslatable { what: format!("{path}: {what}") }
+}
+
+fn document_part(
+    source_value: Value,
+    title: Option<String>,
+    context: Option<String>,
+    citations: Option<Value>,
+    cache_control: Option<Value>,
+    path: &str,
+) -> Result<Part, String> {
+    let source = match source(source_value, &format!("{path}.source"))? {
+        Ok(InSource::Base64 { media_type, data }) => DocumentSource::Base64 { media_type, data },
+        Ok(InSource::Url { url }) => DocumentSource::Url { url, media_type: None },
+        Ok(InSource::Other) => {
+            return Ok(untranslatable(path, "a document with an unknown source"));
         }
-        InBlock::Image { source, cache_control } => image_part(source, cache_control),
+        Err(what) => return Ok(untranslatable(path, &format!("a document with {what}"))),
+    };
+    Ok(Part::Document(Document {
+        source,
+        filename: None,
+        title,
+        context,
+        citations,
+        cache_control,
+    }))
+}
+
+/// One content block of a request as a canonical part. `unknown` is the block's
+/// type when [`InBlock`] does not read it.
+fn block_to_part(block: InBlock, unknown: Option<String>, path: &str) -> Result<Part, String> {
+    Ok(match block {
+        InBlock::Text { text, cache_control } => Part::Text(TextBlock { text, cache_control }),
+        InBlock::Image { source, cache_control } => image_part(source, cache_control, path)?,
+        InBlock::Document { source, title, context, citations, cache_control } => {
+            document_part(source, title, context, citations, cache_control, path)?
+        }
         InBlock::ToolUse { id, name, input } => {
             let arguments = match input {
                 Value::Null => "{}".to_owned(),
                 input => util::value_to_arguments(&input),
             };
-            Some(Part::ToolCall(ToolCall { id, name, arguments }))
+            Part::ToolCall(ToolCall { id, name, arguments })
         }
         InBlock::ToolResult { tool_use_id, content, is_error, cache_control } => {
             let mut content = tool_result_content(content, &format!("{path}.content"))?;
@@ -367,25 +445,32 @@ fn block_to_part(block: InBlock, path: &str) -> Result<Option<Part>, String> {
                 match content.last_mut() {
                     Some(Part::Text(t)) if t.cache_control.is_none() => t.cache_control = Some(cc),
                     Some(Part::Image(i)) if i.cache_control.is_none() => i.cache_control = Some(cc),
+                    Some(Part::Document(d)) if d.cache_control.is_none() => {
+                        d.cache_control = Some(cc)
+                    }
                     _ => {}
                 }
             }
-            Some(Part::ToolResult(ToolResult {
+            Part::ToolResult(ToolResult {
                 call_id: tool_use_id,
                 name: None,
                 content,
                 is_error: is_error.unwrap_or(false),
-            }))
+            })
         }
         InBlock::Thinking { thinking, signature } => {
-            Some(Part::Thinking { text: thinking, signature: non_empty(signature) })
+            Part::Thinking { text: thinking, signature: non_empty(signature) }
         }
-        InBlock::RedactedThinking { data } => Some(Part::RedactedThinking { data }),
-        InBlock::Other => None,
+        InBlock::RedactedThinking { data } => Part::RedactedThinking { data },
+        InBlock::Other => {
+            let kind = unknown.unwrap_or_else(|| "(unknown)".to_owned());
+            untranslatable(path, &format!("a `{kind}` block"))
+        }
     })
 }
 
-/// `tool_result.content`: absent, a string, or an array of text/image blocks.
+/// `tool_result.content`: absent, a string, or an array of text, image and
+/// document blocks (search results and the like are untranslatable).
 fn tool_result_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
     match content {
         Value::Null => Ok(Vec::new()),
@@ -395,16 +480,14 @@ fn tool_result_content(content: Value, path: &str) -> Result<Vec<Part>, String> 
             let mut parts = Vec::new();
             for (j, item) in items.into_iter().enumerate() {
                 let item_path = format!("{path}[{j}]");
-                match at::<InBlock>(item, &item_path)? {
-                    InBlock::Text { text, cache_control } => {
-                        parts.push(Part::Text(TextBlock { text, cache_control }))
-                    }
-                    InBlock::Image { source, cache_control } => {
-                        parts.extend(image_part(source, cache_control))
-                    }
-                    // Documents and search results inside a tool result: skipped.
-                    _ => {}
-                }
+                let unknown = unknown_type(&item, &KNOWN_BLOCKS);
+                parts.push(match at::<InBlock>(item, &item_path)? {
+                    block @ (InBlock::Text { .. }
+                    | InBlock::Image { .. }
+                    | InBlock::Document { .. }
+                    | InBlock::Other) => block_to_part(block, unknown, &item_path)?,
+                    _ => untranslatable(&item_path, "a block a tool result cannot hold"),
+                });
             }
             Ok(parts)
         }
@@ -420,8 +503,9 @@ fn message_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
             let mut parts = Vec::with_capacity(items.len());
             for (j, item) in items.into_iter().enumerate() {
                 let item_path = format!("{path}[{j}]");
+                let unknown = unknown_type(&item, &KNOWN_BLOCKS);
                 let block = at::<InBlock>(item, &item_path)?;
-                parts.extend(block_to_part(block, &item_path)?);
+                parts.push(block_to_part(block, unknown, &item_path)?);
             }
             Ok(parts)
         }
@@ -569,6 +653,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         response_format,
         user: metadata.user_id,
         metadata: None,
+        stream_usage: false,
     })
 }
 
@@ -709,26 +794,19 @@ fn map_tool_ids(messages: &Value) -> Value {
 /// effort, `adaptive` becomes `enabled` with the effort's budget (and `max_tokens`
 /// raised above it). A tool loop whose continued turn has no thinking of its own
 /// goes without thinking ([`continues_without_thinking`]); tool ids the API refuses
-/// are mapped ([`tool_id`]).
+/// are mapped ([`tool_id`]); blank text blocks leave the history
+/// ([`drop_blank_text`]).
 pub fn adapt_native(
     body: &Map<String, Value>,
     req: &Request,
     traits: ModelTraits,
 ) -> Vec<FieldEdit> {
     let mut edits = Vec::new();
-    if has_foreign_tool_ids(req)
-        && let Some(messages) = body.get("messages")
-    {
-        edits.push(("messages", Some(map_tool_ids(messages))));
-    }
-    if continues_without_thinking(req) {
-        edits.push(("thinking", None));
-        return edits;
-    }
     let thinking = body.get("thinking");
     let kind = thinking.and_then(|t| t.get("type")).and_then(Value::as_str);
     let mut output_config = body.get("output_config").and_then(Value::as_object).cloned();
     match (kind, traits.reasoning) {
+        _ if continues_without_thinking(req) => edits.push(("thinking", None)),
         (Some("enabled"), ReasoningControl::Effort) => {
             let budget = thinking.and_then(|t| t.get("budget_tokens")).and_then(Value::as_u64);
             edits.push(("thinking", Some(json!({"type": "adaptive"}))));
@@ -765,7 +843,74 @@ pub fn adapt_native(
             }
         }
     }
+    // The history: foreign tool ids mapped, then blank text dropped; one edit.
+    let mapped =
+        has_foreign_tool_ids(req).then(|| body.get("messages").map(map_tool_ids)).flatten();
+    let messages = mapped.as_ref().or(body.get("messages"));
+    let cleaned = messages.and_then(Value::as_array).and_then(|m| drop_blank_text(m));
+    if let Some(messages) = cleaned.map(Value::Array).or(mapped) {
+        edits.push(("messages", Some(messages)));
+    }
     edits
+}
+
+/// A client's own `messages` without the blank text blocks Anthropic refuses
+/// (`text content blocks must contain non-whitespace text`), and without the
+/// messages left empty by that (Anthropic joins the turns that then meet). A final
+/// message of nothing else is kept: dropping it would ask another question (or
+/// none), so the upstream answers it. `None` when nothing needs dropping.
+///
+/// Such blocks reach a client's history from answers of other providers (a model
+/// that answered only a newline), so the client is not at fault for sending them.
+pub fn drop_blank_text(messages: &[Value]) -> Option<Vec<Value>> {
+    let blank = |content: &Value| match content {
+        Value::String(text) => is_blank(text),
+        _ => false,
+    };
+    let has_blank = |m: &Value| match m.get("content") {
+        Some(Value::Array(blocks)) => blocks.iter().any(is_blank_block),
+        Some(content) => blank(content),
+        None => false,
+    };
+    if !messages.iter().any(has_blank) {
+        return None;
+    }
+    let last = messages.len().saturating_sub(1);
+    let mut out = Vec::with_capacity(messages.len());
+    let mut changed = false;
+    for (i, message) in messages.iter().enumerate() {
+        if !has_blank(message) {
+            out.push(message.clone());
+            continue;
+        }
+        let cleaned = match message.get("content") {
+            Some(Value::Array(blocks)) => {
+                blocks.iter().filter(|b| !is_blank_block(b)).cloned().collect::<Vec<_>>()
+            }
+            _ => Vec::new(),
+        };
+        if cleaned.is_empty() && i == last {
+            out.push(message.clone());
+            continue;
+        }
+        changed = true;
+        if cleaned.is_empty() {
+            continue;
+        }
+        let mut message = message.clone();
+        if let Value::Object(map) = &mut message {
+            map.insert("content".into(), Value::Array(cleaned));
+        }
+        out.push(message);
+    }
+    changed.then_some(out)
+}
+
+/// Whether a canonical request holds text that [`drop_blank_text`] would drop.
+fn has_blank_text(req: &Request) -> bool {
+    req.messages
+        .iter()
+        .any(|m| m.content.iter().any(|p| matches!(p, Part::Text(t) if is_blank(&t.text))))
 }
 
 /// A thinking budget the API accepts (at least its minimum) and a `max_tokens` above
@@ -780,7 +925,8 @@ fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
 /// Whether [`adapt_native`] might edit a body whose parsed form is `req`, decided
 /// without looking at the body, so one needing nothing keeps the byte-level fast
 /// path: its thinking is not in the model's form (a budget for an effort model, none
-/// for a budget model), or it sets sampling parameters the model refuses.
+/// for a budget model), it sets sampling parameters the model refuses, or its
+/// history holds blank text.
 pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
     if has_foreign_tool_ids(req) || continues_without_thinking(req) {
         return true;
@@ -794,7 +940,7 @@ pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
     });
     let sampling = !traits.sampling
         && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
-    thinking || sampling
+    thinking || sampling || has_blank_text(req)
 }
 
 /// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
@@ -839,8 +985,13 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     }
     body.insert("max_tokens".into(), json!(max_tokens));
 
-    let mut system: Vec<Value> =
-        req.system.iter().map(|b| text_block(&b.text, b.cache_control.as_ref())).collect();
+    // Blank system blocks are refused like blank text anywhere, and say nothing.
+    let mut system: Vec<Value> = req
+        .system
+        .iter()
+        .filter(|b| !is_blank(&b.text))
+        .map(|b| text_block(&b.text, b.cache_control.as_ref()))
+        .collect();
     match &req.response_format {
         Some(ResponseFormat::JsonSchema { schema, .. }) => {
             output_config.insert("format".into(), json!({"type": "json_schema", "schema": schema}));
@@ -915,9 +1066,52 @@ fn image_block(image: &Image) -> Value {
     block
 }
 
+fn document_block(doc: &Document) -> Value {
+    let source = match &doc.source {
+        DocumentSource::Base64 { media_type, data } => {
+            json!({"type": "base64", "media_type": media_type, "data": data})
+        }
+        DocumentSource::Url { url, .. } => json!({"type": "url", "url": url}),
+    };
+    let mut map = Map::new();
+    map.insert("type".into(), json!("document"));
+    map.insert("source".into(), source);
+    // A file name is the best title there is when the client gave none.
+    if let Some(title) = doc.title.as_ref().or(doc.filename.as_ref()) {
+        map.insert("title".into(), json!(title));
+    }
+    if let Some(context) = &doc.context {
+        map.insert("context".into(), json!(context));
+    }
+    if let Some(citations) = &doc.citations {
+        map.insert("citations".into(), citations.clone());
+    }
+    if let Some(cc) = &doc.cache_control {
+        map.insert("cache_control".into(), cc.clone());
+    }
+    Value::Object(map)
+}
+
+/// What refusals call this wire.
+const TARGET: &str = "an Anthropic upstream";
+
+/// Text with nothing but whitespace (or nothing at all), which Anthropic refuses as
+/// a text block: `text content blocks must contain non-whitespace text`.
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+fn is_blank_block(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("text")
+        && block.get("text").and_then(Value::as_str).is_some_and(is_blank)
+}
+
 /// Anthropic wants strictly alternating user/assistant turns, so consecutive messages
 /// of one role (after mid-conversation system messages become user turns) are merged;
-/// in a user turn, `tool_result` blocks must come first.
+/// in a user turn, `tool_result` blocks must come first. Blank text blocks, which
+/// Anthropic refuses, are dropped, and turns left empty with them, except from a
+/// final turn that holds nothing else: dropping that would send another question
+/// (or none), so it goes as it is and the upstream says what it makes of it.
 fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for msg in messages {
@@ -939,7 +1133,22 @@ fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
             _ => turns.push((role, blocks)),
         }
     }
-    Ok(turns
+    let last = turns.len().saturating_sub(1);
+    let mut kept: Vec<(&'static str, Vec<Value>)> = Vec::with_capacity(turns.len());
+    for (i, (role, mut blocks)) in turns.into_iter().enumerate() {
+        if i != last || !blocks.iter().all(is_blank_block) {
+            blocks.retain(|b| !is_blank_block(b));
+        }
+        if blocks.is_empty() {
+            continue;
+        }
+        // A turn dropped between two of one role leaves them side by side.
+        match kept.last_mut() {
+            Some((prev, existing)) if *prev == role => existing.extend(blocks),
+            _ => kept.push((role, blocks)),
+        }
+    }
+    Ok(kept
         .into_iter()
         .map(|(role, blocks)| {
             let blocks = if role == "user" {
@@ -956,17 +1165,19 @@ fn encode_messages(messages: &[Message]) -> Result<Vec<Value>, ProtocolError> {
         .collect())
 }
 
-/// One part as a content block; `None` for parts the API would reject and that carry
-/// nothing it could use (empty text, unsigned thinking).
+/// One part as a content block; `None` for parts that carry nothing the API could
+/// use (unsigned thinking, a blank system reminder). Blank text is left to
+/// [`encode_messages`], which knows where it stands.
 fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, ProtocolError> {
     Ok(match part {
-        Part::Text(t) if t.text.is_empty() => None,
+        Part::Text(t) if as_instruction && is_blank(&t.text) => None,
         Part::Text(t) if as_instruction => Some(text_block(
             &format!("<system-reminder>\n{}\n</system-reminder>", t.text),
             t.cache_control.as_ref(),
         )),
         Part::Text(t) => Some(text_block(&t.text, t.cache_control.as_ref())),
         Part::Image(image) => Some(image_block(image)),
+        Part::Document(doc) => Some(document_block(doc)),
         Part::ToolCall(call) => Some(json!({
             "type": "tool_use",
             "id": tool_id(&call.id),
@@ -982,9 +1193,12 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
                         content.push(match part {
                             Part::Text(t) => text_block(&t.text, t.cache_control.as_ref()),
                             Part::Image(image) => image_block(image),
-                            _ => {
-                                return Err(ProtocolError::Unsupported(
-                                    "a tool result may only contain text and images".into(),
+                            Part::Document(doc) => document_block(doc),
+                            other => {
+                                return Err(crate::cannot_send(
+                                    &other.describe(),
+                                    TARGET,
+                                    "a tool result holds only text, images and documents",
                                 ));
                             }
                         });
@@ -1004,6 +1218,13 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
         }
         Part::Thinking { .. } => None,
         Part::RedactedThinking { data } => Some(json!({"type": "redacted_thinking", "data": data})),
+        Part::Untranslatable { what } => {
+            return Err(crate::cannot_send(
+                what,
+                TARGET,
+                "the gateway cannot translate it; send it to a provider of the wire it came from",
+            ));
+        }
     })
 }
 
@@ -1069,10 +1290,14 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
         let path = format!("content[{i}]");
         let block = at::<InBlock>(raw, &path).map_err(ProtocolError::MalformedUpstream)?;
         match block {
-            // Only model output belongs in a response.
-            InBlock::Image { .. } | InBlock::ToolResult { .. } => {}
+            // Only model output belongs in a response (server-tool blocks are the
+            // provider's own business).
+            InBlock::Image { .. }
+            | InBlock::Document { .. }
+            | InBlock::ToolResult { .. }
+            | InBlock::Other => {}
             block => content
-                .extend(block_to_part(block, &path).map_err(ProtocolError::MalformedUpstream)?),
+                .push(block_to_part(block, None, &path).map_err(ProtocolError::MalformedUpstream)?),
         }
     }
     Ok(Response {
@@ -1140,7 +1365,10 @@ pub fn encode_response(resp: &Response) -> Value {
                 "input": util::arguments_to_value(&call.arguments)
                     .unwrap_or_else(|_| Value::Object(Map::new())),
             })),
-            Part::Image(_) | Part::ToolResult(_) => None,
+            Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::Untranslatable { .. } => None,
         })
         .collect();
     json!({
@@ -1278,7 +1506,10 @@ impl Decoder {
                 };
                 (BlockKind::ToolCall { id, name }, initial)
             }
-            InBlock::Image { .. } | InBlock::ToolResult { .. } | InBlock::Other => {
+            InBlock::Image { .. }
+            | InBlock::Document { .. }
+            | InBlock::ToolResult { .. }
+            | InBlock::Other => {
                 self.open = Some(OpenBlock { upstream, canonical: None });
                 return Ok(());
             }
@@ -1714,10 +1945,16 @@ mod tests {
             })]
         );
         assert_eq!(req.messages[3], Message::text(Role::System, "The user changed the file."));
-        // Server-side blocks are skipped.
+        // Server-side blocks are kept by name, for a translation to refuse.
         assert_eq!(
             req.messages[4].content,
             vec![
+                Part::Untranslatable {
+                    what: "messages[4].content[0]: a `server_tool_use` block".into()
+                },
+                Part::Untranslatable {
+                    what: "messages[4].content[1]: a `web_search_tool_result` block".into()
+                },
                 Part::RedactedThinking { data: "EmwKAhgBEgy3va3pzix/LafPsn4a".into() },
                 Part::ToolCall(ToolCall {
                     id: "toolu_02".into(),
@@ -1726,28 +1963,41 @@ mod tests {
                 }),
             ]
         );
-        // Tool result with blocks and is_error; the document is skipped.
+        // Tool result with blocks and is_error; a plain-text document has no
+        // canonical form (only base64 and URL sources do).
         assert_eq!(
             req.messages[5].content,
-            vec![Part::ToolResult(ToolResult {
-                call_id: "toolu_02".into(),
-                name: None,
-                content: vec![
-                    Part::Text(TextBlock::new("permission denied")),
-                    Part::Image(Image {
-                        source: ImageSource::Url { url: "https://example.com/x.png".into() },
-                        detail: None,
-                        cache_control: None,
-                    }),
-                ],
-                is_error: true,
-            })]
+            vec![
+                Part::ToolResult(ToolResult {
+                    call_id: "toolu_02".into(),
+                    name: None,
+                    content: vec![
+                        Part::Text(TextBlock::new("permission denied")),
+                        Part::Image(Image {
+                            source: ImageSource::Url { url: "https://example.com/x.png".into() },
+                            detail: None,
+                            cache_control: None,
+                        }),
+                    ],
+                    is_error: true,
+                }),
+                Part::Untranslatable {
+                    what: "messages[5].content[1]: a document with a `text` source".into()
+                },
+            ]
         );
     }
 
     #[test]
     fn re_encodes_a_claude_code_request_for_the_upstream() {
-        let req = parse_value(&claude_code_request()).unwrap();
+        let mut req = parse_value(&claude_code_request()).unwrap();
+        // What the canonical model cannot carry is refused by name; an Anthropic
+        // client's own body takes the fast path, where it goes as it came.
+        let err = crate::Wire::Anthropic.encode_request(&req).unwrap_err();
+        assert!(err.to_string().contains("messages[4].content[0]: a `server_tool_use` block"));
+        for m in &mut req.messages {
+            m.content.retain(|p| !matches!(p, Part::Untranslatable { .. }));
+        }
         let body = crate::Wire::Anthropic.encode_request(&req).unwrap();
         assert_eq!(body["model"], "claude-sonnet-4-5-20250929");
         assert_eq!(body["max_tokens"], 32000);
@@ -1786,6 +2036,122 @@ mod tests {
             messages[4]["content"][0]["content"][1],
             json!({"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}})
         );
+    }
+
+    #[test]
+    fn documents_parse_and_encode_with_what_they_carry() {
+        let block = json!({"type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+            "title": "Q3", "context": "figures", "citations": {"enabled": true},
+            "cache_control": {"type": "ephemeral"}});
+        let by_url =
+            json!({"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}});
+        let body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "read"}, block.clone(), by_url.clone(),
+            {"type": "document", "source": {"type": "file", "file_id": "file_9"}},
+        ]}]});
+        let req = parse_value(&body).unwrap();
+        let content = &req.messages[0].content;
+        assert_eq!(
+            content[1],
+            Part::Document(Document {
+                source: DocumentSource::Base64 {
+                    media_type: "application/pdf".into(),
+                    data: "JVBERi0=".into()
+                },
+                filename: None,
+                title: Some("Q3".into()),
+                context: Some("figures".into()),
+                citations: Some(json!({"enabled": true})),
+                cache_control: Some(json!({"type": "ephemeral"})),
+            })
+        );
+        assert_eq!(
+            content[3],
+            Part::Untranslatable {
+                what: "messages[0].content[3]: a document with a `file` source (file_9)".into()
+            }
+        );
+        let mut req = req;
+        req.messages[0].content.truncate(3);
+        let out = encode_request(&req, ModelTraits::infer(crate::Wire::Anthropic, "m")).unwrap();
+        assert_eq!(out["messages"][0]["content"][1], block);
+        assert_eq!(out["messages"][0]["content"][2], by_url);
+    }
+
+    fn texts(turn: &Value) -> Vec<&str> {
+        turn["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect()
+    }
+
+    #[test]
+    fn blank_text_and_the_turns_it_leaves_empty_are_dropped() {
+        let traits = ModelTraits::infer(crate::Wire::Anthropic, "m");
+        let req = Request {
+            model: "m".into(),
+            system: vec![TextBlock::new(" "), TextBlock::new("rules")],
+            messages: vec![
+                Message::text(Role::User, "q1"),
+                Message::text(Role::Assistant, "\n\n"),
+                Message {
+                    role: Role::User,
+                    content: vec![Part::Text(TextBlock::new("q2")), Part::Text(TextBlock::new(""))],
+                },
+                Message::text(Role::System, " \t"),
+            ],
+            ..Request::default()
+        };
+        let out = encode_request(&req, traits).unwrap();
+        assert_eq!(out["system"], json!([{"type": "text", "text": "rules"}]));
+        let turns = out["messages"].as_array().unwrap();
+        assert_eq!(turns.len(), 1, "{out}");
+        assert_eq!(texts(&turns[0]), ["q1", "q2"]);
+
+        // A final turn of nothing else is the question: it goes as it is.
+        let mut req = req;
+        req.messages = vec![
+            Message::text(Role::User, "q1"),
+            Message::text(Role::Assistant, " "),
+            Message::text(Role::User, "  "),
+        ];
+        let out = encode_request(&req, traits).unwrap();
+        let turns = out["messages"].as_array().unwrap();
+        assert_eq!(turns.len(), 1, "{out}");
+        assert_eq!(texts(&turns[0]), ["q1", "  "]);
+    }
+
+    #[test]
+    fn a_clients_own_blank_text_leaves_its_body_on_the_fast_path() {
+        let traits = ModelTraits::infer(crate::Wire::Anthropic, "claude-sonnet-4-5");
+        let body = json!({"model": "m", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": [{"type": "text", "text": "\n"}]},
+            {"role": "assistant", "content": " "},
+            {"role": "user", "content": [{"type": "text", "text": "q2"}, {"type": "text", "text": " "},
+                                         {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}}]},
+        ]});
+        let req = parse_value(&body).unwrap();
+        assert!(may_adapt(&req, traits));
+        let edits = adapt_native(body.as_object().unwrap(), &req, traits);
+        let messages =
+            edits.iter().find(|(k, _)| *k == "messages").and_then(|(_, v)| v.clone()).unwrap();
+        assert_eq!(
+            messages,
+            json!([
+                {"role": "user", "content": "q1"},
+                {"role": "user", "content": [{"type": "text", "text": "q2"},
+                    {"type": "image", "source": {"type": "url", "url": "https://x.test/i.png"}}]},
+            ])
+        );
+        // Only a blank final message: nothing to drop, the upstream answers it.
+        let last_only = json!([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a"},
+                               {"role": "user", "content": "  "}]);
+        assert_eq!(drop_blank_text(last_only.as_array().unwrap()), None);
+        let clean = json!([{"role": "user", "content": "q1"}]);
+        assert_eq!(drop_blank_text(clean.as_array().unwrap()), None);
+        assert!(!may_adapt(
+            &parse_value(&json!({"model": "m", "messages": clean})).unwrap(),
+            traits
+        ));
     }
 
     #[test]
@@ -2628,8 +2994,10 @@ mod tests {
 
     // ---- property tests ----
 
+    /// Text with something in it: blank text is dropped on the way to Anthropic,
+    /// which refuses it (tested on its own), so it does not round-trip.
     fn text_strategy() -> impl Strategy<Value = String> {
-        "\\PC{1,16}"
+        "\\PC{0,8}[a-zA-Z0-9\u{e9}\u{4e2d}]\\PC{0,8}"
     }
 
     fn cache_control() -> impl Strategy<Value = Option<Value>> {
@@ -2816,6 +3184,7 @@ mod tests {
             };
             Request {
                 model,
+                stream_usage: false,
                 system,
                 messages,
                 tools,

@@ -22,8 +22,9 @@
 //!   text in place, which keeps its position.
 //! - Tools use `parametersJsonSchema` and structured output `responseJsonSchema`, which
 //!   take JSON Schema as is (only a root `$schema` is removed).
-//! - Images in tool results follow the `functionResponse` as `inlineData`/`fileData`
-//!   parts of the same user turn (works on every model, unlike multimodal responses).
+//! - Images and documents in tool results follow the `functionResponse` as
+//!   `inlineData`/`fileData` parts of the same user turn (works on every model, unlike
+//!   multimodal responses). Documents go inline as `inlineData`, by URL as `fileData`.
 //! - Responses: consecutive text (or thought) parts form one block, empty ones are
 //!   skipped, and parts the canonical model cannot carry (inline images, code
 //!   execution) are ignored, identically in the stream and whole-response paths.
@@ -34,9 +35,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::model::{
-    BlockKind, Delta, Effort, Image, ImageSource, Message, ModelTraits, Part, Reasoning,
-    ReasoningControl, Request, ResponseFormat, Role, StopReason, TextBlock, Tool, ToolCall,
-    ToolChoice, ToolResult, Usage,
+    BlockKind, DEFAULT_DOCUMENT_TYPE, Delta, Document, DocumentSource, Effort, Image, ImageSource,
+    Message, ModelTraits, Part, Reasoning, ReasoningControl, Request, ResponseFormat, Role,
+    StopReason, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage,
 };
 use crate::sse::write_json;
 use crate::{
@@ -369,9 +370,11 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
             match part {
                 Part::Text(t) => system.extend(text_part(&t.text)),
                 Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
-                _ => {
-                    return Err(ProtocolError::Unsupported(
-                        "gemini systemInstruction takes only text".into(),
+                other => {
+                    return Err(crate::cannot_send(
+                        &other.describe(),
+                        TARGET,
+                        "a leading system message becomes systemInstruction, which takes only text",
                     ));
                 }
             }
@@ -484,6 +487,9 @@ fn text_part(text: &str) -> Option<WirePart> {
     (!text.is_empty()).then(|| WirePart { text: Some(text.to_owned()), ..WirePart::default() })
 }
 
+/// What refusals call this wire.
+const TARGET: &str = "a Gemini upstream";
+
 fn encode_part(
     part: &Part,
     role: Role,
@@ -493,6 +499,7 @@ fn encode_part(
     match part {
         Part::Text(t) => out.extend(text_part(&t.text)),
         Part::Image(image) => out.push(image_part(&image.source)),
+        Part::Document(doc) => out.push(document_part(doc)),
         Part::ToolCall(call) => {
             if role != Role::Assistant {
                 return Err(ProtocolError::Unsupported(format!(
@@ -517,15 +524,54 @@ fn encode_part(
                 )));
             }
             out.push(function_response_part(result, names)?);
+            // A functionResponse carries text; what else the result holds follows it
+            // in the same turn.
             for inner in &result.content {
-                if let Part::Image(image) = inner {
-                    out.push(image_part(&image.source));
+                match inner {
+                    Part::Text(_) => {}
+                    Part::Image(image) => out.push(image_part(&image.source)),
+                    Part::Document(doc) => out.push(document_part(doc)),
+                    other => {
+                        return Err(crate::cannot_send(
+                            &other.describe(),
+                            TARGET,
+                            "a tool result holds only text, images and documents",
+                        ));
+                    }
                 }
             }
         }
+        // Thinking parts are never sent upstream (see the module docs).
         Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
+        Part::Untranslatable { what } => {
+            return Err(crate::cannot_send(
+                what,
+                TARGET,
+                "the gateway cannot translate it; send it to a provider of the wire it came from",
+            ));
+        }
     }
     Ok(())
+}
+
+/// A document as `inlineData`, or by URL as `fileData` (Gemini fetches it). A URL
+/// of unknown type is taken to be a PDF, the type the other wires send by URL.
+fn document_part(doc: &Document) -> WirePart {
+    match &doc.source {
+        DocumentSource::Base64 { media_type, data } => WirePart {
+            inline_data: Some(Blob { mime_type: media_type.clone(), data: data.clone() }),
+            ..WirePart::default()
+        },
+        DocumentSource::Url { url, media_type } => WirePart {
+            file_data: Some(FileData {
+                mime_type: Some(
+                    media_type.clone().unwrap_or_else(|| DEFAULT_DOCUMENT_TYPE.to_owned()),
+                ),
+                file_uri: url.clone(),
+            }),
+            ..WirePart::default()
+        },
+    }
 }
 
 fn image_part(source: &ImageSource) -> WirePart {
@@ -717,7 +763,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     }
 
     let mut ids = RequestIds::default();
-    for content in &wire.contents {
+    for (i, content) in wire.contents.iter().enumerate() {
         let role = match content.role.as_deref() {
             Some("model") => Role::Assistant,
             None | Some("user") | Some("function") => Role::User,
@@ -725,7 +771,12 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                 return Err(ProtocolError::body(format!("contents: unknown role {other:?}")));
             }
         };
-        let parts = content.parts.iter().filter_map(|p| request_part(p, &mut ids)).collect();
+        let parts = content
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(j, p)| request_part(p, &mut ids, &format!("contents[{i}].parts[{j}]")))
+            .collect();
         req.messages.push(Message { role, content: parts });
     }
 
@@ -841,7 +892,16 @@ impl RequestIds {
     }
 }
 
-fn request_part(part: &WirePart, ids: &mut RequestIds) -> Option<Part> {
+/// One request part. A part of a kind the canonical model has no place for
+/// (`executableCode`, `videoMetadata`, …) is kept by name, so a translation
+/// refuses it instead of dropping it.
+fn request_part(part: &WirePart, ids: &mut RequestIds, path: &str) -> Part {
+    request_part_known(part, ids).unwrap_or_else(|| Part::Untranslatable {
+        what: format!("{path}: a part of a kind the gateway does not translate"),
+    })
+}
+
+fn request_part_known(part: &WirePart, ids: &mut RequestIds) -> Option<Part> {
     if let Some(call) = &part.function_call {
         return Some(Part::ToolCall(ToolCall {
             id: ids.call(call, part.thought_signature.as_deref()),
@@ -858,13 +918,27 @@ fn request_part(part: &WirePart, ids: &mut RequestIds) -> Option<Part> {
             is_error,
         }));
     }
+    // Data of any type but an image's is a document (a PDF, usually).
+    let is_image = |mime: Option<&str>| mime.is_none_or(|m| m.starts_with("image/"));
     if let Some(blob) = &part.inline_data {
+        if !is_image(Some(&blob.mime_type)) {
+            return Some(Part::Document(Document::new(DocumentSource::Base64 {
+                media_type: blob.mime_type.clone(),
+                data: blob.data.clone(),
+            })));
+        }
         return Some(image(ImageSource::Base64 {
             media_type: blob.mime_type.clone(),
             data: blob.data.clone(),
         }));
     }
     if let Some(file) = &part.file_data {
+        if !is_image(file.mime_type.as_deref()) {
+            return Some(Part::Document(Document::new(DocumentSource::Url {
+                url: file.file_uri.clone(),
+                media_type: file.mime_type.clone(),
+            })));
+        }
         return Some(image(ImageSource::Url { url: file.file_uri.clone() }));
     }
     let text = part.text.clone()?;
@@ -1075,7 +1149,11 @@ pub fn encode_response(resp: &Response) -> Value {
             Part::Text(t) => parts.extend(text_part(&t.text)),
             Part::Thinking { text, .. } => parts.extend(thought_part(text)),
             Part::ToolCall(call) => parts.push(call_part(&call.id, &call.name, loose_args(call))),
-            Part::Image(_) | Part::ToolResult(_) | Part::RedactedThinking { .. } => {}
+            Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::RedactedThinking { .. }
+            | Part::Untranslatable { .. } => {}
         }
     }
     let reason = resp.stop_reason.unwrap_or(StopReason::EndTurn).to_gemini();
@@ -1511,9 +1589,51 @@ mod tests {
     }
 
     #[test]
+    fn documents_go_inline_or_by_file_uri_and_untranslatable_parts_are_refused() {
+        let traits = ModelTraits::infer(crate::Wire::Gemini, "gemini-2.5-pro");
+        let doc = |source| Part::Document(Document::new(source));
+        let req = |part: Part| Request {
+            messages: vec![Message { role: Role::User, content: vec![text("read"), part] }],
+            ..Request::default()
+        };
+        let inline = doc(DocumentSource::Base64 {
+            media_type: "application/pdf".into(),
+            data: "JVBERi0=".into(),
+        });
+        let out = encode_request(&req(inline.clone()), traits).unwrap();
+        assert_eq!(
+            out["contents"][0]["parts"][1],
+            json!({"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}})
+        );
+        // And back: data of a type not an image's is a document.
+        let back = parse_request(out.to_string().as_bytes()).unwrap();
+        assert_eq!(back.messages[0].content[1], inline);
+        let url = doc(DocumentSource::Url { url: "https://x.test/a.pdf".into(), media_type: None });
+        let out = encode_request(&req(url), traits).unwrap();
+        assert_eq!(
+            out["contents"][0]["parts"][1],
+            json!({"fileData": {"mimeType": "application/pdf", "fileUri": "https://x.test/a.pdf"}})
+        );
+        let odd =
+            Part::Untranslatable { what: "messages[0].content[1]: a `search_result` block".into() };
+        let err = encode_request(&req(odd), traits).unwrap_err();
+        assert!(
+            err.to_string().contains("`search_result` block cannot be sent to a Gemini upstream"),
+            "{err}"
+        );
+        // A request part the canonical model has no place for is kept by name.
+        let body = br#"{"contents":[{"role":"user","parts":[{"text":"run"},{"executableCode":{"code":"1"}}]}]}"#;
+        let req = parse_request(body).unwrap();
+        assert!(
+            matches!(&req.messages[0].content[1], Part::Untranslatable { what } if what.starts_with("contents[0].parts[1]"))
+        );
+    }
+
+    #[test]
     fn encodes_a_multi_turn_tool_conversation() {
         let req = Request {
             model: "gemini-2.5-pro".into(),
+            stream_usage: false,
             system: vec![TextBlock::new("You are a travel assistant.")],
             messages: vec![
                 Message::text(Role::System, "Answer in English."),
@@ -2661,6 +2781,7 @@ mod tests {
                 ),
             )| Request {
                 model: "gemini-2.5-pro".into(),
+                stream_usage: false,
                 system: system.into_iter().map(TextBlock::new).collect(),
                 messages: build_messages(turns),
                 tools,
@@ -2723,7 +2844,13 @@ mod tests {
                         let (id, name) = ids[&r.call_id].clone();
                         parts.push(result(&id, Some(&name), &r.text(), r.is_error));
                     }
-                    Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
+                    // Only the data travels: names, titles and markers have no field.
+                    Part::Document(d) => {
+                        parts.push(Part::Document(Document::new(d.source.clone())))
+                    }
+                    Part::Thinking { .. }
+                    | Part::RedactedThinking { .. }
+                    | Part::Untranslatable { .. } => {}
                 }
             }
             if parts.is_empty() {

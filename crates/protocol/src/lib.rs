@@ -85,15 +85,19 @@ impl ClientFormat {
         }
     }
 
+    /// The encoder for a stream answering `req`: a Responses client gets its
+    /// free-form tools' calls as `custom_tool_call` items (and, with `seal`, what
+    /// the upstream needs to continue in `encrypted_content`), a Chat client the
+    /// usage chunk only if it asked for it ([`Request::stream_usage`]).
     pub fn stream_encoder(
         self,
-        tools: &[Tool],
+        req: &Request,
         seal: Option<std::sync::Arc<dyn Seal>>,
     ) -> Box<dyn StreamEncoder> {
         match self {
-            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new()),
+            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new(req.stream_usage)),
             ClientFormat::OpenAiResponses => {
-                Box::new(responses::Encoder::for_tools(tools).with_seal(seal))
+                Box::new(responses::Encoder::for_tools(&req.tools).with_seal(seal))
             }
             ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
         }
@@ -133,8 +137,9 @@ impl Wire {
 
     /// Edits a client's own body (same format as this wire, forwarded on the fast
     /// path) needs for a target model with `traits`: reasoning in the form the
-    /// model takes, no sampling parameters where it refuses them. Empty when the
-    /// body can go as it is. Everything else in the body is left alone.
+    /// model takes, no sampling parameters where it refuses them, no blank text
+    /// blocks where the wire refuses them (Anthropic). Empty when the body can go
+    /// as it is. Everything else in the body is left alone.
     pub fn adapt_native(
         self,
         body: &serde_json::Map<String, serde_json::Value>,

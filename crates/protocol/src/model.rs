@@ -41,6 +41,12 @@ pub struct Request {
     pub user: Option<String>,
     /// Free-form metadata the client attached (OpenAI `metadata`).
     pub metadata: Option<Map<String, Value>>,
+    /// The client asked for a stream's usage in a final chunk of its own (OpenAI
+    /// Chat `stream_options.include_usage`). OpenAI sends that chunk, whose
+    /// `choices` is empty, only when asked, and clients that read `choices[0]` of
+    /// every chunk break on it; the other formats always carry usage in place.
+    #[serde(default)]
+    pub stream_usage: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,6 +91,9 @@ impl Message {
 pub enum Part {
     Text(TextBlock),
     Image(Image),
+    /// A document (a PDF, usually): OpenAI Chat `file`, Responses `input_file`,
+    /// Anthropic `document`, Gemini `inlineData`/`fileData` of a non-image type.
+    Document(Document),
     /// An assistant's request to run a tool.
     ToolCall(ToolCall),
     /// The result of a tool call, sent back by the client (user side).
@@ -99,6 +108,33 @@ pub enum Part {
     RedactedThinking {
         data: String,
     },
+    /// Content the canonical model has no place for (an OpenAI file by id, audio,
+    /// Anthropic server-tool blocks, …). It is kept, by name, so that translating it
+    /// to another wire is refused with that name instead of dropping it without a
+    /// word; the same-format fast path forwards the client's own body, where it
+    /// goes as it came. `what` names it as the client sent it, with its path.
+    Untranslatable {
+        what: String,
+    },
+}
+
+impl Part {
+    /// How a refusal names this part.
+    pub fn describe(&self) -> String {
+        match self {
+            Part::Text(_) => "text".to_owned(),
+            Part::Image(image) => match &image.source {
+                ImageSource::Url { url } => format!("an image by URL ({url})"),
+                ImageSource::Base64 { media_type, .. } => format!("a {media_type} image"),
+            },
+            Part::Document(doc) => describe_document(doc),
+            Part::ToolCall(call) => format!("tool call {}", call.id),
+            Part::ToolResult(result) => format!("the result of tool call {}", result.call_id),
+            Part::Thinking { .. } => "reasoning".to_owned(),
+            Part::RedactedThinking { .. } => "redacted thinking".to_owned(),
+            Part::Untranslatable { what } => what.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,6 +178,126 @@ impl ImageSource {
     }
 }
 
+/// A document, inline or by URL, with what the wires say about it beside the data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    pub source: DocumentSource,
+    /// The file's name (OpenAI `filename`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// Anthropic `title` and `context`: text about the document the model reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Anthropic `citations` setting, carried opaquely (no other wire has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citations: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Value>,
+}
+
+/// The media type a document is taken to have when its wire does not say: the
+/// wires take documents as PDFs (OpenAI Chat and Anthropic's inline and URL forms
+/// take nothing else).
+pub const DEFAULT_DOCUMENT_TYPE: &str = "application/pdf";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DocumentSource {
+    Base64 {
+        media_type: String,
+        data: String,
+    },
+    /// `media_type` when the wire says (Gemini `fileData.mimeType`).
+    Url {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+    },
+}
+
+impl DocumentSource {
+    /// An OpenAI `file_data` (Chat `file.file_data`, Responses `input_file`): a
+    /// `data:` URI, or bare base64, whose type the file name's extension tells
+    /// (PDF when it tells nothing).
+    pub fn from_openai_file_data(file_data: &str, filename: Option<&str>) -> Self {
+        if let ImageSource::Base64 { media_type, data } = ImageSource::from_openai_url(file_data) {
+            return DocumentSource::Base64 { media_type, data };
+        }
+        let media_type = filename.and_then(media_type_of_name).unwrap_or(DEFAULT_DOCUMENT_TYPE);
+        DocumentSource::Base64 { media_type: media_type.to_owned(), data: file_data.to_owned() }
+    }
+}
+
+/// The media type a file name's extension suggests, for the few document types
+/// the wires take.
+fn media_type_of_name(name: &str) -> Option<&'static str> {
+    let (_, ext) = name.rsplit_once('.')?;
+    Some(match ext.to_ascii_lowercase().as_str() {
+        "pdf" => "application/pdf",
+        "txt" => "text/plain",
+        "md" => "text/markdown",
+        "html" | "htm" => "text/html",
+        "csv" => "text/csv",
+        _ => return None,
+    })
+}
+
+impl Document {
+    pub fn new(source: DocumentSource) -> Self {
+        Self {
+            source,
+            filename: None,
+            title: None,
+            context: None,
+            citations: None,
+            cache_control: None,
+        }
+    }
+
+    /// The media type, when it is known.
+    pub fn media_type(&self) -> Option<&str> {
+        match &self.source {
+            DocumentSource::Base64 { media_type, .. } => Some(media_type),
+            DocumentSource::Url { media_type, .. } => media_type.as_deref(),
+        }
+    }
+
+    /// A name for a wire that wants one (OpenAI's `filename`): the client's, else
+    /// `document` with the extension of its type.
+    pub fn filename_or_default(&self) -> String {
+        if let Some(name) = &self.filename {
+            return name.clone();
+        }
+        let ext = match self.media_type() {
+            Some("text/plain") => "txt",
+            Some("text/markdown") => "md",
+            Some("text/html") => "html",
+            Some("text/csv") => "csv",
+            _ => "pdf",
+        };
+        format!("document.{ext}")
+    }
+}
+
+/// The refusal of a part that `target` cannot take: names the part and the
+/// target, and says why (the gateway never drops content without a word).
+pub fn cannot_send(what: &str, target: &str, why: &str) -> crate::ProtocolError {
+    crate::ProtocolError::Unsupported(format!("{what} cannot be sent to {target}: {why}"))
+}
+
+/// How a refusal names a document: by its URL or its type and name.
+pub fn describe_document(doc: &Document) -> String {
+    match &doc.source {
+        DocumentSource::Url { url, .. } => format!("a document by URL ({url})"),
+        DocumentSource::Base64 { media_type, .. } => match &doc.filename {
+            Some(name) => format!("a {media_type} document ({name})"),
+            None => format!("a {media_type} document"),
+        },
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
@@ -156,7 +312,7 @@ pub struct ToolResult {
     /// The tool's name when the format carries it (Gemini needs it; others do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Text and image parts.
+    /// Text, image and document parts.
     pub content: Vec<Part>,
     pub is_error: bool,
 }
@@ -714,7 +870,10 @@ pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
                 BlockKind::ToolCall { id: c.id.clone(), name: c.name.clone() },
                 Some(Delta::ToolArguments { json: c.arguments.clone() }),
             ),
-            Part::Image(_) | Part::ToolResult(_) => continue,
+            Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::Untranslatable { .. } => continue,
         };
         out.push(StreamEvent::BlockStart { index, kind });
         if let Some(delta) = delta {
@@ -739,6 +898,71 @@ pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
 #[cfg(test)]
 mod tests {
     use crate::{ModelTraits, ReasoningControl::*, Wire};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A document crosses every wire that takes its form and comes back as it
+        /// went (its data, type and URL; its name where the wire has a field for it);
+        /// a form a wire cannot take is refused, naming it.
+        #[test]
+        fn documents_cross_every_wire_that_takes_them(
+            data in "[A-Za-z0-9+/]{4,40}={0,2}",
+            url in "https://[a-z]{1,8}\\.test/[a-z]{1,8}\\.pdf",
+            by_url in any::<bool>(),
+            filename in proptest::option::of("[a-z]{1,8}\\.pdf"),
+        ) {
+            use crate::{Document, DocumentSource, Message, Part, Request, Role, TextBlock};
+            let source = if by_url {
+                DocumentSource::Url { url: url.clone(), media_type: None }
+            } else {
+                DocumentSource::Base64 { media_type: "application/pdf".into(), data }
+            };
+            let doc = Document { filename: filename.clone(), ..Document::new(source.clone()) };
+            let req = Request {
+                model: "m".into(),
+                messages: vec![Message {
+                    role: Role::User,
+                    content: vec![Part::Text(TextBlock::new("read")), Part::Document(doc)],
+                }],
+                ..Request::default()
+            };
+            for wire in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
+                let out = wire.encode_request(&req);
+                if by_url && wire == Wire::OpenAiChat {
+                    prop_assert!(matches!(&out, Err(crate::ProtocolError::Unsupported(m)) if m.contains(&url)));
+                    continue;
+                }
+                let body = out.unwrap().to_string();
+                let back = match wire {
+                    Wire::OpenAiChat => crate::openai_chat::parse_request(body.as_bytes()),
+                    Wire::Anthropic => crate::anthropic::parse_request(body.as_bytes()),
+                    Wire::Gemini => crate::gemini::parse_request(body.as_bytes()),
+                }
+                .unwrap();
+                let docs: Vec<&Document> = back.messages[0]
+                    .content
+                    .iter()
+                    .filter_map(|p| if let Part::Document(d) = p { Some(d) } else { None })
+                    .collect();
+                prop_assert_eq!(docs.len(), 1, "{:?}: {}", wire, body);
+                let got = docs[0];
+                match (&got.source, &source) {
+                    (DocumentSource::Url { url: a, .. }, DocumentSource::Url { url: b, .. }) => {
+                        prop_assert_eq!(a, b)
+                    }
+                    (a, b) => prop_assert_eq!(a, b),
+                }
+                match wire {
+                    Wire::OpenAiChat => prop_assert_eq!(
+                        got.filename.clone(),
+                        Some(filename.clone().unwrap_or_else(|| "document.pdf".into()))
+                    ),
+                    Wire::Anthropic => prop_assert_eq!(&got.title, &filename),
+                    Wire::Gemini => {}
+                }
+            }
+        }
+    }
 
     #[test]
     fn model_traits_follow_the_model_generation() {

@@ -12,9 +12,10 @@ use serde_json::{Map, Value, json};
 use crate::sse::{self, SseEvent};
 use crate::util::from_slice;
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, Part, ProtocolError,
-    Reasoning, Request, Response, ResponseFormat, Role, StopReason, StreamDecoder, StreamEncoder,
-    StreamEvent, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage,
+    BlockKind, Delta, Document, DocumentSource, Effort, ErrorBody, Image, ImageSource, Message,
+    Part, ProtocolError, Reasoning, Request, Response, ResponseFormat, Role, StopReason,
+    StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice, ToolResult,
+    Usage,
 };
 
 // ---------------------------------------------------------------------------------
@@ -49,6 +50,8 @@ struct WireRequest {
     #[serde(default)]
     stream: Option<bool>,
     #[serde(default)]
+    stream_options: Option<WireStreamOptions>,
+    #[serde(default)]
     reasoning_effort: Option<String>,
     #[serde(default)]
     response_format: Option<WireResponseFormat>,
@@ -82,20 +85,37 @@ enum WireContent {
     Parts(Vec<WirePart>),
 }
 
+/// One content part. Read as one struct with the fields of every known type (not
+/// an enum tagged by `type`), so an unknown type keeps its name for the refusal.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum WirePart {
-    Text {
-        text: String,
-    },
-    ImageUrl {
-        image_url: WireImageUrl,
-    },
-    Refusal {
-        refusal: String,
-    },
-    #[serde(other)]
-    Other,
+struct WirePart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    image_url: Option<WireImageUrl>,
+    #[serde(default)]
+    refusal: Option<String>,
+    #[serde(default)]
+    file: Option<WireFile>,
+}
+
+/// A `file` part's file: inline data (a `data:` URI) or an uploaded file's id.
+#[derive(Deserialize)]
+struct WireFile {
+    #[serde(default)]
+    file_data: Option<String>,
+    #[serde(default)]
+    file_id: Option<String>,
+    #[serde(default)]
+    filename: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireStreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -232,6 +252,8 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         top_p: w.top_p,
         top_k: w.top_k,
         stream: w.stream.unwrap_or(false),
+        stream_usage: w.stream == Some(true)
+            && w.stream_options.and_then(|o| o.include_usage) == Some(true),
         parallel_tool_calls: w.parallel_tool_calls,
         user: w.user,
         metadata: w.metadata,
@@ -291,23 +313,25 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     let mut leading = true;
     for (i, m) in w.messages.into_iter().enumerate() {
         let role = m.role.as_str();
+        // Formatted only when a message names the place: not on every parse.
+        let path = || format!("messages[{i}]");
         if (role == "system" || role == "developer") && leading {
-            req.system.extend(text_blocks(m.content));
+            req.system.extend(text_blocks(m.content, &path)?);
             continue;
         }
         leading = false;
         let message = match role {
             "system" | "developer" => Message {
                 role: Role::System,
-                content: text_blocks(m.content).into_iter().map(Part::Text).collect(),
+                content: text_blocks(m.content, &path)?.into_iter().map(Part::Text).collect(),
             },
-            "user" => Message { role: Role::User, content: content_parts(m.content) },
+            "user" => Message { role: Role::User, content: content_parts(m.content, &path)? },
             "assistant" => {
                 let mut content = Vec::new();
                 if let Some(r) = m.reasoning_content.filter(|r| !r.is_empty()) {
                     content.push(Part::Thinking { text: r, signature: None });
                 }
-                content.extend(content_parts(m.content));
+                content.extend(content_parts(m.content, &path)?);
                 if let Some(refusal) = m.refusal.filter(|r| !r.is_empty()) {
                     content.push(Part::Text(TextBlock::new(refusal)));
                 }
@@ -329,7 +353,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                     content: vec![Part::ToolResult(ToolResult {
                         call_id,
                         name: m.name,
-                        content: content_parts(m.content),
+                        content: content_parts(m.content, &path)?,
                         is_error: false,
                     })],
                 }
@@ -358,40 +382,82 @@ pub(crate) fn push_merged(messages: &mut Vec<Message>, message: Message) {
     messages.push(message);
 }
 
-fn text_blocks(content: Option<WireContent>) -> Vec<TextBlock> {
+/// A system or developer message's text. OpenAI takes only text parts there, so
+/// anything else is refused by name (a translation could not place it either).
+fn text_blocks(
+    content: Option<WireContent>,
+    path: &dyn Fn() -> String,
+) -> Result<Vec<TextBlock>, ProtocolError> {
+    let mut blocks = Vec::new();
+    for part in content_parts(content, path)? {
+        match part {
+            Part::Text(t) => blocks.push(t),
+            other => {
+                return Err(ProtocolError::Unsupported(format!(
+                    "{}: {} in a system message (it takes only text)",
+                    path(),
+                    other.describe()
+                )));
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// A message's content; `path` names the message (for errors and refusals).
+fn content_parts(
+    content: Option<WireContent>,
+    path: &dyn Fn() -> String,
+) -> Result<Vec<Part>, ProtocolError> {
     match content {
-        None => Vec::new(),
-        Some(WireContent::Text(t)) => vec![TextBlock::new(t)],
+        None => Ok(Vec::new()),
+        Some(WireContent::Text(t)) if t.is_empty() => Ok(Vec::new()),
+        Some(WireContent::Text(t)) => Ok(vec![Part::Text(TextBlock::new(t))]),
         Some(WireContent::Parts(parts)) => parts
             .into_iter()
-            .filter_map(|p| match p {
-                WirePart::Text { text } => Some(TextBlock::new(text)),
-                _ => None,
-            })
+            .enumerate()
+            .map(|(j, p)| content_part(p, &|| format!("{}.content[{j}]", path())))
             .collect(),
     }
 }
 
-fn content_parts(content: Option<WireContent>) -> Vec<Part> {
-    match content {
-        None => Vec::new(),
-        Some(WireContent::Text(t)) if t.is_empty() => Vec::new(),
-        Some(WireContent::Text(t)) => vec![Part::Text(TextBlock::new(t))],
-        Some(WireContent::Parts(parts)) => parts
-            .into_iter()
-            .filter_map(|p| match p {
-                WirePart::Text { text } | WirePart::Refusal { refusal: text } => {
-                    Some(Part::Text(TextBlock::new(text)))
-                }
-                WirePart::ImageUrl { image_url } => Some(Part::Image(Image {
-                    source: ImageSource::from_openai_url(&image_url.url),
-                    detail: image_url.detail,
-                    cache_control: None,
-                })),
-                WirePart::Other => None,
+fn content_part(p: WirePart, path: &dyn Fn() -> String) -> Result<Part, ProtocolError> {
+    let missing = |field: &str| ProtocolError::body(format!("{}.{field}: missing field", path()));
+    Ok(match p.kind.as_str() {
+        "text" => Part::Text(TextBlock::new(p.text.ok_or_else(|| missing("text"))?)),
+        "refusal" => Part::Text(TextBlock::new(p.refusal.ok_or_else(|| missing("refusal"))?)),
+        "image_url" => {
+            let image_url = p.image_url.ok_or_else(|| missing("image_url"))?;
+            Part::Image(Image {
+                source: ImageSource::from_openai_url(&image_url.url),
+                detail: image_url.detail,
+                cache_control: None,
             })
-            .collect(),
-    }
+        }
+        "file" => {
+            let file = p.file.ok_or_else(|| missing("file"))?;
+            match (file.file_data, file.file_id) {
+                (Some(data), _) => {
+                    let source =
+                        DocumentSource::from_openai_file_data(&data, file.filename.as_deref());
+                    Part::Document(Document { filename: file.filename, ..Document::new(source) })
+                }
+                // An uploaded file means something only to the OpenAI organisation
+                // that holds it: forwarded as it is on the fast path, refused on any
+                // translation.
+                (None, Some(id)) => {
+                    Part::Untranslatable { what: format!("{}: a file by file_id ({id})", path()) }
+                }
+                (None, None) => {
+                    return Err(ProtocolError::body(format!(
+                        "{}.file: expected file_data or file_id",
+                        path()
+                    )));
+                }
+            }
+        }
+        other => Part::Untranslatable { what: format!("{}: a `{other}` content part", path()) },
+    })
 }
 
 /// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
@@ -428,15 +494,24 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     for m in &req.messages {
         match m.role {
             Role::System => {
-                let text: Vec<TextBlock> = m
-                    .content
-                    .iter()
-                    .filter_map(|p| if let Part::Text(t) = p { Some(t.clone()) } else { None })
-                    .collect();
+                let mut text = Vec::new();
+                for part in &m.content {
+                    match part {
+                        Part::Text(t) => text.push(t.clone()),
+                        Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
+                        other => {
+                            return Err(crate::cannot_send(
+                                &other.describe(),
+                                TARGET,
+                                "a system message carries only text",
+                            ));
+                        }
+                    }
+                }
                 messages.push(json!({"role": "system", "content": join_text(&text)}));
             }
-            Role::User => encode_user(&m.content, &mut messages),
-            Role::Assistant => messages.push(encode_assistant(&m.content)),
+            Role::User => encode_user(&m.content, &mut messages)?,
+            Role::Assistant => messages.push(encode_assistant(&m.content)?),
         }
     }
 
@@ -546,11 +621,32 @@ fn image_part(img: &Image) -> Value {
     json!({"type": "image_url", "image_url": url})
 }
 
+/// What refusals call this wire.
+const TARGET: &str = "an OpenAI Chat upstream";
+
+/// A document as a `file` part: inline only. Chat Completions has no URL form for
+/// files, and fetching one is not the gateway's job.
+fn file_part(doc: &Document) -> Result<Value, ProtocolError> {
+    match &doc.source {
+        DocumentSource::Base64 { media_type, data } => Ok(json!({"type": "file", "file": {
+            "file_data": format!("data:{media_type};base64,{data}"),
+            "filename": doc.filename_or_default(),
+        }})),
+        DocumentSource::Url { .. } => Err(crate::cannot_send(
+            &crate::describe_document(doc),
+            TARGET,
+            "Chat Completions takes files inline only (file_data), and the gateway does not \
+             fetch URLs; send the file's data",
+        )),
+    }
+}
+
 /// A canonical user turn becomes: one `tool` message per tool result (they must follow
 /// the assistant's tool calls directly), then one `user` message with the rest.
-/// Images inside a tool result (which `tool` messages cannot carry) go into that user
-/// message, so nothing is dropped.
-fn encode_user(content: &[Part], out: &mut Vec<Value>) {
+/// Images and documents inside a tool result (which `tool` messages cannot carry) go
+/// into that user message, so nothing is dropped; what no user message can carry is
+/// refused by name.
+fn encode_user(content: &[Part], out: &mut Vec<Value>) -> Result<(), ProtocolError> {
     let mut user_parts = Vec::new();
     for part in content {
         if let Part::ToolResult(r) = part {
@@ -560,8 +656,17 @@ fn encode_user(content: &[Part], out: &mut Vec<Value>) {
             }
             out.push(json!({"role": "tool", "tool_call_id": r.call_id, "content": text}));
             for p in &r.content {
-                if let Part::Image(img) = p {
-                    user_parts.push(image_part(img));
+                match p {
+                    Part::Text(_) => {}
+                    Part::Image(img) => user_parts.push(image_part(img)),
+                    Part::Document(doc) => user_parts.push(file_part(doc)?),
+                    other => {
+                        return Err(crate::cannot_send(
+                            &other.describe(),
+                            TARGET,
+                            "a tool result carries only text, images and files",
+                        ));
+                    }
                 }
             }
         }
@@ -570,11 +675,21 @@ fn encode_user(content: &[Part], out: &mut Vec<Value>) {
         match part {
             Part::Text(t) => user_parts.push(json!({"type": "text", "text": t.text})),
             Part::Image(img) => user_parts.push(image_part(img)),
-            _ => {}
+            Part::Document(doc) => user_parts.push(file_part(doc)?),
+            Part::ToolResult(_) => {}
+            // Reasoning is context only: it is never sent back to another provider.
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
+            other @ (Part::ToolCall(_) | Part::Untranslatable { .. }) => {
+                return Err(crate::cannot_send(
+                    &other.describe(),
+                    TARGET,
+                    "a user message carries only text, images, files and tool results",
+                ));
+            }
         }
     }
     if user_parts.is_empty() {
-        return;
+        return Ok(());
     }
     // A single text part is sent as a plain string: the most widely accepted shape.
     let content = match user_parts.as_slice() {
@@ -582,9 +697,10 @@ fn encode_user(content: &[Part], out: &mut Vec<Value>) {
         _ => Value::Array(user_parts),
     };
     out.push(json!({"role": "user", "content": content}));
+    Ok(())
 }
 
-fn encode_assistant(content: &[Part]) -> Value {
+fn encode_assistant(content: &[Part]) -> Result<Value, ProtocolError> {
     let mut text = String::new();
     let mut calls = Vec::new();
     for part in content {
@@ -597,7 +713,17 @@ fn encode_assistant(content: &[Part]) -> Value {
             })),
             // Reasoning from any provider is not sent back: OpenAI-compatible servers
             // either ignore it or refuse it.
-            _ => {}
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
+            other @ (Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::Untranslatable { .. }) => {
+                return Err(crate::cannot_send(
+                    &other.describe(),
+                    TARGET,
+                    "an assistant message carries only text and tool calls",
+                ));
+            }
         }
     }
     let mut m = json!({"role": "assistant"});
@@ -605,7 +731,7 @@ fn encode_assistant(content: &[Part]) -> Value {
     if !calls.is_empty() {
         m["tool_calls"] = Value::Array(calls);
     }
-    m
+    Ok(m)
 }
 
 // ---------------------------------------------------------------------------------
@@ -644,7 +770,10 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
             if let Some(r) = reasoning {
                 content.push(Part::Thinking { text: r, signature: None });
             }
-            content.extend(content_parts(m.content));
+            let parts = content_parts(m.content, &|| "choices[0].message".to_owned())
+                .map_err(|e| ProtocolError::upstream(e.to_string()))?;
+            // Only model output belongs in a response.
+            content.extend(parts.into_iter().filter(|p| matches!(p, Part::Text(_))));
             if let Some(refusal) = m.refusal.filter(|r| !r.is_empty()) {
                 content.push(Part::Text(TextBlock::new(refusal)));
                 stop_reason = Some(StopReason::Refusal);
@@ -952,8 +1081,10 @@ impl StreamDecoder for Decoder {
 // Stream encoder: canonical events → chunks for an OpenAI client
 // ---------------------------------------------------------------------------------
 
-/// Canonical events → Chat Completions chunks. Usage is sent in a final chunk with
-/// `choices: []` (as OpenAI does with `stream_options.include_usage`), then `[DONE]`.
+/// Canonical events → Chat Completions chunks, then `[DONE]`. Usage is sent in a
+/// final chunk with `choices: []` only when the client asked for it
+/// (`stream_options.include_usage`), as OpenAI does: clients that read
+/// `choices[0]` of every chunk break on that chunk otherwise.
 #[derive(Debug, Default)]
 pub struct Encoder {
     id: String,
@@ -962,12 +1093,14 @@ pub struct Encoder {
     /// Canonical block index → OpenAI tool_calls index.
     tool_index: Vec<(usize, usize)>,
     usage: Usage,
+    include_usage: bool,
     finished: bool,
 }
 
 impl Encoder {
-    pub fn new() -> Self {
-        Self { created: now_secs(), ..Self::default() }
+    /// `include_usage`: the client's `stream_options.include_usage`.
+    pub fn new(include_usage: bool) -> Self {
+        Self { created: now_secs(), include_usage, ..Self::default() }
     }
 
     fn chunk(&self, delta: Value, finish_reason: Option<&str>, out: &mut Vec<u8>) {
@@ -1025,7 +1158,7 @@ impl StreamEncoder for Encoder {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        if !self.usage.is_empty() {
+        if self.include_usage && !self.usage.is_empty() {
             let v = json!({
                 "id": self.id,
                 "object": "chat.completion.chunk",
@@ -1043,6 +1176,18 @@ impl StreamEncoder for Encoder {
         self.finished = true;
         sse::write_json(out, None, &err.to_openai());
     }
+}
+
+/// Whether one stream event's data is the chunk that carries only the usage
+/// (`choices: []` and a `usage` object), which OpenAI sends when the request has
+/// `stream_options.include_usage`. The gateway asks for it to meter a stream; a
+/// client that did not is passed the stream without it. Found by scanning the
+/// bytes (the data has already been decoded, so it is known to be JSON).
+pub fn is_usage_only_chunk(data: &[u8]) -> bool {
+    let field = |key| crate::util::top_level_value(data, key).and_then(|r| data.get(r));
+    let no_choices = field("choices")
+        .is_some_and(|c| c.iter().filter(|b| !b.is_ascii_whitespace()).eq(b"[]".iter()));
+    no_choices && field("usage").is_some_and(|u| u.first() == Some(&b'{'))
 }
 
 /// Same-format fast path: the client's own body, with the model rewritten and, for a
@@ -1190,7 +1335,7 @@ mod tests {
             stop_sequence: None,
             usage: Usage { input_tokens: Some(3), output_tokens: Some(1), ..Usage::default() },
         };
-        let mut enc = Encoder::new();
+        let mut enc = Encoder::new(true);
         let mut out = Vec::new();
         for e in response_to_events(&resp) {
             enc.push(&e, &mut out);
@@ -1204,6 +1349,160 @@ mod tests {
         let usage: Value = serde_json::from_str(&events[n - 2].data).unwrap();
         assert_eq!(usage["choices"], json!([]));
         assert_eq!(usage["usage"]["prompt_tokens"], 3);
+    }
+
+    #[test]
+    fn file_parts_are_documents_and_file_ids_are_kept_by_name() {
+        let body = br#"{"model":"m","messages":[{"role":"user","content":[
+            {"type":"text","text":"read these"},
+            {"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}},
+            {"type":"file","file":{"file_data":"SGVsbG8=","filename":"notes.txt"}},
+            {"type":"file","file":{"file_id":"file-123"}},
+            {"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}
+        ]}]}"#;
+        let req = parse_request(body).unwrap();
+        let content = &req.messages[0].content;
+        let pdf = DocumentSource::Base64 {
+            media_type: "application/pdf".into(),
+            data: "JVBERi0=".into(),
+        };
+        assert_eq!(
+            content[1],
+            Part::Document(Document { filename: Some("a.pdf".into()), ..Document::new(pdf) })
+        );
+        // Bare base64: the name's extension tells the type.
+        assert!(matches!(&content[2], Part::Document(d) if d.media_type() == Some("text/plain")));
+        assert_eq!(
+            content[3],
+            Part::Untranslatable {
+                what: "messages[0].content[3]: a file by file_id (file-123)".into()
+            }
+        );
+        assert_eq!(
+            content[4],
+            Part::Untranslatable {
+                what: "messages[0].content[4]: a `input_audio` content part".into()
+            }
+        );
+        // Refused by name on the way out, never dropped.
+        let err = encode_request(&req).unwrap_err();
+        assert!(err.to_string().contains("file_id (file-123)"), "{err}");
+    }
+
+    #[test]
+    fn documents_go_inline_as_file_parts_and_never_by_url() {
+        let doc = |source| Part::Document(Document { filename: None, ..Document::new(source) });
+        let req = |part: Part| Request {
+            model: "m".into(),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![Part::Text(TextBlock::new("summarize")), part],
+            }],
+            ..Request::default()
+        };
+        let inline = doc(DocumentSource::Base64 {
+            media_type: "application/pdf".into(),
+            data: "JVBERi0=".into(),
+        });
+        let v = encode_request(&req(inline)).unwrap();
+        assert_eq!(
+            v["messages"][0]["content"][1],
+            json!({"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "document.pdf"}})
+        );
+        let url = doc(DocumentSource::Url { url: "https://x.test/a.pdf".into(), media_type: None });
+        match encode_request(&req(url)) {
+            Err(ProtocolError::Unsupported(m)) => {
+                assert!(m.contains("https://x.test/a.pdf") && m.contains("OpenAI Chat"), "{m}")
+            }
+            other => panic!("want a refusal, got {other:?}"),
+        }
+        // A document inside a tool result goes to the user message after the tool's.
+        let result = Part::ToolResult(ToolResult {
+            call_id: "c1".into(),
+            name: None,
+            content: vec![
+                Part::Text(TextBlock::new("attached")),
+                doc(DocumentSource::Base64 {
+                    media_type: "application/pdf".into(),
+                    data: "JVBERi0=".into(),
+                }),
+            ],
+            is_error: false,
+        });
+        let v = encode_request(&req(result)).unwrap();
+        assert_eq!(v["messages"][0]["role"], "tool");
+        assert_eq!(v["messages"][1]["content"][0]["type"], "file");
+    }
+
+    #[test]
+    fn non_text_in_system_messages_and_assistant_turns_is_refused_by_name() {
+        let body = br#"{"model":"m","messages":[{"role":"system","content":[
+            {"type":"text","text":"rules"},{"type":"image_url","image_url":{"url":"https://x.test/i.png"}}]},
+            {"role":"user","content":"hi"}]}"#;
+        let err = parse_request(body).unwrap_err();
+        assert!(
+            err.to_string().contains("messages[0]: an image by URL (https://x.test/i.png)"),
+            "{err}"
+        );
+        let req = Request {
+            model: "m".into(),
+            messages: vec![Message {
+                role: Role::Assistant,
+                content: vec![Part::Image(Image {
+                    source: ImageSource::Url { url: "https://x.test/i.png".into() },
+                    detail: None,
+                    cache_control: None,
+                })],
+            }],
+            ..Request::default()
+        };
+        assert!(matches!(encode_request(&req), Err(ProtocolError::Unsupported(_))));
+    }
+
+    #[test]
+    fn usage_chunk_only_when_the_client_asked_for_it() {
+        let resp = Response {
+            id: "r".into(),
+            model: "m".into(),
+            content: vec![Part::Text(TextBlock::new("hi"))],
+            stop_reason: Some(StopReason::EndTurn),
+            stop_sequence: None,
+            usage: Usage { input_tokens: Some(3), output_tokens: Some(1), ..Usage::default() },
+        };
+        let mut enc = Encoder::new(false);
+        let mut out = Vec::new();
+        for e in response_to_events(&resp) {
+            enc.push(&e, &mut out);
+        }
+        enc.finish(&mut out);
+        let mut events = Vec::new();
+        SseDecoder::new().push(&out, &mut events).unwrap();
+        assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
+        for e in &events[..events.len() - 1] {
+            let chunk: Value = serde_json::from_str(&e.data).unwrap();
+            assert!(chunk["choices"][0].is_object(), "a chunk without choices[0]: {chunk}");
+        }
+        let asked = |body: &[u8]| parse_request(body).unwrap().stream_usage;
+        assert!(asked(
+            br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#
+        ));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream":true}"#));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":false}}"#));
+        assert!(!asked(br#"{"model":"m","messages":[],"stream_options":{"include_usage":true}}"#));
+    }
+
+    #[test]
+    fn finds_the_usage_only_chunk_by_its_bytes() {
+        assert!(is_usage_only_chunk(br#"{"id":"c","choices":[],"usage":{"prompt_tokens":1}}"#));
+        assert!(is_usage_only_chunk(br#"{"choices": [ ], "usage" : {}}"#));
+        assert!(!is_usage_only_chunk(
+            br#"{"choices":[{"index":0,"delta":{}}],"usage":{"prompt_tokens":1}}"#
+        ));
+        assert!(!is_usage_only_chunk(br#"{"choices":[{"index":0,"delta":{}}],"usage":null}"#));
+        // Azure's prompt-filter chunk has no choices and no usage: not ours to drop.
+        assert!(!is_usage_only_chunk(br#"{"choices":[],"prompt_filter_results":[]}"#));
+        assert!(!is_usage_only_chunk(br#"{"choices":[],"usage":null}"#));
+        assert!(!is_usage_only_chunk(b"[DONE]"));
     }
 
     #[test]
@@ -1345,6 +1644,8 @@ mod tests {
                     max_tokens,
                     temperature,
                     stream,
+                    // The wire always asks for a stream's usage (to meter it).
+                    stream_usage: stream,
                     ..Request::default()
                 }
             })
@@ -1376,7 +1677,7 @@ mod tests {
 
         #[test]
         fn stream_matches_non_stream_under_any_split(resp in response(), cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6)) {
-            let mut enc = Encoder::new();
+            let mut enc = Encoder::new(true);
             let mut bytes = Vec::new();
             for e in response_to_events(&resp) {
                 enc.push(&e, &mut bytes);

@@ -53,10 +53,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    BlockKind, Delta, Effort, ErrorBody, Image, ImageSource, Message, Part, ProtocolError,
-    Reasoning, Request, Response, ResponseFormat, Role, Seal, SseEvent, StopReason, StreamDecoder,
-    StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, sse,
-    util,
+    BlockKind, Delta, Document, DocumentSource, Effort, ErrorBody, Image, ImageSource, Message,
+    Part, ProtocolError, Reasoning, Request, Response, ResponseFormat, Role, Seal, SseEvent,
+    StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Tool, ToolCall, ToolChoice,
+    ToolResult, Usage, sse, util,
 };
 
 const STATELESS: &str = "the gateway is stateless: previous_response_id/item_reference are not supported; send the full conversation";
@@ -130,6 +130,7 @@ pub fn parse_request_sealed(
         response_format: parse_text_format(field(&map, "text")?)?,
         user,
         metadata: field(&map, "metadata")?,
+        stream_usage: false,
     })
 }
 
@@ -401,11 +402,40 @@ fn parse_content_part(part: &Value, path: &str) -> Result<Part, ProtocolError> {
                 cache_control: None,
             }))
         }
-        "input_file" | "input_audio" => {
+        "input_file" => input_file(obj, path),
+        "input_audio" => {
             Err(ProtocolError::Unsupported(format!("{path}: `{ty}` content is not supported")))
         }
         other => Err(ProtocolError::body(format!("{path}: unknown content part type `{other}`"))),
     }
+}
+
+/// An `input_file` part: inline (`file_data`, a `data:` URI or bare base64, with its
+/// `filename`) or by URL (`file_url`). A `file_id` names a file stored with one
+/// OpenAI organisation, which no other provider (and no other key) can read.
+fn input_file(obj: &Map<String, Value>, path: &str) -> Result<Part, ProtocolError> {
+    let string = |key: &str| match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ProtocolError::body(format!("{path}.{key}: expected a string"))),
+    };
+    let filename = string("filename")?;
+    let source = match (string("file_data")?, string("file_url")?) {
+        (Some(data), _) => DocumentSource::from_openai_file_data(&data, filename.as_deref()),
+        (None, Some(url)) => DocumentSource::Url { url, media_type: None },
+        (None, None) => {
+            return Err(match string("file_id")? {
+                Some(id) => ProtocolError::Unsupported(format!(
+                    "{path}: a file by file_id ({id}) cannot be translated: file ids belong to \
+                     the OpenAI organisation that stored the file; send file_data or file_url"
+                )),
+                None => ProtocolError::body(format!(
+                    "{path}: input_file needs file_data, file_url or file_id"
+                )),
+            });
+        }
+    };
+    Ok(Part::Document(Document { filename, ..Document::new(source) }))
 }
 
 #[derive(Deserialize)]
@@ -837,6 +867,7 @@ fn encode_message(msg: &Message, input: &mut Vec<Value>, path: &str) -> Result<(
             (Role::Assistant, Part::Text(t)) => pending.push(output_text(&t.text)),
             (_, Part::Text(t)) => pending.push(input_text(&t.text)),
             (Role::User | Role::System, Part::Image(image)) => pending.push(input_image(image)),
+            (Role::User | Role::System, Part::Document(doc)) => pending.push(input_file_json(doc)),
             (Role::User, Part::ToolResult(result)) => {
                 flush(&mut pending, input);
                 input.push(json!({
@@ -860,6 +891,14 @@ fn encode_message(msg: &Message, input: &mut Vec<Value>, path: &str) -> Result<(
             }
             (Role::Assistant, Part::RedactedThinking { .. }) => {}
             (_, Part::Image(_)) => return Err(unsupported("an image")),
+            (_, Part::Document(_)) => return Err(unsupported("a document")),
+            (_, Part::Untranslatable { what }) => {
+                return Err(crate::cannot_send(
+                    what,
+                    "the Responses API",
+                    "the gateway cannot translate it",
+                ));
+            }
             (_, Part::ToolResult(_)) => return Err(unsupported("a tool result")),
             (_, Part::ToolCall(_)) => return Err(unsupported("a tool call")),
             (_, Part::Thinking { .. } | Part::RedactedThinking { .. }) => {
@@ -882,8 +921,9 @@ fn tool_output(result: &ToolResult, path: &str) -> Result<Value, ProtocolError> 
         .map(|part| match part {
             Part::Text(t) => Ok(input_text(&t.text)),
             Part::Image(image) => Ok(input_image(image)),
+            Part::Document(doc) => Ok(input_file_json(doc)),
             _ => Err(ProtocolError::Unsupported(format!(
-                "{path}: tool results may only hold text and images"
+                "{path}: tool results may only hold text, images and files"
             ))),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -910,6 +950,17 @@ fn input_image(image: &Image) -> Value {
         part.insert("detail".into(), json!(detail));
     }
     Value::Object(part)
+}
+
+fn input_file_json(doc: &Document) -> Value {
+    match &doc.source {
+        DocumentSource::Base64 { media_type, data } => json!({
+            "type": "input_file",
+            "filename": doc.filename_or_default(),
+            "file_data": format!("data:{media_type};base64,{data}"),
+        }),
+        DocumentSource::Url { url, .. } => json!({"type": "input_file", "file_url": url}),
+    }
 }
 
 fn summary_parts(text: &str) -> Value {
@@ -1035,7 +1086,10 @@ fn output_items(
                 });
             }
             // Not expressible as Responses output.
-            Part::Image(_) | Part::ToolResult(_) => {}
+            Part::Image(_)
+            | Part::Document(_)
+            | Part::ToolResult(_)
+            | Part::Untranslatable { .. } => {}
         }
     }
     flush(&mut out, &mut texts, resp_id);
@@ -2715,6 +2769,60 @@ mod tests {
     // ----- request errors ----------------------------------------------------------
 
     #[test]
+    fn input_files_are_documents_inline_or_by_url() {
+        let body = json!({"model": "m", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "read"},
+            {"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="},
+            {"type": "input_file", "filename": "b.pdf", "file_data": "JVBERi0="},
+            {"type": "input_file", "file_url": "https://x.test/c.pdf"},
+        ]}]});
+        let req = parse(body).unwrap();
+        let pdf = DocumentSource::Base64 {
+            media_type: "application/pdf".into(),
+            data: "JVBERi0=".into(),
+        };
+        let content = &req.messages[0].content;
+        assert_eq!(
+            content[1],
+            Part::Document(Document {
+                filename: Some("a.pdf".into()),
+                ..Document::new(pdf.clone())
+            })
+        );
+        assert_eq!(
+            content[2],
+            Part::Document(Document { filename: Some("b.pdf".into()), ..Document::new(pdf) })
+        );
+        assert_eq!(
+            content[3],
+            Part::Document(Document::new(DocumentSource::Url {
+                url: "https://x.test/c.pdf".into(),
+                media_type: None
+            }))
+        );
+        // And out again, as the same parts.
+        let out = encode_request(&req).unwrap();
+        let parts = &out["input"][0]["content"];
+        assert_eq!(
+            parts[1],
+            json!({"type": "input_file", "filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="})
+        );
+        assert_eq!(parts[3], json!({"type": "input_file", "file_url": "https://x.test/c.pdf"}));
+
+        let by_id = json!({"model": "m", "input": [{"role": "user", "content": [
+            {"type": "input_file", "file_id": "file-77"}]}]});
+        match parse(by_id) {
+            Err(ProtocolError::Unsupported(m)) => {
+                assert!(m.contains("input[0].content[0]") && m.contains("file_id (file-77)"), "{m}")
+            }
+            other => panic!("want a refusal naming the file, got {other:?}"),
+        }
+        let empty =
+            json!({"model": "m", "input": [{"role": "user", "content": [{"type": "input_file"}]}]});
+        assert!(matches!(parse(empty), Err(ProtocolError::InvalidBody(_))));
+    }
+
+    #[test]
     fn refuses_previous_response_id_and_item_reference() {
         let stateless = ProtocolError::Unsupported(STATELESS.into());
         let body = json!({"model": "m", "previous_response_id": "resp_123", "input": "hi"});
@@ -3435,6 +3543,7 @@ mod tests {
                     let (user, metadata) = ids;
                     Request {
                         model,
+                        stream_usage: false,
                         system,
                         messages,
                         tools,

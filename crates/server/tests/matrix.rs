@@ -159,6 +159,11 @@ fn client_request(format: ClientFormat, s: Scenario, model: &str, stream: bool) 
     body["model"] = json!(model);
     if stream {
         body["stream"] = json!(true);
+        // The matrix reads a Chat stream's usage from its usage chunk, which OpenAI
+        // sends only when asked (`chat_usage_chunk_only_when_asked` covers the rest).
+        if format == ClientFormat::OpenAiChat {
+            body["stream_options"] = json!({"include_usage": true});
+        }
     }
     body
 }
@@ -403,6 +408,12 @@ enum Item {
         media_type: String,
         data: String,
     },
+    /// A document: `media_type` is `"url"` for one by URL and `"file_id"` for an
+    /// uploaded file (then `data` is the URL or the id).
+    Document {
+        media_type: String,
+        data: String,
+    },
     /// `id` is `None` on Gemini (it has no ids for calls the gateway did not get from it).
     Call {
         id: Option<String>,
@@ -503,6 +514,7 @@ fn openai_view(body: &Value) -> View {
                             Some("image_url") => {
                                 items.push(openai_image(&part["image_url"]["url"]))
                             }
+                            Some("file") => items.push(openai_file(&part["file"])),
                             _ => p.push(format!("{at}: unexpected part {part}")),
                         }
                     }
@@ -582,6 +594,17 @@ fn openai_image(url: &Value) -> Item {
     Item::Image { media_type: "url".into(), data: url.to_owned() }
 }
 
+/// A Chat `file` part's file: `file_data` as a `data:` URI, or an uploaded file's id.
+fn openai_file(file: &Value) -> Item {
+    if let Some(id) = file["file_id"].as_str() {
+        return Item::Document { media_type: "file_id".into(), data: id.to_owned() };
+    }
+    match openai_image(&file["file_data"]) {
+        Item::Image { media_type, data } => Item::Document { media_type, data },
+        other => other,
+    }
+}
+
 fn anthropic_view(body: &Value) -> View {
     let mut view = View::default();
     let p = &mut view.problems;
@@ -630,10 +653,24 @@ fn anthropic_image(source: &Value) -> Item {
     }
 }
 
+fn anthropic_document(source: &Value) -> Item {
+    match source["type"].as_str() {
+        Some("file") => Item::Document {
+            media_type: "file_id".into(),
+            data: str_of(&source["file_id"]).unwrap_or_default(),
+        },
+        _ => match anthropic_image(source) {
+            Item::Image { media_type, data } => Item::Document { media_type, data },
+            other => other,
+        },
+    }
+}
+
 fn anthropic_block(b: &Value, items: &mut Vec<Item>, p: &mut Vec<String>, at: &str) {
     match b["type"].as_str() {
         Some("text") => items.push(Item::Text(str_of(&b["text"]).unwrap_or_default())),
         Some("image") => items.push(anthropic_image(&b["source"])),
+        Some("document") => items.push(anthropic_document(&b["source"])),
         Some("tool_use") => {
             if !b["input"].is_object() {
                 p.push(format!("{at}: tool_use input is not an object: {}", b["input"]));
@@ -654,6 +691,7 @@ fn anthropic_block(b: &Value, items: &mut Vec<Item>, p: &mut Vec<String>, at: &s
                         match c["type"].as_str() {
                             Some("text") => output.push_str(c["text"].as_str().unwrap_or_default()),
                             Some("image") => images.push(anthropic_image(&c["source"])),
+                            Some("document") => images.push(anthropic_document(&c["source"])),
                             _ => p.push(format!("{at}: tool_result part {c}")),
                         }
                     }
@@ -700,14 +738,21 @@ fn gemini_view(body: &Value) -> View {
                     items.push(Item::Text(t.to_owned()));
                 }
             } else if part["inlineData"].is_object() {
-                items.push(Item::Image {
-                    media_type: str_of(&part["inlineData"]["mimeType"]).unwrap_or_default(),
-                    data: str_of(&part["inlineData"]["data"]).unwrap_or_default(),
+                let media_type = str_of(&part["inlineData"]["mimeType"]).unwrap_or_default();
+                let data = str_of(&part["inlineData"]["data"]).unwrap_or_default();
+                items.push(if media_type.starts_with("image/") {
+                    Item::Image { media_type, data }
+                } else {
+                    Item::Document { media_type, data }
                 });
             } else if part["fileData"].is_object() {
-                items.push(Item::Image {
-                    media_type: "url".into(),
-                    data: str_of(&part["fileData"]["fileUri"]).unwrap_or_default(),
+                let data = str_of(&part["fileData"]["fileUri"]).unwrap_or_default();
+                let image =
+                    part["fileData"]["mimeType"].as_str().is_none_or(|m| m.starts_with("image/"));
+                items.push(if image {
+                    Item::Image { media_type: "url".into(), data }
+                } else {
+                    Item::Document { media_type: "url".into(), data }
                 });
             } else if part["functionCall"].is_object() {
                 let call = &part["functionCall"];
@@ -2417,4 +2462,550 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
         );
     }
     assert!(p.0.is_empty(), "chat thinking round trip problems:\n  - {}", p.0.join("\n  - "));
+}
+
+// ---------------------------------------------------------------------------------
+// Documents, untranslatable parts, blank text, the Chat usage chunk
+// ---------------------------------------------------------------------------------
+
+/// A tiny PDF, base64.
+const PDF_B64: &str = "JVBERi0xLjQKMSAwIG9iago8PC9UeXBlL0NhdGFsb2c+PgplbmRvYmoKdHJhaWxlcgo8PC9Sb290IDEgMCBSPj4KJSVFT0YK";
+const PDF_MEDIA: &str = "application/pdf";
+const PDF_URL: &str = "https://example.com/docs/report.pdf";
+const FILE_ID: &str = "file-abc123";
+const DOC_QUESTION: &str = "summarize this";
+
+/// How the client hands over its document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DocForm {
+    Inline,
+    Url,
+    /// An uploaded file by id (OpenAI `file_id`, Anthropic's Files API source).
+    FileId,
+    /// Inline, inside a tool result.
+    InToolResult,
+}
+
+/// The client's request for a document form, `None` where its format has no such
+/// form (Chat Completions has no URL for files, and its tool messages carry only text).
+fn document_request(
+    format: ClientFormat,
+    form: DocForm,
+    model: &str,
+    stream: bool,
+) -> Option<Value> {
+    let data_uri = format!("data:{PDF_MEDIA};base64,{PDF_B64}");
+    let mut body = match format {
+        ClientFormat::OpenAiChat => {
+            let file = match form {
+                DocForm::Inline => json!({"file_data": data_uri, "filename": "report.pdf"}),
+                DocForm::FileId => json!({"file_id": FILE_ID}),
+                DocForm::Url | DocForm::InToolResult => return None,
+            };
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "text", "text": DOC_QUESTION},
+                {"type": "file", "file": file},
+            ]}]})
+        }
+        ClientFormat::OpenAiResponses => {
+            let file = match form {
+                DocForm::Inline | DocForm::InToolResult => {
+                    json!({"type": "input_file", "filename": "report.pdf", "file_data": data_uri})
+                }
+                DocForm::Url => json!({"type": "input_file", "file_url": PDF_URL}),
+                DocForm::FileId => json!({"type": "input_file", "file_id": FILE_ID}),
+            };
+            if form == DocForm::InToolResult {
+                json!({
+                    "tools": [{"type": "function", "name": TOOL_NAME, "parameters": weather_schema()}],
+                    "input": [
+                        {"role": "user", "content": "fetch the report"},
+                        {"type": "function_call", "call_id": CALL_ID, "name": TOOL_NAME, "arguments": HISTORY_ARGS},
+                        {"type": "function_call_output", "call_id": CALL_ID, "output": [
+                            {"type": "input_text", "text": "report attached"}, file,
+                        ]},
+                        {"role": "user", "content": DOC_QUESTION},
+                    ]
+                })
+            } else {
+                json!({"input": [{"role": "user", "content": [
+                    {"type": "input_text", "text": DOC_QUESTION}, file,
+                ]}]})
+            }
+        }
+        ClientFormat::Anthropic => {
+            let source = match form {
+                DocForm::Inline | DocForm::InToolResult => {
+                    json!({"type": "base64", "media_type": PDF_MEDIA, "data": PDF_B64})
+                }
+                DocForm::Url => json!({"type": "url", "url": PDF_URL}),
+                DocForm::FileId => json!({"type": "file", "file_id": FILE_ID}),
+            };
+            let document = json!({"type": "document", "source": source, "title": "report.pdf",
+                                  "context": "Q3 figures", "citations": {"enabled": true},
+                                  "cache_control": {"type": "ephemeral"}});
+            let messages = if form == DocForm::InToolResult {
+                json!([
+                    {"role": "user", "content": "fetch the report"},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": CALL_ID,
+                        "name": TOOL_NAME, "input": {"city": "Paris"}}]},
+                    {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": CALL_ID, "content": [
+                            {"type": "text", "text": "report attached"}, document]},
+                        {"type": "text", "text": DOC_QUESTION},
+                    ]},
+                ])
+            } else {
+                json!([{"role": "user", "content": [
+                    {"type": "text", "text": DOC_QUESTION}, document,
+                ]}])
+            };
+            let mut body = json!({"max_tokens": 1024, "messages": messages});
+            if form == DocForm::InToolResult {
+                body["tools"] = json!([{"name": TOOL_NAME, "input_schema": weather_schema()}]);
+            }
+            body
+        }
+    };
+    body["model"] = json!(model);
+    if stream {
+        body["stream"] = json!(true);
+    }
+    Some(body)
+}
+
+/// The document the upstream must receive, in the view's terms; `None`: the request
+/// must be refused with a 400 naming the part (and nothing sent upstream).
+fn expected_document(format: ClientFormat, form: DocForm, vendor: Vendor) -> Option<Item> {
+    let inline = Item::Document { media_type: PDF_MEDIA.into(), data: PDF_B64.into() };
+    let url = Item::Document { media_type: "url".into(), data: PDF_URL.into() };
+    let file_id = Item::Document { media_type: "file_id".into(), data: FILE_ID.into() };
+    let native = format.native_wire_vendor() == Some(vendor);
+    match form {
+        DocForm::Inline | DocForm::InToolResult => Some(inline),
+        // Chat Completions takes no URL for a file, and fetching it is not the
+        // gateway's job.
+        DocForm::Url => (vendor != Vendor::OpenAi).then_some(url),
+        // An uploaded file is the business of the provider that holds it: only the
+        // client's own body, forwarded as it is, may carry it.
+        DocForm::FileId => native.then_some(file_id),
+    }
+}
+
+trait NativeVendor {
+    fn native_wire_vendor(self) -> Option<Vendor>;
+}
+
+impl NativeVendor for ClientFormat {
+    fn native_wire_vendor(self) -> Option<Vendor> {
+        match self {
+            ClientFormat::OpenAiChat => Some(Vendor::OpenAi),
+            ClientFormat::Anthropic => Some(Vendor::Anthropic),
+            ClientFormat::OpenAiResponses => None,
+        }
+    }
+}
+
+/// What a refusal of this form must name.
+fn refusal_names(form: DocForm) -> &'static str {
+    match form {
+        DocForm::Url => PDF_URL,
+        _ => FILE_ID,
+    }
+}
+
+/// A document (a PDF) reaches every wire in that wire's own form, inline and by URL
+/// where the wire takes URLs, from every client format, streamed and not; a form the
+/// target cannot take is a 400 that names the part, and nothing is sent. Never
+/// dropped on a 200.
+#[tokio::test]
+async fn documents_reach_every_wire_or_are_refused_by_name() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for vendor in VENDORS {
+            for form in [DocForm::Inline, DocForm::Url, DocForm::FileId, DocForm::InToolResult] {
+                for stream in [false, true] {
+                    let Some(body) = document_request(format, form, catalog_model(vendor), stream)
+                    else {
+                        continue;
+                    };
+                    let label = format!("{format:?} -> {vendor:?}, {form:?}, stream={stream}");
+                    let before = h.fake(vendor).request_count();
+                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                    let sent = h.fake(vendor).request_count() - before;
+                    match expected_document(format, form, vendor) {
+                        Some(want) => {
+                            if status != 200 {
+                                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+                                continue;
+                            }
+                            let Some(rx) = rx else {
+                                p.push(format!("{label}: no upstream request"));
+                                continue;
+                            };
+                            let view = view_of(vendor, &rx.body);
+                            for m in &view.problems {
+                                p.push(format!("{label}: upstream shape: {m}"));
+                            }
+                            let docs: Vec<&Item> = view
+                                .turns
+                                .iter()
+                                .flat_map(|(_, items)| items)
+                                .filter(|i| matches!(i, Item::Document { .. }))
+                                .collect();
+                            p.eq(&format!("{label}: upstream documents"), docs, vec![&want]);
+                            let texts: Vec<&Item> = view
+                                .turns
+                                .iter()
+                                .flat_map(|(_, items)| items)
+                                .filter(|i| matches!(i, Item::Text(_)))
+                                .collect();
+                            p.check(texts.contains(&&Item::Text(DOC_QUESTION.into())), || {
+                                format!("{label}: the question is not upstream: {texts:?}")
+                            });
+                            if vendor == Vendor::Anthropic && format != ClientFormat::Anthropic {
+                                p.eq(
+                                    &format!("{label}: anthropic document title"),
+                                    document_block(&rx.body)["title"].as_str(),
+                                    (form != DocForm::Url).then_some("report.pdf"),
+                                );
+                            }
+                            // The file name the client gave travels (Anthropic's
+                            // documents have a title instead).
+                            if vendor == Vendor::OpenAi
+                                && format != ClientFormat::Anthropic
+                                && form != DocForm::FileId
+                            {
+                                p.check(rx.raw.windows(10).any(|w| w == b"report.pdf"), || {
+                                    format!("{label}: the file name is not upstream")
+                                });
+                            }
+                            match decode(format, stream, &bytes) {
+                                Ok(resp) => p.eq(
+                                    &format!("{label}: client content"),
+                                    summarize(&resp),
+                                    vec![Out::Text(format!("{ECHO_PREFIX}{DOC_QUESTION}"))],
+                                ),
+                                Err(e) => p.push(format!("{label}: {e}")),
+                            }
+                        }
+                        None => {
+                            let text = String::from_utf8_lossy(&bytes);
+                            p.check(status == 400, || {
+                                format!("{label}: status {status}, want 400: {}", shorten(&bytes))
+                            });
+                            p.check(sent == 0, || format!("{label}: {sent} upstream request(s)"));
+                            p.check(text.contains(refusal_names(form)), || {
+                                format!("{label}: the refusal does not name the part: {text}")
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "document problems:\n  - {}", p.0.join("\n  - "));
+}
+
+/// The first `document` block of an Anthropic body, at any depth of a message.
+fn document_block(body: &Value) -> Value {
+    fn find(v: &Value) -> Option<Value> {
+        match v {
+            Value::Object(m) if m.get("type") == Some(&json!("document")) => Some(v.clone()),
+            Value::Object(m) => m.values().find_map(find),
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&body["messages"]).unwrap_or_default()
+}
+
+/// Content the gateway cannot translate (audio, Anthropic's server-tool blocks and
+/// Files API sources) is refused by name when it would cross to another wire, and
+/// goes as it came on the same-format fast path: never dropped without a word.
+#[tokio::test]
+async fn untranslatable_content_is_refused_by_name() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    let audio = json!({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is said here?"},
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+    ]}]});
+    let server_tools = json!({"max_tokens": 1024, "messages": [
+        {"role": "user", "content": "search the web for rust"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+            {"type": "text", "text": "Rust is a language."},
+        ]},
+        {"role": "user", "content": "thanks"},
+    ]});
+    let files_image = json!({"max_tokens": 1024, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is this?"},
+        {"type": "image", "source": {"type": "file", "file_id": FILE_ID}},
+    ]}]});
+    let cases = [
+        (ClientFormat::OpenAiChat, &audio, "input_audio"),
+        (ClientFormat::Anthropic, &server_tools, "server_tool_use"),
+        (ClientFormat::Anthropic, &files_image, "`file` source"),
+    ];
+    for (format, body, needle) in cases {
+        for vendor in VENDORS {
+            for stream in [false, true] {
+                let mut body = body.clone();
+                body["model"] = json!(catalog_model(vendor));
+                if stream {
+                    body["stream"] = json!(true);
+                }
+                let label = format!("{format:?} {needle} -> {vendor:?}, stream={stream}");
+                let before = h.fake(vendor).request_count();
+                let (status, bytes, _) = exchange(&h, format, vendor, &body, &[]).await;
+                let sent = h.fake(vendor).request_count() - before;
+                if format.native_wire_vendor() == Some(vendor) {
+                    // The client's own body, forwarded as it is.
+                    p.check(status == 200 && sent == 1, || {
+                        format!("{label}: status {status}, {sent} sent: {}", shorten(&bytes))
+                    });
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                p.check(status == 400 && sent == 0, || {
+                    format!(
+                        "{label}: status {status}, {sent} sent, want a 400: {}",
+                        shorten(&bytes)
+                    )
+                });
+                p.check(text.contains(needle), || format!("{label}: not named: {text}"));
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "untranslatable content:\n  - {}", p.0.join("\n  - "));
+}
+
+/// Consecutive turns of one role as one (Anthropic joins them).
+fn joined(turns: Vec<(String, Vec<Item>)>) -> Vec<(String, Vec<Item>)> {
+    let mut out: Vec<(String, Vec<Item>)> = Vec::new();
+    for (role, items) in turns {
+        match out.last_mut() {
+            Some((prev, existing)) if *prev == role => existing.extend(items),
+            _ => out.push((role, items)),
+        }
+    }
+    out
+}
+
+/// A history with a blank assistant turn (a model that answered only a newline)
+/// and a blank text part beside the last question.
+fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: bool) -> Value {
+    let last_text = if final_blank { "  \n" } else { "third question" };
+    let mut body = match format {
+        ClientFormat::OpenAiChat => {
+            let last = if final_blank {
+                json!(last_text)
+            } else {
+                json!([{"type": "text", "text": last_text}, {"type": "text", "text": " "}])
+            };
+            json!({"messages": [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "first answer"},
+                {"role": "user", "content": "second question"},
+                {"role": "assistant", "content": "\n\n"},
+                {"role": "user", "content": last},
+            ]})
+        }
+        ClientFormat::OpenAiResponses => {
+            let mut last = vec![json!({"type": "input_text", "text": last_text})];
+            if !final_blank {
+                last.push(json!({"type": "input_text", "text": " "}));
+            }
+            json!({"input": [
+                {"role": "user", "content": "first question"},
+                {"type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": "first answer"}]},
+                {"role": "user", "content": "second question"},
+                {"type": "message", "role": "assistant",
+                 "content": [{"type": "output_text", "text": " \n"}]},
+                {"role": "user", "content": last},
+            ]})
+        }
+        ClientFormat::Anthropic => {
+            let mut last = vec![json!({"type": "text", "text": last_text})];
+            if !final_blank {
+                last.push(json!({"type": "text", "text": " "}));
+            }
+            json!({"max_tokens": 1024, "messages": [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "first answer"},
+                {"role": "user", "content": "second question"},
+                {"role": "assistant", "content": [{"type": "text", "text": "\n"}]},
+                {"role": "user", "content": last},
+            ]})
+        }
+    };
+    body["model"] = json!(model);
+    if stream {
+        body["stream"] = json!(true);
+    }
+    body
+}
+
+/// Anthropic refuses text blocks with nothing but whitespace (`text content blocks
+/// must contain non-whitespace text`), and such blocks reach a history from other
+/// providers' answers. On the way to Anthropic they are dropped, and the turns left
+/// empty with them, from every client format (the fast path too). A final turn of
+/// nothing but whitespace is not dropped into another question: it reaches the
+/// upstream, which answers it.
+#[tokio::test]
+async fn blank_text_never_reaches_anthropic() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    let text = |t: &str| Item::Text(t.to_owned());
+    for format in FORMATS {
+        for stream in [false, true] {
+            let label = format!("{format:?} stream={stream}");
+            let body = blank_history(format, catalog_model(Vendor::Anthropic), false, stream);
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            if status != 200 {
+                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+            }
+            match rx {
+                Some(rx) => {
+                    let view = anthropic_view(&rx.body);
+                    p.eq(
+                        &format!("{label}: upstream conversation"),
+                        joined(view.turns),
+                        vec![
+                            ("user".to_owned(), vec![text("first question")]),
+                            ("assistant".to_owned(), vec![text("first answer")]),
+                            (
+                                "user".to_owned(),
+                                vec![text("second question"), text("third question")],
+                            ),
+                        ],
+                    );
+                }
+                None => p.push(format!("{label}: no upstream request")),
+            }
+            if status == 200 {
+                // The echo of the last user turn (which the two questions may share
+                // once the blank turn between them is gone).
+                match decode(format, stream, &bytes).map(|r| summarize(&r)) {
+                    Ok(out) => p.check(
+                        matches!(out.as_slice(), [Out::Text(t)] if t.starts_with(ECHO_PREFIX) && t.ends_with("third question")),
+                        || format!("{label}: client content {out:?}"),
+                    ),
+                    Err(e) => p.push(format!("{label}: {e}")),
+                }
+            }
+
+            // The final question is blank: it goes as it is, and the upstream's
+            // refusal is the answer.
+            let body = blank_history(format, catalog_model(Vendor::Anthropic), true, stream);
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            p.check(status == 400, || {
+                format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
+            });
+            match rx {
+                Some(rx) => {
+                    let turns = joined(anthropic_view(&rx.body).turns);
+                    let last = turns.last().and_then(|(_, items)| items.last().cloned());
+                    p.eq(
+                        &format!("{label}, blank final turn: last upstream block"),
+                        last,
+                        Some(text("  \n")),
+                    );
+                }
+                None => p.push(format!("{label}, blank final turn: nothing reached the upstream")),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "blank text problems:\n  - {}", p.0.join("\n  - "));
+}
+
+/// OpenAI sends a stream's usage in a final chunk with `choices: []` only when the
+/// request asks (`stream_options.include_usage`); clients that read `choices[0]` of
+/// every chunk break on it otherwise. The gateway asks every OpenAI upstream for it
+/// (to meter the stream) and passes it on only to a client that asked, whatever wire
+/// served the stream; the record is metered from the upstream's usage either way.
+#[tokio::test]
+async fn chat_usage_chunk_only_when_asked() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for vendor in VENDORS {
+        for asked in [false, true] {
+            let label = format!("{vendor:?} include_usage={asked}");
+            let mut body = client_request(
+                ClientFormat::OpenAiChat,
+                Scenario::Text,
+                catalog_model(vendor),
+                true,
+            );
+            if asked {
+                body["stream_options"] = json!({"include_usage": true});
+            } else if let Value::Object(map) = &mut body {
+                map.remove("stream_options");
+            }
+            let r = post_with(&h, path(ClientFormat::OpenAiChat), &body, &[]).await;
+            let status = r.status().as_u16();
+            let id =
+                r.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let bytes = r.bytes().await.unwrap_or_default();
+            if status != 200 {
+                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+                continue;
+            }
+            let events = sse_events(&bytes);
+            p.eq(
+                &format!("{label}: last event"),
+                events.last().map(|e| e.data.as_str()),
+                Some("[DONE]"),
+            );
+            let chunks = json_events(&events);
+            let usage_only: Vec<&Value> = chunks
+                .iter()
+                .filter(|c| c["choices"].as_array().is_some_and(Vec::is_empty))
+                .collect();
+            if asked {
+                p.eq(&format!("{label}: usage-only chunks"), usage_only.len(), 1);
+                p.check(
+                    chunks
+                        .last()
+                        .is_some_and(|c| c["usage"]["completion_tokens"] == CANNED_OUTPUT_TOKENS),
+                    || format!("{label}: the last chunk carries no usage: {:?}", chunks.last()),
+                );
+            } else {
+                p.check(usage_only.is_empty(), || {
+                    format!("{label}: a chunk without choices: {usage_only:?}")
+                });
+                p.check(chunks.iter().all(|c| c["choices"][0].is_object()), || {
+                    format!("{label}: a chunk without choices[0]: {}", shorten(&bytes))
+                });
+            }
+            if vendor == Vendor::OpenAi {
+                let sent = h.openai.received().last().map(|r| r.body.clone()).unwrap_or_default();
+                p.eq(
+                    &format!("{label}: upstream include_usage"),
+                    &sent["stream_options"]["include_usage"],
+                    &json!(true),
+                );
+            }
+            let Some(id) = id else {
+                p.push(format!("{label}: no request id"));
+                continue;
+            };
+            match tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await {
+                Ok(rec) => {
+                    p.eq(
+                        &format!("{label}: metered output"),
+                        rec.usage.output_tokens,
+                        Some(CANNED_OUTPUT_TOKENS),
+                    );
+                    p.check(!rec.estimated, || format!("{label}: the record was estimated"));
+                }
+                Err(_) => p.push(format!("{label}: no record")),
+            }
+        }
+    }
+    assert!(p.0.is_empty(), "usage chunk problems:\n  - {}", p.0.join("\n  - "));
 }

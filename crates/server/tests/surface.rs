@@ -326,8 +326,10 @@ async fn mock_provider_streams_in_every_client_format() {
     for format in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic]
     {
         let body = match format {
+            // A Chat stream carries usage only when asked, as OpenAI's do.
             ClientFormat::OpenAiChat => {
-                json!({"model": "mock", "stream": true, "messages": [{"role": "user", "content": "ping pong"}]})
+                json!({"model": "mock", "stream": true, "stream_options": {"include_usage": true},
+                       "messages": [{"role": "user", "content": "ping pong"}]})
             }
             ClientFormat::OpenAiResponses => {
                 json!({"model": "mock", "stream": true, "input": "ping pong"})

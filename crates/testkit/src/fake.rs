@@ -367,10 +367,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return plain(status, "application/json", body);
         }
     };
-    // What the real API would refuse is refused, whatever the script says.
-    if let Some(why) = crate::strict::refusal(vendor, &received.body) {
+    // A body the real API refuses is refused here too, before the script is read:
+    // the scripted reply stays for the next request.
+    if let Err(message) = crate::validate::check(vendor, &received.body) {
         shared.record(&received, false);
-        return plain(400, "application/json", canned::error_body(vendor, 400, &why).to_string());
+        let body = canned::error_body(vendor, 400, &message).to_string();
+        return plain(400, "application/json", body);
     }
     let Some(reply) = shared.record(&received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());

@@ -21,7 +21,12 @@
 //! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |
 //!
 //! Other paths answer 404 and other methods 405, both in the vendor's error
-//! shape; they are recorded but take nothing from the script. The model of a
+//! shape; they are recorded but take nothing from the script. A routed body the
+//! real API would refuse (Anthropic: a text block that is empty or only
+//! whitespace, a message without content, a malformed `document`; OpenAI: an
+//! unknown content part type, a `file` without data or id; Gemini: `inlineData`
+//! without its type or data) answers 400 in the vendor's shape, recorded, taking
+//! nothing from the script (see [`validate`]). The model of a
 //! canned answer is the body's `model` (Gemini: the path's), or
 //! [`canned::DEFAULT_MODEL`].
 //!
@@ -69,7 +74,7 @@ mod fake;
 mod script;
 
 pub mod canned;
-pub mod strict;
+pub mod validate;
 
 pub use fake::{FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};

@@ -1,5 +1,5 @@
-//! The request rules the real APIs enforce and agents trip over, enforced by the
-//! fakes: a lenient fake would pass what the real upstream refuses. Each rule
+//! The conversation rules the real APIs enforce and agents trip over in tool
+//! loops: a lenient fake would pass what the real upstream refuses. Each rule
 //! answers 400 with (a shortened form of) the real API's message.
 //!
 //! | vendor | rule |

@@ -1,0 +1,285 @@
+//! What the real APIs refuse, checked on every request a fake is routed, so a
+//! gateway that sends such a body fails its tests the way it would fail in
+//! production: a 400 in the vendor's error shape, worded as the provider words it.
+//!
+//! Only rules the providers are known to enforce are checked, and only where a
+//! translation could break them: content blocks here, the conversation's shape
+//! (tool-call pairing and ids, thinking in tool loops) in [`conversation`]; a fake
+//! stricter than its API would make tests fail for nothing.
+
+pub mod conversation;
+
+use serde_json::Value;
+
+use crate::Vendor;
+
+/// `Err(message)`: the provider would refuse `body` with a 400 saying `message`.
+/// A body that is not JSON (`Null`) passes: the route decides what it answers.
+pub fn check(vendor: Vendor, body: &Value) -> Result<(), String> {
+    match vendor {
+        Vendor::OpenAi => openai(body),
+        Vendor::Anthropic => anthropic(body),
+        Vendor::Gemini => gemini(body),
+    }?;
+    conversation::refusal(vendor, body).map_or(Ok(()), Err)
+}
+
+fn items<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = (usize, &'a Value)> {
+    v.get(key).and_then(Value::as_array).into_iter().flatten().enumerate()
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Chat Completions
+
+/// The content part types Chat Completions defines.
+const OPENAI_PART_TYPES: [&str; 5] = ["text", "image_url", "input_audio", "file", "refusal"];
+
+fn openai(body: &Value) -> Result<(), String> {
+    for (i, message) in items(body, "messages") {
+        let Some(parts) = message.get("content").and_then(Value::as_array) else { continue };
+        for (j, part) in parts.iter().enumerate() {
+            let at = format!("messages[{i}].content[{j}]");
+            let kind = str_at(part, "type").unwrap_or_default();
+            if !OPENAI_PART_TYPES.contains(&kind) {
+                return Err(format!(
+                    "Invalid value: '{kind}'. Supported values are: 'text', 'image_url', \
+                     'input_audio', 'refusal', 'audio', and 'file'. ({at}.type)"
+                ));
+            }
+            if kind == "file" {
+                let file = part.get("file");
+                let has = |key| file.and_then(|f| str_at(f, key)).is_some_and(|s| !s.is_empty());
+                if !has("file_data") && !has("file_id") {
+                    return Err(format!(
+                        "Missing required parameter: '{at}.file.file_data' or '{at}.file.file_id'."
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Anthropic Messages
+
+fn anthropic(body: &Value) -> Result<(), String> {
+    if let Some(system) = body.get("system").and_then(Value::as_array) {
+        for block in system {
+            anthropic_text(block, "system")?;
+        }
+    }
+    let messages: Vec<(usize, &Value)> = items(body, "messages").collect();
+    let last = messages.len().saturating_sub(1);
+    for (i, message) in messages {
+        let final_assistant = i == last && str_at(message, "role") == Some("assistant");
+        let empty = |content: &Value| match content {
+            Value::String(s) => s.is_empty(),
+            Value::Array(blocks) => blocks.is_empty(),
+            _ => false,
+        };
+        let content = message.get("content").unwrap_or(&Value::Null);
+        if empty(content) && !final_assistant {
+            return Err(format!(
+                "messages.{i}: all messages must have non-empty content except for the \
+                 optional final assistant message"
+            ));
+        }
+        match content {
+            Value::String(s) if !s.is_empty() && s.trim().is_empty() => {
+                return Err(BLANK_TEXT.to_owned());
+            }
+            Value::Array(blocks) => {
+                for (j, block) in blocks.iter().enumerate() {
+                    anthropic_block(block, &format!("messages.{i}.content.{j}"))?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+const BLANK_TEXT: &str = "messages: text content blocks must contain non-whitespace text";
+
+/// A text block: not empty, and not only whitespace.
+fn anthropic_text(block: &Value, field: &str) -> Result<(), String> {
+    if str_at(block, "type") != Some("text") {
+        return Ok(());
+    }
+    match str_at(block, "text") {
+        Some("") => Err(format!("{field}: text content blocks must be non-empty")),
+        Some(t) if t.trim().is_empty() => {
+            Err(format!("{field}: text content blocks must contain non-whitespace text"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn anthropic_block(block: &Value, at: &str) -> Result<(), String> {
+    anthropic_text(block, "messages")?;
+    match str_at(block, "type") {
+        Some("document") => anthropic_document(block, at),
+        Some("tool_result") => {
+            for (k, inner) in items(block, "content") {
+                anthropic_block(inner, &format!("{at}.content.{k}"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A `document` block's source, as the API reads it: a base64 PDF, a URL, plain
+/// text, content blocks or a Files API file.
+fn anthropic_document(block: &Value, at: &str) -> Result<(), String> {
+    let source = block.get("source").unwrap_or(&Value::Null);
+    let filled = |key| str_at(source, key).is_some_and(|s| !s.is_empty());
+    match str_at(source, "type") {
+        Some("base64") => {
+            if str_at(source, "media_type") != Some("application/pdf") {
+                return Err(format!(
+                    "{at}.source.base64.media_type: Input should be 'application/pdf'"
+                ));
+            }
+            if !filled("data") {
+                return Err(format!("{at}.source.base64.data: Field required"));
+            }
+        }
+        Some("url") if !filled("url") => {
+            return Err(format!("{at}.source.url.url: Field required"));
+        }
+        Some("text") if !filled("data") => {
+            return Err(format!("{at}.source.text.data: Field required"));
+        }
+        Some("file") if !filled("file_id") => {
+            return Err(format!("{at}.source.file.file_id: Field required"));
+        }
+        Some("url" | "text" | "file" | "content") => {}
+        _ => {
+            return Err(format!(
+                "{at}.source: Input tag does not match any of the expected tags: 'base64', \
+                 'content', 'file', 'text', 'url'"
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Gemini generateContent
+
+fn gemini(body: &Value) -> Result<(), String> {
+    for (i, content) in items(body, "contents") {
+        for (j, part) in items(content, "parts") {
+            let at = format!("contents[{i}].parts[{j}]");
+            if let Some(blob) = part.get("inlineData") {
+                if str_at(blob, "mimeType").is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "* GenerateContentRequest.{at}.inline_data.mime_type: required field is not set"
+                    ));
+                }
+                if str_at(blob, "data").is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "* GenerateContentRequest.{at}.inline_data.data: required field is not set"
+                    ));
+                }
+            }
+            if let Some(file) = part.get("fileData")
+                && str_at(file, "fileUri").is_none_or(str::is_empty)
+            {
+                return Err(format!(
+                    "* GenerateContentRequest.{at}.file_data.file_uri: required field is not set"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn anthropic_refuses_blank_text_and_empty_messages() {
+        let ok = json!({"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"},
+                {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": ""}]},
+            {"role": "assistant", "content": []},
+        ]});
+        assert_eq!(check(Vendor::Anthropic, &ok), Ok(()));
+        for (bad, says) in [
+            (json!({"messages": [{"role": "user", "content": " \n"}]}), "non-whitespace"),
+            (
+                json!({"messages": [{"role": "assistant", "content": [{"type": "text", "text": "\n\n"}]},
+                                    {"role": "user", "content": "x"}]}),
+                "non-whitespace",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "text", "text": ""}]}]}),
+                "non-empty",
+            ),
+            (json!({"messages": [{"role": "user", "content": []}]}), "messages.0"),
+            (json!({"system": [{"type": "text", "text": " "}], "messages": []}), "system"),
+        ] {
+            let err = check(Vendor::Anthropic, &bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn documents_are_checked_as_each_api_reads_them() {
+        let pdf = json!({"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="});
+        let doc = |source: Value| json!({"messages": [{"role": "user", "content": [{"type": "document", "source": source}]}]});
+        assert_eq!(check(Vendor::Anthropic, &doc(pdf)), Ok(()));
+        assert_eq!(
+            check(Vendor::Anthropic, &doc(json!({"type": "url", "url": "https://x/a.pdf"}))),
+            Ok(())
+        );
+        assert!(
+            check(
+                Vendor::Anthropic,
+                &doc(json!({"type": "base64", "media_type": "text/plain", "data": "aGk="}))
+            )
+            .is_err()
+        );
+        assert!(check(Vendor::Anthropic, &doc(json!({"type": "pdf"}))).is_err());
+
+        let file = |file: Value| json!({"messages": [{"role": "user", "content": [{"type": "file", "file": file}]}]});
+        assert_eq!(
+            check(
+                Vendor::OpenAi,
+                &file(
+                    json!({"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"})
+                )
+            ),
+            Ok(())
+        );
+        assert_eq!(check(Vendor::OpenAi, &file(json!({"file_id": "file-1"}))), Ok(()));
+        assert!(check(Vendor::OpenAi, &file(json!({"filename": "a.pdf"}))).is_err());
+        let unknown = json!({"messages": [{"role": "user", "content": [{"type": "document"}]}]});
+        assert!(check(Vendor::OpenAi, &unknown).is_err());
+
+        let part = |part: Value| json!({"contents": [{"role": "user", "parts": [part]}]});
+        assert_eq!(
+            check(
+                Vendor::Gemini,
+                &part(json!({"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}}))
+            ),
+            Ok(())
+        );
+        assert!(check(Vendor::Gemini, &part(json!({"inlineData": {"data": "JVBERi0="}}))).is_err());
+        assert!(
+            check(Vendor::Gemini, &part(json!({"fileData": {"mimeType": "application/pdf"}})))
+                .is_err()
+        );
+    }
+}
