@@ -13,7 +13,9 @@ use crate::util::{Date, Secret};
 
 pub use raw::{Pricing, Requires};
 
-/// Hard cap on candidates per request (primary + fallbacks), whatever the config says.
+/// Not enforced: nothing reads this. [`Catalog::plan`](super::Catalog::plan) cuts
+/// its candidates to `1 + AttemptPolicy::max_fallbacks` (at most
+/// `1 + HARD_MAX_FALLBACKS`); the attempt loop is bounded by `max_attempts`.
 pub const MAX_CANDIDATES: usize = 9;
 
 /// How a provider is reached.
