@@ -1,0 +1,482 @@
+//! Compiling a parsed file into a [`Catalog`], in named steps that each record
+//! what they find, so that a refused file lists every problem (with its line)
+//! rather than the first. The routes' steps are in `compile_routes`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_saphyr::{Location, Spanned};
+use switchyard_protocol::Wire;
+
+use super::compile_routes::{check_governance, compile_routes};
+use super::{
+    AttemptPolicy, Capabilities, Catalog, Deployment, ModelEntry, ProviderKind, ProviderSpec,
+    Settings, normalize_model,
+};
+use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
+use crate::util::{Date, Secret, glob_match};
+
+/// One problem found while compiling, with its position in the file when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub line: Option<u64>,
+    pub message: String,
+}
+
+impl Problem {
+    pub(super) fn at<T>(s: &Spanned<T>, message: impl Into<String>) -> Self {
+        Self::located(s.referenced, message)
+    }
+
+    /// Line 0 is serde-saphyr's "unknown" (a value from a default, say).
+    pub(super) fn located(at: Location, message: impl Into<String>) -> Self {
+        let line = at.line();
+        Problem { line: (line > 0).then_some(line), message: message.into() }
+    }
+
+    /// `file:line: message`, or `file: message`.
+    pub fn render(&self, file: &str) -> String {
+        match self.line {
+            Some(l) => format!("{file}:{l}: {}", self.message),
+            None => format!("{file}: {}", self.message),
+        }
+    }
+}
+
+/// The configuration was refused. Error code `model_registry_invalid`.
+#[derive(Debug, Clone)]
+pub struct InvalidRegistry {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for InvalidRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "model_registry_invalid: {} problem(s)", self.problems.len())?;
+        for p in &self.problems {
+            writeln!(f, "  {}", p.render(&self.file))?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InvalidRegistry {}
+
+impl Catalog {
+    /// Validate and compile a parsed file. `env` reads credential variables.
+    ///
+    /// The steps run in a fixed order (providers, models, routes, governance,
+    /// access rules, the default model) and append to the same problems and
+    /// warnings, so messages come out in that order; each runs even when an
+    /// earlier one found problems, to report its own too.
+    pub fn compile(
+        raw: &RawConfig,
+        file: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Catalog, InvalidRegistry> {
+        let mut problems = Vec::new();
+        let mut warnings = Vec::new();
+        let (providers, provider_index) = compile_providers(raw, env, &mut problems, &mut warnings);
+        let (models, lookup) = compile_models(raw, &provider_index, &mut problems);
+        check_model_fallbacks(raw, &models, &mut problems);
+        let routes = compile_routes(
+            raw,
+            &providers,
+            &provider_index,
+            &models,
+            &lookup,
+            &mut problems,
+            &mut warnings,
+        );
+        check_governance(raw, &providers, &models, &lookup, &routes, &mut problems);
+        let rules = compile_rules(raw, &mut problems);
+        check_default_model(&raw.gateway, &lookup, &mut problems);
+        if !problems.is_empty() {
+            return Err(InvalidRegistry { file: file.to_owned(), problems });
+        }
+        let settings = compile_settings(&raw.gateway);
+        let model_route = models
+            .iter()
+            .map(|m| routes.iter().position(|r| glob_match(&r.pattern, &m.id)))
+            .collect();
+        Ok(Catalog {
+            settings,
+            providers,
+            models: models.into_iter().map(Arc::new).collect(),
+            model_route,
+            default_policy: Arc::new(AttemptPolicy::default()),
+            routes,
+            rules,
+            storage: raw.storage.clone(),
+            security: raw.security.clone(),
+            warnings,
+            provider_index,
+            lookup,
+        })
+    }
+}
+
+/// The providers, in file order, and their index by name. A provider missing its
+/// platform key is kept but unavailable: a problem, or only a warning when it is
+/// marked `optional` or `byok_only`.
+fn compile_providers(
+    raw: &RawConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<Problem>,
+    warnings: &mut Vec<String>,
+) -> (Vec<Arc<ProviderSpec>>, HashMap<String, usize>) {
+    let mut providers = Vec::new();
+    let mut provider_index = HashMap::new();
+    for (written, p) in &raw.providers {
+        let name = written.as_str();
+        let kind = match p.wire {
+            WireName::OpenaiChat => ProviderKind::Wire(Wire::OpenAiChat),
+            WireName::Anthropic => ProviderKind::Wire(Wire::Anthropic),
+            WireName::Gemini => ProviderKind::Wire(Wire::Gemini),
+            WireName::Mock => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
+        };
+        let PlatformKeys { keys, unavailable, refuse, first_missing } = if p.wire == WireName::Mock
+        {
+            PlatformKeys { keys: Vec::new(), unavailable: None, refuse: false, first_missing: None }
+        } else {
+            keys_for(name, &p.credentials.value, env)
+        };
+        if let Some(why) = &unavailable {
+            if refuse {
+                let at = first_known(&[
+                    first_missing,
+                    Some(p.credentials.referenced),
+                    Some(written.location()),
+                ]);
+                problems.push(Problem::located(at, format!(
+                    "providers.{name}.credentials: {why} (mark the provider `credentials.optional: true` to start without it, or `byok_only: true`)"
+                )));
+            } else {
+                warnings.push(why.clone());
+            }
+        }
+        let endpoint = p
+            .endpoint
+            .as_ref()
+            .map_or(default_endpoint(p.wire), |e| e.value.as_str())
+            .trim_end_matches('/')
+            .to_owned();
+        if let Some(m) = &p.markup
+            && (!m.value.is_finite() || m.value < 0.0)
+        {
+            let at = first_known(&[Some(m.referenced), Some(written.location())]);
+            problems.push(Problem::located(
+                at,
+                format!("providers.{name}.markup: must be a number >= 0"),
+            ));
+        }
+        if p.wire != WireName::Mock
+            && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+        {
+            let written_at = p.endpoint.as_ref().map(|e| e.referenced);
+            let at = first_known(&[written_at, Some(written.location())]);
+            problems.push(Problem::located(
+                at,
+                format!("providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"),
+            ));
+        }
+        provider_index.insert(name.to_owned(), providers.len());
+        providers.push(Arc::new(ProviderSpec {
+            name: name.to_owned(),
+            kind,
+            endpoint,
+            keys,
+            unavailable,
+            headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            drop_fields: p.drop_fields.clone(),
+            backend: p.surface == raw::Surface::Backend,
+            european: p.governance.european.unwrap_or(false),
+            no_retain: p.governance.no_retain.unwrap_or(false),
+            markup: p.markup.as_ref().map_or(1.0, |m| m.value),
+        }));
+    }
+    (providers, provider_index)
+}
+
+/// The models, in file order (one with an empty id is left out), and every
+/// normalised id and alias → index into them: ids and aliases share one namespace.
+fn compile_models(
+    raw: &RawConfig,
+    provider_index: &HashMap<String, usize>,
+    problems: &mut Vec<Problem>,
+) -> (Vec<ModelEntry>, HashMap<String, usize>) {
+    let find_provider = |s: &Spanned<String>, what: &str, problems: &mut Vec<Problem>| {
+        let idx = provider_index.get(&s.value).copied();
+        if idx.is_none() {
+            problems.push(Problem::at(s, format!("{what}: unknown provider {:?}", s.value)));
+        }
+        idx
+    };
+    let mut models = Vec::new();
+    let mut lookup: HashMap<String, usize> = HashMap::new();
+    for m in &raw.models {
+        let id = normalize_model(&m.id.value);
+        if id.is_empty() {
+            problems.push(Problem::at(&m.id, "models[].id: empty"));
+            continue;
+        }
+        if lookup.contains_key(&id) {
+            problems.push(Problem::at(
+                &m.id,
+                format!("models[].id: {id:?} is defined twice (or collides with an alias)"),
+            ));
+        }
+        let index = models.len();
+        lookup.insert(id.clone(), index);
+        let mut aliases = Vec::new();
+        for a in &m.aliases {
+            let alias = normalize_model(&a.value);
+            if lookup.contains_key(&alias) {
+                problems.push(Problem::at(
+                    a,
+                    format!("models[{id}].aliases: {alias:?} collides with another id or alias"),
+                ));
+                continue;
+            }
+            lookup.insert(alias.clone(), index);
+            aliases.push(alias);
+        }
+        let mut deployments = Vec::new();
+        for d in &m.deployments {
+            if let Some(provider) =
+                find_provider(&d.provider, &format!("models[{id}].deployments"), problems)
+            {
+                deployments.push(Deployment {
+                    provider,
+                    upstream_model: d.model.clone().unwrap_or_else(|| m.id.value.clone()),
+                    pricing: d.pricing.clone(),
+                });
+            }
+        }
+        let retires = match &m.retires {
+            None => None,
+            Some(s) => match Date::parse(&s.value) {
+                Some(d) => Some(d),
+                None => {
+                    problems.push(Problem::at(
+                        s,
+                        format!("models[{id}].retires: {:?} is not a YYYY-MM-DD date", s.value),
+                    ));
+                    None
+                }
+            },
+        };
+        models.push(ModelEntry {
+            id: id.clone(),
+            aliases,
+            deployments,
+            pricing: m.pricing.clone(),
+            context_window: m.context_window,
+            max_output_tokens: m.max_output_tokens,
+            capabilities: m.capabilities.as_deref().map(capabilities),
+            reasoning_control: m.reasoning_control,
+            sampling: m.sampling,
+            takes_max_tokens: m.takes_max_tokens,
+            hidden: m.hidden,
+            retires,
+            fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
+            owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
+            governance: m.governance,
+        });
+    }
+    (models, lookup)
+}
+
+/// Model fallbacks: ids only (aliases are not valid targets), not itself, no repeats.
+fn check_model_fallbacks(raw: &RawConfig, models: &[ModelEntry], problems: &mut Vec<Problem>) {
+    for (m, entry) in raw.models.iter().zip(models.iter()) {
+        let mut seen = HashSet::new();
+        for f in &m.fallbacks {
+            let target = normalize_model(&f.value);
+            if target == entry.id {
+                problems.push(Problem::at(
+                    f,
+                    format!("models[{}].fallbacks: a model cannot fall back to itself", entry.id),
+                ));
+            } else if !models.iter().any(|x| x.id == target) {
+                problems.push(Problem::at(f, format!("models[{}].fallbacks: {target:?} is not a model id (aliases are not valid fallback targets)", entry.id)));
+            }
+            if !seen.insert(target.clone()) {
+                problems.push(Problem::at(
+                    f,
+                    format!("models[{}].fallbacks: {target:?} is listed twice", entry.id),
+                ));
+            }
+        }
+    }
+}
+
+/// Access rules from the file.
+fn compile_rules(raw: &RawConfig, problems: &mut Vec<Problem>) -> Vec<crate::access::Rule> {
+    let mut rules = Vec::new();
+    for rc in &raw.access_rules {
+        use crate::access::Subject;
+        let subjects: Vec<Subject> = [
+            rc.role.map(Subject::Role),
+            rc.group.clone().map(Subject::Group),
+            rc.project.clone().map(Subject::Project),
+            rc.user.clone().map(Subject::User),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if subjects.len() > 1 {
+            problems.push(Problem::at(
+                &rc.name,
+                format!(
+                    "access_rules[{}]: give at most one of role, group, project, user",
+                    rc.name.value
+                ),
+            ));
+        }
+        if rules.iter().any(|r: &crate::access::Rule| r.name == rc.name.value) {
+            problems.push(Problem::at(
+                &rc.name,
+                format!("access_rules[{}]: defined twice", rc.name.value),
+            ));
+        }
+        rules.push(crate::access::Rule {
+            name: rc.name.value.clone(),
+            effect: rc.effect,
+            pattern: normalize_model(&rc.pattern),
+            subject: subjects.into_iter().next().unwrap_or(Subject::Any),
+            reason: rc.reason.clone(),
+            priority: rc.priority,
+        });
+    }
+    rules
+}
+
+/// The default model must be in the catalog, unless unlisted models are allowed.
+fn check_default_model(
+    g: &raw::GatewaySettings,
+    lookup: &HashMap<String, usize>,
+    problems: &mut Vec<Problem>,
+) {
+    if let Some(dm) = &g.default_model {
+        let n = normalize_model(&dm.value);
+        if !lookup.contains_key(&n) && !g.allow_unlisted_models {
+            problems.push(Problem::at(
+                dm,
+                format!("gateway.default_model: {:?} is not in the catalog", dm.value),
+            ));
+        }
+    }
+}
+
+/// Gateway settings, once the file is known to be valid.
+fn compile_settings(g: &raw::GatewaySettings) -> Settings {
+    let t = g.timeouts;
+    Settings {
+        listen: g.listen.clone(),
+        default_model: g.default_model.as_ref().map(|dm| normalize_model(&dm.value)),
+        allow_unlisted_models: g.allow_unlisted_models,
+        model_prefixes: g
+            .model_prefixes
+            .iter()
+            .map(|p| normalize_model(p))
+            .filter(|p| !p.is_empty())
+            .collect(),
+        api_keys: g
+            .api_keys
+            .iter()
+            .filter(|k| !k.is_empty())
+            .map(|k| Secret::new(k.clone()))
+            .collect(),
+        max_body_bytes: g.max_body_bytes,
+        max_json_depth: g.max_json_depth,
+        shutdown_grace: Duration::from_secs(g.shutdown_grace_secs),
+        connect_timeout: Duration::from_millis(t.connect_ms),
+        first_byte_timeout: Duration::from_millis(t.first_byte_ms),
+        idle_timeout: Duration::from_millis(t.idle_ms),
+        request_timeout: Duration::from_millis(t.request_ms),
+        breaker: crate::breaker::BreakerConfig {
+            threshold: g.breaker.threshold,
+            half_life: Duration::from_millis(g.breaker.half_life_ms),
+            cooldown: Duration::from_millis(g.breaker.cooldown_ms),
+            max_cooldown: Duration::from_millis(g.breaker.max_cooldown_ms),
+            quarantine: Duration::from_millis(g.breaker.quarantine_ms),
+        },
+        reload_poll: Duration::from_secs(g.reload_poll_secs),
+    }
+}
+
+fn default_endpoint(wire: WireName) -> &'static str {
+    match wire {
+        WireName::OpenaiChat => "https://api.openai.com/v1",
+        WireName::Anthropic => "https://api.anthropic.com",
+        WireName::Gemini => "https://generativelanguage.googleapis.com",
+        WireName::Mock => "",
+    }
+}
+
+fn capabilities(list: &[Capability]) -> Capabilities {
+    let mut c = Capabilities::default();
+    for cap in list {
+        match cap {
+            Capability::Vision => c.vision = true,
+            Capability::Tools => c.tools = true,
+            Capability::StructuredOutput => c.structured_output = true,
+            Capability::Reasoning => c.reasoning = true,
+        }
+    }
+    c
+}
+
+/// A provider's platform keys, and why it is unusable when it is.
+struct PlatformKeys {
+    keys: Vec<Secret>,
+    unavailable: Option<String>,
+    /// Whether the missing key is a configuration error (it is unless the provider
+    /// is marked `optional` or `byok_only`).
+    refuse: bool,
+    /// The first unset variable's position, where a refusal is reported.
+    first_missing: Option<Location>,
+}
+
+fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {
+    let none = |keys| PlatformKeys { keys, unavailable: None, refuse: false, first_missing: None };
+    if creds.none {
+        return none(Vec::new());
+    }
+    let mut keys: Vec<Secret> =
+        creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
+    let mut missing: Vec<&Spanned<String>> = Vec::new();
+    for var in &creds.env {
+        match env(&var.value).filter(|v| !v.is_empty()) {
+            Some(v) => keys.push(Secret::new(v)),
+            None => missing.push(var),
+        }
+    }
+    if !keys.is_empty() {
+        return none(keys);
+    }
+    let first_missing = missing.first().map(|v| v.referenced);
+    if creds.byok_only {
+        let why =
+            format!("provider {name} takes users' own keys only (byok_only) and none was given");
+        return PlatformKeys { keys, unavailable: Some(why), refuse: false, first_missing };
+    }
+    let why = if missing.is_empty() {
+        format!(
+            "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
+        )
+    } else {
+        let names: Vec<&str> = missing.iter().map(|v| v.value.as_str()).collect();
+        format!("provider {name} is disabled: {} is not set", names.join(", "))
+    };
+    PlatformKeys { keys, unavailable: Some(why), refuse: !creds.optional, first_missing }
+}
+
+/// The closest known position of the first of `candidates`: a problem is reported
+/// at the field it is about when that was written, else at the provider's name.
+fn first_known(candidates: &[Option<Location>]) -> Location {
+    candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Location::UNKNOWN)
+}

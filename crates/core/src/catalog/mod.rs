@@ -1,0 +1,79 @@
+//! The compiled catalog: providers, models, aliases and routes, validated and
+//! indexed. Immutable once built; a reload builds a new one and swaps it in.
+//!
+//! Resolution turns a requested model name into a [`Plan`]: the catalog entry, the
+//! route that matched and the ordered candidate deployments the attempt loop tries.
+//!
+//! By stage: `spec` holds the compiled types, `compile` (with `compile_routes`)
+//! validates a parsed file into a [`Catalog`], `resolve` answers requests from it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::config::raw;
+
+mod compile;
+mod compile_routes;
+mod resolve;
+mod spec;
+
+pub use compile::{InvalidRegistry, Problem};
+pub use resolve::{ResolveError, governance_ok};
+pub use spec::{
+    AttemptPolicy, Candidate, Capabilities, Chain, DEFAULT_FAILOVER, DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_FALLBACKS, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_CANDIDATES,
+    MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing, ProviderKind, ProviderSpec, Requires,
+    Route, Scope, Scopes, Settings, Strategy, Target,
+};
+
+/// The compiled, immutable catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    pub settings: Settings,
+    pub providers: Vec<Arc<ProviderSpec>>,
+    pub models: Vec<Arc<ModelEntry>>,
+    pub routes: Vec<Route>,
+    /// Access rules from the configuration file.
+    pub rules: Vec<crate::access::Rule>,
+    /// Storage settings as written (paths are resolved by the binary).
+    pub storage: raw::StorageConfig,
+    pub security: raw::SecurityConfig,
+    /// Non-fatal findings (disabled providers, shadowed routes).
+    pub warnings: Vec<String>,
+    provider_index: HashMap<String, usize>,
+    /// Normalised ids and aliases → index into `models`.
+    lookup: HashMap<String, usize>,
+    /// The route each catalog model resolves to (first match), computed once at
+    /// compile time so a request never scans the route list for a known model.
+    model_route: Vec<Option<usize>>,
+    /// The attempt policy of requests no route matches (shared, not rebuilt).
+    default_policy: Arc<AttemptPolicy>,
+}
+
+/// Normalise a requested model name: trim, lowercase, spaces and underscores to
+/// hyphens, and strip Claude Code's `[1m]` context marker.
+pub fn normalize_model(name: &str) -> String {
+    let trimmed = name.trim();
+    let trimmed = trimmed.strip_suffix("[1m]").unwrap_or(trimmed);
+    trimmed
+        .chars()
+        .map(|c| match c {
+            ' ' | '_' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+impl Catalog {
+    pub fn provider(&self, name: &str) -> Option<&Arc<ProviderSpec>> {
+        self.provider_index.get(name).and_then(|&i| self.providers.get(i))
+    }
+
+    /// The catalog entry for a (normalised) id or alias.
+    pub fn model(&self, normalized: &str) -> Option<&Arc<ModelEntry>> {
+        self.lookup.get(normalized).and_then(|&i| self.models.get(i))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,323 @@
+//! Resolution: a requested model name → a [`Plan`] (the catalog entry, the route
+//! that matched, the ordered candidate deployments), and the questions asked of a
+//! compiled catalog about what it serves.
+
+use std::sync::Arc;
+
+use super::{
+    Candidate, Catalog, Chain, Deployment, ModelEntry, Plan, ProviderSpec, Route, Scope, Strategy,
+    Target, normalize_model,
+};
+use crate::config::raw;
+use crate::util::{Date, glob_match};
+
+impl Catalog {
+    /// Does a runtime identity (`public|provider|upstream`, see
+    /// [`Candidate::identity`]) still name something this catalog serves?
+    pub fn has_identity(&self, identity: &str) -> bool {
+        let mut parts = identity.splitn(3, '|');
+        let (Some(public), Some(provider), Some(upstream)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let Some(&pi) = self.provider_index.get(provider) else { return false };
+        let deployed = |m: &ModelEntry| {
+            m.deployments.iter().any(|d| d.provider == pi && d.upstream_model == upstream)
+        };
+        if public.is_empty() {
+            return self.settings.allow_unlisted_models;
+        }
+        match self.model(public) {
+            Some(m) => {
+                deployed(m)
+                    || self.routes.iter().any(|r| {
+                        glob_match(&r.pattern, public)
+                            && std::iter::once(&r.chain)
+                                .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
+                                .any(|c| {
+                                    std::iter::once(&c.primary)
+                                        .chain(&c.fallbacks)
+                                        .any(|t| t.provider == pi)
+                                })
+                    })
+                    || self.models.iter().any(|o| deployed(o))
+            }
+            None => false,
+        }
+    }
+
+    /// Models a client may see in `/v1/models`: not hidden, not retired, and not
+    /// served only by backend-surface providers.
+    pub fn visible_models(&self, today: Date) -> impl Iterator<Item = &Arc<ModelEntry>> {
+        self.models.iter().filter(move |m| {
+            let backend_only = !m.deployments.is_empty()
+                && m.deployments
+                    .iter()
+                    .all(|d| self.providers.get(d.provider).is_some_and(|p| p.backend));
+            !m.hidden && !m.is_retired(today) && !backend_only
+        })
+    }
+
+    /// Whether some deployment a request for `m` may be sent to is on a provider
+    /// `usable` accepts: the targets of the route it resolves to (every scope's
+    /// chain; without a route, its own deployments), then its fallback models'
+    /// deployments. The candidates [`Catalog::plan`] builds, for any scope, so a
+    /// model listed this way can be answered by something other than a 503.
+    pub fn reachable(&self, m: &ModelEntry, usable: impl Fn(&ProviderSpec) -> bool) -> bool {
+        let usable_at = |i: usize| self.providers.get(i).is_some_and(|p| usable(p));
+        let route = self
+            .lookup
+            .get(&m.id)
+            .and_then(|&i| self.model_route.get(i).copied().flatten())
+            .and_then(|r| self.routes.get(r));
+        let first = match route {
+            Some(r) => std::iter::once(&r.chain)
+                .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
+                .flat_map(|c| std::iter::once(&c.primary).chain(&c.fallbacks))
+                .any(|t| usable_at(t.provider)),
+            None => m.deployments.iter().any(|d| usable_at(d.provider)),
+        };
+        first
+            || m.fallbacks
+                .iter()
+                .filter_map(|fb| self.model(fb))
+                .any(|fm| fm.deployments.iter().any(|d| usable_at(d.provider)))
+    }
+
+    /// The canonical id for a requested name: normalised, namespace prefix removed.
+    pub fn canonical_name(&self, requested: &str) -> String {
+        let name = normalize_model(requested);
+        for prefix in &self.settings.model_prefixes {
+            if let Some(rest) = name.strip_prefix(prefix.as_str())
+                && !rest.is_empty()
+            {
+                return rest.to_owned();
+            }
+        }
+        name
+    }
+
+    /// Resolve a requested model into a plan of candidate deployments, in chain
+    /// order (strategies, health and request filters are applied by the pipeline).
+    pub fn plan(
+        &self,
+        requested: &str,
+        today: Date,
+        scope: &Scope<'_>,
+    ) -> Result<Plan, ResolveError> {
+        let mut name = self.canonical_name(requested);
+        if name.is_empty() {
+            name = self.settings.default_model.clone().ok_or(ResolveError::NoModel)?;
+        }
+        let model = self.model(&name).cloned();
+        if let Some(m) = &model
+            && m.is_retired(today)
+        {
+            return Err(ResolveError::Retired {
+                model: m.id.clone(),
+                date: m.retires.unwrap_or(today),
+            });
+        }
+        if model.is_none() && !self.settings.allow_unlisted_models {
+            return Err(ResolveError::NotFound(requested.to_owned()));
+        }
+        let route = match self.lookup.get(&name) {
+            Some(&i) => self.model_route.get(i).copied().flatten().and_then(|r| self.routes.get(r)),
+            None => self.routes.iter().find(|r| glob_match(&r.pattern, &name)),
+        };
+        let public_model = model.as_ref().map(|m| m.id.clone()).unwrap_or(name);
+
+        let mut candidates = Vec::new();
+        let mut descriptor = Vec::new();
+        let mut strategy = Strategy::Ordered;
+        let policy = route.map_or_else(|| self.default_policy.clone(), |r| r.policy.clone());
+        if let Some(r) = route {
+            descriptor.push(format!("route:{}", r.id));
+            let chain = self.pick_chain(r, scope, &mut descriptor)?;
+            strategy = chain.strategy;
+            for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
+                self.push_target(t, model.as_ref(), &public_model, &mut candidates);
+            }
+        } else if let Some(m) = &model {
+            for d in &m.deployments {
+                self.push_deployment(d, m, &mut candidates);
+            }
+        }
+        if let Some(m) = &model {
+            for fb in &m.fallbacks {
+                if let Some(fm) = self.model(fb) {
+                    for d in &fm.deployments {
+                        self.push_deployment(d, fm, &mut candidates);
+                    }
+                }
+            }
+        }
+        candidates.truncate(1 + policy.max_fallbacks);
+        if candidates.is_empty() {
+            return Err(ResolveError::NoRoute(public_model));
+        }
+        Ok(Plan {
+            requested: requested.to_owned(),
+            public_model,
+            model,
+            route_id: route.map(|r| r.id.clone()),
+            context_fallbacks: route.map(|r| r.context_fallbacks.clone()).unwrap_or_default(),
+            candidates,
+            descriptor,
+            strategy,
+            policy,
+            bypass_breakers: false,
+            requires: route.map(|r| r.requires).unwrap_or_default(),
+        })
+    }
+
+    /// The chain serving this request: the scope's own, the route's (unmapped:
+    /// shared, or no scopes), or a refusal.
+    fn pick_chain<'r>(
+        &self,
+        r: &'r Route,
+        scope: &Scope<'_>,
+        descriptor: &mut Vec<String>,
+    ) -> Result<&'r Chain, ResolveError> {
+        let Some(scopes) = &r.scopes else { return Ok(&r.chain) };
+        let (value, name) = match scopes.dimension.as_str() {
+            "project" => (scope.project, scope.project_name),
+            _ => (None, None),
+        };
+        match value {
+            Some(v) => {
+                // Keyed by id, else by name (users write names in the file).
+                let by_id = scopes.chains.get(v).map(|c| (v, c));
+                let hit = by_id.or_else(|| name.and_then(|n| scopes.chains.get(n).map(|c| (n, c))));
+                let shown = hit.map_or(v, |(k, _)| k);
+                descriptor.push(format!("scope:{}={shown}", scopes.dimension));
+                match hit.map(|(_, c)| c) {
+                    Some(chain) => Ok(chain),
+                    None if scopes.unmapped_shared => Ok(&r.chain),
+                    None => Err(ResolveError::ScopeRefused {
+                        route: r.id.clone(),
+                        dimension: scopes.dimension.clone(),
+                        value: v.to_owned(),
+                    }),
+                }
+            }
+            None if scopes.unmapped_shared => Ok(&r.chain),
+            None => Err(ResolveError::ScopeRefused {
+                route: r.id.clone(),
+                dimension: scopes.dimension.clone(),
+                value: String::new(),
+            }),
+        }
+    }
+
+    /// The candidate a model id gives on its first available deployment (used for
+    /// context-window fallbacks).
+    pub fn first_deployment(&self, id: &str) -> Option<Candidate> {
+        let m = self.model(id)?;
+        let mut out = Vec::new();
+        for d in &m.deployments {
+            self.push_deployment(d, m, &mut out);
+        }
+        out.into_iter().next()
+    }
+
+    fn push_deployment(&self, d: &Deployment, m: &Arc<ModelEntry>, out: &mut Vec<Candidate>) {
+        if let Some(provider) = self.providers.get(d.provider) {
+            push_unique(
+                out,
+                Candidate {
+                    provider: provider.clone(),
+                    upstream_model: d.upstream_model.clone(),
+                    pricing: d.pricing.clone().or_else(|| m.pricing.clone()),
+                    model: Some(m.clone()),
+                    weight: 1,
+                },
+            );
+        }
+    }
+
+    fn push_target(
+        &self,
+        t: &Target,
+        model: Option<&Arc<ModelEntry>>,
+        public: &str,
+        out: &mut Vec<Candidate>,
+    ) {
+        let Some(provider) = self.providers.get(t.provider) else { return };
+        // A target model naming a catalog entry uses that entry's deployment there.
+        let served = match &t.model {
+            Some(name) => self.model(&normalize_model(name)).cloned().or_else(|| model.cloned()),
+            None => model.cloned(),
+        };
+        let deployment = served.as_ref().and_then(|m| {
+            m.deployments.iter().find(|d| {
+                d.provider == t.provider
+                    && t.model.as_ref().is_none_or(|name| {
+                        *name == d.upstream_model || normalize_model(name) == m.id
+                    })
+            })
+        });
+        let upstream_model = match (deployment, &t.model) {
+            (Some(d), _) => d.upstream_model.clone(),
+            (None, Some(name)) => name.clone(),
+            (None, None) => public.to_owned(),
+        };
+        let pricing = deployment
+            .and_then(|d| d.pricing.clone())
+            .or_else(|| served.as_ref().and_then(|m| m.pricing.clone()));
+        push_unique(
+            out,
+            Candidate {
+                provider: provider.clone(),
+                upstream_model,
+                pricing,
+                model: served,
+                weight: t.weight,
+            },
+        );
+    }
+}
+
+fn push_unique(out: &mut Vec<Candidate>, c: Candidate) {
+    if !out
+        .iter()
+        .any(|x| x.provider.name == c.provider.name && x.upstream_model == c.upstream_model)
+    {
+        out.push(c);
+    }
+}
+
+/// Does a provider (and optionally a model on it) meet `req`? On failure, the name
+/// of the first condition not met.
+pub fn governance_ok(
+    p: &ProviderSpec,
+    model: Option<&raw::Governance>,
+    req: &raw::Requires,
+) -> Result<(), &'static str> {
+    let flag = |provider: bool, m: Option<Option<bool>>| provider && m.flatten().unwrap_or(true);
+    if req.european && !flag(p.european, model.map(|g| g.european)) {
+        return Err("european");
+    }
+    if req.no_retain && !flag(p.no_retain, model.map(|g| g.no_retain)) {
+        return Err("no_retain");
+    }
+    Ok(())
+}
+
+/// Why a requested model could not be resolved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no model given and no default model configured")]
+    NoModel,
+    #[error("model {0:?} is not served by this gateway")]
+    NotFound(String),
+    #[error("model {model:?} was retired on {date}")]
+    Retired { model: String, date: Date },
+    #[error("no route serves model {0:?}")]
+    NoRoute(String),
+    #[error(
+        "route {route} has no chain for {dimension} {value:?} (and does not send unmapped {dimension}s to its shared chain)"
+    )]
+    ScopeRefused { route: String, dimension: String, value: String },
+}

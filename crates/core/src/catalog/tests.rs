@@ -1,0 +1,391 @@
+use super::*;
+use crate::config::ConfigSource;
+use crate::util::{Date, Secret, fnv1a};
+
+fn compile(yaml: &str) -> Result<Catalog, InvalidRegistry> {
+    let env = |k: &str| (k == "KEY").then(|| "sk-test-123456".to_owned());
+    let raw = ConfigSource::from_text("t.yaml", yaml).parse_with(&env).unwrap();
+    Catalog::compile(&raw, "t.yaml", &env)
+}
+
+const BASE: &str = r#"
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  b: { wire: anthropic, endpoint: "http://127.0.0.1:2", credentials: { env: [KEY] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR], optional: true } }
+models:
+  - id: m1
+    aliases: [m-one, m1-2025]
+    deployments: [{ provider: a, model: up-m1 }, { provider: b }]
+    pricing: { input: 1, output: 2 }
+  - id: m2
+    hidden: true
+    deployments: [{ provider: b, model: up-m2 }]
+  - id: old
+    retires: "2020-01-01"
+    deployments: [{ provider: a }]
+routes:
+  - name: Claude Route
+    match: "claude-*"
+    provider: b
+    fallbacks: [{ provider: a, model: m1 }]
+"#;
+
+#[test]
+fn resolves_ids_aliases_and_forgiving_names() {
+    let c = compile(BASE).unwrap();
+    let today = Date::parse("2026-11-30").unwrap();
+    for name in ["m1", "M1", "m_one", "m one", "m1-2025[1m]"] {
+        let p = c.plan(name, today, &Scope::default()).unwrap();
+        assert_eq!(p.public_model, "m1", "{name}");
+        assert_eq!(p.candidates[0].upstream_model, "up-m1");
+        assert_eq!(p.candidates[1].provider.name, "b");
+    }
+    assert!(matches!(c.plan("old", today, &Scope::default()), Err(ResolveError::Retired { .. })));
+    assert!(matches!(c.plan("nope", today, &Scope::default()), Err(ResolveError::NotFound(_))));
+    let visible: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
+    assert_eq!(visible, ["m1"]);
+}
+
+#[test]
+fn disabled_provider_is_a_warning_not_a_crash() {
+    let c = compile(BASE).unwrap();
+    assert!(c.provider("off").unwrap().unavailable.as_deref().unwrap().contains("UNSET_VAR"));
+    assert!(c.warnings.iter().any(|w| w.contains("UNSET_VAR")));
+}
+
+#[test]
+fn route_ids_are_slug_plus_stable_hash() {
+    let c = compile(BASE).unwrap();
+    assert_eq!(c.routes[0].id, format!("claude-route-{:06x}", fnv1a(b"Claude Route") & 0xff_ffff));
+}
+
+#[test]
+fn unlisted_models_follow_the_first_matching_route_when_allowed() {
+    let yaml = BASE.replace("providers:", "gateway: { allow_unlisted_models: true }\nproviders:");
+    let c = compile(&yaml).unwrap();
+    let p = c.plan("claude-x", Date::parse("2026-01-01").unwrap(), &Scope::default()).unwrap();
+    assert_eq!(p.candidates[0].provider.name, "b");
+    assert_eq!(p.candidates[0].upstream_model, "claude-x");
+    assert_eq!(
+        p.candidates[1].upstream_model, "up-m1",
+        "fallback naming a catalog id uses its deployment"
+    );
+    assert_eq!(p.descriptor, vec![format!("route:{}", c.routes[0].id)]);
+    assert!(matches!(
+        c.plan("other", Date::parse("2026-01-01").unwrap(), &Scope::default()),
+        Err(ResolveError::NoRoute(_))
+    ));
+}
+
+#[test]
+fn problems_are_all_listed_with_lines() {
+    let yaml = r#"
+providers:
+  a: { wire: mock }
+models:
+  - id: x
+    deployments: [{ provider: nowhere }]
+  - id: x
+    aliases: [x]
+    fallbacks: [x, y]
+"#;
+    let err = compile(yaml).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("model_registry_invalid"), "{text}");
+    assert!(
+        text.contains("t.yaml:6: models[x].deployments: unknown provider \"nowhere\""),
+        "{text}"
+    );
+    assert!(text.contains("t.yaml:7: models[].id: \"x\" is defined twice"), "{text}");
+    assert!(text.contains("t.yaml:8:"), "{text}");
+    assert!(text.contains("cannot fall back to itself"), "{text}");
+    assert!(text.contains("\"y\" is not a model id"), "{text}");
+}
+
+#[test]
+fn provider_and_gateway_problems_have_lines_too() {
+    // Each problem at the line of the field it is about; a provider with no
+    // credentials block at all, at its name.
+    let yaml = r#"gateway: { default_model: nowhere }
+providers:
+  emptykey:
+    wire: openai-chat
+    credentials: { keys: [""] }
+  unset:
+    wire: anthropic
+    credentials:
+      env:
+        - KEY_NOT_THERE
+  ftp:
+    wire: openai-chat
+    endpoint: "ftp://x"
+    credentials: { none: true }
+  undeclared:
+    wire: gemini
+  marked: { wire: mock, markup: -1 }
+models: []
+"#;
+    let err = compile(yaml).unwrap_err();
+    let lines: Vec<(Option<u64>, &str)> =
+        err.problems.iter().map(|p| (p.line, p.message.split(':').next().unwrap_or(""))).collect();
+    let mut want = vec![
+        (Some(1), "gateway.default_model"),
+        (Some(5), "providers.emptykey.credentials"),
+        (Some(10), "providers.unset.credentials"),
+        (Some(13), "providers.ftp.endpoint"),
+        (Some(15), "providers.undeclared.credentials"),
+        (Some(17), "providers.marked.markup"),
+    ];
+    let mut got = lines.clone();
+    got.sort_by_key(|(l, _)| *l);
+    want.sort_by_key(|(l, _)| *l);
+    assert_eq!(got, want, "{err}");
+}
+
+#[test]
+fn a_model_is_reachable_through_its_route_deployments_or_fallbacks() {
+    let yaml = r#"
+providers:
+  on: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  off: { wire: gemini, credentials: { env: [UNSET_VAR], optional: true } }
+  mine: { wire: anthropic, credentials: { byok_only: true } }
+models:
+  - { id: direct, deployments: [{ provider: on }], pricing: { input: 1, output: 1 } }
+  - { id: keyless, deployments: [{ provider: off }] }
+  - { id: routed, deployments: [{ provider: off }] }
+  - { id: falls-back, deployments: [{ provider: off }], fallbacks: [direct] }
+  - { id: own-key, deployments: [{ provider: mine }] }
+routes:
+  - { name: r, match: routed, provider: on }
+"#;
+    let c = compile(yaml).unwrap();
+    let reachable = |byok: &[(String, Secret)]| -> Vec<&str> {
+        c.models
+            .iter()
+            .filter(|m| c.reachable(m, |p| p.reachable_with(byok)))
+            .map(|m| m.id.as_str())
+            .collect()
+    };
+    assert_eq!(reachable(&[]), ["direct", "routed", "falls-back"]);
+    let own = [("mine".to_owned(), Secret::new("sk-own"))];
+    assert_eq!(reachable(&own), ["direct", "routed", "falls-back", "own-key"]);
+}
+
+#[test]
+fn embedded_default_compiles_without_any_keys() {
+    let raw = ConfigSource::embedded().parse_with(&|_| None).unwrap();
+    let c = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
+    assert!(c.provider("openai").unwrap().unavailable.is_some());
+    assert!(c.settings.api_keys.is_empty());
+    let p = c.plan("", Date::today(), &Scope::default()).unwrap();
+    assert_eq!(p.public_model, "mock-echo");
+}
+
+fn problems(yaml: &str) -> String {
+    compile(yaml).unwrap_err().to_string()
+}
+
+const PROVIDERS: &str = r#"
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+  b: { wire: anthropic, endpoint: "http://127.0.0.1:2", credentials: { env: [KEY] } }
+models:
+  - id: priced
+    deployments: [{ provider: a }, { provider: b, model: up-b }]
+    pricing: { input: 1, output: 2 }
+  - id: free-text
+    deployments: [{ provider: b, model: unpriced-b }]
+"#;
+
+#[test]
+fn deprecated_single_fallback_keys_are_refused_with_the_new_form() {
+    let text = problems(&format!(
+        "{PROVIDERS}routes:\n  - name: r\n    match: \"x*\"\n    provider: a\n    fallback_provider: b\n"
+    ));
+    assert!(text.contains("fallback_provider is no longer supported"), "{text}");
+    assert!(text.contains("fallbacks: [{ provider:"), "{text}");
+}
+
+#[test]
+fn weight_zero_duplicate_and_unpriced_fallbacks_are_refused() {
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - name: r\n    match: \"x*\"\n    provider: a\n    weight: 0\n    fallbacks:\n      - {{ provider: b, model: priced }}\n      - {{ provider: b, model: priced }}\n      - {{ provider: b, model: unpriced-b }}\n"
+    );
+    let text = problems(&yaml);
+    assert!(text.contains("weight 0 is refused"), "{text}");
+    assert!(text.contains("b is listed twice"), "{text}");
+    assert!(text.contains("b/unpriced-b serves no priced catalog model"), "{text}");
+}
+
+#[test]
+fn missing_credential_source_refuses_boot_unless_optional_or_byok_only() {
+    let base = "providers:\n  p: { wire: openai-chat, credentials: { env: [UNSET_X] CREDS } }\nmodels:\n  - { id: m, deployments: [{ provider: p }] }\n";
+    let text = problems(&base.replace(" CREDS", ""));
+    assert!(text.contains("UNSET_X is not set"), "{text}");
+    assert!(compile(&base.replace(" CREDS", ", optional: true")).is_ok());
+    let c = compile(&base.replace(" CREDS", ", byok_only: true")).unwrap();
+    assert!(c.provider("p").unwrap().unavailable.is_some());
+}
+
+#[test]
+fn shadowed_routes_are_warned_about() {
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - {{ name: wide, match: \"pri*\", provider: a }}\n  - {{ name: narrow, match: \"pric*\", provider: b }}\n"
+    );
+    let c = compile(&yaml).unwrap();
+    assert!(
+        c.warnings.iter().any(|w| w.contains("\"narrow\"") && w.contains("shadowed")),
+        "{:?}",
+        c.warnings
+    );
+}
+
+#[test]
+fn per_project_chains_and_unmapped_projects() {
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - name: r\n    match: \"priced\"\n    provider: a\n    by_scope:\n      dimension: project\n      UNMAPPED\n      chains:\n        storefront: {{ provider: b }}\n"
+    );
+    let today = Date::parse("2026-01-01").unwrap();
+    let refuse = compile(&yaml.replace("UNMAPPED", "unmapped: refuse")).unwrap();
+    let p = refuse
+        .plan("priced", today, &Scope { project: Some("storefront"), ..Scope::default() })
+        .unwrap();
+    assert_eq!(p.candidates[0].provider.name, "b");
+    assert_eq!(
+        p.candidates[0].upstream_model, "up-b",
+        "the scope chain uses the model's deployment there"
+    );
+    assert!(p.descriptor.contains(&"scope:project=storefront".to_owned()));
+    assert!(matches!(
+        refuse.plan("priced", today, &Scope { project: Some("other"), ..Scope::default() }),
+        Err(ResolveError::ScopeRefused { .. })
+    ));
+    let shared = compile(&yaml.replace("UNMAPPED", "unmapped: shared")).unwrap();
+    let p = shared
+        .plan("priced", today, &Scope { project: Some("other"), ..Scope::default() })
+        .unwrap();
+    assert_eq!(p.candidates[0].provider.name, "a");
+    assert!(p.descriptor.contains(&"scope:project=other".to_owned()));
+}
+
+#[test]
+fn amplification_is_bounded_by_the_hard_maximums() {
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - {{ name: r, match: \"x*\", provider: a, max_fallbacks: 1000, max_attempts: 1000, retry: {{ max_retries: 50 }} }}\n"
+    );
+    let c = compile(&yaml).unwrap();
+    let p = &c.routes[0].policy;
+    assert_eq!(
+        (p.max_fallbacks, p.max_attempts, p.max_retries),
+        (HARD_MAX_FALLBACKS, HARD_MAX_ATTEMPTS, MAX_RETRIES)
+    );
+    assert_eq!(AttemptPolicy::default().max_fallbacks, DEFAULT_MAX_FALLBACKS);
+    assert_eq!(AttemptPolicy::default().max_attempts, DEFAULT_MAX_ATTEMPTS);
+    assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+}
+
+#[test]
+fn failover_presets() {
+    let d = AttemptPolicy::default();
+    for s in [401, 402, 403, 404, 408, 409, 425, 429, 500, 503, 599] {
+        assert!(d.fails_over(s), "{s}");
+    }
+    for s in [400, 413, 422] {
+        assert!(!d.fails_over(s), "{s}");
+    }
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - {{ name: r, match: \"x*\", provider: a, failover: {{ preset: strict }} }}\n"
+    );
+    let strict = compile(&yaml).unwrap().routes[0].policy.clone();
+    assert!(
+        strict.fails_over(429)
+            && strict.fails_over(502)
+            && !strict.fails_over(401)
+            && !strict.fails_over(404)
+    );
+}
+
+#[test]
+fn namespace_prefixes_map_onto_canonical_names() {
+    let yaml = format!("gateway: {{ model_prefixes: [\"sy/\", \"switchyard/\"] }}\n{PROVIDERS}");
+    let c = compile(&yaml).unwrap();
+    let today = Date::parse("2026-01-01").unwrap();
+    for name in ["sy/priced", "switchyard/priced", "SY/Priced", "priced"] {
+        assert_eq!(
+            c.plan(name, today, &Scope::default()).unwrap().public_model,
+            "priced",
+            "{name}"
+        );
+    }
+    assert!(c.plan("other/priced", today, &Scope::default()).is_err());
+}
+
+#[test]
+fn backend_surface_models_are_served_but_never_listed() {
+    let yaml = PROVIDERS.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, surface: backend }\n  b:",
+    ) + "  - id: backend-only\n    deployments: [{ provider: a, model: x }]\n";
+    let c = compile(&yaml).unwrap();
+    let today = Date::parse("2026-01-01").unwrap();
+    let listed: Vec<_> = c.visible_models(today).map(|m| m.id.as_str()).collect();
+    assert!(!listed.contains(&"backend-only") && listed.contains(&"priced"), "{listed:?}");
+    assert!(c.plan("backend-only", today, &Scope::default()).is_ok());
+}
+
+#[test]
+fn routes_whose_deployments_miss_their_governance_requirements_are_refused() {
+    let yaml = PROVIDERS.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, governance: { european: true } }\n  b:",
+    ) + "routes:\n  - { name: eu, match: \"pri*\", provider: a, requires: { european: true, no_retain: true } }\n  - { name: eu2, match: \"x*\", provider: a, requires: { european: true }, fallbacks: [{ provider: b, model: priced }] }\n";
+    let text = problems(&yaml);
+    assert!(text.contains("routes[eu].requires: a does not satisfy `no_retain`"), "{text}");
+    assert!(text.contains("routes[eu2].requires: b/priced does not satisfy `european`"), "{text}");
+    assert!(!text.contains("a does not satisfy `european`"), "{text}");
+}
+
+#[test]
+fn a_model_narrowing_its_providers_governance_is_judged_at_boot_as_at_dispatch() {
+    let yaml = PROVIDERS
+        .replace(
+            "credentials: { env: [KEY] } }\n  b:",
+            "credentials: { env: [KEY] }, governance: { no_retain: true } }\n  b:",
+        )
+        .replace(
+            "    pricing: { input: 1, output: 2 }\n",
+            "    pricing: { input: 1, output: 2 }\n    governance: { no_retain: false }\n",
+        )
+        + "routes:\n  - { name: keep-nothing, match: \"pri*\", provider: a, requires: { no_retain: true } }\n";
+    let text = problems(&yaml);
+    assert!(
+        text.contains(
+            "routes[keep-nothing].requires: a serving model priced does not satisfy `no_retain`"
+        ),
+        "{text}"
+    );
+    // Without the model's narrowing the same route is fine.
+    let ok = yaml.replace("    governance: { no_retain: false }\n", "");
+    let c = compile(&ok).unwrap();
+    let plan = c.plan("priced", Date::parse("2026-01-01").unwrap(), &Scope::default()).unwrap();
+    assert!(plan.candidates[0].governance(&plan.requires).is_ok());
+}
+
+#[test]
+fn access_rules_compile_with_one_subject_each() {
+    let ok = format!(
+        "{PROVIDERS}access_rules:\n  - {{ name: r1, effect: deny, pattern: \"pri*\", group: g, reason: no }}\n"
+    );
+    let c = compile(&ok).unwrap();
+    assert_eq!(c.rules[0].subject, crate::access::Subject::Group("g".into()));
+    let bad = format!(
+        "{PROVIDERS}access_rules:\n  - {{ name: r1, effect: deny, pattern: x, group: g, user: u, reason: no }}\n  - {{ name: r1, effect: allow, pattern: y, reason: dup }}\n"
+    );
+    let text = problems(&bad);
+    assert!(
+        text.contains("at most one of role, group, project, user")
+            && text.contains("defined twice"),
+        "{text}"
+    );
+}

@@ -1,0 +1,46 @@
+use super::keys::{SECRET_BODY_LEN, URL_SAFE, new_secret};
+use super::users::normalize_email;
+use super::*;
+
+#[test]
+fn secrets_have_the_documented_shape() {
+    let s = new_secret().unwrap();
+    assert_eq!(s.len(), 3 + SECRET_BODY_LEN);
+    assert!(s.starts_with("sy-"));
+    assert!(s[3..].bytes().all(|b| URL_SAFE.contains(&b)), "{s}");
+    assert_ne!(s, new_secret().unwrap());
+    // Known vector: SHA-256("abc").
+    assert_eq!(
+        hash_secret("abc"),
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
+    let id = new_id("usr").unwrap();
+    assert_eq!(id.len(), 4 + 24);
+}
+
+#[test]
+fn every_migration_file_is_embedded() {
+    for (dir, listed) in [("sqlite", SQLITE_MIGRATIONS), ("postgres", POSTGRES_MIGRATIONS)] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(dir);
+        let mut files: Vec<String> = std::fs::read_dir(&path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let expected: Vec<String> =
+            listed.iter().map(|(v, d, _)| format!("{v:04}_{d}.sql")).collect();
+        assert_eq!(files, expected, "{dir}");
+    }
+    assert_eq!(SQLITE_MIGRATIONS.len(), POSTGRES_MIGRATIONS.len());
+}
+
+#[test]
+fn emails_are_normalized_and_checked() {
+    assert_eq!(normalize_email(" Alice@Example.COM ").unwrap(), "alice@example.com");
+    for bad in ["", "alice", "@x", "a@", "a@b@c"] {
+        assert!(normalize_email(bad).is_err(), "{bad}");
+    }
+    assert!(is_sqlite_memory("sqlite::memory:"));
+    assert!(!is_sqlite_memory("sqlite://data/x.db"));
+}
