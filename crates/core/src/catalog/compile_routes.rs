@@ -152,7 +152,10 @@ pub(super) fn check_governance(
     routes: &[Route],
     problems: &mut Vec<Problem>,
 ) {
-    for (r, compiled) in raw.routes.iter().zip(routes.iter()) {
+    // Each written route with the route it compiled to (one that did not compile,
+    // already a problem, has nothing to check).
+    let compiled_of = |name: &str| routes.iter().find(|c| c.id == route_id(name));
+    for (r, compiled) in raw.routes.iter().filter_map(|r| Some((r, compiled_of(&r.name)?))) {
         if !r.requires.european && !r.requires.no_retain {
             continue;
         }

@@ -389,3 +389,13 @@ fn access_rules_compile_with_one_subject_each() {
         "{text}"
     );
 }
+
+#[test]
+fn governance_problems_name_their_own_route_after_one_that_did_not_compile() {
+    let yaml = format!(
+        "{PROVIDERS}routes:\n  - {{ name: ghost, match: \"g*\", provider: nowhere }}\n  - {{ name: eu, match: \"pri*\", provider: a, requires: {{ european: true }} }}\n  - {{ name: plain, match: \"free*\", provider: b }}\n"
+    );
+    let text = problems(&yaml);
+    assert!(text.contains("routes[eu].requires: a"), "{text}");
+    assert!(!text.contains("routes[plain]"), "{text}");
+}
