@@ -8,6 +8,14 @@
 //! signed thinking before its tool calls, the thinking is remembered under the
 //! first call's id, and put back in front of that call when it comes back.
 //!
+//! The same holds for every client and Gemini's thought signatures: Gemini needs
+//! each function call's `thoughtSignature` back with the call, and no other
+//! format has a field for it. The gateway gives clients short call ids (at most 40
+//! characters of `[A-Za-z0-9_-]`, so any provider takes them back) and keeps each
+//! call's signature under its id; a call that comes back without one gets it
+//! again on its way to Gemini. (Where it has expired, Gemini's documented rule for
+//! calls without a signature applies.)
+//!
 //! The state lives behind [`ContinuityStore`] (in-process here; instances that
 //! share state share it), each entry with a bounded lifetime: a conversation
 //! resumed after it expired continues as if the thinking had been lost (Anthropic's
@@ -122,6 +130,48 @@ fn key(call_id: &str) -> String {
     format!("thinking:{call_id}")
 }
 
+/// The key of a call's signature.
+fn signature_key(call_id: &str) -> String {
+    format!("signature:{call_id}")
+}
+
+/// What to remember of an answer's calls: each signature, under its call's id.
+pub fn signatures_to_keep(content: &[Part]) -> Vec<(String, Vec<u8>)> {
+    content
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolCall(c) => {
+                c.signature.as_ref().map(|s| (signature_key(&c.id), s.clone().into_bytes()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Give calls in `req`'s history that came back without their signature the one
+/// remembered for them (for a request that may go to Gemini).
+pub async fn restore_signatures(store: &dyn ContinuityStore, req: &mut Request) {
+    for m in req.messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+        for p in &mut m.content {
+            if let Part::ToolCall(c) = p
+                && c.signature.is_none()
+                && let Some(sig) = store.get(&signature_key(&c.id)).await
+            {
+                c.signature = String::from_utf8(sig).ok();
+            }
+        }
+    }
+}
+
+/// Whether `req`'s history has calls without a signature (that one may exist for).
+pub fn lacks_signatures(req: &Request) -> bool {
+    req.messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| &m.content)
+        .any(|p| matches!(p, Part::ToolCall(c) if c.signature.is_none()))
+}
+
 /// What to remember of an answer: its signed thinking and redacted thinking, when
 /// a tool call follows it (a tool loop will send the turn back), under the first
 /// call's id.
@@ -197,19 +247,39 @@ pub async fn restore_from(store: &dyn ContinuityStore, req: &mut Request) {
     }
 }
 
-/// [`thinking_to_keep`] for a stream: follows its events, keeping only the thinking
-/// blocks before the first tool call and that call's id.
+/// [`thinking_to_keep`] and [`signatures_to_keep`] for a stream: follows its
+/// events, keeping the thinking blocks before the first tool call (when
+/// `thinking`) and each call's signature.
 #[derive(Debug, Default)]
-pub struct StreamThinking {
+pub struct StreamContinuity {
+    /// Whether to keep thinking (the client cannot carry it).
+    pub thinking: bool,
     kept: Vec<Part>,
     /// The thinking block being streamed: (index, text, signature).
     open: Option<(usize, String, String)>,
     first_call: Option<String>,
+    /// The call blocks by index: (id, signature so far).
+    calls: Vec<(usize, String, String)>,
 }
 
-impl StreamThinking {
+impl StreamContinuity {
+    pub fn new(thinking: bool) -> Self {
+        Self { thinking, ..Self::default() }
+    }
+
     pub fn push(&mut self, ev: &StreamEvent) {
-        if self.first_call.is_some() {
+        match ev {
+            StreamEvent::BlockStart { index, kind: BlockKind::ToolCall { id, .. } } => {
+                self.calls.push((*index, id.clone(), String::new()));
+            }
+            StreamEvent::Delta { index, delta: Delta::Signature { signature } } => {
+                if let Some((_, _, s)) = self.calls.iter_mut().find(|(i, _, _)| i == index) {
+                    s.push_str(signature);
+                }
+            }
+            _ => {}
+        }
+        if !self.thinking || self.first_call.is_some() {
             return;
         }
         match ev {
@@ -246,13 +316,21 @@ impl StreamThinking {
         }
     }
 
-    /// The entry to remember, when the stream held signed thinking and a call.
-    pub fn finish(self) -> Option<(String, Vec<u8>)> {
-        let call = self.first_call?;
-        if self.kept.is_empty() {
-            return None;
+    /// The entries to remember: the calls' signatures, and the thinking before
+    /// the first call.
+    pub fn finish(self) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = self
+            .calls
+            .into_iter()
+            .filter(|(_, _, s)| !s.is_empty())
+            .map(|(_, id, s)| (signature_key(&id), s.into_bytes()))
+            .collect();
+        if let Some(call) = self.first_call.filter(|_| !self.kept.is_empty())
+            && let Ok(value) = serde_json::to_vec(&self.kept)
+        {
+            out.push((key(&call), value));
         }
-        Some((key(&call), serde_json::to_vec(&self.kept).ok()?))
+        out
     }
 }
 

@@ -27,7 +27,12 @@ fn the_local_store_bounds_entries_and_lifetimes() {
 }
 
 fn call(id: &str) -> Part {
-    Part::ToolCall(ToolCall { id: id.into(), name: "f".into(), arguments: "{}".into() })
+    Part::ToolCall(ToolCall {
+        id: id.into(),
+        name: "f".into(),
+        arguments: "{}".into(),
+        signature: None,
+    })
 }
 
 #[test]

@@ -421,6 +421,13 @@ impl Snapshot {
                 return Err(err);
             }
         };
+        // Gemini needs each call's signature back; clients have no field for it.
+        if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
+            && continuity::lacks_signatures(&inbound.request)
+        {
+            let request = Arc::make_mut(&mut inbound.request);
+            continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
+        }
         if let Some(admission) = &runtime.admission {
             match admit(admission.as_ref(), &inbound, &plan).await {
                 Ok(reservation) => guard.reservation = Some((Arc::clone(admission), reservation)),
@@ -965,9 +972,11 @@ impl Snapshot {
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
-                if continuity::needs_store(inbound.format)
-                    && let Some((key, value)) = continuity::thinking_to_keep(&response.content)
-                {
+                let mut keep = continuity::signatures_to_keep(&response.content);
+                if continuity::needs_store(inbound.format) {
+                    keep.extend(continuity::thinking_to_keep(&response.content));
+                }
+                for (key, value) in keep {
                     runtime.continuity.put(key, value, continuity::TTL).await;
                 }
                 let body = match raw {
@@ -1035,8 +1044,9 @@ impl Snapshot {
                     key: None,
                     client_model: client_model.to_owned(),
                     rename: renamed,
-                    thinking: (continuity::needs_store(inbound.format) && !passthrough)
-                        .then(continuity::StreamThinking::default),
+                    continuity: (!passthrough).then(|| {
+                        continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
+                    }),
                     strip_usage: passthrough
                         && wire == Wire::OpenAiChat
                         && !inbound.request.stream_usage,
@@ -1265,9 +1275,9 @@ struct Pump {
     client_model: String,
     /// Passed through, the upstream's events name another model: rename it.
     rename: bool,
-    /// Signed thinking before a tool call, for a client that cannot carry it
-    /// (see [`continuity`]).
-    thinking: Option<continuity::StreamThinking>,
+    /// What the upstream needs back next turn that the client cannot carry:
+    /// call signatures, signed thinking (see [`continuity`]).
+    continuity: Option<continuity::StreamContinuity>,
     /// Passed through, an OpenAI stream carries the usage-only chunk the gateway
     /// asked for (to meter it) and the client did not: it is left out.
     strip_usage: bool,
@@ -1282,8 +1292,8 @@ struct Pump {
 impl Pump {
     fn observe(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
         for ev in events {
-            if let Some(thinking) = &mut self.thinking {
-                thinking.push(ev);
+            if let Some(continuity) = &mut self.continuity {
+                continuity.push(ev);
             }
             match ev {
                 StreamEvent::Usage { usage } => self.usage.merge(usage),
@@ -1441,7 +1451,7 @@ impl Pump {
             }
             (None, true) => {
                 self.report.finish(Some(Outcome::Success));
-                if let Some((key, value)) = self.thinking.take().and_then(|t| t.finish()) {
+                for (key, value) in self.continuity.take().map(|c| c.finish()).unwrap_or_default() {
                     self.report.runtime.continuity.put(key, value, continuity::TTL).await;
                 }
                 record_metrics(&self.guard.rec);

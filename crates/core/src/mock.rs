@@ -46,6 +46,7 @@ pub fn answer(req: &Request, model: &str, id: &str) -> Response {
             id: format!("call_mock_{}", id.trim_start_matches("req_")),
             name,
             arguments: "{}".to_owned(),
+            signature: None,
         }));
         StopReason::ToolUse
     } else {

@@ -434,7 +434,7 @@ fn block_to_part(block: InBlock, unknown: Option<String>, path: &str) -> Result<
                 Value::Null => "{}".to_owned(),
                 input => util::value_to_arguments(&input),
             };
-            Part::ToolCall(ToolCall { id, name, arguments })
+            Part::ToolCall(ToolCall { id, name, arguments, signature: None })
         }
         InBlock::ToolResult { tool_use_id, content, is_error, cache_control } => {
             let mut content = tool_result_content(content, &format!("{path}.content"))?;
@@ -1646,6 +1646,9 @@ pub struct Encoder {
     model: String,
     started: bool,
     open: Option<usize>,
+    /// The open block is thinking: the only kind a signature belongs to here (a
+    /// Gemini call's signature stays with the gateway).
+    open_thinking: bool,
     usage: Usage,
     stop: Option<(StopReason, Option<String>)>,
     finished: bool,
@@ -1716,7 +1719,9 @@ impl StreamEncoder for Encoder {
                     json!({"type": "content_block_start", "index": index, "content_block": block}),
                 );
                 self.open = Some(*index);
+                self.open_thinking = matches!(kind, BlockKind::Thinking);
             }
+            StreamEvent::Delta { delta: Delta::Signature { .. }, .. } if !self.open_thinking => {}
             StreamEvent::Delta { index, delta } => {
                 self.ensure_started(out);
                 let delta = match delta {
@@ -1928,6 +1933,7 @@ mod tests {
                     id: "toolu_01A09q90qw90lq917835lq9".into(),
                     name: "Read".into(),
                     arguments: r#"{"file_path":"/repo/src/main.rs"}"#.into(),
+                    signature: None,
                 }),
             ]
         );
@@ -1960,6 +1966,7 @@ mod tests {
                     id: "toolu_02".into(),
                     name: "Bash".into(),
                     arguments: r#"{"command":"cat src/main.rs"}"#.into(),
+                    signature: None,
                 }),
             ]
         );
@@ -2194,6 +2201,7 @@ mod tests {
                             id: "c1".into(),
                             name: "f".into(),
                             arguments: String::new(),
+                            signature: None,
                         }),
                     ],
                 },
@@ -2340,6 +2348,7 @@ mod tests {
                     id: "c".into(),
                     name: "f".into(),
                     arguments: "{not json".into(),
+                    signature: None,
                 })],
             }],
             ..base
@@ -2497,6 +2506,7 @@ mod tests {
                         id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
                         name: "get_weather".into(),
                         arguments: r#"{"location":"San Francisco, CA","unit":"celsius"}"#.into(),
+                        signature: None,
                     }),
                 ],
                 stop_reason: Some(StopReason::ToolUse),
@@ -2524,11 +2534,13 @@ mod tests {
                     id: "call_1".into(),
                     name: "f".into(),
                     arguments: r#"{"a":1}"#.into(),
+                    signature: None,
                 }),
                 Part::ToolCall(ToolCall {
                     id: "call_2".into(),
                     name: "g".into(),
                     arguments: r#"{"a":"#.into(),
+                    signature: None,
                 }),
             ],
             stop_reason: Some(StopReason::StopSequence),
@@ -3046,8 +3058,11 @@ mod tests {
     }
 
     fn tool_call() -> impl Strategy<Value = Part> {
-        ("toolu_[A-Za-z0-9]{1,10}", "[a-z_]{1,10}", arguments())
-            .prop_map(|(id, name, arguments)| Part::ToolCall(ToolCall { id, name, arguments }))
+        ("toolu_[A-Za-z0-9]{1,10}", "[a-z_]{1,10}", arguments()).prop_map(
+            |(id, name, arguments)| {
+                Part::ToolCall(ToolCall { id, name, arguments, signature: None })
+            },
+        )
     }
 
     fn signed_thinking() -> impl Strategy<Value = Part> {
@@ -3231,7 +3246,7 @@ mod tests {
                     .prop_map(|(text, signature)| Part::Thinking { text, signature }),
                 "[A-Za-z0-9+/]{4,20}".prop_map(|data| Part::RedactedThinking { data }),
                 ("toolu_[A-Za-z0-9]{1,10}", "[a-z_]{1,10}", arguments())
-                    .prop_map(|(id, name, arguments)| Part::ToolCall(ToolCall { id, name, arguments })),
+                    .prop_map(|(id, name, arguments)| Part::ToolCall(ToolCall { id, name, arguments, signature: None })),
             ], 0..5),
             stop_reason in stop_reason(),
             stop_sequence in prop::option::of("\\PC{1,8}"),
@@ -3502,8 +3517,12 @@ mod tests {
             ],
             ..Request::default()
         };
-        let call =
-            Part::ToolCall(ToolCall { id: "c1".into(), name: "f".into(), arguments: "{}".into() });
+        let call = Part::ToolCall(ToolCall {
+            id: "c1".into(),
+            name: "f".into(),
+            arguments: "{}".into(),
+            signature: None,
+        });
         let foreign = Part::Thinking { text: "openai reasoning".into(), signature: None };
         let signed = Part::Thinking { text: "mine".into(), signature: Some("c2ln".into()) };
         assert!(continues_without_thinking(&req(vec![call.clone()])));

@@ -5,16 +5,17 @@
 //!
 //! Choices worth knowing:
 //! - **Thought signatures.** Gemini 3 rejects a history whose function calls lack the
-//!   `thoughtSignature` they came with. The canonical model has no field for it, so it
-//!   travels inside the tool-call id: `<base>__sig_<signature>`, the signature's base64
-//!   written URL-safe without padding so ids stay within `[A-Za-z0-9_-]` (what Anthropic
-//!   and OpenAI clients accept). `<base>` is `gcall_<id>` when Gemini gave the call an
-//!   id (sent back as `functionCall.id` / `functionResponse.id`), else a minted
-//!   `call_<responseId>_<n>` (`n` counts the response's function calls). In a request,
-//!   the first function call of each model turn without a recoverable signature gets
-//!   the documented placeholder [`SKIP_SIGNATURE`]; later unsigned calls of the same
-//!   turn are left bare, as Gemini itself signs only the first of parallel calls.
-//!   Signatures Gemini puts on text parts are dropped (optional to send back).
+//!   `thoughtSignature` they came with. A call carries it in [`ToolCall::signature`]
+//!   (the gateway keeps it server-side between turns: clients never see it). Call ids
+//!   are `gcall_<id>` when Gemini gave the call an id (sent back as
+//!   `functionCall.id` / `functionResponse.id`), else a minted
+//!   `call_<responseId>_<n>` (`n` counts the response's function calls), at most 40
+//!   characters either way. Ids of earlier versions, `<base>__sig_<signature>`, are
+//!   still read. In a request, the first function call of each model turn without a
+//!   real signature gets the documented placeholder [`SKIP_SIGNATURE`]; later
+//!   unsigned calls of the same turn are left bare, as Gemini itself signs only the
+//!   first of parallel calls. Signatures Gemini puts on text parts are dropped
+//!   (optional to send back).
 //! - Thinking parts are never sent upstream: other providers' signatures mean nothing
 //!   here and Gemini does not need its own thoughts back.
 //! - Leading system text (`Request::system` and leading `Role::System` messages) becomes
@@ -51,8 +52,11 @@ pub const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 const DUMMY_SIGNATURES: [&str; 2] = [SKIP_SIGNATURE, "context_engineering_is_the_way_to_go"];
 /// Prefix of a canonical call id that carries a Gemini-issued `functionCall.id`.
 const GEMINI_ID_PREFIX: &str = "gcall_";
-/// Separates a canonical call id from the signature it carries.
+/// Separates a canonical call id from the signature it carries, in ids of earlier
+/// versions (still read; no longer written: the signature is [`ToolCall::signature`]).
 const SIGNATURE_SEPARATOR: &str = "__sig_";
+/// The longest call id the gateway gives clients (OpenAI's limit, the strictest).
+const MAX_CALL_ID: usize = 40;
 /// The response id when Gemini sends no `responseId`.
 const FALLBACK_RESPONSE_ID: &str = "gemini-response";
 
@@ -274,23 +278,9 @@ fn is_dummy_signature(sig: &str) -> bool {
     DUMMY_SIGNATURES.contains(&sig)
 }
 
-/// Base64 signature → its id form (URL-safe alphabet, no padding). `None` for a
-/// placeholder or anything that is not base64.
-fn signature_to_id(sig: &str) -> Option<String> {
-    if is_dummy_signature(sig) {
-        return None;
-    }
-    let mut out = String::with_capacity(sig.len());
-    for c in sig.chars() {
-        match c {
-            '+' => out.push('-'),
-            '/' => out.push('_'),
-            '=' => {}
-            c if is_id_char(c) => out.push(c),
-            _ => return None,
-        }
-    }
-    (!out.is_empty()).then_some(out)
+/// A signature worth keeping: not empty, not one of the documented placeholders.
+fn real_signature(sig: Option<&str>) -> Option<String> {
+    sig.filter(|s| !s.is_empty() && !is_dummy_signature(s)).map(str::to_owned)
 }
 
 /// The id form back to standard padded base64 (what Gemini sends and expects).
@@ -330,17 +320,11 @@ fn split_call_id(id: &str) -> CallIdInfo<'_> {
     CallIdInfo { gemini_id, signature }
 }
 
-/// Appends a signature (when it is a real one) to a call id base.
-fn with_signature(base: String, signature: Option<&str>) -> String {
-    match signature.and_then(signature_to_id) {
-        Some(sig) => format!("{base}{SIGNATURE_SEPARATOR}{sig}"),
-        None => base,
-    }
-}
-
-/// `gcall_<id>` when Gemini gave a usable id, else the fallback.
+/// `gcall_<id>` when Gemini gave a usable id (one that fits in a client's id),
+/// else the fallback.
 fn call_base(gemini_id: Option<&str>, fallback: impl FnOnce() -> String) -> String {
-    match gemini_id.filter(|g| valid_gemini_id(g)) {
+    let fits = |g: &&str| valid_gemini_id(g) && GEMINI_ID_PREFIX.len() + g.len() <= MAX_CALL_ID;
+    match gemini_id.filter(fits) {
         Some(g) => format!("{GEMINI_ID_PREFIX}{g}"),
         None => fallback(),
     }
@@ -353,7 +337,11 @@ fn minted_call_id(response_id: &str, ordinal: usize) -> String {
     if clean.is_empty() {
         clean.push_str("gemini");
     }
-    format!("call_{clean}_{ordinal}")
+    let id = format!("call_{clean}_{ordinal}");
+    if id.len() <= MAX_CALL_ID {
+        return id;
+    }
+    format!("call_{:016x}_{ordinal}", util::fnv1a(response_id.as_bytes()))
 }
 
 // ---------------------------------------------------------------------------------
@@ -514,7 +502,7 @@ fn encode_part(
                     call.id
                 )));
             }
-            out.push(call_part(&call.id, &call.name, args));
+            out.push(call_part(call, args));
         }
         Part::ToolResult(result) => {
             if role == Role::Assistant {
@@ -607,11 +595,13 @@ fn guess_image_mime(url: &str) -> &'static str {
     }
 }
 
-/// A `functionCall` part; the call id gives back Gemini's id and signature.
-fn call_part(id: &str, name: &str, args: Value) -> WirePart {
+/// A `functionCall` part: Gemini's id from the call id, its signature from the
+/// call (or, in an id of an earlier version, from the id).
+fn call_part(call: &ToolCall, args: Value) -> WirePart {
+    let (id, name) = (call.id.as_str(), call.name.as_str());
     let info = split_call_id(id);
     WirePart {
-        thought_signature: info.signature,
+        thought_signature: real_signature(call.signature.as_deref()).or(info.signature),
         function_call: Some(FunctionCall {
             id: info.gemini_id.map(str::to_owned),
             name: name.to_owned(),
@@ -858,11 +848,10 @@ struct OpenCall {
 }
 
 impl RequestIds {
-    fn call(&mut self, call: &FunctionCall, signature: Option<&str>) -> String {
+    fn call(&mut self, call: &FunctionCall) -> String {
         let ordinal = self.calls;
         self.calls += 1;
-        let base = call_base(call.id.as_deref(), || format!("call_{ordinal}"));
-        let id = with_signature(base, signature);
+        let id = call_base(call.id.as_deref(), || format!("call_{ordinal}"));
         self.open.push(OpenCall {
             gemini_id: call.id.clone().filter(|g| valid_gemini_id(g)),
             name: call.name.clone(),
@@ -904,9 +893,10 @@ fn request_part(part: &WirePart, ids: &mut RequestIds, path: &str) -> Part {
 fn request_part_known(part: &WirePart, ids: &mut RequestIds) -> Option<Part> {
     if let Some(call) = &part.function_call {
         return Some(Part::ToolCall(ToolCall {
-            id: ids.call(call, part.thought_signature.as_deref()),
+            id: ids.call(call),
             name: call.name.clone(),
             arguments: args_text(call.args.as_ref()),
+            signature: real_signature(part.thought_signature.as_deref()),
         }));
     }
     if let Some(response) = &part.function_response {
@@ -1006,11 +996,11 @@ fn response_call(
     response_id: &str,
     ordinal: usize,
 ) -> ToolCall {
-    let base = call_base(call.id.as_deref(), || minted_call_id(response_id, ordinal));
     ToolCall {
-        id: with_signature(base, signature),
+        id: call_base(call.id.as_deref(), || minted_call_id(response_id, ordinal)),
         name: call.name.clone(),
         arguments: args_text(call.args.as_ref()),
+        signature: real_signature(signature),
     }
 }
 
@@ -1148,7 +1138,7 @@ pub fn encode_response(resp: &Response) -> Value {
         match part {
             Part::Text(t) => parts.extend(text_part(&t.text)),
             Part::Thinking { text, .. } => parts.extend(thought_part(text)),
-            Part::ToolCall(call) => parts.push(call_part(&call.id, &call.name, loose_args(call))),
+            Part::ToolCall(call) => parts.push(call_part(call, loose_args(call))),
             Part::Image(_)
             | Part::Document(_)
             | Part::ToolResult(_)
@@ -1295,6 +1285,9 @@ impl Decoder {
             index,
             delta: Delta::ToolArguments { json: call.arguments },
         });
+        if let Some(signature) = call.signature {
+            out.push(StreamEvent::Delta { index, delta: Delta::Signature { signature } });
+        }
         out.push(StreamEvent::BlockStop { index });
     }
 
@@ -1346,7 +1339,7 @@ impl StreamDecoder for Decoder {
 #[derive(Debug)]
 enum EncoderBlock {
     Other,
-    Call { id: String, name: String, args: String },
+    Call { id: String, name: String, args: String, signature: Option<String> },
 }
 
 /// One chunk per text/thought delta and per whole function call; the chunk with
@@ -1379,9 +1372,9 @@ impl Encoder {
     }
 
     fn flush_call(&mut self, out: &mut Vec<u8>) {
-        if let Some(EncoderBlock::Call { id, name, args }) = self.block.take() {
-            let call = ToolCall { id, name, arguments: args };
-            self.emit(vec![call_part(&call.id, &call.name, loose_args(&call))], None, None, out);
+        if let Some(EncoderBlock::Call { id, name, args, signature }) = self.block.take() {
+            let call = ToolCall { id, name, arguments: args, signature };
+            self.emit(vec![call_part(&call, loose_args(&call))], None, None, out);
         }
     }
 }
@@ -1403,6 +1396,7 @@ impl StreamEncoder for Encoder {
                         id: id.clone(),
                         name: name.clone(),
                         args: String::new(),
+                        signature: None,
                     },
                     _ => EncoderBlock::Other,
                 });
@@ -1423,7 +1417,11 @@ impl StreamEncoder for Encoder {
                         args.push_str(json);
                     }
                 }
-                Delta::Signature { .. } => {}
+                Delta::Signature { signature: s } => {
+                    if let Some(EncoderBlock::Call { signature, .. }) = &mut self.block {
+                        signature.get_or_insert_with(String::new).push_str(s);
+                    }
+                }
             },
             StreamEvent::BlockStop { .. } => {
                 self.flush_call(out);
@@ -1490,7 +1488,21 @@ mod tests {
     }
 
     fn call(id: &str, name: &str, arguments: &str) -> Part {
-        Part::ToolCall(ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() })
+        Part::ToolCall(ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            signature: None,
+        })
+    }
+
+    fn signed(id: &str, name: &str, arguments: &str, signature: &str) -> Part {
+        Part::ToolCall(ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+            signature: Some(signature.into()),
+        })
     }
 
     fn result(call_id: &str, name: Option<&str>, text_: &str, is_error: bool) -> Part {
@@ -2024,7 +2036,7 @@ mod tests {
                     Role::Assistant,
                     vec![
                         Part::Thinking { text: "thinking...".into(), signature: None },
-                        call("gcall_ab12__sig_CiQB-_x", "get_weather", r#"{"city":"Paris"}"#),
+                        signed("gcall_ab12", "get_weather", r#"{"city":"Paris"}"#, "CiQB+/x="),
                         call("call_1", "get_weather", r#"{"city":"Lyon"}"#),
                         call("call_2", "get_time", "{}"),
                     ]
@@ -2033,7 +2045,7 @@ mod tests {
                     Role::User,
                     vec![
                         result("call_1", Some("get_weather"), "rain", false),
-                        result("gcall_ab12__sig_CiQB-_x", Some("get_weather"), "down", true),
+                        result("gcall_ab12", Some("get_weather"), "down", true),
                         result("call_2", Some("get_time"), r#"{"utc":"12:00"}"#, false),
                         result("call_unmatched_1", Some("ghost"), "?", false),
                     ]
@@ -2105,10 +2117,11 @@ mod tests {
                         signature: None
                     },
                     text("I'll look up both cities."),
-                    call(
-                        "gcall_8f2kq1__sig_CiQBVKhc7-abc_defg",
+                    signed(
+                        "gcall_8f2kq1",
                         "get_weather",
-                        r#"{"city":"Paris"}"#
+                        r#"{"city":"Paris"}"#,
+                        "CiQBVKhc7+abc/defg=="
                     ),
                     call("call_Yx3kaPq2Lf-0qtsP4bWRgA0_1", "get_weather", r#"{"city":"Lyon"}"#),
                 ],
@@ -2240,7 +2253,8 @@ mod tests {
         "\"modelVersion\": \"gemini-2.5-flash\",\"responseId\": \"r3sp0nse\"}\r\n\r\n",
     );
 
-    const SIGNED_CALL_ID: &str = "call_r3sp0nse_0__sig_Cm8BcsjafP-x_yz";
+    const SIGNED_CALL_ID: &str = "call_r3sp0nse_0";
+    const TRANSCRIPT_SIGNATURE: &str = "Cm8BcsjafP+x/yz=";
 
     fn transcript_events() -> Vec<StreamEvent> {
         use StreamEvent as E;
@@ -2266,6 +2280,10 @@ mod tests {
             E::Delta {
                 index: 2,
                 delta: Delta::ToolArguments { json: r#"{"city":"Paris"}"#.into() },
+            },
+            E::Delta {
+                index: 2,
+                delta: Delta::Signature { signature: TRANSCRIPT_SIGNATURE.into() },
             },
             E::BlockStop { index: 2 },
             E::Usage {
@@ -2382,10 +2400,11 @@ mod tests {
             E::BlockStop { index: 1 },
             E::BlockStart {
                 index: 2,
-                kind: BlockKind::ToolCall { id: "gcall_q__sig_AA".into(), name: "f".into() },
+                kind: BlockKind::ToolCall { id: "gcall_q".into(), name: "f".into() },
             },
             E::Delta { index: 2, delta: Delta::ToolArguments { json: "{\"x\":".into() } },
             E::Delta { index: 2, delta: Delta::ToolArguments { json: "1}".into() } },
+            E::Delta { index: 2, delta: Delta::Signature { signature: "AA==".into() } },
             E::BlockStop { index: 2 },
             E::Stop { reason: StopReason::ToolUse, stop_sequence: None },
             E::Usage {
@@ -2408,7 +2427,7 @@ mod tests {
         let back = decode_sse(&bytes).unwrap();
         let resp = accumulate(&back);
         assert_eq!(resp.stop_reason, Some(StopReason::ToolUse));
-        assert_eq!(resp.content[2], call("gcall_q__sig_AA", "f", r#"{"x":1}"#));
+        assert_eq!(resp.content[2], signed("gcall_q", "f", r#"{"x":1}"#, "AA=="));
     }
 
     #[test]
@@ -2442,7 +2461,7 @@ mod tests {
     // --------------------------------------------------------- thought signatures
 
     #[test]
-    fn call_ids_carry_gemini_ids_and_signatures() {
+    fn call_ids_carry_gemini_ids_and_fit_clients() {
         assert_eq!(
             split_call_id("gcall_ab-1__sig_CiQB-_x"),
             CallIdInfo { gemini_id: Some("ab-1"), signature: Some("CiQB+/x=".into()) }
@@ -2456,24 +2475,16 @@ mod tests {
         assert_eq!(split_call_id("x__sig_"), CallIdInfo { gemini_id: None, signature: None });
         assert_eq!(split_call_id("x__sig_a.b"), CallIdInfo { gemini_id: None, signature: None });
 
-        assert_eq!(with_signature("b".into(), Some("ab+/cd==")), "b__sig_ab-_cd");
-        assert_eq!(with_signature("b".into(), Some(SKIP_SIGNATURE)), "b");
-        assert_eq!(with_signature("b".into(), Some("not base64!")), "b");
-        assert_eq!(with_signature("b".into(), None), "b");
-
         assert_eq!(call_base(Some("abc"), || "m".into()), "gcall_abc");
         assert_eq!(call_base(Some("a__b"), || "m".into()), "m");
         assert_eq!(call_base(Some("a.b"), || "m".into()), "m");
         assert_eq!(minted_call_id("a_b/c-d", 3), "call_abc-d_3");
         assert_eq!(minted_call_id("", 0), "call_gemini_0");
 
-        // An id from Gemini that ends in '_' still splits at the right place.
-        let id = with_signature(call_base(Some("z_"), String::new), Some("QQ=="));
-        assert_eq!(
-            split_call_id(&id),
-            CallIdInfo { gemini_id: Some("z_"), signature: Some("QQ==".into()) }
-        );
-        assert!(id.chars().all(is_id_char));
+        // Ids the gateway gives clients fit every provider's limit.
+        let long = "r".repeat(60);
+        assert!(minted_call_id(&long, 12).len() <= MAX_CALL_ID);
+        assert_eq!(call_base(Some(&"g".repeat(40)), || "m".into()), "m", "too long to carry");
     }
 
     #[test]
@@ -2669,12 +2680,12 @@ mod tests {
                         } else {
                             format!("toolu_{counter}")
                         };
-                        let id = match &c.sig {
-                            Some(s) => format!("{base}__sig_{s}"),
-                            None => base,
-                        };
+                        let id = base;
                         let name = format!("tool_{i}");
-                        content.push(call(&id, &name, &c.args));
+                        content.push(match &c.sig {
+                            Some(s) => signed(&id, &name, &c.args, s),
+                            None => call(&id, &name, &c.args),
+                        });
                         results.push(result(
                             &id,
                             c.named.then_some(name.as_str()),
@@ -2833,12 +2844,16 @@ mod tests {
                         let id = if c.id.starts_with("gcall_") {
                             c.id.clone()
                         } else {
-                            let sig = c.id.split_once("__sig_").map(|(_, s)| format!("__sig_{s}"));
-                            format!("call_{ordinal}{}", sig.unwrap_or_default())
+                            format!("call_{ordinal}")
                         };
                         ordinal += 1;
                         ids.insert(c.id.clone(), (id.clone(), c.name.clone()));
-                        parts.push(call(&id, &c.name, &c.arguments));
+                        parts.push(Part::ToolCall(ToolCall {
+                            id,
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                            signature: c.signature.clone(),
+                        }));
                     }
                     Part::ToolResult(r) => {
                         let (id, name) = ids[&r.call_id].clone();
@@ -2918,8 +2933,10 @@ mod tests {
                         CallKind::Minted => "M",
                         CallKind::Foreign => "F",
                     };
-                    let sig = sig.map(|s| format!("__sig_{s}")).unwrap_or_default();
-                    call(&format!("{marker}{sig}"), &name, &args)
+                    match sig {
+                        Some(s) => signed(marker, &name, &args, &s),
+                        None => call(marker, &name, &args),
+                    }
                 }),
         ]
     }
@@ -2969,13 +2986,11 @@ mod tests {
                 let mut n = 0;
                 for part in &mut content {
                     if let Part::ToolCall(c) = part {
-                        let (marker, sig) = c.id.split_at(1);
-                        let base = match marker {
+                        c.id = match c.id.as_str() {
                             "G" => format!("gcall_k{n}x"),
                             "M" => format!("call_{id}_{n}"),
                             _ => format!("toolu_{n}"),
                         };
-                        c.id = format!("{base}{sig}");
                         n += 1;
                     }
                 }
@@ -3001,11 +3016,10 @@ mod tests {
                     let id = if c.id.starts_with("gcall_") {
                         c.id.clone()
                     } else {
-                        let sig = c.id.split_once("__sig_").map(|(_, s)| format!("__sig_{s}"));
-                        format!("call_{}_{calls}{}", resp.id, sig.unwrap_or_default())
+                        format!("call_{}_{calls}", resp.id)
                     };
                     calls += 1;
-                    content.push(call(&id, &c.name, &c.arguments));
+                    content.push(Part::ToolCall(ToolCall { id, ..c.clone() }));
                 }
                 _ => {}
             }

@@ -304,6 +304,11 @@ pub struct ToolCall {
     pub name: String,
     /// JSON text of the arguments object, as produced by the model.
     pub arguments: String,
+    /// An opaque token the upstream that made the call needs back with it (Gemini's
+    /// `thoughtSignature`). Clients never see it: the gateway keeps it, keyed by
+    /// the call's id, and gives it back when the call returns in a history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -810,6 +815,7 @@ impl ResponseAccumulator {
                     id: id.clone(),
                     name: name.clone(),
                     arguments: String::new(),
+                    signature: None,
                 }),
             }),
             StreamEvent::Delta { index, delta } => {
@@ -822,6 +828,9 @@ impl ResponseAccumulator {
                     }
                     (Part::ToolCall(call), Delta::ToolArguments { json }) => {
                         call.arguments.push_str(json)
+                    }
+                    (Part::ToolCall(call), Delta::Signature { signature: s }) => {
+                        call.signature.get_or_insert_with(String::new).push_str(s)
                     }
                     _ => {}
                 }
@@ -879,7 +888,9 @@ pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
         if let Some(delta) = delta {
             out.push(StreamEvent::Delta { index, delta });
         }
-        if let Part::Thinking { signature: Some(signature), .. } = part {
+        if let Part::Thinking { signature: Some(signature), .. }
+        | Part::ToolCall(ToolCall { signature: Some(signature), .. }) = part
+        {
             out.push(StreamEvent::Delta {
                 index,
                 delta: Delta::Signature { signature: signature.clone() },

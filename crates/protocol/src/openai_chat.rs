@@ -340,6 +340,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                         id: c.id,
                         name: c.function.name,
                         arguments: c.function.arguments,
+                        signature: None,
                     })
                 }));
                 Message { role: Role::Assistant, content }
@@ -783,6 +784,7 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
                     id: c.id,
                     name: c.function.name,
                     arguments: c.function.arguments,
+                    signature: None,
                 }));
             }
         }
@@ -1552,8 +1554,9 @@ mod tests {
     fn response() -> impl Strategy<Value = Response> {
         let part = prop_oneof![
             text().prop_map(|t| Part::Text(TextBlock::new(t))),
-            ("call_[a-z0-9]{4}", "[a-z_]{1,8}", arguments())
-                .prop_map(|(id, name, arguments)| Part::ToolCall(ToolCall { id, name, arguments })),
+            ("call_[a-z0-9]{4}", "[a-z_]{1,8}", arguments()).prop_map(|(id, name, arguments)| {
+                Part::ToolCall(ToolCall { id, name, arguments, signature: None })
+            }),
         ];
         (
             proptest::option::of(text()),
@@ -1605,7 +1608,12 @@ mod tests {
                 role: Role::Assistant,
                 content: vec![
                     Part::Text(TextBlock::new(t)),
-                    Part::ToolCall(ToolCall { id, name: "f".into(), arguments: args }),
+                    Part::ToolCall(ToolCall {
+                        id,
+                        name: "f".into(),
+                        arguments: args,
+                        signature: None,
+                    }),
                 ],
             });
         (

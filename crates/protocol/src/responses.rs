@@ -270,7 +270,12 @@ fn parse_input_item(
             };
             conv.push(
                 Role::Assistant,
-                vec![Part::ToolCall(ToolCall { id: call.call_id, name, arguments })],
+                vec![Part::ToolCall(ToolCall {
+                    id: call.call_id,
+                    name,
+                    arguments,
+                    signature: None,
+                })],
             );
         }
         "custom_tool_call" => {
@@ -284,6 +289,7 @@ fn parse_input_item(
                         None => call.name,
                     },
                     arguments: freeform_arguments(&call.input),
+                    signature: None,
                 })],
             );
         }
@@ -1374,7 +1380,12 @@ fn out_item_parts(item: OutItem) -> Vec<Part> {
             .collect(),
         OutItem::FunctionCall(call) | OutItem::CustomToolCall(call) => {
             let (id, name) = call.id_and_name();
-            vec![Part::ToolCall(ToolCall { id, name, arguments: call.arguments() })]
+            vec![Part::ToolCall(ToolCall {
+                id,
+                name,
+                arguments: call.arguments(),
+                signature: None,
+            })]
         }
         OutItem::Reasoning { summary, content } => {
             let text =
@@ -2408,6 +2419,7 @@ mod tests {
                             id: "call_Xa1".into(),
                             name: "shell".into(),
                             arguments: "{\"command\":[\"ls\",\"-a\"],\"workdir\":\"/repo\"}".into(),
+                            signature: None,
                         }),
                     ],
                 },
@@ -2486,7 +2498,8 @@ mod tests {
             vec![Part::ToolCall(ToolCall {
                 id: "call_p1".into(),
                 name: "apply_patch".into(),
-                arguments: args.clone()
+                arguments: args.clone(),
+                signature: None,
             })]
         );
         assert!(
@@ -2507,11 +2520,13 @@ mod tests {
                     id: "call_p2".into(),
                     name: "apply_patch".into(),
                     arguments: args.clone(),
+                    signature: None,
                 }),
                 Part::ToolCall(ToolCall {
                     id: "call_s".into(),
                     name: "shell".into(),
                     arguments: "{}".into(),
+                    signature: None,
                 }),
             ],
             stop_reason: Some(StopReason::ToolUse),
@@ -2589,11 +2604,13 @@ mod tests {
                     id: "c2".into(),
                     name: "multi_agent_v1__spawn_agent".into(),
                     arguments: "{}".into(),
+                    signature: None,
                 }),
                 Part::ToolCall(ToolCall {
                     id: "c3".into(),
                     name: "multi_agent_v1__notes".into(),
                     arguments: json!({"input": "x"}).to_string(),
+                    signature: None,
                 }),
             ],
             stop_reason: Some(StopReason::ToolUse),
@@ -2885,6 +2902,7 @@ mod tests {
                     id: "c".into(),
                     name: "f".into(),
                     arguments: "{}".into(),
+                    signature: None,
                 })],
             }],
             ..Request::default()
@@ -2914,6 +2932,7 @@ mod tests {
                     id: "call_1".into(),
                     name: "shell".into(),
                     arguments: "{\"command\":[\"ls\"]}".into(),
+                    signature: None,
                 }),
             ],
             stop_reason: Some(StopReason::ToolUse),
@@ -3128,6 +3147,7 @@ mod tests {
                     id: "call_9".into(),
                     name: "shell".into(),
                     arguments: "{\"command\":[\"ls\"]}".into(),
+                    signature: None,
                 }),
             ]
         );
@@ -3285,7 +3305,8 @@ mod tests {
                     Part::ToolCall(ToolCall {
                         id: "c".into(),
                         name: "f".into(),
-                        arguments: "{}".into()
+                        arguments: "{}".into(),
+                        signature: None,
                     }),
                 ],
                 stop_reason: Some(StopReason::ToolUse),
@@ -3430,8 +3451,9 @@ mod tests {
     }
 
     fn tool_call_part() -> impl Strategy<Value = Part> {
-        (ident(), ident(), any_text())
-            .prop_map(|(id, name, arguments)| Part::ToolCall(ToolCall { id, name, arguments }))
+        (ident(), ident(), any_text()).prop_map(|(id, name, arguments)| {
+            Part::ToolCall(ToolCall { id, name, arguments, signature: None })
+        })
     }
 
     fn user_part() -> impl Strategy<Value = Part> {

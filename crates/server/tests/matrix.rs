@@ -3009,3 +3009,80 @@ async fn chat_usage_chunk_only_when_asked() {
     }
     assert!(p.0.is_empty(), "usage chunk problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// A call Gemini answers carries a long thought signature. Clients get an id of at
+/// most 40 characters of `[A-Za-z0-9_-]` in every format, streamed or not; the
+/// signature stays with the gateway and goes back with the call to Gemini on the
+/// next turn; the same history fails over to OpenAI (which refuses ids over 40)
+/// without a word.
+#[tokio::test]
+async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
+    let h = Harness::start().await;
+    let signature = format!("CiQB{}==", "x7Yz".repeat(80));
+    let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": TOOL_NAME, "args": {"city": "Paris"}}, "thoughtSignature": signature}]},
+        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "up-gemini", "responseId": "resp-gemini-0001"});
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for stream in [false, true] {
+            let mode = format!("{format:?} stream={stream}");
+            h.gemini.clear_script();
+            h.gemini.push(if stream {
+                Reply::sse(vec![format!("data: {answer}\r\n\r\n")])
+            } else {
+                Reply::json(answer.clone())
+            });
+            let first = tool_history(format, "unused", stream, false);
+            // Only the question: the first turn.
+            let first = match format {
+                ClientFormat::OpenAiChat => json!({"model": "m-gemini", "stream": stream,
+                    "tools": first["tools"], "messages": [first["messages"][0]]}),
+                ClientFormat::OpenAiResponses => json!({"model": "m-gemini", "stream": stream,
+                    "tools": first["tools"], "input": [first["input"][0]]}),
+                ClientFormat::Anthropic => {
+                    json!({"model": "m-gemini", "stream": stream, "max_tokens": 256,
+                    "tools": first["tools"], "messages": [first["messages"][0]]})
+                }
+            };
+            let r = h.post(path(format), &first).await;
+            let bytes = r.bytes().await.unwrap();
+            let Ok(resp) = decode(format, stream, &bytes) else {
+                p.push(format!("{mode}: undecodable: {}", shorten(&bytes)));
+                continue;
+            };
+            let Some(id) = resp.content.iter().find_map(|part| match part {
+                Part::ToolCall(c) => Some(c.id.clone()),
+                _ => None,
+            }) else {
+                p.push(format!("{mode}: no call: {}", shorten(&bytes)));
+                continue;
+            };
+            p.check(
+                id.len() <= 40
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+                || format!("{mode}: id {id:?} ({} chars)", id.len()),
+            );
+            p.check(!String::from_utf8_lossy(&bytes).contains("x7Yzx7Yz"), || {
+                format!("{mode}: the signature reached the client")
+            });
+            // Next turn on Gemini: the call goes back with its signature.
+            let mut next = tool_history(format, &id, stream, false);
+            next["model"] = json!("m-gemini");
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &next, &[]).await;
+            p.check(status == 200, || format!("{mode}: Gemini turn {status}: {}", shorten(&bytes)));
+            let sent = rx.map(|r| r.body).unwrap_or_default();
+            p.eq(
+                &format!("{mode}: signature back"),
+                &sent["contents"][1]["parts"][0]["thoughtSignature"],
+                &json!(signature),
+            );
+            // The same history on OpenAI.
+            next["model"] = json!("m-openai");
+            let (status, bytes, _) = exchange(&h, format, Vendor::OpenAi, &next, &[]).await;
+            p.check(status == 200, || format!("{mode}: OpenAI turn {status}: {}", shorten(&bytes)));
+        }
+    }
+    assert!(p.0.is_empty(), "gemini id problems:\n  - {}", p.0.join("\n  - "));
+}
