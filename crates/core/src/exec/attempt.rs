@@ -1,0 +1,399 @@
+//! The attempt loop: pick a credential, pass its breaker, translate, send,
+//! classify; retry, fail over, or answer.
+
+use super::*;
+
+/// The answer of one successful attempt.
+pub(super) enum Answer {
+    Whole(Whole),
+    Stream(Committed),
+}
+
+/// A complete answer: translated, or the upstream's own body forwarded as it is
+/// (same-format fast path) with only its usage read.
+pub(super) enum Whole {
+    /// Parsed; `raw` is the upstream's body when it is forwarded as it is.
+    Parsed { response: Response, raw: Option<Bytes> },
+    /// Forwarded as it is; only its usage (complete) was read.
+    Forwarded { body: Bytes, usage: Usage },
+}
+
+/// The keys a request may use on a candidate: the caller's own key for that
+/// provider (BYOK) if they stored one, else the provider's platform keys.
+pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
+    match inbound.byok.iter().find(|(p, _)| *p == cand.provider.name) {
+        Some((_, k)) => std::slice::from_ref(k),
+        None => &cand.provider.keys,
+    }
+}
+
+/// The breaker key of a provider's credential.
+pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
+    CredentialKey {
+        provider: provider.to_owned(),
+        credential: key
+            .map_or_else(|| crate::breaker::NO_CREDENTIAL.to_owned(), Secret::fingerprint),
+    }
+}
+
+impl Snapshot {
+    pub(super) async fn attempt_loop(
+        self: &Arc<Self>,
+        inbound: Inbound,
+        mut plan: Plan,
+        runtime: &Arc<Runtime>,
+        mut guard: RecordGuard,
+    ) -> Result<Success, GatewayError> {
+        let deadline = inbound.received + self.catalog.settings.request_timeout;
+        let policy = &plan.policy;
+        let mut failures: Vec<(usize, Failure)> = Vec::new();
+        let mut sent = 0usize;
+        let mut tried: Vec<String> = Vec::new();
+        'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
+            let mut retries = 0u32;
+            loop {
+                if sent >= policy.max_attempts || Instant::now() >= deadline {
+                    break 'candidates;
+                }
+                let started = Instant::now();
+                let kind = if retries > 0 {
+                    "retry"
+                } else if i == 0 {
+                    "primary"
+                } else {
+                    "failover"
+                };
+                let (result, credential, reported) =
+                    self.attempt(&inbound, cand, runtime, deadline, plan.bypass_breakers).await;
+                // A failed attempt that reported usage is metered too.
+                let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
+                let failed_cost = failed_usage
+                    .and_then(|u| cost(&u, cand.pricing.as_ref()))
+                    .map(|c| c * cand.provider.markup);
+                let sent_upstream = !matches!(
+                    &result,
+                    Err(Failure::Unavailable(_)
+                        | Failure::Unsupported(_)
+                        | Failure::CircuitOpen(_))
+                );
+                sent += usize::from(sent_upstream);
+                let elapsed = started.elapsed();
+                guard.rec.attempts.push(AttemptRecord {
+                    deployment: cand.label(),
+                    credential,
+                    outcome: match &result {
+                        Ok(_) => "ok".to_owned(),
+                        Err(f) => f.outcome(),
+                    },
+                    latency_ms: elapsed.as_millis() as u64,
+                    kind: kind.into(),
+                    usage: failed_usage,
+                    cost_usd: failed_cost,
+                });
+                self.provider_meters(&cand.provider.name, |m| {
+                    m.attempt_seconds.record(elapsed.as_secs_f64());
+                });
+                if let Err(Failure::Unavailable(_)) = &result {
+                    // No caller key and no platform key for this deployment: skipped.
+                    plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                }
+                if sent_upstream && tried.last() != Some(&cand.provider.name) {
+                    tried.push(cand.provider.name.clone());
+                }
+                match result {
+                    Ok((answer, guard_in_flight)) => {
+                        if matches!(answer, Answer::Whole(_)) {
+                            // A stream's latency counts when it ends well (the pump).
+                            runtime
+                                .latency
+                                .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
+                        }
+                        return Ok(self
+                            .deliver(
+                                &inbound,
+                                &plan,
+                                i,
+                                &tried,
+                                answer,
+                                guard_in_flight,
+                                runtime,
+                                guard,
+                                elapsed,
+                            )
+                            .await);
+                    }
+                    Err(f) => {
+                        tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
+                        let remaining = deadline.saturating_duration_since(Instant::now());
+                        match next_step(&f, policy, retries, remaining) {
+                            Next::Retry(wait) => {
+                                retries += 1;
+                                // Dropping the request future (client gone) cancels this wait.
+                                tokio::time::sleep(wait).await;
+                            }
+                            Next::Terminal => {
+                                let err = failure_error(&f, &cand.provider.name);
+                                metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
+                                guard.finish(err.status(), Some(err.code()));
+                                return Err(err);
+                            }
+                            Next::Failover => {
+                                if let Some(next) = plan.candidates.get(i + 1) {
+                                    let reason = match &f {
+                                        Failure::Status { status, .. } => {
+                                            format!("status_{status}")
+                                        }
+                                        Failure::CircuitOpen(_) => "circuit_open".to_owned(),
+                                        _ => "transport".to_owned(),
+                                    };
+                                    metrics::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
+                                }
+                                failures.push((i, f));
+                                continue 'candidates;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let best =
+            failures.iter().enumerate().max_by_key(|(order, (_, f))| (rank(f), usize::MAX - order));
+        let err = match best {
+            Some((_, (i, f))) => {
+                let provider =
+                    plan.candidates.get(*i).map(|c| c.provider.name.as_str()).unwrap_or("upstream");
+                failure_error(f, provider)
+            }
+            None => GatewayError::new(
+                504,
+                ErrorKind::Timeout,
+                "deadline_exceeded",
+                "request deadline or attempt budget exhausted",
+            ),
+        };
+        tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
+        guard.rec.descriptor = descriptor(&plan, &tried);
+        metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
+        guard.finish(err.status(), Some(err.code()));
+        Err(err)
+    }
+
+    /// One attempt on one candidate: pick a healthy credential, pass its breaker,
+    /// call, and report the outcome to the breaker.
+    pub(super) async fn attempt(
+        &self,
+        inbound: &Inbound,
+        cand: &Candidate,
+        runtime: &Arc<Runtime>,
+        deadline: Instant,
+        bypass_breakers: bool,
+    ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>, Usage) {
+        let mut reported = Usage::default();
+        let keys = credentials(cand, inbound);
+        if let Some(why) = &cand.provider.unavailable
+            && !cand.provider.reachable_with(&inbound.byok)
+        {
+            return (Err(Failure::Unavailable(why.clone())), None, reported);
+        }
+        let now = UnixMs::now();
+        let (key, permit) = if bypass_breakers {
+            let rt = self.runtimes.get(&cand.provider.name);
+            let key = rt.and_then(|rt| keys.get(rt.next_index(keys.len())));
+            (key, None)
+        } else {
+            match self.pick_credential(cand, keys, runtime, now) {
+                Ok((k, p)) => (k, Some(p)),
+                Err(f) => return (Err(f), None, reported),
+            }
+        };
+        let credential = key.map(Secret::fingerprint);
+        let in_flight = runtime.in_flight.enter(&cand.identity());
+        let result = match (&cand.provider.kind, self.runtimes.get(&cand.provider.name)) {
+            (ProviderKind::Mock { latency }, _) => {
+                if !inbound.request.stream && !latency.is_zero() {
+                    tokio::time::sleep(*latency).await;
+                }
+                Ok(self.attempt_mock(inbound, cand, *latency))
+            }
+            (ProviderKind::Wire(wire), Some(_)) => {
+                self.attempt_http(inbound, cand, *wire, key, deadline, &mut reported).await
+            }
+            (ProviderKind::Wire(_), None) => {
+                Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
+            }
+        };
+        let redactor = Redactor { platform: &cand.provider.keys, used: key };
+        let result = match result {
+            Ok(Answer::Stream(mut committed)) => {
+                // A stream's outcome is known when it ends, not at its commit
+                // point: the pump reports it with this permit, and scrubs whatever
+                // the stream says later with the same credentials.
+                committed.permit = permit;
+                committed.key = key.cloned();
+                Ok(Answer::Stream(committed))
+            }
+            other => {
+                if let Some(permit) = permit {
+                    match health_outcome_of(&other) {
+                        Some(outcome) => runtime.health.report(permit, outcome, UnixMs::now()),
+                        None => runtime.health.abandon(permit),
+                    }
+                }
+                other.map_err(|f| f.redacted(&redactor))
+            }
+        };
+        (result.map(|a| (a, in_flight)), credential, reported)
+    }
+
+    /// Record into `provider`'s histograms (kept by its runtime; the mock
+    /// provider has none and registers them per call).
+    pub(super) fn provider_meters(
+        &self,
+        provider: &str,
+        f: impl FnOnce(&upstream::ProviderMeters),
+    ) {
+        match self.runtimes.get(provider) {
+            Some(rt) => f(rt.meters(provider)),
+            None => f(&upstream::ProviderMeters::new(provider)),
+        }
+    }
+
+    /// Choose the credential: the next available key of the provider (rotating),
+    /// admitted by its breaker.
+    pub(super) fn pick_credential<'a>(
+        &self,
+        cand: &Candidate,
+        keys: &'a [Secret],
+        runtime: &Runtime,
+        now: UnixMs,
+    ) -> Result<(Option<&'a Secret>, Permit), Failure> {
+        let name = &cand.provider.name;
+        if keys.is_empty() {
+            return match runtime.health.clear(&credential_key(name, None), now) {
+                Clearance::Allowed(p) => Ok((None, p)),
+                Clearance::Rejected { state } => {
+                    Err(Failure::CircuitOpen(format!("{name}: circuit {}", state.name())))
+                }
+            };
+        }
+        let start = self.runtimes.get(name).map_or(0, |rt| rt.next_index(keys.len()));
+        let mut last_state = None;
+        for n in 0..keys.len() {
+            let Some(k) = keys.get((start + n) % keys.len()) else { continue };
+            match runtime.health.clear(&credential_key(name, Some(k)), now) {
+                Clearance::Allowed(p) => return Ok((Some(k), p)),
+                Clearance::Rejected { state } => last_state = Some(state),
+            }
+        }
+        let state = last_state.map_or("open", |s| s.name());
+        Err(Failure::CircuitOpen(format!(
+            "{name}: every credential is unavailable (circuit {state})"
+        )))
+    }
+
+    pub(super) fn attempt_mock(
+        &self,
+        inbound: &Inbound,
+        cand: &Candidate,
+        latency: Duration,
+    ) -> Answer {
+        let resp = mock::answer(&inbound.request, &cand.upstream_model, &inbound.id);
+        if inbound.request.stream {
+            let source = Source::Events { rx: mock::stream(resp, latency), done: false };
+            Answer::Stream(Committed {
+                source,
+                held_raw: Vec::new(),
+                held_sse: Vec::new(),
+                held: Vec::new(),
+                ended: false,
+                key: None,
+                permit: None,
+            })
+        } else {
+            Answer::Whole(Whole::Parsed { response: resp, raw: None })
+        }
+    }
+
+    pub(super) async fn attempt_http(
+        &self,
+        inbound: &Inbound,
+        cand: &Candidate,
+        wire: Wire,
+        key: Option<&crate::util::Secret>,
+        deadline: Instant,
+        reported: &mut Usage,
+    ) -> Result<Answer, Failure> {
+        let Some(rt) = self.runtimes.get(&cand.provider.name) else {
+            return Err(Failure::Unavailable(format!(
+                "provider {} has no client",
+                cand.provider.name
+            )));
+        };
+        let settings = &self.catalog.settings;
+        let out = Outgoing {
+            format: inbound.format,
+            request: &inbound.request,
+            raw: inbound.raw.as_ref(),
+            forward_headers: &inbound.forward_headers,
+        };
+        let fast = upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref());
+        let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
+        let traits = cand.traits(wire);
+        let body =
+            upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
+                .map_err(Failure::from_protocol)?;
+        let stream = inbound.request.stream;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let first_byte = settings.first_byte_timeout.min(remaining);
+        let dest = upstream::Dest {
+            runtime: rt,
+            spec: &cand.provider,
+            wire,
+            key,
+            upstream_model: &cand.upstream_model,
+        };
+        let send = upstream::send(dest, &out, stream, body);
+        let resp = match tokio::time::timeout(first_byte, send).await {
+            Err(_) => {
+                return Err(Failure::Transport {
+                    class: "timeout",
+                    message: format!("no response within {} ms", first_byte.as_millis()),
+                });
+            }
+            Ok(r) => r?,
+        };
+        if !resp.status().is_success() {
+            let redactor = Redactor { platform: &cand.provider.keys, used: key };
+            return Err(upstream::read_failure(resp, wire, &redactor).await);
+        }
+        if !stream {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let bytes = match tokio::time::timeout(remaining, resp.bytes()).await {
+                Err(_) => {
+                    return Err(Failure::Transport {
+                        class: "timeout",
+                        message: "response body timed out".into(),
+                    });
+                }
+                Ok(Err(e)) => return Err(Failure::from_reqwest(&e)),
+                Ok(Ok(b)) => b,
+            };
+            // Forwarded as it is: read only the usage, unless the text is wanted
+            // (content logging) or must stand in for missing token counts.
+            if fast && inbound.content_cap.is_none() {
+                let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
+                if let Some(usage) =
+                    usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())
+                {
+                    return Ok(Answer::Whole(Whole::Forwarded { body: bytes, usage }));
+                }
+            }
+            let response = wire.parse_response(&bytes).map_err(Failure::from_protocol)?;
+            return Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }));
+        }
+        let source = Source::http(resp, wire);
+        let committed =
+            commit(source, settings.idle_timeout.min(remaining), fast, reported).await?;
+        Ok(Answer::Stream(committed))
+    }
+}

@@ -1,0 +1,246 @@
+//! Deliver a successful attempt: the client's model name, the record, metrics,
+//! and for streams the pump that carries the rest.
+
+use super::*;
+
+impl Snapshot {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn deliver(
+        self: &Arc<Self>,
+        inbound: &Inbound,
+        plan: &Plan,
+        index: usize,
+        tried: &[String],
+        answer: Answer,
+        in_flight: InFlightGuard,
+        runtime: &Arc<Runtime>,
+        mut guard: RecordGuard,
+        attempt_time: Duration,
+    ) -> Success {
+        let Some(cand) = plan.candidates.get(index) else {
+            // Unreachable by construction: `index` comes from iterating the plan.
+            return Success {
+                served: Served {
+                    provider: String::new(),
+                    model: plan.public_model.clone(),
+                    upstream_model: String::new(),
+                },
+                descriptor: String::new(),
+                delivery: Delivery::Whole(Bytes::new()),
+            };
+        };
+        let descriptor = descriptor(plan, tried);
+        // The answer names the model as the client asked for it: agents compare it
+        // with their request (Claude Code drops a turn's thinking from the next
+        // request when it names another model). The served one is in the headers.
+        let client_model = inbound.request.model.as_str();
+        let renamed = cand.upstream_model != client_model;
+        let served = Served {
+            provider: cand.provider.name.clone(),
+            model: plan.public_model.clone(),
+            upstream_model: cand.upstream_model.clone(),
+        };
+        guard.rec.served_provider = Some(served.provider.clone());
+        guard.rec.upstream_model = Some(served.upstream_model.clone());
+        guard.rec.descriptor.clone_from(&descriptor);
+        let ttft = inbound.received.elapsed();
+        guard.rec.ttft_ms = Some(ttft.as_millis() as u64);
+        self.provider_meters(&served.provider, |m| m.ttft_seconds.record(ttft.as_secs_f64()));
+        match answer {
+            Answer::Whole(Whole::Forwarded { body, usage }) => {
+                let body = if renamed { rename(body, client_model) } else { body };
+                meter(&mut guard.rec, usage, &inbound.request, 0, cand);
+                drop(in_flight);
+                record_metrics(&guard.rec);
+                guard.finish(200, None);
+                Success { served, descriptor, delivery: Delivery::Whole(body) }
+            }
+            Answer::Whole(Whole::Parsed { mut response, raw }) => {
+                client_model.clone_into(&mut response.model);
+                let mut keep = continuity::signatures_to_keep(&response.content);
+                if continuity::needs_store(inbound.format) {
+                    keep.extend(continuity::thinking_to_keep(&response.content));
+                }
+                for (key, value) in keep {
+                    runtime.continuity.put(key, value, continuity::TTL).await;
+                }
+                let body = match raw {
+                    Some(raw) if renamed => rename(raw, client_model),
+                    Some(raw) => raw,
+                    None => Bytes::from(
+                        inbound
+                            .format
+                            .encode_response(
+                                &response,
+                                &inbound.request.tools,
+                                runtime.seal.as_deref(),
+                            )
+                            .to_string(),
+                    ),
+                };
+                meter(
+                    &mut guard.rec,
+                    response.usage,
+                    &inbound.request,
+                    text_bytes(&response.content),
+                    cand,
+                );
+                if let Some(cap) = inbound.content_cap {
+                    let text: String = response
+                        .content
+                        .iter()
+                        .filter_map(|p| {
+                            if let Part::Text(t) = p { Some(t.text.as_str()) } else { None }
+                        })
+                        .collect();
+                    guard.rec.content =
+                        Some(crate::record::content_json(&inbound.request, &text, cap));
+                }
+                drop(in_flight);
+                record_metrics(&guard.rec);
+                guard.finish(200, None);
+                Success { served, descriptor, delivery: Delivery::Whole(body) }
+            }
+            Answer::Stream(mut committed) => {
+                let report = StreamReport {
+                    runtime: Arc::clone(runtime),
+                    permit: committed.permit.take(),
+                    identity: cand.identity(),
+                    attempt_ms: attempt_time.as_secs_f64() * 1000.0,
+                    ttft_ms: ttft.as_secs_f64() * 1000.0,
+                };
+                let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
+                let wire = cand.provider.wire().unwrap_or(Wire::Gemini);
+                let passthrough =
+                    upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
+                        && matches!(committed.source, Source::Http { .. });
+                let mut pump = Pump {
+                    encoder: inbound.format.stream_encoder(&inbound.request, runtime.seal.clone()),
+                    passthrough,
+                    idle: self.catalog.settings.idle_timeout,
+                    tx,
+                    guard,
+                    request: Arc::clone(&inbound.request),
+                    candidate: cand.clone(),
+                    usage: Usage::default(),
+                    out_bytes: 0,
+                    content_cap: inbound.content_cap,
+                    captured: String::new(),
+                    key: None,
+                    client_model: client_model.to_owned(),
+                    rename: renamed,
+                    continuity: (!passthrough).then(|| {
+                        continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
+                    }),
+                    strip_usage: passthrough
+                        && wire == Wire::OpenAiChat
+                        && !inbound.request.stream_usage,
+                    report,
+                    _in_flight: in_flight,
+                    deadline: inbound.received + self.catalog.settings.request_timeout,
+                };
+                let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
+                pump.key = key;
+                let mut first = pump.start(held_raw, &held_sse, &held);
+                if !ended && !first.is_empty() {
+                    // A new channel has room: this cannot fail for lack of space.
+                    match pump.tx.try_send(Bytes::from(std::mem::take(&mut first))) {
+                        Ok(()) => {}
+                        Err(
+                            mpsc::error::TrySendError::Full(b)
+                            | mpsc::error::TrySendError::Closed(b),
+                        ) => {
+                            first = b.into();
+                        }
+                    }
+                }
+                tokio::spawn(pump.run(source, first, ended));
+                Success { served, descriptor, delivery: Delivery::Stream(rx) }
+            }
+        }
+    }
+}
+
+/// A forwarded body naming the client's model; as it was if it names none.
+pub(super) fn rename(body: Bytes, model: &str) -> Bytes {
+    util::rename_model(&body, model).map_or(body, Bytes::from)
+}
+
+/// The handles a successful request records into, per client format. Registered
+/// on first use and kept for the process, as the recorder is.
+pub(super) struct FormatMeters {
+    ok: metrics::Counter,
+    stream_error: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+impl FormatMeters {
+    pub(super) fn new(format: Cow<'static, str>) -> Self {
+        Self {
+            ok: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "200"),
+            stream_error: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "stream_error"),
+            duration: metrics::histogram!("gateway_request_duration_seconds", "format" => format),
+        }
+    }
+
+    pub(super) fn get(format: &str) -> Option<&'static FormatMeters> {
+        static METERS: [OnceLock<FormatMeters>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let formats =
+            [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
+        let i = formats.iter().position(|f| f.as_str() == format)?;
+        let (cell, known) = (METERS.get(i)?, formats.get(i)?.as_str());
+        Some(cell.get_or_init(|| FormatMeters::new(Cow::Borrowed(known))))
+    }
+}
+
+/// Request-level metrics for a request that was answered (status 200), once per
+/// request, low-cardinality labels only. An error code on it means its stream
+/// failed after the commit point. (Called before the record's status is set.)
+pub(super) fn record_metrics(rec: &RequestRecord) {
+    let stream_error = rec.error_code.is_some();
+    let secs = rec.total_ms as f64 / 1000.0;
+    let unlisted;
+    let m = match FormatMeters::get(&rec.client_format) {
+        Some(m) => m,
+        None => {
+            unlisted = FormatMeters::new(rec.client_format.clone());
+            &unlisted
+        }
+    };
+    if stream_error { &m.stream_error } else { &m.ok }.increment(1);
+    m.duration.record(secs);
+}
+
+/// Bytes of generated text, for estimating output tokens when none are reported.
+pub(super) fn text_bytes(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => t.text.len(),
+            Part::Thinking { text, .. } => text.len(),
+            Part::ToolCall(c) => c.arguments.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Fill missing counts by estimation and compute the cost.
+pub(super) fn meter(
+    rec: &mut RequestRecord,
+    mut usage: Usage,
+    req: &Request,
+    out_bytes: usize,
+    cand: &Candidate,
+) {
+    if usage.input_tokens.is_none() {
+        usage.input_tokens = Some(estimate::input_tokens(req));
+        rec.estimated = true;
+    }
+    if usage.output_tokens.is_none() {
+        usage.output_tokens = Some(estimate::output_tokens(out_bytes));
+        rec.estimated = true;
+    }
+    rec.cost_usd = cost(&usage, cand.pricing.as_ref()).map(|c| c * cand.provider.markup);
+    rec.usage = usage;
+}

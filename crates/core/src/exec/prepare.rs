@@ -1,0 +1,132 @@
+//! Plan: resolve, authorize, filter and order the candidates. Nothing is sent.
+
+use super::*;
+
+impl Snapshot {
+    /// Resolve → capability, hint and context-window filters → circuit filter and
+    /// strategy order. Nothing has been sent upstream yet.
+    pub(super) fn prepare(
+        &self,
+        inbound: &Inbound,
+        runtime: &Runtime,
+        rec: &mut RequestRecord,
+    ) -> Result<Plan, GatewayError> {
+        let scope = Scope {
+            project: inbound.project.as_deref(),
+            project_name: inbound.project_name.as_deref(),
+        };
+        let mut plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
+        rec.resolved_model = Some(plan.public_model.clone());
+        rec.route_id.clone_from(&plan.route_id);
+        rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
+        self.authorize(&mut plan, inbound, runtime)?;
+        filter::by_governance(&mut plan)?;
+        filter::by_capability(&mut plan, &inbound.request)?;
+        filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
+        filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+        // Anthropic refuses thinking in a tool loop whose continued turn has none of
+        // its own (it came from another family): such requests go without it there.
+        if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
+            && switchyard_protocol::anthropic::continues_without_thinking(&inbound.request)
+        {
+            plan.descriptor.push("thinking_off:anthropic_tool_loop".to_owned());
+        }
+
+        let now = UnixMs::now();
+        let available = |c: &Candidate| {
+            let keys = credentials(c, inbound);
+            keys.is_empty()
+                && runtime.health.is_available(&credential_key(&c.provider.name, None), now)
+                || keys.iter().any(|k| {
+                    runtime.health.is_available(&credential_key(&c.provider.name, Some(k)), now)
+                })
+        };
+        filter::by_circuit(&mut plan, available);
+        let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
+        // Each strategy reads only its own figures; ordered reads none.
+        let (costs, latencies, busy) = match strategy {
+            Strategy::Ordered | Strategy::Weighted => (false, false, false),
+            Strategy::LeastBusy => (false, false, true),
+            Strategy::Cost => (true, false, false),
+            Strategy::Latency => (false, true, false),
+            Strategy::Balanced => (true, true, false),
+        };
+        let input_estimate = if costs { estimate::input_tokens(&inbound.request) } else { 0 };
+        let views: Vec<View> = plan
+            .candidates
+            .iter()
+            .map(|c| {
+                let identity = if latencies || busy { c.identity() } else { String::new() };
+                View {
+                    available: strategy == Strategy::Weighted && available(c),
+                    weight: c.weight,
+                    in_flight: if busy { runtime.in_flight.count(&identity) } else { 0 },
+                    price: if costs {
+                        filter::estimated_price(c, input_estimate, &inbound.request)
+                    } else {
+                        None
+                    },
+                    latency_ms: if latencies { runtime.latency.estimate(&identity) } else { None },
+                }
+            })
+            .collect();
+        let order = strategy::order(strategy, &views, strategy::uniform());
+        // Reorder by moving the candidates, not cloning them (chain order: nothing to do).
+        if order.iter().enumerate().any(|(pos, &i)| pos != i) {
+            let mut slots: Vec<Option<Candidate>> =
+                std::mem::take(&mut plan.candidates).into_iter().map(Some).collect();
+            plan.candidates =
+                order.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
+        }
+        if plan.strategy != Strategy::Ordered {
+            plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
+            if let (Some(first), Some(route)) = (plan.candidates.first(), plan.route_id.as_deref())
+            {
+                metrics::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
+            }
+        }
+        rec.provider =
+            plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
+        Ok(plan)
+    }
+
+    /// Access rules: refuse the request (403) when the caller may not use the model
+    /// or route; drop fallback deployments serving a model the caller may not use,
+    /// so an allowed primary never fails over to a denied fallback.
+    pub(super) fn authorize(
+        &self,
+        plan: &mut Plan,
+        inbound: &Inbound,
+        runtime: &Runtime,
+    ) -> Result<(), GatewayError> {
+        let stored = runtime.rules.load();
+        // Configured rules, then stored ones (no copies: both are iterated per check).
+        let rules = || self.catalog.rules.iter().chain(stored.iter());
+        let who = &inbound.principal;
+        if let Err(denial) =
+            access::decide(rules(), who, &plan.public_model, plan.route_id.as_deref())
+        {
+            return Err(GatewayError::new(
+                403,
+                ErrorKind::Permission,
+                "authz_denied",
+                denial.to_string(),
+            ));
+        }
+        let public = plan.public_model.clone();
+        let route = plan.route_id.clone();
+        let mut skipped = Vec::new();
+        plan.candidates.retain(|c| match c.model.as_ref().map(|m| m.id.as_str()) {
+            Some(id) if id != public => {
+                let ok = access::decide(rules(), who, id, route.as_deref()).is_ok();
+                if !ok {
+                    skipped.push(format!("authz_skip:{id}"));
+                }
+                ok
+            }
+            _ => true,
+        });
+        plan.descriptor.extend(skipped);
+        Ok(())
+    }
+}

@@ -1,0 +1,338 @@
+//! Streams: held until their first content (the commit point), then pumped to
+//! the client; their outcome is reported when they end.
+
+use super::*;
+
+/// A stream past its commit point: the held events (and raw bytes) up to and
+/// including the first content event, and the rest still to read.
+pub(super) struct Committed {
+    pub(super) source: Source,
+    pub(super) held_raw: Vec<u8>,
+    /// `held_raw` as events (kept with it).
+    pub(super) held_sse: Vec<SseEvent>,
+    pub(super) held: Vec<StreamEvent>,
+    pub(super) ended: bool,
+    /// The credential the attempt used, to scrub from a failure after the commit
+    /// point (the provider's platform keys are on the candidate).
+    pub(super) key: Option<Secret>,
+    /// The credential's breaker permit, reported when the stream ends.
+    pub(super) permit: Option<Permit>,
+}
+
+/// Read the stream until its first content event (or its end), holding everything
+/// before it. Any failure here is still invisible to the client.
+/// `reported` collects the usage the upstream reported while held, so a stream that
+/// fails before its commit point is still metered.
+pub(super) async fn commit(
+    mut source: Source,
+    idle: Duration,
+    keep_raw: bool,
+    reported: &mut Usage,
+) -> Result<Committed, Failure> {
+    let mut held_raw = Vec::new();
+    let mut held_sse = Vec::new();
+    let mut held = Vec::new();
+    loop {
+        let batch = match tokio::time::timeout(idle, source.next()).await {
+            Err(_) => {
+                return Err(Failure::Transport {
+                    class: "timeout",
+                    message: "stream idle before first content".into(),
+                });
+            }
+            Ok(r) => r?,
+        };
+        let Some(batch) = batch else {
+            return Ok(Committed {
+                source,
+                held_raw,
+                held_sse,
+                held,
+                ended: true,
+                key: None,
+                permit: None,
+            });
+        };
+        if keep_raw {
+            held_raw.extend_from_slice(&batch.raw);
+            held_sse.extend(batch.sse);
+        }
+        let content = batch.events.iter().any(StreamEvent::is_content);
+        for ev in &batch.events {
+            if let StreamEvent::Usage { usage } = ev {
+                reported.merge(usage);
+            }
+        }
+        held.extend(batch.events);
+        if content || batch.end {
+            return Ok(Committed {
+                source,
+                held_raw,
+                held_sse,
+                held,
+                ended: batch.end,
+                key: None,
+                permit: None,
+            });
+        }
+    }
+}
+
+pub(super) async fn send(tx: &mpsc::Sender<Bytes>, bytes: Vec<u8>) -> bool {
+    bytes.is_empty() || tx.send(Bytes::from(bytes)).await.is_ok()
+}
+
+/// A streamed attempt's report to the runtime, made when the stream ends: the
+/// breaker hears its outcome then (a stream that breaks after its first content
+/// is a failure, not the success its start looked like), and only a stream that
+/// ended well feeds the latency statistics. Dropped unreported (the client went
+/// away), it gives the permit back with no outcome.
+pub(super) struct StreamReport {
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) permit: Option<Permit>,
+    pub(super) identity: String,
+    pub(super) attempt_ms: f64,
+    pub(super) ttft_ms: f64,
+}
+
+impl StreamReport {
+    pub(super) fn finish(&mut self, outcome: Option<Outcome>) {
+        if outcome == Some(Outcome::Success) {
+            self.runtime.latency.observe_attempt(&self.identity, self.attempt_ms);
+            self.runtime.latency.observe_ttft(&self.identity, self.ttft_ms);
+        }
+        if let Some(permit) = self.permit.take() {
+            match outcome {
+                Some(outcome) => self.runtime.health.report(permit, outcome, UnixMs::now()),
+                None => self.runtime.health.abandon(permit),
+            }
+        }
+    }
+}
+
+impl Drop for StreamReport {
+    fn drop(&mut self) {
+        if let Some(permit) = self.permit.take() {
+            self.runtime.health.abandon(permit);
+        }
+    }
+}
+
+/// Moves a committed stream to the client: translate (or pass through), observe
+/// usage, end cleanly or with an in-format error, then write the record.
+pub(super) struct Pump {
+    pub(super) encoder: Box<dyn StreamEncoder>,
+    pub(super) passthrough: bool,
+    pub(super) idle: Duration,
+    pub(super) tx: mpsc::Sender<Bytes>,
+    pub(super) guard: RecordGuard,
+    pub(super) request: Arc<Request>,
+    pub(super) candidate: Candidate,
+    pub(super) usage: Usage,
+    pub(super) out_bytes: usize,
+    /// When the project logs content: the cap, and the response text so far.
+    pub(super) content_cap: Option<usize>,
+    pub(super) captured: String,
+    /// The credential the attempt used (scrubbed from a failure's text).
+    pub(super) key: Option<Secret>,
+    /// The model as the client named it, which the stream names too.
+    pub(super) client_model: String,
+    /// Passed through, the upstream's events name another model: rename it.
+    pub(super) rename: bool,
+    /// What the upstream needs back next turn that the client cannot carry:
+    /// call signatures, signed thinking (see [`continuity`]).
+    pub(super) continuity: Option<continuity::StreamContinuity>,
+    /// Passed through, an OpenAI stream carries the usage-only chunk the gateway
+    /// asked for (to meter it) and the client did not: it is left out.
+    pub(super) strip_usage: bool,
+    /// The attempt's health and latency, reported when the stream ends.
+    pub(super) report: StreamReport,
+    /// Held for the stream's life: the deployment counts as busy until it ends.
+    pub(super) _in_flight: InFlightGuard,
+    /// The whole request's deadline (timeouts.request_ms).
+    pub(super) deadline: Instant,
+}
+
+impl Pump {
+    pub(super) fn observe(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
+        for ev in events {
+            if let Some(continuity) = &mut self.continuity {
+                continuity.push(ev);
+            }
+            match ev {
+                StreamEvent::Usage { usage } => self.usage.merge(usage),
+                StreamEvent::Delta { delta, .. } => {
+                    if let (Some(cap), switchyard_protocol::Delta::Text { text }) =
+                        (self.content_cap, delta)
+                        && self.captured.len() < cap
+                    {
+                        self.captured.push_str(text);
+                    }
+                    self.out_bytes += match delta {
+                        switchyard_protocol::Delta::Text { text }
+                        | switchyard_protocol::Delta::Thinking { text } => text.len(),
+                        switchyard_protocol::Delta::ToolArguments { json } => json.len(),
+                        switchyard_protocol::Delta::Signature { .. } => 0,
+                    }
+                }
+                _ => {}
+            }
+            if !self.passthrough {
+                match ev {
+                    StreamEvent::Start { id, .. } => {
+                        let start =
+                            StreamEvent::Start { id: id.clone(), model: self.client_model.clone() };
+                        self.encoder.push(&start, out);
+                    }
+                    ev => self.encoder.push(ev, out),
+                }
+            }
+        }
+    }
+
+    /// The bytes for what was held up to the commit point. Sent before the
+    /// response is returned, so the response head and the first content leave in
+    /// one write instead of two.
+    pub(super) fn start(
+        &mut self,
+        held_raw: Vec<u8>,
+        held_sse: &[SseEvent],
+        held: &[StreamEvent],
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.forward(held_raw, held_sse, &mut out);
+        self.observe(held, &mut out);
+        out
+    }
+
+    /// On the fast path, the upstream's own bytes, or its events with the model
+    /// renamed when they name another one than the client asked for, and without
+    /// a usage chunk it did not ask for. Event by event, as each completes: nothing
+    /// is held back.
+    pub(super) fn forward(
+        &self,
+        raw: impl AsRef<[u8]> + Into<Vec<u8>>,
+        sse: &[SseEvent],
+        out: &mut Vec<u8>,
+    ) {
+        if !self.passthrough {
+            return;
+        }
+        if !self.rename && !self.strip_usage {
+            if out.is_empty() {
+                *out = raw.into();
+            } else {
+                out.extend_from_slice(raw.as_ref());
+            }
+            return;
+        }
+        for ev in sse {
+            if self.strip_usage && openai_chat::is_usage_only_chunk(ev.data.as_bytes()) {
+                continue;
+            }
+            let renamed = if self.rename {
+                util::rename_model(ev.data.as_bytes(), &self.client_model)
+            } else {
+                None
+            };
+            match renamed {
+                Some(data) => {
+                    let data = String::from_utf8_lossy(&data);
+                    sse::write_event(out, ev.event.as_deref(), &data);
+                }
+                None => sse::write_event(out, ev.event.as_deref(), &ev.data),
+            }
+        }
+    }
+
+    pub(super) async fn run(mut self, mut source: Source, mut out: Vec<u8>, mut ended: bool) {
+        let mut error: Option<GatewayError> = None;
+        // How the attempt ended after its commit point, when it did not end well:
+        // the record's name for it and what the breaker hears (None: nothing,
+        // the deployment was not at fault).
+        let mut failed: Option<(String, Option<Outcome>)> = None;
+        loop {
+            if ended {
+                if !self.passthrough {
+                    self.encoder.finish(&mut out);
+                }
+                break;
+            }
+            if !send(&self.tx, std::mem::take(&mut out)).await {
+                return; // client went away: dropping `source` cancels the upstream call
+            }
+            let next = tokio::select! {
+                biased;
+                _ = self.tx.closed() => return,
+                _ = tokio::time::sleep_until(self.deadline.into()) => {
+                    error = Some(GatewayError::new(504, ErrorKind::Timeout, "deadline_exceeded", "the request deadline passed while streaming"));
+                    failed = Some(("deadline_exceeded".to_owned(), None));
+                    break;
+                }
+                r = tokio::time::timeout(self.idle, source.next()) => r,
+            };
+            match next {
+                Err(_) => {
+                    error = Some(GatewayError::new(
+                        504,
+                        ErrorKind::Timeout,
+                        "stream_idle_timeout",
+                        "upstream stream went idle",
+                    ));
+                    let outcome = Outcome::Failure { retry_after: None };
+                    failed = Some(("transport_timeout".to_owned(), Some(outcome)));
+                    break;
+                }
+                Ok(Err(f)) => {
+                    let redactor = Redactor {
+                        platform: &self.candidate.provider.keys,
+                        used: self.key.as_ref(),
+                    };
+                    let f = f.redacted(&redactor);
+                    error = Some(failure_error(&f, &self.candidate.provider.name));
+                    failed = Some((f.outcome(), health_outcome(&f)));
+                    break;
+                }
+                Ok(Ok(None)) => ended = true,
+                Ok(Ok(Some(batch))) => {
+                    self.forward(&batch.raw[..], &batch.sse, &mut out);
+                    self.observe(&batch.events, &mut out);
+                    ended = batch.end;
+                }
+            }
+        }
+        if let Some(err) = &error {
+            tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
+            self.encoder.error(err.body(), &mut out);
+        }
+        let delivered = send(&self.tx, std::mem::take(&mut out)).await;
+        meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
+        if let Some(cap) = self.content_cap {
+            self.guard.rec.content =
+                Some(crate::record::content_json(&self.request, &self.captured, cap));
+        }
+        match (&error, delivered) {
+            (Some(err), _) => {
+                if let Some((outcome, health)) = failed {
+                    if let Some(attempt) = self.guard.rec.attempts.last_mut() {
+                        attempt.outcome = outcome;
+                    }
+                    self.report.finish(health);
+                }
+                self.guard.rec.error_code = Some(err.code().to_owned());
+                record_metrics(&self.guard.rec);
+                self.guard.finish(200, Some(err.code()));
+            }
+            (None, true) => {
+                self.report.finish(Some(Outcome::Success));
+                for (key, value) in self.continuity.take().map(|c| c.finish()).unwrap_or_default() {
+                    self.report.runtime.continuity.put(key, value, continuity::TTL).await;
+                }
+                record_metrics(&self.guard.rec);
+                self.guard.finish(200, None);
+            }
+            // Dropped: recorded as client_closed_request; the breaker hears nothing.
+            (None, false) => {}
+        }
+    }
+}
