@@ -1,5 +1,12 @@
-//! The execution pipeline after parsing: resolve → (authorize, admit: later) →
-//! attempt loop → deliver (whole or streamed) → meter → record.
+//! The execution pipeline after parsing, one stage a file:
+//!
+//! | stage | file |
+//! |---|---|
+//! | plan: resolve, authorize, filter, order | `prepare.rs` |
+//! | admit: limits and budgets (reserve, later settle) | `admit.rs` |
+//! | attempt loop: credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`) |
+//! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
+//! | meter and record, exactly once | `deliver.rs`, `guard.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
