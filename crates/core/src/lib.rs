@@ -1,6 +1,7 @@
 //! Switchyard core: configuration, the catalog, provider adapters and the execution
-//! pipeline. Usable as a library: build a [`Gateway`] from a config and call
-//! [`Snapshot::execute`] with a parsed request.
+//! pipeline. Usable as a library: [`embed::Gateway`] runs canonical requests
+//! in-process (see its module for an example); the HTTP server is a layer over
+//! [`Gateway::execute`].
 
 pub mod access;
 pub mod breaker;
@@ -8,6 +9,7 @@ pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod continuity;
+pub mod embed;
 pub mod error;
 pub mod estimate;
 pub mod exec;

@@ -145,6 +145,8 @@ async fn ingest(
         project_name,
         byok: caller.byok,
         content_cap,
+        output: switchyard_core::exec::Output::Client,
+        limits: Default::default(),
         hints,
     })
 }
@@ -215,6 +217,17 @@ async fn generate(
                     h.insert("cache-control", HeaderValue::from_static("no-cache"));
                     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
                     r
+                }
+                // The edge asks for its client's format (`Output::Client`): canonical
+                // answers are for library callers and never reach here.
+                Delivery::Response { .. } | Delivery::Events(_) => {
+                    let err = GatewayError::new(
+                        500,
+                        ErrorKind::Upstream,
+                        "internal_error",
+                        "the pipeline answered in the wrong form",
+                    );
+                    return error_response(format, &err, &id);
                 }
             };
             let h = resp.headers_mut();

@@ -236,6 +236,8 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
         byok: vec![],
         hints: Default::default(),
         content_cap: None,
+        output: Default::default(),
+        limits: Default::default(),
     };
     let err = gw.execute(inbound).await.unwrap_err();
     assert_eq!(err.status(), 503);

@@ -44,8 +44,24 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
     ) -> Result<Success, GatewayError> {
-        let deadline = inbound.received + self.catalog.settings.request_timeout;
-        let policy = &plan.policy;
+        let limits = &inbound.limits;
+        let deadline =
+            inbound.received + limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
+        // The request's own bounds replace the route's, within the hard maximums.
+        let overridden;
+        let policy = if limits.max_retries.is_some() || limits.max_attempts.is_some() {
+            let mut p = AttemptPolicy::clone(&plan.policy);
+            if let Some(n) = limits.max_retries {
+                p.max_retries = n.min(crate::catalog::MAX_RETRIES);
+            }
+            if let Some(n) = limits.max_attempts {
+                p.max_attempts = n.clamp(1, crate::catalog::HARD_MAX_ATTEMPTS);
+            }
+            overridden = p;
+            &overridden
+        } else {
+            &*plan.policy
+        };
         let mut failures: Vec<(usize, Failure)> = Vec::new();
         let mut sent = 0usize;
         let mut tried: Vec<String> = Vec::new();
@@ -344,7 +360,8 @@ impl Snapshot {
                 .map_err(Failure::from_protocol)?;
         let stream = inbound.request.stream;
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let first_byte = settings.first_byte_timeout.min(remaining);
+        let first_byte =
+            inbound.limits.attempt_timeout.unwrap_or(settings.first_byte_timeout).min(remaining);
         let dest = upstream::Dest {
             runtime: rt,
             spec: &cand.provider,
@@ -392,8 +409,13 @@ impl Snapshot {
             return Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }));
         }
         let source = Source::http(resp, wire);
-        let committed =
-            commit(source, settings.idle_timeout.min(remaining), fast, reported).await?;
+        let committed = commit(
+            source,
+            inbound.limits.idle_timeout.unwrap_or(settings.idle_timeout).min(remaining),
+            fast,
+            reported,
+        )
+        .await?;
         Ok(Answer::Stream(committed))
     }
 }

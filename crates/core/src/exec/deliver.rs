@@ -64,20 +64,6 @@ impl Snapshot {
                 for (key, value) in keep {
                     runtime.continuity.put(key, value, continuity::TTL).await;
                 }
-                let body = match raw {
-                    Some(raw) if renamed => rename(raw, client_model),
-                    Some(raw) => raw,
-                    None => Bytes::from(
-                        inbound
-                            .format
-                            .encode_response(
-                                &response,
-                                &inbound.request.tools,
-                                runtime.seal.as_deref(),
-                            )
-                            .to_string(),
-                    ),
-                };
                 meter(
                     &mut guard.rec,
                     response.usage,
@@ -98,8 +84,31 @@ impl Snapshot {
                 }
                 drop(in_flight);
                 record_metrics(&guard.rec);
-                guard.finish(200, None);
-                Success { served, descriptor, delivery: Delivery::Whole(body) }
+                let delivery = match (inbound.output, raw) {
+                    (Output::Canonical, _) => {
+                        let record = Box::new(guard.rec.clone());
+                        guard.finish(200, None);
+                        Delivery::Response { response: Box::new(response), record }
+                    }
+                    (Output::Client, raw) => {
+                        guard.finish(200, None);
+                        Delivery::Whole(match raw {
+                            Some(raw) if renamed => rename(raw, client_model),
+                            Some(raw) => raw,
+                            None => Bytes::from(
+                                inbound
+                                    .format
+                                    .encode_response(
+                                        &response,
+                                        &inbound.request.tools,
+                                        runtime.seal.as_deref(),
+                                    )
+                                    .to_string(),
+                            ),
+                        })
+                    }
+                };
+                Success { served, descriptor, delivery }
             }
             Answer::Stream(mut committed) => {
                 let report = StreamReport {
@@ -109,16 +118,26 @@ impl Snapshot {
                     attempt_ms: attempt_time.as_secs_f64() * 1000.0,
                     ttft_ms: ttft.as_secs_f64() * 1000.0,
                 };
-                let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
                 let wire = cand.provider.wire().unwrap_or(Wire::Gemini);
-                let passthrough =
-                    upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
-                        && matches!(committed.source, Source::Http { .. });
+                let passthrough = inbound.output == Output::Client
+                    && upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
+                    && matches!(committed.source, Source::Http { .. });
+                let (outlet, delivery) = match inbound.output {
+                    Output::Client => {
+                        let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
+                        let encoder =
+                            inbound.format.stream_encoder(&inbound.request, runtime.seal.clone());
+                        (Outlet::Encoded { tx, encoder }, Delivery::Stream(rx))
+                    }
+                    Output::Canonical => {
+                        let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
+                        (Outlet::Events { tx, pending: Vec::new() }, Delivery::Events(rx))
+                    }
+                };
                 let mut pump = Pump {
-                    encoder: inbound.format.stream_encoder(&inbound.request, runtime.seal.clone()),
+                    outlet,
                     passthrough,
-                    idle: self.catalog.settings.idle_timeout,
-                    tx,
+                    idle: inbound.limits.idle_timeout.unwrap_or(self.catalog.settings.idle_timeout),
                     guard,
                     request: Arc::clone(&inbound.request),
                     candidate: cand.clone(),
@@ -137,14 +156,18 @@ impl Snapshot {
                         && !inbound.request.stream_usage,
                     report,
                     _in_flight: in_flight,
-                    deadline: inbound.received + self.catalog.settings.request_timeout,
+                    deadline: inbound.received
+                        + inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout),
                 };
                 let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
                 pump.key = key;
                 let mut first = pump.start(held_raw, &held_sse, &held);
-                if !ended && !first.is_empty() {
+                if let Outlet::Encoded { tx, .. } = &pump.outlet
+                    && !ended
+                    && !first.is_empty()
+                {
                     // A new channel has room: this cannot fail for lack of space.
-                    match pump.tx.try_send(Bytes::from(std::mem::take(&mut first))) {
+                    match tx.try_send(Bytes::from(std::mem::take(&mut first))) {
                         Ok(()) => {}
                         Err(
                             mpsc::error::TrySendError::Full(b)
@@ -155,7 +178,7 @@ impl Snapshot {
                     }
                 }
                 tokio::spawn(pump.run(source, first, ended));
-                Success { served, descriptor, delivery: Delivery::Stream(rx) }
+                Success { served, descriptor, delivery }
             }
         }
     }

@@ -74,6 +74,41 @@ pub struct Inbound {
     pub hints: Hints,
     /// Log prompt and completion text up to this many bytes (the project opted in).
     pub content_cap: Option<usize>,
+    /// Encoded in `format` (the HTTP edge), or canonical (a library caller).
+    pub output: Output,
+    /// This request's own fallbacks and bounds (a library caller's).
+    pub limits: RequestRouting,
+}
+
+/// What the pipeline answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Output {
+    /// Bytes in the client's format ([`Inbound::format`]).
+    #[default]
+    Client,
+    /// The canonical response, or stream of canonical events.
+    Canonical,
+}
+
+/// A request's own routing: fallbacks after the model it names, and bounds that
+/// replace the configuration's (None: the configuration's), within the hard
+/// maximums (32 fallbacks, 5 retries, 128 attempts).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestRouting {
+    /// Model ids tried after the requested one's own candidates, in order.
+    pub fallbacks: Vec<String>,
+    /// The whole request, streaming included.
+    pub deadline: Option<Duration>,
+    /// One attempt, until the upstream's first byte.
+    pub attempt_timeout: Option<Duration>,
+    /// Silence allowed in a stream.
+    pub idle_timeout: Option<Duration>,
+    /// At most this many fallbacks after the first candidate.
+    pub max_fallbacks: Option<usize>,
+    /// Retries per deployment.
+    pub max_retries: Option<u32>,
+    /// Attempts sent upstream, all candidates together.
+    pub max_attempts: Option<usize>,
 }
 
 /// Which deployment answered.
@@ -91,6 +126,11 @@ pub enum Delivery {
     Whole(Bytes),
     /// SSE bytes in the client's format, produced as the upstream streams.
     Stream(mpsc::Receiver<Bytes>),
+    /// The canonical answer ([`Output::Canonical`]), and its record.
+    Response { response: Box<Response>, record: Box<RequestRecord> },
+    /// Canonical events as the upstream streams ([`Output::Canonical`]); a failure
+    /// after the first content ends it with an error.
+    Events(mpsc::Receiver<Result<StreamEvent, GatewayError>>),
 }
 
 #[derive(Debug)]

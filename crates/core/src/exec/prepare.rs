@@ -15,7 +15,25 @@ impl Snapshot {
             project: inbound.project.as_deref(),
             project_name: inbound.project_name.as_deref(),
         };
-        let mut plan = self.catalog.plan(&inbound.request.model, Date::today(), &scope)?;
+        let today = Date::today();
+        let mut plan = self.catalog.plan(&inbound.request.model, today, &scope)?;
+        // The request's own fallbacks follow the model's candidates (authorized,
+        // filtered and bounded below like them).
+        for fallback in &inbound.limits.fallbacks {
+            let more = self.catalog.plan(fallback, today, &scope)?;
+            for c in more.candidates {
+                let dup = plan.candidates.iter().any(|x| {
+                    x.provider.name == c.provider.name && x.upstream_model == c.upstream_model
+                });
+                if !dup {
+                    plan.candidates.push(c);
+                }
+            }
+        }
+        if !inbound.limits.fallbacks.is_empty() || inbound.limits.max_fallbacks.is_some() {
+            let n = inbound.limits.max_fallbacks.unwrap_or(plan.policy.max_fallbacks);
+            plan.candidates.truncate(1 + n.min(crate::catalog::HARD_MAX_FALLBACKS));
+        }
         rec.resolved_model = Some(plan.public_model.clone());
         rec.route_id.clone_from(&plan.route_id);
         rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());

@@ -118,13 +118,68 @@ impl Drop for StreamReport {
     }
 }
 
+/// Where a stream goes: encoded into the client's format as it streams, or as
+/// canonical events (a library caller: no format at all).
+pub(super) enum Outlet {
+    Encoded { tx: mpsc::Sender<Bytes>, encoder: Box<dyn StreamEncoder> },
+    Events { tx: mpsc::Sender<Result<StreamEvent, GatewayError>>, pending: Vec<StreamEvent> },
+}
+
+impl Outlet {
+    /// Send what is ready (`out`, or the pending events); false: the receiver is gone.
+    async fn flush(&mut self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Outlet::Encoded { tx, .. } => send(tx, std::mem::take(out)).await,
+            Outlet::Events { tx, pending } => {
+                for ev in pending.drain(..) {
+                    if tx.send(Ok(ev)).await.is_err() {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    async fn closed(&mut self) {
+        match self {
+            Outlet::Encoded { tx, .. } => tx.closed().await,
+            Outlet::Events { tx, .. } => tx.closed().await,
+        }
+    }
+
+    fn push(&mut self, ev: &StreamEvent, out: &mut Vec<u8>) {
+        match self {
+            Outlet::Encoded { encoder, .. } => encoder.push(ev, out),
+            Outlet::Events { pending, .. } => pending.push(ev.clone()),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<u8>) {
+        if let Outlet::Encoded { encoder, .. } = self {
+            encoder.finish(out);
+        }
+    }
+
+    /// End a failed stream: an error in the client's format, or the error itself.
+    async fn fail(&mut self, err: &GatewayError, out: &mut Vec<u8>) -> bool {
+        if let Outlet::Encoded { encoder, .. } = self {
+            encoder.error(err.body(), out);
+        }
+        let flushed = self.flush(out).await;
+        match self {
+            Outlet::Events { tx, .. } => flushed && tx.send(Err(err.clone())).await.is_ok(),
+            Outlet::Encoded { .. } => flushed,
+        }
+    }
+}
+
 /// Moves a committed stream to the client: translate (or pass through), observe
 /// usage, end cleanly or with an in-format error, then write the record.
 pub(super) struct Pump {
-    pub(super) encoder: Box<dyn StreamEncoder>,
+    pub(super) outlet: Outlet,
     pub(super) passthrough: bool,
     pub(super) idle: Duration,
-    pub(super) tx: mpsc::Sender<Bytes>,
     pub(super) guard: RecordGuard,
     pub(super) request: Arc<Request>,
     pub(super) candidate: Candidate,
@@ -182,9 +237,9 @@ impl Pump {
                     StreamEvent::Start { id, .. } => {
                         let start =
                             StreamEvent::Start { id: id.clone(), model: self.client_model.clone() };
-                        self.encoder.push(&start, out);
+                        self.outlet.push(&start, out);
                     }
-                    ev => self.encoder.push(ev, out),
+                    ev => self.outlet.push(ev, out),
                 }
             }
         }
@@ -254,16 +309,16 @@ impl Pump {
         loop {
             if ended {
                 if !self.passthrough {
-                    self.encoder.finish(&mut out);
+                    self.outlet.finish(&mut out);
                 }
                 break;
             }
-            if !send(&self.tx, std::mem::take(&mut out)).await {
+            if !self.outlet.flush(&mut out).await {
                 return; // client went away: dropping `source` cancels the upstream call
             }
             let next = tokio::select! {
                 biased;
-                _ = self.tx.closed() => return,
+                _ = self.outlet.closed() => return,
                 _ = tokio::time::sleep_until(self.deadline.into()) => {
                     error = Some(GatewayError::new(504, ErrorKind::Timeout, "deadline_exceeded", "the request deadline passed while streaming"));
                     failed = Some(("deadline_exceeded".to_owned(), None));
@@ -301,11 +356,13 @@ impl Pump {
                 }
             }
         }
-        if let Some(err) = &error {
-            tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
-            self.encoder.error(err.body(), &mut out);
-        }
-        let delivered = send(&self.tx, std::mem::take(&mut out)).await;
+        let delivered = match &error {
+            Some(err) => {
+                tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
+                self.outlet.fail(err, &mut out).await
+            }
+            None => self.outlet.flush(&mut out).await,
+        };
         meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
         if let Some(cap) = self.content_cap {
             self.guard.rec.content =

@@ -1,0 +1,83 @@
+//! Switchyard as a library: a gateway in-process, in front of a fake OpenAI and a
+//! fake Anthropic from the test kit. The primary deployment fails with a 500; the
+//! request's own fallback serves it; the answer says who served it and how.
+//! Then the same request as a stream of canonical events.
+//!
+//!     cargo run -p switchyard-core --example embedded
+//!
+//! (CI runs it: `.ci/run`.)
+
+use std::process::ExitCode;
+
+use switchyard_core::embed::{Gateway, Generate};
+use switchyard_core::exec::RequestRouting;
+use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
+use switchyard_testkit::{FakeUpstream, Reply, Vendor};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("embedded example failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    switchyard_core::install_crypto_provider();
+    let openai = FakeUpstream::start(Vendor::OpenAi).await?;
+    let anthropic = FakeUpstream::start(Vendor::Anthropic).await?;
+    let yaml = format!(
+        "storage: {{ url: none }}
+providers:
+  openai: {{ wire: openai-chat, endpoint: \"{}/v1\", credentials: {{ keys: [sk-example] }} }}
+  anthropic: {{ wire: anthropic, endpoint: \"{}\", credentials: {{ keys: [sk-ant-example] }} }}
+models:
+  - {{ id: fast, deployments: [{{ provider: openai, model: gpt-example }}] }}
+  - {{ id: careful, deployments: [{{ provider: anthropic, model: claude-example }}], pricing: {{ input: 3, output: 15 }} }}
+",
+        openai.base_url(),
+        anthropic.base_url()
+    );
+    let gateway = Gateway::from_yaml("example.yaml", &yaml, &|_| None)?;
+
+    openai.push(Reply::status(500));
+    let request = Request {
+        model: "fast".into(),
+        messages: vec![Message::text(Role::User, "hello from the library")],
+        ..Request::default()
+    };
+    let routing = RequestRouting { fallbacks: vec!["careful".into()], ..RequestRouting::default() };
+    let answer = gateway
+        .generate(Generate { request: request.clone(), routing, ..Generate::default() })
+        .await?;
+    println!(
+        "served by {} ({}) after {} attempt(s): {}",
+        answer.provider,
+        answer.upstream_model,
+        answer.attempts.len(),
+        answer.attempts.iter().map(|a| a.outcome.as_str()).collect::<Vec<_>>().join(" → ")
+    );
+    println!(
+        "usage {:?}, cost {:?} USD, descriptor {:?}",
+        answer.usage, answer.cost_usd, answer.descriptor
+    );
+    if answer.provider != "anthropic" || answer.attempts.len() != 2 {
+        return Err("the fallback did not serve the request".into());
+    }
+
+    let mut stream = gateway.stream(Generate::new(request)).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Delta { delta: Delta::Text { text: t }, .. } = event? {
+            text.push_str(&t);
+        }
+    }
+    println!("streamed from {}: {text:?}", stream.provider);
+    if !text.contains("hello from the library") {
+        return Err("the stream lost its text".into());
+    }
+    Ok(())
+}

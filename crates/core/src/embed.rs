@@ -1,0 +1,279 @@
+//! Library mode: the gateway in-process, without the HTTP server. Build a
+//! [`Gateway`] from a configuration, then [`Gateway::generate`] or
+//! [`Gateway::stream`] canonical requests; the answer says which provider and
+//! model served it, every attempt, usage, cost and the route descriptor.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use switchyard_core::embed::{Generate, Gateway};
+//! use switchyard_core::protocol::{Message, Request, Role};
+//!
+//! let gateway = Gateway::from_yaml(
+//!     "inline.yaml",
+//!     "storage: { url: none }\nproviders: { local: { wire: mock } }\nmodels: [{ id: echo, deployments: [{ provider: local }] }]\n",
+//!     &|_| None,
+//! )?;
+//! let request = Request {
+//!     model: "echo".into(),
+//!     messages: vec![Message::text(Role::User, "hello")],
+//!     ..Request::default()
+//! };
+//! let answer = gateway.generate(Generate::new(request)).await?;
+//! assert_eq!(answer.provider, "local");
+//! assert_eq!(answer.attempts.len(), 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Many gateways may live in one process: each owns its catalog, runtime state and
+//! record sink; nothing is global and nothing touches the network until a request
+//! is sent. Dropping the future (or the stream) cancels the request upstream.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use switchyard_protocol::{ClientFormat, Request, Response, StreamEvent, Usage};
+use tokio::sync::mpsc;
+
+use crate::access::Principal;
+use crate::exec::{Delivery, Inbound, Output, RequestRouting};
+use crate::record::{AttemptRecord, SharedSink};
+use crate::runtime::Runtime;
+use crate::util::Secret;
+use crate::{Catalog, ConfigSource, GatewayError, LoadError};
+
+/// The longest model id accepted (as at the HTTP edge).
+const MAX_MODEL_ID: usize = 256;
+
+/// Supplies provider keys per request, so an embedding application can give each
+/// of its tenants its own (they are used before the configuration's keys).
+pub trait CredentialResolver: Send + Sync {
+    /// The key to use for `provider` on behalf of `caller`, if the caller has one.
+    fn resolve(&self, provider: &str, caller: &Principal) -> Option<Secret>;
+}
+
+/// A request through the library.
+#[derive(Debug, Clone, Default)]
+pub struct Generate {
+    pub request: Request,
+    /// Fallbacks, deadlines and attempt bounds for this request.
+    pub routing: RequestRouting,
+    /// Who asks, for access rules, records and credentials (default: anonymous).
+    pub caller: Principal,
+    /// The project the request is attributed to.
+    pub project: Option<String>,
+}
+
+impl Generate {
+    pub fn new(request: Request) -> Self {
+        Self { request, ..Self::default() }
+    }
+}
+
+/// A complete answer and how it was served.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub response: Response,
+    pub request_id: String,
+    pub provider: String,
+    /// The catalog model served, and the provider's own name for it.
+    pub model: String,
+    pub upstream_model: String,
+    /// The route-match descriptor (`route:… failover:a->b`).
+    pub descriptor: String,
+    /// Every attempt, in order, the answering one last.
+    pub attempts: Vec<AttemptRecord>,
+    pub usage: Usage,
+    /// USD; `None` when a price is unknown.
+    pub cost_usd: Option<f64>,
+}
+
+/// A streaming answer: how it is served, known at its first content, and its
+/// canonical events. A failure after the first content ends it with an error.
+#[derive(Debug)]
+pub struct GenerationStream {
+    pub request_id: String,
+    pub provider: String,
+    pub model: String,
+    pub upstream_model: String,
+    pub descriptor: String,
+    events: mpsc::Receiver<Result<StreamEvent, GatewayError>>,
+}
+
+impl GenerationStream {
+    /// The next event; `None` after the last.
+    pub async fn next(&mut self) -> Option<Result<StreamEvent, GatewayError>> {
+        self.events.recv().await
+    }
+}
+
+/// An in-process gateway: [`crate::Gateway`] plus what a library caller needs.
+pub struct Gateway {
+    inner: crate::Gateway,
+    credentials: Option<Arc<dyn CredentialResolver>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("credentials", &self.credentials.is_some()).finish()
+    }
+}
+
+impl Gateway {
+    /// From a compiled catalog, with records going to `sink` and runtime state
+    /// (breakers, limits, shared stores) as given.
+    pub fn new(catalog: Catalog, sink: SharedSink, runtime: Runtime) -> Result<Self, LoadError> {
+        Ok(Self { inner: crate::Gateway::with_runtime(catalog, sink, runtime)?, credentials: None })
+    }
+
+    /// From YAML text (`name` appears in problems: `name:line: …`). `${VAR}`
+    /// references are resolved with `env` (pass `&|k| std::env::var(k).ok()` for the
+    /// process environment). Records are dropped; use [`Gateway::new`] to keep them.
+    pub fn from_yaml(
+        name: &str,
+        yaml: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, LoadError> {
+        let raw = ConfigSource::from_text(name, yaml).parse_with(env)?;
+        Self::from_raw(&raw, name, env)
+    }
+
+    /// From a configuration file.
+    pub fn from_file(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, LoadError> {
+        let source = ConfigSource::from_path(path)?;
+        let raw = source.parse_with(env)?;
+        Self::from_raw(&raw, &source.name, env)
+    }
+
+    /// From configuration values built in code ([`crate::config::raw::RawConfig`]).
+    pub fn from_raw(
+        raw: &crate::config::raw::RawConfig,
+        name: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, LoadError> {
+        let catalog = Catalog::compile(raw, name, env)?;
+        let sink: SharedSink = Arc::new(crate::record::NullSink);
+        Self::new(catalog, sink, Runtime::default())
+    }
+
+    /// Per-tenant provider keys, asked for on each request.
+    #[must_use]
+    pub fn with_credentials(mut self, resolver: Arc<dyn CredentialResolver>) -> Self {
+        self.credentials = Some(resolver);
+        self
+    }
+
+    /// The gateway underneath (reload, snapshot, runtime state).
+    pub fn core(&self) -> &crate::Gateway {
+        &self.inner
+    }
+
+    /// Answer `generate` whole.
+    pub async fn generate(&self, mut generate: Generate) -> Result<Generation, GatewayError> {
+        generate.request.stream = false;
+        let inbound = self.inbound(generate)?;
+        let id = inbound.id.clone();
+        let success = self.inner.execute(inbound).await?;
+        match success.delivery {
+            Delivery::Response { response, record } => Ok(Generation {
+                response: *response,
+                request_id: id,
+                provider: success.served.provider,
+                model: success.served.model,
+                upstream_model: success.served.upstream_model,
+                descriptor: success.descriptor,
+                attempts: record.attempts,
+                usage: record.usage,
+                cost_usd: record.cost_usd,
+            }),
+            _ => Err(wrong_form()),
+        }
+    }
+
+    /// Answer `generate` as a stream of canonical events.
+    pub async fn stream(&self, mut generate: Generate) -> Result<GenerationStream, GatewayError> {
+        generate.request.stream = true;
+        let inbound = self.inbound(generate)?;
+        let id = inbound.id.clone();
+        let success = self.inner.execute(inbound).await?;
+        match success.delivery {
+            Delivery::Events(events) => Ok(GenerationStream {
+                request_id: id,
+                provider: success.served.provider,
+                model: success.served.model,
+                upstream_model: success.served.upstream_model,
+                descriptor: success.descriptor,
+                events,
+            }),
+            _ => Err(wrong_form()),
+        }
+    }
+
+    fn inbound(&self, generate: Generate) -> Result<Inbound, GatewayError> {
+        let Generate { request, routing, caller, project } = generate;
+        for model in std::iter::once(&request.model).chain(&routing.fallbacks) {
+            check_model_id(model)?;
+        }
+        let byok = match &self.credentials {
+            Some(resolver) => self
+                .inner
+                .snapshot()
+                .catalog
+                .providers
+                .iter()
+                .filter_map(|p| resolver.resolve(&p.name, &caller).map(|k| (p.name.clone(), k)))
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(Inbound {
+            id: request_id(),
+            received: Instant::now(),
+            time_ms: crate::clock::UnixMs::now().0,
+            // The records' client format: a library caller has none of the wire ones;
+            // the canonical output never encodes into it.
+            format: ClientFormat::OpenAiChat,
+            request: Arc::new(request),
+            raw: None,
+            forward_headers: Vec::new(),
+            principal: caller,
+            project,
+            project_name: None,
+            byok,
+            hints: Default::default(),
+            content_cap: None,
+            output: Output::Canonical,
+            limits: routing,
+        })
+    }
+}
+
+/// Model ids are validated as at the HTTP edge: never a panic, a typed error.
+fn check_model_id(model: &str) -> Result<(), GatewayError> {
+    if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
+        return Err(GatewayError::invalid(
+            "invalid_model",
+            format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
+        ));
+    }
+    Ok(())
+}
+
+fn wrong_form() -> GatewayError {
+    GatewayError::new(
+        500,
+        switchyard_protocol::ErrorKind::Upstream,
+        "internal_error",
+        "the pipeline answered in the wrong form",
+    )
+}
+
+/// `lib_` + 24 hex digits: unique, sortable by time like the edge's ids.
+fn request_id() -> String {
+    format!(
+        "lib_{:012x}{:012x}",
+        crate::clock::UnixMs::now().0,
+        crate::clock::unique() & 0xffff_ffff_ffff
+    )
+}
