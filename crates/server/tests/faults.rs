@@ -360,3 +360,57 @@ async fn a_failed_attempt_that_reported_usage_is_costed_too() {
         rec.cost_usd
     );
 }
+
+/// Reasoning models stay silent for long stretches: a stream that is still
+/// receiving is not cut by the request's total time, and while its upstream is
+/// silent the client gets keep-alives in its own format (an SSE comment; for
+/// Anthropic clients a `ping` event), translated or passed through.
+#[tokio::test]
+async fn long_silent_streams_survive_with_keepalives() {
+    let h = Harness::start_with(Options {
+        request_ms: 600,
+        keepalive_ms: 100,
+        idle_ms: 5000,
+        ..Options::default()
+    })
+    .await;
+    for (format, vendor) in [
+        (ClientFormat::OpenAiChat, Vendor::OpenAi),
+        (ClientFormat::Anthropic, Vendor::Anthropic),
+        (ClientFormat::Anthropic, Vendor::OpenAi),
+        (ClientFormat::OpenAiChat, Vendor::Anthropic),
+    ] {
+        let model = if vendor == Vendor::OpenAi { "m-openai" } else { "m-anthropic" };
+        let ReplyBody::Sse(frames) = canned::text(vendor, model, "slow and steady answer", true)
+        else {
+            panic!("canned stream is SSE")
+        };
+        // Each pause is longer than the keep-alive interval; all of them together
+        // longer than request_ms.
+        h.fake(vendor).push(Reply::sse(frames).chunk_delay(Duration::from_millis(250)));
+        let body = match format {
+            ClientFormat::Anthropic => anthropic_msg(model, "x", true),
+            _ => chat(model, "x", true),
+        };
+        let r = h.post(path(format), &body).await;
+        assert_eq!(r.status(), 200);
+        let bytes = r.bytes().await.unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let resp = decode_stream(format, &bytes);
+        assert_eq!(text_of(&resp), "slow and steady answer", "{format:?}/{vendor:?}: {text}");
+        match format {
+            ClientFormat::Anthropic => assert!(text.contains("event: ping"), "{text}"),
+            _ => assert!(text.contains(": keep-alive"), "{text}"),
+        }
+        assert!(!text.contains("deadline_exceeded"), "{text}");
+    }
+}
+
+#[test]
+fn stream_defaults_fit_agents() {
+    let t = switchyard_core::config::raw::Timeouts::default();
+    assert!(t.idle_ms >= 300_000, "five minutes of silence at least");
+    assert_eq!(t.keepalive_ms, 15_000);
+    let g = switchyard_core::config::raw::GatewaySettings::default();
+    assert_eq!(g.shutdown_grace_secs, 600, "in-flight streams get ten minutes to finish");
+}

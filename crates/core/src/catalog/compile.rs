@@ -397,6 +397,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
         first_byte_timeout: Duration::from_millis(t.first_byte_ms),
         idle_timeout: Duration::from_millis(t.idle_ms),
         request_timeout: Duration::from_millis(t.request_ms),
+        keepalive: Duration::from_millis(t.keepalive_ms.max(1)),
         breaker: crate::breaker::BreakerConfig {
             threshold: g.breaker.threshold,
             half_life: Duration::from_millis(g.breaker.half_life_ms),

@@ -275,6 +275,8 @@ pub struct Settings {
     pub first_byte_timeout: Duration,
     pub idle_timeout: Duration,
     pub request_timeout: Duration,
+    /// Keep-alive interval for silent committed streams.
+    pub keepalive: Duration,
     pub breaker: crate::breaker::BreakerConfig,
     pub reload_poll: Duration,
 }

@@ -190,7 +190,7 @@ impl Default for GatewaySettings {
             api_keys: Vec::new(),
             max_body_bytes: 32 * 1024 * 1024,
             max_json_depth: 64,
-            shutdown_grace_secs: 30,
+            shutdown_grace_secs: 600,
             timeouts: Timeouts::default(),
             breaker: BreakerSettings::default(),
             reload_poll_secs: 5,
@@ -206,15 +206,27 @@ pub struct Timeouts {
     pub connect_ms: u64,
     /// From sending the request to the response headers (per attempt).
     pub first_byte_ms: u64,
-    /// Longest silence between two chunks of a streamed answer.
+    /// Longest silence between two chunks of a streamed answer. Reasoning models at
+    /// high effort think for minutes without a word: the default allows five.
     pub idle_ms: u64,
-    /// The whole request, all attempts together.
+    /// The whole request, all attempts together, until the answer (or a stream's
+    /// first content); a stream that is still receiving has no total cap.
     pub request_ms: u64,
+    /// While a committed stream's upstream is silent, a keep-alive goes to the
+    /// client this often (an SSE comment; Anthropic's `ping` event), so proxies
+    /// with an idle timeout (often 60 s) do not cut it.
+    pub keepalive_ms: u64,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self { connect_ms: 10_000, first_byte_ms: 120_000, idle_ms: 60_000, request_ms: 600_000 }
+        Self {
+            connect_ms: 10_000,
+            first_byte_ms: 120_000,
+            idle_ms: 300_000,
+            request_ms: 600_000,
+            keepalive_ms: 15_000,
+        }
     }
 }
 

@@ -136,6 +136,7 @@ impl Snapshot {
                 };
                 let mut pump = Pump {
                     outlet,
+                    format: inbound.format,
                     passthrough,
                     idle: inbound.limits.idle_timeout.unwrap_or(self.catalog.settings.idle_timeout),
                     guard,
@@ -156,8 +157,9 @@ impl Snapshot {
                         && !inbound.request.stream_usage,
                     report,
                     _in_flight: in_flight,
-                    deadline: inbound.received
-                        + inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout),
+                    deadline: inbound.limits.deadline.map(|d| inbound.received + d),
+                    keepalive: self.catalog.settings.keepalive,
+                    at_boundary: true,
                 };
                 let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
                 pump.key = key;

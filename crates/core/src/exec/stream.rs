@@ -126,6 +126,24 @@ pub(super) enum Outlet {
 }
 
 impl Outlet {
+    /// A keep-alive in the client's format; false if this outlet takes none.
+    fn keepalive(&self, format: ClientFormat, out: &mut Vec<u8>) -> bool {
+        match self {
+            Outlet::Encoded { .. } => {
+                match format {
+                    // Anthropic's own keep-alive, which its SDKs expect and skip.
+                    ClientFormat::Anthropic => {
+                        sse::write_event(out, Some("ping"), r#"{"type": "ping"}"#);
+                    }
+                    // An SSE comment: every SSE reader ignores it.
+                    _ => out.extend_from_slice(b": keep-alive\n\n"),
+                }
+                true
+            }
+            Outlet::Events { .. } => false,
+        }
+    }
+
     /// Send what is ready (`out`, or the pending events); false: the receiver is gone.
     async fn flush(&mut self, out: &mut Vec<u8>) -> bool {
         match self {
@@ -174,10 +192,20 @@ impl Outlet {
     }
 }
 
+/// Resolves at `deadline`; never without one.
+async fn until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Moves a committed stream to the client: translate (or pass through), observe
 /// usage, end cleanly or with an in-format error, then write the record.
 pub(super) struct Pump {
     pub(super) outlet: Outlet,
+    /// The client's format (for keep-alives).
+    pub(super) format: ClientFormat,
     pub(super) passthrough: bool,
     pub(super) idle: Duration,
     pub(super) guard: RecordGuard,
@@ -204,8 +232,14 @@ pub(super) struct Pump {
     pub(super) report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
     pub(super) _in_flight: InFlightGuard,
-    /// The whole request's deadline (timeouts.request_ms).
-    pub(super) deadline: Instant,
+    /// A deadline the caller set for the whole request (library callers); a
+    /// stream that is still receiving has none otherwise.
+    pub(super) deadline: Option<Instant>,
+    /// How often a keep-alive goes to the client while the upstream is silent.
+    pub(super) keepalive: Duration,
+    /// Whether what went to the client so far ends at an event boundary, so a
+    /// keep-alive may go in (a passed-through chunk may end inside an event).
+    pub(super) at_boundary: bool,
 }
 
 impl Pump {
@@ -255,6 +289,9 @@ impl Pump {
         held: &[StreamEvent],
     ) -> Vec<u8> {
         let mut out = Vec::new();
+        if self.passthrough && !self.rename && !self.strip_usage && !held_raw.is_empty() {
+            self.at_boundary = held_raw.ends_with(b"\n\n") || held_raw.ends_with(b"\r\n\r\n");
+        }
         self.forward(held_raw, held_sse, &mut out);
         self.observe(held, &mut out);
         out
@@ -316,18 +353,49 @@ impl Pump {
             if !self.outlet.flush(&mut out).await {
                 return; // client went away: dropping `source` cancels the upstream call
             }
-            let next = tokio::select! {
-                biased;
-                _ = self.outlet.closed() => return,
-                _ = tokio::time::sleep_until(self.deadline.into()) => {
-                    error = Some(GatewayError::new(504, ErrorKind::Timeout, "deadline_exceeded", "the request deadline passed while streaming"));
-                    failed = Some(("deadline_exceeded".to_owned(), None));
-                    break;
+            // Wait for the upstream; while it is silent, keep the client's
+            // connection alive, up to the silence allowed.
+            let silent_since = Instant::now();
+            let next = loop {
+                let silent = silent_since.elapsed();
+                let Some(left) = self.idle.checked_sub(silent).filter(|l| !l.is_zero()) else {
+                    break Err(());
+                };
+                let deadline = self.deadline;
+                let wait = tokio::select! {
+                    biased;
+                    _ = self.outlet.closed() => return,
+                    _ = until(deadline) => None,
+                    r = tokio::time::timeout(left.min(self.keepalive), source.next()) => Some(r),
+                };
+                match wait {
+                    None => {
+                        error = Some(GatewayError::new(
+                            504,
+                            ErrorKind::Timeout,
+                            "deadline_exceeded",
+                            "the request deadline passed while streaming",
+                        ));
+                        failed = Some(("deadline_exceeded".to_owned(), None));
+                        break Err(());
+                    }
+                    Some(Ok(r)) => break Ok(r),
+                    Some(Err(_)) if silent_since.elapsed() >= self.idle => break Err(()),
+                    Some(Err(_)) => {
+                        if self.at_boundary
+                            && self.outlet.keepalive(self.format, &mut out)
+                            && !self.outlet.flush(&mut out).await
+                        {
+                            return;
+                        }
+                    }
                 }
-                r = tokio::time::timeout(self.idle, source.next()) => r,
             };
+            if error.is_some() {
+                break;
+            }
             match next {
-                Err(_) => {
+                Err(()) => {
                     error = Some(GatewayError::new(
                         504,
                         ErrorKind::Timeout,
@@ -352,6 +420,14 @@ impl Pump {
                 Ok(Ok(Some(batch))) => {
                     self.forward(&batch.raw[..], &batch.sse, &mut out);
                     self.observe(&batch.events, &mut out);
+                    if self.passthrough
+                        && !self.rename
+                        && !self.strip_usage
+                        && !batch.raw.is_empty()
+                    {
+                        self.at_boundary =
+                            batch.raw.ends_with(b"\n\n") || batch.raw.ends_with(b"\r\n\r\n");
+                    }
                     ended = batch.end;
                 }
             }

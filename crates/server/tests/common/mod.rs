@@ -41,6 +41,8 @@ pub struct Harness {
 pub struct Options {
     pub first_byte_ms: u64,
     pub idle_ms: u64,
+    pub request_ms: u64,
+    pub keepalive_ms: u64,
     pub max_body_bytes: usize,
     /// More YAML entries under `models:` (each starting with `  - id:`).
     pub extra_models: String,
@@ -61,6 +63,8 @@ impl Default for Options {
         Self {
             first_byte_ms: 5000,
             idle_ms: 5000,
+            request_ms: 20000,
+            keepalive_ms: 15000,
             max_body_bytes: 1 << 20,
             extra_models: String::new(),
             gateway_extra: String::new(),
@@ -76,6 +80,8 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
     let Options {
         first_byte_ms,
         idle_ms,
+        request_ms,
+        keepalive_ms,
         max_body_bytes,
         extra_models,
         gateway_extra,
@@ -96,7 +102,7 @@ gateway:
   shutdown_grace_secs: 10
   max_body_bytes: {max_body_bytes}
   max_json_depth: 32
-  timeouts: {{ first_byte_ms: {first_byte_ms}, idle_ms: {idle_ms}, request_ms: 20000 }}
+  timeouts: {{ first_byte_ms: {first_byte_ms}, idle_ms: {idle_ms}, request_ms: {request_ms}, keepalive_ms: {keepalive_ms} }}
 {gateway_extra}
 providers:
   openai: {{ wire: openai-chat, endpoint: "{openai}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
