@@ -3086,3 +3086,68 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
     }
     assert!(p.0.is_empty(), "gemini id problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// Claude Code's tool loop with thinking on a Claude upstream behind an alias: the
+/// answer names the alias (so Claude Code keeps the turn's thinking), and the next
+/// turn, carrying that thinking before its `tool_use`, is taken by Anthropic (the
+/// strict fake refuses a loop whose thinking was lost), streamed as Claude Code
+/// streams, on the fast path.
+#[tokio::test]
+async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
+    let extra = "  - id: conf-claude\n    deployments: [{ provider: anthropic, model: claude-haiku-4-5 }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    h.anthropic.push(
+        canned::reasoning_then_tool_call(
+            Vendor::Anthropic,
+            "claude-haiku-4-5",
+            THINKING,
+            TOOL_NAME,
+            HISTORY_ARGS,
+            true,
+        )
+        .into(),
+    );
+    let tools = json!([{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": weather_schema()}]);
+    let user = json!({"role": "user", "content": Scenario::Tools.user_text()});
+    let thinking = json!({"type": "enabled", "budget_tokens": ANTHROPIC_CLIENT_BUDGET});
+    let first = json!({"model": "conf-claude", "stream": true, "max_tokens": 4096, "thinking": thinking,
+        "tools": tools, "messages": [user]});
+    let r = post_with(&h, "/v1/messages", &first, &[("anthropic-version", "2023-06-01")]).await;
+    let bytes = r.bytes().await.unwrap();
+    let events = json_events(&sse_events(&bytes));
+    let start = events.iter().find(|e| e["type"] == "message_start").unwrap();
+    assert_eq!(
+        start["message"]["model"], "conf-claude",
+        "the turn is the alias's: its thinking is kept"
+    );
+    let answer = decode(ClientFormat::Anthropic, true, &bytes).unwrap();
+    // Claude Code sends the turn back as it received it: thinking, then the call.
+    let blocks: Vec<Value> = answer
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::Thinking { text, signature } => {
+                Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+            }
+            Part::ToolCall(c) => Some(json!({"type": "tool_use", "id": c.id, "name": c.name,
+                "input": serde_json::from_str::<Value>(&c.arguments).unwrap()})),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    let call_id = blocks[1]["id"].clone();
+    let next = json!({"model": "conf-claude", "stream": true, "max_tokens": 4096, "thinking": thinking,
+        "tools": tools, "messages": [user, {"role": "assistant", "content": blocks},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": TOOL_OUTPUT}]}]});
+    let before = h.anthropic.request_count();
+    let r = post_with(&h, "/v1/messages", &next, &[("anthropic-version", "2023-06-01")]).await;
+    assert_eq!(r.status(), 200);
+    let text = String::from_utf8_lossy(&r.bytes().await.unwrap()).into_owned();
+    assert!(!text.contains("event: error"), "{text}");
+    let sent = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await.unwrap();
+    let sent = &sent.last().unwrap().body;
+    assert_eq!(sent["model"], "claude-haiku-4-5");
+    assert_eq!(sent["messages"][1]["content"][0]["type"], "thinking");
+    assert_eq!(sent["messages"][1]["content"][0]["signature"], ANTHROPIC_THINKING_SIGNATURE);
+    assert!(sent.get("thinking").is_some(), "thinking stays on");
+}
