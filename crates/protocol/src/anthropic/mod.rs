@@ -37,6 +37,23 @@ pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 
+use crate::spec::{Auth, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec};
+
+/// How an Anthropic upstream is called: `POST {endpoint}/v1/messages` with the key in
+/// `x-api-key` and an `anthropic-version` (the client's own when it sent one), the
+/// model and `stream` in the body, streams as SSE. An Anthropic client's
+/// `anthropic-beta` goes along: its betas mean the same to the upstream.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/v1/messages",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Header("x-api-key"),
+    headers: &[RequiredHeader { name: "anthropic-version", default: "2023-06-01" }],
+    passthrough_headers: &["anthropic-beta"],
+    default_endpoint: "https://api.anthropic.com",
+};
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Google Gemini `generateContent` and `streamGenerateContent?alt=sse`, both directions.
 //!
-//! The model goes in the URL path and the key in a header (both built elsewhere), so
-//! the request body never names the model.
+//! The model goes in the URL path and the key in a header (both in [`SPEC`]), so the
+//! request body never names the model.
 //!
 //! Choices worth knowing:
 //! - **Thought signatures.** Gemini 3 rejects a history whose function calls lack the
@@ -44,6 +44,22 @@ pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
+
+use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+
+/// How a Gemini upstream is called: `POST {endpoint}/v1beta/models/{model}:generateContent`,
+/// or `:streamGenerateContent?alt=sse` for a stream (SSE), with the key in
+/// `x-goog-api-key`; the body never names the model.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/v1beta/models/{model}:generateContent",
+    streaming: Streaming::Path("/v1beta/models/{model}:streamGenerateContent?alt=sse"),
+    model: ModelPlacement::Path,
+    framing: Framing::Sse,
+    auth: Auth::Header("x-goog-api-key"),
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: "https://generativelanguage.googleapis.com",
+};
 
 #[cfg(test)]
 mod proptests;

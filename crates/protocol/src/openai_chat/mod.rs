@@ -19,6 +19,21 @@ pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;
 pub use stream_encode::{Encoder, is_usage_only_chunk};
 
+use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+
+/// How an OpenAI-compatible upstream is called: `POST {endpoint}/chat/completions`
+/// with a bearer key, the model and `stream` in the body, streams as SSE.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/chat/completions",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Bearer,
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: "https://api.openai.com/v1",
+};
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

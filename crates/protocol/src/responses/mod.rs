@@ -67,6 +67,24 @@ pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 pub use tools::FREEFORM_INPUT;
 
+use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+
+/// How an upstream speaking the Responses API would be called: `POST
+/// {endpoint}/responses` with a bearer key, the model and `stream` in the body,
+/// streams as SSE. No [`crate::Wire`] uses it yet (the gateway speaks Responses to
+/// clients only); it is stated so that making Responses an upstream wire starts
+/// from its facts.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/responses",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Bearer,
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: "https://api.openai.com/v1",
+};
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
