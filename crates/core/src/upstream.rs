@@ -2,8 +2,9 @@
 //! or translated), sends it with the provider's pooled client, and turns the answer
 //! into either a whole canonical response or a [`Source`] of stream events.
 //!
-//! Adding a wire means: its translator in the protocol crate, a `Wire` variant, and
-//! the three small `match`es below (URL, auth header, fast-path rewrite).
+//! How a wire is called (URL, auth, required headers, stream framing) comes from
+//! its [`WireSpec`](switchyard_protocol::WireSpec); only the fast path's edits
+//! (usage asked for on an OpenAI stream) know a wire by name.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,8 +14,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    ClientFormat, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent, StreamDecoder,
-    StreamEvent, Wire, util,
+    Auth, ClientFormat, ModelPlacement, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent,
+    StreamDecoder, StreamEvent, Wire, util,
 };
 use tokio::sync::mpsc;
 
@@ -30,8 +31,8 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 pub struct ProviderRuntime {
     pub client: reqwest::Client,
     next_key: AtomicUsize,
-    /// The request URL, parsed once, for wires whose URL does not depend on the
-    /// model (OpenAI chat, Anthropic).
+    /// The request URL, parsed once, for wires whose URL is the same for every
+    /// request (`WireSpec::fixed_url`: OpenAI chat, Anthropic).
     fixed_url: Option<reqwest::Url>,
     meters: std::sync::OnceLock<ProviderMeters>,
 }
@@ -64,10 +65,11 @@ impl ProviderRuntime {
             .tcp_nodelay(true)
             .tcp_keepalive(Duration::from_secs(30))
             .build()?;
-        let fixed_url = match spec.wire() {
-            Some(w @ (Wire::OpenAiChat | Wire::Anthropic)) => url(spec, w, "", false).parse().ok(),
-            _ => None,
-        };
+        let fixed_url = spec
+            .wire()
+            .map(Wire::spec)
+            .filter(|api| api.fixed_url())
+            .and_then(|api| api.url(&spec.endpoint, "", false).parse().ok());
         Ok(Self {
             client,
             next_key: AtomicUsize::new(0),
@@ -262,26 +264,12 @@ pub fn build_body(
         }
         None => wire.encode_request_for(out.request, traits)?,
     };
-    if wire != Wire::Gemini
+    if wire.spec().model == ModelPlacement::Body
         && let Value::Object(m) = &mut v
     {
         m.insert("model".into(), Value::String(upstream_model.to_owned()));
     }
     serde_json::to_vec(&v).map_err(|e| ProtocolError::body(e.to_string()))
-}
-
-pub fn url(spec: &ProviderSpec, wire: Wire, upstream_model: &str, stream: bool) -> String {
-    match wire {
-        Wire::OpenAiChat => format!("{}/chat/completions", spec.endpoint),
-        Wire::Anthropic => format!("{}/v1/messages", spec.endpoint),
-        Wire::Gemini if stream => {
-            format!(
-                "{}/v1beta/models/{upstream_model}:streamGenerateContent?alt=sse",
-                spec.endpoint
-            )
-        }
-        Wire::Gemini => format!("{}/v1beta/models/{upstream_model}:generateContent", spec.endpoint),
-    }
 }
 
 /// Why an attempt failed, as the attempt loop classifies it.
@@ -415,27 +403,36 @@ pub async fn send(
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
     let Dest { runtime: rt, spec, wire, key, upstream_model } = dest;
+    let api = wire.spec();
     let mut req = match &rt.fixed_url {
         Some(u) => rt.client.post(u.clone()),
-        None => rt.client.post(url(spec, wire, upstream_model, stream)),
+        None => rt.client.post(api.url(&spec.endpoint, upstream_model, stream)),
     };
     req = req.header("content-type", "application/json");
     if stream {
-        req = req.header("accept", "text/event-stream");
+        req = req.header("accept", api.framing.media_type());
     }
-    match (wire, key) {
-        (Wire::OpenAiChat, Some(k)) => req = req.bearer_auth(k.expose()),
-        (Wire::Anthropic, Some(k)) => req = req.header("x-api-key", k.expose()),
-        (Wire::Gemini, Some(k)) => req = req.header("x-goog-api-key", k.expose()),
-        (_, None) => {}
+    if let Some(k) = key {
+        req = match api.auth {
+            Auth::Bearer => req.bearer_auth(k.expose()),
+            Auth::Header(name) => req.header(name, k.expose()),
+            // Kept for Vertex AI and Bedrock; no wire signs its requests so yet.
+            Auth::OAuthToken | Auth::SigV4 => {
+                return Err(Failure::Unavailable(format!(
+                    "the gateway cannot authenticate to a {} upstream yet",
+                    wire.as_str()
+                )));
+            }
+        };
     }
-    if wire == Wire::Anthropic {
-        let version = forwarded(out, "anthropic-version").unwrap_or("2023-06-01");
-        req = req.header("anthropic-version", version);
-        if out.format == ClientFormat::Anthropic
-            && let Some(beta) = forwarded(out, "anthropic-beta")
-        {
-            req = req.header("anthropic-beta", beta);
+    for header in api.headers {
+        req = req.header(header.name, forwarded(out, header.name).unwrap_or(header.default));
+    }
+    if out.format.native_wire() == Some(wire) {
+        for name in api.passthrough_headers {
+            if let Some(value) = forwarded(out, name) {
+                req = req.header(*name, value);
+            }
         }
     }
     for (k, v) in &spec.headers {
@@ -500,6 +497,8 @@ pub enum Source {
 }
 
 impl Source {
+    /// Read as SSE: the framing of every wire so far (`Framing::Sse`); a wire framed
+    /// otherwise needs its own frame decoder here.
     pub fn http(resp: reqwest::Response, wire: Wire) -> Self {
         Source::Http {
             body: Box::pin(resp.bytes_stream()),

@@ -13,6 +13,10 @@
 //! | `Decoder` ([`StreamDecoder`]) | wire SSE events → canonical [`StreamEvent`]s |
 //! | `Encoder` ([`StreamEncoder`]) | canonical events → wire SSE bytes |
 //! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
+//! | `SPEC` ([`WireSpec`]) | paths, model placement, framing, auth, headers, default endpoint |
+//!
+//! Each wire lives in its folder: `wire.rs` (its types), `request.rs`, `response.rs`,
+//! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
 
 pub mod anthropic;
 pub mod continuity;
@@ -21,12 +25,14 @@ pub mod gemini;
 pub mod model;
 pub mod openai_chat;
 pub mod responses;
+pub mod spec;
 pub mod sse;
 pub mod util;
 
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use model::*;
+pub use spec::{Auth, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec};
 pub use sse::{SseDecoder, SseEvent};
 
 /// The format a client speaks to the gateway.
@@ -126,6 +132,16 @@ impl Wire {
             Wire::OpenAiChat => "openai-chat",
             Wire::Anthropic => "anthropic",
             Wire::Gemini => "gemini",
+        }
+    }
+
+    /// How an upstream of this wire is called: paths, where the model goes,
+    /// framing, auth, required headers, default endpoint.
+    pub fn spec(self) -> &'static WireSpec {
+        match self {
+            Wire::OpenAiChat => &openai_chat::SPEC,
+            Wire::Anthropic => &anthropic::SPEC,
+            Wire::Gemini => &gemini::SPEC,
         }
     }
 

@@ -160,7 +160,7 @@ fn compile_providers(
         let endpoint = p
             .endpoint
             .as_ref()
-            .map_or(default_endpoint(p.wire), |e| e.value.as_str())
+            .map_or(default_endpoint(&kind), |e| e.value.as_str())
             .trim_end_matches('/')
             .to_owned();
         if let Some(m) = &p.markup
@@ -409,12 +409,12 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
     }
 }
 
-fn default_endpoint(wire: WireName) -> &'static str {
-    match wire {
-        WireName::OpenaiChat => "https://api.openai.com/v1",
-        WireName::Anthropic => "https://api.anthropic.com",
-        WireName::Gemini => "https://generativelanguage.googleapis.com",
-        WireName::Mock => "",
+/// The endpoint of a provider whose config names none: its wire's (the mock calls
+/// nothing).
+fn default_endpoint(kind: &ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Wire(wire) => wire.spec().default_endpoint,
+        ProviderKind::Mock { .. } => "",
     }
 }
 

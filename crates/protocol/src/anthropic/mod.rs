@@ -1,0 +1,62 @@
+//! Anthropic Messages API (`POST /v1/messages`), in both directions, streaming and not.
+//!
+//! - Ingress: what Claude Code and the Anthropic SDKs send to the gateway
+//!   ([`parse_request`]), and what they expect back ([`encode_response`], [`Encoder`]).
+//! - Upstream: what we send to `api.anthropic.com` ([`encode_request`]) and what it
+//!   answers ([`parse_response`], [`Decoder`], [`parse_error`]).
+//!
+//! Content blocks the canonical model has no place for (`server_tool_use`,
+//! `web_search_tool_result`, `search_result`, documents with a `text`, `content` or
+//! `file` source, images from the Files API, …) are parsed as
+//! [`Part::Untranslatable`], by name: when client and upstream both speak Anthropic,
+//! the gateway's same-format fast path forwards the original body, so they go as they
+//! came; a translation to another wire refuses them by name. Server tools such as
+//! `web_search_*` / `bash_*` (no schema) are skipped: Anthropic runs them itself, and
+//! no other wire can.
+//!
+//! Anthropic refuses text blocks that are empty or only whitespace, and messages left
+//! without content: such blocks are dropped from the history on the way to it (see
+//! [`drop_blank_text`]).
+//!
+//! Usage: Anthropic reports `input_tokens` *without* cache reads and writes; the
+//! canonical model counts the total (see [`crate::model`]). Counts are added up on the
+//! way in and subtracted on the way out.
+//!
+//! [`Part::Untranslatable`]: crate::Part::Untranslatable
+
+mod native;
+mod request;
+mod response;
+mod stream_decode;
+mod stream_encode;
+mod wire;
+
+pub use native::{adapt_native, drop_blank_text, may_adapt};
+pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
+pub use response::{encode_response, parse_error, parse_response, parse_usage};
+pub use stream_decode::Decoder;
+pub use stream_encode::Encoder;
+
+use crate::spec::{Auth, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec};
+
+/// How an Anthropic upstream is called: `POST {endpoint}/v1/messages` with the key in
+/// `x-api-key` and an `anthropic-version` (the client's own when it sent one), the
+/// model and `stream` in the body, streams as SSE. An Anthropic client's
+/// `anthropic-beta` goes along: its betas mean the same to the upstream.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/v1/messages",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Header("x-api-key"),
+    headers: &[RequiredHeader { name: "anthropic-version", default: "2023-06-01" }],
+    passthrough_headers: &["anthropic-beta"],
+    default_endpoint: "https://api.anthropic.com",
+};
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
+mod test_support;

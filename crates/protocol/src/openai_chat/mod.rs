@@ -1,0 +1,42 @@
+//! OpenAI Chat Completions (`POST /v1/chat/completions`): the client format most SDKs
+//! speak, and the upstream wire of OpenAI and every OpenAI-compatible server (vLLM,
+//! Ollama, DeepSeek, Groq, Together…).
+//!
+//! Reasoning: Chat Completions has no standard reasoning output field; compatible
+//! servers use `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
+//! Both are read; `reasoning_content` is written.
+
+mod native;
+mod request;
+mod response;
+mod stream_decode;
+mod stream_encode;
+mod wire;
+
+pub use native::{adapt_native, fast_path, may_adapt};
+pub use request::{encode_request, parse_request};
+pub use response::{encode_response, parse_error, parse_response, parse_usage};
+pub use stream_decode::Decoder;
+pub use stream_encode::{Encoder, is_usage_only_chunk};
+
+use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+
+/// How an OpenAI-compatible upstream is called: `POST {endpoint}/chat/completions`
+/// with a bearer key, the model and `stream` in the body, streams as SSE.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/chat/completions",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Bearer,
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: "https://api.openai.com/v1",
+};
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
+mod test_support;

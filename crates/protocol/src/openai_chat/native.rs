@@ -1,0 +1,45 @@
+//! The same-format fast path: what a Chat client's own body needs before it goes to
+//! an OpenAI-compatible upstream (see [`crate::Wire::adapt_native`]).
+
+use serde_json::{Map, Value, json};
+
+/// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
+/// refuses it.
+pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
+    !traits.takes_max_tokens && crate::util::top_level_value(body, "max_tokens").is_some()
+}
+
+/// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
+/// `max_completion_tokens` for a model that refuses the older field (OpenAI's
+/// reasoning models); `reasoning_effort` is one form for every model.
+pub fn adapt_native(
+    body: &serde_json::Map<String, Value>,
+    traits: crate::ModelTraits,
+) -> Vec<crate::FieldEdit> {
+    match body.get("max_tokens") {
+        Some(v) if !traits.takes_max_tokens => {
+            let mut edits = vec![("max_tokens", None)];
+            if !body.contains_key("max_completion_tokens") {
+                edits.push(("max_completion_tokens", Some(v.clone())));
+            }
+            edits
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Same-format fast path: the client's own body, with the model rewritten and, for a
+/// stream, usage requested. Every other field, known or not, is kept.
+pub fn fast_path(body: &mut Map<String, Value>, model: &str) {
+    body.insert("model".into(), Value::String(model.to_owned()));
+    if body.get("stream").and_then(Value::as_bool) == Some(true) {
+        let opts = body.entry("stream_options").or_insert_with(|| json!({}));
+        if let Value::Object(o) = opts {
+            o.insert("include_usage".into(), Value::Bool(true));
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "native_tests.rs"]
+mod tests;

@@ -1,0 +1,164 @@
+//! Property tests: requests, responses and streams round-trip through the wire.
+
+use proptest::prelude::*;
+
+use crate::model::response_to_events;
+use crate::openai_chat::test_support::decode_stream;
+use crate::{
+    Message, Part, Request, Response, Role, StopReason, StreamEncoder, TextBlock, ToolCall,
+    ToolResult, Usage,
+};
+
+use super::{Encoder, encode_request, encode_response, parse_request, parse_response, parse_usage};
+
+fn text() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9 .,!?\u{e9}\u{4e2d}]{1,24}"
+}
+
+fn arguments() -> impl Strategy<Value = String> {
+    proptest::collection::btree_map("[a-z]{1,6}", 0i64..1000, 0..3)
+        .prop_map(|m| serde_json::to_string(&m).unwrap())
+}
+
+fn response() -> impl Strategy<Value = Response> {
+    let part = prop_oneof![
+        text().prop_map(|t| Part::Text(TextBlock::new(t))),
+        ("call_[a-z0-9]{4}", "[a-z_]{1,8}", arguments()).prop_map(|(id, name, arguments)| {
+            Part::ToolCall(ToolCall { id, name, arguments, signature: None })
+        }),
+    ];
+    (
+        proptest::option::of(text()),
+        proptest::collection::vec(part, 0..4),
+        // The wire always carries both counts, so generate both or neither.
+        proptest::option::of((0u64..10_000, 0u64..10_000)),
+    )
+        .prop_map(|(thinking, parts, counts)| {
+            // OpenAI carries one text, then tool calls: normalise to that shape.
+            let mut text = String::new();
+            let mut calls = Vec::new();
+            for p in parts {
+                match p {
+                    Part::Text(t) => text.push_str(&t.text),
+                    other => calls.push(other),
+                }
+            }
+            let mut content = Vec::new();
+            if let Some(t) = thinking {
+                content.push(Part::Thinking { text: t, signature: None });
+            }
+            if !text.is_empty() {
+                content.push(Part::Text(TextBlock::new(text)));
+            }
+            let stop = if calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+            content.extend(calls);
+            Response {
+                id: "chatcmpl-x".into(),
+                model: "m".into(),
+                content,
+                stop_reason: Some(stop),
+                stop_sequence: None,
+                usage: Usage {
+                    input_tokens: counts.map(|c| c.0),
+                    output_tokens: counts.map(|c| c.1),
+                    ..Usage::default()
+                },
+            }
+        })
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    let user = proptest::collection::vec(text(), 1..3).prop_map(|ts| Message {
+        role: Role::User,
+        content: ts.into_iter().map(|t| Part::Text(TextBlock::new(t))).collect(),
+    });
+    let assistant = (text(), "call_[a-z0-9]{4}", arguments()).prop_map(|(t, id, args)| Message {
+        role: Role::Assistant,
+        content: vec![
+            Part::Text(TextBlock::new(t)),
+            Part::ToolCall(ToolCall { id, name: "f".into(), arguments: args, signature: None }),
+        ],
+    });
+    (
+        proptest::option::of(text()),
+        user,
+        proptest::option::of(assistant),
+        proptest::option::of(1u64..100_000),
+        proptest::option::of((0u32..200).prop_map(|t| f64::from(t) / 100.0)),
+        any::<bool>(),
+    )
+        .prop_map(|(system, user, assistant, max_tokens, temperature, stream)| {
+            let mut messages = vec![user];
+            if let Some(a) = assistant {
+                let call_id = a
+                    .content
+                    .iter()
+                    .find_map(|p| if let Part::ToolCall(c) = p { Some(c.id.clone()) } else { None })
+                    .unwrap_or_default();
+                messages.push(a);
+                messages.push(Message {
+                    role: Role::User,
+                    content: vec![Part::ToolResult(ToolResult {
+                        call_id,
+                        name: None,
+                        content: vec![Part::Text(TextBlock::new("ok"))],
+                        is_error: false,
+                    })],
+                });
+            }
+            Request {
+                model: "m".into(),
+                system: system.map(|s| vec![TextBlock::new(s)]).unwrap_or_default(),
+                messages,
+                max_tokens,
+                temperature,
+                stream,
+                // The wire always asks for a stream's usage (to meter it).
+                stream_usage: stream,
+                ..Request::default()
+            }
+        })
+}
+
+// A single user text goes out as a plain string and several as a parts array;
+// both parse back to the same canonical message.
+proptest! {
+    #[test]
+    fn request_round_trips(req in request()) {
+        let wire = encode_request(&req).unwrap();
+        let back = parse_request(wire.to_string().as_bytes()).unwrap();
+        prop_assert_eq!(back, req);
+    }
+
+    #[test]
+    fn response_round_trips(resp in response()) {
+        let wire = encode_response(&resp);
+        let back = parse_response(wire.to_string().as_bytes()).unwrap();
+        prop_assert_eq!(back, resp);
+    }
+
+    #[test]
+    fn usage_only_parse_agrees_with_the_whole_parse(resp in response()) {
+        let body = encode_response(&resp).to_string();
+        let whole = parse_response(body.as_bytes()).unwrap();
+        prop_assert_eq!(parse_usage(body.as_bytes()).unwrap().unwrap_or_default(), whole.usage);
+    }
+
+    #[test]
+    fn stream_matches_non_stream_under_any_split(resp in response(), cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6)) {
+        let mut enc = Encoder::new(true);
+        let mut bytes = Vec::new();
+        for e in response_to_events(&resp) {
+            enc.push(&e, &mut bytes);
+        }
+        enc.finish(&mut bytes);
+        let mut offsets: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+        offsets.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut prev = 0;
+        for o in offsets { chunks.push(&bytes[prev..o]); prev = o; }
+        chunks.push(&bytes[prev..]);
+        let streamed = decode_stream(&chunks).unwrap();
+        prop_assert_eq!(streamed, resp);
+    }
+}

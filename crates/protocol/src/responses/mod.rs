@@ -1,0 +1,93 @@
+//! The OpenAI Responses API (`POST /v1/responses`) as a client-facing format, streaming
+//! and not. Codex speaks only this API (streaming, function tools, `function_call_output`
+//! items), so the shapes below follow what Codex and the official SDKs send and read.
+//!
+//! Mapping decisions (anything not listed maps field for field):
+//! - The gateway is stateless: `previous_response_id` and `item_reference` input items
+//!   are refused with [`ProtocolError::Unsupported`]; clients must send the whole
+//!   conversation (Codex does with `store: false`).
+//! - `instructions` and the `system`/`developer` messages that come before any
+//!   user/assistant/tool item form [`Request::system`]; later ones become
+//!   [`Role::System`] messages. Consecutive items of the same role merge into one
+//!   canonical message, so a `function_call` after an assistant message belongs to the
+//!   same assistant turn.
+//! - `reasoning` input items become [`Part::Thinking`] with the summary text (summary
+//!   parts joined by a blank line; the raw `content` text when there is no summary).
+//!   An `encrypted_content` this gateway sealed ([`crate::continuity`]) becomes the
+//!   signed thinking or redacted thinking it stands for; another one (an OpenAI
+//!   organisation's own) is not carried across providers. An item with neither
+//!   summary nor content text is dropped. On the way out, signed thinking and
+//!   redacted thinking get a sealed `encrypted_content` when a seal is given.
+//! - `function` tools are translated as they are. `custom` (free-form) tools, such as
+//!   Codex's `apply_patch`, become a function of one string argument `input` (its
+//!   description carries the tool's grammar); `custom_tool_call` /
+//!   `custom_tool_call_output` history items become tool calls with arguments
+//!   `{"input": text}` and tool results; and the model's calls of such a tool go back
+//!   to the client as `custom_tool_call` items with the text (streamed as
+//!   `response.custom_tool_call_input.delta`/`.done` once the call is complete).
+//!   `namespace` tools (Codex groups its sub-agent tools so) are flattened: each
+//!   member becomes a tool named `<namespace>__<name>`, and calls (and history items
+//!   with a `namespace`) map back to the namespace and the inner name.
+//!   Hosted and special tools (`web_search`, `file_search`, `local_shell`,
+//!   `computer_use`, `mcp`, …) cannot be run by another provider and are skipped, so
+//!   the model never sees them.
+//! - `store`, `include`, `prompt_cache_key`, `service_tier`, `truncation` and
+//!   `text.verbosity` are accepted and ignored.
+//! - Usage: when anything is known, the object carries all the fields the SDKs and
+//!   Codex require (`input_tokens`, `output_tokens`, `total_tokens` and both details
+//!   objects); counts the provider did not report are written as `0`. When nothing is
+//!   known, `usage` is omitted. Cache writes have no Responses field (they are part of
+//!   `input_tokens`).
+//! - Stop reasons: `MaxTokens` → `status: "incomplete"` with reason
+//!   `max_output_tokens`; `ContentFilter`/`Refusal` → `incomplete` with
+//!   `content_filter`; everything else → `completed`. On the way back a completed
+//!   response that contains a `function_call` item means [`StopReason::ToolUse`].
+//! - Streaming: each canonical block becomes one output item. Usage and `Stop` may come
+//!   in either order, so the terminal `response.completed` / `response.incomplete`
+//!   event (carrying every item and the usage) is written by `finish()`.
+//!
+//! [`ProtocolError::Unsupported`]: crate::ProtocolError::Unsupported
+//! [`Request::system`]: crate::Request::system
+//! [`Role::System`]: crate::Role::System
+//! [`Part::Thinking`]: crate::Part::Thinking
+//! [`StopReason::ToolUse`]: crate::StopReason::ToolUse
+
+mod request;
+mod response;
+mod stream_decode;
+mod stream_encode;
+mod tools;
+mod wire;
+
+pub use request::{encode_request, parse_request, parse_request_sealed};
+pub use response::{
+    encode_response, encode_response_for, encode_response_sealed, parse_error, parse_response,
+};
+pub use stream_decode::Decoder;
+pub use stream_encode::Encoder;
+pub use tools::FREEFORM_INPUT;
+
+use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+
+/// How an upstream speaking the Responses API would be called: `POST
+/// {endpoint}/responses` with a bearer key, the model and `stream` in the body,
+/// streams as SSE. No [`crate::Wire`] uses it yet (the gateway speaks Responses to
+/// clients only); it is stated so that making Responses an upstream wire starts
+/// from its facts.
+pub const SPEC: WireSpec = WireSpec {
+    path: "/responses",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: Auth::Bearer,
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: "https://api.openai.com/v1",
+};
+
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod stream_tests;
+#[cfg(test)]
+mod test_support;

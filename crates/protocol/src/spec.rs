@@ -1,0 +1,172 @@
+//! What calling an upstream of a wire takes beyond its bodies: where generation
+//! lives relative to the provider's endpoint, where the model goes, how a stream
+//! is asked for and framed, how the request authenticates, the headers it must
+//! carry, and the endpoint a provider gets when its config names none.
+//!
+//! Each wire states these once, in the `SPEC` of its folder ([`crate::Wire::spec`]);
+//! the HTTP layer (`switchyard-core`'s `upstream`) builds its requests from them.
+//! Data and string building only: no IO.
+
+/// The facts of one wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireSpec {
+    /// The path of a generation, relative to the provider's endpoint. With the
+    /// model in the path ([`ModelPlacement::Path`]), `{model}` stands for it.
+    pub path: &'static str,
+    /// How a stream is asked for.
+    pub streaming: Streaming,
+    /// Where the upstream model goes.
+    pub model: ModelPlacement,
+    /// How a streamed answer is framed.
+    pub framing: Framing,
+    /// How a request carries the provider's key.
+    pub auth: Auth,
+    /// Headers every request carries.
+    pub headers: &'static [RequiredHeader],
+    /// Client headers passed on to the upstream when the client speaks this wire's
+    /// own format (vendor options a translation could not honour, such as
+    /// `anthropic-beta`).
+    pub passthrough_headers: &'static [&'static str],
+    /// The endpoint of a provider whose config names none.
+    pub default_endpoint: &'static str,
+}
+
+/// Where the upstream model goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelPlacement {
+    /// The body's `model` field (OpenAI-compatible, Anthropic).
+    Body,
+    /// The URL path, at `{model}`; the body names no model (Gemini).
+    Path,
+}
+
+/// How a streamed generation is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// `"stream": true` in the body, on the same path. The translators write it
+    /// from [`crate::Request::stream`]; a client's own body carries its own.
+    BodyField,
+    /// A path of its own, relative to the endpoint like [`WireSpec::path`], the
+    /// body the same as for a whole answer (Gemini's `:streamGenerateContent`).
+    Path(&'static str),
+}
+
+/// How a streamed answer is framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Server-sent events ([`crate::sse`]): every wire so far.
+    Sse,
+    /// AWS event-stream binary frames: for Amazon Bedrock's streaming APIs
+    /// (`ConverseStream`, `InvokeModelWithResponseStream`), not yet a wire.
+    AwsEventStream,
+    /// One JSON object per line: for Ollama's native API (`/api/chat`), not yet a
+    /// wire.
+    JsonLines,
+}
+
+impl Framing {
+    /// The media type of a stream so framed (what a streamed request accepts).
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Framing::Sse => "text/event-stream",
+            Framing::AwsEventStream => "application/vnd.amazon.eventstream",
+            Framing::JsonLines => "application/x-ndjson",
+        }
+    }
+}
+
+/// How a request carries the provider's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key as the value of this header.
+    Header(&'static str),
+    /// An OAuth 2 access token minted from service-account credentials, sent as a
+    /// bearer token: for Google Vertex AI, not yet a wire.
+    OAuthToken,
+    /// AWS Signature Version 4 over the whole request: for Amazon Bedrock, not yet
+    /// a wire.
+    SigV4,
+}
+
+/// A header every request of a wire carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequiredHeader {
+    pub name: &'static str,
+    /// The value sent unless the client's own request gave one (where the server
+    /// forwards the client's header).
+    pub default: &'static str,
+}
+
+impl WireSpec {
+    /// The path of a whole or a streamed generation, `{model}` not filled in.
+    pub fn path(&self, stream: bool) -> &'static str {
+        match self.streaming {
+            Streaming::Path(path) if stream => path,
+            _ => self.path,
+        }
+    }
+
+    /// The URL of a generation at `endpoint` (written without a trailing `/`) for
+    /// the upstream `model`.
+    pub fn url(&self, endpoint: &str, model: &str, stream: bool) -> String {
+        let path = self.path(stream);
+        match self.model {
+            ModelPlacement::Body => format!("{endpoint}{path}"),
+            ModelPlacement::Path => format!("{endpoint}{}", path.replace("{model}", model)),
+        }
+    }
+
+    /// Whether every request goes to the same URL (no model in the path, no path
+    /// of its own for streams), so a provider's URL can be built once.
+    pub fn fixed_url(&self) -> bool {
+        self.model == ModelPlacement::Body && self.streaming == Streaming::BodyField
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Wire;
+
+    #[test]
+    fn urls_are_the_ones_the_gateway_has_always_called() {
+        let openai = Wire::OpenAiChat.spec();
+        let anthropic = Wire::Anthropic.spec();
+        let gemini = Wire::Gemini.spec();
+        for stream in [false, true] {
+            assert_eq!(
+                openai.url("https://api.openai.com/v1", "gpt-5", stream),
+                "https://api.openai.com/v1/chat/completions"
+            );
+            assert_eq!(
+                anthropic.url("https://api.anthropic.com", "claude-x", stream),
+                "https://api.anthropic.com/v1/messages"
+            );
+        }
+        let base = "https://generativelanguage.googleapis.com";
+        assert_eq!(
+            gemini.url(base, "gemini-2.5-pro", false),
+            format!("{base}/v1beta/models/gemini-2.5-pro:generateContent")
+        );
+        assert_eq!(
+            gemini.url(base, "gemini-2.5-pro", true),
+            format!("{base}/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+        );
+        assert!(openai.fixed_url() && anthropic.fixed_url() && !gemini.fixed_url());
+    }
+
+    #[test]
+    fn every_wire_states_its_facts() {
+        for wire in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
+            let spec = wire.spec();
+            assert!(spec.path.starts_with('/'), "{}", wire.as_str());
+            assert!(spec.default_endpoint.starts_with("https://"), "{}", wire.as_str());
+            assert!(!spec.default_endpoint.ends_with('/'), "{}", wire.as_str());
+            // The model goes in the path exactly where the path says so.
+            let in_path =
+                spec.path(false).contains("{model}") && spec.path(true).contains("{model}");
+            assert_eq!(in_path, spec.model == crate::ModelPlacement::Path, "{}", wire.as_str());
+        }
+    }
+}
