@@ -1,0 +1,203 @@
+//! Model discovery in each client's shape: Codex's `ModelsResponse` and OpenAI's list.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use common::*;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Models for these tests, after the harness's own.
+const EXTRA: &str = "  - id: m-wide
+    deployments: [{ provider: anthropic, model: up-wide }]
+    context_window: 200000
+    max_output_tokens: 64000
+    capabilities: [tools, reasoning]
+  - id: m-old
+    deployments: [{ provider: openai, model: up-old }]
+    retires: 2000-01-01
+  - id: m-keyless
+    deployments: [{ provider: keyless, model: up-keyless }]
+";
+
+const KEYLESS: &str = r#"  keyless: { wire: openai-chat, endpoint: "{openai}/v1", credentials: { env: [SWITCHYARD_TEST_NEVER_SET], optional: true } }
+"#;
+
+async fn start(extra: &str) -> Harness {
+    Harness::start_with(Options {
+        extra_models: format!("{EXTRA}{extra}"),
+        providers_extra: KEYLESS.into(),
+        ..Options::default()
+    })
+    .await
+}
+
+async fn get(h: &Harness, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    let mut req = h.client.get(format!("{}{path}", h.base));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}")))
+}
+
+fn bearer() -> String {
+    format!("Bearer {GATEWAY_KEY}")
+}
+
+fn ids(list: &Value, key: &str, field: &str) -> Vec<String> {
+    list[key].as_array().unwrap().iter().map(|m| m[field].as_str().unwrap().to_owned()).collect()
+}
+
+// Codex's `ModelInfo` (codex-rs `protocol/src/openai_models.rs`), the fields that
+// have no default there: one missing, or a value outside its enums, fails Codex's
+// whole decode ("failed to decode models response").
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Effort {
+    None,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+#[derive(Debug, Deserialize)]
+struct EffortPreset {
+    effort: Effort,
+    description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ShellType {
+    Default,
+    Local,
+    UnifiedExec,
+    Disabled,
+    ShellCommand,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Visibility {
+    List,
+    Hide,
+    None,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TruncationMode {
+    Bytes,
+    Tokens,
+}
+
+#[derive(Debug, Deserialize)]
+struct Truncation {
+    #[allow(dead_code)]
+    mode: TruncationMode,
+    limit: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ApplyPatch {
+    Freeform,
+    Function,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Modality {
+    Text,
+    Image,
+}
+
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+struct CodexModel {
+    slug: String,
+    display_name: String,
+    description: Option<String>,
+    #[serde(default)]
+    default_reasoning_level: Option<Effort>,
+    supported_reasoning_levels: Vec<EffortPreset>,
+    shell_type: ShellType,
+    visibility: Visibility,
+    supported_in_api: bool,
+    priority: i32,
+    upgrade: Option<Value>,
+    base_instructions: String,
+    supports_reasoning_summaries: bool,
+    support_verbosity: bool,
+    default_verbosity: Option<String>,
+    apply_patch_tool_type: Option<ApplyPatch>,
+    truncation_policy: Truncation,
+    supports_parallel_tool_calls: bool,
+    #[serde(default)]
+    context_window: Option<i64>,
+    #[serde(default)]
+    auto_compact_token_limit: Option<i64>,
+    effective_context_window_percent: i64,
+    experimental_supported_tools: Vec<String>,
+    input_modalities: Vec<Modality>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CodexModels {
+    models: Vec<CodexModel>,
+}
+
+/// Codex asks with `client_version` and decodes `{"models": [ModelInfo]}`; each
+/// model's window and reasoning levels come from the catalog.
+#[tokio::test]
+async fn codex_gets_its_models_response_with_catalog_facts() {
+    let h = start("").await;
+    let (status, openai) = get(&h, "/v1/models", &[("authorization", &bearer())]).await;
+    assert_eq!(status, 200);
+    assert_eq!(openai["object"], "list", "without client_version: OpenAI's list");
+
+    let (status, v) =
+        get(&h, "/v1/models?client_version=0.130.0", &[("authorization", &bearer())]).await;
+    assert_eq!(status, 200);
+    let codex: CodexModels = serde_json::from_value(v.clone())
+        .unwrap_or_else(|e| panic!("Codex could not decode this ({e}): {v:#}"));
+    let slugs: Vec<&str> = codex.models.iter().map(|m| m.slug.as_str()).collect();
+    assert_eq!(slugs, ids(&openai, "data", "id"), "the same models as the list");
+    for id in ["m-hidden", "m-old", "m-keyless"] {
+        assert!(!slugs.contains(&id), "{id} is not listed: {slugs:?}");
+    }
+    let priorities: Vec<i32> = codex.models.iter().map(|m| m.priority).collect();
+    assert!(priorities.windows(2).all(|w| w[0] < w[1]), "catalog order: {priorities:?}");
+    for m in &codex.models {
+        assert_eq!(m.visibility, Visibility::List);
+        assert!(m.supported_in_api, "an API-key user sees only these");
+        assert!(!m.base_instructions.trim().is_empty(), "Codex sends it as the system prompt");
+        assert!(m.truncation_policy.limit > 0);
+    }
+
+    let wide = codex.models.iter().find(|m| m.slug == "m-wide").unwrap();
+    assert_eq!(wide.context_window, Some(200_000));
+    assert_eq!(wide.auto_compact_token_limit, Some(180_000));
+    assert_eq!(wide.default_reasoning_level, Some(Effort::Medium));
+    let efforts: Vec<&Effort> = wide.supported_reasoning_levels.iter().map(|p| &p.effort).collect();
+    assert_eq!(efforts, [&Effort::Low, &Effort::Medium, &Effort::High]);
+    assert!(wide.supported_reasoning_levels.iter().all(|p| !p.description.is_empty()));
+    assert!(wide.supports_reasoning_summaries);
+    assert!(wide.supports_parallel_tool_calls);
+    assert_eq!(wide.input_modalities, [Modality::Text], "no vision declared");
+
+    // A model that declares no reasoning gets no levels (Codex then sends none).
+    let chain = codex.models.iter().find(|m| m.slug == "m-chain").unwrap();
+    assert!(chain.supported_reasoning_levels.is_empty());
+    assert_eq!(chain.default_reasoning_level, None);
+    assert_eq!(chain.context_window, None, "unknown is left to Codex, not made up");
+    let vision = codex.models.iter().find(|m| m.slug == "m-openai").unwrap();
+    assert_eq!(vision.input_modalities, [Modality::Text, Modality::Image]);
+
+    let (status, _) = get(&h, "/v1/models?client_version=0.130.0", &[]).await;
+    assert_eq!(status, 401);
+}
