@@ -6,7 +6,9 @@
 //! - with `client_version` in the query (Codex), as Codex's `ModelsResponse`:
 //!   `{"models": [ModelInfo…]}`, so Codex gets each model's context window and
 //!   reasoning levels instead of its fallback metadata;
-//! - with `anthropic-version`, as Anthropic's list;
+//! - with `anthropic-version` (Anthropic SDKs, Claude Code's gateway discovery), as
+//!   Anthropic's page: `data`, `has_more`, `first_id`, `last_id`, paged by `limit`,
+//!   `after_id`, `before_id`;
 //! - otherwise as OpenAI's list.
 //!
 //! The OpenAI and Anthropic entries also carry the catalog facts (prices, context
@@ -27,6 +29,10 @@ use switchyard_protocol::ClientFormat;
 use crate::http::error_response;
 use crate::{AppState, ids};
 
+/// Anthropic's page size when `limit` is not given, and the largest it accepts.
+const DEFAULT_LIMIT: usize = 20;
+const MAX_LIMIT: usize = 1000;
+
 /// The instructions Codex sends as its system prompt for a model listed here.
 /// Codex's `ModelInfo` requires `base_instructions` and uses it in place of its
 /// built-in prompt, so an empty one would leave the model without any; this is a
@@ -45,6 +51,9 @@ changed, how you checked it, and anything left undone.";
 pub struct ListQuery {
     /// Sent by Codex (its version): answer in Codex's shape.
     client_version: Option<String>,
+    limit: Option<String>,
+    after_id: Option<String>,
+    before_id: Option<String>,
 }
 
 /// The error format of a model endpoint's caller.
@@ -84,10 +93,10 @@ pub async fn list(
             models.iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
         json!({"models": models})
     } else if format == ClientFormat::Anthropic {
-        let data: Vec<Value> = models.iter().map(|m| anthropic_model(m, &m.id)).collect();
-        let first = data.first().map(|e| e["id"].clone()).unwrap_or(Value::Null);
-        let last = data.last().map(|e| e["id"].clone()).unwrap_or(Value::Null);
-        json!({"data": data, "has_more": false, "first_id": first, "last_id": last})
+        match anthropic_page(&models, &query) {
+            Ok(page) => page,
+            Err(e) => return error_response(format, &e, &ids::request_id()),
+        }
     } else {
         let data: Vec<Value> = models.iter().map(|m| openai_model(m, &m.id)).collect();
         json!({"object": "list", "data": data})
@@ -126,6 +135,56 @@ fn openai_model(m: &ModelEntry, name: &str) -> Value {
 fn anthropic_model(m: &ModelEntry, name: &str) -> Value {
     json!({"type": "model", "id": name, "display_name": name,
            "created_at": "1970-01-01T00:00:00Z", "switchyard": facts(m)})
+}
+
+/// One page of Anthropic's list: `limit` entries after `after_id`, or the
+/// `limit` entries just before `before_id`, or the first `limit`.
+fn anthropic_page(models: &[&Arc<ModelEntry>], q: &ListQuery) -> Result<Value, GatewayError> {
+    let limit = match q.limit.as_deref() {
+        None => DEFAULT_LIMIT,
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(invalid(
+                    format!("limit: expected an integer from 1 to {MAX_LIMIT}, got {s:?}"),
+                    Some("limit"),
+                ));
+            }
+        },
+    };
+    let position = |param: &str, cursor: &str| {
+        models.iter().position(|m| m.id == cursor).ok_or_else(|| {
+            invalid(format!("{param}: no model {cursor:?} in this list"), Some(param))
+        })
+    };
+    let (start, end, has_more) = match (q.after_id.as_deref(), q.before_id.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(invalid("give after_id or before_id, not both", Some("before_id")));
+        }
+        (Some(after), None) => {
+            let start = position("after_id", after)? + 1;
+            let end = start.saturating_add(limit).min(models.len());
+            (start, end, end < models.len())
+        }
+        (None, Some(before)) => {
+            let end = position("before_id", before)?;
+            let start = end.saturating_sub(limit);
+            (start, end, start > 0)
+        }
+        (None, None) => {
+            let end = limit.min(models.len());
+            (0, end, end < models.len())
+        }
+    };
+    let data: Vec<Value> = models
+        .get(start..end)
+        .unwrap_or_default()
+        .iter()
+        .map(|m| anthropic_model(m, &m.id))
+        .collect();
+    let first = data.first().map(|e| e["id"].clone()).unwrap_or(Value::Null);
+    let last = data.last().map(|e| e["id"].clone()).unwrap_or(Value::Null);
+    Ok(json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last}))
 }
 
 /// A model as Codex's `ModelInfo` (codex-rs `openai_models`): every field that has

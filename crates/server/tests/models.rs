@@ -1,4 +1,5 @@
-//! Model discovery in each client's shape: Codex's `ModelsResponse` and OpenAI's list.
+//! Model discovery in each client's shape: Codex's `ModelsResponse`, Anthropic's
+//! paged list (Claude Code's gateway discovery) and OpenAI's list.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
@@ -44,6 +45,16 @@ async fn get(h: &Harness, path: &str, headers: &[(&str, &str)]) -> (u16, Value) 
 
 fn bearer() -> String {
     format!("Bearer {GATEWAY_KEY}")
+}
+
+/// Claude Code's discovery request: Anthropic format, `x-api-key`.
+async fn anthropic_list(h: &Harness, query: &str) -> (u16, Value) {
+    get(
+        h,
+        &format!("/v1/models{query}"),
+        &[("x-api-key", GATEWAY_KEY), ("anthropic-version", "2023-06-01")],
+    )
+    .await
 }
 
 fn ids(list: &Value, key: &str, field: &str) -> Vec<String> {
@@ -200,4 +211,69 @@ async fn codex_gets_its_models_response_with_catalog_facts() {
 
     let (status, _) = get(&h, "/v1/models?client_version=0.130.0", &[]).await;
     assert_eq!(status, 401);
+}
+
+/// Claude Code's gateway discovery: Anthropic's list, paged as Anthropic pages.
+#[tokio::test]
+async fn anthropic_list_pages_by_limit_after_id_and_before_id() {
+    // More than a default page: 22 more models.
+    let bulk: String = (0..22)
+        .map(|i| format!("  - id: claude-bulk-{i:02}\n    deployments: [{{ provider: mock }}]\n"))
+        .collect();
+    let h = start(&bulk).await;
+    let (status, all) = anthropic_list(&h, "?limit=1000").await;
+    assert_eq!(status, 200);
+    let every = ids(&all, "data", "id");
+    assert!(every.len() > 25, "{every:?}");
+    assert_eq!(all["has_more"], false);
+    assert_eq!(all["first_id"], every[0].as_str());
+    assert_eq!(all["last_id"], every.last().unwrap().as_str());
+    assert!(all["data"].as_array().unwrap().iter().all(|m| m["type"] == "model"
+        && m["display_name"].is_string()
+        && m["created_at"].is_string()));
+    assert!(!every.iter().any(|id| id == "m-hidden" || id == "m-old" || id == "m-keyless"));
+
+    let (_, first) = anthropic_list(&h, "").await;
+    assert_eq!(ids(&first, "data", "id"), every[..20], "20 without a limit");
+    assert_eq!(first["has_more"], true);
+
+    // Walk forward three at a time.
+    let mut walked = Vec::new();
+    let mut query = "?limit=3".to_owned();
+    loop {
+        let (status, page) = anthropic_list(&h, &query).await;
+        assert_eq!(status, 200, "{page}");
+        let got = ids(&page, "data", "id");
+        assert!(got.len() <= 3);
+        walked.extend(got);
+        if page["has_more"] == false {
+            break;
+        }
+        query = format!("?limit=3&after_id={}", page["last_id"].as_str().unwrap());
+    }
+    assert_eq!(walked, every);
+
+    // And back: the page just before an id.
+    let (_, page) = anthropic_list(&h, &format!("?limit=2&before_id={}", every[5])).await;
+    assert_eq!(ids(&page, "data", "id"), every[3..5]);
+    assert_eq!(page["has_more"], true);
+    let (_, page) = anthropic_list(&h, &format!("?limit=10&before_id={}", every[2])).await;
+    assert_eq!(ids(&page, "data", "id"), every[..2]);
+    assert_eq!(page["has_more"], false);
+    let (_, page) = anthropic_list(&h, &format!("?after_id={}", every.last().unwrap())).await;
+    assert_eq!(page["data"], serde_json::json!([]));
+    assert_eq!((page["first_id"].is_null(), page["has_more"].as_bool()), (true, Some(false)));
+
+    for query in [
+        "?limit=0".to_owned(),
+        "?limit=1001".to_owned(),
+        "?limit=many".to_owned(),
+        "?after_id=no-such-model".to_owned(),
+        format!("?after_id={}&before_id={}", every[1], every[3]),
+    ] {
+        let (status, v) = anthropic_list(&h, &query).await;
+        assert_eq!(status, 400, "{query}: {v}");
+        assert_eq!(v["type"], "error", "{query}");
+        assert_eq!(v["error"]["type"], "invalid_request_error", "{query}");
+    }
 }
