@@ -73,6 +73,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/messages/count_tokens", post(http::count_tokens))
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
+        .route("/v1/models/{id}", get(models::retrieve))
+        .route("/models/{id}", get(models::retrieve))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus::render))

@@ -12,19 +12,21 @@
 //! - otherwise as OpenAI's list.
 //!
 //! The OpenAI and Anthropic entries also carry the catalog facts (prices, context
-//! window) the meter uses.
+//! window) the meter uses. `GET /v1/models/{id}` answers one model, by id or alias,
+//! in the OpenAI or Anthropic shape, when a request for it would be served (hidden
+//! models too: they are served, only not listed); otherwise 404 in that shape.
 
 use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchyard_core::GatewayError;
-use switchyard_core::catalog::ModelEntry;
+use switchyard_core::catalog::{ModelEntry, normalize_model};
 use switchyard_core::util::Date;
-use switchyard_protocol::ClientFormat;
+use switchyard_protocol::{ClientFormat, ErrorKind};
 
 use crate::http::error_response;
 use crate::{AppState, ids};
@@ -104,6 +106,44 @@ pub async fn list(
     json_response(&body)
 }
 
+/// `GET /v1/models/{id}`: one model, named by id or alias, as a request would
+/// resolve it (catalog models only).
+pub async fn retrieve(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(requested): Path<String>,
+) -> Response {
+    let format = caller_format(&headers);
+    let id = ids::request_id();
+    let caller = match state.identity.authenticate(&headers).await {
+        Ok(caller) => caller,
+        Err(e) => return error_response(format, &e, &id),
+    };
+    let snapshot = state.gateway.snapshot();
+    let catalog = &snapshot.catalog;
+    let not_found = |code: &str, why: &str| {
+        let err =
+            GatewayError::new(404, ErrorKind::NotFound, code, format!("model {requested:?} {why}"));
+        error_response(format, &err, &id)
+    };
+    let Some(m) = catalog.model(&normalize_model(&requested)) else {
+        return not_found("model_not_found", "is not in the catalog");
+    };
+    if m.is_retired(Date::today()) {
+        return not_found("model_retired", "is retired");
+    }
+    if !catalog.reachable(m, |p| p.reachable_with(&caller.byok)) {
+        return not_found("model_not_found", "has no provider with a key");
+    }
+    // Named as asked, as every answer names the model (an alias stays an alias).
+    let name = requested.trim();
+    let body = match format {
+        ClientFormat::Anthropic => anthropic_model(m, name),
+        _ => openai_model(m, name),
+    };
+    json_response(&body)
+}
+
 fn json_response(body: &Value) -> Response {
     ([("content-type", "application/json")], body.to_string()).into_response()
 }
@@ -117,6 +157,7 @@ fn invalid(message: impl Into<String>, param: Option<&str>) -> GatewayError {
 /// The catalog facts the meter uses, on the OpenAI and Anthropic entries.
 fn facts(m: &ModelEntry) -> Value {
     json!({
+        "id": m.id,
         "pricing": m.pricing.as_ref().map(|p| json!({
             "input": p.input, "output": p.output,
             "cache_read": p.cache_read, "cache_write": p.cache_write,

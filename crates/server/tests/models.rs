@@ -1,5 +1,5 @@
 //! Model discovery in each client's shape: Codex's `ModelsResponse`, Anthropic's
-//! paged list (Claude Code's gateway discovery) and OpenAI's list.
+//! paged list (Claude Code's gateway discovery), OpenAI's list, and one model by id.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
@@ -276,4 +276,56 @@ async fn anthropic_list_pages_by_limit_after_id_and_before_id() {
         assert_eq!(v["type"], "error", "{query}");
         assert_eq!(v["error"]["type"], "invalid_request_error", "{query}");
     }
+}
+
+/// One model by id or alias, in the caller's shape; 404 in that shape otherwise.
+#[tokio::test]
+async fn one_model_by_id_in_each_shape_and_404_in_the_callers() {
+    let h = start("").await;
+    let auth = bearer();
+    let openai = [("authorization", auth.as_str())];
+    let anthropic = [("x-api-key", GATEWAY_KEY), ("anthropic-version", "2023-06-01")];
+
+    let (status, m) = get(&h, "/v1/models/m-wide", &openai).await;
+    assert_eq!(status, 200);
+    assert_eq!((m["id"].as_str(), m["object"].as_str()), (Some("m-wide"), Some("model")));
+    assert!(m["owned_by"].is_string() && m["created"].is_number());
+    assert_eq!(m["switchyard"]["context_window"], 200000);
+    let (status, m) = get(&h, "/models/m-wide", &openai).await;
+    assert_eq!((status, m["id"].as_str()), (200, Some("m-wide")), "the path without /v1");
+
+    let (status, m) = get(&h, "/v1/models/m-wide", &anthropic).await;
+    assert_eq!(status, 200);
+    assert_eq!((m["type"].as_str(), m["id"].as_str()), (Some("model"), Some("m-wide")));
+    assert!(m["display_name"].is_string() && m["created_at"].is_string());
+
+    // An alias is named as asked; the catalog id is in the facts.
+    let (status, m) = get(&h, "/v1/models/mock", &openai).await;
+    assert_eq!((status, m["id"].as_str()), (200, Some("mock")));
+    assert_eq!(m["switchyard"]["id"], "mock-echo");
+    // Hidden models are served, so they can be looked up; they are only not listed.
+    let (status, _) = get(&h, "/v1/models/m-hidden", &openai).await;
+    assert_eq!(status, 200);
+
+    for (model, code) in [
+        ("no-such-model", "model_not_found"),
+        ("m-old", "model_retired"),
+        ("m-keyless", "model_not_found"),
+    ] {
+        let (status, v) = get(&h, &format!("/v1/models/{model}"), &openai).await;
+        assert_eq!(status, 404, "{model}");
+        assert_eq!(v["error"]["code"], code, "{model}: {v}");
+        assert!(v.get("type").is_none(), "OpenAI shape: {v}");
+        let (status, v) = get(&h, &format!("/v1/models/{model}"), &anthropic).await;
+        assert_eq!(status, 404, "{model}");
+        assert_eq!(
+            (v["type"].as_str(), v["error"]["type"].as_str()),
+            (Some("error"), Some("not_found_error"))
+        );
+        assert_eq!(v["error"]["code"], code, "{model}: {v}");
+    }
+    let (status, v) = get(&h, "/v1/models/m-wide", &[]).await;
+    assert_eq!(status, 401);
+    assert_eq!(v["error"]["code"], "missing_api_key");
+    assert_eq!(h.upstream_requests(), 0);
 }
