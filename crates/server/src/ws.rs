@@ -225,12 +225,15 @@ impl Session {
     async fn turn(&mut self, event: Map<String, Value>, id: String, received: Instant) -> Flow {
         let caller = match self.state.identity.authenticate(&self.headers).await {
             Ok(caller) => caller,
-            Err(e) => {
+            // The key no longer authenticates: the session it opened is over. Any
+            // other failure (the key store unreachable) refuses only this turn.
+            Err(e) if e.status() == 401 => {
                 if let Flow::Gone = self.refuse(&id, &e).await {
                     return Flow::Gone;
                 }
                 return Flow::Close(close_code::POLICY, "the API key was refused");
             }
+            Err(e) => return self.refuse(&id, &e).await,
         };
         let max_body = self.state.gateway.snapshot().catalog.settings.max_body_bytes;
         let turn = match Turn::build(event, self.last.take(), max_body) {
