@@ -12,6 +12,7 @@ use switchyard_core::upstream::RawBody;
 use switchyard_core::{Delivery, GatewayError, Inbound};
 use switchyard_protocol::{ClientFormat, ErrorKind};
 
+use crate::identity::Caller;
 use crate::{AppState, ids, limits};
 
 pub const HEADER_PROVIDER: &str = "x-gateway-provider";
@@ -82,10 +83,26 @@ async fn ingest(
     id: &str,
 ) -> Result<Inbound, GatewayError> {
     let received = Instant::now();
+    let max_body_bytes = state.gateway.snapshot().catalog.settings.max_body_bytes;
+    let caller = state.identity.authenticate(headers).await?;
+    let bytes = limits::read_body(body, max_body_bytes).await?;
+    inbound(state, headers, caller, bytes, format, id, received).await
+}
+
+/// Everything after authentication and reading the body: limits, parsing, routing
+/// hints, project attribution. The HTTP endpoints and each WebSocket turn build
+/// their request here, so both reach the pipeline as the same [`Inbound`].
+pub(crate) async fn inbound(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: Caller,
+    bytes: Bytes,
+    format: ClientFormat,
+    id: &str,
+    received: Instant,
+) -> Result<Inbound, GatewayError> {
     let snapshot = state.gateway.snapshot();
     let settings = &snapshot.catalog.settings;
-    let caller = state.identity.authenticate(headers).await?;
-    let bytes = limits::read_body(body, settings.max_body_bytes).await?;
     limits::check_depth(&bytes, settings.max_json_depth)?;
     let mut request = format
         .parse_request(&bytes, state.gateway.runtime.seal.as_deref())

@@ -11,6 +11,7 @@ mod limits;
 mod models;
 mod prometheus;
 pub mod reload;
+mod ws;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,6 +33,12 @@ pub struct AppState {
     pub identity: identity::Identity,
     /// False once shutdown has begun (`/readyz` answers 503).
     ready: AtomicBool,
+    /// Cancelled when shutdown begins. WebSocket sessions outlive the HTTP
+    /// connection that opened them, so graceful shutdown does not see them: this
+    /// is how they learn to close (1001, going away) after their current turn.
+    shutdown: tokio_util::sync::CancellationToken,
+    /// Open WebSocket sessions, so shutdown can wait for them within its grace.
+    sessions: tokio::sync::watch::Sender<usize>,
 }
 
 impl AppState {
@@ -44,7 +51,13 @@ impl AppState {
     pub fn with_identity(gateway: Arc<Gateway>, identity: identity::Identity) -> Arc<Self> {
         // Install the metrics recorder before the first request records anything.
         let _ = prometheus::handle();
-        Arc::new(Self { gateway, identity, ready: AtomicBool::new(true) })
+        Arc::new(Self {
+            gateway,
+            identity,
+            ready: AtomicBool::new(true),
+            shutdown: tokio_util::sync::CancellationToken::new(),
+            sessions: tokio::sync::watch::Sender::new(0),
+        })
     }
 }
 
@@ -53,12 +66,15 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(http::chat_completions))
         .route("/chat/completions", post(http::chat_completions))
-        .route("/v1/responses", post(http::responses))
-        .route("/responses", post(http::responses))
+        // GET with `Upgrade: websocket`: the Responses WebSocket mode Codex speaks.
+        .route("/v1/responses", post(http::responses).get(ws::responses))
+        .route("/responses", post(http::responses).get(ws::responses))
         .route("/v1/messages", post(http::messages))
         .route("/v1/messages/count_tokens", post(http::count_tokens))
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
+        .route("/v1/models/{id}", get(models::retrieve))
+        .route("/models/{id}", get(models::retrieve))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus::render))
@@ -85,8 +101,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Serve until `shutdown` resolves, then stop accepting and give in-flight requests
-/// and streams the configured grace period to finish.
+/// Serve until `shutdown` resolves, then stop accepting and give in-flight requests,
+/// streams and WebSocket turns the configured grace period to finish.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
@@ -103,14 +119,22 @@ pub async fn serve(
     });
     let started = Arc::new(tokio::sync::Notify::new());
     let started_tx = started.clone();
+    let mut sessions = state.sessions.subscribe();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         state.ready.store(false, Ordering::Relaxed);
+        state.shutdown.cancel();
         tracing::info!("shutdown: no longer accepting; draining in-flight requests");
         started_tx.notify_one();
     });
+    let drained = async move {
+        let r = server.into_future().await;
+        // Upgraded connections are no longer hyper's: wait for the sessions too.
+        let _ = sessions.wait_for(|open| *open == 0).await;
+        r
+    };
     tokio::select! {
-        r = server.into_future() => r,
+        r = drained => r,
         () = async {
             started.notified().await;
             tokio::time::sleep(grace).await;

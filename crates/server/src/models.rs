@@ -1,62 +1,297 @@
-//! `GET /v1/models`: visible models only (hidden and retired excluded) that the
+//! Model discovery, from the catalog, in each client's own shape.
+//!
+//! `GET /v1/models` lists visible models only (hidden and retired excluded) that the
 //! caller can reach (some provider serving the model has a platform key, or the
-//! caller's own key), in OpenAI's list shape, or Anthropic's when the client sends
-//! `anthropic-version`. Each entry also carries the catalog facts (prices, context
-//! window) the meter uses.
+//! caller's own key):
+//! - with `client_version` in the query (Codex), as Codex's `ModelsResponse`:
+//!   `{"models": [ModelInfo…]}`, so Codex gets each model's context window and
+//!   reasoning levels instead of its fallback metadata;
+//! - with `anthropic-version` (Anthropic SDKs, Claude Code's gateway discovery), as
+//!   Anthropic's page: `data`, `has_more`, `first_id`, `last_id`, paged by `limit`,
+//!   `after_id`, `before_id`;
+//! - otherwise as OpenAI's list.
+//!
+//! The OpenAI and Anthropic entries also carry the catalog facts (prices, context
+//! window) the meter uses. `GET /v1/models/{id}` answers one model, by id or alias,
+//! in the OpenAI or Anthropic shape, when a request for it would be served (hidden
+//! models too: they are served, only not listed); otherwise 404 in that shape.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use switchyard_core::GatewayError;
+use switchyard_core::catalog::{ModelEntry, normalize_model};
 use switchyard_core::util::Date;
-use switchyard_protocol::ClientFormat;
+use switchyard_protocol::{ClientFormat, ErrorKind};
 
 use crate::http::error_response;
 use crate::{AppState, ids};
 
-pub async fn list(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let anthropic = headers.contains_key("anthropic-version");
-    let snapshot = state.gateway.snapshot();
-    let catalog = &snapshot.catalog;
+/// Anthropic's page size when `limit` is not given, and the largest it accepts.
+const DEFAULT_LIMIT: usize = 20;
+const MAX_LIMIT: usize = 1000;
+
+/// The instructions Codex sends as its system prompt for a model listed here.
+/// Codex's `ModelInfo` requires `base_instructions` and uses it in place of its
+/// built-in prompt, so an empty one would leave the model without any; this is a
+/// short, model-neutral prompt for Codex's tools. A user who prefers another sets
+/// `model_instructions_file` in Codex's configuration, which takes precedence.
+const CODEX_INSTRUCTIONS: &str = "\
+You are a coding agent working in the user's workspace through Codex. Use the tools \
+you are given to read files, run commands and change code; inspect before you edit, \
+keep changes small and in the project's style, and make file edits with apply_patch. \
+Check your work by building or running the tests when that is practical. For a task \
+of several steps, keep a plan with update_plan and follow it. Ask the user only when \
+you cannot go on safely without an answer. When you finish, say briefly what you \
+changed, how you checked it, and anything left undone.";
+
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ListQuery {
+    /// Sent by Codex (its version): answer in Codex's shape.
+    client_version: Option<String>,
+    limit: Option<String>,
+    after_id: Option<String>,
+    before_id: Option<String>,
+}
+
+/// The error format of a model endpoint's caller.
+fn caller_format(headers: &HeaderMap) -> ClientFormat {
+    if headers.contains_key("anthropic-version") {
+        ClientFormat::Anthropic
+    } else {
+        ClientFormat::OpenAiChat
+    }
+}
+
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Response {
+    let format = caller_format(&headers);
     let caller = match state.identity.authenticate(&headers).await {
         Ok(caller) => caller,
-        Err(e) => {
-            let format = if anthropic { ClientFormat::Anthropic } else { ClientFormat::OpenAiChat };
-            return error_response(format, &e, &ids::request_id());
-        }
+        Err(e) => return error_response(format, &e, &ids::request_id()),
     };
+    let query = match query {
+        Ok(Query(q)) => q,
+        Err(e) => return error_response(format, &invalid(e.body_text(), None), &ids::request_id()),
+    };
+    let snapshot = state.gateway.snapshot();
+    let catalog = &snapshot.catalog;
     let today = Date::today();
     // A model only a keyless provider serves would answer every request with 503:
     // listing it would invite clients to pick it.
-    let entries: Vec<Value> = catalog
+    let models: Vec<&Arc<ModelEntry>> = catalog
         .visible_models(today)
         .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
-        .map(|m| {
-            let facts = json!({
-                "pricing": m.pricing.as_ref().map(|p| json!({
-                    "input": p.input, "output": p.output,
-                    "cache_read": p.cache_read, "cache_write": p.cache_write,
-                    "unit": "USD per million tokens",
-                })),
-                "context_window": m.context_window,
-                "max_output_tokens": m.max_output_tokens,
-                "retires": m.retires.map(|d| d.to_string()),
-            });
-            if anthropic {
-                json!({"type": "model", "id": m.id, "display_name": m.id, "created_at": "1970-01-01T00:00:00Z", "switchyard": facts})
-            } else {
-                json!({"id": m.id, "object": "model", "created": 0, "owned_by": m.owned_by, "switchyard": facts})
-            }
-        })
         .collect();
-    let body = if anthropic {
-        let first = entries.first().and_then(|e| e["id"].as_str()).map(str::to_owned);
-        let last = entries.last().and_then(|e| e["id"].as_str()).map(str::to_owned);
-        json!({"data": entries, "has_more": false, "first_id": first, "last_id": last})
+    let body = if query.client_version.is_some() {
+        let models: Vec<Value> =
+            models.iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
+        json!({"models": models})
+    } else if format == ClientFormat::Anthropic {
+        match anthropic_page(&models, &query) {
+            Ok(page) => page,
+            Err(e) => return error_response(format, &e, &ids::request_id()),
+        }
     } else {
-        json!({"object": "list", "data": entries})
+        let data: Vec<Value> = models.iter().map(|m| openai_model(m, &m.id)).collect();
+        json!({"object": "list", "data": data})
     };
+    json_response(&body)
+}
+
+/// `GET /v1/models/{id}`: one model, named by id or alias, as a request would
+/// resolve it (catalog models only).
+pub async fn retrieve(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(requested): Path<String>,
+) -> Response {
+    let format = caller_format(&headers);
+    let id = ids::request_id();
+    let caller = match state.identity.authenticate(&headers).await {
+        Ok(caller) => caller,
+        Err(e) => return error_response(format, &e, &id),
+    };
+    let snapshot = state.gateway.snapshot();
+    let catalog = &snapshot.catalog;
+    let not_found = |code: &str, why: &str| {
+        let err =
+            GatewayError::new(404, ErrorKind::NotFound, code, format!("model {requested:?} {why}"));
+        error_response(format, &err, &id)
+    };
+    let Some(m) = catalog.model(&normalize_model(&requested)) else {
+        return not_found("model_not_found", "is not in the catalog");
+    };
+    if m.is_retired(Date::today()) {
+        return not_found("model_retired", "is retired");
+    }
+    if !catalog.reachable(m, |p| p.reachable_with(&caller.byok)) {
+        return not_found("model_not_found", "has no provider with a key");
+    }
+    // Named as asked, as every answer names the model (an alias stays an alias).
+    let name = requested.trim();
+    let body = match format {
+        ClientFormat::Anthropic => anthropic_model(m, name),
+        _ => openai_model(m, name),
+    };
+    json_response(&body)
+}
+
+fn json_response(body: &Value) -> Response {
     ([("content-type", "application/json")], body.to_string()).into_response()
+}
+
+fn invalid(message: impl Into<String>, param: Option<&str>) -> GatewayError {
+    let mut err = GatewayError::invalid("invalid_request", message);
+    err.0.param = param.map(str::to_owned);
+    err
+}
+
+/// The catalog facts the meter uses, on the OpenAI and Anthropic entries.
+fn facts(m: &ModelEntry) -> Value {
+    json!({
+        "id": m.id,
+        "pricing": m.pricing.as_ref().map(|p| json!({
+            "input": p.input, "output": p.output,
+            "cache_read": p.cache_read, "cache_write": p.cache_write,
+            "unit": "USD per million tokens",
+        })),
+        "context_window": m.context_window,
+        "max_output_tokens": m.max_output_tokens,
+        "retires": m.retires.map(|d| d.to_string()),
+    })
+}
+
+fn openai_model(m: &ModelEntry, name: &str) -> Value {
+    json!({"id": name, "object": "model", "created": 0, "owned_by": m.owned_by, "switchyard": facts(m)})
+}
+
+fn anthropic_model(m: &ModelEntry, name: &str) -> Value {
+    json!({"type": "model", "id": name, "display_name": name,
+           "created_at": "1970-01-01T00:00:00Z", "switchyard": facts(m)})
+}
+
+/// One page of Anthropic's list: `limit` entries after `after_id`, or the
+/// `limit` entries just before `before_id`, or the first `limit`.
+fn anthropic_page(models: &[&Arc<ModelEntry>], q: &ListQuery) -> Result<Value, GatewayError> {
+    let limit = match q.limit.as_deref() {
+        None => DEFAULT_LIMIT,
+        Some(s) => match s.parse::<usize>() {
+            Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            _ => {
+                return Err(invalid(
+                    format!("limit: expected an integer from 1 to {MAX_LIMIT}, got {s:?}"),
+                    Some("limit"),
+                ));
+            }
+        },
+    };
+    let position = |param: &str, cursor: &str| {
+        models.iter().position(|m| m.id == cursor).ok_or_else(|| {
+            invalid(format!("{param}: no model {cursor:?} in this list"), Some(param))
+        })
+    };
+    let (start, end, has_more) = match (q.after_id.as_deref(), q.before_id.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(invalid("give after_id or before_id, not both", Some("before_id")));
+        }
+        (Some(after), None) => {
+            let start = position("after_id", after)? + 1;
+            let end = start.saturating_add(limit).min(models.len());
+            (start, end, end < models.len())
+        }
+        (None, Some(before)) => {
+            let end = position("before_id", before)?;
+            let start = end.saturating_sub(limit);
+            (start, end, start > 0)
+        }
+        (None, None) => {
+            let end = limit.min(models.len());
+            (0, end, end < models.len())
+        }
+    };
+    let data: Vec<Value> = models
+        .get(start..end)
+        .unwrap_or_default()
+        .iter()
+        .map(|m| anthropic_model(m, &m.id))
+        .collect();
+    let first = data.first().map(|e| e["id"].clone()).unwrap_or(Value::Null);
+    let last = data.last().map(|e| e["id"].clone()).unwrap_or(Value::Null);
+    Ok(json!({"data": data, "has_more": has_more, "first_id": first, "last_id": last}))
+}
+
+/// A model as Codex's `ModelInfo` (codex-rs `openai_models`): every field that has
+/// no default in any release Codex decodes with is present; the rest are Codex's
+/// own defaults, written out. Facts the catalog has (context window, reasoning,
+/// vision, tools) come from it; where it says nothing, Codex's fallback choices.
+fn codex_model(m: &ModelEntry, priority: usize) -> Value {
+    let caps = m.capabilities;
+    // Undeclared capabilities filter nothing in routing; here only declared
+    // reasoning is offered, since Codex sends a reasoning setting for every level.
+    let reasoning = caps.is_some_and(|c| c.reasoning);
+    let vision = caps.is_none_or(|c| c.vision);
+    let tools = caps.is_none_or(|c| c.tools);
+    let levels: Vec<Value> = if reasoning {
+        [
+            ("low", "Quick answers, light reasoning"),
+            ("medium", "Balanced speed and depth of reasoning"),
+            ("high", "Deepest reasoning for hard problems"),
+        ]
+        .iter()
+        .map(|(effort, description)| json!({"effort": effort, "description": description}))
+        .collect()
+    } else {
+        Vec::new()
+    };
+    let modalities: &[&str] = if vision { &["text", "image"] } else { &["text"] };
+    json!({
+        "slug": m.id,
+        "display_name": m.id,
+        "description": format!("{} (owned by {}), through Switchyard", m.id, m.owned_by),
+        "default_reasoning_level": reasoning.then_some("medium"),
+        "supported_reasoning_levels": levels,
+        // A command as one string: every release takes it (the newest read it as
+        // unified exec), and it suits models not trained on Codex's array form.
+        "shell_type": "shell_command",
+        "visibility": "list",
+        "minimal_client_version": [0, 0, 0],
+        "supported_in_api": true,
+        // Codex sorts by priority (lowest first) and defaults to the first: the
+        // catalog's order.
+        "priority": priority,
+        "additional_speed_tiers": [],
+        "service_tiers": [],
+        "availability_nux": null,
+        "upgrade": null,
+        "base_instructions": CODEX_INSTRUCTIONS,
+        "supports_reasoning_summaries": reasoning,
+        "supports_reasoning_summary_parameter": reasoning,
+        "default_reasoning_summary": "auto",
+        "support_verbosity": false,
+        "default_verbosity": null,
+        // A JSON function with one string: what every upstream wire takes natively
+        // (a free-form tool is translated into one anyway).
+        "apply_patch_tool_type": "function",
+        "web_search_tool_type": "text",
+        "truncation_policy": {"mode": "bytes", "limit": 10_000},
+        "supports_parallel_tool_calls": tools,
+        "supports_image_detail_original": false,
+        "context_window": m.context_window,
+        "max_context_window": m.context_window,
+        // Codex's own rule (90 % of the window), written out.
+        "auto_compact_token_limit": m.context_window.map(|w| w / 10 * 9),
+        "effective_context_window_percent": 95,
+        "experimental_supported_tools": [],
+        "input_modalities": modalities,
+        "supports_search_tool": false,
+        "use_responses_lite": false,
+    })
 }

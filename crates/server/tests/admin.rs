@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::ws::{self, Next};
 use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, WAIT, config_yaml};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -109,6 +110,9 @@ on_both_backends! {
     case_model_list_shows_what_the_callers_own_keys_reach =>
         model_list_shows_what_the_callers_own_keys_reach_sqlite,
         model_list_shows_what_the_callers_own_keys_reach_postgres;
+    case_a_revoked_key_ends_its_websocket_session =>
+        a_revoked_key_ends_its_websocket_session_sqlite,
+        a_revoked_key_ends_its_websocket_session_postgres;
 }
 
 /// An answer: status, JSON body (Null if none), the raw text, the request id.
@@ -1073,4 +1077,23 @@ async fn case_openapi_describes_every_route(db: TestDb) {
     let key = &doc["components"]["schemas"]["ApiKey"]["properties"];
     assert!(key["prefix"].is_object() && key.get("hash").is_none() && key.get("secret").is_none());
     assert!(doc["components"]["schemas"]["CreatedKey"].to_string().contains("secret"));
+}
+
+/// A WebSocket session checks its key before every turn: once the key is revoked,
+/// the next turn is refused (401) and the session closes (1008, policy violation).
+async fn case_a_revoked_key_ends_its_websocket_session(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
+    let (_, _, secret, kid) = env.user_with_key("ws@example.com", json!({})).await;
+    let mut socket = ws::connect_with(&env.base, &secret).await;
+    let events = ws::turn(&mut socket, json!({"model": "mock", "input": "hi"})).await;
+    assert_eq!(events.last().unwrap()["type"], "response.completed", "{events:?}");
+
+    env.expect(200, "DELETE", &format!("/admin/keys/{kid}"), None).await;
+    let events = ws::turn(&mut socket, json!({"model": "mock", "input": "again"})).await;
+    assert_eq!(events[0]["status"], 401, "{events:?}");
+    assert_eq!(events[0]["error"]["code"], "invalid_api_key");
+    match ws::next(&mut socket).await {
+        Next::Closed(Some((code, _))) => assert_eq!(code, 1008),
+        other => panic!("expected a close frame, got {other:?}"),
+    }
 }

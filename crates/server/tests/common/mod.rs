@@ -338,3 +338,5 @@ impl Drop for ConfigFile {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+pub mod ws;
