@@ -38,7 +38,7 @@ use switchyard_protocol::{ClientFormat, Request, Response, StreamEvent, Usage};
 use tokio::sync::mpsc;
 
 use crate::access::Principal;
-use crate::exec::{Delivery, Inbound, Output, RequestRouting};
+use crate::exec::{Delivery, Inbound, Output, RequestRouting, wrong_form};
 use crate::record::{AttemptRecord, SharedSink};
 use crate::runtime::Runtime;
 use crate::util::Secret;
@@ -258,15 +258,6 @@ fn check_model_id(model: &str) -> Result<(), GatewayError> {
         ));
     }
     Ok(())
-}
-
-fn wrong_form() -> GatewayError {
-    GatewayError::new(
-        500,
-        switchyard_protocol::ErrorKind::Upstream,
-        "internal_error",
-        "the pipeline answered in the wrong form",
-    )
 }
 
 /// `lib_` + 24 hex digits: unique, sortable by time like the edge's ids.

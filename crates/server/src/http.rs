@@ -238,13 +238,7 @@ async fn generate(
                 // The edge asks for its client's format (`Output::Client`): canonical
                 // answers are for library callers and never reach here.
                 Delivery::Response { .. } | Delivery::Events(_) => {
-                    let err = GatewayError::new(
-                        500,
-                        ErrorKind::Upstream,
-                        "internal_error",
-                        "the pipeline answered in the wrong form",
-                    );
-                    return error_response(format, &err, &id);
+                    return error_response(format, &switchyard_core::exec::wrong_form(), &id);
                 }
             };
             let h = resp.headers_mut();

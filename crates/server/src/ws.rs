@@ -256,6 +256,11 @@ impl Session {
             Ok(success) => match success.delivery {
                 Delivery::Stream(rx) => self.stream(rx, turn.input).await,
                 Delivery::Whole(bytes) => self.whole(&bytes, turn.input).await,
+                // The edge asks for its client's format: canonical answers are for
+                // library callers and never reach here.
+                Delivery::Response { .. } | Delivery::Events(_) => {
+                    self.refuse(&id, &switchyard_core::exec::wrong_form()).await
+                }
             },
         }
     }

@@ -120,6 +120,18 @@ pub struct Served {
     pub upstream_model: String,
 }
 
+/// The error for a delivery in the form its caller did not ask for (the edge asks
+/// for bytes in its client's format, a library caller for canonical answers): a
+/// bug, reported as such rather than a panic.
+pub fn wrong_form() -> GatewayError {
+    GatewayError::new(
+        500,
+        ErrorKind::Upstream,
+        "internal_error",
+        "the pipeline answered in the wrong form",
+    )
+}
+
 #[derive(Debug)]
 pub enum Delivery {
     /// A complete JSON body in the client's format.
