@@ -3151,3 +3151,30 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
     assert_eq!(sent["messages"][1]["content"][0]["signature"], ANTHROPIC_THINKING_SIGNATURE);
     assert!(sent.get("thinking").is_some(), "thinking stays on");
 }
+
+/// OpenCode's title and summary calls send a history with tool calls and results
+/// but no `tools`. Anthropic refuses that (`must define tools`); every client
+/// format reaches it in a form it takes (the history's tools declared, not to be
+/// called), translated and on the fast path.
+#[tokio::test]
+async fn tool_history_without_tools_reaches_anthropic_in_a_form_it_takes() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for stream in [false, true] {
+            let mode = format!("{format:?} stream={stream}");
+            let mut body = tool_history(format, "call_title_1", stream, false);
+            body.as_object_mut().unwrap().remove("tools");
+            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+            let sent = rx.map(|r| r.body).unwrap_or_default();
+            p.eq(&format!("{mode}: declared"), &sent["tools"][0]["name"], &json!(TOOL_NAME));
+            p.eq(
+                &format!("{mode}: not to be called"),
+                &sent["tool_choice"],
+                &json!({"type": "none"}),
+            );
+        }
+    }
+    assert!(p.0.is_empty(), "tool history problems:\n  - {}", p.0.join("\n  - "));
+}

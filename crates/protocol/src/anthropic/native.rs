@@ -104,7 +104,24 @@ pub fn adapt_native(
     if let Some(messages) = cleaned.map(Value::Array).or(mapped) {
         edits.push(("messages", Some(messages)));
     }
+    if lacks_tools(body, req)
+        && let Some(tools) = super::request::history_tools(req)
+    {
+        edits.push(("tools", Some(tools)));
+        edits.push(("tool_choice", Some(json!({"type": "none"}))));
+    }
     edits
+}
+
+/// A client's own body calls tools in its history but declares none.
+fn lacks_tools(body: &Map<String, Value>, req: &Request) -> bool {
+    body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty)
+        && req.tools.is_empty()
+        && req
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))
 }
 
 /// A client's own `messages` without the blank text blocks Anthropic refuses
@@ -172,7 +189,13 @@ fn has_blank_text(req: &Request) -> bool {
 /// for a budget model), it sets sampling parameters the model refuses, or its
 /// history holds blank text.
 pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
-    if has_foreign_tool_ids(req) || continues_without_thinking(req) {
+    let tool_history = req.tools.is_empty()
+        && req
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)));
+    if has_foreign_tool_ids(req) || continues_without_thinking(req) || tool_history {
         return true;
     }
     let thinking = req.reasoning.as_ref().is_some_and(|r| {

@@ -389,6 +389,12 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         if let Some(choice) = encode_tool_choice(req) {
             body.insert("tool_choice".into(), choice);
         }
+    } else if let Some(tools) = history_tools(req) {
+        // A history with tool calls but no tools (OpenCode's title and summary
+        // calls): Anthropic refuses it; the tools it names are declared, and
+        // not to be called.
+        body.insert("tools".into(), tools);
+        body.insert("tool_choice".into(), json!({"type": "none"}));
     }
 
     // Thinking requires the default temperature and top_k, and top_p of at least 0.95;
@@ -602,6 +608,39 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
             ));
         }
     })
+}
+
+/// The tools a history's calls name, declared as Anthropic needs them when the
+/// request itself defines none (`Requests which include tool_use or tool_result
+/// blocks must define tools`): each with an open schema. `None` when the history
+/// calls no tool.
+pub fn history_tools(req: &Request) -> Option<Value> {
+    let mut names: Vec<&str> = Vec::new();
+    for p in req.messages.iter().flat_map(|m| &m.content) {
+        if let Part::ToolCall(c) = p
+            && !names.contains(&c.name.as_str())
+        {
+            names.push(&c.name);
+        }
+    }
+    let results =
+        req.messages.iter().flat_map(|m| &m.content).any(|p| matches!(p, Part::ToolResult(_)));
+    if names.is_empty() && !results {
+        return None;
+    }
+    if names.is_empty() {
+        // Results without their calls: a name is still needed for the declaration.
+        names.push("tool");
+    }
+    Some(Value::Array(
+        names
+            .into_iter()
+            .map(|name| {
+                json!({"name": name, "description": "A tool this conversation used earlier.",
+                    "input_schema": {"type": "object"}})
+            })
+            .collect(),
+    ))
 }
 
 fn encode_tool(tool: &Tool) -> Value {

@@ -4,6 +4,7 @@
 //!
 //! | vendor | rule |
 //! |---|---|
+//! | Anthropic | a history with `tool_use` / `tool_result` defines `tools` |
 //! | Anthropic | thinking blocks carry a `signature` |
 //! | Anthropic | with thinking on, the assistant turn before the last tool results starts with `thinking` / `redacted_thinking` |
 //! | Anthropic | `tool_use.id` matches `^[a-zA-Z0-9_-]+$`; every `tool_result` answers a `tool_use` of the turn before |
@@ -28,6 +29,15 @@ fn blocks(message: &Value) -> &[Value] {
 
 fn anthropic(body: &Value) -> Option<String> {
     let messages = body["messages"].as_array()?;
+    let uses_tools = messages
+        .iter()
+        .flat_map(blocks)
+        .any(|b| matches!(b["type"].as_str(), Some("tool_use" | "tool_result")));
+    if uses_tools && body["tools"].as_array().is_none_or(Vec::is_empty) {
+        return Some(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools.".into(),
+        );
+    }
     let thinking_on = matches!(body["thinking"]["type"].as_str(), Some("enabled" | "adaptive"));
     let valid_id = |id: &str| {
         !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
