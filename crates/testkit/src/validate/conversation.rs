@@ -144,7 +144,8 @@ mod tests {
         let call = json!({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}});
         let result = json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"});
         let body = |assistant: Vec<Value>| {
-            json!({"thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [
+            json!({"thinking": {"type": "enabled", "budget_tokens": 1024},
+                "tools": [{"name": "f", "input_schema": {"type": "object"}}], "messages": [
                 {"role": "user", "content": "go"},
                 {"role": "assistant", "content": assistant},
                 {"role": "user", "content": [result.clone()]},
@@ -163,6 +164,15 @@ mod tests {
         let mut b = body(vec![foreign]);
         b["thinking"] = Value::Null;
         assert!(refusal(Vendor::Anthropic, &b).unwrap().contains("should match pattern"));
+    }
+
+    #[test]
+    fn anthropic_refuses_a_tool_history_without_tools() {
+        let body = json!({"messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
+        ]});
+        assert!(refusal(Vendor::Anthropic, &body).unwrap().contains("must define tools"));
     }
 
     #[test]

@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn anthropic_refuses_blank_text_and_empty_messages() {
-        let ok = json!({"messages": [
+        let ok = json!({"tools": [{"name": "f", "input_schema": {"type": "object"}}], "messages": [
             {"role": "user", "content": "hi"},
             {"role": "assistant", "content": [{"type": "text", "text": "hello"},
                 {"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
