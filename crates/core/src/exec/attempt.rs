@@ -124,19 +124,23 @@ impl Snapshot {
                                 .latency
                                 .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
                         }
-                        return Ok(self
-                            .deliver(
-                                &inbound,
-                                &plan,
-                                i,
-                                &tried,
-                                answer,
-                                guard_in_flight,
-                                runtime,
-                                guard,
-                                elapsed,
-                            )
-                            .await);
+                        let mut keep = Vec::new();
+                        let success = self.deliver(
+                            &inbound,
+                            &plan,
+                            i,
+                            &tried,
+                            answer,
+                            guard_in_flight,
+                            runtime,
+                            guard,
+                            elapsed,
+                            &mut keep,
+                        );
+                        for (key, value) in keep {
+                            runtime.continuity.put(key, value, continuity::TTL).await;
+                        }
+                        return Ok(success);
                     }
                     Err(f) => {
                         tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");

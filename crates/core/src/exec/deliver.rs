@@ -5,7 +5,9 @@ use super::*;
 
 impl Snapshot {
     #[allow(clippy::too_many_arguments)]
-    pub(super) async fn deliver(
+    /// `keep`: continuity state to remember for the next turn (the caller awaits
+    /// the writes, so this stays a plain function and the request's future small).
+    pub(super) fn deliver(
         self: &Arc<Self>,
         inbound: &Inbound,
         plan: &Plan,
@@ -16,6 +18,7 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         mut guard: RecordGuard,
         attempt_time: Duration,
+        keep: &mut Vec<(String, Vec<u8>)>,
     ) -> Success {
         let Some(cand) = plan.candidates.get(index) else {
             // Unreachable by construction: `index` comes from iterating the plan.
@@ -57,12 +60,9 @@ impl Snapshot {
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
-                let mut keep = continuity::signatures_to_keep(&response.content);
+                keep.extend(continuity::signatures_to_keep(&response.content));
                 if continuity::needs_store(inbound.format) {
                     keep.extend(continuity::thinking_to_keep(&response.content));
-                }
-                for (key, value) in keep {
-                    runtime.continuity.put(key, value, continuity::TTL).await;
                 }
                 meter(
                     &mut guard.rec,
