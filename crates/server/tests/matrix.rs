@@ -3178,3 +3178,29 @@ async fn tool_history_without_tools_reaches_anthropic_in_a_form_it_takes() {
     }
     assert!(p.0.is_empty(), "tool history problems:\n  - {}", p.0.join("\n  - "));
 }
+
+/// Codex's local compaction sends `tool_choice` without `tools`; OpenAI refuses
+/// that (the strict fake does too). From every client format it reaches an
+/// OpenAI-compatible upstream without it, on the fast path too.
+#[tokio::test]
+async fn tool_choice_without_tools_is_left_out_for_openai() {
+    let h = Harness::start().await;
+    let mut p = Problems::default();
+    for format in FORMATS {
+        for stream in [false, true] {
+            let mode = format!("{format:?} stream={stream}");
+            let mut body = client_request(format, Scenario::Text, "m-openai", stream);
+            body["tool_choice"] = match format {
+                ClientFormat::Anthropic => json!({"type": "auto"}),
+                _ => json!("auto"),
+            };
+            let (status, bytes, rx) = exchange(&h, format, Vendor::OpenAi, &body, &[]).await;
+            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+            let sent = rx.map(|r| r.body).unwrap_or_default();
+            p.check(sent.get("tool_choice").is_none(), || {
+                format!("{mode}: tool_choice sent: {sent}")
+            });
+        }
+    }
+    assert!(p.0.is_empty(), "tool_choice problems:\n  - {}", p.0.join("\n  - "));
+}

@@ -7,25 +7,32 @@ use serde_json::{Map, Value, json};
 /// refuses it.
 pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
     !traits.takes_max_tokens && crate::util::top_level_value(body, "max_tokens").is_some()
+        || crate::util::top_level_value(body, "tool_choice").is_some()
+            && crate::util::top_level_value(body, "tools").is_none()
 }
 
 /// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
 /// `max_completion_tokens` for a model that refuses the older field (OpenAI's
-/// reasoning models); `reasoning_effort` is one form for every model.
+/// reasoning models); `reasoning_effort` is one form for every model; a
+/// `tool_choice` without `tools` is left out.
 pub fn adapt_native(
     body: &serde_json::Map<String, Value>,
     traits: crate::ModelTraits,
 ) -> Vec<crate::FieldEdit> {
-    match body.get("max_tokens") {
-        Some(v) if !traits.takes_max_tokens => {
-            let mut edits = vec![("max_tokens", None)];
-            if !body.contains_key("max_completion_tokens") {
-                edits.push(("max_completion_tokens", Some(v.clone())));
-            }
-            edits
+    let mut edits = Vec::new();
+    if let Some(v) = body.get("max_tokens").filter(|_| !traits.takes_max_tokens) {
+        edits.push(("max_tokens", None));
+        if !body.contains_key("max_completion_tokens") {
+            edits.push(("max_completion_tokens", Some(v.clone())));
         }
-        _ => Vec::new(),
     }
+    // OpenAI refuses `tool_choice` without `tools` (Codex's local compaction sends
+    // one); without tools it means nothing.
+    let no_tools = body.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    if no_tools && body.contains_key("tool_choice") {
+        edits.push(("tool_choice", None));
+    }
+    edits
 }
 
 /// Same-format fast path: the client's own body, with the model rewritten and, for a

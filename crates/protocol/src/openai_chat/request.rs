@@ -291,7 +291,9 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(choice) = &req.tool_choice {
+    // OpenAI refuses `tool_choice` without `tools` (Codex's local compaction sends
+    // one): it says nothing then, so it is left out.
+    if let Some(choice) = req.tool_choice.as_ref().filter(|_| !req.tools.is_empty()) {
         body.insert(
             "tool_choice".into(),
             match choice {

@@ -8,6 +8,7 @@
 //! | Anthropic | thinking blocks carry a `signature` |
 //! | Anthropic | with thinking on, the assistant turn before the last tool results starts with `thinking` / `redacted_thinking` |
 //! | Anthropic | `tool_use.id` matches `^[a-zA-Z0-9_-]+$`; every `tool_result` answers a `tool_use` of the turn before |
+//! | OpenAI | `tool_choice` only with `tools` |
 //! | OpenAI | `tool_calls[].id` is at most 40 characters; every `tool` message answers a call of the assistant turn before |
 
 use serde_json::Value;
@@ -101,6 +102,12 @@ fn anthropic(body: &Value) -> Option<String> {
 }
 
 fn openai(body: &Value) -> Option<String> {
+    if !body["tool_choice"].is_null() && body["tools"].as_array().is_none_or(Vec::is_empty) {
+        return Some(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."
+                .into(),
+        );
+    }
     let messages = body["messages"].as_array()?;
     let mut open_calls: Vec<&str> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
