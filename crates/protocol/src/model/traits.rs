@@ -1,0 +1,176 @@
+//! How a target model takes reasoning and sampling settings, inferred from its id
+//! (the catalog may say otherwise), and the edits the fast path makes for it.
+
+use serde::{Deserialize, Serialize};
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    /// OpenAI `xhigh`, Anthropic `xhigh` (Opus 4.7 and later).
+    #[serde(rename = "xhigh")]
+    XHigh,
+    /// OpenAI `max` (GPT-6), Anthropic `max`.
+    Max,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::XHigh => "xhigh",
+            Effort::Max => "max",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "minimal" | "none" => Some(Effort::Minimal),
+            "low" => Some(Effort::Low),
+            "medium" => Some(Effort::Medium),
+            "high" => Some(Effort::High),
+            "xhigh" => Some(Effort::XHigh),
+            "max" => Some(Effort::Max),
+            _ => None,
+        }
+    }
+
+    /// A token budget for wires that take one (Anthropic, Gemini).
+    pub fn budget_tokens(self) -> u64 {
+        match self {
+            Effort::Minimal => 1024,
+            Effort::Low => 2048,
+            Effort::Medium => 8192,
+            Effort::High => 24576,
+            Effort::XHigh => 32768,
+            Effort::Max => 49152,
+        }
+    }
+
+    /// The effort that best matches a token budget: low to high only. `minimal`,
+    /// `xhigh` and `max` exist on some models only (GPT-6 refuses `minimal`), so
+    /// they are sent only when a client names them.
+    pub fn from_budget(budget: u64) -> Self {
+        match budget {
+            0..=4096 => Effort::Low,
+            4097..=16384 => Effort::Medium,
+            _ => Effort::High,
+        }
+    }
+}
+
+/// How a target model takes its reasoning setting. OpenAI-chat models always take
+/// `reasoning_effort`; the other wires have two generations of control:
+/// - `Budget`: a token budget (Anthropic `thinking: {type: enabled, budget_tokens}`,
+///   Gemini 2.x `thinkingBudget`).
+/// - `Effort`: a level (Anthropic `thinking: {type: adaptive}` with
+///   `output_config.effort`, Claude 4.6 and later, the only form Claude Opus 4.7
+///   accepts; Gemini 3 `thinkingLevel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningControl {
+    Budget,
+    Effort,
+}
+
+impl ReasoningControl {
+    /// The control a model takes, from its upstream id, when the catalog does not
+    /// say: effort for Claude 4.6 and later and for Gemini 3 and later, a budget for
+    /// earlier (and unrecognised) models of those wires.
+    pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
+        Self::from_generation(wire, upstream_model, claude_version(upstream_model))
+    }
+
+    fn from_generation(wire: crate::Wire, model: &str, claude: Option<(u32, u32)>) -> Self {
+        let newer = match wire {
+            crate::Wire::Anthropic => claude.is_some_and(|v| v >= (4, 6)),
+            crate::Wire::Gemini => gemini_major(model).is_some_and(|v| v >= 3),
+            crate::Wire::OpenAiChat => true,
+        };
+        if newer { ReasoningControl::Effort } else { ReasoningControl::Budget }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningControl::Budget => "budget",
+            ReasoningControl::Effort => "effort",
+        }
+    }
+}
+
+/// What an encoder needs to know about the model it writes for, beyond the request.
+/// [`ModelTraits::infer`] derives it from the upstream model id; the catalog can
+/// say otherwise per model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ModelTraits {
+    pub reasoning: ReasoningControl,
+    /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
+    /// Claude models after it refuse any of them with a 400, so they are left out.
+    pub sampling: bool,
+    /// The model takes the older `max_tokens`. OpenAI's reasoning models (o1 and
+    /// later, GPT-5 and later) refuse it and take only `max_completion_tokens`,
+    /// which every OpenAI model accepts.
+    pub takes_max_tokens: bool,
+}
+
+impl ModelTraits {
+    pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
+        // Parsed once: this runs for every attempt.
+        let claude = (wire == crate::Wire::Anthropic).then(|| claude_version(upstream_model));
+        let claude = claude.flatten();
+        Self {
+            reasoning: ReasoningControl::from_generation(wire, upstream_model, claude),
+            sampling: wire != crate::Wire::Anthropic || claude.is_none_or(|v| v < (4, 7)),
+            takes_max_tokens: wire != crate::Wire::OpenAiChat
+                || !openai_reasoning_model(upstream_model),
+        }
+    }
+}
+
+/// OpenAI's reasoning models by id: `o1`, `o3-mini`, `o4-mini`, `gpt-5`, `gpt-5.1`,
+/// `gpt-6.2-sol`; a routing prefix such as `openai/` is skipped. Not `gpt-4o`, not
+/// `gpt-oss-120b`.
+fn openai_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let o_series = name.strip_prefix('o').is_some_and(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && rest[digits..].chars().next().is_none_or(|c| c == '-')
+    });
+    let gpt_major = name
+        .strip_prefix("gpt-")
+        .and_then(|rest| rest.split(['.', '-']).next())
+        .and_then(|major| major.parse::<u32>().ok());
+    o_series || gpt_major.is_some_and(|major| major >= 5)
+}
+
+/// One change to a client's own top-level body on the same-format fast path:
+/// `Some` sets the field, `None` removes it.
+pub type FieldEdit = (&'static str, Option<serde_json::Value>);
+
+/// `(major, minor)` of a Claude model id: `claude-opus-4-7`, `claude-sonnet-4-6-20260101`,
+/// `claude-opus-4-20250514` (4.0), `claude-3-7-sonnet-latest` (3.7). A prefix such as
+/// `anthropic.` or `us.anthropic.` is skipped.
+fn claude_version(model: &str) -> Option<(u32, u32)> {
+    let rest = &model[model.find("claude-")? + "claude-".len()..];
+    let mut numbers = rest
+        .split(['-', '.', '@', ':'])
+        .filter(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        // Dates (`20250514`) and version tags (`v1`) are not version numbers.
+        .filter(|part| part.len() <= 2)
+        .filter_map(|part| part.parse().ok());
+    let major = numbers.next()?;
+    Some((major, numbers.next().unwrap_or(0)))
+}
+
+/// The major version of a Gemini model id: `gemini-3-pro-preview` → 3,
+/// `gemini-2.5-flash` → 2, `models/gemini-3.1-pro` → 3.
+fn gemini_major(model: &str) -> Option<u32> {
+    let rest = &model[model.find("gemini-")? + "gemini-".len()..];
+    let digits: &str = rest.split(['.', '-']).next()?;
+    digits.parse().ok()
+}
