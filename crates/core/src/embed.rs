@@ -30,16 +30,16 @@
 //! record sink; nothing is global and nothing touches the network until a request
 //! is sent. Dropping the future (or the stream) cancels the request upstream.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use switchyard_protocol::{ClientFormat, Request, Response, StreamEvent, Usage};
-use tokio::sync::mpsc;
 
 use crate::access::Principal;
-use crate::exec::{Delivery, Inbound, Output, RequestRouting, wrong_form};
-use crate::record::{AttemptRecord, SharedSink};
+use crate::exec::{Chunk, ChunkStream, Delivery, Inbound, Output, RequestRouting, wrong_form};
+use crate::record::{AttemptRecord, RequestRecord, SharedSink};
 use crate::runtime::Runtime;
 use crate::util::Secret;
 use crate::{Catalog, ConfigSource, GatewayError, LoadError};
@@ -92,6 +92,7 @@ pub struct Generation {
 
 /// A streaming answer: how it is served, known at its first content, and its
 /// canonical events. A failure after the first content ends it with an error.
+/// Dropping it cancels the request upstream.
 #[derive(Debug)]
 pub struct GenerationStream {
     pub request_id: String,
@@ -99,13 +100,44 @@ pub struct GenerationStream {
     pub model: String,
     pub upstream_model: String,
     pub descriptor: String,
-    events: mpsc::Receiver<Result<StreamEvent, GatewayError>>,
+    chunks: ChunkStream,
+    ready: VecDeque<StreamEvent>,
+    record: Option<Box<RequestRecord>>,
 }
 
 impl GenerationStream {
-    /// The next event; `None` after the last.
+    /// The next event; `None` after the last (and after an error).
     pub async fn next(&mut self) -> Option<Result<StreamEvent, GatewayError>> {
-        self.events.recv().await
+        loop {
+            if let Some(ev) = self.ready.pop_front() {
+                return Some(Ok(ev));
+            }
+            match self.chunks.next().await? {
+                Chunk::Events(events) => self.ready.extend(events),
+                Chunk::End { error, record } => {
+                    self.record = record;
+                    return error.map(Err);
+                }
+                // Keep-alives are for connections; canonical streams carry no bytes.
+                Chunk::KeepAlive | Chunk::Raw(_) => {}
+            }
+        }
+    }
+
+    /// Every attempt, in order, once the stream has ended (`None` before).
+    pub fn attempts(&self) -> Option<&[AttemptRecord]> {
+        self.record.as_deref().map(|r| r.attempts.as_slice())
+    }
+
+    /// Usage once the stream has ended: reported, or estimated where it was not.
+    pub fn usage(&self) -> Option<Usage> {
+        self.record.as_deref().map(|r| r.usage)
+    }
+
+    /// Cost in USD once the stream has ended (`None` before, or when a price is
+    /// unknown).
+    pub fn cost_usd(&self) -> Option<f64> {
+        self.record.as_deref().and_then(|r| r.cost_usd)
     }
 }
 
@@ -177,7 +209,7 @@ impl Gateway {
         let id = inbound.id.clone();
         let success = self.inner.execute(inbound).await?;
         match success.delivery {
-            Delivery::Response { response, record } => Ok(Generation {
+            Delivery::Response { response, record: Some(record) } => Ok(Generation {
                 response: *response,
                 request_id: id,
                 provider: success.served.provider,
@@ -199,13 +231,15 @@ impl Gateway {
         let id = inbound.id.clone();
         let success = self.inner.execute(inbound).await?;
         match success.delivery {
-            Delivery::Events(events) => Ok(GenerationStream {
+            Delivery::Stream(chunks) if chunks.passthrough.is_none() => Ok(GenerationStream {
                 request_id: id,
                 provider: success.served.provider,
                 model: success.served.model,
                 upstream_model: success.served.upstream_model,
                 descriptor: success.descriptor,
-                events,
+                chunks,
+                ready: VecDeque::new(),
+                record: None,
             }),
             _ => Err(wrong_form()),
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use switchyard_core::embed::{Gateway, Generate};
 use switchyard_core::exec::RequestRouting;
-use switchyard_core::protocol::{Message, Request, Role};
+use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
 async fn gateway() -> (Gateway, FakeUpstream, FakeUpstream) {
@@ -80,4 +80,29 @@ async fn many_gateways_live_in_one_process() {
     two.generate(Generate::new(ask("one"))).await.unwrap();
     two.generate(Generate::new(ask("one"))).await.unwrap();
     assert_eq!((a1.request_count(), a2.request_count()), (1, 2));
+}
+
+#[tokio::test]
+async fn a_library_stream_ends_with_its_attempts_and_usage() {
+    // `_b`, not `_`: the fallback's fake must outlive the request.
+    let (gw, a, _b) = gateway().await;
+    a.push(Reply::status(500));
+    let routing = RequestRouting { fallbacks: vec!["two".into()], ..RequestRouting::default() };
+    let mut stream =
+        gw.stream(Generate { request: ask("one"), routing, ..Generate::default() }).await.unwrap();
+    assert_eq!(stream.provider, "b");
+    assert!(stream.attempts().is_none(), "the record comes with the end");
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let StreamEvent::Delta { delta: Delta::Text { text: t }, .. } = event.unwrap() {
+            text.push_str(&t);
+        }
+    }
+    assert!(!text.is_empty());
+    let attempts = stream.attempts().unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[0].deployment, "a/up-one");
+    assert_eq!(attempts[0].outcome, "status_500");
+    let usage = stream.usage().unwrap();
+    assert!(usage.output_tokens.unwrap() > 0);
 }

@@ -7,13 +7,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream;
 use switchyard_core::upstream::RawBody;
 use switchyard_core::{Delivery, GatewayError, Inbound};
 use switchyard_protocol::{ClientFormat, ErrorKind};
 
 use crate::identity::Caller;
-use crate::{AppState, ids, limits};
+use crate::{AppState, encode, ids, limits};
 
 pub const HEADER_PROVIDER: &str = "x-gateway-provider";
 pub const HEADER_MODEL: &str = "x-gateway-model";
@@ -220,25 +219,23 @@ async fn generate(
     match state.gateway.execute(inbound).await {
         Err(e) => error_response(format, &e, &id),
         Ok(success) => {
+            let seal = state.gateway.runtime.seal.clone();
             let mut resp = match success.delivery {
-                Delivery::Whole(bytes) => {
-                    ([("content-type", "application/json")], bytes).into_response()
+                Delivery::Passthrough { body, .. } => {
+                    ([("content-type", "application/json")], body).into_response()
                 }
-                Delivery::Stream(rx) => {
-                    let body = Body::from_stream(stream::unfold(rx, |mut rx| async move {
-                        rx.recv().await.map(|b| (Ok::<Bytes, std::convert::Infallible>(b), rx))
-                    }));
-                    let mut r = body.into_response();
+                Delivery::Response { response, .. } => {
+                    let body = encode::whole(format, &response, &success.request, seal.as_deref());
+                    ([("content-type", "application/json")], body).into_response()
+                }
+                Delivery::Stream(stream) => {
+                    let writer = encode::StreamWriter::new(format, &success.request, seal, &stream);
+                    let mut r = encode::sse_body(stream, writer).into_response();
                     let h = r.headers_mut();
                     h.insert("content-type", HeaderValue::from_static("text/event-stream"));
                     h.insert("cache-control", HeaderValue::from_static("no-cache"));
                     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
                     r
-                }
-                // The edge asks for its client's format (`Output::Client`): canonical
-                // answers are for library callers and never reach here.
-                Delivery::Response { .. } | Delivery::Events(_) => {
-                    return error_response(format, &switchyard_core::exec::wrong_form(), &id);
                 }
             };
             let h = resp.headers_mut();

@@ -4,6 +4,7 @@
 
 mod admin;
 mod auth;
+mod encode;
 mod http;
 pub mod identity;
 mod ids;

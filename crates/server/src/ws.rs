@@ -33,10 +33,11 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
+use switchyard_core::exec::ChunkStream;
 use switchyard_core::{Delivery, GatewayError};
 use switchyard_protocol::{ClientFormat, ErrorKind, SseDecoder};
-use tokio::sync::mpsc;
 
+use crate::encode::{self, StreamWriter};
 use crate::http::{error_response, inbound};
 use crate::{AppState, ids};
 
@@ -253,29 +254,41 @@ impl Session {
         }
         match self.state.gateway.execute(inbound).await {
             Err(e) => self.refuse(&id, &e).await,
-            Ok(success) => match success.delivery {
-                Delivery::Stream(rx) => self.stream(rx, turn.input).await,
-                Delivery::Whole(bytes) => self.whole(&bytes, turn.input).await,
-                // The edge asks for its client's format: canonical answers are for
-                // library callers and never reach here.
-                Delivery::Response { .. } | Delivery::Events(_) => {
-                    self.refuse(&id, &switchyard_core::exec::wrong_form()).await
+            Ok(success) => {
+                let seal = self.state.gateway.runtime.seal.clone();
+                match success.delivery {
+                    Delivery::Stream(stream) => {
+                        let writer = StreamWriter::new(FORMAT, &success.request, seal, &stream);
+                        self.stream(stream, writer, turn.input).await
+                    }
+                    Delivery::Response { response, .. } => {
+                        let body =
+                            encode::whole(FORMAT, &response, &success.request, seal.as_deref());
+                        self.whole(&body, turn.input).await
+                    }
+                    Delivery::Passthrough { body, .. } => self.whole(&body, turn.input).await,
                 }
-            },
+            }
         }
     }
 
     /// Relay a stream's SSE events, one message each, noting what a continuation needs.
-    async fn stream(&mut self, mut rx: mpsc::Receiver<Bytes>, input: Vec<Value>) -> Flow {
+    async fn stream(
+        &mut self,
+        mut stream: ChunkStream,
+        mut writer: StreamWriter,
+        input: Vec<Value>,
+    ) -> Flow {
         let mut sse = SseDecoder::new();
         let mut events = Vec::new();
         let mut seen = Seen::default();
         loop {
             let chunk = tokio::select! {
-                chunk = rx.recv() => chunk,
+                chunk = stream.next() => chunk.map(|c| writer.write(c)),
                 m = self.socket.recv(), if self.pending.is_none() => match m {
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
-                    // Dropping `rx` cancels the upstream call, as a disconnect does over HTTP.
+                    // Dropping the stream cancels the upstream call, as a disconnect
+                    // does over HTTP.
                     Some(Ok(Message::Close(_))) => {
                         self.closed_by_client().await;
                         return Flow::Gone;

@@ -29,7 +29,8 @@ impl Snapshot {
                     upstream_model: String::new(),
                 },
                 descriptor: String::new(),
-                delivery: Delivery::Whole(Bytes::new()),
+                request: Arc::clone(&inbound.request),
+                delivery: Delivery::Passthrough { format: inbound.format, body: Bytes::new() },
             };
         };
         let descriptor = descriptor(plan, tried);
@@ -56,7 +57,8 @@ impl Snapshot {
                 drop(in_flight);
                 record_metrics(&guard.rec);
                 guard.finish(200, None);
-                Success { served, descriptor, delivery: Delivery::Whole(body) }
+                let delivery = Delivery::Passthrough { format: inbound.format, body };
+                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
@@ -84,31 +86,18 @@ impl Snapshot {
                 }
                 drop(in_flight);
                 record_metrics(&guard.rec);
-                let delivery = match (inbound.output, raw) {
-                    (Output::Canonical, _) => {
-                        let record = Box::new(guard.rec.clone());
-                        guard.finish(200, None);
-                        Delivery::Response { response: Box::new(response), record }
-                    }
-                    (Output::Client, raw) => {
-                        guard.finish(200, None);
-                        Delivery::Whole(match raw {
-                            Some(raw) if renamed => rename(raw, client_model),
-                            Some(raw) => raw,
-                            None => Bytes::from(
-                                inbound
-                                    .format
-                                    .encode_response(
-                                        &response,
-                                        &inbound.request.tools,
-                                        runtime.seal.as_deref(),
-                                    )
-                                    .to_string(),
-                            ),
-                        })
-                    }
+                let record = (inbound.output == Output::Canonical).then(|| guard.copy(200, None));
+                guard.finish(200, None);
+                let delivery = match raw {
+                    // The fast path parsed the answer (to meter or log it) and forwards
+                    // the upstream's own bytes.
+                    Some(raw) if inbound.output == Output::Client => Delivery::Passthrough {
+                        format: inbound.format,
+                        body: if renamed { rename(raw, client_model) } else { raw },
+                    },
+                    _ => Delivery::Response { response: Box::new(response), record },
                 };
-                Success { served, descriptor, delivery }
+                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
             }
             Answer::Stream(mut committed) => {
                 let report = StreamReport {
@@ -122,21 +111,19 @@ impl Snapshot {
                 let passthrough = inbound.output == Output::Client
                     && upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
                     && matches!(committed.source, Source::Http { .. });
-                let (outlet, delivery) = match inbound.output {
-                    Output::Client => {
-                        let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
-                        let encoder =
-                            inbound.format.stream_encoder(&inbound.request, runtime.seal.clone());
-                        (Outlet::Encoded { tx, encoder }, Delivery::Stream(rx))
-                    }
-                    Output::Canonical => {
-                        let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
-                        (Outlet::Events { tx, pending: Vec::new() }, Delivery::Events(rx))
-                    }
+                let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
+                let delivery = Delivery::Stream(ChunkStream {
+                    passthrough: passthrough.then_some(inbound.format),
+                    rx,
+                });
+                let outlet = Outlet {
+                    tx,
+                    canonical: inbound.output == Output::Canonical,
+                    raw: Vec::new(),
+                    events: Vec::new(),
                 };
                 let mut pump = Pump {
                     outlet,
-                    format: inbound.format,
                     passthrough,
                     idle: inbound.limits.idle_timeout.unwrap_or(self.catalog.settings.idle_timeout),
                     guard,
@@ -163,24 +150,14 @@ impl Snapshot {
                 };
                 let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
                 pump.key = key;
-                let mut first = pump.start(held_raw, &held_sse, &held);
-                if let Outlet::Encoded { tx, .. } = &pump.outlet
-                    && !ended
-                    && !first.is_empty()
-                {
-                    // A new channel has room: this cannot fail for lack of space.
-                    match tx.try_send(Bytes::from(std::mem::take(&mut first))) {
-                        Ok(()) => {}
-                        Err(
-                            mpsc::error::TrySendError::Full(b)
-                            | mpsc::error::TrySendError::Closed(b),
-                        ) => {
-                            first = b.into();
-                        }
-                    }
+                pump.start(held_raw, &held_sse, held);
+                if !ended {
+                    // A new channel has room: the first content goes out with the
+                    // response head, in one write instead of two.
+                    pump.outlet.try_flush();
                 }
-                tokio::spawn(pump.run(source, first, ended));
-                Success { served, descriptor, delivery }
+                tokio::spawn(pump.run(source, ended));
+                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
             }
         }
     }

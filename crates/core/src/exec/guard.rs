@@ -18,24 +18,18 @@ impl RecordGuard {
         self.write(status, error_code);
     }
 
+    /// The record as it will be written with this outcome (a library caller's copy).
+    pub(super) fn copy(&self, status: u16, error_code: Option<&str>) -> Box<RequestRecord> {
+        let mut rec = Box::new(self.rec.clone());
+        complete(&mut rec, self.started, status, error_code);
+        rec
+    }
+
     pub(super) fn write(&mut self, status: u16, error_code: Option<&str>) {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        self.rec.status = status;
-        self.rec.error_code = error_code.map(str::to_owned);
-        // Failed attempts that reported usage add their cost (the answering
-        // attempt's own cost is already on the record; unknown stays unknown).
-        let failed: Option<f64> =
-            self.rec.attempts.iter().filter_map(|a| a.cost_usd).reduce(|a, b| a + b);
-        if let Some(extra) = failed {
-            self.rec.cost_usd = match (self.rec.served_provider.is_some(), self.rec.cost_usd) {
-                (true, Some(c)) => Some(c + extra),
-                (true, None) => None,
-                (false, _) => Some(extra),
-            };
-        }
-        self.rec.total_ms = self.started.elapsed().as_millis() as u64;
+        complete(&mut self.rec, self.started, status, error_code);
         if let Some((admission, reservation)) = self.reservation.take() {
             // Settling may do IO; off the request's path. (A guard dropped outside
             // a runtime has nowhere to run it: the reservation then expires.)
@@ -46,6 +40,23 @@ impl RecordGuard {
         }
         self.sink.record(std::mem::take(&mut self.rec));
     }
+}
+
+/// The record's final fields for this outcome.
+fn complete(rec: &mut RequestRecord, started: Instant, status: u16, error_code: Option<&str>) {
+    rec.status = status;
+    rec.error_code = error_code.map(str::to_owned);
+    // Failed attempts that reported usage add their cost (the answering
+    // attempt's own cost is already on the record; unknown stays unknown).
+    let failed: Option<f64> = rec.attempts.iter().filter_map(|a| a.cost_usd).reduce(|a, b| a + b);
+    if let Some(extra) = failed {
+        rec.cost_usd = match (rec.served_provider.is_some(), rec.cost_usd) {
+            (true, Some(c)) => Some(c + extra),
+            (true, None) => None,
+            (false, _) => Some(extra),
+        };
+    }
+    rec.total_ms = started.elapsed().as_millis() as u64;
 }
 
 impl Drop for RecordGuard {

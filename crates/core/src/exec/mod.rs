@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::Value;
 use switchyard_protocol::{
-    ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEncoder, StreamEvent, Usage,
-    Wire, openai_chat, sse, util,
+    ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEvent, Usage, Wire,
+    openai_chat, sse, util,
 };
 use tokio::sync::mpsc;
 
@@ -74,19 +74,22 @@ pub struct Inbound {
     pub hints: Hints,
     /// Log prompt and completion text up to this many bytes (the project opted in).
     pub content_cap: Option<usize>,
-    /// Encoded in `format` (the HTTP edge), or canonical (a library caller).
+    /// Whether the caller takes pass-through bytes (the HTTP edge) or canonical
+    /// answers only (a library caller).
     pub output: Output,
     /// This request's own fallbacks and bounds (a library caller's).
     pub limits: RequestRouting,
 }
 
-/// What the pipeline answers with.
+/// What the caller takes: the pipeline never encodes, but it forwards an upstream's
+/// own bytes only to a caller that speaks their format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Output {
-    /// Bytes in the client's format ([`Inbound::format`]).
+    /// A client of [`Inbound::format`] (the HTTP edge): canonical answers, or the
+    /// upstream's bytes where they are already in that format (the fast path).
     #[default]
     Client,
-    /// The canonical response, or stream of canonical events.
+    /// Canonical answers only (a library caller), each with its record.
     Canonical,
 }
 
@@ -132,17 +135,54 @@ pub fn wrong_form() -> GatewayError {
     )
 }
 
+/// What the pipeline answers with: canonical answers, which the caller encodes
+/// into its own format (the HTTP edge) or uses as they are (a library caller), or
+/// an upstream's own bytes, tagged with their format, where the client's format is
+/// the upstream's (the fast path: never re-encoded).
 #[derive(Debug)]
 pub enum Delivery {
-    /// A complete JSON body in the client's format.
-    Whole(Bytes),
-    /// SSE bytes in the client's format, produced as the upstream streams.
-    Stream(mpsc::Receiver<Bytes>),
-    /// The canonical answer ([`Output::Canonical`]), and its record.
-    Response { response: Box<Response>, record: Box<RequestRecord> },
-    /// Canonical events as the upstream streams ([`Output::Canonical`]); a failure
-    /// after the first content ends it with an error.
-    Events(mpsc::Receiver<Result<StreamEvent, GatewayError>>),
+    /// The canonical answer. `record`: the request's record, for a library caller
+    /// ([`Output::Canonical`]); the edge has it written for it and gets none.
+    Response { response: Box<Response>, record: Option<Box<RequestRecord>> },
+    /// An upstream's whole body in `format` (the client's), its model renamed to
+    /// the one the client asked for.
+    Passthrough { format: ClientFormat, body: Bytes },
+    /// A stream, produced as the upstream streams.
+    Stream(ChunkStream),
+}
+
+/// One step of a streamed answer. The last is always [`Chunk::End`]; a channel
+/// that closes without it means the pipeline went away (a bug or a shutdown).
+#[derive(Debug)]
+pub enum Chunk {
+    /// Canonical events, in order (a translated stream).
+    Events(Vec<StreamEvent>),
+    /// Upstream bytes in the stream's pass-through format, whole SSE events as
+    /// they arrived (model renamed), ready to go to the client.
+    Raw(Bytes),
+    /// The upstream is silent: the caller's connection wants a keep-alive (each
+    /// format has its own; a library caller ignores it).
+    KeepAlive,
+    /// The stream is over: `error` when it failed after its first content (the
+    /// caller ends it with an error in its format), and the record for a library
+    /// caller.
+    End { error: Option<GatewayError>, record: Option<Box<RequestRecord>> },
+}
+
+/// A streamed answer's chunks. Dropping it cancels the upstream call.
+#[derive(Debug)]
+pub struct ChunkStream {
+    /// `Some(format)`: the content comes as [`Chunk::Raw`] bytes in that format
+    /// (the client's own, forwarded); `None`: as canonical [`Chunk::Events`].
+    pub passthrough: Option<ClientFormat>,
+    rx: mpsc::Receiver<Chunk>,
+}
+
+impl ChunkStream {
+    /// The next chunk; `None` after [`Chunk::End`].
+    pub async fn next(&mut self) -> Option<Chunk> {
+        self.rx.recv().await
+    }
 }
 
 #[derive(Debug)]
@@ -150,6 +190,9 @@ pub struct Success {
     pub served: Served,
     /// The route-match descriptor.
     pub descriptor: String,
+    /// The request as the pipeline sent it (the caller's encoder reads its tools
+    /// and stream options).
+    pub request: Arc<Request>,
     pub delivery: Delivery,
 }
 

@@ -78,10 +78,6 @@ pub(super) async fn commit(
     }
 }
 
-pub(super) async fn send(tx: &mpsc::Sender<Bytes>, bytes: Vec<u8>) -> bool {
-    bytes.is_empty() || tx.send(Bytes::from(bytes)).await.is_ok()
-}
-
 /// A streamed attempt's report to the runtime, made when the stream ends: the
 /// breaker hears its outcome then (a stream that breaks after its first content
 /// is a failure, not the success its start looked like), and only a stream that
@@ -118,77 +114,69 @@ impl Drop for StreamReport {
     }
 }
 
-/// Where a stream goes: encoded into the client's format as it streams, or as
-/// canonical events (a library caller: no format at all).
-pub(super) enum Outlet {
-    Encoded { tx: mpsc::Sender<Bytes>, encoder: Box<dyn StreamEncoder> },
-    Events { tx: mpsc::Sender<Result<StreamEvent, GatewayError>>, pending: Vec<StreamEvent> },
+/// Where a stream goes: chunks to the caller, which encodes them into its format
+/// (or takes the canonical events as they are). What is ready but not yet sent
+/// waits here, so each upstream batch leaves as one chunk.
+pub(super) struct Outlet {
+    pub(super) tx: mpsc::Sender<Chunk>,
+    /// A library caller: it gets the record with the end, and no keep-alives.
+    pub(super) canonical: bool,
+    /// Pass-through bytes ready to go.
+    pub(super) raw: Vec<u8>,
+    /// Canonical events ready to go.
+    pub(super) events: Vec<StreamEvent>,
 }
 
 impl Outlet {
-    /// A keep-alive in the client's format; false if this outlet takes none.
-    fn keepalive(&self, format: ClientFormat, out: &mut Vec<u8>) -> bool {
-        match self {
-            Outlet::Encoded { .. } => {
-                match format {
-                    // Anthropic's own keep-alive, which its SDKs expect and skip.
-                    ClientFormat::Anthropic => {
-                        sse::write_event(out, Some("ping"), r#"{"type": "ping"}"#);
-                    }
-                    // An SSE comment: every SSE reader ignores it.
-                    _ => out.extend_from_slice(b": keep-alive\n\n"),
-                }
-                true
-            }
-            Outlet::Events { .. } => false,
+    fn take(&mut self) -> Option<Chunk> {
+        if !self.raw.is_empty() {
+            return Some(Chunk::Raw(Bytes::from(std::mem::take(&mut self.raw))));
+        }
+        if !self.events.is_empty() {
+            return Some(Chunk::Events(std::mem::take(&mut self.events)));
+        }
+        None
+    }
+
+    /// Send what is ready; false: the receiver is gone.
+    async fn flush(&mut self) -> bool {
+        match self.take() {
+            Some(chunk) => self.tx.send(chunk).await.is_ok(),
+            None => true,
         }
     }
 
-    /// Send what is ready (`out`, or the pending events); false: the receiver is gone.
-    async fn flush(&mut self, out: &mut Vec<u8>) -> bool {
-        match self {
-            Outlet::Encoded { tx, .. } => send(tx, std::mem::take(out)).await,
-            Outlet::Events { tx, pending } => {
-                for ev in pending.drain(..) {
-                    if tx.send(Ok(ev)).await.is_err() {
-                        return false;
-                    }
-                }
-                true
+    /// Send what is ready if there is room now, else keep it for the next flush.
+    pub(super) fn try_flush(&mut self) {
+        if let Some(chunk) = self.take()
+            && let Err(
+                mpsc::error::TrySendError::Full(chunk) | mpsc::error::TrySendError::Closed(chunk),
+            ) = self.tx.try_send(chunk)
+        {
+            match chunk {
+                Chunk::Raw(b) => self.raw = b.into(),
+                Chunk::Events(evs) => self.events = evs,
+                _ => {}
             }
         }
+    }
+
+    /// A keep-alive, unless the caller takes none; false: the receiver is gone.
+    async fn keepalive(&mut self) -> bool {
+        self.canonical || self.tx.send(Chunk::KeepAlive).await.is_ok()
     }
 
     async fn closed(&mut self) {
-        match self {
-            Outlet::Encoded { tx, .. } => tx.closed().await,
-            Outlet::Events { tx, .. } => tx.closed().await,
-        }
+        self.tx.closed().await;
     }
 
-    fn push(&mut self, ev: &StreamEvent, out: &mut Vec<u8>) {
-        match self {
-            Outlet::Encoded { encoder, .. } => encoder.push(ev, out),
-            Outlet::Events { pending, .. } => pending.push(ev.clone()),
-        }
-    }
-
-    fn finish(&mut self, out: &mut Vec<u8>) {
-        if let Outlet::Encoded { encoder, .. } = self {
-            encoder.finish(out);
-        }
-    }
-
-    /// End a failed stream: an error in the client's format, or the error itself.
-    async fn fail(&mut self, err: &GatewayError, out: &mut Vec<u8>) -> bool {
-        if let Outlet::Encoded { encoder, .. } = self {
-            encoder.error(err.body(), out);
-        }
-        let flushed = self.flush(out).await;
-        match self {
-            Outlet::Events { tx, .. } => flushed && tx.send(Err(err.clone())).await.is_ok(),
-            Outlet::Encoded { .. } => flushed,
-        }
+    /// End the stream, after what is ready; false: the receiver is gone.
+    async fn end(
+        &mut self,
+        error: Option<GatewayError>,
+        record: Option<Box<RequestRecord>>,
+    ) -> bool {
+        self.flush().await && self.tx.send(Chunk::End { error, record }).await.is_ok()
     }
 }
 
@@ -204,8 +192,6 @@ async fn until(deadline: Option<Instant>) {
 /// usage, end cleanly or with an in-format error, then write the record.
 pub(super) struct Pump {
     pub(super) outlet: Outlet,
-    /// The client's format (for keep-alives).
-    pub(super) format: ClientFormat,
     pub(super) passthrough: bool,
     pub(super) idle: Duration,
     pub(super) guard: RecordGuard,
@@ -243,8 +229,10 @@ pub(super) struct Pump {
 }
 
 impl Pump {
-    pub(super) fn observe(&mut self, events: &[StreamEvent], out: &mut Vec<u8>) {
-        for ev in events {
+    /// Meter, capture and remember what the events carry; translated, queue them
+    /// for the caller (the start naming the client's model).
+    pub(super) fn observe(&mut self, events: Vec<StreamEvent>) {
+        for ev in &events {
             if let Some(continuity) = &mut self.continuity {
                 continuity.push(ev);
             }
@@ -266,50 +254,41 @@ impl Pump {
                 }
                 _ => {}
             }
-            if !self.passthrough {
-                match ev {
-                    StreamEvent::Start { id, .. } => {
-                        let start =
-                            StreamEvent::Start { id: id.clone(), model: self.client_model.clone() };
-                        self.outlet.push(&start, out);
-                    }
-                    ev => self.outlet.push(ev, out),
-                }
+        }
+        if self.passthrough {
+            return;
+        }
+        for mut ev in events {
+            if let StreamEvent::Start { model, .. } = &mut ev {
+                model.clone_from(&self.client_model);
             }
+            self.outlet.events.push(ev);
         }
     }
 
-    /// The bytes for what was held up to the commit point. Sent before the
-    /// response is returned, so the response head and the first content leave in
-    /// one write instead of two.
+    /// Queue what was held up to the commit point.
     pub(super) fn start(
         &mut self,
         held_raw: Vec<u8>,
         held_sse: &[SseEvent],
-        held: &[StreamEvent],
-    ) -> Vec<u8> {
-        let mut out = Vec::new();
+        held: Vec<StreamEvent>,
+    ) {
         if self.passthrough && !self.rename && !self.strip_usage && !held_raw.is_empty() {
             self.at_boundary = held_raw.ends_with(b"\n\n") || held_raw.ends_with(b"\r\n\r\n");
         }
-        self.forward(held_raw, held_sse, &mut out);
-        self.observe(held, &mut out);
-        out
+        self.forward(held_raw, held_sse);
+        self.observe(held);
     }
 
-    /// On the fast path, the upstream's own bytes, or its events with the model
-    /// renamed when they name another one than the client asked for, and without
-    /// a usage chunk it did not ask for. Event by event, as each completes: nothing
-    /// is held back.
-    pub(super) fn forward(
-        &self,
-        raw: impl AsRef<[u8]> + Into<Vec<u8>>,
-        sse: &[SseEvent],
-        out: &mut Vec<u8>,
-    ) {
+    /// On the fast path, queue the upstream's own bytes, or its events with the
+    /// model renamed when they name another one than the client asked for, and
+    /// without a usage chunk it did not ask for. Event by event, as each
+    /// completes: nothing is held back.
+    pub(super) fn forward(&mut self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, sse: &[SseEvent]) {
         if !self.passthrough {
             return;
         }
+        let out = &mut self.outlet.raw;
         if !self.rename && !self.strip_usage {
             if out.is_empty() {
                 *out = raw.into();
@@ -337,7 +316,7 @@ impl Pump {
         }
     }
 
-    pub(super) async fn run(mut self, mut source: Source, mut out: Vec<u8>, mut ended: bool) {
+    pub(super) async fn run(mut self, mut source: Source, mut ended: bool) {
         let mut error: Option<GatewayError> = None;
         // How the attempt ended after its commit point, when it did not end well:
         // the record's name for it and what the breaker hears (None: nothing,
@@ -345,12 +324,9 @@ impl Pump {
         let mut failed: Option<(String, Option<Outcome>)> = None;
         loop {
             if ended {
-                if !self.passthrough {
-                    self.outlet.finish(&mut out);
-                }
                 break;
             }
-            if !self.outlet.flush(&mut out).await {
+            if !self.outlet.flush().await {
                 return; // client went away: dropping `source` cancels the upstream call
             }
             // Wait for the upstream; while it is silent, keep the client's
@@ -382,10 +358,7 @@ impl Pump {
                     Some(Ok(r)) => break Ok(r),
                     Some(Err(_)) if silent_since.elapsed() >= self.idle => break Err(()),
                     Some(Err(_)) => {
-                        if self.at_boundary
-                            && self.outlet.keepalive(self.format, &mut out)
-                            && !self.outlet.flush(&mut out).await
-                        {
+                        if self.at_boundary && !self.outlet.keepalive().await {
                             return;
                         }
                     }
@@ -418,43 +391,42 @@ impl Pump {
                 }
                 Ok(Ok(None)) => ended = true,
                 Ok(Ok(Some(batch))) => {
-                    self.forward(&batch.raw[..], &batch.sse, &mut out);
-                    self.observe(&batch.events, &mut out);
-                    if self.passthrough
-                        && !self.rename
-                        && !self.strip_usage
-                        && !batch.raw.is_empty()
-                    {
-                        self.at_boundary =
-                            batch.raw.ends_with(b"\n\n") || batch.raw.ends_with(b"\r\n\r\n");
+                    let boundary = batch.raw.ends_with(b"\n\n") || batch.raw.ends_with(b"\r\n\r\n");
+                    let verbatim = self.passthrough && !self.rename && !self.strip_usage;
+                    if verbatim && !batch.raw.is_empty() {
+                        self.at_boundary = boundary;
                     }
+                    self.forward(batch.raw, &batch.sse);
+                    self.observe(batch.events);
                     ended = batch.end;
                 }
             }
         }
-        let delivered = match &error {
-            Some(err) => {
-                tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
-                self.outlet.fail(err, &mut out).await
-            }
-            None => self.outlet.flush(&mut out).await,
-        };
+        if let Some(err) = &error {
+            tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
+        }
         meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
         if let Some(cap) = self.content_cap {
             self.guard.rec.content =
                 Some(crate::record::content_json(&self.request, &self.captured, cap));
         }
-        match (&error, delivered) {
-            (Some(err), _) => {
-                if let Some((outcome, health)) = failed {
-                    if let Some(attempt) = self.guard.rec.attempts.last_mut() {
-                        attempt.outcome = outcome;
-                    }
-                    self.report.finish(health);
+        if let Some(err) = &error {
+            if let Some((outcome, health)) = failed.take() {
+                if let Some(attempt) = self.guard.rec.attempts.last_mut() {
+                    attempt.outcome = outcome;
                 }
-                self.guard.rec.error_code = Some(err.code().to_owned());
+                self.report.finish(health);
+            }
+            self.guard.rec.error_code = Some(err.code().to_owned());
+        }
+        let code = error.as_ref().map(|e| e.code().to_owned());
+        // The library caller's copy of the record, as it will be written.
+        let record = self.outlet.canonical.then(|| self.guard.copy(200, code.as_deref()));
+        let delivered = self.outlet.end(error, record).await;
+        match (code, delivered) {
+            (Some(code), _) => {
                 record_metrics(&self.guard.rec);
-                self.guard.finish(200, Some(err.code()));
+                self.guard.finish(200, Some(&code));
             }
             (None, true) => {
                 self.report.finish(Some(Outcome::Success));

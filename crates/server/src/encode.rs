@@ -1,0 +1,101 @@
+//! The one place answers are put into the client's format: the pipeline answers
+//! with canonical responses and events, or with an upstream's own bytes already
+//! in the client's format (the fast path), and the edge writes them out here.
+//! The HTTP endpoints and the WebSocket sessions both go through it.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use switchyard_core::exec::{Chunk, ChunkStream};
+use switchyard_protocol::{ClientFormat, Request, Response, Seal, StreamEncoder, sse};
+
+/// A whole canonical answer as the client's format writes it.
+pub fn whole(
+    format: ClientFormat,
+    response: &Response,
+    request: &Request,
+    seal: Option<&dyn Seal>,
+) -> Bytes {
+    Bytes::from(format.encode_response(response, &request.tools, seal).to_string())
+}
+
+/// Writes one stream's chunks in its client's format.
+pub struct StreamWriter {
+    format: ClientFormat,
+    /// Always there: a passed-through stream that fails still ends with an error
+    /// event the gateway writes.
+    encoder: Box<dyn StreamEncoder>,
+    passthrough: bool,
+}
+
+impl StreamWriter {
+    pub fn new(
+        format: ClientFormat,
+        request: &Request,
+        seal: Option<Arc<dyn Seal>>,
+        stream: &ChunkStream,
+    ) -> Self {
+        Self {
+            format,
+            encoder: format.stream_encoder(request, seal),
+            passthrough: stream.passthrough.is_some(),
+        }
+    }
+
+    /// The bytes for `chunk` (empty when it adds none).
+    pub fn write(&mut self, chunk: Chunk) -> Bytes {
+        match chunk {
+            Chunk::Raw(bytes) => bytes,
+            Chunk::Events(events) => {
+                let mut out = Vec::new();
+                for ev in &events {
+                    self.encoder.push(ev, &mut out);
+                }
+                Bytes::from(out)
+            }
+            Chunk::KeepAlive => keepalive(self.format),
+            Chunk::End { error, .. } => {
+                let mut out = Vec::new();
+                match error {
+                    Some(err) => self.encoder.error(err.body(), &mut out),
+                    // A passed-through stream carried its own ending.
+                    None if self.passthrough => {}
+                    None => self.encoder.finish(&mut out),
+                }
+                Bytes::from(out)
+            }
+        }
+    }
+}
+
+/// A keep-alive the format's readers skip.
+fn keepalive(format: ClientFormat) -> Bytes {
+    match format {
+        // Anthropic's own keep-alive, which its SDKs expect and skip.
+        ClientFormat::Anthropic => {
+            let mut out = Vec::new();
+            sse::write_event(&mut out, Some("ping"), r#"{"type": "ping"}"#);
+            Bytes::from(out)
+        }
+        // An SSE comment: every SSE reader ignores it.
+        _ => Bytes::from_static(b": keep-alive\n\n"),
+    }
+}
+
+/// An SSE response body: the stream's chunks as the client's format writes them.
+/// Dropping the body (the client went away) drops the stream, which cancels the
+/// upstream call.
+pub fn sse_body(stream: ChunkStream, writer: StreamWriter) -> Body {
+    Body::from_stream(futures_util::stream::unfold(
+        (stream, writer),
+        |(mut stream, mut writer)| async move {
+            loop {
+                let chunk = stream.next().await?;
+                let bytes = writer.write(chunk);
+                if !bytes.is_empty() {
+                    return Some((Ok::<Bytes, std::convert::Infallible>(bytes), (stream, writer)));
+                }
+            }
+        },
+    ))
+}
