@@ -33,19 +33,18 @@
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 use switchyard_protocol::{ClientFormat, Request, Response, StreamEvent, Usage};
 
 use crate::access::Principal;
-use crate::exec::{Chunk, ChunkStream, Delivery, Inbound, Output, RequestRouting, wrong_form};
+use crate::exec::{
+    Chunk, ChunkStream, Delivery, Inbound, NoDirectory, Output, RequestRouting, attribute,
+    check_model_id, wrong_form,
+};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink};
 use crate::runtime::Runtime;
 use crate::util::Secret;
 use crate::{Catalog, ConfigSource, GatewayError, LoadError};
-
-/// The longest model id accepted (as at the HTTP edge).
-const MAX_MODEL_ID: usize = 256;
 
 /// Supplies provider keys per request, so an embedding application can give each
 /// of its tenants its own (they are used before the configuration's keys).
@@ -62,7 +61,8 @@ pub struct Generate {
     pub routing: RequestRouting,
     /// Who asks, for access rules, records and credentials (default: anonymous).
     pub caller: Principal,
-    /// The project the request is attributed to.
+    /// The project the request is attributed to, by id or name (a signed-in
+    /// caller may name only their own); default: the caller's bound project.
     pub project: Option<String>,
 }
 
@@ -205,7 +205,7 @@ impl Gateway {
     /// Answer `generate` whole.
     pub async fn generate(&self, mut generate: Generate) -> Result<Generation, GatewayError> {
         generate.request.stream = false;
-        let inbound = self.inbound(generate)?;
+        let inbound = self.inbound(generate).await?;
         let id = inbound.id.clone();
         let success = self.inner.execute(inbound).await?;
         match success.delivery {
@@ -227,7 +227,7 @@ impl Gateway {
     /// Answer `generate` as a stream of canonical events.
     pub async fn stream(&self, mut generate: Generate) -> Result<GenerationStream, GatewayError> {
         generate.request.stream = true;
-        let inbound = self.inbound(generate)?;
+        let inbound = self.inbound(generate).await?;
         let id = inbound.id.clone();
         let success = self.inner.execute(inbound).await?;
         match success.delivery {
@@ -245,15 +245,15 @@ impl Gateway {
         }
     }
 
-    fn inbound(&self, generate: Generate) -> Result<Inbound, GatewayError> {
-        let Generate { request, routing, caller, project } = generate;
+    async fn inbound(&self, generate: Generate) -> Result<Inbound, GatewayError> {
+        let Generate { mut request, routing, caller, project } = generate;
+        let snapshot = self.inner.snapshot();
+        snapshot.apply_default_model(&mut request);
         for model in std::iter::once(&request.model).chain(&routing.fallbacks) {
             check_model_id(model)?;
         }
         let byok = match &self.credentials {
-            Some(resolver) => self
-                .inner
-                .snapshot()
+            Some(resolver) => snapshot
                 .catalog
                 .providers
                 .iter()
@@ -261,37 +261,19 @@ impl Gateway {
                 .collect(),
             None => Vec::new(),
         };
-        Ok(Inbound {
-            id: request_id(),
-            received: Instant::now(),
-            time_ms: crate::clock::UnixMs::now().0,
-            // The records' client format: a library caller has none of the wire ones;
-            // the canonical output never encodes into it.
-            format: ClientFormat::OpenAiChat,
-            request: Arc::new(request),
-            raw: None,
-            forward_headers: Vec::new(),
-            principal: caller,
-            project,
-            project_name: None,
-            byok,
-            hints: Default::default(),
-            content_cap: None,
-            output: Output::Canonical,
-            limits: routing,
-        })
+        // The records' client format: a library caller has none of the wire ones,
+        // and canonical answers are never encoded into it.
+        // Attributed as at the edge, without a directory: a signed-in caller names
+        // one of their own projects.
+        let (project, project_name) = attribute(&caller, project.as_deref(), &NoDirectory).await?;
+        let mut inbound = Inbound::new(request_id(), ClientFormat::OpenAiChat, request, caller);
+        inbound.project = project;
+        inbound.project_name = project_name;
+        inbound.byok = byok;
+        inbound.output = Output::Canonical;
+        inbound.limits = routing;
+        Ok(inbound)
     }
-}
-
-/// Model ids are validated as at the HTTP edge: never a panic, a typed error.
-fn check_model_id(model: &str) -> Result<(), GatewayError> {
-    if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
-        return Err(GatewayError::invalid(
-            "invalid_model",
-            format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
-        ));
-    }
-    Ok(())
 }
 
 /// `lib_` + 24 hex digits: unique, sortable by time like the edge's ids.

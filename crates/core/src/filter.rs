@@ -158,12 +158,12 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
 pub fn by_context_window(
     plan: &mut Plan,
     catalog: &Catalog,
-    req: &Request,
+    input_estimate: impl FnOnce() -> u64,
 ) -> Result<(), GatewayError> {
     if plan.candidates.iter().all(|c| c.model.as_ref().and_then(|m| m.context_window).is_none()) {
         return Ok(()); // nothing declares a window: never refused, no text scan
     }
-    let estimate = crate::estimate::input_tokens(req);
+    let estimate = input_estimate();
     let fits = |c: &Candidate| {
         c.model.as_ref().and_then(|m| m.context_window).is_none_or(|w| estimate <= w)
     };

@@ -100,16 +100,24 @@ impl ProviderRuntime {
 #[derive(Debug)]
 pub struct RawBody {
     bytes: Bytes,
+    /// The body has a top-level `switchyard` field (routing hints), which never
+    /// goes upstream: found once, where the body is parsed.
+    extension: bool,
     object: std::sync::OnceLock<Option<Map<String, Value>>>,
 }
 
 impl RawBody {
-    pub fn new(bytes: Bytes) -> Self {
-        Self { bytes, object: std::sync::OnceLock::new() }
+    pub fn new(bytes: Bytes, extension: bool) -> Self {
+        Self { bytes, extension, object: std::sync::OnceLock::new() }
     }
 
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// Whether the body has the `switchyard` field (which never goes upstream).
+    pub fn has_extension(&self) -> bool {
+        self.extension
     }
 
     /// The body as a JSON object; `None` if it is not one.
@@ -125,15 +133,11 @@ impl RawBody {
 pub struct Outgoing<'a> {
     pub format: ClientFormat,
     pub request: &'a Request,
-    /// The client's own body, for the same-format fast path.
+    /// The client's own body where it goes to this wire (the same-format fast
+    /// path, decided by [`crate::exec::Inbound::fast_path`]).
     pub raw: Option<&'a RawBody>,
     /// Client headers forwarded to a same-vendor upstream (`anthropic-beta`, …).
     pub forward_headers: &'a [(String, String)],
-}
-
-/// True when the client's body can be forwarded as-is (model rewritten).
-pub fn is_fast_path(format: ClientFormat, wire: Wire, raw: Option<&RawBody>) -> bool {
-    raw.is_some() && format.native_wire() == Some(wire)
 }
 
 /// Serialize `map` with some keys replaced and some removed, without cloning it.
@@ -184,7 +188,7 @@ fn splice(
     if clamp.is_some()
         || wire.may_adapt(request, raw.bytes(), traits)
         || !spec.drop_fields.is_empty()
-        || memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_some()
+        || raw.extension
     {
         return None;
     }
@@ -212,7 +216,7 @@ pub fn build_body(
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     // Same format: the client's own body, edited (on the bytes when possible).
-    let fast = out.raw.filter(|_| is_fast_path(out.format, wire, out.raw));
+    let fast = out.raw;
     if let Some(body) =
         fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp, traits))
     {

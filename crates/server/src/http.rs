@@ -7,9 +7,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use switchyard_core::upstream::RawBody;
 use switchyard_core::{Delivery, GatewayError, Inbound};
-use switchyard_protocol::{ClientFormat, ErrorKind};
+use switchyard_protocol::{ClientFormat, ErrorKind, Request};
 
 use crate::identity::Caller;
 use crate::{AppState, encode, ids, limits};
@@ -20,13 +19,6 @@ pub const HEADER_REQUEST_ID: &str = "x-request-id";
 pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
 /// Attributes the request to a project (per-project routing chains).
 pub const HEADER_PROJECT: &str = "x-switchyard-project";
-
-/// The request extension field carrying routing hints; read here, never forwarded.
-#[derive(serde::Deserialize)]
-struct Extension {
-    #[serde(default)]
-    switchyard: Option<switchyard_core::filter::Hints>,
-}
 
 /// Client headers a same-vendor upstream needs.
 const FORWARDED: &[&str] = &["anthropic-beta", "anthropic-version"];
@@ -100,38 +92,15 @@ pub(crate) async fn inbound(
     id: &str,
     received: Instant,
 ) -> Result<Inbound, GatewayError> {
-    let snapshot = state.gateway.snapshot();
-    let settings = &snapshot.catalog.settings;
-    limits::check_depth(&bytes, settings.max_json_depth)?;
-    let mut request = format
-        .parse_request(&bytes, state.gateway.runtime.seal.as_deref())
-        .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
-    limits::check_model_id(&request.model)?;
-    if request.model.is_empty()
-        && let Some(default) = &settings.default_model
-    {
-        request.model.clone_from(default);
-    }
-    // Kept for the same-format fast path; parsed as an object only if an edit needs it.
-    let raw = format.native_wire().map(|_| RawBody::new(bytes.clone()));
-    // Most requests carry no routing hints: only parse for them when the field's
-    // name appears at all (a byte search is far cheaper than another JSON parse).
-    let hints = if memchr::memmem::find(&bytes, b"\"switchyard\"").is_some() {
-        match serde_json::from_slice::<Extension>(&bytes) {
-            Ok(ext) => ext.switchyard.unwrap_or_default(),
-            Err(e) => {
-                return Err(GatewayError::invalid("invalid_request", format!("switchyard: {e}")));
-            }
-        }
-    } else {
-        Default::default()
-    };
-    let header_project = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
+    let parsed = state.gateway.snapshot().parse_body(
+        format,
+        bytes,
+        state.gateway.runtime.seal.as_deref(),
+    )?;
+    let named = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
         None => None,
-        Some(Ok(p)) if !p.is_empty() && p.len() <= 128 && !p.chars().any(char::is_control) => {
-            Some(p.to_owned())
-        }
-        Some(_) => {
+        Some(Ok(p)) => Some(p),
+        Some(Err(_)) => {
             return Err(GatewayError::invalid(
                 "invalid_project",
                 format!("{HEADER_PROJECT}: expected 1-128 printable characters"),
@@ -139,7 +108,8 @@ pub(crate) async fn inbound(
         }
     };
     let principal = caller.principal;
-    let (project, project_name) = attribute(state, &principal, header_project).await?;
+    let (project, project_name) =
+        switchyard_core::exec::attribute(&principal, named, &state.identity).await?;
     let content_cap = state.identity.content_cap(project.as_deref()).await;
     let forward_headers = FORWARDED
         .iter()
@@ -148,58 +118,15 @@ pub(crate) async fn inbound(
             Some(((*name).to_owned(), v.to_owned()))
         })
         .collect();
-    Ok(Inbound {
-        id: id.to_owned(),
-        received,
-        time_ms: ids::unix_ms(),
-        format,
-        request: std::sync::Arc::new(request),
-        raw,
-        forward_headers,
-        principal,
-        project,
-        project_name,
-        byok: caller.byok,
-        content_cap,
-        output: switchyard_core::exec::Output::Client,
-        limits: Default::default(),
-        hints,
-    })
-}
-
-/// The project a request is attributed to, as `(id, name)`: the header (a
-/// project's id or name), else the key's bound project, else the user's primary
-/// project. A signed-in user may only name projects they belong to; an admin may
-/// name any; a static key's header is taken as written (there is no directory).
-async fn attribute(
-    state: &AppState,
-    principal: &switchyard_core::access::Principal,
-    header: Option<String>,
-) -> Result<(Option<String>, Option<String>), GatewayError> {
-    let Some(named) = header else {
-        let id = principal.project.clone();
-        let name = id.as_deref().and_then(|id| principal.project_name(id)).map(str::to_owned);
-        return Ok((id, name));
-    };
-    if principal.user_id.is_none() {
-        return Ok((Some(named), None));
-    }
-    if let Some(id) = principal.project_id(&named) {
-        let name = principal.project_name(id).map(str::to_owned);
-        return Ok((Some(id.to_owned()), name));
-    }
-    if principal.role == Some(switchyard_core::access::Role::Admin) {
-        return Ok(match state.identity.project(&named).await? {
-            Some((id, name)) => (Some(id), Some(name)),
-            None => (Some(named), None),
-        });
-    }
-    Err(GatewayError::new(
-        403,
-        ErrorKind::Permission,
-        "project_forbidden",
-        format!("you are not a member of project {named:?}"),
-    ))
+    let mut inbound =
+        Inbound::new(id.to_owned(), format, Request::default(), principal).with_body(parsed);
+    inbound.received = received;
+    inbound.forward_headers = forward_headers;
+    inbound.project = project;
+    inbound.project_name = project_name;
+    inbound.byok = caller.byok;
+    inbound.content_cap = content_cap;
+    Ok(inbound)
 }
 
 async fn generate(

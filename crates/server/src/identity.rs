@@ -352,3 +352,14 @@ pub fn now_ms() -> i64 {
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
+
+/// Admins attribute requests to any project in the database.
+impl switchyard_core::exec::ProjectDirectory for Identity {
+    fn project<'a>(
+        &'a self,
+        id_or_name: &'a str,
+    ) -> switchyard_core::continuity::BoxFuture<'a, Result<Option<(String, String)>, GatewayError>>
+    {
+        Box::pin(Identity::project(self, id_or_name))
+    }
+}

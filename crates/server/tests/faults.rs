@@ -217,28 +217,16 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
     let catalog = switchyard_core::Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
     let sink = std::sync::Arc::new(switchyard_store::MemorySink::new(16));
     let gw = switchyard_core::Gateway::new(catalog, sink).unwrap();
-    let inbound = switchyard_core::Inbound {
-        id: "req_t".into(),
-        received: std::time::Instant::now(),
-        time_ms: 0,
-        format: ClientFormat::OpenAiChat,
-        request: std::sync::Arc::new(
-            switchyard_protocol::openai_chat::parse_request(
-                chat("gpt-6.2-sol", "x", false).to_string().as_bytes(),
-            )
-            .unwrap(),
-        ),
-        raw: None,
-        forward_headers: vec![],
-        principal: Default::default(),
-        project: None,
-        project_name: None,
-        byok: vec![],
-        hints: Default::default(),
-        content_cap: None,
-        output: Default::default(),
-        limits: Default::default(),
-    };
+    let request = switchyard_protocol::openai_chat::parse_request(
+        chat("gpt-6.2-sol", "x", false).to_string().as_bytes(),
+    )
+    .unwrap();
+    let inbound = switchyard_core::Inbound::new(
+        "req_t".into(),
+        ClientFormat::OpenAiChat,
+        request,
+        Default::default(),
+    );
     let err = gw.execute(inbound).await.unwrap_err();
     assert_eq!(err.status(), 503);
     assert_eq!(err.code(), "provider_unavailable");

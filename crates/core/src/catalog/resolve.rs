@@ -106,9 +106,11 @@ impl Catalog {
         today: Date,
         scope: &Scope<'_>,
     ) -> Result<Plan, ResolveError> {
-        let mut name = self.canonical_name(requested);
+        // The default model was applied where the request entered
+        // (`Snapshot::apply_default_model`).
+        let name = self.canonical_name(requested);
         if name.is_empty() {
-            name = self.settings.default_model.clone().ok_or(ResolveError::NoModel)?;
+            return Err(ResolveError::NoModel);
         }
         let model = self.model(&name).cloned();
         if let Some(m) = &model

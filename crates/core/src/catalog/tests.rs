@@ -178,8 +178,9 @@ fn embedded_default_compiles_without_any_keys() {
     let c = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
     assert!(c.provider("openai").unwrap().unavailable.is_some());
     assert!(c.settings.api_keys.is_empty());
-    let p = c.plan("", Date::today(), &Scope::default()).unwrap();
-    assert_eq!(p.public_model, "mock-echo");
+    // A request naming no model gets this one where it enters (the request context).
+    assert_eq!(c.settings.default_model.as_deref(), Some("mock-echo"));
+    assert!(c.plan("mock-echo", Date::today(), &Scope::default()).is_ok());
 }
 
 fn problems(yaml: &str) -> String {

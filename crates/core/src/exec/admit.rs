@@ -10,7 +10,7 @@ pub(super) async fn admit(
     plan: &Plan,
 ) -> Result<Reservation, GatewayError> {
     let req = &inbound.request;
-    let input = estimate::input_tokens(req);
+    let input = inbound.input_estimate();
     let tokens = input.saturating_add(req.max_tokens.unwrap_or(0));
     let cost_usd = plan.candidates.first().and_then(|c| filter::estimated_price(c, input, req));
     let ask = Ask {

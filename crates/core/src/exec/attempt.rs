@@ -350,13 +350,13 @@ impl Snapshot {
             )));
         };
         let settings = &self.catalog.settings;
+        let fast = inbound.fast_path(wire);
         let out = Outgoing {
             format: inbound.format,
             request: &inbound.request,
-            raw: inbound.raw.as_ref(),
+            raw: inbound.raw.as_ref().filter(|_| fast),
             forward_headers: &inbound.forward_headers,
         };
-        let fast = upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref());
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);
         let body =

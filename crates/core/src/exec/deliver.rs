@@ -53,7 +53,7 @@ impl Snapshot {
         match answer {
             Answer::Whole(Whole::Forwarded { body, usage }) => {
                 let body = if renamed { rename(body, client_model) } else { body };
-                meter(&mut guard.rec, usage, &inbound.request, 0, cand);
+                meter(&mut guard.rec, usage, || inbound.input_estimate(), 0, cand);
                 drop(in_flight);
                 record_metrics(&guard.rec);
                 guard.finish(200, None);
@@ -69,7 +69,7 @@ impl Snapshot {
                 meter(
                     &mut guard.rec,
                     response.usage,
-                    &inbound.request,
+                    || inbound.input_estimate(),
                     text_bytes(&response.content),
                     cand,
                 );
@@ -109,7 +109,7 @@ impl Snapshot {
                 };
                 let wire = cand.provider.wire().unwrap_or(Wire::Gemini);
                 let passthrough = inbound.output == Output::Client
-                    && upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref())
+                    && inbound.fast_path(wire)
                     && matches!(committed.source, Source::Http { .. });
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
                 let delivery = Delivery::Stream(ChunkStream {
@@ -128,6 +128,7 @@ impl Snapshot {
                     idle: inbound.limits.idle_timeout.unwrap_or(self.catalog.settings.idle_timeout),
                     guard,
                     request: Arc::clone(&inbound.request),
+                    estimate: inbound.estimate.clone(),
                     candidate: cand.clone(),
                     usage: Usage::default(),
                     out_bytes: 0,
@@ -228,15 +229,16 @@ pub(super) fn text_bytes(parts: &[Part]) -> usize {
 }
 
 /// Fill missing counts by estimation and compute the cost.
+/// `input_estimate`: the request's (asked for only when the upstream reported none).
 pub(super) fn meter(
     rec: &mut RequestRecord,
     mut usage: Usage,
-    req: &Request,
+    input_estimate: impl FnOnce() -> u64,
     out_bytes: usize,
     cand: &Candidate,
 ) {
     if usage.input_tokens.is_none() {
-        usage.input_tokens = Some(estimate::input_tokens(req));
+        usage.input_tokens = Some(input_estimate());
         rec.estimated = true;
     }
     if usage.output_tokens.is_none() {

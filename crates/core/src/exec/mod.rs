@@ -79,6 +79,8 @@ pub struct Inbound {
     pub output: Output,
     /// This request's own fallbacks and bounds (a library caller's).
     pub limits: RequestRouting,
+    /// Computed on first use ([`Inbound::input_estimate`]).
+    estimate: context::Estimate,
 }
 
 /// What the caller takes: the pipeline never encodes, but it forwards an upstream's
@@ -198,6 +200,7 @@ pub struct Success {
 
 mod admit;
 mod attempt;
+pub mod context;
 mod count_tokens;
 mod deliver;
 mod guard;
@@ -213,6 +216,7 @@ use policy::*;
 use stream::*;
 
 pub use attempt::credential_key;
+pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use policy::failure_error;
 
 impl Snapshot {

@@ -41,7 +41,7 @@ impl Snapshot {
         filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
-        filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+        filter::by_context_window(&mut plan, &self.catalog, || inbound.input_estimate())?;
         // Anthropic refuses thinking in a tool loop whose continued turn has none of
         // its own (it came from another family): such requests go without it there.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
@@ -69,7 +69,7 @@ impl Snapshot {
             Strategy::Latency => (false, true, false),
             Strategy::Balanced => (true, true, false),
         };
-        let input_estimate = if costs { estimate::input_tokens(&inbound.request) } else { 0 };
+        let input_estimate = if costs { inbound.input_estimate() } else { 0 };
         let views: Vec<View> = plan
             .candidates
             .iter()

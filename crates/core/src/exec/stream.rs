@@ -196,6 +196,9 @@ pub(super) struct Pump {
     pub(super) idle: Duration,
     pub(super) guard: RecordGuard,
     pub(super) request: Arc<Request>,
+    /// The request's input estimate, shared with the pipeline (whichever computes
+    /// it first).
+    pub(super) estimate: context::Estimate,
     pub(super) candidate: Candidate,
     pub(super) usage: Usage,
     pub(super) out_bytes: usize,
@@ -405,7 +408,14 @@ impl Pump {
         if let Some(err) = &error {
             tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
         }
-        meter(&mut self.guard.rec, self.usage, &self.request, self.out_bytes, &self.candidate);
+        let (request, estimate) = (&self.request, &self.estimate);
+        meter(
+            &mut self.guard.rec,
+            self.usage,
+            || estimate.get(request),
+            self.out_bytes,
+            &self.candidate,
+        );
         if let Some(cap) = self.content_cap {
             self.guard.rec.content =
                 Some(crate::record::content_json(&self.request, &self.captured, cap));

@@ -1,0 +1,213 @@
+//! The request context, decided once where a request enters (the HTTP edge or a
+//! library call) and read by every stage after: the body parsed once, the default
+//! model applied, the routing hints read, the client's bytes kept for the fast
+//! path with what they hold, the project the request is attributed to, and the
+//! input token estimate, computed on first use and kept.
+
+use super::*;
+
+/// The longest model id accepted.
+pub const MAX_MODEL_ID: usize = 256;
+
+/// A client body, parsed once.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The canonical request, its model the default one where it named none.
+    pub request: Request,
+    /// The client's own bytes, kept where the format has a native upstream wire
+    /// (the same-format fast path).
+    pub raw: Option<RawBody>,
+    /// Routing hints from the body's `switchyard` field.
+    pub hints: Hints,
+}
+
+impl Snapshot {
+    /// Parse a client body of `format`: its nesting depth bounded, the canonical
+    /// request, the model id checked (the default model where it names none), the
+    /// routing hints read from their own field without a second parse of the body.
+    /// `seal` opens what this gateway sealed into an earlier answer.
+    pub fn parse_body(
+        &self,
+        format: ClientFormat,
+        bytes: Bytes,
+        seal: Option<&dyn switchyard_protocol::Seal>,
+    ) -> Result<Parsed, GatewayError> {
+        let settings = &self.catalog.settings;
+        if util::nests_deeper_than(&bytes, settings.max_json_depth) {
+            return Err(GatewayError::invalid(
+                "json_too_deep",
+                format!("request JSON is nested deeper than {} levels", settings.max_json_depth),
+            ));
+        }
+        let mut request = format
+            .parse_request(&bytes, seal)
+            .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+        self.apply_default_model(&mut request);
+        if !request.model.is_empty() {
+            check_model_id(&request.model)?;
+        }
+        // Most bodies carry no hints: a scan of the top level finds the field, and
+        // only its value is parsed.
+        let extension = util::top_level_value(&bytes, upstream::EXTENSION_FIELD);
+        let hints = match extension.clone().and_then(|range| bytes.get(range)) {
+            Some(value) => serde_json::from_slice::<Option<Hints>>(value)
+                .map_err(|e| GatewayError::invalid("invalid_request", format!("switchyard: {e}")))?
+                .unwrap_or_default(),
+            None => Hints::default(),
+        };
+        let raw = format.native_wire().map(|_| RawBody::new(bytes, extension.is_some()));
+        Ok(Parsed { request, raw, hints })
+    }
+
+    /// The configured default model for a request that names none; the only
+    /// place it is applied.
+    pub fn apply_default_model(&self, request: &mut Request) {
+        if request.model.is_empty()
+            && let Some(default) = &self.catalog.settings.default_model
+        {
+            request.model.clone_from(default);
+        }
+    }
+}
+
+/// A model id: 1 to [`MAX_MODEL_ID`] characters, no control characters. Invalid
+/// ids are a typed error, never a panic.
+pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
+    if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
+        return Err(GatewayError::invalid(
+            "invalid_model",
+            format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// The request's input token estimate, computed on first use and kept: limits,
+/// strategies, the context-window filter and metering all read the same figure.
+#[derive(Debug, Clone, Default)]
+pub struct Estimate(OnceLock<u64>);
+
+impl Estimate {
+    pub fn get(&self, request: &Request) -> u64 {
+        *self.0.get_or_init(|| estimate::input_tokens(request))
+    }
+}
+
+impl Inbound {
+    /// A request from `principal`, arriving now, with the rest of its context at
+    /// the defaults: no client bytes (so no fast path), no hints, no project, no
+    /// caller keys, the configuration's routing bounds, pass-through answers.
+    pub fn new(id: String, format: ClientFormat, request: Request, principal: Principal) -> Self {
+        Self {
+            id,
+            received: Instant::now(),
+            time_ms: UnixMs::now().0,
+            format,
+            request: Arc::new(request),
+            raw: None,
+            forward_headers: Vec::new(),
+            principal,
+            project: None,
+            project_name: None,
+            byok: Vec::new(),
+            hints: Hints::default(),
+            content_cap: None,
+            output: Output::Client,
+            limits: RequestRouting::default(),
+            estimate: Estimate::default(),
+        }
+    }
+
+    /// A parsed body's request, bytes and hints.
+    #[must_use]
+    pub fn with_body(mut self, parsed: Parsed) -> Self {
+        self.request = Arc::new(parsed.request);
+        self.raw = parsed.raw;
+        self.hints = parsed.hints;
+        self
+    }
+
+    /// The input token estimate (computed once).
+    pub fn input_estimate(&self) -> u64 {
+        self.estimate.get(&self.request)
+    }
+
+    /// Whether the client's own bytes go to an upstream of `wire`, edited rather
+    /// than re-encoded: the client's format is that wire's and the bytes were kept.
+    pub fn fast_path(&self, wire: Wire) -> bool {
+        self.raw.is_some() && self.format.native_wire() == Some(wire)
+    }
+}
+
+/// Finds a project by id or name for [`attribute`]: an admin may attribute a
+/// request to a project they are not a member of. The HTTP edge's is the
+/// database; without one, [`NoDirectory`].
+pub trait ProjectDirectory: Send + Sync {
+    /// `(id, name)` of the project with this id or name, if there is one.
+    fn project<'a>(
+        &'a self,
+        id_or_name: &'a str,
+    ) -> continuity::BoxFuture<'a, Result<Option<(String, String)>, GatewayError>>;
+}
+
+/// No directory: projects are known only from the caller's own memberships.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoDirectory;
+
+impl ProjectDirectory for NoDirectory {
+    fn project<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> continuity::BoxFuture<'a, Result<Option<(String, String)>, GatewayError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+}
+
+/// The longest project id or name a caller may name.
+const MAX_PROJECT: usize = 128;
+
+/// The project a request is attributed to, as `(id, name)`: the one the caller
+/// names (by id or name), else the key's bound project, else the user's primary
+/// project. A signed-in user may only name projects they belong to; an admin may
+/// name any (looked up in `directory`); a static key's choice is taken as written
+/// (there is no directory of its projects).
+pub async fn attribute(
+    principal: &Principal,
+    named: Option<&str>,
+    directory: &dyn ProjectDirectory,
+) -> Result<(Option<String>, Option<String>), GatewayError> {
+    let Some(named) = named else {
+        let id = principal.project.clone();
+        let name = id.as_deref().and_then(|id| principal.project_name(id)).map(str::to_owned);
+        return Ok((id, name));
+    };
+    if named.is_empty() || named.len() > MAX_PROJECT || named.chars().any(char::is_control) {
+        return Err(GatewayError::invalid(
+            "invalid_project",
+            format!("project: expected 1-{MAX_PROJECT} printable characters"),
+        ));
+    }
+    if principal.user_id.is_none() {
+        return Ok((Some(named.to_owned()), None));
+    }
+    if let Some(id) = principal.project_id(named) {
+        let name = principal.project_name(id).map(str::to_owned);
+        return Ok((Some(id.to_owned()), name));
+    }
+    if principal.role == Some(access::Role::Admin) {
+        return Ok(match directory.project(named).await? {
+            Some((id, name)) => (Some(id), Some(name)),
+            None => (Some(named.to_owned()), None),
+        });
+    }
+    Err(GatewayError::new(
+        403,
+        ErrorKind::Permission,
+        "project_forbidden",
+        format!("you are not a member of project {named:?}"),
+    ))
+}
+
+#[cfg(test)]
+#[path = "context_tests.rs"]
+mod tests;
