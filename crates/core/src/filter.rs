@@ -150,8 +150,9 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
 }
 
 /// Context-window check, before any upstream call. The input estimate counts text
-/// only (images and tool inputs are not counted), so it errs low and never refuses a
-/// request that fits. Candidates whose model's window is smaller are skipped; when
+/// only (tools' schemas included, images and documents not: their fixed estimates
+/// may be far over a small image), so it errs low and never refuses a request that
+/// fits. Candidates whose model's window is smaller are skipped; when
 /// none remains the route's `context_fallbacks` are tried in order
 /// (`context_window:a->b`); when nothing fits: 400 `context_window_exceeded`. Models
 /// without a declared window are never refused.
@@ -163,7 +164,7 @@ pub fn by_context_window(
     if plan.candidates.iter().all(|c| c.model.as_ref().and_then(|m| m.context_window).is_none()) {
         return Ok(()); // nothing declares a window: never refused, no text scan
     }
-    let estimate = crate::estimate::input_tokens(req);
+    let estimate = crate::estimate::text_input_tokens(req);
     let fits = |c: &Candidate| {
         c.model.as_ref().and_then(|m| m.context_window).is_none_or(|w| estimate <= w)
     };

@@ -243,7 +243,9 @@ mod tests {
         let base = "https://generativelanguage.googleapis.com";
         assert_eq!(
             Wire::Gemini.spec().count_url(base, "gemini-2.5-pro").as_deref(),
-            Some("https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:countTokens")
+            Some(
+                "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:countTokens"
+            )
         );
         assert_eq!(
             Wire::Anthropic.spec().count_url("https://api.anthropic.com", "claude-x").as_deref(),
