@@ -56,8 +56,14 @@ for model in ["m-openai", "m-anthropic", "m-gemini"]:
         final = s.get_final_message()
     check(f"anthropic messages stream -> {model}", final.content[0].text == "echo: hi stream" and final.usage.output_tokens > 0, final)
 
-t = an.messages.count_tokens(model="m-anthropic", messages=[{"role": "user", "content": "count me please"}])
-check("anthropic count_tokens", t.input_tokens > 0, t)
+for model in ["m-anthropic", "m-gemini", "m-openai"]:
+    t = an.messages.count_tokens(model=model, messages=[{"role": "user", "content": "count me please"}])
+    check(f"anthropic count_tokens -> {model}", t.input_tokens > 0, t)
+# POST /v1/responses/input_tokens, in SDKs recent enough to have it.
+if hasattr(oa.responses, "input_tokens"):
+    for model in ["m-anthropic", "m-gemini", "m-openai"]:
+        t = oa.responses.input_tokens.count(model=model, input="count me please")
+        check(f"openai responses input_tokens -> {model}", t.input_tokens > 0, t)
 
 tools = [{"name": "get_weather", "description": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 m = an.messages.create(model="mock", max_tokens=64, tools=tools, tool_choice={"type": "any"},

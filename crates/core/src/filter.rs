@@ -150,8 +150,9 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
 }
 
 /// Context-window check, before any upstream call. The input estimate counts text
-/// only (images and tool inputs are not counted), so it errs low and never refuses a
-/// request that fits. Candidates whose model's window is smaller are skipped; when
+/// only (tools' schemas included, images and documents not: their fixed estimates
+/// may be far over a small image), so it errs low and never refuses a request that
+/// fits. Candidates whose model's window is smaller are skipped; when
 /// none remains the route's `context_fallbacks` are tried in order
 /// (`context_window:a->b`); when nothing fits: 400 `context_window_exceeded`. Models
 /// without a declared window are never refused.

@@ -30,7 +30,7 @@ use arc_swap::ArcSwap;
 pub use catalog::{Catalog, InvalidRegistry, Plan};
 pub use config::{ConfigError, ConfigSource};
 pub use error::GatewayError;
-pub use exec::{Delivery, Inbound, Served, Success};
+pub use exec::{Delivery, Inbound, Served, Success, TokenCount};
 pub use record::{RecordSink, RequestRecord, SharedSink};
 /// The wire types and translators the core is built on.
 pub use switchyard_protocol as protocol;
@@ -169,5 +169,15 @@ impl Gateway {
     /// Run a parsed request through the pipeline on the current snapshot.
     pub async fn execute(&self, inbound: Inbound) -> Result<Success, GatewayError> {
         self.snapshot().execute(inbound, &self.runtime, self.sink.clone()).await
+    }
+
+    /// Count a parsed request's input tokens on the current snapshot, on the
+    /// deployments a generation of it would use: the upstream's own count where
+    /// its wire has a counting endpoint, else an estimate, marked as such
+    /// ([`TokenCount::estimated`]). Every client format's counting endpoint comes
+    /// here with the [`Inbound`] it would generate with, and encodes the answer in
+    /// its own shape. See [`Snapshot::count_tokens`].
+    pub async fn count_tokens(&self, inbound: &Inbound) -> Result<TokenCount, GatewayError> {
+        self.snapshot().count_tokens(inbound, &self.runtime).await
     }
 }

@@ -87,11 +87,6 @@ impl ProviderRuntime {
     pub fn next_index(&self, len: usize) -> usize {
         self.next_key.fetch_add(1, Ordering::Relaxed) % len.max(1)
     }
-
-    /// The next key in rotation (health is not considered: used by count_tokens).
-    pub fn pick_key<'a>(&self, spec: &'a ProviderSpec) -> Option<&'a Secret> {
-        spec.keys.get(self.next_index(spec.keys.len()))
-    }
 }
 
 /// A client's JSON body, kept for the same-format fast path. Most fast-path
@@ -406,12 +401,38 @@ pub async fn send(
     stream: bool,
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
-    let Dest { runtime: rt, spec, wire, key, upstream_model } = dest;
-    let api = wire.spec();
-    let mut req = match &rt.fixed_url {
+    let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
+    let req = match &rt.fixed_url {
         Some(u) => rt.client.post(u.clone()),
-        None => rt.client.post(api.url(&spec.endpoint, upstream_model, stream)),
+        None => rt.client.post(wire.spec().url(&spec.endpoint, upstream_model, stream)),
     };
+    let req = with_headers(req, dest, out, stream)?;
+    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+}
+
+/// Send a request for a whole JSON answer to `url`, another of the wire's
+/// endpoints (its token count), authenticated and headed like a generation.
+pub async fn send_to(
+    dest: Dest<'_>,
+    out: &Outgoing<'_>,
+    url: &str,
+    body: Vec<u8>,
+) -> Result<reqwest::Response, Failure> {
+    let req = with_headers(dest.runtime.client.post(url), dest, out, false)?;
+    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+}
+
+/// The headers of a request to the wire: content type, what a stream accepts,
+/// the key where the wire takes it, the wire's required and passed-through
+/// headers, the provider's own.
+fn with_headers(
+    mut req: reqwest::RequestBuilder,
+    dest: Dest<'_>,
+    out: &Outgoing<'_>,
+    stream: bool,
+) -> Result<reqwest::RequestBuilder, Failure> {
+    let Dest { spec, wire, key, .. } = dest;
+    let api = wire.spec();
     req = req.header("content-type", "application/json");
     if stream {
         req = req.header("accept", api.framing.media_type());
@@ -442,7 +463,7 @@ pub async fn send(
     for (k, v) in &spec.headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+    Ok(req)
 }
 
 fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {

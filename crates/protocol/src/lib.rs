@@ -32,7 +32,9 @@ pub mod util;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use model::*;
-pub use spec::{Auth, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec};
+pub use spec::{
+    Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
+};
 pub use sse::{SseDecoder, SseEvent};
 
 /// The format a client speaks to the gateway.

@@ -7,6 +7,10 @@
 //! the HTTP layer (`switchyard-core`'s `upstream`) builds its requests from them.
 //! Data and string building only: no IO.
 
+use serde_json::{Map, Value};
+
+use crate::ProtocolError;
+
 /// The facts of one wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WireSpec {
@@ -29,6 +33,37 @@ pub struct WireSpec {
     pub passthrough_headers: &'static [&'static str],
     /// The endpoint of a provider whose config names none.
     pub default_endpoint: &'static str,
+    /// Where and how the wire counts a request's input tokens without generating;
+    /// `None` when it has no such endpoint (the gateway then estimates).
+    pub count: Option<CountSpec>,
+}
+
+/// A wire's token-counting endpoint: its path, the body it takes (made from the
+/// generation body, so counting sees exactly what a generation would send) and
+/// the answer's field with the count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountSpec {
+    /// Relative to the provider's endpoint, like [`WireSpec::path`]; `{model}`
+    /// stands for the upstream model where the wire puts it in the path.
+    pub path: &'static str,
+    /// How the counting body is made from the generation body.
+    pub body: CountBody,
+    /// The top-level field of the answer that holds the count.
+    pub answer: &'static str,
+}
+
+/// How a counting body is made from the generation body of the same request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountBody {
+    /// The generation body with only these top-level fields: the endpoint refuses
+    /// the rest (Anthropic answers `max_tokens: Extra inputs are not permitted`).
+    /// A list of what it takes, not of what it refuses, so a field a client adds
+    /// that the endpoint does not know is left out instead of failing the count.
+    Only(&'static [&'static str]),
+    /// The whole generation body under `key`, naming the model in its `model`
+    /// field as `models/<model>` (Gemini's `generateContentRequest`, which is how
+    /// its count takes the system instruction and tools, not only `contents`).
+    Wrapped { key: &'static str },
 }
 
 /// Where the upstream model goes.
@@ -118,10 +153,57 @@ impl WireSpec {
         }
     }
 
+    /// The URL of the counting endpoint at `endpoint` for the upstream `model`;
+    /// `None` when the wire has none.
+    pub fn count_url(&self, endpoint: &str, model: &str) -> Option<String> {
+        let count = self.count.as_ref()?;
+        Some(match self.model {
+            ModelPlacement::Body => format!("{endpoint}{}", count.path),
+            ModelPlacement::Path => format!("{endpoint}{}", count.path.replace("{model}", model)),
+        })
+    }
+
     /// Whether every request goes to the same URL (no model in the path, no path
     /// of its own for streams), so a provider's URL can be built once.
     pub fn fixed_url(&self) -> bool {
         self.model == ModelPlacement::Body && self.streaming == Streaming::BodyField
+    }
+}
+
+impl CountSpec {
+    /// The counting body for a request whose generation body (as the wire would be
+    /// sent it for `model`, the upstream model) is `generation`.
+    pub fn body(&self, generation: &[u8], model: &str) -> Result<Vec<u8>, ProtocolError> {
+        let Value::Object(mut map) = serde_json::from_slice::<Value>(generation)
+            .map_err(|e| ProtocolError::body(e.to_string()))?
+        else {
+            return Err(ProtocolError::body("the generation body is not an object"));
+        };
+        let body = match self.body {
+            CountBody::Only(fields) => {
+                map.retain(|k, _| fields.contains(&k.as_str()));
+                map
+            }
+            CountBody::Wrapped { key } => {
+                map.insert("model".into(), Value::String(format!("models/{model}")));
+                let mut outer = Map::new();
+                outer.insert(key.into(), Value::Object(map));
+                outer
+            }
+        };
+        serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))
+    }
+
+    /// The count in an answer of the endpoint.
+    pub fn parse_answer(&self, answer: &[u8]) -> Result<u64, ProtocolError> {
+        let v: Value = serde_json::from_slice(answer)
+            .map_err(|e| ProtocolError::MalformedUpstream(format!("token count: {e}")))?;
+        v.get(self.answer).and_then(Value::as_u64).ok_or_else(|| {
+            ProtocolError::MalformedUpstream(format!(
+                "token count: the answer has no whole number in `{}`",
+                self.answer
+            ))
+        })
     }
 }
 
@@ -157,6 +239,50 @@ mod tests {
     }
 
     #[test]
+    fn count_urls_and_bodies_are_each_wires_own() {
+        let base = "https://generativelanguage.googleapis.com";
+        assert_eq!(
+            Wire::Gemini.spec().count_url(base, "gemini-2.5-pro").as_deref(),
+            Some(
+                "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:countTokens"
+            )
+        );
+        assert_eq!(
+            Wire::Anthropic.spec().count_url("https://api.anthropic.com", "claude-x").as_deref(),
+            Some("https://api.anthropic.com/v1/messages/count_tokens")
+        );
+        assert_eq!(Wire::OpenAiChat.spec().count_url("https://api.openai.com/v1", "gpt-5"), None);
+
+        // Anthropic: the generation body without what the counting endpoint refuses.
+        let generation = br#"{"model":"claude-x","max_tokens":64,"stream":true,"temperature":0.2,
+            "system":"s","messages":[{"role":"user","content":"hi"}],"tools":[],"thinking":{"type":"disabled"}}"#;
+        let count = Wire::Anthropic.spec().count.unwrap();
+        let body: serde_json::Value =
+            serde_json::from_slice(&count.body(generation, "claude-x").unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"model": "claude-x", "system": "s", "tools": [],
+                "messages": [{"role": "user", "content": "hi"}], "thinking": {"type": "disabled"}})
+        );
+        assert_eq!(count.parse_answer(br#"{"input_tokens": 12}"#).unwrap(), 12);
+        assert!(count.parse_answer(br#"{"totalTokens": 12}"#).is_err());
+
+        // Gemini: the whole generation body, with the model it needs inside.
+        let generation = br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],
+            "systemInstruction":{"parts":[{"text":"s"}]},"generationConfig":{"maxOutputTokens":8}}"#;
+        let count = Wire::Gemini.spec().count.unwrap();
+        let body: serde_json::Value =
+            serde_json::from_slice(&count.body(generation, "gemini-x").unwrap()).unwrap();
+        assert_eq!(body["generateContentRequest"]["model"], "models/gemini-x");
+        assert_eq!(body["generateContentRequest"]["systemInstruction"]["parts"][0]["text"], "s");
+        assert_eq!(body["generateContentRequest"]["contents"][0]["parts"][0]["text"], "hi");
+        assert_eq!(body.as_object().unwrap().len(), 1);
+        assert_eq!(count.parse_answer(br#"{"totalTokens": 7}"#).unwrap(), 7);
+        assert!(count.parse_answer(b"not json").is_err());
+        assert!(count.body(b"[1]", "gemini-x").is_err());
+    }
+
+    #[test]
     fn every_wire_states_its_facts() {
         for wire in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
             let spec = wire.spec();
@@ -167,6 +293,11 @@ mod tests {
             let in_path =
                 spec.path(false).contains("{model}") && spec.path(true).contains("{model}");
             assert_eq!(in_path, spec.model == crate::ModelPlacement::Path, "{}", wire.as_str());
+            if let Some(count) = spec.count {
+                assert!(count.path.starts_with('/'), "{}", wire.as_str());
+                let model_in_path = count.path.contains("{model}");
+                assert_eq!(model_in_path, spec.model == crate::ModelPlacement::Path);
+            }
         }
     }
 }

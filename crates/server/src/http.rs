@@ -66,7 +66,7 @@ pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
 }
 
 /// Authenticate, read within limits, parse; shared by every POST endpoint.
-async fn ingest(
+pub(crate) async fn ingest(
     state: &AppState,
     headers: &HeaderMap,
     body: Body,
@@ -180,22 +180,5 @@ async fn generate(
             }
             resp
         }
-    }
-}
-
-pub async fn count_tokens(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let format = ClientFormat::Anthropic;
-    let id = ids::request_id();
-    let inbound = match ingest(&state, &headers, body, format, &id).await {
-        Ok(i) => i,
-        Err(e) => return error_response(format, &e, &id),
-    };
-    match state.gateway.snapshot().count_tokens(&inbound).await {
-        Ok(bytes) => ([("content-type", "application/json")], bytes).into_response(),
-        Err(e) => error_response(format, &e, &id),
     }
 }

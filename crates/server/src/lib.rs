@@ -4,6 +4,7 @@
 
 mod admin;
 mod auth;
+mod count;
 mod encode;
 mod http;
 pub mod identity;
@@ -24,6 +25,7 @@ use axum::routing::{get, post};
 use switchyard_core::Gateway;
 use tokio::net::TcpListener;
 
+pub use count::HEADER_ESTIMATED;
 pub use http::{
     HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROJECT, HEADER_PROVIDER, HEADER_REQUEST_ID,
 };
@@ -71,7 +73,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/responses", post(http::responses).get(ws::responses))
         .route("/responses", post(http::responses).get(ws::responses))
         .route("/v1/messages", post(http::messages))
-        .route("/v1/messages/count_tokens", post(http::count_tokens))
+        .route("/v1/messages/count_tokens", post(count::messages))
+        .route("/v1/responses/input_tokens", post(count::responses))
+        .route("/responses/input_tokens", post(count::responses))
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
         .route("/v1/models/{id}", get(models::retrieve))

@@ -658,6 +658,18 @@ async fn case_provider_keys_are_write_only_and_used_upstream(db: TestDb) {
     assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), BYOK_PROJECT);
     assert_eq!(env.chat(&plain, "m-anthropic").await.status, 200);
     assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), ANTHROPIC_KEY);
+    // Token counts are sent with the caller's own keys too.
+    let count = json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "hi"}]});
+    let a = env.call(Some(&secret), "POST", "/v1/messages/count_tokens", Some(&count)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(
+        a.json["input_tokens"],
+        canned::counted_tokens(&env.anthropic.received().last().unwrap().body)
+    );
+    assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), BYOK_PROJECT);
+    let a = env.call(Some(&plain), "POST", "/v1/messages/count_tokens", Some(&count)).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), ANTHROPIC_KEY);
 
     // Deleting it brings the platform key back.
     let path = format!("/admin/credentials/user/{uid}/openai");

@@ -1,4 +1,4 @@
-//! The HTTP surface: auth, limits, model listing, token counting, health, HTTP/2,
+//! The HTTP surface: auth, limits, model listing, health, HTTP/2,
 //! graceful shutdown, the mock provider. Errors must come in the caller's format
 //! and nothing may be sent upstream when a request is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -236,34 +236,6 @@ async fn embedded_default_without_keys_lists_only_the_mock() {
     // The embedded default without SWITCHYARD_API_KEY is an open gateway.
     assert_eq!(listed(&reqwest::Client::new(), &base, None).await, ["mock-echo"]);
     let _ = tx.send(());
-}
-
-#[tokio::test]
-async fn count_tokens_answers_in_anthropic_shape() {
-    let h = Harness::start().await;
-    let r = h
-        .post(
-            "/v1/messages/count_tokens",
-            &json!({"model": "m-gemini", "messages": [{"role": "user", "content": "12345678"}]}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["input_tokens"], 2, "estimated from text for a non-Anthropic model");
-
-    // Anthropic deployment: forwarded upstream (the fake has no such route, so the
-    // gateway falls back to its estimate) — and the upstream saw the request.
-    let r = h
-        .post(
-            "/v1/messages/count_tokens",
-            &json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "1234"}]}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    assert_eq!(r.json::<Value>().await.unwrap()["input_tokens"], 1);
-    let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(1)).await.unwrap();
-    assert_eq!(seen[0].path, "/v1/messages/count_tokens");
-    assert_eq!(seen[0].body["model"], "up-anthropic");
 }
 
 #[tokio::test]

@@ -125,6 +125,30 @@ pub fn sse_frame(vendor: Vendor, event: &str, data: &str) -> String {
     }
 }
 
+/// What a fake's counting endpoint adds to every count ([`counted_tokens`]): no
+/// estimate of the gateway's comes near it, so a test can tell them apart.
+pub const COUNT_BASE: u64 = 10_000;
+
+/// The tokens a fake's counting endpoint answers for `body` (the counting body as
+/// received): [`COUNT_BASE`] plus a token per four bytes of the body as compact
+/// JSON. Deterministic, so a test can compute it from what the fake received, and
+/// larger for a body with more in it (tools, images).
+pub fn counted_tokens(body: &Value) -> u64 {
+    COUNT_BASE + (body.to_string().len() as u64).div_ceil(4)
+}
+
+/// A counting endpoint's answer for `body`: Anthropic `{"input_tokens": n}`,
+/// Gemini `{"totalTokens": n}` (OpenAI Chat has no counting endpoint; the
+/// Responses API's shape is given for completeness).
+pub fn count_answer(vendor: Vendor, body: &Value) -> Value {
+    let n = counted_tokens(body);
+    match vendor {
+        Vendor::OpenAi => json!({"object": "response.input_tokens", "input_tokens": n}),
+        Vendor::Anthropic => json!({"input_tokens": n}),
+        Vendor::Gemini => json!({"totalTokens": n}),
+    }
+}
+
 /// The vendor's error body for `status`:
 /// OpenAI `{"error":{"message","type","param","code"}}`,
 /// Anthropic `{"type":"error","error":{"type","message"}}`,

@@ -278,6 +278,9 @@ struct Call {
     stream: bool,
     /// Gemini streams without `?alt=sse` as one JSON array instead of SSE.
     json_array: bool,
+    /// A token count (Anthropic `count_tokens`, Gemini `:countTokens`), not a
+    /// generation.
+    count: bool,
 }
 
 enum Route {
@@ -292,16 +295,26 @@ fn route(vendor: Vendor, method: &Method, rx: &Received) -> Route {
     let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
     let call = match vendor {
         Vendor::OpenAi => match rx.path.as_str() {
-            "/v1/chat/completions" | "/chat/completions" => {
-                Some(Call { model: body_model(), stream: body_stream(), json_array: false })
+            "/v1/chat/completions" | "/chat/completions" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+            }),
+            _ => None,
+        },
+        Vendor::Anthropic => match rx.path.as_str() {
+            "/v1/messages" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+            }),
+            "/v1/messages/count_tokens" => {
+                Some(Call { model: body_model(), stream: false, json_array: false, count: true })
             }
             _ => None,
         },
-        Vendor::Anthropic => (rx.path == "/v1/messages").then(|| Call {
-            model: body_model(),
-            stream: body_stream(),
-            json_array: false,
-        }),
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
     };
     match call {
@@ -318,13 +331,14 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
     if model.is_empty() || model.contains('/') {
         return None;
     }
-    let stream = match action {
-        "generateContent" => false,
-        "streamGenerateContent" => true,
+    let (stream, count) = match action {
+        "generateContent" => (false, false),
+        "streamGenerateContent" => (true, false),
+        "countTokens" => (false, true),
         _ => return None,
     };
     let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
-    Some(Call { model: model.to_owned(), stream, json_array: stream && !sse })
+    Some(Call { model: model.to_owned(), stream, json_array: stream && !sse, count })
 }
 
 // ---------------------------------------------------------------------------
@@ -369,7 +383,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
-    if let Err(message) = crate::validate::check(vendor, &received.body) {
+    let checked = if call.count {
+        crate::validate::count::check(vendor, &received.body)
+    } else {
+        crate::validate::check(vendor, &received.body)
+    };
+    if let Err(message) = checked {
         shared.record(&received, false);
         let body = canned::error_body(vendor, 400, &message).to_string();
         return plain(400, "application/json", body);
@@ -423,6 +442,7 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
         }
         ReplyBody::Sse(frames) => sse(frames),
         ReplyBody::VendorError(message) => json(&canned::error_body(vendor, reply.status, message)),
+        ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
         ReplyBody::Auto => {
             let text = canned::echo_text(vendor, request);
             let answer =

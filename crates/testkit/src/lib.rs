@@ -18,7 +18,14 @@
 //! |---|---|---|
 //! | OpenAi | `/v1/chat/completions`, `/chat/completions` | body `"stream": true` |
 //! | Anthropic | `/v1/messages` | body `"stream": true` |
+//! | Anthropic | `/v1/messages/count_tokens` | never |
 //! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |
+//! | Gemini | `/v1beta/models/{model}:countTokens` | never |
+//!
+//! The counting routes take replies from the script like the others; their
+//! [`Reply::auto`] is the vendor's count answer with a deterministic count derived
+//! from the body ([`canned::counted_tokens`]), and their bodies are checked as the
+//! real counting endpoints check them ([`validate::count`]).
 //!
 //! Other paths answer 404 and other methods 405, both in the vendor's error
 //! shape; they are recorded but take nothing from the script. A routed body the

@@ -208,6 +208,40 @@ async fn gemini_auto_whole_sse_and_array() {
 }
 
 #[tokio::test]
+async fn counting_routes_answer_a_count_of_the_body_and_refuse_what_the_apis_refuse() {
+    let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
+    let url = format!("{}/v1/messages/count_tokens", anthropic.base_url());
+    let body = json!({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]});
+    let resp = post(&url, &body).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json_lossy().await;
+    assert_eq!(v, json!({"input_tokens": canned::counted_tokens(&body)}));
+    // A generation's settings are refused, in Anthropic's shape, taking no reply.
+    anthropic.push(Reply::status(503));
+    let resp = post(&url, &anthropic_req("claude-x", "hi", false)).await;
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json_lossy().await;
+    assert_eq!(v["error"]["message"], "max_tokens: Extra inputs are not permitted");
+    // Scripted replies are served on the counting route too.
+    assert_eq!(post(&url, &body).await.status(), 503);
+
+    let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+    let url = format!("{}/v1beta/models/gemini-x:countTokens", gemini.base_url());
+    let whole = json!({"generateContentRequest": {"model": "models/gemini-x",
+        "contents": gemini_req("sun")["contents"].clone(),
+        "systemInstruction": {"parts": [{"text": "be brief"}]}}});
+    let v: Value = post(&url, &whole).await.json_lossy().await;
+    assert_eq!(v, json!({"totalTokens": canned::counted_tokens(&whole)}));
+    let v: Value = post(&url, &gemini_req("sun")).await.json_lossy().await;
+    assert_eq!(v["totalTokens"], canned::counted_tokens(&gemini_req("sun")));
+    assert!(canned::counted_tokens(&whole) > canned::counted_tokens(&gemini_req("sun")));
+    // A generation body is not a counting body.
+    let mut bad = gemini_req("sun");
+    bad["systemInstruction"] = json!({"parts": [{"text": "be brief"}]});
+    assert_eq!(post(&url, &bad).await.status(), 400);
+}
+
+#[tokio::test]
 async fn script_then_default() {
     let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
     fake.push(Reply::json(json!({"n": 1})));

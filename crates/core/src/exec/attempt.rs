@@ -351,12 +351,7 @@ impl Snapshot {
         };
         let settings = &self.catalog.settings;
         let fast = inbound.fast_path(wire);
-        let out = Outgoing {
-            format: inbound.format,
-            request: &inbound.request,
-            raw: inbound.raw.as_ref().filter(|_| fast),
-            forward_headers: &inbound.forward_headers,
-        };
+        let out = inbound.outgoing(&inbound.request, wire);
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);
         let body =

@@ -83,7 +83,7 @@ pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
 }
 
 /// The request's input token estimate, computed on first use and kept: limits,
-/// strategies, the context-window filter and metering all read the same figure.
+/// strategies and metering all read the same figure.
 #[derive(Debug, Clone, Default)]
 pub struct Estimate(OnceLock<u64>);
 
@@ -130,6 +130,17 @@ impl Inbound {
     /// The input token estimate (computed once).
     pub fn input_estimate(&self) -> u64 {
         self.estimate.get(&self.request)
+    }
+
+    /// What an adapter of `wire` is handed for `request` (this one, or a version
+    /// of it): the client's bytes only where they go as they are.
+    pub fn outgoing<'a>(&'a self, request: &'a Request, wire: Wire) -> Outgoing<'a> {
+        Outgoing {
+            format: self.format,
+            request,
+            raw: self.raw.as_ref().filter(|_| self.fast_path(wire)),
+            forward_headers: &self.forward_headers,
+        }
     }
 
     /// Whether the client's own bytes go to an upstream of `wire`, edited rather

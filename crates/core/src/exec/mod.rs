@@ -7,6 +7,7 @@
 //! | attempt loop: credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`) |
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
 //! | meter and record, exactly once | `deliver.rs`, `guard.rs` |
+//! | token counts: planned the same way, then each candidate's counting endpoint | `count_tokens.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
@@ -20,7 +21,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::Value;
 use switchyard_protocol::{
     ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEvent, Usage, Wire,
     openai_chat, sse, util,
@@ -213,10 +213,12 @@ use attempt::*;
 use deliver::*;
 use guard::*;
 use policy::*;
+use prepare::Purpose;
 use stream::*;
 
 pub use attempt::credential_key;
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
+pub use count_tokens::TokenCount;
 pub use policy::failure_error;
 
 impl Snapshot {

@@ -2,6 +2,13 @@
 
 use super::*;
 
+/// What a plan is made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    Generate,
+    Count,
+}
+
 impl Snapshot {
     /// Resolve → capability, hint and context-window filters → circuit filter and
     /// strategy order. Nothing has been sent upstream yet.
@@ -10,6 +17,19 @@ impl Snapshot {
         inbound: &Inbound,
         runtime: &Runtime,
         rec: &mut RequestRecord,
+    ) -> Result<Plan, GatewayError> {
+        self.plan_for(inbound, runtime, rec, Purpose::Generate)
+    }
+
+    /// [`Snapshot::prepare`] for `purpose`: a token count is planned the same way
+    /// but is never refused for its size (telling a client how large its request
+    /// is, is the point), so it skips the context-window filter.
+    pub(super) fn plan_for(
+        &self,
+        inbound: &Inbound,
+        runtime: &Runtime,
+        rec: &mut RequestRecord,
+        purpose: Purpose,
     ) -> Result<Plan, GatewayError> {
         let scope = Scope {
             project: inbound.project.as_deref(),
@@ -41,7 +61,13 @@ impl Snapshot {
         filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
-        filter::by_context_window(&mut plan, &self.catalog, || inbound.input_estimate())?;
+        if purpose == Purpose::Generate {
+            // Images and documents are left out: their fixed estimates would
+            // refuse requests that fit.
+            filter::by_context_window(&mut plan, &self.catalog, || {
+                estimate::text_input_tokens(&inbound.request)
+            })?;
+        }
         // Anthropic refuses thinking in a tool loop whose continued turn has none of
         // its own (it came from another family): such requests go without it there.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))

@@ -37,7 +37,9 @@ pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 
-use crate::spec::{Auth, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec};
+use crate::spec::{
+    Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
+};
 
 /// How an Anthropic upstream is called: `POST {endpoint}/v1/messages` with the key in
 /// `x-api-key` and an `anthropic-version` (the client's own when it sent one), the
@@ -52,7 +54,30 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[RequiredHeader { name: "anthropic-version", default: "2023-06-01" }],
     passthrough_headers: &["anthropic-beta"],
     default_endpoint: "https://api.anthropic.com",
+    count: Some(CountSpec {
+        path: "/v1/messages/count_tokens",
+        body: CountBody::Only(COUNTED_FIELDS),
+        answer: "input_tokens",
+    }),
 };
+
+/// What `POST /v1/messages/count_tokens` takes: a Messages request without the
+/// generation settings (`max_tokens`, `stream`, sampling, `stop_sequences`,
+/// `metadata`, `service_tier`), which it refuses as extra inputs.
+pub const COUNTED_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "mcp_servers",
+    "cache_control",
+    "output_config",
+    "output_format",
+    "context_management",
+    "speed",
+];
 
 #[cfg(test)]
 mod proptests;

@@ -45,7 +45,7 @@ pub use response::{encode_response, parse_error, parse_response};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 
-use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+use crate::spec::{Auth, CountBody, CountSpec, Framing, ModelPlacement, Streaming, WireSpec};
 
 /// How a Gemini upstream is called: `POST {endpoint}/v1beta/models/{model}:generateContent`,
 /// or `:streamGenerateContent?alt=sse` for a stream (SSE), with the key in
@@ -59,6 +59,12 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://generativelanguage.googleapis.com",
+    // `{"contents": …}` alone would leave the system instruction and tools out.
+    count: Some(CountSpec {
+        path: "/v1beta/models/{model}:countTokens",
+        body: CountBody::Wrapped { key: "generateContentRequest" },
+        answer: "totalTokens",
+    }),
 };
 
 #[cfg(test)]

@@ -32,6 +32,8 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://api.openai.com/v1",
+    // Chat Completions has no counting endpoint (OpenAI's counts Responses bodies).
+    count: None,
 };
 
 #[cfg(test)]

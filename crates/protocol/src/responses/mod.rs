@@ -67,7 +67,7 @@ pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 pub use tools::FREEFORM_INPUT;
 
-use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
+use crate::spec::{Auth, CountBody, CountSpec, Framing, ModelPlacement, Streaming, WireSpec};
 
 /// How an upstream speaking the Responses API would be called: `POST
 /// {endpoint}/responses` with a bearer key, the model and `stream` in the body,
@@ -83,6 +83,23 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://api.openai.com/v1",
+    count: Some(CountSpec {
+        path: "/responses/input_tokens",
+        body: CountBody::Only(&[
+            "model",
+            "input",
+            "instructions",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "reasoning",
+            "text",
+            "truncation",
+            "conversation",
+            "previous_response_id",
+        ]),
+        answer: "input_tokens",
+    }),
 };
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! stricter than its API would make tests fail for nothing.
 
 pub mod conversation;
+pub mod count;
 
 use serde_json::Value;
 
