@@ -352,3 +352,22 @@ async fn an_answer_without_a_summary_fails_the_compaction() {
     let err: Value = resp.json().await.unwrap();
     assert_eq!(err["error"]["code"], "compaction_failed");
 }
+
+/// Codex on its built-in OpenAI provider speaks the Responses WebSocket: the
+/// compaction and the turn after it go over one connection.
+#[tokio::test]
+async fn a_compaction_over_the_websocket_and_the_turn_after_it() {
+    let h = Harness::start().await;
+    let v = Vendor::Gemini;
+    let mut socket = common::ws::open(&h.base).await;
+    h.fake(v).push(canned::text(v, upstream_model(v), &summary(v), true).into());
+    let events = common::ws::turn(&mut socket, trigger_body(v, true)).await;
+    let (_, item) = compaction_stream(v, &common::ws::as_sse(&events));
+    summarisation_request(&h, v).await;
+    h.fake(v).clear_received();
+
+    let input = vec![user(ASK), item, developer(), user(NEXT)];
+    let events = common::ws::turn(&mut socket, codex_body(v, input, true)).await;
+    assert_eq!(events.last().unwrap()["type"], "response.completed", "{events:?}");
+    follow_up_request(&h, v).await;
+}
