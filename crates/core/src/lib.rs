@@ -7,6 +7,7 @@ pub mod access;
 pub mod breaker;
 pub mod catalog;
 pub mod clock;
+mod compaction;
 pub mod config;
 pub mod continuity;
 pub mod embed;

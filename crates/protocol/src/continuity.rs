@@ -7,6 +7,9 @@
 //! issued it; the parser opens it when the item comes back. A token that does not
 //! open (another gateway's, or a provider's own) is left to the format's usual
 //! rules.
+//!
+//! A compaction summary ([`crate::compaction`]) is sealed the same way, under a kind
+//! of its own: a reasoning token never opens as a summary, nor a summary as reasoning.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,8 +35,19 @@ const ANTHROPIC: &str = "anthropic";
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Payload {
-    Thinking { family: String, text: String, signature: String },
-    Redacted { family: String, data: String },
+    Thinking {
+        family: String,
+        text: String,
+        signature: String,
+    },
+    Redacted {
+        family: String,
+        data: String,
+    },
+    /// A compaction summary: plain text any family can continue from.
+    Compaction {
+        summary: String,
+    },
 }
 
 /// The sealed token for a part that carries continuation data (a signed thinking
@@ -64,6 +78,22 @@ pub fn open_part(seal: &dyn Seal, token: &str) -> Option<Part> {
         Payload::Redacted { family, data } if family == ANTHROPIC => {
             Some(Part::RedactedThinking { data })
         }
+        _ => None,
+    }
+}
+
+/// The sealed token for a compaction summary (a `compaction` item's
+/// `encrypted_content`); `None` when sealing failed.
+pub fn seal_summary(seal: &dyn Seal, summary: &str) -> Option<String> {
+    let payload = Payload::Compaction { summary: summary.to_owned() };
+    seal.seal(&serde_json::to_vec(&payload).ok()?)
+}
+
+/// The summary a token sealed by [`seal_summary`] stands for; `None` for anything
+/// else (another seal's token, a provider's, an altered one, sealed reasoning).
+pub fn open_summary(seal: &dyn Seal, token: &str) -> Option<String> {
+    match serde_json::from_slice::<Payload>(&seal.open(token)?).ok()? {
+        Payload::Compaction { summary } => Some(summary),
         _ => None,
     }
 }
@@ -106,5 +136,16 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn summaries_round_trip_and_never_pass_for_reasoning() {
+        let token = seal_summary(&TestSeal, "the task, the state").unwrap();
+        assert_eq!(open_summary(&TestSeal, &token).as_deref(), Some("the task, the state"));
+        assert_eq!(open_part(&TestSeal, &token), None, "a summary is not reasoning");
+        let thinking = Part::Thinking { text: "t".into(), signature: Some("s".into()) };
+        let reasoning = seal_part(&TestSeal, &thinking).unwrap();
+        assert_eq!(open_summary(&TestSeal, &reasoning), None, "reasoning is not a summary");
+        assert_eq!(open_summary(&TestSeal, "gAAAAB-an-openai-compaction"), None);
     }
 }

@@ -19,6 +19,7 @@
 //! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
 
 pub mod anthropic;
+pub mod compaction;
 pub mod continuity;
 pub mod error;
 pub mod gemini;
@@ -29,6 +30,7 @@ pub mod spec;
 pub mod sse;
 pub mod util;
 
+pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use model::*;

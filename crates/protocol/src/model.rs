@@ -53,6 +53,11 @@ pub struct Request {
     /// every chunk break on it; the other formats always carry usage in place.
     #[serde(default)]
     pub stream_usage: bool,
+    /// The client asked for the conversation to be compacted, not continued (see
+    /// [`crate::compaction`]). The pipeline answers it with a summary and never
+    /// sends it upstream as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<crate::Compaction>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use switchyard_core::{Delivery, GatewayError, Inbound};
-use switchyard_protocol::{ClientFormat, ErrorKind, Request};
+use switchyard_protocol::{ClientFormat, ErrorKind, Request, responses};
 
 use crate::identity::Caller;
 use crate::{AppState, encode, ids, limits};
@@ -46,6 +46,22 @@ pub async fn responses(state: State<Arc<AppState>>, headers: HeaderMap, body: Bo
     generate(state, headers, body, ClientFormat::OpenAiResponses).await
 }
 
+/// `POST /v1/responses/compact`: the conversation compacted into one item (see
+/// `switchyard_protocol::compaction`), answered whole.
+pub async fn responses_compact(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let format = ClientFormat::OpenAiResponses;
+    let id = ids::request_id();
+    let inbound = match ingest_as(&state, &headers, body, format, &id, Parse::Compact).await {
+        Ok(i) => i,
+        Err(e) => return error_response(format, &e, &id),
+    };
+    answer(&state, inbound, format, &id).await
+}
+
 pub async fn messages(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     generate(state, headers, body, ClientFormat::Anthropic).await
 }
@@ -65,6 +81,15 @@ pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
     error_response(format, &err, &ids::request_id())
 }
 
+/// How a body is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parse {
+    /// As its format's generation request.
+    Generate,
+    /// As a `/v1/responses/compact` body.
+    Compact,
+}
+
 /// Authenticate, read within limits, parse; shared by every POST endpoint.
 pub(crate) async fn ingest(
     state: &AppState,
@@ -73,11 +98,33 @@ pub(crate) async fn ingest(
     format: ClientFormat,
     id: &str,
 ) -> Result<Inbound, GatewayError> {
+    ingest_as(state, headers, body, format, id, Parse::Generate).await
+}
+
+async fn ingest_as(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    format: ClientFormat,
+    id: &str,
+    parse: Parse,
+) -> Result<Inbound, GatewayError> {
     let received = Instant::now();
     let max_body_bytes = state.gateway.snapshot().catalog.settings.max_body_bytes;
     let caller = state.identity.authenticate(headers).await?;
     let bytes = limits::read_body(body, max_body_bytes).await?;
-    inbound(state, headers, caller, bytes, format, id, received).await
+    let mut inbound = inbound(state, headers, caller, bytes.clone(), format, id, received).await?;
+    if parse == Parse::Compact {
+        // Read again for what the answer keeps (the user's messages, as sent):
+        // compacting is rare, the body already passed the limits.
+        let compact =
+            responses::parse_compact_request(&bytes, state.gateway.runtime.seal.as_deref())
+                .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+        let request = Arc::make_mut(&mut inbound.request);
+        request.compaction = compact.compaction;
+        request.stream = false;
+    }
+    Ok(inbound)
 }
 
 /// Everything after authentication and reading the body: limits, parsing, routing
@@ -143,8 +190,13 @@ async fn generate(
             return error_response(format, &e, &id);
         }
     };
+    answer(&state, inbound, format, &id).await
+}
+
+/// Run a parsed request and answer it: its body whole or streamed, the gateway headers.
+async fn answer(state: &AppState, inbound: Inbound, format: ClientFormat, id: &str) -> Response {
     match state.gateway.execute(inbound).await {
-        Err(e) => error_response(format, &e, &id),
+        Err(e) => error_response(format, &e, id),
         Ok(success) => {
             let seal = state.gateway.runtime.seal.clone();
             let mut resp = match success.delivery {
@@ -169,7 +221,7 @@ async fn generate(
             for (name, value) in [
                 (HEADER_PROVIDER, success.served.provider.as_str()),
                 (HEADER_MODEL, success.served.model.as_str()),
-                (HEADER_REQUEST_ID, id.as_str()),
+                (HEADER_REQUEST_ID, id),
                 (HEADER_DESCRIPTOR, success.descriptor.as_str()),
             ] {
                 if let Ok(v) = HeaderValue::from_str(value)

@@ -72,6 +72,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         // GET with `Upgrade: websocket`: the Responses WebSocket mode Codex speaks.
         .route("/v1/responses", post(http::responses).get(ws::responses))
         .route("/responses", post(http::responses).get(ws::responses))
+        // Older Codex compacts here; newer ones send `compaction_trigger` above.
+        .route("/v1/responses/compact", post(http::responses_compact))
+        .route("/responses/compact", post(http::responses_compact))
         .route("/v1/messages", post(http::messages))
         .route("/v1/messages/count_tokens", post(count::messages))
         .route("/v1/responses/input_tokens", post(count::responses))

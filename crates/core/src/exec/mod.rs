@@ -181,6 +181,10 @@ pub struct ChunkStream {
 }
 
 impl ChunkStream {
+    pub(crate) fn new(passthrough: Option<ClientFormat>, rx: mpsc::Receiver<Chunk>) -> Self {
+        Self { passthrough, rx }
+    }
+
     /// The next chunk; `None` after [`Chunk::End`].
     pub async fn next(&mut self) -> Option<Chunk> {
         self.rx.recv().await
@@ -225,9 +229,26 @@ impl Snapshot {
     /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.
     pub async fn execute(
         self: &Arc<Self>,
+        inbound: Inbound,
+        runtime: &Arc<Runtime>,
+        sink: SharedSink,
+    ) -> Result<Success, GatewayError> {
+        // Compacting is a summarisation request of its own (`crate::compaction`);
+        // boxed, so that every other request's future stays its own size.
+        if inbound.request.compaction.is_some() {
+            return Box::pin(crate::compaction::execute(self, inbound, runtime, sink)).await;
+        }
+        self.run(inbound, runtime, sink, None).await
+    }
+
+    /// The pipeline for `inbound` as it is; `purpose` (`compaction`) is noted in
+    /// the route descriptor, so the record says what the request was for.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
         mut inbound: Inbound,
         runtime: &Arc<Runtime>,
         sink: SharedSink,
+        purpose: Option<&'static str>,
     ) -> Result<Success, GatewayError> {
         // Signed thinking a Chat client could not carry back, put back in front of
         // the tool calls it preceded (a Claude upstream refuses the loop without).
@@ -254,7 +275,7 @@ impl Snapshot {
             done: false,
             reservation: None,
         };
-        let plan = match self.prepare(&inbound, runtime, &mut guard.rec) {
+        let mut plan = match self.prepare(&inbound, runtime, &mut guard.rec) {
             Ok(p) => p,
             Err(err) => {
                 metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
@@ -262,6 +283,7 @@ impl Snapshot {
                 return Err(err);
             }
         };
+        plan.descriptor.extend(purpose.map(str::to_owned));
         // Gemini needs each call's signature back; clients have no field for it.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
             && continuity::lacks_signatures(&inbound.request)

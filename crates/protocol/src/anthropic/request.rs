@@ -188,6 +188,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         user: metadata.user_id,
         metadata: None,
         stream_usage: false,
+        compaction: None,
     })
 }
 

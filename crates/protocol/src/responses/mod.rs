@@ -31,6 +31,12 @@
 //!   Hosted and special tools (`web_search`, `file_search`, `local_shell`,
 //!   `computer_use`, `mcp`, …) cannot be run by another provider and are skipped, so
 //!   the model never sees them.
+//! - Compaction ([`crate::compaction`], shapes in `compaction.rs`): a final
+//!   `compaction_trigger` item sets [`Request::compaction`]; a `compaction` item
+//!   this gateway sealed becomes the summary it carries, as user text; one it did
+//!   not seal is refused, naming it. [`parse_compact_request`] reads a
+//!   `/responses/compact` body; [`encode_compaction_response`],
+//!   [`encode_compacted`] and [`Encoder::compaction`] write the answers.
 //! - `store`, `include`, `prompt_cache_key`, `service_tier`, `truncation` and
 //!   `text.verbosity` are accepted and ignored.
 //! - Usage: when anything is known, the object carries all the fields the SDKs and
@@ -48,10 +54,12 @@
 //!
 //! [`ProtocolError::Unsupported`]: crate::ProtocolError::Unsupported
 //! [`Request::system`]: crate::Request::system
+//! [`Request::compaction`]: crate::Request::compaction
 //! [`Role::System`]: crate::Role::System
 //! [`Part::Thinking`]: crate::Part::Thinking
 //! [`StopReason::ToolUse`]: crate::StopReason::ToolUse
 
+mod compaction;
 mod request;
 mod response;
 mod stream_decode;
@@ -59,6 +67,7 @@ mod stream_encode;
 mod tools;
 mod wire;
 
+pub use compaction::{encode_compacted, encode_compaction_response, parse_compact_request};
 pub use request::{encode_request, parse_request, parse_request_sealed};
 pub use response::{
     encode_response, encode_response_for, encode_response_sealed, parse_error, parse_response,

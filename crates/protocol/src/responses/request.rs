@@ -5,10 +5,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Document, DocumentSource, Effort, Image, ImageSource, Message, Part, ProtocolError, Reasoning,
-    Request, ResponseFormat, Role, Seal, TextBlock, ToolCall, ToolChoice, ToolResult, util,
+    Compaction, Document, DocumentSource, Effort, Image, ImageSource, Message, Part, ProtocolError,
+    Reasoning, Request, ResponseFormat, Role, Seal, TextBlock, ToolCall, ToolChoice, ToolResult,
+    util,
 };
 
+use super::compaction;
 use super::tools::{NAMESPACE_SEPARATOR, freeform_arguments, parse_tools, qualified, tool_json};
 use super::wire::{
     InCustomToolCall, InFunctionCall, InFunctionCallOutput, WireReasoningItem, WireReasoningParam,
@@ -33,15 +35,23 @@ pub fn parse_request_sealed(
     body: &[u8],
     seal: Option<&dyn Seal>,
 ) -> Result<Request, ProtocolError> {
-    let map = util::parse_object(body)?;
+    parse_map_sealed(&util::parse_object(body)?, seal)
+}
+
+/// [`parse_request_sealed`] of a body already parsed as an object.
+pub(super) fn parse_map_sealed(
+    map: &Map<String, Value>,
+    seal: Option<&dyn Seal>,
+) -> Result<Request, ProtocolError> {
     if !matches!(map.get("previous_response_id"), None | Some(Value::Null)) {
         return Err(ProtocolError::Unsupported(STATELESS.into()));
     }
     let model: String =
-        field(&map, "model")?.ok_or_else(|| ProtocolError::body("`model` is required"))?;
+        field(map, "model")?.ok_or_else(|| ProtocolError::body("`model` is required"))?;
 
     let mut conv = Conversation::default();
-    if let Some(instructions) = field::<String>(&map, "instructions")?
+    let mut trigger = false;
+    if let Some(instructions) = field::<String>(map, "instructions")?
         && !instructions.is_empty()
     {
         conv.system.push(TextBlock::new(instructions));
@@ -51,6 +61,16 @@ pub fn parse_request_sealed(
         Some(Value::String(text)) => conv.push(Role::User, vec![text_part(text)]),
         Some(Value::Array(items)) => {
             for (i, item) in items.iter().enumerate() {
+                if compaction::is_trigger(item) {
+                    if i + 1 != items.len() {
+                        return Err(ProtocolError::body(format!(
+                            "input[{i}]: `{}` must be the final input item",
+                            compaction::TRIGGER
+                        )));
+                    }
+                    trigger = true;
+                    continue;
+                }
                 parse_input_item(&mut conv, item, &format!("input[{i}]"), seal)?;
             }
         }
@@ -59,9 +79,9 @@ pub fn parse_request_sealed(
         }
     }
 
-    let user = match field::<String>(&map, "user")? {
+    let user = match field::<String>(map, "user")? {
         Some(user) => Some(user),
-        None => field(&map, "safety_identifier")?,
+        None => field(map, "safety_identifier")?,
     };
     Ok(Request {
         model,
@@ -69,18 +89,19 @@ pub fn parse_request_sealed(
         messages: conv.messages,
         tools: parse_tools(map.get("tools"))?,
         tool_choice: parse_tool_choice(map.get("tool_choice"))?,
-        parallel_tool_calls: field(&map, "parallel_tool_calls")?,
-        max_tokens: field(&map, "max_output_tokens")?,
-        temperature: field(&map, "temperature")?,
-        top_p: field(&map, "top_p")?,
+        parallel_tool_calls: field(map, "parallel_tool_calls")?,
+        max_tokens: field(map, "max_output_tokens")?,
+        temperature: field(map, "temperature")?,
+        top_p: field(map, "top_p")?,
         top_k: None,
         stop: Vec::new(),
-        stream: field(&map, "stream")?.unwrap_or(false),
-        reasoning: parse_reasoning(field(&map, "reasoning")?)?,
-        response_format: parse_text_format(field(&map, "text")?)?,
+        stream: field(map, "stream")?.unwrap_or(false),
+        reasoning: parse_reasoning(field(map, "reasoning")?)?,
+        response_format: parse_text_format(field(map, "text")?)?,
         user,
-        metadata: field(&map, "metadata")?,
+        metadata: field(map, "metadata")?,
         stream_usage: false,
+        compaction: trigger.then_some(Compaction::Trigger),
     })
 }
 
@@ -238,6 +259,11 @@ fn parse_input_item(
             if !text.is_empty() {
                 conv.push(Role::Assistant, vec![Part::Thinking { text, signature: None }]);
             }
+        }
+        // Compacted earlier by this gateway: the summary takes the turns' place.
+        "compaction" | "compaction_summary" => {
+            let summary = compaction::open_item(obj, path, seal)?;
+            conv.push(Role::User, vec![text_part(&crate::compaction::summary_text(&summary))]);
         }
         "item_reference" => return Err(ProtocolError::Unsupported(STATELESS.into())),
         other => {
@@ -441,6 +467,9 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     }
     for (i, message) in req.messages.iter().enumerate() {
         encode_message(message, &mut input, &format!("messages[{i}]"))?;
+    }
+    if req.compaction.is_some() {
+        input.push(json!({"type": compaction::TRIGGER}));
     }
     body.insert("input".into(), Value::Array(input));
 

@@ -98,6 +98,23 @@ impl Encoder {
         self
     }
 
+    /// Add the compaction item carrying `token` (a sealed summary) as the next
+    /// output item: a compacting stream's one item, shown whole when it is ready
+    /// (its text is sealed, so there are no deltas). The stream's other blocks, if
+    /// any were pushed, stay as they were; `finish` then completes the response.
+    pub fn compaction(&mut self, token: &str, out: &mut Vec<u8>) {
+        self.ensure_started(out);
+        self.close_block(out);
+        let output_index = self.output.len();
+        let id = super::compaction::compaction_item_id(&self.id, output_index);
+        let item = super::compaction::compaction_item(&id, token);
+        let added = json!({"output_index": output_index, "item": item});
+        self.emit(out, "response.output_item.added", added);
+        let done = json!({"output_index": output_index, "item": item});
+        self.emit(out, "response.output_item.done", done);
+        self.output.push(item);
+    }
+
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, payload: Value) {
         let mut event = match payload {
             Value::Object(map) => map,
