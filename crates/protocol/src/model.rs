@@ -17,9 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod document;
+mod extras;
 mod traits;
 
 pub use document::*;
+pub use extras::*;
 pub use traits::*;
 
 /// A generation request, whatever format it arrived in.
@@ -53,6 +55,10 @@ pub struct Request {
     /// every chunk break on it; the other formats always carry usage in place.
     #[serde(default)]
     pub stream_usage: bool,
+    /// Hosted tools, prompt-cache, safety, tier and storage settings, the client's
+    /// session: see [`Extras`].
+    #[serde(default)]
+    pub extras: Extras,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

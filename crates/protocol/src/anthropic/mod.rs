@@ -24,6 +24,7 @@
 //!
 //! [`Part::Untranslatable`]: crate::Part::Untranslatable
 
+mod extras;
 mod native;
 mod request;
 mod response;
@@ -31,6 +32,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
+pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};

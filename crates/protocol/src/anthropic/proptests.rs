@@ -203,6 +203,7 @@ prop_compose! {
         Request {
             model,
             stream_usage: false,
+            extras: Default::default(),
             system,
             messages,
             tools,

@@ -246,6 +246,7 @@ fn request_strategy() -> impl Strategy<Value = Request> {
         )| Request {
             model: "gemini-2.5-pro".into(),
             stream_usage: false,
+            extras: Default::default(),
             system: system.into_iter().map(TextBlock::new).collect(),
             messages: build_messages(turns),
             tools,

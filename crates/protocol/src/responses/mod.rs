@@ -52,6 +52,7 @@
 //! [`Part::Thinking`]: crate::Part::Thinking
 //! [`StopReason::ToolUse`]: crate::StopReason::ToolUse
 
+mod items;
 mod request;
 mod response;
 mod stream_decode;

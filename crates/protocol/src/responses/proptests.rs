@@ -141,6 +141,7 @@ fn request() -> impl Strategy<Value = Request> {
                 Request {
                     model,
                     stream_usage: false,
+                    extras: Default::default(),
                     system,
                     messages,
                     tools,
