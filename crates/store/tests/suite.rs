@@ -716,6 +716,8 @@ fn full_record() -> RequestRecord {
         cost_usd: Some(0.012_345_678_9),
         estimated: true,
         stream: true,
+        session_id: Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into()),
+        field_edits: vec!["prompt_cache_key: dropped".into(), "store: dropped".into()],
         ..RequestRecord::default()
     }
 }

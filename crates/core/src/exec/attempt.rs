@@ -27,6 +27,16 @@ pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a 
     }
 }
 
+/// The request in both forms, as an adapter takes it.
+pub(super) fn outgoing(inbound: &Inbound) -> Outgoing<'_> {
+    Outgoing {
+        format: inbound.format,
+        request: &inbound.request,
+        raw: inbound.raw.as_ref(),
+        forward_headers: &inbound.forward_headers,
+    }
+}
+
 /// The breaker key of a provider's credential.
 pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
     CredentialKey {
@@ -93,6 +103,10 @@ impl Snapshot {
                         | Failure::CircuitOpen(_))
                 );
                 sent += usize::from(sent_upstream);
+                if let Some(wire) = cand.provider.wire().filter(|_| sent_upstream) {
+                    guard.rec.field_edits =
+                        upstream::field_edits(&outgoing(&inbound), wire, &cand.provider);
+                }
                 let elapsed = started.elapsed();
                 guard.rec.attempts.push(AttemptRecord {
                     deployment: cand.label(),
@@ -350,12 +364,7 @@ impl Snapshot {
             )));
         };
         let settings = &self.catalog.settings;
-        let out = Outgoing {
-            format: inbound.format,
-            request: &inbound.request,
-            raw: inbound.raw.as_ref(),
-            forward_headers: &inbound.forward_headers,
-        };
+        let out = outgoing(inbound);
         let fast = upstream::is_fast_path(inbound.format, wire, inbound.raw.as_ref());
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);

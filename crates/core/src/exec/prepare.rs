@@ -40,8 +40,11 @@ impl Snapshot {
         self.authorize(&mut plan, inbound, runtime)?;
         filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
+        filter::by_server_tools(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         filter::by_context_window(&mut plan, &self.catalog, &inbound.request)?;
+        // A context-window fallback runs the request's server tools too, or not at all.
+        filter::by_server_tools(&mut plan, &inbound.request)?;
         // Anthropic refuses thinking in a tool loop whose continued turn has none of
         // its own (it came from another family): such requests go without it there.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
