@@ -159,13 +159,19 @@ async fn case_migrations_are_idempotent(store: Store) {
     assert_eq!(store.user(&u.id).await.unwrap(), Some(u));
     let versions: Vec<i64> = match store.pool() {
         DbPool::Sqlite(p) => {
-            sqlx::query_scalar("SELECT version FROM _sqlx_migrations").fetch_all(p).await.unwrap()
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(p)
+                .await
+                .unwrap()
         }
         DbPool::Postgres(p) => {
-            sqlx::query_scalar("SELECT version FROM _sqlx_migrations").fetch_all(p).await.unwrap()
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(p)
+                .await
+                .unwrap()
         }
     };
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

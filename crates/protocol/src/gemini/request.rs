@@ -119,6 +119,7 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     // entry of its own, after the function declarations.
     let hosted: Vec<Value> = crate::carry::placements(crate::Wire::Gemini, req, TARGET)?
         .into_iter()
+        // `place` gives Gemini `tools` entries only.
         .filter_map(|p| match p {
             crate::carry::Placement::Tool(tool) => Some(tool),
             _ => None,
