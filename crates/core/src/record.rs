@@ -69,6 +69,15 @@ pub struct RequestRecord {
     /// `{"request": "...", "response": "..."}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// The client's own session id (Claude Code's, from `metadata.user_id`): groups
+    /// a session's requests; never a user or tenant of the gateway's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What the body sent to the answering (or last tried) deployment changed of
+    /// the request's settings: `prompt_cache_key: dropped`, `service_tier: default
+    /// -> standard_only`, `anthropic-beta: dropped <flag>`. Empty: nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field_edits: Vec<String>,
 }
 
 /// The logged content of a request: the request's text (system and messages,

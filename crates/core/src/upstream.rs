@@ -15,7 +15,7 @@ use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
     Auth, ClientFormat, ModelPlacement, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent,
-    StreamDecoder, StreamEvent, Wire, util,
+    StreamDecoder, StreamEvent, Wire, carry, util,
 };
 use tokio::sync::mpsc;
 
@@ -263,12 +263,84 @@ pub fn build_body(
         }
         None => wire.encode_request_for(out.request, traits)?,
     };
-    if wire.spec().model == ModelPlacement::Body
-        && let Value::Object(m) = &mut v
-    {
-        m.insert("model".into(), Value::String(upstream_model.to_owned()));
+    if let Value::Object(m) = &mut v {
+        if wire.spec().model == ModelPlacement::Body {
+            m.insert("model".into(), Value::String(upstream_model.to_owned()));
+        }
+        // What the provider is known to refuse goes from translations too.
+        for field in &spec.drop_fields {
+            m.remove(field);
+        }
     }
     serde_json::to_vec(&v).map_err(|e| ProtocolError::body(e.to_string()))
+}
+
+/// The header a client's Anthropic beta flags come in.
+const ANTHROPIC_BETA: &str = "anthropic-beta";
+
+/// What the body (and headers) [`build_body`] and [`send`] make for this provider
+/// change of the request's settings, for the record: the wire's mapping
+/// ([`carry::carriage`]) when the request is translated, the provider's
+/// `drop_fields` where they remove something, and `anthropic-beta` flags the
+/// target does not take.
+pub fn field_edits(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<String> {
+    let dropped = |field: &str| format!("{field}: dropped (the provider's drop_fields)");
+    let mut edits = Vec::new();
+    if out.raw.is_some() {
+        if let Some(body) =
+            out.raw.filter(|_| !spec.drop_fields.is_empty()).and_then(RawBody::object)
+        {
+            edits.extend(
+                spec.drop_fields.iter().filter(|f| body.contains_key(*f)).map(|f| dropped(f)),
+            );
+        }
+    } else {
+        let carriage = carry::carriage(wire, out.request);
+        edits = carriage.edits;
+        for field in &spec.drop_fields {
+            if carriage.sent.contains(&field.as_str()) {
+                edits.push(dropped(field));
+            }
+        }
+    }
+    if let Some(betas) = forwarded(out, ANTHROPIC_BETA) {
+        match beta_header(out, wire, spec) {
+            Passthrough::All => {}
+            Passthrough::None => edits.push(format!("{ANTHROPIC_BETA}: dropped {betas}")),
+            Passthrough::Only(allowed) => edits.extend(
+                flags(betas)
+                    .filter(|f| !allowed.iter().any(|a| a == f))
+                    .map(|f| format!("{ANTHROPIC_BETA}: dropped {f}")),
+            ),
+        }
+    }
+    edits
+}
+
+/// Which of a client's `anthropic-beta` flags go upstream.
+enum Passthrough<'a> {
+    /// All, as the client sent them (Anthropic itself).
+    All,
+    /// None: the target is not an Anthropic wire.
+    None,
+    /// The flags the catalog says the provider accepts.
+    Only(&'a [String]),
+}
+
+fn beta_header<'a>(out: &Outgoing<'_>, wire: Wire, spec: &'a ProviderSpec) -> Passthrough<'a> {
+    if out.format.native_wire() != Some(wire)
+        || !wire.spec().passthrough_headers.contains(&ANTHROPIC_BETA)
+    {
+        return Passthrough::None;
+    }
+    match &spec.anthropic_betas {
+        None => Passthrough::All,
+        Some(allowed) => Passthrough::Only(allowed),
+    }
+}
+
+fn flags(header: &str) -> impl Iterator<Item = &str> {
+    header.split(',').map(str::trim).filter(|f| !f.is_empty())
 }
 
 /// Why an attempt failed, as the attempt loop classifies it.
@@ -455,8 +527,17 @@ fn with_headers(
     }
     if out.format.native_wire() == Some(wire) {
         for name in api.passthrough_headers {
-            if let Some(value) = forwarded(out, name) {
-                req = req.header(*name, value);
+            let Some(value) = forwarded(out, name) else { continue };
+            match (*name, beta_header(out, wire, spec)) {
+                // An Anthropic-compatible server that refuses flags it does not know.
+                (ANTHROPIC_BETA, Passthrough::Only(allowed)) => {
+                    let kept: Vec<&str> =
+                        flags(value).filter(|f| allowed.iter().any(|a| a == f)).collect();
+                    if !kept.is_empty() {
+                        req = req.header(*name, kept.join(","));
+                    }
+                }
+                _ => req = req.header(*name, value),
             }
         }
     }

@@ -19,6 +19,7 @@
 //! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
 
 pub mod anthropic;
+pub mod carry;
 pub mod compaction;
 pub mod continuity;
 pub mod error;

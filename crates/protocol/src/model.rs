@@ -17,9 +17,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod document;
+mod extras;
 mod traits;
 
 pub use document::*;
+pub use extras::*;
 pub use traits::*;
 
 /// A generation request, whatever format it arrived in.
@@ -58,6 +60,10 @@ pub struct Request {
     /// sends it upstream as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<crate::Compaction>,
+    /// Hosted tools, prompt-cache, safety, tier and storage settings, the client's
+    /// session: see [`Extras`].
+    #[serde(default)]
+    pub extras: Extras,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

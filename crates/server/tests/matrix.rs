@@ -1478,12 +1478,15 @@ async fn same_format_fast_path_keeps_unknown_fields() {
         let mode = if stream { "stream" } else { "whole" };
 
         // OpenAI chat client → OpenAI upstream.
-        let vendor_field = json!({"a": 1, "nested": [true, null, 2.5]});
+        // Fields the gateway has no model for (the fake refuses fields OpenAI does
+        // not define, as OpenAI does).
+        let vendor_field =
+            json!({"type": "content", "content": [{"type": "text", "text": "a \"draft\""}]});
         let logit_bias = json!({"50256": -100, "1234": 5});
         let messages = json!([{"role": "user", "content": "hello fast path"}]);
         let mut body = json!({
             "model": "m-openai", "messages": messages,
-            "x_vendor_field": vendor_field, "logit_bias": logit_bias
+            "prediction": vendor_field, "logit_bias": logit_bias
         });
         if stream {
             body["stream"] = json!(true);
@@ -1494,8 +1497,8 @@ async fn same_format_fast_path_keeps_unknown_fields() {
         match rx {
             Some(rx) => {
                 p.eq(
-                    &format!("chat {mode}: upstream x_vendor_field"),
-                    &rx.body["x_vendor_field"],
+                    &format!("chat {mode}: upstream prediction"),
+                    &rx.body["prediction"],
                     &vendor_field,
                 );
                 p.eq(
@@ -1942,7 +1945,7 @@ async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
     let sent = || h.anthropic.received().last().unwrap().clone();
 
     let body = json!({"model": "m-opus47", "max_tokens": 3000, "temperature": 1,
-        "thinking": {"type": "enabled", "budget_tokens": 2048}, "x_unknown": {"k": 1},
+        "thinking": {"type": "enabled", "budget_tokens": 2048}, "container": {"id": "container_1"},
         "messages": history});
     let r = h.post("/v1/messages", &body).await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
@@ -1951,7 +1954,11 @@ async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
     assert_eq!(up["thinking"], json!({"type": "adaptive"}));
     assert_eq!(up["output_config"], json!({"effort": "low"}));
     assert!(up.get("temperature").is_none(), "{up}");
-    assert_eq!(up["x_unknown"], json!({"k": 1}));
+    assert_eq!(
+        up["container"],
+        json!({"id": "container_1"}),
+        "a field the gateway has no model for"
+    );
     assert_eq!(up["messages"], history, "history (thinking signature included) unchanged");
 
     let body = json!({"model": "m-haiku45", "max_tokens": 3000,
@@ -1984,7 +1991,7 @@ async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
                  deployments: [{ provider: openai, model: gpt-6.2-sol }]\n";
     let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
     let ask = |model: &str| {
-        json!({"model": model, "max_tokens": 500, "x_unknown": 1,
+        json!({"model": model, "max_tokens": 500, "seed": 1,
                "messages": [{"role": "user", "content": "hi"}]})
     };
     let sent = || h.openai.received().last().unwrap().body.clone();
@@ -1994,7 +2001,7 @@ async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
         let up = sent();
         assert!(up.get("max_tokens").is_none(), "{up}");
         assert_eq!(up["max_completion_tokens"], limit, "{model}");
-        assert_eq!(up["x_unknown"], 1);
+        assert_eq!(up["seed"], 1, "a field the gateway has no model for");
     }
     for model in ["m-openai", "m-sol-pinned"] {
         let r = h.post("/v1/chat/completions", &ask(model)).await;

@@ -37,7 +37,7 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// Columns per record row in [`RECORD_COLS`].
-const RECORD_COL_COUNT: usize = 27;
+const RECORD_COL_COUNT: usize = 29;
 
 /// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]), built once per
 /// backend and size: building it per batch cost more than binding the values.
@@ -75,7 +75,8 @@ fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
 const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
-    cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content";
+    cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content, \
+    session_id, field_edits";
 
 /// How a text column is bound. SQLite's arguments own their values, and sqlx
 /// turns a `&str` into a `String` and then an `Arc` (two copies per column, about
@@ -119,6 +120,8 @@ struct Encoded<'a> {
     tokens: [Option<i64>; 5],
     /// NaN or infinite is stored as unknown.
     cost_usd: Option<f64>,
+    /// JSON array; `None` when there are none.
+    field_edits: Option<String>,
 }
 
 impl Store {
@@ -164,7 +167,9 @@ impl Store {
                         .bind(e.cost_usd)
                         .bind(e.r.estimated)
                         .bind(e.r.stream)
-                        .bind(opt::<Db>(e.r.content.as_deref()));
+                        .bind(opt::<Db>(e.r.content.as_deref()))
+                        .bind(opt::<Db>(e.r.session_id.as_deref()))
+                        .bind(opt::<Db>(e.field_edits.as_deref()));
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -428,6 +433,15 @@ fn encode(r: &RequestRecord) -> Result<Encoded<'_>, StoreError> {
             opt(u.reasoning_tokens, "reasoning_tokens")?,
         ],
         cost_usd: r.cost_usd.filter(|c| c.is_finite()),
+        field_edits: if r.field_edits.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&r.field_edits).map_err(|e| {
+                    StoreError::Invalid(format!("record {}: field_edits: {e}", r.id))
+                })?,
+            )
+        },
     })
 }
 
@@ -478,6 +492,12 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
         estimated: r.col("estimated")?,
         stream: r.col("stream")?,
         content: r.col("content")?,
+        session_id: r.col("session_id")?,
+        field_edits: match r.col::<Option<String>>("field_edits")? {
+            None => Vec::new(),
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| StoreError::Corrupt(format!("request_records.field_edits: {e}")))?,
+        },
         ..RequestRecord::default()
     })
 }

@@ -159,13 +159,19 @@ async fn case_migrations_are_idempotent(store: Store) {
     assert_eq!(store.user(&u.id).await.unwrap(), Some(u));
     let versions: Vec<i64> = match store.pool() {
         DbPool::Sqlite(p) => {
-            sqlx::query_scalar("SELECT version FROM _sqlx_migrations").fetch_all(p).await.unwrap()
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(p)
+                .await
+                .unwrap()
         }
         DbPool::Postgres(p) => {
-            sqlx::query_scalar("SELECT version FROM _sqlx_migrations").fetch_all(p).await.unwrap()
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(p)
+                .await
+                .unwrap()
         }
     };
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
@@ -716,6 +722,8 @@ fn full_record() -> RequestRecord {
         cost_usd: Some(0.012_345_678_9),
         estimated: true,
         stream: true,
+        session_id: Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into()),
+        field_edits: vec!["prompt_cache_key: dropped".into(), "store: dropped".into()],
         ..RequestRecord::default()
     }
 }

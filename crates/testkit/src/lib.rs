@@ -29,7 +29,8 @@
 //!
 //! Other paths answer 404 and other methods 405, both in the vendor's error
 //! shape; they are recorded but take nothing from the script. A routed body the
-//! real API would refuse (Anthropic: a text block that is empty or only
+//! real API would refuse (any: a top-level field the API does not define;
+//! Anthropic: a text block that is empty or only
 //! whitespace, a message without content, a malformed `document`; OpenAI: an
 //! unknown content part type, a `file` without data or id; Gemini: `inlineData`
 //! without its type or data) answers 400 in the vendor's shape, recorded, taking

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_saphyr::{Location, Spanned};
-use switchyard_protocol::Wire;
+use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
@@ -79,7 +79,7 @@ impl Catalog {
         let mut problems = Vec::new();
         let mut warnings = Vec::new();
         let (providers, provider_index) = compile_providers(raw, env, &mut problems, &mut warnings);
-        let (models, lookup) = compile_models(raw, &provider_index, &mut problems);
+        let (models, lookup) = compile_models(raw, &providers, &provider_index, &mut problems);
         check_model_fallbacks(raw, &models, &mut problems);
         let routes = compile_routes(
             raw,
@@ -182,6 +182,18 @@ fn compile_providers(
                 format!("providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"),
             ));
         }
+        let server_tools = match &p.server_tools {
+            Some(list) => server_tools(list, &kind, &format!("providers.{name}"), problems),
+            None => default_server_tools(&kind),
+        };
+        if p.anthropic_betas.is_some() && kind != ProviderKind::Wire(Wire::Anthropic) {
+            problems.push(Problem::located(
+                written.location(),
+                format!(
+                    "providers.{name}.anthropic_betas: only an anthropic provider takes beta flags"
+                ),
+            ));
+        }
         provider_index.insert(name.to_owned(), providers.len());
         providers.push(Arc::new(ProviderSpec {
             name: name.to_owned(),
@@ -195,6 +207,8 @@ fn compile_providers(
             european: p.governance.european.unwrap_or(false),
             no_retain: p.governance.no_retain.unwrap_or(false),
             markup: p.markup.as_ref().map_or(1.0, |m| m.value),
+            server_tools,
+            anthropic_betas: p.anthropic_betas.clone(),
         }));
     }
     (providers, provider_index)
@@ -204,6 +218,7 @@ fn compile_providers(
 /// normalised id and alias → index into them: ids and aliases share one namespace.
 fn compile_models(
     raw: &RawConfig,
+    providers: &[Arc<ProviderSpec>],
     provider_index: &HashMap<String, usize>,
     problems: &mut Vec<Problem>,
 ) -> (Vec<ModelEntry>, HashMap<String, usize>) {
@@ -248,10 +263,16 @@ fn compile_models(
             if let Some(provider) =
                 find_provider(&d.provider, &format!("models[{id}].deployments"), problems)
             {
+                let server_tools =
+                    d.server_tools.as_ref().zip(providers.get(provider)).map(|(list, p)| {
+                        let at = format!("models[{id}].deployments[{}]", d.provider.value);
+                        server_tools(list, &p.kind, &at, problems)
+                    });
                 deployments.push(Deployment {
                     provider,
                     upstream_model: d.model.clone().unwrap_or_else(|| m.id.value.clone()),
                     pricing: d.pricing.clone(),
+                    server_tools,
                 });
             }
         }
@@ -416,6 +437,46 @@ fn default_endpoint(kind: &ProviderKind) -> &'static str {
         ProviderKind::Wire(wire) => wire.spec().default_endpoint,
         ProviderKind::Mock { .. } => "",
     }
+}
+
+/// What a provider of `kind` runs when its configuration names no server tools:
+/// Anthropic's own on an `anthropic` provider (as its API does), none elsewhere
+/// (an OpenAI-compatible server or a Gemini model runs one only if said so).
+fn default_server_tools(kind: &ProviderKind) -> ServerTools {
+    match kind {
+        ProviderKind::Wire(Wire::Anthropic) => carry::runnable(Wire::Anthropic),
+        _ => ServerTools::NONE,
+    }
+}
+
+/// A `server_tools` list (at `at`), each name checked against what the wire can
+/// declare at all: a promise the encoder could not keep is a problem at its line.
+fn server_tools(
+    list: &[Spanned<ServerTool>],
+    kind: &ProviderKind,
+    at: &str,
+    problems: &mut Vec<Problem>,
+) -> ServerTools {
+    let (runnable, wire) = match kind {
+        ProviderKind::Wire(wire) => (carry::runnable(*wire), wire.as_str()),
+        ProviderKind::Mock { .. } => (ServerTools::NONE, "mock"),
+    };
+    let mut set = ServerTools::NONE;
+    for tool in list {
+        if runnable.contains(tool.value) {
+            set.insert(tool.value);
+        } else {
+            problems.push(Problem::at(
+                tool,
+                format!(
+                    "{at}.server_tools: {} cannot run on the {wire} wire (it runs: {})",
+                    tool.value.as_str(),
+                    runnable.names()
+                ),
+            ));
+        }
+    }
+    set
 }
 
 fn capabilities(list: &[Capability]) -> Capabilities {

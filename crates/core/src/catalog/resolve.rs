@@ -234,6 +234,7 @@ impl Catalog {
                     pricing: d.pricing.clone().or_else(|| m.pricing.clone()),
                     model: Some(m.clone()),
                     weight: 1,
+                    server_tools: d.server_tools.unwrap_or(provider.server_tools),
                 },
             );
         }
@@ -271,6 +272,9 @@ impl Catalog {
         push_unique(
             out,
             Candidate {
+                server_tools: deployment
+                    .and_then(|d| d.server_tools)
+                    .unwrap_or(provider.server_tools),
                 provider: provider.clone(),
                 upstream_model,
                 pricing,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchyard_protocol::Wire;
+use switchyard_protocol::{ServerTools, Wire};
 
 use super::governance_ok;
 use crate::config::raw;
@@ -48,6 +48,10 @@ pub struct ProviderSpec {
     pub no_retain: bool,
     /// Cost multiplier for this provider's answers.
     pub markup: f64,
+    /// The server tools its deployments run unless they say otherwise.
+    pub server_tools: ServerTools,
+    /// The `anthropic-beta` flags it accepts (`None`: any, as the client sent them).
+    pub anthropic_betas: Option<Vec<String>>,
 }
 
 impl ProviderSpec {
@@ -132,6 +136,8 @@ pub struct Deployment {
     pub provider: usize,
     pub upstream_model: String,
     pub pricing: Option<Pricing>,
+    /// The server tools it runs (`None`: its provider's).
+    pub server_tools: Option<ServerTools>,
 }
 
 #[derive(Debug, Clone)]
@@ -302,6 +308,8 @@ pub struct Candidate {
     pub model: Option<Arc<ModelEntry>>,
     /// Weight under `strategy: weighted`.
     pub weight: u32,
+    /// The server tools this deployment runs.
+    pub server_tools: ServerTools,
 }
 
 impl Candidate {

@@ -400,3 +400,63 @@ fn governance_problems_name_their_own_route_after_one_that_did_not_compile() {
     assert!(text.contains("routes[eu].requires: a"), "{text}");
     assert!(!text.contains("routes[plain]"), "{text}");
 }
+
+#[test]
+fn server_tools_default_by_wire_and_are_checked_against_it() {
+    use switchyard_protocol::{ServerTool, ServerTools};
+    let c = compile(BASE).unwrap();
+    let today = Date::parse("2026-11-30").unwrap();
+    let plan = c.plan("m1", today, &Scope::default()).unwrap();
+    // An OpenAI-compatible server runs none unless said so; Anthropic its own.
+    assert_eq!(plan.candidates[0].server_tools, ServerTools::NONE);
+    assert!(plan.candidates[1].server_tools.contains(ServerTool::WebSearch));
+    assert!(plan.candidates[1].server_tools.contains(ServerTool::Mcp));
+    assert!(!plan.candidates[1].server_tools.contains(ServerTool::FileSearch));
+
+    let declared = BASE
+        .replace(
+            "credentials: { env: [KEY] } }\n  b:",
+            "credentials: { env: [KEY] }, server_tools: [web_search] }\n  b:",
+        )
+        .replace(
+            "deployments: [{ provider: b, model: up-m2 }]",
+            "deployments: [{ provider: b, model: up-m2, server_tools: [web_search] }]",
+        );
+    let c = compile(&declared).unwrap();
+    let plan = c.plan("m1", today, &Scope::default()).unwrap();
+    assert_eq!(plan.candidates[0].server_tools, ServerTools::of([ServerTool::WebSearch]));
+    let plan = c.plan("m2", today, &Scope::default()).unwrap();
+    assert_eq!(plan.candidates[0].server_tools, ServerTools::of([ServerTool::WebSearch]));
+
+    // A promise the wire cannot keep is refused at its line.
+    let bad = BASE.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] },\n      server_tools: [web_search, file_search] }\n  b:",
+    );
+    let p = problems(&bad);
+    assert!(
+        p.contains("t.yaml:4: providers.a.server_tools: file_search cannot run on the openai-chat wire (it runs: web_search)"),
+        "{p}"
+    );
+    let bad = BASE.replace(
+        "deployments: [{ provider: b, model: up-m2 }]",
+        "deployments: [{ provider: b, model: up-m2, server_tools: [image_generation] }]",
+    );
+    assert!(problems(&bad).contains(
+        "models[m2].deployments[b].server_tools: image_generation cannot run on the anthropic wire"
+    ));
+    // An unknown name is the parser's to refuse, with its line.
+    let unknown = BASE.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, server_tools: [teleport] }\n  b:",
+    );
+    let err = ConfigSource::from_text("t.yaml", &unknown).parse_with(&|_| None).unwrap_err();
+    let err = err.to_string();
+    assert!(err.contains("line 3") && err.contains("unknown variant `teleport`"), "{err}");
+    // Beta flags are an Anthropic provider's setting.
+    let betas = BASE.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, anthropic_betas: [x] }\n  b:",
+    );
+    assert!(problems(&betas).contains("providers.a.anthropic_betas"));
+}

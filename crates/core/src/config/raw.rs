@@ -319,6 +319,17 @@ pub struct ProviderConfig {
     /// platform fee). Default 1.
     #[serde(default)]
     pub markup: Option<Spanned<f64>>,
+    /// The server tools (hosted tools: web search, code execution, MCP, …) its
+    /// deployments run, unless a deployment says otherwise. Absent: an `anthropic`
+    /// provider runs Anthropic's, any other none. A request needing one goes only
+    /// to deployments that run it.
+    #[serde(default)]
+    pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
+    /// `anthropic` wire: the `anthropic-beta` flags it accepts (an
+    /// Anthropic-compatible server that refuses others). Absent: a client's flags
+    /// go as they came.
+    #[serde(default)]
+    pub anthropic_betas: Option<Vec<String>>,
 }
 
 /// No `credentials` block was written: defaults, at no position in the file.
@@ -437,6 +448,9 @@ pub struct DeploymentConfig {
     /// Overrides the model's prices for this deployment (e.g. a regional premium).
     #[serde(default)]
     pub pricing: Option<Pricing>,
+    /// The server tools this deployment runs (replaces its provider's list).
+    #[serde(default)]
+    pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
 }
 
 /// How a chain orders its deployments for the first attempt.

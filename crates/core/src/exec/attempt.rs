@@ -93,6 +93,13 @@ impl Snapshot {
                         | Failure::CircuitOpen(_))
                 );
                 sent += usize::from(sent_upstream);
+                if let Some(wire) = cand.provider.wire().filter(|_| sent_upstream) {
+                    guard.rec.field_edits = upstream::field_edits(
+                        &inbound.outgoing(&inbound.request, wire),
+                        wire,
+                        &cand.provider,
+                    );
+                }
                 let elapsed = started.elapsed();
                 guard.rec.attempts.push(AttemptRecord {
                     deployment: cand.label(),

@@ -268,6 +268,7 @@ impl Snapshot {
                 client_format: inbound.format.as_str().into(),
                 requested_model: inbound.request.model.clone(),
                 stream: inbound.request.stream,
+                session_id: inbound.request.extras.session_id.clone(),
                 ..RequestRecord::default()
             },
             sink,

@@ -60,6 +60,7 @@ impl Snapshot {
         self.authorize(&mut plan, inbound, runtime)?;
         filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
+        filter::by_server_tools(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         if purpose == Purpose::Generate {
             // Images and documents are left out: their fixed estimates would
@@ -68,6 +69,8 @@ impl Snapshot {
                 estimate::text_input_tokens(&inbound.request)
             })?;
         }
+        // A context-window fallback runs the request's server tools too, or not at all.
+        filter::by_server_tools(&mut plan, &inbound.request)?;
         // Anthropic refuses thinking in a tool loop whose continued turn has none of
         // its own (it came from another family): such requests go without it there.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))

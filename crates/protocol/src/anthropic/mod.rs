@@ -11,8 +11,13 @@
 //! [`Part::Untranslatable`], by name: when client and upstream both speak Anthropic,
 //! the gateway's same-format fast path forwards the original body, so they go as they
 //! came; a translation to another wire refuses them by name. Server tools such as
-//! `web_search_*` / `bash_*` (no schema) are skipped: Anthropic runs them itself, and
-//! no other wire can.
+//! `web_search_*`, `mcp_toolset` (with `mcp_servers`) or `bash_*` (no schema) are
+//! carried as [`HostedTool`]s, never skipped: the core sends the request only where
+//! they run, and a wire that cannot declare one refuses it by name
+//! ([`crate::carry`]). `service_tier` is carried; Claude Code's session, named in
+//! `metadata.user_id`, is read for the record ([`claude_code_session`]).
+//!
+//! [`HostedTool`]: crate::HostedTool
 //!
 //! Anthropic refuses text blocks that are empty or only whitespace, and messages left
 //! without content: such blocks are dropped from the history on the way to it (see
@@ -24,6 +29,7 @@
 //!
 //! [`Part::Untranslatable`]: crate::Part::Untranslatable
 
+mod extras;
 mod native;
 mod request;
 mod response;
@@ -31,6 +37,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
+pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};

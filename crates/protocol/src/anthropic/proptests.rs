@@ -204,6 +204,7 @@ prop_compose! {
             model,
             stream_usage: false,
             compaction: None,
+            extras: Default::default(),
             system,
             messages,
             tools,

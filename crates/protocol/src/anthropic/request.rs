@@ -6,11 +6,14 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use crate::carry::{self, Placement};
 use crate::{
-    Document, DocumentSource, Effort, Image, ImageSource, Message, ModelTraits, Part,
+    Document, DocumentSource, Effort, Extras, Image, ImageSource, Message, ModelTraits, Part,
     ProtocolError, Reasoning, ReasoningControl, Request, ResponseFormat, Role, TextBlock, Tool,
-    ToolChoice, util,
+    ToolChoice, Wire, util,
 };
+
+use super::extras;
 
 use super::wire::{
     InBlock, InMessage, InMetadata, InOutputConfig, InOutputFormat, InSystemBlock, InThinking,
@@ -84,15 +87,22 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     }
 
     let mut tools = Vec::new();
+    let mut hosted_tools = Vec::new();
+    let mut deferred_tools = Vec::new();
     for (i, raw) in
         take::<Vec<Value>>(&mut map, "tools")?.unwrap_or_default().into_iter().enumerate()
     {
-        // Server tools (`web_search_*`, `bash_*`, `text_editor_*`, …) have no schema:
-        // Anthropic runs them itself, and no other wire can.
-        if raw.get("input_schema").is_none_or(Value::is_null) {
+        let path = format!("tools[{i}]");
+        // Server tools (`web_search_*`, `mcp_toolset`, `bash_*`, …) have no schema:
+        // carried by kind, so the request goes only where they run.
+        if let Some(hosted) = extras::hosted_tool(&raw, &path) {
+            hosted_tools.push(hosted);
             continue;
         }
-        let tool: InTool = at(raw, &format!("tools[{i}]")).map_err(ProtocolError::InvalidBody)?;
+        let tool: InTool = at(raw, &path).map_err(ProtocolError::InvalidBody)?;
+        if tool.defer_loading == Some(true) {
+            deferred_tools.push(tool.name.clone());
+        }
         tools.push(Tool {
             name: tool.name,
             description: tool.description,
@@ -169,6 +179,15 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     };
 
     let metadata: InMetadata = take(&mut map, "metadata")?.unwrap_or_default();
+    let servers: Vec<Value> = take(&mut map, "mcp_servers")?.unwrap_or_default();
+    hosted_tools.extend(extras::mcp_servers(servers));
+    let extras = Extras {
+        hosted_tools,
+        deferred_tools,
+        service_tier: take(&mut map, "service_tier")?,
+        session_id: metadata.user_id.as_deref().and_then(extras::claude_code_session),
+        ..Extras::default()
+    };
 
     Ok(Request {
         model,
@@ -189,6 +208,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         metadata: None,
         stream_usage: false,
         compaction: None,
+        extras,
     })
 }
 
@@ -385,8 +405,30 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
 
     body.insert("messages".into(), Value::Array(encode_messages(&req.messages)?));
 
-    if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(req.tools.iter().map(encode_tool).collect()));
+    // Server tools and MCP servers, as Anthropic declares them (or refused by name).
+    let mut hosted = Vec::new();
+    let mut mcp_servers = Vec::new();
+    for placement in carry::placements(Wire::Anthropic, req, TARGET)? {
+        match placement {
+            Placement::Tool(tool) => hosted.push(tool),
+            Placement::McpServer(server) => mcp_servers.push(server),
+            Placement::Field(name, value) => {
+                body.insert(name.into(), value);
+            }
+        }
+    }
+    if !mcp_servers.is_empty() {
+        body.insert("mcp_servers".into(), Value::Array(mcp_servers));
+    }
+    if !req.tools.is_empty() || !hosted.is_empty() {
+        let mut tools: Vec<Value> = req.tools.iter().map(encode_tool).collect();
+        for (tool, value) in req.tools.iter().zip(tools.iter_mut()) {
+            if req.extras.deferred_tools.contains(&tool.name) {
+                value["defer_loading"] = json!(true);
+            }
+        }
+        tools.extend(hosted);
+        body.insert("tools".into(), Value::Array(tools));
         if let Some(choice) = encode_tool_choice(req) {
             body.insert("tool_choice".into(), choice);
         }
@@ -396,6 +438,11 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         // not to be called.
         body.insert("tools".into(), tools);
         body.insert("tool_choice".into(), json!({"type": "none"}));
+    }
+    if let Some(tier) =
+        req.extras.service_tier.as_deref().and_then(|t| carry::service_tier(Wire::Anthropic, t))
+    {
+        body.insert("service_tier".into(), json!(tier));
     }
 
     // Thinking requires the default temperature and top_k, and top_p of at least 0.95;
@@ -418,7 +465,8 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));
     }
-    if let Some(user) = &req.user {
+    // Anthropic's end-user id serves OpenAI's safety identifier's purpose too.
+    if let Some(user) = req.user.as_ref().or(req.extras.safety_identifier.as_ref()) {
         body.insert("metadata".into(), json!({"user_id": user}));
     }
     if req.stream {

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use crate::anthropic::test_support::{SIGNATURE, parse_value};
 use crate::{
     Document, DocumentSource, Effort, Image, ImageSource, Message, ModelTraits, Part,
-    ProtocolError, Reasoning, ReasoningControl, Request, ResponseFormat, Role, TextBlock, Tool,
-    ToolCall, ToolChoice, ToolResult,
+    ProtocolError, Reasoning, ReasoningControl, Request, ResponseFormat, Role, ServerTool,
+    TextBlock, Tool, ToolCall, ToolChoice, ToolResult,
 };
 
 use super::*;
@@ -224,7 +224,13 @@ fn re_encodes_a_claude_code_request_for_the_upstream() {
     assert_eq!(body["stream"], true);
     assert_eq!(body["metadata"], json!({"user_id": "user_abc123_account__session_7f3e"}));
     assert_eq!(body["system"][1]["cache_control"], json!({"type": "ephemeral", "ttl": "1h"}));
-    assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    // The server tool is carried, not skipped: it goes back as it came.
+    let tools = body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 3);
+    assert_eq!(
+        tools[2],
+        json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5})
+    );
     assert!(body.get("tool_choice").is_none());
 
     let messages = body["messages"].as_array().unwrap();
@@ -759,4 +765,54 @@ fn a_tool_loop_continues_without_thinking_when_its_turn_has_none_of_its_own() {
     let traits = ModelTraits::infer(crate::Wire::Anthropic, "claude-sonnet-4-5");
     let body = encode_request(&req(vec![Part::Text(TextBlock::new("x")), call]), traits).unwrap();
     assert!(body.get("thinking").is_none(), "{body}");
+}
+
+/// Server tools, MCP servers and deferred tools are carried (never skipped), the
+/// tier kept, and Claude Code's session read from its user id.
+#[test]
+fn server_tools_the_tier_and_the_session_are_carried() {
+    let body = json!({
+        "model": "claude-sonnet-4-6", "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "find it"}],
+        "metadata": {"user_id": "user_ab12_account__session_5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f"},
+        "service_tier": "standard_only",
+        "mcp_servers": [{"type": "url", "url": "https://mcp.example.com/sse", "name": "docs"}],
+        "tools": [
+            {"type": "mcp_toolset", "mcp_server_name": "docs"},
+            {"name": "lookup", "input_schema": {"type": "object"}, "defer_loading": true},
+            {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+            {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 2}
+        ]
+    });
+    let req = parse_value(&body).unwrap();
+    assert_eq!(req.tools.len(), 1);
+    assert_eq!(req.extras.deferred_tools, ["lookup"]);
+    let kinds: Vec<(Option<ServerTool>, &str, &str)> = req
+        .extras
+        .hosted_tools
+        .iter()
+        .map(|t| (t.kind, t.tool_type.as_str(), t.path.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (Some(ServerTool::Mcp), "mcp_toolset", "tools[0]"),
+            (Some(ServerTool::ToolSearch), "tool_search_tool_regex_20251119", "tools[2]"),
+            (Some(ServerTool::WebFetch), "web_fetch_20250910", "tools[3]"),
+            (Some(ServerTool::Mcp), crate::MCP_SERVER, "mcp_servers[0]"),
+        ]
+    );
+    assert_eq!(req.extras.service_tier.as_deref(), Some("standard_only"));
+    assert_eq!(req.extras.session_id.as_deref(), Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f"));
+    // The user id still reaches the provider as the end user's (never a tenant).
+    assert_eq!(req.user.as_deref(), body["metadata"]["user_id"].as_str());
+    // Re-encoded for Anthropic (library callers): everything goes back.
+    let out = crate::Wire::Anthropic.encode_request(&req).unwrap();
+    assert_eq!(out["mcp_servers"], body["mcp_servers"]);
+    assert_eq!(out["service_tier"], "standard_only");
+    assert_eq!(out["tools"][0]["defer_loading"], true);
+    assert_eq!(out["tools"].as_array().unwrap().len(), 4);
+    // Elsewhere MCP cannot run: refused naming the tool.
+    let err = crate::Wire::Gemini.encode_request(&req).unwrap_err().to_string();
+    assert!(err.contains("the `mcp_toolset` tool (tools[0])"), "{err}");
 }

@@ -108,6 +108,9 @@ pub(super) struct InTool {
     pub(super) strict: Option<bool>,
     #[serde(default)]
     pub(super) cache_control: Option<Value>,
+    /// Loaded only when the model searches for it (tool search).
+    #[serde(default)]
+    pub(super) defer_loading: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -247,6 +247,7 @@ fn request_strategy() -> impl Strategy<Value = Request> {
             model: "gemini-2.5-pro".into(),
             stream_usage: false,
             compaction: None,
+            extras: Default::default(),
             system: system.into_iter().map(TextBlock::new).collect(),
             messages: build_messages(turns),
             tools,

@@ -114,7 +114,26 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         tool_config: req.tool_choice.as_ref().map(tool_config),
         generation_config: generation_config(req, traits),
     };
-    serde_json::to_value(&wire).map_err(ProtocolError::body)
+    let mut body = serde_json::to_value(&wire).map_err(ProtocolError::body)?;
+    // Google's own tools (search, code execution, URL context), each a `tools`
+    // entry of its own, after the function declarations.
+    let hosted: Vec<Value> = crate::carry::placements(crate::Wire::Gemini, req, TARGET)?
+        .into_iter()
+        // `place` gives Gemini `tools` entries only.
+        .filter_map(|p| match p {
+            crate::carry::Placement::Tool(tool) => Some(tool),
+            _ => None,
+        })
+        .collect();
+    if !hosted.is_empty()
+        && let Value::Object(map) = &mut body
+    {
+        let tools = map.entry("tools").or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(tools) = tools {
+            tools.extend(hosted);
+        }
+    }
+    Ok(body)
 }
 
 /// Gemini pairs function responses with the calls of the turn before by position

@@ -59,6 +59,7 @@ fn encodes_a_multi_turn_tool_conversation() {
         model: "gemini-2.5-pro".into(),
         stream_usage: false,
         compaction: None,
+        extras: Default::default(),
         system: vec![TextBlock::new("You are a travel assistant.")],
         messages: vec![
             Message::text(Role::System, "Answer in English."),

@@ -3,10 +3,12 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::carry::{self, Placement};
 use crate::util::from_slice;
 use crate::{
-    Document, DocumentSource, Effort, Image, ImageSource, Message, Part, ProtocolError, Reasoning,
-    Request, ResponseFormat, Role, TextBlock, Tool, ToolCall, ToolChoice, ToolResult,
+    Dialect, Document, DocumentSource, Effort, Extras, HostedTool, Image, ImageSource, Message,
+    Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, ServerTool, TextBlock, Tool,
+    ToolCall, ToolChoice, ToolResult, Wire,
 };
 
 use super::wire::{WireContent, WirePart, WireRequest, WireResponseFormat};
@@ -25,6 +27,26 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         parallel_tool_calls: w.parallel_tool_calls,
         user: w.user,
         metadata: w.metadata,
+        extras: Extras {
+            hosted_tools: w
+                .web_search_options
+                .filter(|o| !o.is_null())
+                .map(|config| HostedTool {
+                    kind: Some(ServerTool::WebSearch),
+                    dialect: Dialect::OpenAiChat,
+                    tool_type: "web_search_options".to_owned(),
+                    path: "web_search_options".to_owned(),
+                    config,
+                })
+                .into_iter()
+                .collect(),
+            prompt_cache_key: w.prompt_cache_key,
+            prompt_cache_retention: w.prompt_cache_retention,
+            safety_identifier: w.safety_identifier,
+            service_tier: w.service_tier,
+            store: w.store,
+            ..Extras::default()
+        },
         ..Request::default()
     };
     req.stop = match w.stop {
@@ -340,6 +362,39 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     }
     if let Some(m) = &req.metadata {
         body.insert("metadata".into(), Value::Object(m.clone()));
+    }
+    // Prompt-cache routing, safety and storage go as the client set them: a lost
+    // cache key costs an agent most of its cache hits.
+    let x = &req.extras;
+    for (field, value) in [
+        ("prompt_cache_key", &x.prompt_cache_key),
+        ("prompt_cache_retention", &x.prompt_cache_retention),
+        ("safety_identifier", &x.safety_identifier),
+    ] {
+        if let Some(value) = value {
+            body.insert(field.into(), json!(value));
+        }
+    }
+    if let Some(store) = x.store {
+        body.insert("store".into(), json!(store));
+    }
+    if let Some(tier) =
+        x.service_tier.as_deref().and_then(|t| carry::service_tier(Wire::OpenAiChat, t))
+    {
+        body.insert("service_tier".into(), json!(tier));
+    }
+    for placement in carry::placements(Wire::OpenAiChat, req, TARGET)? {
+        match placement {
+            Placement::Field(name, value) => {
+                body.insert(name.into(), value);
+            }
+            // `place` gives Chat Completions nothing else; refused rather than lost.
+            Placement::Tool(_) | Placement::McpServer(_) => {
+                return Err(ProtocolError::Unsupported(format!(
+                    "{TARGET} takes hosted tools only as top-level options"
+                )));
+            }
+        }
     }
     if req.stream {
         body.insert("stream".into(), json!(true));

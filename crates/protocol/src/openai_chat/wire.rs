@@ -43,6 +43,19 @@ pub(super) struct WireRequest {
     pub(super) user: Option<String>,
     #[serde(default)]
     pub(super) metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub(super) prompt_cache_key: Option<String>,
+    #[serde(default)]
+    pub(super) prompt_cache_retention: Option<String>,
+    #[serde(default)]
+    pub(super) safety_identifier: Option<String>,
+    #[serde(default)]
+    pub(super) service_tier: Option<String>,
+    #[serde(default)]
+    pub(super) store: Option<bool>,
+    /// A web search the provider runs (search models).
+    #[serde(default)]
+    pub(super) web_search_options: Option<Value>,
 }
 
 #[derive(Deserialize)]

@@ -29,16 +29,27 @@
 //!   member becomes a tool named `<namespace>__<name>`, and calls (and history items
 //!   with a `namespace`) map back to the namespace and the inner name.
 //!   Hosted and special tools (`web_search`, `file_search`, `local_shell`,
-//!   `computer_use`, `mcp`, …) cannot be run by another provider and are skipped, so
-//!   the model never sees them.
+//!   `computer_use`, `mcp`, …, and any type the gateway does not know) are carried as
+//!   [`HostedTool`]s, never skipped: the core sends the request only where they run,
+//!   and an encoder that cannot declare one refuses it by name ([`crate::carry`]).
+//!   Function tools with `defer_loading` need tool search.
+//! - Input items: `additional_tools` items add their tools to the request's (other
+//!   wires declare every tool up front); `local_shell_call` and its output become a
+//!   call of a tool `local_shell` and its result; the items of tools OpenAI runs
+//!   (`web_search_call`, `mcp_call`, `computer_call`, …) are kept by name, so a
+//!   translation refuses them naming the item.
 //! - Compaction ([`crate::compaction`], shapes in `compaction.rs`): a final
 //!   `compaction_trigger` item sets [`Request::compaction`]; a `compaction` item
 //!   this gateway sealed becomes the summary it carries, as user text; one it did
 //!   not seal is refused, naming it. [`parse_compact_request`] reads a
 //!   `/responses/compact` body; [`encode_compaction_response`],
 //!   [`encode_compacted`] and [`Encoder::compaction`] write the answers.
-//! - `store`, `include`, `prompt_cache_key`, `service_tier`, `truncation` and
-//!   `text.verbosity` are accepted and ignored.
+//! - `store`, `prompt_cache_key`, `prompt_cache_retention`, `safety_identifier` and
+//!   `service_tier` are carried as they came ([`Extras`]); `include`, `truncation`
+//!   and `text.verbosity` are accepted and ignored.
+//!
+//! [`HostedTool`]: crate::HostedTool
+//! [`Extras`]: crate::Extras
 //! - Usage: when anything is known, the object carries all the fields the SDKs and
 //!   Codex require (`input_tokens`, `output_tokens`, `total_tokens` and both details
 //!   objects); counts the provider did not report are written as `0`. When nothing is
@@ -60,6 +71,7 @@
 //! [`StopReason::ToolUse`]: crate::StopReason::ToolUse
 
 mod compaction;
+mod items;
 mod request;
 mod response;
 mod stream_decode;

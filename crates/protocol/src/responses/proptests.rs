@@ -142,6 +142,7 @@ fn request() -> impl Strategy<Value = Request> {
                     model,
                     stream_usage: false,
                     compaction: None,
+                    extras: Default::default(),
                     system,
                     messages,
                     tools,

@@ -5,13 +5,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Compaction, Document, DocumentSource, Effort, Image, ImageSource, Message, Part, ProtocolError,
-    Reasoning, Request, ResponseFormat, Role, Seal, TextBlock, ToolCall, ToolChoice, ToolResult,
-    util,
+    Compaction, Dialect, Document, DocumentSource, Effort, Extras, Image, ImageSource, Message,
+    Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, Seal, TextBlock, ToolCall,
+    ToolChoice, ToolResult, util,
 };
 
 use super::compaction;
-use super::tools::{NAMESPACE_SEPARATOR, freeform_arguments, parse_tools, qualified, tool_json};
+use super::items;
+use super::tools::{Declared, NAMESPACE_SEPARATOR, freeform_arguments, qualified, tool_json};
 use super::wire::{
     InCustomToolCall, InFunctionCall, InFunctionCallOutput, WireReasoningItem, WireReasoningParam,
     WireText, WireTextFormat, reasoning_text,
@@ -51,6 +52,7 @@ pub(super) fn parse_map_sealed(
 
     let mut conv = Conversation::default();
     let mut trigger = false;
+    conv.declared.add_all(map.get("tools"), "tools")?;
     if let Some(instructions) = field::<String>(map, "instructions")?
         && !instructions.is_empty()
     {
@@ -79,15 +81,12 @@ pub(super) fn parse_map_sealed(
         }
     }
 
-    let user = match field::<String>(map, "user")? {
-        Some(user) => Some(user),
-        None => field(map, "safety_identifier")?,
-    };
+    let Declared { tools, hosted, deferred } = conv.declared;
     Ok(Request {
         model,
         system: conv.system,
         messages: conv.messages,
-        tools: parse_tools(map.get("tools"))?,
+        tools,
         tool_choice: parse_tool_choice(map.get("tool_choice"))?,
         parallel_tool_calls: field(map, "parallel_tool_calls")?,
         max_tokens: field(map, "max_output_tokens")?,
@@ -98,25 +97,37 @@ pub(super) fn parse_map_sealed(
         stream: field(map, "stream")?.unwrap_or(false),
         reasoning: parse_reasoning(field(map, "reasoning")?)?,
         response_format: parse_text_format(field(map, "text")?)?,
-        user,
+        user: field(map, "user")?,
         metadata: field(map, "metadata")?,
         stream_usage: false,
         compaction: trigger.then_some(Compaction::Trigger),
+        extras: Extras {
+            hosted_tools: hosted,
+            deferred_tools: deferred,
+            prompt_cache_key: field(map, "prompt_cache_key")?,
+            prompt_cache_retention: field(map, "prompt_cache_retention")?,
+            safety_identifier: field(map, "safety_identifier")?,
+            service_tier: field(map, "service_tier")?,
+            store: field(map, "store")?,
+            session_id: None,
+        },
     })
 }
 
 /// The canonical messages being built from input items.
 #[derive(Default)]
-struct Conversation {
+pub(super) struct Conversation {
     system: Vec<TextBlock>,
     messages: Vec<Message>,
     /// A user, assistant or tool item has been seen: system items are now mid-conversation.
     started: bool,
+    /// The request's tools and those `additional_tools` items add.
+    declared: Declared,
 }
 
 impl Conversation {
     /// Append parts to the conversation, merging with the previous message of the same role.
-    fn push(&mut self, role: Role, parts: Vec<Part>) {
+    pub(super) fn push(&mut self, role: Role, parts: Vec<Part>) {
         if parts.is_empty() {
             return;
         }
@@ -129,7 +140,11 @@ impl Conversation {
         }
     }
 
-    fn push_system(&mut self, parts: Vec<Part>, path: &str) -> Result<(), ProtocolError> {
+    pub(super) fn push_system(
+        &mut self,
+        parts: Vec<Part>,
+        path: &str,
+    ) -> Result<(), ProtocolError> {
         if self.started {
             self.push(Role::System, parts);
             return Ok(());
@@ -266,6 +281,12 @@ fn parse_input_item(
             conv.push(Role::User, vec![text_part(&crate::compaction::summary_text(&summary))]);
         }
         "item_reference" => return Err(ProtocolError::Unsupported(STATELESS.into())),
+        // Tools declared at a point of the history (Codex, for some models): other
+        // wires declare every tool up front.
+        "additional_tools" => conv.declared.add_all(obj.get("tools"), &format!("{path}.tools"))?,
+        "local_shell_call" => items::local_shell_call(conv, obj, path)?,
+        "local_shell_call_output" => items::local_shell_call_output(conv, obj, path)?,
+        other if items::hosted_call(other).is_some() => items::hosted(conv, other, path),
         other => {
             return Err(ProtocolError::body(format!(
                 "{path}: unsupported input item type `{other}`"
@@ -438,7 +459,9 @@ fn parse_text_format(text: Option<WireText>) -> Result<Option<ResponseFormat>, P
 
 /// Render a canonical request as a Responses API request (for a Responses upstream and
 /// the round-trip tests). The first system block becomes `instructions`, the others
-/// leading `developer` messages. `store` is always `false` (the gateway is stateless).
+/// leading `developer` messages. `store` and the prompt-cache, safety and tier
+/// settings go as the client gave them ([`Extras`]); hosted tools declared in the
+/// Responses format go as they came, others are refused by name.
 ///
 /// Lossy or refused: `top_k` and stop sequences have no Responses field and are
 /// refused; `ToolResult::is_error` and tool `cache_control` have no field and are
@@ -473,7 +496,14 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     }
     body.insert("input".into(), Value::Array(input));
 
-    if !req.tools.is_empty() {
+    if !req.tools.is_empty() || !req.extras.hosted_tools.is_empty() {
+        let declare = |t: &crate::Tool, name: &str| {
+            let mut v = tool_json(t, name);
+            if req.extras.deferred_tools.contains(&t.name) {
+                v["defer_loading"] = json!(true);
+            }
+            v
+        };
         // Namespaced tools are grouped back under their namespace, by inner name.
         let mut tools: Vec<Value> = Vec::new();
         for t in &req.tools {
@@ -483,16 +513,26 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
                 .and_then(|ns| t.name.strip_prefix(ns))
                 .and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR));
             let Some((ns, inner)) = t.namespace.as_deref().zip(inner) else {
-                tools.push(tool_json(t, &t.name));
+                tools.push(declare(t, &t.name));
                 continue;
             };
             let group = tools.iter_mut().find(|v| v["type"] == "namespace" && v["name"] == ns);
             match group.and_then(|g| g.get_mut("tools")).and_then(Value::as_array_mut) {
-                Some(members) => members.push(tool_json(t, inner)),
+                Some(members) => members.push(declare(t, inner)),
                 None => tools.push(json!({
-                    "type": "namespace", "name": ns, "tools": [tool_json(t, inner)],
+                    "type": "namespace", "name": ns, "tools": [declare(t, inner)],
                 })),
             }
+        }
+        for hosted in &req.extras.hosted_tools {
+            if hosted.dialect != Dialect::OpenAiResponses {
+                return Err(crate::cannot_send(
+                    &hosted.describe(),
+                    "the Responses API",
+                    "it is another API's tool",
+                ));
+            }
+            tools.push(hosted.config.clone());
         }
         body.insert("tools".into(), Value::Array(tools));
     }
@@ -551,7 +591,24 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
         body.insert("text".into(), json!({"format": format}));
     }
     body.insert("stream".into(), json!(req.stream));
-    body.insert("store".into(), json!(false));
+    let x = &req.extras;
+    if let Some(store) = x.store {
+        body.insert("store".into(), json!(store));
+    }
+    for (field, value) in [
+        ("prompt_cache_key", &x.prompt_cache_key),
+        ("prompt_cache_retention", &x.prompt_cache_retention),
+        ("safety_identifier", &x.safety_identifier),
+    ] {
+        if let Some(value) = value {
+            body.insert(field.into(), json!(value));
+        }
+    }
+    // OpenAI's tiers, on both of its APIs.
+    if let Some(tier) = x.service_tier.as_deref() {
+        let tier = crate::carry::service_tier(crate::Wire::OpenAiChat, tier).unwrap_or(tier);
+        body.insert("service_tier".into(), json!(tier));
+    }
     if let Some(user) = &req.user {
         body.insert("user".into(), json!(user));
     }
@@ -686,7 +743,7 @@ pub(super) fn summary_parts(text: &str) -> Value {
 // Helpers
 // ---------------------------------------------------------------------------------
 
-fn text_part(text: &str) -> Part {
+pub(super) fn text_part(text: &str) -> Part {
     Part::Text(TextBlock::new(text))
 }
 

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 use crate::responses::test_support::{accumulate, decode, parse, streamed_for, text};
 use crate::responses::{encode_response_for, parse_response};
 use crate::{
-    Document, DocumentSource, Effort, Image, ImageSource, Message, Part, ProtocolError, Reasoning,
-    Request, Response, ResponseFormat, Role, StopReason, TextBlock, Tool, ToolCall, ToolChoice,
-    ToolResult, Usage,
+    Document, DocumentSource, Effort, HostedTool, Image, ImageSource, Message, Part, ProtocolError,
+    Reasoning, Request, Response, ResponseFormat, Role, ServerTool, StopReason, TextBlock, Tool,
+    ToolCall, ToolChoice, ToolResult, Usage,
 };
 
 use super::*;
@@ -17,7 +17,7 @@ use super::*;
 // ---------------------------------------------------------------------------------
 
 /// A Codex turn: instructions, developer and environment messages, a shell call
-/// with its output, hosted tools that must be skipped, a custom (free-form) tool
+/// with its output, hosted tools (carried by kind), a custom (free-form) tool
 /// that becomes a function of one string, reasoning effort.
 #[test]
 fn parses_a_codex_request() {
@@ -150,6 +150,29 @@ fn parses_a_codex_request() {
             effort: Some(Effort::Medium),
             budget_tokens: None,
         }),
+        // Hosted tools are carried by kind, where they were declared; the cache key
+        // and `store` as Codex set them.
+        extras: Extras {
+            hosted_tools: vec![
+                HostedTool {
+                    kind: Some(ServerTool::WebSearch),
+                    dialect: Dialect::OpenAiResponses,
+                    tool_type: "web_search".into(),
+                    path: "tools[1]".into(),
+                    config: json!({"type": "web_search"}),
+                },
+                HostedTool {
+                    kind: Some(ServerTool::Shell),
+                    dialect: Dialect::OpenAiResponses,
+                    tool_type: "local_shell".into(),
+                    path: "tools[3]".into(),
+                    config: json!({"type": "local_shell"}),
+                },
+            ],
+            prompt_cache_key: Some("0199a7f2-5c1e-7a40-b3c1-6f2f0e7f8a9b".into()),
+            store: Some(false),
+            ..Extras::default()
+        },
         ..Request::default()
     };
     assert_eq!(parse(body).unwrap(), expected);
@@ -378,8 +401,13 @@ fn parses_a_json_schema_text_format() {
             strict: Some(true),
             description: None,
         }),
-        user: Some("user-1234".into()),
         metadata: json!({"team": "events"}).as_object().cloned(),
+        extras: Extras {
+            safety_identifier: Some("user-1234".into()),
+            service_tier: Some("auto".into()),
+            store: Some(true),
+            ..Extras::default()
+        },
         ..Request::default()
     };
     assert_eq!(parse(body).unwrap(), expected);
@@ -524,14 +552,117 @@ fn refuses_previous_response_id_and_item_reference() {
 fn unknown_input_item_type_is_named() {
     let body = json!({"model": "m", "input": [
         {"role": "user", "content": "hi"},
-        {"type": "computer_call", "call_id": "c", "action": {}}
+        {"type": "telepathy_call", "call_id": "c"}
     ]});
     match parse(body).unwrap_err() {
         ProtocolError::InvalidBody(msg) => {
-            assert!(msg.contains("computer_call") && msg.contains("input[1]"), "{msg}")
+            assert!(msg.contains("telepathy_call") && msg.contains("input[1]"), "{msg}")
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+/// Every item type the SDK and Codex send is taken: hosted tools' items by name
+/// (a translation refuses them naming the item), the local shell's as a tool call
+/// and its result, `additional_tools` as more tools.
+#[test]
+fn every_item_type_codex_and_the_sdk_send_is_taken() {
+    let hosted_items = [
+        ("web_search_call", Role::Assistant),
+        ("file_search_call", Role::Assistant),
+        ("code_interpreter_call", Role::Assistant),
+        ("image_generation_call", Role::Assistant),
+        ("computer_call", Role::Assistant),
+        ("computer_call_output", Role::User),
+        ("mcp_call", Role::Assistant),
+        ("mcp_list_tools", Role::Assistant),
+        ("mcp_approval_request", Role::Assistant),
+        ("mcp_approval_response", Role::User),
+    ];
+    for (ty, role) in hosted_items {
+        let body = json!({"model": "m", "input": [
+            {"role": "user", "content": "hi"},
+            {"type": ty, "id": "x_1", "status": "completed"}
+        ]});
+        let req = parse(body).unwrap();
+        let what = format!("input[1]: a `{ty}` item (what a tool OpenAI runs did)");
+        let want = Part::Untranslatable { what: what.clone() };
+        let got: Vec<&Part> = req.messages.iter().flat_map(|m| &m.content).collect();
+        assert!(got.contains(&&want), "{ty}: {got:?}");
+        let side = req.messages.iter().find(|m| m.content.contains(&want)).unwrap().role;
+        assert_eq!(side, role, "{ty}");
+        let err = crate::Wire::Anthropic.encode_request(&req).unwrap_err();
+        assert!(err.to_string().contains(&what), "{ty}: {err}");
+    }
+
+    let body = json!({"model": "m", "input": [
+        {"type": "additional_tools", "role": "developer", "tools": [
+            {"type": "namespace", "name": "collab", "tools": [
+                {"type": "function", "name": "send", "parameters": {"type": "object"}, "strict": false}
+            ]},
+            {"type": "custom", "name": "exec", "format": {"type": "text"}},
+            {"type": "function", "name": "lookup", "defer_loading": true, "parameters": {"type": "object"}},
+            {"type": "tool_search"}
+        ]},
+        {"role": "user", "content": "ls"},
+        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_9", "status": "completed",
+         "action": {"type": "exec", "command": ["ls"], "timeout_ms": 1000}},
+        {"type": "local_shell_call_output", "id": "call_9", "output": "a.txt\n"}
+    ]});
+    let req = parse(body).unwrap();
+    let names: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["collab__send", "exec", "lookup"]);
+    assert_eq!(req.tools[0].namespace.as_deref(), Some("collab"));
+    assert!(req.tools[1].freeform.is_some());
+    assert_eq!(req.extras.deferred_tools, ["lookup"]);
+    assert_eq!(req.extras.hosted_tools.len(), 1);
+    assert_eq!(req.extras.hosted_tools[0].path, "input[0].tools[3]");
+    assert_eq!(req.extras.hosted_tools[0].kind, Some(ServerTool::ToolSearch));
+    assert_eq!(
+        req.messages[1].content,
+        vec![Part::ToolCall(ToolCall {
+            id: "call_9".into(),
+            name: "local_shell".into(),
+            arguments: r#"{"command":["ls"],"timeout_ms":1000,"type":"exec"}"#.into(),
+            signature: None,
+        })]
+    );
+    assert_eq!(
+        req.messages[2].content,
+        vec![Part::ToolResult(ToolResult {
+            call_id: "call_9".into(),
+            name: Some("local_shell".into()),
+            content: vec![text("a.txt\n")],
+            is_error: false,
+        })]
+    );
+    // Unknown tool types are carried too: no target takes them, and the request
+    // is refused naming them rather than sent without.
+    let body = json!({"model": "m", "input": "hi", "tools": [{"type": "hologram"}]});
+    let req = parse(body).unwrap();
+    assert_eq!(req.extras.hosted_tools[0].kind, None);
+    assert!(
+        crate::Wire::OpenAiChat
+            .encode_request(&req)
+            .unwrap_err()
+            .to_string()
+            .contains("`hologram`")
+    );
+}
+
+#[test]
+fn settings_go_back_to_a_responses_body_as_they_came() {
+    let body = json!({"model": "m", "input": "hi", "store": true, "prompt_cache_key": "k",
+                      "safety_identifier": "s", "service_tier": "flex",
+                      "tools": [{"type": "web_search_preview"}]});
+    let out = encode_request(&parse(body).unwrap()).unwrap();
+    assert_eq!(out["store"], true, "the client's store is never rewritten");
+    assert_eq!(out["prompt_cache_key"], "k");
+    assert_eq!(out["safety_identifier"], "s");
+    assert_eq!(out["service_tier"], "flex");
+    assert_eq!(out["tools"], json!([{"type": "web_search_preview"}]));
+    let out = encode_request(&parse(json!({"model": "m", "input": "hi"})).unwrap()).unwrap();
+    assert!(out.get("store").is_none());
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{ProtocolError, Tool};
+use crate::{Dialect, HostedTool, ProtocolError, ServerTool, Tool};
 
 use super::request::from_value;
 use super::wire::{InCustomTool, InFunctionTool, InNamespace};
@@ -112,70 +112,104 @@ impl CallShapes {
     }
 }
 
-/// One `function` or `custom` tool; `None` for the hosted ones (skipped).
-fn parse_tool(tool: &Value, path: &str) -> Result<Option<Tool>, ProtocolError> {
-    let ty = tool
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ProtocolError::body(format!("{path}.type: expected a string")))?;
-    match ty {
-        "custom" => {
-            let c: InCustomTool = from_value(tool, path)?;
-            let format = c.format.unwrap_or(Value::Null);
-            Ok(Some(Tool {
-                name: c.name,
-                description: c.description,
-                parameters: freeform_parameters(&format),
-                strict: None,
-                cache_control: None,
-                freeform: Some(format),
-                namespace: None,
-            }))
-        }
-        "function" => {
-            let f: InFunctionTool = from_value(tool, path)?;
-            Ok(Some(Tool {
-                name: f.name,
-                description: f.description,
-                parameters: f
-                    .parameters
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-                strict: f.strict,
-                cache_control: None,
-                freeform: None,
-                namespace: None,
-            }))
-        }
-        // Hosted/special tools only OpenAI can run: skipped (see the wire's docs in `mod.rs`).
-        _ => Ok(None),
-    }
+/// The tools a request declares, by kind: `function`/`custom` tools (namespaced
+/// ones flattened), hosted tools (carried, see [`crate::Extras`]), and the names
+/// of the tools to load on demand.
+#[derive(Debug, Default)]
+pub(super) struct Declared {
+    pub(super) tools: Vec<Tool>,
+    pub(super) hosted: Vec<HostedTool>,
+    pub(super) deferred: Vec<String>,
 }
 
-pub(super) fn parse_tools(tools: Option<&Value>) -> Result<Vec<Tool>, ProtocolError> {
-    let tools = match tools {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(tools)) => tools,
-        Some(_) => return Err(ProtocolError::body("tools: expected an array")),
-    };
-    let mut out = Vec::new();
-    for (i, tool) in tools.iter().enumerate() {
-        let path = format!("tools[{i}]");
+impl Declared {
+    /// One `function` or `custom` tool, or a hosted one.
+    fn add(
+        &mut self,
+        tool: &Value,
+        path: &str,
+        namespace: Option<&str>,
+    ) -> Result<(), ProtocolError> {
         let ty = tool
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| ProtocolError::body(format!("{path}.type: expected a string")))?;
-        if ty == "namespace" {
-            let ns: InNamespace = from_value(tool, &path)?;
-            for (j, inner) in ns.tools.iter().enumerate() {
-                if let Some(mut t) = parse_tool(inner, &format!("{path}.tools[{j}]"))? {
-                    t.name = qualified(&ns.name, &t.name);
-                    t.namespace = Some(ns.name.clone());
-                    out.push(t);
+        let mut parsed = match ty {
+            "custom" => {
+                let c: InCustomTool = from_value(tool, path)?;
+                let format = c.format.unwrap_or(Value::Null);
+                Tool {
+                    name: c.name,
+                    description: c.description,
+                    parameters: freeform_parameters(&format),
+                    strict: None,
+                    cache_control: None,
+                    freeform: Some(format),
+                    namespace: None,
                 }
             }
-            continue;
+            "function" => {
+                let f: InFunctionTool = from_value(tool, path)?;
+                if f.defer_loading == Some(true) {
+                    let name =
+                        namespace.map_or_else(|| f.name.clone(), |ns| qualified(ns, &f.name));
+                    self.deferred.push(name);
+                }
+                Tool {
+                    name: f.name,
+                    description: f.description,
+                    parameters: f
+                        .parameters
+                        .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    strict: f.strict,
+                    cache_control: None,
+                    freeform: None,
+                    namespace: None,
+                }
+            }
+            // Hosted and special tools (`web_search`, `file_search`, `mcp`, …): carried
+            // by kind, so the request goes only where they run (see the wire's docs).
+            other => {
+                self.hosted.push(HostedTool {
+                    kind: ServerTool::from_responses(other),
+                    dialect: Dialect::OpenAiResponses,
+                    tool_type: other.to_owned(),
+                    path: path.to_owned(),
+                    config: tool.clone(),
+                });
+                return Ok(());
+            }
+        };
+        if let Some(ns) = namespace {
+            parsed.name = qualified(ns, &parsed.name);
+            parsed.namespace = Some(ns.to_owned());
         }
-        out.extend(parse_tool(tool, &path)?);
+        self.tools.push(parsed);
+        Ok(())
     }
-    Ok(out)
+
+    /// A `tools` array (the request's, or an `additional_tools` item's) at `path`.
+    pub(super) fn add_all(
+        &mut self,
+        tools: Option<&Value>,
+        path: &str,
+    ) -> Result<(), ProtocolError> {
+        let tools = match tools {
+            None | Some(Value::Null) => return Ok(()),
+            Some(Value::Array(tools)) => tools,
+            Some(_) => return Err(ProtocolError::body(format!("{path}: expected an array"))),
+        };
+        for (i, tool) in tools.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            if tool.get("type").and_then(Value::as_str) == Some("namespace") {
+                let ns: InNamespace = from_value(tool, &at)?;
+                for (j, inner) in ns.tools.iter().enumerate() {
+                    self.add(inner, &format!("{at}.tools[{j}]"), Some(&ns.name))?;
+                }
+                continue;
+            }
+            self.add(tool, &at, None)?;
+        }
+        Ok(())
+    }
 }

@@ -84,6 +84,9 @@ pub(super) struct InFunctionTool {
     pub(super) parameters: Option<Value>,
     #[serde(default)]
     pub(super) strict: Option<bool>,
+    /// Loaded only when the model searches for it (`tool_search`).
+    #[serde(default)]
+    pub(super) defer_loading: Option<bool>,
 }
 
 #[derive(Deserialize)]

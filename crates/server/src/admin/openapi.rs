@@ -672,7 +672,9 @@ fn schemas() -> Value {
                 },
                 "cost_usd": nullable("number"),
                 "estimated": { "type": "boolean" },
-                "stream": { "type": "boolean" }
+                "stream": { "type": "boolean" },
+                "session_id": { "type": "string", "description": "The client's own session (Claude Code's); absent when it names none" },
+                "field_edits": { "type": "array", "items": { "type": "string" }, "description": "What the body sent upstream changed of the request's settings (`prompt_cache_key: dropped`, `service_tier: default -> standard_only`); absent when nothing" }
             }
         }),
     );

@@ -165,10 +165,22 @@ pub(crate) const SQLITE_BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// The embedded migrations: (version, description, SQL) per backend. Files
 /// follow sqlx's naming (`<version>_<description>.sql`) so the sqlx CLI can read
 /// the folders too; a unit test checks that every file is listed here.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../../migrations/sqlite/0001_init.sql"))];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../../migrations/postgres/0001_init.sql"))];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
+    (
+        2,
+        "record_session_and_field_edits",
+        include_str!("../../migrations/sqlite/0002_record_session_and_field_edits.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
+    (
+        2,
+        "record_session_and_field_edits",
+        include_str!("../../migrations/postgres/0002_record_session_and_field_edits.sql"),
+    ),
+];
 
 impl Store {
     /// Opens a pool. `sqlite://path/to/file.db` (the file and its folder are

@@ -280,6 +280,11 @@ async fn show(ctx: &Ctx, id: &str, json: bool) -> Result<()> {
         ("usage", usage),
         ("cost", cost),
         ("estimated", if r.estimated { "yes" } else { "no" }.into()),
+        ("session", dash(&r.session_id)),
+        (
+            "field edits",
+            if r.field_edits.is_empty() { "-".into() } else { r.field_edits.join("; ") },
+        ),
     ];
     let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut text = String::new();

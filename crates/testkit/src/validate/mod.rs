@@ -3,7 +3,8 @@
 //! production: a 400 in the vendor's error shape, worded as the provider words it.
 //!
 //! Only rules the providers are known to enforce are checked, and only where a
-//! translation could break them: content blocks here, the conversation's shape
+//! translation could break them: the request fields each API defines, content
+//! blocks here, the conversation's shape
 //! (tool-call pairing and ids, thinking in tool loops) in [`conversation`]; a fake
 //! stricter than its API would make tests fail for nothing.
 
@@ -17,12 +18,115 @@ use crate::Vendor;
 /// `Err(message)`: the provider would refuse `body` with a 400 saying `message`.
 /// A body that is not JSON (`Null`) passes: the route decides what it answers.
 pub fn check(vendor: Vendor, body: &Value) -> Result<(), String> {
+    top_level(vendor, body)?;
     match vendor {
         Vendor::OpenAi => openai(body),
         Vendor::Anthropic => anthropic(body),
         Vendor::Gemini => gemini(body),
     }?;
     conversation::refusal(vendor, body).map_or(Ok(()), Err)
+}
+
+/// The request fields each API defines (its reference's request body); every
+/// one of them refuses another. Gemini's JSON mapping takes each field in
+/// lowerCamelCase and in its proto name.
+const OPENAI_FIELDS: [&str; 35] = [
+    "model",
+    "messages",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+];
+
+const ANTHROPIC_FIELDS: [&str; 22] = [
+    "model",
+    "messages",
+    "max_tokens",
+    "cache_control",
+    "container",
+    "context_management",
+    "inference_geo",
+    "mcp_servers",
+    "metadata",
+    "output_config",
+    "output_format",
+    "service_tier",
+    "speed",
+    "stop_sequences",
+    "stream",
+    "system",
+    "temperature",
+    "thinking",
+    "tool_choice",
+    "tools",
+    "top_k",
+    "top_p",
+];
+
+const GEMINI_FIELDS: [&str; 13] = [
+    "model",
+    "contents",
+    "tools",
+    "toolConfig",
+    "tool_config",
+    "safetySettings",
+    "safety_settings",
+    "systemInstruction",
+    "system_instruction",
+    "generationConfig",
+    "generation_config",
+    "cachedContent",
+    "cached_content",
+];
+
+/// A field the API does not define is refused, worded as the provider words it.
+fn top_level(vendor: Vendor, body: &Value) -> Result<(), String> {
+    let Some(map) = body.as_object() else { return Ok(()) };
+    let known: &[&str] = match vendor {
+        Vendor::OpenAi => &OPENAI_FIELDS,
+        Vendor::Anthropic => &ANTHROPIC_FIELDS,
+        Vendor::Gemini => &GEMINI_FIELDS,
+    };
+    match map.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(field) => Err(match vendor {
+            Vendor::OpenAi => format!("Unrecognized request argument supplied: {field}"),
+            Vendor::Anthropic => format!("{field}: Extra inputs are not permitted"),
+            Vendor::Gemini => format!(
+                "Invalid JSON payload received. Unknown name \"{field}\": Cannot find field."
+            ),
+        }),
+    }
 }
 
 fn items<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = (usize, &'a Value)> {
@@ -206,6 +310,29 @@ fn gemini(body: &Value) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn fields_an_api_does_not_define_are_refused() {
+        let chat = json!({"model": "m", "messages": [], "prompt_cache_key": "k", "store": true,
+                          "safety_identifier": "s", "service_tier": "auto"});
+        assert_eq!(check(Vendor::OpenAi, &chat), Ok(()));
+        let err = check(Vendor::OpenAi, &json!({"model": "m", "messages": [], "x_extra": 1}));
+        assert_eq!(err, Err("Unrecognized request argument supplied: x_extra".into()));
+        let anthropic =
+            json!({"model": "m", "messages": [], "max_tokens": 1, "service_tier": "auto"});
+        assert_eq!(check(Vendor::Anthropic, &anthropic), Ok(()));
+        for field in ["prompt_cache_key", "store", "safety_identifier", "user"] {
+            let mut body = anthropic.clone();
+            body[field] = json!("x");
+            let err = check(Vendor::Anthropic, &body).unwrap_err();
+            assert_eq!(err, format!("{field}: Extra inputs are not permitted"));
+        }
+        let gemini = json!({"contents": [], "generation_config": {}, "systemInstruction": {}});
+        assert_eq!(check(Vendor::Gemini, &gemini), Ok(()));
+        let err =
+            check(Vendor::Gemini, &json!({"contents": [], "service_tier": "auto"})).unwrap_err();
+        assert!(err.contains("Unknown name \"service_tier\""), "{err}");
+    }
 
     #[test]
     fn anthropic_refuses_blank_text_and_empty_messages() {

@@ -1,0 +1,105 @@
+//! Input items beyond messages, function calls and reasoning: the local shell's
+//! calls (translated to a tool call and its result), and the items of tools the
+//! provider ran itself (kept by name: only a Responses upstream could take them
+//! back, and a translation refuses them naming the item).
+
+use serde_json::{Map, Value};
+
+use crate::{Part, ProtocolError, Role, ToolCall, ToolResult};
+
+use super::request::{Conversation, text_part};
+
+/// The name a local shell call has as a tool call on other wires.
+pub const LOCAL_SHELL: &str = "local_shell";
+
+/// Items of tools OpenAI runs (or that only its API defines), with the side of the
+/// conversation they belong to: what each names when a translation refuses it.
+const HOSTED_CALLS: [(&str, Role); 16] = [
+    ("web_search_call", Role::Assistant),
+    ("file_search_call", Role::Assistant),
+    ("code_interpreter_call", Role::Assistant),
+    ("image_generation_call", Role::Assistant),
+    ("computer_call", Role::Assistant),
+    ("computer_call_output", Role::User),
+    ("mcp_call", Role::Assistant),
+    ("mcp_list_tools", Role::Assistant),
+    ("mcp_approval_request", Role::Assistant),
+    ("mcp_approval_response", Role::User),
+    ("shell_call", Role::Assistant),
+    ("shell_call_output", Role::User),
+    ("apply_patch_call", Role::Assistant),
+    ("apply_patch_call_output", Role::User),
+    ("tool_search_call", Role::Assistant),
+    ("tool_search_output", Role::User),
+];
+
+/// The side of the conversation a hosted tool's item belongs to; `None` for an
+/// item type that is not one.
+pub(super) fn hosted_call(ty: &str) -> Option<Role> {
+    HOSTED_CALLS.iter().find(|(t, _)| *t == ty).map(|(_, role)| *role)
+}
+
+/// A hosted tool's item, kept by name (see the module docs).
+pub(super) fn hosted(conv: &mut Conversation, ty: &str, path: &str) {
+    let role = hosted_call(ty).unwrap_or(Role::Assistant);
+    let what = format!("{path}: a `{ty}` item (what a tool OpenAI runs did)");
+    conv.push(role, vec![Part::Untranslatable { what }]);
+}
+
+fn string<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    obj.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// `local_shell_call`: the model ran a command through the client's shell; on
+/// other wires, a call of a tool `local_shell` whose arguments are the action.
+pub(super) fn local_shell_call(
+    conv: &mut Conversation,
+    obj: &Map<String, Value>,
+    path: &str,
+) -> Result<(), ProtocolError> {
+    // `call_id` pairs the call with its output; older items had only `id`.
+    let id = string(obj, "call_id")
+        .or_else(|| string(obj, "id"))
+        .ok_or_else(|| ProtocolError::body(format!("{path}.call_id: expected a string")))?;
+    let action = obj
+        .get("action")
+        .filter(|a| a.is_object())
+        .ok_or_else(|| ProtocolError::body(format!("{path}.action: expected an object")))?;
+    conv.push(
+        Role::Assistant,
+        vec![Part::ToolCall(ToolCall {
+            id: id.to_owned(),
+            name: LOCAL_SHELL.to_owned(),
+            arguments: action.to_string(),
+            signature: None,
+        })],
+    );
+    Ok(())
+}
+
+/// `local_shell_call_output`: the command's output, for the call whose id it names
+/// (`id` in the API's shape, `call_id` in some clients').
+pub(super) fn local_shell_call_output(
+    conv: &mut Conversation,
+    obj: &Map<String, Value>,
+    path: &str,
+) -> Result<(), ProtocolError> {
+    let id = string(obj, "call_id")
+        .or_else(|| string(obj, "id"))
+        .ok_or_else(|| ProtocolError::body(format!("{path}.id: expected a string")))?;
+    let content = match obj.get("output") {
+        Some(Value::String(text)) => vec![text_part(text)],
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => return Err(ProtocolError::body(format!("{path}.output: expected a string"))),
+    };
+    conv.push(
+        Role::User,
+        vec![Part::ToolResult(ToolResult {
+            call_id: id.to_owned(),
+            name: Some(LOCAL_SHELL.to_owned()),
+            content,
+            is_error: false,
+        })],
+    );
+    Ok(())
+}

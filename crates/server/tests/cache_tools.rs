@@ -1,0 +1,383 @@
+//! Prompt-cache fidelity, server tools and everything Codex sends, end to end: the
+//! real server on 127.0.0.1:0 in front of the strict fakes (which refuse any
+//! top-level field their API does not define, as the APIs do).
+//!
+//! - `prompt_cache_key`, `safety_identifier`, `service_tier`, `store` reach the
+//!   OpenAI-compatible upstream as the client sent them, and are mapped or dropped
+//!   for the others with the record saying which.
+//! - A hosted tool goes only to deployments that run it, fallbacks included; when
+//!   none can, the client gets a 400 naming the tool and the targets.
+//! - `anthropic-beta` flags reach Anthropic unchanged, or only those the catalog
+//!   lists for an Anthropic-compatible provider.
+//! - Codex's `additional_tools` items become tools; Claude Code's session id goes
+//!   into the record, never as a user.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use switchyard_core::RequestRecord;
+use switchyard_testkit::{Received, Reply, Vendor};
+
+/// Deployments for the server-tool cases: a model whose first deployment runs no
+/// server tools, one whose primary fails over past a deployment that runs none to
+/// one that was declared to, and an Anthropic-compatible provider taking one beta.
+fn options() -> Options {
+    Options {
+        providers_extra: r#"
+  compat: { wire: anthropic, endpoint: "{anthropic}", credentials: { keys: ["sk-compat-0004"] }, anthropic_betas: [context-management-2025-06-27] }
+  searcher: { wire: openai-chat, endpoint: "{openai}/v1", credentials: { keys: ["sk-oa-searcher-0005"] }, server_tools: [web_search] }
+"#
+        .into(),
+        extra_models: r#"
+  - id: m-search
+    deployments: [{ provider: openai, model: up-plain }, { provider: anthropic, model: up-a }]
+  - id: m-search-failover
+    deployments:
+      - { provider: anthropic, model: up-a }
+      - { provider: openai, model: up-plain }
+      - { provider: gemini, model: up-g, server_tools: [web_search] }
+  - id: m-chat-search
+    deployments: [{ provider: gemini, model: up-g }, { provider: searcher, model: up-search }]
+  - id: m-compat
+    deployments: [{ provider: compat, model: up-compat }]
+"#
+        .into(),
+        ..Options::default()
+    }
+}
+
+/// POST with extra headers.
+async fn post_with(
+    h: &Harness,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut req = h
+        .client
+        .post(format!("{}{path}", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(body.to_string()).send().await.unwrap()
+}
+
+/// Send; expect `status`; the record, and the last request `vendor`'s fake got from it.
+async fn send(
+    h: &Harness,
+    path: &str,
+    body: &Value,
+    headers: &[(&str, &str)],
+    status: u16,
+    vendor: Vendor,
+) -> (Value, RequestRecord, Option<Received>) {
+    let fake = h.fake(vendor);
+    let before = fake.request_count();
+    let r = post_with(h, path, body, headers).await;
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let got = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert_eq!(got, status, "{path} {}: {text}", body["model"]);
+    let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let record = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let received =
+        (fake.request_count() > before).then(|| fake.received().last().cloned()).flatten();
+    (answer, record, received)
+}
+
+fn responses_body(model: &str, extra: Value) -> Value {
+    let mut body = json!({"model": model, "input": [{"role": "user", "content": "hello"}]});
+    if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+        b.extend(e);
+    }
+    body
+}
+
+const SETTINGS: [&str; 5] =
+    ["prompt_cache_key", "prompt_cache_retention", "safety_identifier", "service_tier", "store"];
+
+#[tokio::test]
+async fn cache_and_tier_settings_reach_openai_and_are_recorded_where_dropped() {
+    let h = Harness::start().await;
+    let settings = json!({
+        "prompt_cache_key": "codex-conv-0199a7f2", "prompt_cache_retention": "24h",
+        "safety_identifier": "sha256-of-alice", "service_tier": "default", "store": true
+    });
+    for stream in [false, true] {
+        let mut extra = settings.clone();
+        extra["stream"] = json!(stream);
+
+        let body = responses_body("m-openai", extra.clone());
+        let (_, rec, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::OpenAi).await;
+        let up = rx.expect("openai got the request").body;
+        for field in SETTINGS {
+            assert_eq!(
+                up[field], settings[field],
+                "stream={stream}: {field} reaches OpenAI as sent"
+            );
+        }
+        assert!(rec.field_edits.is_empty(), "{:?}", rec.field_edits);
+
+        let (_, rec, rx) = send(
+            &h,
+            "/v1/responses",
+            &responses_body("m-anthropic", extra.clone()),
+            &[],
+            200,
+            Vendor::Anthropic,
+        )
+        .await;
+        let up = rx.expect("anthropic got the request").body;
+        assert_eq!(
+            up["service_tier"], "standard_only",
+            "OpenAI's default tier is Anthropic's standard"
+        );
+        assert_eq!(up["metadata"], json!({"user_id": "sha256-of-alice"}));
+        for field in ["prompt_cache_key", "prompt_cache_retention", "safety_identifier", "store"] {
+            assert!(up.get(field).is_none(), "{field} reached Anthropic");
+        }
+        assert_eq!(
+            rec.field_edits,
+            [
+                "prompt_cache_key: dropped",
+                "prompt_cache_retention: dropped",
+                "store: dropped",
+                "safety_identifier: -> metadata.user_id",
+                "service_tier: default -> standard_only",
+            ],
+            "stream={stream}"
+        );
+
+        let (_, rec, rx) = send(
+            &h,
+            "/v1/responses",
+            &responses_body("m-gemini", extra.clone()),
+            &[],
+            200,
+            Vendor::Gemini,
+        )
+        .await;
+        let up = rx.expect("gemini got the request").body;
+        for field in SETTINGS {
+            assert!(up.get(field).is_none(), "{field} reached Gemini");
+        }
+        let dropped: Vec<String> = SETTINGS.iter().map(|f| format!("{f}: dropped")).collect();
+        let mut got = rec.field_edits.clone();
+        got.sort();
+        let mut want = dropped;
+        want.sort();
+        assert_eq!(got, want, "stream={stream}");
+    }
+
+    // `store: false` is the client's word too: never rewritten, never added.
+    let body = responses_body("m-openai", json!({"store": false}));
+    let (_, _, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::OpenAi).await;
+    assert_eq!(rx.unwrap().body["store"], false);
+    let (_, _, rx) =
+        send(&h, "/v1/responses", &responses_body("m-openai", json!({})), &[], 200, Vendor::OpenAi)
+            .await;
+    assert!(rx.unwrap().body.get("store").is_none(), "no store invented");
+
+    // A Chat client's settings, translated to Anthropic: recorded the same way.
+    let chat = json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "hi"}],
+                      "prompt_cache_key": "k1", "service_tier": "priority"});
+    let (_, rec, rx) = send(&h, "/v1/chat/completions", &chat, &[], 200, Vendor::Anthropic).await;
+    assert_eq!(rx.unwrap().body["service_tier"], "auto");
+    assert_eq!(rec.field_edits, ["prompt_cache_key: dropped", "service_tier: priority -> auto"]);
+}
+
+#[tokio::test]
+async fn a_hosted_tool_goes_only_where_it_runs_fallbacks_included() {
+    let h = Harness::start_with(options()).await;
+    let web_search = json!({"tools": [{"type": "web_search", "user_location": {"type": "approximate", "country": "FR"}}]});
+
+    // The plain OpenAI-compatible deployment is skipped; Anthropic runs the search.
+    let body = responses_body("m-search", web_search.clone());
+    let openai_before = h.openai.request_count();
+    let (_, rec, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::Anthropic).await;
+    let tools = rx.expect("anthropic got it").body["tools"].clone();
+    assert_eq!(
+        tools,
+        json!([{"type": "web_search_20250305", "name": "web_search",
+                "user_location": {"type": "approximate", "country": "FR"}}])
+    );
+    assert_eq!(h.openai.request_count(), openai_before, "never sent where it cannot run");
+    assert!(rec.descriptor.contains("server_tool:openai!web_search"), "{}", rec.descriptor);
+
+    // Failover skips a fallback that cannot run it, and lands where it was declared.
+    h.anthropic.push(Reply::status(500));
+    let body = responses_body("m-search-failover", web_search.clone());
+    let (_, rec, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::Gemini).await;
+    let up = rx.expect("gemini got it").body;
+    assert_eq!(up["tools"], json!([{"googleSearch": {}}]));
+    assert_eq!(h.openai.request_count(), openai_before, "the plain fallback is never tried");
+    assert_eq!(rec.served_provider.as_deref(), Some("gemini"));
+    let tried: Vec<&str> = rec.attempts.iter().map(|a| a.deployment.as_str()).collect();
+    assert_eq!(tried, ["anthropic/up-a", "gemini/up-g"]);
+
+    // An OpenAI-compatible deployment declared to search gets Chat's own form.
+    let body = responses_body("m-chat-search", web_search.clone());
+    let gemini_before = h.gemini.request_count();
+    let (_, _, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::OpenAi).await;
+    let up = rx.expect("the searcher got it").body;
+    assert_eq!(up["model"], "up-search");
+    assert_eq!(
+        up["web_search_options"],
+        json!({"user_location": {"type": "approximate", "approximate": {"country": "FR"}}})
+    );
+    assert_eq!(h.gemini.request_count(), gemini_before, "gemini/up-g runs no search: skipped");
+
+    // Nowhere to run it: a 400 naming the tool and the target, nothing sent.
+    let before = h.upstream_requests();
+    let (answer, rec, _) = send(
+        &h,
+        "/v1/responses",
+        &responses_body("m-openai", web_search.clone()),
+        &[],
+        400,
+        Vendor::OpenAi,
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], "unsupported_tool");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`web_search`") && message.contains("openai/up-openai"), "{message}");
+    assert_eq!(rec.error_code.as_deref(), Some("unsupported_tool"));
+    assert_eq!(h.upstream_requests(), before);
+
+    // A search limited to some domains cannot run where no domain filter exists.
+    let filtered =
+        json!({"tools": [{"type": "web_search", "filters": {"allowed_domains": ["docs.rs"]}}]});
+    let (answer, _, _) = send(
+        &h,
+        "/v1/responses",
+        &responses_body("m-chat-search", filtered),
+        &[],
+        400,
+        Vendor::OpenAi,
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], "unsupported_tool");
+
+    // Anthropic's server tools, from an Anthropic client: forwarded untouched on the
+    // fast path, refused by name where they cannot run.
+    let claude = |model: &str| {
+        json!({"model": model, "max_tokens": 256, "messages": [{"role": "user", "content": "search"}],
+               "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
+                         {"type": "code_execution_20250825", "name": "code_execution"}]})
+    };
+    let (_, _, rx) =
+        send(&h, "/v1/messages", &claude("m-anthropic"), &[], 200, Vendor::Anthropic).await;
+    assert_eq!(rx.unwrap().body["tools"], claude("m-anthropic")["tools"]);
+    let (answer, _, _) =
+        send(&h, "/v1/messages", &claude("m-gemini"), &[], 400, Vendor::Gemini).await;
+    assert_eq!(answer["error"]["type"], "invalid_request_error", "the client's own error shape");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`web_search_20250305`") && message.contains("gemini/up-gemini"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_beta_flags_reach_anthropic_unchanged_or_as_the_catalog_lists() {
+    let h = Harness::start_with(options()).await;
+    let betas = "context-management-2025-06-27, fine-grained-tool-streaming-2025-05-14";
+    let headers = [("anthropic-beta", betas), ("anthropic-version", "2023-06-01")];
+    let claude = |model: &str| json!({"model": model, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]});
+    let (_, rec, rx) =
+        send(&h, "/v1/messages", &claude("m-anthropic"), &headers, 200, Vendor::Anthropic).await;
+    assert_eq!(rx.unwrap().header("anthropic-beta"), Some(betas));
+    assert!(rec.field_edits.is_empty(), "{:?}", rec.field_edits);
+
+    let (_, rec, rx) =
+        send(&h, "/v1/messages", &claude("m-compat"), &headers, 200, Vendor::Anthropic).await;
+    assert_eq!(rx.unwrap().header("anthropic-beta"), Some("context-management-2025-06-27"));
+    assert_eq!(rec.field_edits, ["anthropic-beta: dropped fine-grained-tool-streaming-2025-05-14"]);
+
+    let (_, rec, _) =
+        send(&h, "/v1/messages", &claude("m-openai"), &headers, 200, Vendor::OpenAi).await;
+    assert_eq!(rec.field_edits, [format!("anthropic-beta: dropped {betas}")]);
+}
+
+/// Codex (for some models) declares its tools in an `additional_tools` input item;
+/// they reach every wire as tools, and the first request is answered.
+#[tokio::test]
+async fn codex_additional_tools_are_taken() {
+    let h = Harness::start().await;
+    let body = json!({
+        "model": "m-openai", "store": false, "stream": true,
+        "input": [
+            {"type": "additional_tools", "role": "developer", "tools": [
+                {"type": "namespace", "name": "collab", "tools": [
+                    {"type": "function", "name": "send_message", "strict": false,
+                     "parameters": {"type": "object", "properties": {"to": {"type": "string"}}}}
+                ]},
+                {"type": "custom", "name": "exec", "format": {"type": "text"}}
+            ]},
+            {"role": "user", "content": "send a test message"}
+        ],
+        "tool_choice": "auto", "parallel_tool_calls": false
+    });
+    for (model, vendor) in [
+        ("m-openai", Vendor::OpenAi),
+        ("m-anthropic", Vendor::Anthropic),
+        ("m-gemini", Vendor::Gemini),
+    ] {
+        let mut body = body.clone();
+        body["model"] = json!(model);
+        let (_, _, rx) = send(&h, "/v1/responses", &body, &[], 200, vendor).await;
+        let up = rx.expect("the upstream got it").body;
+        let names: Vec<String> = match vendor {
+            Vendor::OpenAi => up["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect(),
+            Vendor::Anthropic => up["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect(),
+            Vendor::Gemini => up["tools"][0]["functionDeclarations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect(),
+        };
+        assert_eq!(names, ["collab__send_message", "exec"], "{model}");
+    }
+}
+
+#[tokio::test]
+async fn claude_codes_session_goes_into_the_record_never_as_a_user() {
+    let h = Harness::start().await;
+    let session = "5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f";
+    let legacy = format!("user_{}_account__session_{session}", "ab".repeat(32));
+    let json_form =
+        json!({"device_id": "3f4a", "account_uuid": "", "session_id": session}).to_string();
+    for (user_id, model, vendor) in [
+        (legacy.as_str(), "m-anthropic", Vendor::Anthropic),
+        (json_form.as_str(), "m-openai", Vendor::OpenAi),
+    ] {
+        let body = json!({"model": model, "max_tokens": 64, "metadata": {"user_id": user_id},
+                          "messages": [{"role": "user", "content": "hi"}]});
+        let (_, rec, rx) = send(&h, "/v1/messages", &body, &[], 200, vendor).await;
+        assert_eq!(rec.session_id.as_deref(), Some(session), "{model}");
+        // The gateway's user is the key's (a static key has none): the client's
+        // user id makes no user or tenant.
+        assert_eq!(rec.user, None);
+        assert_eq!(rec.project, None);
+        assert!(rx.is_some());
+    }
+    let body = json!({"model": "m-anthropic", "max_tokens": 64, "metadata": {"user_id": "alice"},
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let (_, rec, _) = send(&h, "/v1/messages", &body, &[], 200, Vendor::Anthropic).await;
+    assert_eq!(rec.session_id, None, "a plain user id names no session");
+}
