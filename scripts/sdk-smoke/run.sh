@@ -57,7 +57,7 @@ if [ "${1:-}" = "--clients" ]; then
   failures=0
   # ok STEP [ANSWER]: the step, and the start of the client's final answer (the
   # fake's echo, or its quote of the tool output), lines joined with " | ".
-  ok() { echo "ok   $1${2:+  ($(paste -sd'|' <<<"$2" | sed 's/|/ | /g' | cut -c1-140))}"; }
+  ok() { echo "ok   $1${2:+  ($(paste -sd'|' <<<"$2" | sed 's/|/ | /g' | cut -c1-200))}"; }
   # fail STEP LOG...: the step, the tail of each log, the gateway's log and what the
   # fakes received last, so a failure reads without a rerun.
   fail() {
