@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # SDK smoke test: the official Python `openai` and `anthropic` SDKs (and, with
-# --clients, Claude Code and Codex) against the gateway in front of fake upstreams.
-# Needs network access to PyPI (and npm for Claude Code) the first time.
-#   scripts/sdk-smoke/run.sh [--clients]   (--clients: also Claude Code and Codex, from npm)
+# --clients, Claude Code, Codex and OpenCode) against the gateway in front of fake
+# upstreams. Needs network access to PyPI (and npm for the CLIs) the first time.
+#   scripts/sdk-smoke/run.sh [--clients]   (--clients: also the agent CLIs, from npm)
+# SWITCHYARD_LOG=debug shows more of the gateway's log when a step fails; the
+# fakes log what they receive to $work/fake-log/<vendor>.jsonl. SMOKE_WORK=DIR
+# (an empty or new directory) keeps the work directory (logs, client output).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+if [ -n "${SMOKE_WORK:-}" ]; then
+  mkdir -p "$SMOKE_WORK"; work=$(cd "$SMOKE_WORK" && pwd)
+  trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+else
+  work=$(mktemp -d)
+  trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+fi
 
 cargo build --release -q -p switchyard -p switchyard-testkit --bin switchyard --bin fake-upstream
 
-target/release/fake-upstream openai anthropic gemini > "$work/fakes" &
+mkdir -p "$work/fake-log"
+target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini > "$work/fakes" &
 for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 3 ] && break; sleep 0.1; done
 url() { awk -v v="$1" '$1==v {print $2}' "$work/fakes"; }
 
@@ -27,12 +36,14 @@ providers:
 models:
   - { id: m-openai, deployments: [{ provider: openai, model: gpt-fake }], capabilities: [tools, vision] }
   - { id: m-anthropic, deployments: [{ provider: anthropic, model: claude-fake }], capabilities: [tools, vision] }
-  - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-fake }], capabilities: [tools, vision] }
+  # A Gemini 3 id: the fake then refuses a tool history whose calls lost their thought signatures.
+  - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
 YAML
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export GATEWAY_URL="http://127.0.0.1:$port"
-SWITCHYARD_LOG=warn target/release/switchyard serve --config "$work/config.yaml" --listen "127.0.0.1:$port" &
+SWITCHYARD_LOG=${SWITCHYARD_LOG:-warn} target/release/switchyard serve --config "$work/config.yaml" \
+  --listen "127.0.0.1:$port" > "$work/gateway.log" 2>&1 &
 for _ in $(seq 50); do curl -sf "$GATEWAY_URL/healthz" >/dev/null && break; sleep 0.1; done
 
 venv="$root/target/sdk-venv"
@@ -42,42 +53,170 @@ venv="$root/target/sdk-venv"
 "$venv/bin/python" scripts/sdk-smoke/smoke.py
 
 if [ "${1:-}" = "--clients" ]; then
-  # Claude Code: one headless turn per upstream wire (Anthropic fast path, and
-  # translated to OpenAI-chat and Gemini).
+  # Every client step runs; the script fails at the end if any did.
+  failures=0
+  # ok STEP [ANSWER]: the step, and the start of the client's final answer (the
+  # fake's echo, or its quote of the tool output), lines joined with " | ".
+  ok() { echo "ok   $1${2:+  ($(paste -sd'|' <<<"$2" | sed 's/|/ | /g' | cut -c1-200))}"; }
+  # fail STEP LOG...: the step, the tail of each log, the gateway's log and what the
+  # fakes received last, so a failure reads without a rerun.
+  fail() {
+    local step=$1; shift
+    echo "FAIL $step"; failures=$((failures + 1))
+    for f in "$@"; do [ -s "$f" ] && { echo "  --- $(basename "$f") (tail)"; tail -25 "$f" | awk '{print "  " $0}'; }; done
+    echo "  --- gateway log (tail)"; tail -15 "$work/gateway.log" | awk '{print "  " $0}'
+    python3 - "$work/fake-log" <<'PY' | awk '{print "  " $0}'
+import json, pathlib, sys
+for log in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
+    lines = log.read_text().splitlines()[-3:]
+    for line in lines:
+        r = json.loads(line); b = r["body"] if isinstance(r["body"], dict) else {}
+        turns = b.get("messages") or b.get("contents") or []
+        def kinds(t):
+            c = t.get("content", t.get("parts"))
+            if isinstance(c, list):
+                return ",".join(p.get("type") or next(iter(p), "?") for p in c if isinstance(p, dict))
+            return "text"
+        shape = " ".join(f"{t.get('role', '?')}[{kinds(t)}]" for t in turns[-4:])
+        tools = b.get("tools") or []
+        n = sum(len(t.get("functionDeclarations", [t])) for t in tools)
+        print(f"--- {log.stem}: {r['method']} {r['path']} ({n} tools) ... {shape}")
+PY
+  }
+  # The fake's closing answer quotes the tool's output after this prefix
+  # (switchyard_testkit::tool_loop): both in a final answer mean the client ran its
+  # tool and sent the result back through the gateway.
+  quoted() { grep -q "tool result: " "$1" && grep -q "switchyard-tool-ok" "$1"; }
+  tool_prompt="TOOL_LOOP: run the shell command the tool loop asks for, then report its output."
+
+  # ---- Claude Code (Anthropic Messages): a text turn and a tool round trip per
+  # upstream wire (Anthropic fast path, translated to OpenAI-chat and Gemini).
   cc="$root/target/claude-code"
   [ -x "$cc/node_modules/.bin/claude" ] || npm install --silent --prefix "$cc" @anthropic-ai/claude-code
-  for model in m-anthropic m-openai m-gemini; do
-    mkdir -p "$work/home-$model"
-    out=$(HOME="$work/home-$model" ANTHROPIC_BASE_URL="$GATEWAY_URL" ANTHROPIC_API_KEY="$GATEWAY_KEY" \
+  run_claude() {
+    local model=$1; shift
+    mkdir -p "$work/cc-$model"
+    (cd "$work/cc-$model" && HOME="$work/cc-$model" ANTHROPIC_BASE_URL="$GATEWAY_URL" ANTHROPIC_API_KEY="$GATEWAY_KEY" \
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ANTHROPIC_MODEL=$model ANTHROPIC_SMALL_FAST_MODEL=$model \
       ANTHROPIC_DEFAULT_HAIKU_MODEL=$model ANTHROPIC_DEFAULT_SONNET_MODEL=$model ANTHROPIC_DEFAULT_OPUS_MODEL=$model \
-      timeout 120 "$cc/node_modules/.bin/claude" -p "say hello" --output-format json --model $model --max-turns 1 || true)
-    if echo "$out" | grep -q '"is_error":false' && echo "$out" | grep -q 'say hello'; then
-      echo "ok   claude code -> $model"
-    else
-      echo "FAIL claude code -> $model: $out"; exit 1
-    fi
+      timeout 180 "$cc/node_modules/.bin/claude" --output-format json --model "$model" "$@" < /dev/null)
+  }
+  cc_result() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$1" 2>/dev/null || true; }
+  for model in m-anthropic m-openai m-gemini; do
+    out="$work/cc-$model.text.json"
+    run_claude $model -p "say hello" --max-turns 1 > "$out" 2>&1 || true
+    if grep -q '"is_error":false' "$out" && grep -q 'say hello' "$out"; then ok "claude code text -> $model" "$(cc_result "$out")"
+    else fail "claude code text -> $model" "$out"; fi
+    out="$work/cc-$model.tool.json"
+    # All its tools, Bash allowed without asking: headless runs cannot answer a prompt.
+    run_claude $model -p "$tool_prompt" --max-turns 4 --allowedTools Bash > "$out" 2>&1 || true
+    if grep -q '"is_error":false' "$out" && quoted "$out"; then
+      ok "claude code tool round trip -> $model" "$(cc_result "$out")"
+    else fail "claude code tool round trip -> $model" "$out"; fi
   done
-  # Codex: the Responses API, streaming.
+
+  # ---- Codex (OpenAI Responses, streaming): a text turn and a tool round trip per
+  # upstream wire over HTTPS, and a tool round trip per wire over WebSocket.
   cx="$root/target/codex"
   [ -x "$cx/node_modules/.bin/codex" ] || npm install --silent --prefix "$cx" @openai/codex
-  for model in m-openai m-anthropic; do
-    mkdir -p "$work/codex-$model"
-    cat > "$work/codex-$model/config.toml" <<TOML
+  run_codex() {
+    local dir=$1 model=$2 ws=$3 prompt=$4
+    mkdir -p "$dir/proj"
+    cat > "$dir/config.toml" <<TOML
 model = "$model"
 model_provider = "switchyard"
+model_reasoning_effort = "medium"
 [model_providers.switchyard]
 name = "Switchyard"
 base_url = "$GATEWAY_URL/v1"
 env_key = "GATEWAY_KEY"
 wire_api = "responses"
+supports_websockets = $ws
 TOML
-    if CODEX_HOME="$work/codex-$model" timeout 120 "$cx/node_modules/.bin/codex" exec --skip-git-repo-check \
-        --output-last-message "$work/codex-$model/last.txt" "say hello" > "$work/codex-$model/log" 2>&1 \
-        && grep -q "echo:" "$work/codex-$model/last.txt"; then
-      echo "ok   codex -> $model"
-    else
-      echo "FAIL codex -> $model"; tail -20 "$work/codex-$model/log"; exit 1
-    fi
+    # The sandbox is bypassed so the shell tool runs in this container (the
+    # command is `echo`, in a scratch directory).
+    # RUST_LOG: its log says which transport carried the turn.
+    (cd "$dir/proj" && CODEX_HOME="$dir" RUST_LOG=codex_api=info timeout 180 "$cx/node_modules/.bin/codex" exec \
+      --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
+      "$prompt" < /dev/null) > "$dir/log" 2>&1
+  }
+  for model in m-openai m-anthropic m-gemini; do
+    dir="$work/codex-$model-text"
+    if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt"; then ok "codex text -> $model" "$(cat "$dir/last.txt")"
+    else fail "codex text -> $model" "$dir/log"; fi
+    dir="$work/codex-$model-tool"
+    if run_codex "$dir" $model false "$tool_prompt" && quoted "$dir/last.txt"; then
+      ok "codex tool round trip -> $model" "$(cat "$dir/last.txt")"
+    else fail "codex tool round trip -> $model" "$dir/log" "$dir/last.txt"; fi
+    dir="$work/codex-$model-ws"
+    if run_codex "$dir" $model true "$tool_prompt" && quoted "$dir/last.txt" \
+        && grep -q "successfully connected to Responses WebSocket" "$dir/log" \
+        && ! grep -q "Falling back from WebSockets" "$dir/log"; then
+      ok "codex websocket tool round trip -> $model" "$(cat "$dir/last.txt")"
+    else fail "codex websocket tool round trip -> $model" "$dir/log" "$dir/last.txt"; fi
   done
+
+  # ---- OpenCode (OpenAI Chat Completions, through its openai-compatible provider):
+  # a text turn and a tool round trip per upstream wire, reasoning on (`--variant
+  # high` sends reasoning_effort). Private HOME and XDG dirs; no models.dev fetch,
+  # no plugins, no update check.
+  oc="$root/target/opencode"
+  [ -x "$oc/node_modules/.bin/opencode" ] || npm install --silent --prefix "$oc" opencode-ai@1.18
+  mkdir -p "$work/oc/config/opencode"
+  cat > "$work/oc/config/opencode/opencode.json" <<JSON
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "permission": { "bash": "allow" },
+  "provider": {
+    "switchyard": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "Switchyard",
+      "options": { "baseURL": "$GATEWAY_URL/v1", "apiKey": "{env:GATEWAY_KEY}" },
+      "models": {
+        "m-openai": { "name": "m-openai", "tool_call": true, "reasoning": true },
+        "m-anthropic": { "name": "m-anthropic", "tool_call": true, "reasoning": true },
+        "m-gemini": { "name": "m-gemini", "tool_call": true, "reasoning": true }
+      }
+    }
+  }
+}
+JSON
+  run_opencode() {
+    local model=$1 out=$2 prompt=$3
+    mkdir -p "$work/oc/proj"
+    HOME="$work/oc" XDG_CONFIG_HOME="$work/oc/config" XDG_DATA_HOME="$work/oc/data" XDG_CACHE_HOME="$work/oc/cache" \
+      XDG_STATE_HOME="$work/oc/state" OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 \
+      OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_DEFAULT_PLUGINS=1 OPENCODE_DISABLE_SHARE=1 \
+      timeout 180 "$oc/node_modules/.bin/opencode" run --pure --dir "$work/oc/proj" --format json \
+      --variant high -m "switchyard/$model" "$prompt" < /dev/null > "$out" 2> "$out.err"
+  }
+  # The text of the session's last assistant message, from `--format json` events.
+  oc_answer() {
+    python3 - "$1" <<'PY'
+import json, sys
+texts = {}
+for line in open(sys.argv[1]):
+    try: ev = json.loads(line)
+    except ValueError: continue
+    part = ev.get("part") or {}
+    if part.get("type") == "text":
+        texts.setdefault(part.get("messageID"), []).append(part.get("text", ""))
+print("".join(list(texts.values())[-1]) if texts else "")
+PY
+  }
+  for model in m-openai m-anthropic m-gemini; do
+    out="$work/oc-$model.text.jsonl"
+    if run_opencode $model "$out" "say hello" && oc_answer "$out" > "$out.answer" && grep -q "echo:" "$out.answer"; then
+      ok "opencode text -> $model" "$(cat "$out.answer")"
+    else fail "opencode text -> $model" "$out" "$out.err"; fi
+    out="$work/oc-$model.tool.jsonl"
+    if run_opencode $model "$out" "$tool_prompt" && oc_answer "$out" > "$out.answer" && quoted "$out.answer"; then
+      ok "opencode tool round trip -> $model" "$(cat "$out.answer")"
+    else fail "opencode tool round trip -> $model" "$out" "$out.err"; fi
+  done
+
+  [ "$failures" -eq 0 ] || { echo "$failures client step(s) failed"; exit 1; }
+  echo "all client checks passed"
 fi

@@ -51,7 +51,11 @@ pub const ECHO_PREFIX: &str = "echo: ";
 /// Not streamed: [`ReplyBody::Json`]. Streamed: [`ReplyBody::Sse`] with the
 /// text split into word deltas ([`split_deltas`]).
 pub fn text(vendor: Vendor, model: &str, text: &str, stream: bool) -> ReplyBody {
-    render(vendor, &Answer { model, thinking: None, text: Some(text), tool: None }, stream)
+    render(
+        vendor,
+        &Answer { model, thinking: None, text: Some(text), tool: None, signature: None },
+        stream,
+    )
 }
 
 /// The model calls one tool `name` with `arguments_json` (JSON text), finish
@@ -70,7 +74,13 @@ pub fn tool_call(
 ) -> ReplyBody {
     render(
         vendor,
-        &Answer { model, thinking: None, text: None, tool: Some((name, arguments_json)) },
+        &Answer {
+            model,
+            thinking: None,
+            text: None,
+            tool: Some((name, arguments_json)),
+            signature: None,
+        },
         stream,
     )
 }
@@ -88,7 +98,7 @@ pub fn reasoning_then_text(
 ) -> ReplyBody {
     render(
         vendor,
-        &Answer { model, thinking: Some(thinking), text: Some(text), tool: None },
+        &Answer { model, thinking: Some(thinking), text: Some(text), tool: None, signature: None },
         stream,
     )
 }
@@ -105,7 +115,13 @@ pub fn reasoning_then_tool_call(
 ) -> ReplyBody {
     render(
         vendor,
-        &Answer { model, thinking: Some(thinking), text: None, tool: Some((name, arguments_json)) },
+        &Answer {
+            model,
+            thinking: Some(thinking),
+            text: None,
+            tool: Some((name, arguments_json)),
+            signature: None,
+        },
         stream,
     )
 }
@@ -273,12 +289,16 @@ pub fn split_fragments(s: &str) -> Vec<String> {
 // Rendering
 
 /// One answer, independent of the vendor.
+#[derive(Default)]
 pub(crate) struct Answer<'a> {
     pub(crate) model: &'a str,
     pub(crate) thinking: Option<&'a str>,
     pub(crate) text: Option<&'a str>,
     /// (name, arguments JSON text)
     pub(crate) tool: Option<(&'a str, &'a str)>,
+    /// Gemini only: the `thoughtSignature` on the `functionCall` part, as thinking
+    /// models sign their calls.
+    pub(crate) signature: Option<&'a str>,
 }
 
 impl Answer<'_> {
@@ -640,7 +660,13 @@ fn gemini_response(a: &Answer<'_>, parts: Vec<Value>, last: bool) -> Value {
 }
 
 fn gemini_function_call(a: &Answer<'_>) -> Option<Value> {
-    a.tool_args().map(|(name, args)| json!({"functionCall": {"name": name, "args": args}}))
+    a.tool_args().map(|(name, args)| {
+        let mut part = json!({"functionCall": {"name": name, "args": args}});
+        if let Some(signature) = a.signature {
+            part["thoughtSignature"] = signature.into();
+        }
+        part
+    })
 }
 
 fn gemini_complete(a: &Answer<'_>) -> Value {
@@ -889,7 +915,7 @@ mod tests {
             model: "g",
             thinking: None,
             text: Some("a b"),
-            tool: None,
+            ..Answer::default()
         })
         .concat();
         let v: Value = serde_json::from_str(&arr).unwrap();

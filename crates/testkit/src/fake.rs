@@ -25,6 +25,7 @@ use tokio::sync::{Notify, watch};
 use crate::Vendor;
 use crate::canned::{self, Answer, DEFAULT_MODEL};
 use crate::script::{Reply, ReplyBody};
+use crate::tool_loop;
 
 /// One request as the fake received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -384,9 +385,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
     let checked = if call.count {
-        crate::validate::count::check(vendor, &received.body)
+        crate::validate::count::check(vendor, &call.model, &received.body)
     } else {
-        crate::validate::check(vendor, &received.body)
+        crate::validate::check(vendor, &call.model, &received.body)
     };
     if let Err(message) = checked {
         shared.record(&received, false);
@@ -444,9 +445,22 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
         ReplyBody::VendorError(message) => json(&canned::error_body(vendor, reply.status, message)),
         ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
         ReplyBody::Auto => {
-            let text = canned::echo_text(vendor, request);
-            let answer =
-                Answer { model: &call.model, thinking: None, text: Some(&text), tool: None };
+            // The scripted tool loop when the prompt asks for it, else the echo.
+            let step = tool_loop::step(vendor, request);
+            let echo;
+            let answer = match &step {
+                Some(step) => Answer {
+                    model: &call.model,
+                    thinking: step.thinking,
+                    text: step.text.as_deref(),
+                    tool: step.tool.as_ref().map(|(name, args)| (name.as_str(), args.as_str())),
+                    signature: step.signature,
+                },
+                None => {
+                    echo = canned::echo_text(vendor, request);
+                    Answer { model: &call.model, text: Some(&echo), ..Answer::default() }
+                }
+            };
             if !call.stream {
                 json(&canned::complete(vendor, &answer))
             } else if call.json_array {

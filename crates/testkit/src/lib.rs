@@ -5,8 +5,10 @@
 //! vendor's wire ([`Vendor::OpenAi`], [`Vendor::Anthropic`], [`Vendor::Gemini`]).
 //! Each request on a generation route takes the next [`Reply`] from a FIFO
 //! script, or the default reply when the script is empty (initially
-//! [`Reply::auto`]: a canned answer echoing the last user text). Everything
-//! received is recorded ([`FakeUpstream::received`]).
+//! [`Reply::auto`]: a canned answer echoing the last user text, or a step of the
+//! scripted [`tool_loop`] when the prompt holds [`tool_loop::TRIGGER`], so real
+//! agent CLIs can go through a tool round trip). Everything received is recorded
+//! ([`FakeUpstream::received`]).
 //!
 //! The JSON is written by hand per vendor in [`canned`], on purpose: this crate
 //! shares no code with `switchyard-protocol`, so a translator bug cannot hide
@@ -82,6 +84,7 @@ mod fake;
 mod script;
 
 pub mod canned;
+pub mod tool_loop;
 pub mod validate;
 
 pub use fake::{FakeUpstream, Received};

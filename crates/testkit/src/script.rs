@@ -11,7 +11,10 @@ use serde_json::Value;
 pub enum ReplyBody {
     /// The canned answer for the request, streamed or not as the request asked:
     /// the text `"echo: <last user text>"` under the requested model (see
-    /// [`canned::echo_text`](crate::canned::echo_text)).
+    /// [`canned::echo_text`](crate::canned::echo_text)); or, when the latest prompt
+    /// holds [`tool_loop::TRIGGER`](crate::tool_loop::TRIGGER) and the request
+    /// declares tools, the next step of the scripted [`tool_loop`](crate::tool_loop):
+    /// a call of one of them, then text quoting its result.
     Auto,
     /// A JSON body, sent as one piece with `content-type: application/json`.
     Json(Value),

@@ -523,6 +523,293 @@ async fn recording_can_be_turned_off() {
     assert_eq!(fake.request_count(), 2);
 }
 
+// ---------------------------------------------------------------------------
+// The scripted tool loop (`tool_loop`): a call of a declared tool, then its result quoted
+
+use switchyard_testkit::tool_loop;
+
+/// One assistant answer of any vendor, whole or streamed, put together.
+#[derive(Debug, Default)]
+struct Turn {
+    thinking: String,
+    /// Anthropic: the thinking block's; Gemini: the call part's `thoughtSignature`.
+    signature: Option<String>,
+    text: String,
+    /// (id, name, arguments); Gemini calls have no id.
+    call: Option<(String, String, Value)>,
+}
+
+fn shell_schema(prop: &str) -> Value {
+    json!({"type": "object", "properties": {prop: {"type": "string"}, "description": {"type": "string"},
+           "timeout": {"type": "number"}}, "required": [prop, "description"]})
+}
+
+const PROMPT: &str = "please run the TOOL_LOOP";
+
+/// The first request of a loop: the prompt, and tools the way each client declares
+/// them (a read tool first, so the shell is chosen by name, not position).
+fn loop_request(vendor: Vendor, stream: bool, thinking: bool) -> Value {
+    let read = json!({"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]});
+    match vendor {
+        Vendor::OpenAi => {
+            let mut r = openai_req("gpt-x", PROMPT, stream);
+            r["tools"] = json!([
+                {"type": "function", "function": {"name": "read_file", "parameters": read}},
+                {"type": "function", "function": {"name": "exec_command", "parameters": shell_schema("cmd")}}
+            ]);
+            if thinking {
+                r["reasoning_effort"] = json!("high");
+            }
+            r
+        }
+        Vendor::Anthropic => {
+            let mut r = anthropic_req("claude-x", PROMPT, stream);
+            r["tools"] = json!([
+                {"name": "Read", "input_schema": read},
+                {"type": "web_search_20250305", "name": "web_search"},
+                {"name": "Bash", "input_schema": shell_schema("command")}
+            ]);
+            if thinking {
+                r["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
+            }
+            r
+        }
+        Vendor::Gemini => {
+            let mut r = gemini_req(PROMPT);
+            r["tools"] = json!([{"functionDeclarations": [
+                {"name": "read_file", "parametersJsonSchema": read},
+                {"name": "run_shell_command", "parameters": shell_schema("command")}
+            ]}]);
+            if thinking {
+                r["generationConfig"] = json!({"thinkingConfig": {"includeThoughts": true}});
+            }
+            r
+        }
+    }
+}
+
+fn loop_url(fake: &FakeUpstream, stream: bool) -> String {
+    match fake.vendor() {
+        Vendor::OpenAi => openai_url(fake),
+        Vendor::Anthropic => format!("{}/v1/messages", fake.base_url()),
+        Vendor::Gemini if stream => {
+            format!("{}/v1beta/models/gemini-3-x:streamGenerateContent?alt=sse", fake.base_url())
+        }
+        Vendor::Gemini => format!("{}/v1beta/models/gemini-3-x:generateContent", fake.base_url()),
+    }
+}
+
+/// Sends `body`, expects 200, and puts the answer together.
+async fn turn(fake: &FakeUpstream, stream: bool, body: &Value) -> Turn {
+    let resp = post(&loop_url(fake, stream), body).await;
+    assert_eq!(resp.status(), 200, "{body}");
+    let text = resp.text().await.unwrap();
+    let pieces =
+        if stream { json_datas(&text) } else { vec![serde_json::from_str(&text).unwrap()] };
+    let mut t = Turn::default();
+    let mut args = String::new();
+    for v in &pieces {
+        match fake.vendor() {
+            Vendor::OpenAi => {
+                let m =
+                    if stream { &v["choices"][0]["delta"] } else { &v["choices"][0]["message"] };
+                t.thinking += m["reasoning_content"].as_str().unwrap_or("");
+                t.text += m["content"].as_str().unwrap_or("");
+                if let Some(call) = m["tool_calls"].as_array().and_then(|c| c.first()) {
+                    if let Some(name) = call["function"]["name"].as_str() {
+                        t.call =
+                            Some((call["id"].as_str().unwrap().into(), name.into(), Value::Null));
+                    }
+                    args += call["function"]["arguments"].as_str().unwrap_or("");
+                }
+            }
+            Vendor::Anthropic => {
+                let blocks = match v["content"].as_array() {
+                    Some(blocks) => blocks.clone(),
+                    None => v.get("content_block").into_iter().cloned().collect(),
+                };
+                for b in blocks.iter().chain(v.get("delta")) {
+                    t.thinking += b["thinking"].as_str().unwrap_or("");
+                    t.text += b["text"].as_str().unwrap_or("");
+                    args += b["partial_json"].as_str().unwrap_or("");
+                    if let Some(sig) = b["signature"].as_str().filter(|s| !s.is_empty()) {
+                        t.signature = Some(sig.into());
+                    }
+                    if b["type"] == "tool_use" {
+                        let id = b["id"].as_str().unwrap().into();
+                        t.call = Some((id, b["name"].as_str().unwrap().into(), b["input"].clone()));
+                    }
+                }
+            }
+            Vendor::Gemini => {
+                for p in v["candidates"][0]["content"]["parts"].as_array().unwrap() {
+                    let text = p["text"].as_str().unwrap_or("");
+                    if p["thought"] == true {
+                        t.thinking += text
+                    } else {
+                        t.text += text
+                    }
+                    if let Some(sig) = p["thoughtSignature"].as_str() {
+                        t.signature = Some(sig.into());
+                    }
+                    if let Some(call) = p.get("functionCall") {
+                        let name = call["name"].as_str().unwrap().into();
+                        t.call = Some((String::new(), name, call["args"].clone()));
+                    }
+                }
+            }
+        }
+    }
+    if let Some((_, _, input)) = &mut t.call
+        && !args.is_empty()
+    {
+        *input = serde_json::from_str(&args).unwrap();
+    }
+    t
+}
+
+/// `request` with the answer `t` and the tool's `output` appended, as the client
+/// sends it back.
+fn with_result(vendor: Vendor, mut request: Value, t: &Turn, output: &str) -> Value {
+    let (id, name, args) = t.call.clone().unwrap();
+    match vendor {
+        Vendor::OpenAi => {
+            let m = request["messages"].as_array_mut().unwrap();
+            m.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}));
+            m.push(json!({"role": "tool", "tool_call_id": id, "content": output}));
+        }
+        Vendor::Anthropic => {
+            let mut blocks = Vec::new();
+            if let Some(sig) = &t.signature {
+                blocks.push(json!({"type": "thinking", "thinking": t.thinking, "signature": sig}));
+            }
+            blocks.push(json!({"type": "tool_use", "id": id, "name": name, "input": args}));
+            let m = request["messages"].as_array_mut().unwrap();
+            m.push(json!({"role": "assistant", "content": blocks}));
+            m.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": output}]},
+                {"type": "text", "text": "<system-reminder>not a new prompt</system-reminder>"}
+            ]}));
+        }
+        Vendor::Gemini => {
+            let mut call = json!({"functionCall": {"name": name, "args": args}});
+            if let Some(sig) = &t.signature {
+                call["thoughtSignature"] = sig.as_str().into();
+            }
+            let c = request["contents"].as_array_mut().unwrap();
+            c.push(json!({"role": "model", "parts": [call]}));
+            c.push(json!({"role": "user", "parts": [
+                {"functionResponse": {"name": name, "response": {"output": output}}}]}));
+        }
+    }
+    request
+}
+
+#[tokio::test]
+async fn tool_loop_calls_the_shell_then_quotes_its_result_on_every_wire() {
+    for vendor in [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini] {
+        let fake = FakeUpstream::start(vendor).await.unwrap();
+        for stream in [false, true] {
+            for thinking in [false, true] {
+                let case = format!("{vendor:?} stream={stream} thinking={thinking}");
+                let first = loop_request(vendor, stream, thinking);
+                let t = within(turn(&fake, stream, &first)).await;
+                let (id, name, args) =
+                    t.call.clone().unwrap_or_else(|| panic!("{case}: no call: {t:?}"));
+                let (shell, prop) = match vendor {
+                    Vendor::OpenAi => ("exec_command", "cmd"),
+                    Vendor::Anthropic => ("Bash", "command"),
+                    Vendor::Gemini => ("run_shell_command", "command"),
+                };
+                assert_eq!(name, shell, "{case}");
+                // The schema's required properties, and nothing it does not ask for.
+                assert_eq!(
+                    args,
+                    json!({prop: tool_loop::COMMAND, "description": "Prints the switchyard tool-loop marker"}),
+                    "{case}"
+                );
+                assert_eq!(t.text, "", "{case}: a call without prose");
+                match vendor {
+                    Vendor::OpenAi => assert_eq!(id, canned::OPENAI_TOOL_CALL_ID),
+                    Vendor::Anthropic => assert_eq!(id, canned::ANTHROPIC_TOOL_USE_ID),
+                    Vendor::Gemini => {}
+                }
+                let thought = if thinking { tool_loop::THINKING } else { "" };
+                assert_eq!(t.thinking.trim_end(), thought, "{case}");
+                let signature = match vendor {
+                    Vendor::Anthropic if thinking => Some(canned::ANTHROPIC_THINKING_SIGNATURE),
+                    Vendor::Gemini => Some(tool_loop::GEMINI_THOUGHT_SIGNATURE),
+                    _ => None,
+                };
+                assert_eq!(t.signature.as_deref(), signature, "{case}");
+
+                let second = with_result(vendor, first, &t, "switchyard-tool-ok\n");
+                let done = within(turn(&fake, stream, &second)).await;
+                assert_eq!(
+                    done.text,
+                    format!("{}{}", tool_loop::RESULT_PREFIX, tool_loop::MARKER),
+                    "{case}"
+                );
+                assert!(done.call.is_none() && done.thinking.is_empty(), "{case}: {done:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn tool_loop_histories_are_still_validated() {
+    // Anthropic with thinking on: the call's turn sent back without its thinking.
+    let fake = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
+    let first = loop_request(Vendor::Anthropic, false, true);
+    let mut t = within(turn(&fake, false, &first)).await;
+    t.signature = None;
+    let resp = post(&loop_url(&fake, false), &with_result(Vendor::Anthropic, first, &t, "x")).await;
+    assert_eq!(resp.status(), 400);
+    assert!(resp.text().await.unwrap().contains("Expected `thinking` or `redacted_thinking`"));
+
+    // Gemini 3: the call sent back without its signature. Gemini 2.5 takes it.
+    let fake = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+    let first = loop_request(Vendor::Gemini, false, false);
+    let mut t = within(turn(&fake, false, &first)).await;
+    t.signature = None;
+    let unsigned = with_result(Vendor::Gemini, first, &t, "x");
+    let resp = post(&loop_url(&fake, false), &unsigned).await;
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json_lossy().await;
+    assert_eq!(v["error"]["status"], "INVALID_ARGUMENT");
+    assert!(v["error"]["message"].as_str().unwrap().contains("missing a thought_signature"));
+    let url = format!("{}/v1beta/models/gemini-2.5-flash:generateContent", fake.base_url());
+    let v: Value = post(&url, &unsigned).await.json_lossy().await;
+    assert_eq!(v["candidates"][0]["content"]["parts"][0]["text"], "tool result: x");
+}
+
+#[tokio::test]
+async fn tool_loop_needs_its_trigger_tools_and_a_usable_tool() {
+    let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    // No tools: the echo.
+    let v: Value =
+        post(&openai_url(&fake), &openai_req("m", PROMPT, false)).await.json_lossy().await;
+    assert_eq!(v["choices"][0]["message"]["content"], format!("echo: {PROMPT}"));
+    // Tools but no trigger: the echo.
+    let mut r = loop_request(Vendor::OpenAi, false, false);
+    r["messages"][1]["content"] = json!("just chat");
+    let v: Value = post(&openai_url(&fake), &r).await.json_lossy().await;
+    assert_eq!(v["choices"][0]["message"]["content"], "echo: just chat");
+    // Only a read tool: it reads the path the prompt names; without one, the answer says why.
+    r["tools"] = json!([{"type": "function", "function": {"name": "read_file", "parameters":
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]);
+    r["messages"][1]["content"] = json!("TOOL_LOOP /tmp/marker.txt");
+    let v: Value = post(&openai_url(&fake), &r).await.json_lossy().await;
+    let call = &v["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "read_file");
+    assert_eq!(call["arguments"], r#"{"path":"/tmp/marker.txt"}"#);
+    r["messages"][1]["content"] = json!("TOOL_LOOP");
+    let v: Value = post(&openai_url(&fake), &r).await.json_lossy().await;
+    let text = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(text.contains("no shell tool") && text.contains("read_file"), "{text}");
+}
+
 /// `Response::json` needs reqwest's `json` feature; parse by hand instead.
 trait JsonLossy {
     async fn json_lossy(self) -> Value;

@@ -10,17 +10,20 @@
 //! | Anthropic | `tool_use.id` matches `^[a-zA-Z0-9_-]+$`; every `tool_result` answers a `tool_use` of the turn before |
 //! | OpenAI | `tool_choice` only with `tools` |
 //! | OpenAI | `tool_calls[].id` is at most 40 characters; every `tool` message answers a call of the assistant turn before |
+//! | Gemini | a turn of `functionResponse` parts follows a `model` turn of as many `functionCall` parts |
+//! | Gemini 3 | in the current turn (since the last user text), each model step's first `functionCall` carries a `thoughtSignature` |
 
 use serde_json::Value;
 
 use crate::Vendor;
 
-/// Why the real API would refuse `body`, or `None` when it would take it.
-pub fn refusal(vendor: Vendor, body: &Value) -> Option<String> {
+/// Why the real API would refuse `body`, sent for `model`, or `None` when it would
+/// take it.
+pub fn refusal(vendor: Vendor, model: &str, body: &Value) -> Option<String> {
     match vendor {
         Vendor::Anthropic => anthropic(body),
         Vendor::OpenAi => openai(body),
-        Vendor::Gemini => None,
+        Vendor::Gemini => gemini(model, body),
     }
 }
 
@@ -141,6 +144,67 @@ fn openai(body: &Value) -> Option<String> {
     None
 }
 
+fn parts(content: &Value) -> &[Value] {
+    content["parts"].as_array().map_or(&[], Vec::as_slice)
+}
+
+fn gemini(model: &str, body: &Value) -> Option<String> {
+    let contents = body["contents"].as_array()?;
+    let calls = |c: &Value| parts(c).iter().filter(|p| p.get("functionCall").is_some()).count();
+    let responses =
+        |c: &Value| parts(c).iter().filter(|p| p.get("functionResponse").is_some()).count();
+    for (i, c) in contents.iter().enumerate() {
+        let answered = responses(c);
+        if answered == 0 {
+            continue;
+        }
+        let prev = i.checked_sub(1).and_then(|p| contents.get(p));
+        let asked = prev.filter(|p| p["role"] == "model").map_or(0, calls);
+        if asked == 0 {
+            return Some(format!(
+                "Please ensure that function response turn comes immediately after a function call turn. (contents[{i}])"
+            ));
+        }
+        if asked != answered {
+            return Some(format!(
+                "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn. (contents[{i}]: {answered} responses, {asked} calls)"
+            ));
+        }
+    }
+    if gemini_major(model).is_some_and(|v| v >= 3) {
+        // The current turn starts after the last user content with text of its own.
+        let start = contents
+            .iter()
+            .rposition(|c| {
+                c["role"] != "model"
+                    && responses(c) == 0
+                    && parts(c).iter().any(|p| p.get("text").is_some())
+            })
+            .map_or(0, |i| i + 1);
+        for (i, c) in contents.iter().enumerate().skip(start) {
+            if c["role"] != "model" {
+                continue;
+            }
+            let first = parts(c).iter().enumerate().find(|(_, p)| p.get("functionCall").is_some());
+            if let Some((j, p)) = first
+                && p["thoughtSignature"].as_str().is_none_or(str::is_empty)
+            {
+                let name = p["functionCall"]["name"].as_str().unwrap_or("");
+                return Some(format!(
+                    "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `{name}` , position contents[{i}].parts[{j}]. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The major version of a Gemini model id (`gemini-3-pro-preview` → 3).
+fn gemini_major(model: &str) -> Option<u32> {
+    let rest = &model[model.find("gemini-")? + "gemini-".len()..];
+    rest.split(['.', '-']).next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,19 +222,21 @@ mod tests {
                 {"role": "user", "content": [result.clone()]},
             ]})
         };
-        let lost = refusal(Vendor::Anthropic, &body(vec![call.clone()])).unwrap();
+        let lost = refusal(Vendor::Anthropic, "m", &body(vec![call.clone()])).unwrap();
         assert!(lost.contains("Expected `thinking` or `redacted_thinking`, but found `tool_use`"));
         let kept = json!({"type": "thinking", "thinking": "hm", "signature": "c2ln"});
-        assert_eq!(refusal(Vendor::Anthropic, &body(vec![kept, call.clone()])), None);
+        assert_eq!(refusal(Vendor::Anthropic, "m", &body(vec![kept, call.clone()])), None);
         let unsigned = json!({"type": "thinking", "thinking": "hm"});
         assert!(
-            refusal(Vendor::Anthropic, &body(vec![unsigned, call])).unwrap().contains("signature")
+            refusal(Vendor::Anthropic, "m", &body(vec![unsigned, call]))
+                .unwrap()
+                .contains("signature")
         );
         let foreign =
             json!({"type": "tool_use", "id": "functions.get_weather:0", "name": "f", "input": {}});
         let mut b = body(vec![foreign]);
         b["thinking"] = Value::Null;
-        assert!(refusal(Vendor::Anthropic, &b).unwrap().contains("should match pattern"));
+        assert!(refusal(Vendor::Anthropic, "m", &b).unwrap().contains("should match pattern"));
     }
 
     #[test]
@@ -179,7 +245,7 @@ mod tests {
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]},
         ]});
-        assert!(refusal(Vendor::Anthropic, &body).unwrap().contains("must define tools"));
+        assert!(refusal(Vendor::Anthropic, "m", &body).unwrap().contains("must define tools"));
     }
 
     #[test]
@@ -189,8 +255,56 @@ mod tests {
             {"role": "assistant", "tool_calls": [{"id": long, "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": long, "content": "ok"},
         ]});
-        assert!(refusal(Vendor::OpenAi, &body).unwrap().contains("maximum length 40"));
+        assert!(refusal(Vendor::OpenAi, "m", &body).unwrap().contains("maximum length 40"));
         let orphan = json!({"messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c", "content": "ok"}]});
-        assert!(refusal(Vendor::OpenAi, &orphan).unwrap().contains("role 'tool'"));
+        assert!(refusal(Vendor::OpenAi, "m", &orphan).unwrap().contains("role 'tool'"));
+    }
+
+    #[test]
+    fn gemini_pairs_responses_with_calls_and_gemini_3_wants_signed_calls() {
+        let call = |sig: Option<&str>| {
+            let mut p = json!({"functionCall": {"name": "shell", "args": {}}});
+            if let Some(sig) = sig {
+                p["thoughtSignature"] = sig.into();
+            }
+            p
+        };
+        let answer = json!({"functionResponse": {"name": "shell", "response": {"output": "ok"}}});
+        let body = |model_parts: Vec<Value>, responses: Vec<Value>| {
+            json!({"contents": [
+                {"role": "user", "parts": [{"text": "go"}]},
+                {"role": "model", "parts": model_parts},
+                {"role": "user", "parts": responses},
+            ]})
+        };
+        let signed = body(vec![call(Some("c2ln"))], vec![answer.clone()]);
+        assert_eq!(refusal(Vendor::Gemini, "gemini-3-pro-preview", &signed), None);
+        let unsigned = body(vec![call(None)], vec![answer.clone()]);
+        assert_eq!(refusal(Vendor::Gemini, "gemini-2.5-flash", &unsigned), None);
+        let says = refusal(Vendor::Gemini, "gemini-3-pro-preview", &unsigned).unwrap();
+        assert!(says.contains("missing a thought_signature") && says.contains("`shell`"), "{says}");
+        // Only the first call of a step is signed; a past turn is not checked.
+        let parallel =
+            body(vec![call(Some("c2ln")), call(None)], vec![answer.clone(), answer.clone()]);
+        assert_eq!(refusal(Vendor::Gemini, "gemini-3-pro-preview", &parallel), None);
+        let mut past = unsigned.clone();
+        past["contents"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"role": "user", "parts": [{"text": "next"}]}));
+        assert_eq!(refusal(Vendor::Gemini, "gemini-3-pro-preview", &past), None);
+
+        let short = body(vec![call(Some("c2ln")), call(None)], vec![answer.clone()]);
+        assert!(
+            refusal(Vendor::Gemini, "g", &short)
+                .unwrap()
+                .contains("number of function response parts")
+        );
+        let orphan = json!({"contents": [{"role": "user", "parts": [{"text": "go"}]}, {"role": "user", "parts": [answer]}]});
+        assert!(
+            refusal(Vendor::Gemini, "g", &orphan)
+                .unwrap()
+                .contains("immediately after a function call turn")
+        );
     }
 }

@@ -28,10 +28,10 @@ const ANTHROPIC_FIELDS: [&str; 12] = [
 
 /// `Err(message)`: the vendor's counting endpoint would refuse `body` with a 400
 /// saying `message`.
-pub fn check(vendor: Vendor, body: &Value) -> Result<(), String> {
+pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
     match vendor {
         Vendor::Anthropic => anthropic(body),
-        Vendor::Gemini => gemini(body),
+        Vendor::Gemini => gemini(model, body),
         // Chat Completions has no counting endpoint (the fake routes none).
         Vendor::OpenAi => Ok(()),
     }
@@ -49,10 +49,12 @@ fn anthropic(body: &Value) -> Result<(), String> {
             return Err(format!("{required}: Field required"));
         }
     }
-    super::check(Vendor::Anthropic, body)
+    let model = map.get("model").and_then(Value::as_str).unwrap_or_default();
+    super::check(Vendor::Anthropic, model, body)
 }
 
-fn gemini(body: &Value) -> Result<(), String> {
+/// `model`: the one the URL names.
+fn gemini(model: &str, body: &Value) -> Result<(), String> {
     let Some(map) = body.as_object() else {
         return Err("Invalid JSON payload received. Expected an object.".into());
     };
@@ -68,17 +70,17 @@ fn gemini(body: &Value) -> Result<(), String> {
              are mutually exclusive"
             .into()),
         (None, None) => Err("* CountTokensRequest.contents: contents is not specified".into()),
-        (Some(_), None) => super::check(Vendor::Gemini, body),
+        (Some(_), None) => super::check(Vendor::Gemini, model, body),
         (None, Some(request)) => {
-            let model = request.get("model").and_then(Value::as_str).unwrap_or_default();
-            let name = model.strip_prefix("models/").unwrap_or_default();
+            let named = request.get("model").and_then(Value::as_str).unwrap_or_default();
+            let name = named.strip_prefix("models/").unwrap_or_default();
             if name.is_empty() || name.contains('/') {
                 return Err("* GenerateContentRequest.model: unexpected model name format".into());
             }
             if request.get("contents").and_then(Value::as_array).is_none_or(Vec::is_empty) {
                 return Err("* GenerateContentRequest.contents: contents is not specified".into());
             }
-            super::check(Vendor::Gemini, request)
+            super::check(Vendor::Gemini, name, request)
         }
     }
 }
@@ -92,28 +94,30 @@ mod tests {
     fn anthropic_takes_a_messages_body_without_generation_settings() {
         let ok = json!({"model": "m", "system": "s", "tools": [],
             "messages": [{"role": "user", "content": "hi"}]});
-        assert_eq!(check(Vendor::Anthropic, &ok), Ok(()));
+        assert_eq!(check(Vendor::Anthropic, "m", &ok), Ok(()));
         for (field, value) in
             [("max_tokens", json!(16)), ("stream", json!(false)), ("temperature", json!(0.5))]
         {
             let mut bad = ok.clone();
             bad[field] = value;
-            let err = check(Vendor::Anthropic, &bad).unwrap_err();
+            let err = check(Vendor::Anthropic, "m", &bad).unwrap_err();
             assert_eq!(err, format!("{field}: Extra inputs are not permitted"));
         }
-        assert!(check(Vendor::Anthropic, &json!({"model": "m"})).unwrap_err().contains("messages"));
+        assert!(
+            check(Vendor::Anthropic, "m", &json!({"model": "m"})).unwrap_err().contains("messages")
+        );
         // What a generation would be refused for is refused here too.
         let blank = json!({"model": "m", "messages": [{"role": "user", "content": " "}]});
-        assert!(check(Vendor::Anthropic, &blank).is_err());
+        assert!(check(Vendor::Anthropic, "m", &blank).is_err());
     }
 
     #[test]
     fn gemini_takes_contents_or_a_whole_request_naming_its_model() {
         let contents = json!([{"role": "user", "parts": [{"text": "hi"}]}]);
-        assert_eq!(check(Vendor::Gemini, &json!({"contents": contents})), Ok(()));
+        assert_eq!(check(Vendor::Gemini, "m", &json!({"contents": contents})), Ok(()));
         let whole = json!({"generateContentRequest": {"model": "models/g", "contents": contents,
             "systemInstruction": {"parts": [{"text": "s"}]}}});
-        assert_eq!(check(Vendor::Gemini, &whole), Ok(()));
+        assert_eq!(check(Vendor::Gemini, "m", &whole), Ok(()));
         for bad in [
             json!({}),
             json!({"contents": contents, "generateContentRequest": {"model": "models/g", "contents": contents}}),
@@ -124,7 +128,7 @@ mod tests {
             json!({"generateContentRequest": {"model": "models/g",
                 "contents": [{"role": "user", "parts": [{"inlineData": {"data": "aGk="}}]}]}}),
         ] {
-            assert!(check(Vendor::Gemini, &bad).is_err(), "{bad}");
+            assert!(check(Vendor::Gemini, "m", &bad).is_err(), "{bad}");
         }
     }
 }

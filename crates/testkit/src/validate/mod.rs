@@ -15,16 +15,17 @@ use serde_json::Value;
 
 use crate::Vendor;
 
-/// `Err(message)`: the provider would refuse `body` with a 400 saying `message`.
-/// A body that is not JSON (`Null`) passes: the route decides what it answers.
-pub fn check(vendor: Vendor, body: &Value) -> Result<(), String> {
+/// `Err(message)`: the provider would refuse `body`, sent for `model`, with a 400
+/// saying `message`. A body that is not JSON (`Null`) passes: the route decides
+/// what it answers.
+pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
     top_level(vendor, body)?;
     match vendor {
         Vendor::OpenAi => openai(body),
         Vendor::Anthropic => anthropic(body),
         Vendor::Gemini => gemini(body),
     }?;
-    conversation::refusal(vendor, body).map_or(Ok(()), Err)
+    conversation::refusal(vendor, model, body).map_or(Ok(()), Err)
 }
 
 /// The request fields each API defines (its reference's request body); every
@@ -315,22 +316,22 @@ mod tests {
     fn fields_an_api_does_not_define_are_refused() {
         let chat = json!({"model": "m", "messages": [], "prompt_cache_key": "k", "store": true,
                           "safety_identifier": "s", "service_tier": "auto"});
-        assert_eq!(check(Vendor::OpenAi, &chat), Ok(()));
-        let err = check(Vendor::OpenAi, &json!({"model": "m", "messages": [], "x_extra": 1}));
+        assert_eq!(check(Vendor::OpenAi, "m", &chat), Ok(()));
+        let err = check(Vendor::OpenAi, "m", &json!({"model": "m", "messages": [], "x_extra": 1}));
         assert_eq!(err, Err("Unrecognized request argument supplied: x_extra".into()));
         let anthropic =
             json!({"model": "m", "messages": [], "max_tokens": 1, "service_tier": "auto"});
-        assert_eq!(check(Vendor::Anthropic, &anthropic), Ok(()));
+        assert_eq!(check(Vendor::Anthropic, "m", &anthropic), Ok(()));
         for field in ["prompt_cache_key", "store", "safety_identifier", "user"] {
             let mut body = anthropic.clone();
             body[field] = json!("x");
-            let err = check(Vendor::Anthropic, &body).unwrap_err();
+            let err = check(Vendor::Anthropic, "m", &body).unwrap_err();
             assert_eq!(err, format!("{field}: Extra inputs are not permitted"));
         }
         let gemini = json!({"contents": [], "generation_config": {}, "systemInstruction": {}});
-        assert_eq!(check(Vendor::Gemini, &gemini), Ok(()));
-        let err =
-            check(Vendor::Gemini, &json!({"contents": [], "service_tier": "auto"})).unwrap_err();
+        assert_eq!(check(Vendor::Gemini, "m", &gemini), Ok(()));
+        let err = check(Vendor::Gemini, "m", &json!({"contents": [], "service_tier": "auto"}))
+            .unwrap_err();
         assert!(err.contains("Unknown name \"service_tier\""), "{err}");
     }
 
@@ -343,7 +344,7 @@ mod tests {
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": ""}]},
             {"role": "assistant", "content": []},
         ]});
-        assert_eq!(check(Vendor::Anthropic, &ok), Ok(()));
+        assert_eq!(check(Vendor::Anthropic, "m", &ok), Ok(()));
         for (bad, says) in [
             (json!({"messages": [{"role": "user", "content": " \n"}]}), "non-whitespace"),
             (
@@ -358,7 +359,7 @@ mod tests {
             (json!({"messages": [{"role": "user", "content": []}]}), "messages.0"),
             (json!({"system": [{"type": "text", "text": " "}], "messages": []}), "system"),
         ] {
-            let err = check(Vendor::Anthropic, &bad).unwrap_err();
+            let err = check(Vendor::Anthropic, "m", &bad).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }
@@ -367,46 +368,51 @@ mod tests {
     fn documents_are_checked_as_each_api_reads_them() {
         let pdf = json!({"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="});
         let doc = |source: Value| json!({"messages": [{"role": "user", "content": [{"type": "document", "source": source}]}]});
-        assert_eq!(check(Vendor::Anthropic, &doc(pdf)), Ok(()));
+        assert_eq!(check(Vendor::Anthropic, "m", &doc(pdf)), Ok(()));
         assert_eq!(
-            check(Vendor::Anthropic, &doc(json!({"type": "url", "url": "https://x/a.pdf"}))),
+            check(Vendor::Anthropic, "m", &doc(json!({"type": "url", "url": "https://x/a.pdf"}))),
             Ok(())
         );
         assert!(
             check(
                 Vendor::Anthropic,
+                "m",
                 &doc(json!({"type": "base64", "media_type": "text/plain", "data": "aGk="}))
             )
             .is_err()
         );
-        assert!(check(Vendor::Anthropic, &doc(json!({"type": "pdf"}))).is_err());
+        assert!(check(Vendor::Anthropic, "m", &doc(json!({"type": "pdf"}))).is_err());
 
         let file = |file: Value| json!({"messages": [{"role": "user", "content": [{"type": "file", "file": file}]}]});
         assert_eq!(
             check(
                 Vendor::OpenAi,
+                "m",
                 &file(
                     json!({"file_data": "data:application/pdf;base64,JVBERi0=", "filename": "a.pdf"})
                 )
             ),
             Ok(())
         );
-        assert_eq!(check(Vendor::OpenAi, &file(json!({"file_id": "file-1"}))), Ok(()));
-        assert!(check(Vendor::OpenAi, &file(json!({"filename": "a.pdf"}))).is_err());
+        assert_eq!(check(Vendor::OpenAi, "m", &file(json!({"file_id": "file-1"}))), Ok(()));
+        assert!(check(Vendor::OpenAi, "m", &file(json!({"filename": "a.pdf"}))).is_err());
         let unknown = json!({"messages": [{"role": "user", "content": [{"type": "document"}]}]});
-        assert!(check(Vendor::OpenAi, &unknown).is_err());
+        assert!(check(Vendor::OpenAi, "m", &unknown).is_err());
 
         let part = |part: Value| json!({"contents": [{"role": "user", "parts": [part]}]});
         assert_eq!(
             check(
                 Vendor::Gemini,
+                "m",
                 &part(json!({"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0="}}))
             ),
             Ok(())
         );
-        assert!(check(Vendor::Gemini, &part(json!({"inlineData": {"data": "JVBERi0="}}))).is_err());
         assert!(
-            check(Vendor::Gemini, &part(json!({"fileData": {"mimeType": "application/pdf"}})))
+            check(Vendor::Gemini, "m", &part(json!({"inlineData": {"data": "JVBERi0="}}))).is_err()
+        );
+        assert!(
+            check(Vendor::Gemini, "m", &part(json!({"fileData": {"mimeType": "application/pdf"}})))
                 .is_err()
         );
     }
