@@ -135,6 +135,10 @@ impl Outlet {
                     ClientFormat::Anthropic => {
                         sse::write_event(out, Some("ping"), r#"{"type": "ping"}"#);
                     }
+                    // An empty line: SSE readers skip it, and Google's SDKs, which
+                    // read `data:` lines only and would wait forever on a comment,
+                    // skip leading whitespace.
+                    ClientFormat::Gemini => out.extend_from_slice(b"\n"),
                     // An SSE comment: every SSE reader ignores it.
                     _ => out.extend_from_slice(b": keep-alive\n\n"),
                 }
