@@ -1,4 +1,4 @@
-//! The generation endpoints: one handler shape for the three client formats.
+//! The generation endpoints: one handler shape for every client format.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +29,14 @@ struct Extension {
     switchyard: Option<switchyard_core::filter::Hints>,
 }
 
+/// What a Gemini client says in its URL rather than its body: the model, and
+/// whether to stream (`:streamGenerateContent`). Other formats say it in the body.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FromUrl {
+    pub(crate) model: Option<String>,
+    pub(crate) stream: bool,
+}
+
 /// Client headers a same-vendor upstream needs.
 const FORWARDED: &[&str] = &["anthropic-beta", "anthropic-version"];
 
@@ -48,19 +56,22 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiChat).await
+    generate(state, headers, body, ClientFormat::OpenAiChat, FromUrl::default()).await
 }
 
 pub async fn responses(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiResponses).await
+    generate(state, headers, body, ClientFormat::OpenAiResponses, FromUrl::default()).await
 }
 
 pub async fn messages(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::Anthropic).await
+    generate(state, headers, body, ClientFormat::Anthropic, FromUrl::default()).await
 }
 
 pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
-    let format = if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
+    // Only the path is named: a Gemini client may carry its key in the query.
+    let format = if uri.path().starts_with("/v1beta/") || headers.contains_key("x-goog-api-key") {
+        ClientFormat::Gemini
+    } else if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
         ClientFormat::Anthropic
     } else {
         ClientFormat::OpenAiChat
@@ -81,17 +92,19 @@ async fn ingest(
     body: Body,
     format: ClientFormat,
     id: &str,
+    url: &FromUrl,
 ) -> Result<Inbound, GatewayError> {
     let received = Instant::now();
     let max_body_bytes = state.gateway.snapshot().catalog.settings.max_body_bytes;
     let caller = state.identity.authenticate(headers).await?;
     let bytes = limits::read_body(body, max_body_bytes).await?;
-    inbound(state, headers, caller, bytes, format, id, received).await
+    inbound(state, headers, caller, bytes, format, id, received, url).await
 }
 
 /// Everything after authentication and reading the body: limits, parsing, routing
 /// hints, project attribution. The HTTP endpoints and each WebSocket turn build
 /// their request here, so both reach the pipeline as the same [`Inbound`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn inbound(
     state: &AppState,
     headers: &HeaderMap,
@@ -100,6 +113,7 @@ pub(crate) async fn inbound(
     format: ClientFormat,
     id: &str,
     received: Instant,
+    url: &FromUrl,
 ) -> Result<Inbound, GatewayError> {
     let snapshot = state.gateway.snapshot();
     let settings = &snapshot.catalog.settings;
@@ -107,6 +121,10 @@ pub(crate) async fn inbound(
     let mut request = format
         .parse_request(&bytes, state.gateway.runtime.seal.as_deref())
         .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+    if let Some(model) = &url.model {
+        request.model.clone_from(model);
+        request.stream = url.stream;
+    }
     limits::check_model_id(&request.model)?;
     if request.model.is_empty()
         && let Some(default) = &settings.default_model
@@ -203,14 +221,15 @@ async fn attribute(
     ))
 }
 
-async fn generate(
+pub(crate) async fn generate(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
     format: ClientFormat,
+    url: FromUrl,
 ) -> Response {
     let id = ids::request_id();
-    let inbound = match ingest(&state, &headers, body, format, &id).await {
+    let inbound = match ingest(&state, &headers, body, format, &id, &url).await {
         Ok(i) => i,
         Err(e) => {
             tracing::debug!(request_id = %id, code = e.code(), "request refused");
@@ -266,7 +285,7 @@ pub async fn count_tokens(
 ) -> Response {
     let format = ClientFormat::Anthropic;
     let id = ids::request_id();
-    let inbound = match ingest(&state, &headers, body, format, &id).await {
+    let inbound = match ingest(&state, &headers, body, format, &id, &FromUrl::default()).await {
         Ok(i) => i,
         Err(e) => return error_response(format, &e, &id),
     };
