@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SDK smoke test: the official Python `openai` and `anthropic` SDKs (and, with
-# --clients, Claude Code and Codex) against the gateway in front of fake upstreams.
+# --clients, Claude Code, Gemini CLI and Codex) against the gateway in front of fake
+# upstreams.
 # Needs network access to PyPI (and npm for Claude Code) the first time.
-#   scripts/sdk-smoke/run.sh [--clients]   (--clients: also Claude Code and Codex, from npm)
+#   scripts/sdk-smoke/run.sh [--clients]   (--clients: also Claude Code, Gemini CLI and Codex, from npm)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -56,6 +57,22 @@ if [ "${1:-}" = "--clients" ]; then
       echo "ok   claude code -> $model"
     else
       echo "FAIL claude code -> $model: $out"; exit 1
+    fi
+  done
+  # Gemini CLI: one headless turn per upstream wire (Gemini's own API, streamed:
+  # the fast path to Gemini, translated to Anthropic and OpenAI-chat).
+  gc="$root/target/gemini-cli"
+  [ -x "$gc/node_modules/.bin/gemini" ] || npm install --silent --prefix "$gc" @google/gemini-cli
+  for model in m-gemini m-anthropic m-openai; do
+    mkdir -p "$work/gemini-$model/home/.gemini" "$work/gemini-$model/project"
+    echo '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' > "$work/gemini-$model/home/.gemini/settings.json"
+    out=$(cd "$work/gemini-$model/project" && HOME="$work/gemini-$model/home" GOOGLE_GEMINI_BASE_URL="$GATEWAY_URL" \
+      GEMINI_API_KEY="$GATEWAY_KEY" GEMINI_CLI_TRUST_WORKSPACE=true \
+      timeout 120 "$gc/node_modules/.bin/gemini" -m $model -p "say hello" 2> "$work/gemini-$model/log" || true)
+    if echo "$out" | grep -q "echo:" && echo "$out" | grep -q 'say hello'; then
+      echo "ok   gemini cli -> $model"
+    else
+      echo "FAIL gemini cli -> $model: $out"; tail -20 "$work/gemini-$model/log"; exit 1
     fi
   done
   # Codex: the Responses API, streaming.
