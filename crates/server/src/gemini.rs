@@ -43,13 +43,15 @@ pub struct GeminiQuery {
     page_token: Option<String>,
 }
 
-/// The query, or an error in Google's shape. A malformed query is refused without
-/// quoting it: it may hold the key.
-fn query(q: Result<Query<GeminiQuery>, QueryRejection>) -> Result<GeminiQuery, Response> {
-    q.map(|Query(q)| q).map_err(|_| {
-        let err = GatewayError::invalid("invalid_request", "the query string is malformed");
-        error_response(FORMAT, &err, &ids::request_id())
-    })
+/// The query; `None` when it is malformed ([`bad_query`]).
+fn query(q: Result<Query<GeminiQuery>, QueryRejection>) -> Option<GeminiQuery> {
+    q.ok().map(|Query(q)| q)
+}
+
+/// A malformed query, refused without quoting it: it may hold the key.
+fn bad_query() -> Response {
+    let err = GatewayError::invalid("invalid_request", "the query string is malformed");
+    error_response(FORMAT, &err, &ids::request_id())
 }
 
 /// The headers with `?key=` as `x-goog-api-key`, unless a header already carries a key
@@ -82,10 +84,7 @@ pub async fn list(
     headers: HeaderMap,
     q: Result<Query<GeminiQuery>, QueryRejection>,
 ) -> Response {
-    let q = match query(q) {
-        Ok(q) => q,
-        Err(resp) => return resp,
-    };
+    let Some(q) = query(q) else { return bad_query() };
     let headers = with_query_key(headers, q.key.as_deref());
     models::gemini_list(&state, &headers, q.page_size.as_deref(), q.page_token.as_deref()).await
 }
@@ -97,10 +96,7 @@ pub async fn retrieve(
     Path(target): Path<String>,
     q: Result<Query<GeminiQuery>, QueryRejection>,
 ) -> Response {
-    let q = match query(q) {
-        Ok(q) => q,
-        Err(resp) => return resp,
-    };
+    let Some(q) = query(q) else { return bad_query() };
     let headers = with_query_key(headers, q.key.as_deref());
     models::retrieve_as(&state, &headers, model_of(&target), FORMAT).await
 }
@@ -113,10 +109,7 @@ pub async fn post(
     q: Result<Query<GeminiQuery>, QueryRejection>,
     body: Body,
 ) -> Response {
-    let q = match query(q) {
-        Ok(q) => q,
-        Err(resp) => return resp,
-    };
+    let Some(q) = query(q) else { return bad_query() };
     let Some((model, method)) = model_of(&target).rsplit_once(':') else {
         return not_found(&format!("/v1beta/models/{target}"));
     };
