@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SDK smoke test: the official Python `openai` and `anthropic` SDKs (and, with
-# --clients, Claude Code, Codex and OpenCode) against the gateway in front of fake
+# --clients, Claude Code, Codex, OpenCode and Gemini CLI) against the gateway in front of fake
 # upstreams. Needs network access to PyPI (and npm for the CLIs) the first time.
 #   scripts/sdk-smoke/run.sh [--clients]   (--clients: also the agent CLIs, from npm)
 # SWITCHYARD_LOG=debug shows more of the gateway's log when a step fails; the
@@ -113,6 +113,21 @@ PY
     if grep -q '"is_error":false' "$out" && quoted "$out"; then
       ok "claude code tool round trip -> $model" "$(cc_result "$out")"
     else fail "claude code tool round trip -> $model" "$out"; fi
+  done
+
+  # ---- Gemini CLI (Gemini's own API, streamed): a text turn per upstream wire (the
+  # fast path to Gemini, translated to Anthropic and OpenAI-chat).
+  gc="$root/target/gemini-cli"
+  [ -x "$gc/node_modules/.bin/gemini" ] || npm install --silent --prefix "$gc" @google/gemini-cli
+  for model in m-gemini m-anthropic m-openai; do
+    dir="$work/gemini-$model"
+    mkdir -p "$dir/home/.gemini" "$dir/project"
+    echo '{"security":{"auth":{"selectedType":"gemini-api-key"}}}' > "$dir/home/.gemini/settings.json"
+    (cd "$dir/project" && HOME="$dir/home" GOOGLE_GEMINI_BASE_URL="$GATEWAY_URL" \
+      GEMINI_API_KEY="$GATEWAY_KEY" GEMINI_CLI_TRUST_WORKSPACE=true \
+      timeout 120 "$gc/node_modules/.bin/gemini" -m $model -p "say hello" > "$dir/out" 2> "$dir/log" < /dev/null) || true
+    if grep -q "echo:" "$dir/out" && grep -q 'say hello' "$dir/out"; then ok "gemini cli text -> $model" "$(head -c 200 "$dir/out")"
+    else fail "gemini cli text -> $model" "$dir/out" "$dir/log"; fi
   done
 
   # ---- Codex (OpenAI Responses, streaming): a text turn and a tool round trip per

@@ -120,9 +120,10 @@ impl ContinuityStore for LocalContinuity {
 }
 
 /// Whether answers for this client format lose signed thinking (no field carries
-/// it back): only those are remembered.
+/// it back): only those are remembered. (A Gemini client's thought parts carry
+/// no signature; its calls come back with the ids the gateway gave them.)
 pub fn needs_store(format: ClientFormat) -> bool {
-    format == ClientFormat::OpenAiChat
+    matches!(format, ClientFormat::OpenAiChat | ClientFormat::Gemini)
 }
 
 /// The key of a turn's thinking: its first tool call.

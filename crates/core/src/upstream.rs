@@ -194,6 +194,29 @@ fn splice(
     Some(body)
 }
 
+/// The client's body for a wire that takes the model in the URL (Gemini): nothing
+/// names the model, so it goes as the client sent it, unless the deployment's
+/// output ceiling (`generationConfig.maxOutputTokens`), its dropped fields or the
+/// `switchyard` extension need the parsed object. `None`: not a JSON object.
+fn path_model_body(raw: &RawBody, spec: &ProviderSpec, clamp: Option<u64>) -> Option<Vec<u8>> {
+    if clamp.is_none()
+        && spec.drop_fields.is_empty()
+        && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none()
+    {
+        return Some(raw.bytes().to_vec());
+    }
+    let object = raw.object()?;
+    let mut overrides: Vec<(&str, Value)> = Vec::new();
+    if let Some(cap) = clamp {
+        let mut config =
+            object.get("generationConfig").and_then(Value::as_object).cloned().unwrap_or_default();
+        config.insert("maxOutputTokens".into(), Value::from(cap));
+        overrides.push(("generationConfig", Value::Object(config)));
+    }
+    let drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
+    Some(write_object(object, &overrides, &drop))
+}
+
 /// The body to send to `wire` for this candidate.
 /// The request extension field (routing hints); never forwarded upstream.
 pub const EXTENSION_FIELD: &str = "switchyard";
@@ -212,6 +235,12 @@ pub fn build_body(
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
     // Same format: the client's own body, edited (on the bytes when possible).
     let fast = out.raw;
+    if let Some(raw) = fast
+        && wire.spec().model == ModelPlacement::Path
+        && let Some(body) = path_model_body(raw, spec, clamp)
+    {
+        return Ok(body);
+    }
     if let Some(body) =
         fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp, traits))
     {

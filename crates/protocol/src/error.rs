@@ -75,6 +75,20 @@ impl ErrorKind {
         }
     }
 
+    /// The status name Google's APIs give an error of this class (`google.rpc.Code`).
+    pub fn google_status(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest | ErrorKind::RequestTooLarge => "INVALID_ARGUMENT",
+            ErrorKind::Authentication => "UNAUTHENTICATED",
+            ErrorKind::Permission => "PERMISSION_DENIED",
+            ErrorKind::NotFound => "NOT_FOUND",
+            ErrorKind::RateLimit => "RESOURCE_EXHAUSTED",
+            ErrorKind::Overloaded => "UNAVAILABLE",
+            ErrorKind::Timeout => "DEADLINE_EXCEEDED",
+            ErrorKind::Upstream | ErrorKind::Internal => "INTERNAL",
+        }
+    }
+
     /// The kind an HTTP status suggests (for passing an upstream's answer on).
     pub fn from_status(status: u16) -> Self {
         match status {
@@ -132,6 +146,22 @@ impl ErrorBody {
             "type": self.kind.anthropic_type(),
             "message": self.message,
             "code": self.code,
+        }})
+    }
+
+    /// Google's error object: `{"error":{"code","message","status","details"}}`,
+    /// with the stable code as the `reason` of a `google.rpc.ErrorInfo` in
+    /// `details`, where Google's own APIs put theirs.
+    pub fn to_google(&self) -> Value {
+        json!({"error": {
+            "code": self.status,
+            "message": self.message,
+            "status": self.kind.google_status(),
+            "details": [{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": self.code,
+                "domain": "switchyard",
+            }],
         }})
     }
 }

@@ -46,6 +46,9 @@ pub enum ClientFormat {
     OpenAiChat,
     OpenAiResponses,
     Anthropic,
+    /// Gemini's `generateContent`: the model (and whether to stream) is in the URL,
+    /// which the edge sets on the parsed request.
+    Gemini,
 }
 
 impl ClientFormat {
@@ -54,6 +57,7 @@ impl ClientFormat {
             ClientFormat::OpenAiChat => "openai-chat",
             ClientFormat::OpenAiResponses => "openai-responses",
             ClientFormat::Anthropic => "anthropic",
+            ClientFormat::Gemini => "gemini",
         }
     }
 
@@ -62,12 +66,15 @@ impl ClientFormat {
         match self {
             ClientFormat::OpenAiChat => Some(Wire::OpenAiChat),
             ClientFormat::Anthropic => Some(Wire::Anthropic),
+            ClientFormat::Gemini => Some(Wire::Gemini),
             ClientFormat::OpenAiResponses => None,
         }
     }
 
     /// `seal`: opens the continuation data this gateway sealed into an earlier
-    /// answer ([`continuity`]; only formats with a field for it use it).
+    /// answer ([`continuity`]; only formats with a field for it use it). A Gemini
+    /// body names no model and does not say whether to stream: the caller sets
+    /// [`Request::model`] and [`Request::stream`] from the URL.
     pub fn parse_request(
         self,
         body: &[u8],
@@ -77,6 +84,7 @@ impl ClientFormat {
             ClientFormat::OpenAiChat => openai_chat::parse_request(body),
             ClientFormat::OpenAiResponses => responses::parse_request_sealed(body, seal),
             ClientFormat::Anthropic => anthropic::parse_request(body),
+            ClientFormat::Gemini => gemini::parse_client_request(body),
         }
     }
 
@@ -93,6 +101,7 @@ impl ClientFormat {
             ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
             ClientFormat::OpenAiResponses => responses::encode_response_sealed(resp, tools, seal),
             ClientFormat::Anthropic => anthropic::encode_response(resp),
+            ClientFormat::Gemini => gemini::encode_client_response(resp),
         }
     }
 
@@ -111,6 +120,7 @@ impl ClientFormat {
                 Box::new(responses::Encoder::for_tools(&req.tools).with_seal(seal))
             }
             ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
+            ClientFormat::Gemini => Box::new(gemini::Encoder::for_client()),
         }
     }
 
@@ -118,6 +128,7 @@ impl ClientFormat {
     pub fn error_json(self, err: &ErrorBody) -> serde_json::Value {
         match self {
             ClientFormat::Anthropic => err.to_anthropic(),
+            ClientFormat::Gemini => err.to_google(),
             ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => err.to_openai(),
         }
     }
@@ -170,7 +181,8 @@ impl Wire {
         match self {
             Wire::Anthropic => anthropic::adapt_native(body, req, traits),
             Wire::OpenAiChat => openai_chat::adapt_native(body, traits),
-            // Gemini is not a client format: its bodies never take the fast path.
+            // A Gemini body goes as it is: it names no model, and the client chose
+            // the thinking settings for the model it named.
             Wire::Gemini => Vec::new(),
         }
     }

@@ -255,12 +255,15 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// `body` (a response, or one stream event's data) with the model it names
-/// replaced by `model`: the top-level `model`, else the one inside a top-level
-/// `message` or `response` object (Anthropic's `message_start`, Responses'
-/// `response.*` events). `None` where it names none (e.g. a content delta).
+/// replaced by `model`: the top-level `model` (Gemini: `modelVersion`), else the
+/// one inside a top-level `message` or `response` object (Anthropic's
+/// `message_start`, Responses' `response.*` events). `None` where it names none
+/// (e.g. a content delta).
 pub fn rename_model(body: &[u8], model: &str) -> Option<Vec<u8>> {
-    if let Some(out) = replace_top_level_string(body, "model", model) {
-        return Some(out);
+    for key in ["model", "modelVersion"] {
+        if let Some(out) = replace_top_level_string(body, key, model) {
+            return Some(out);
+        }
     }
     for outer in ["message", "response"] {
         let Some(span) = top_level_value(body, outer) else { continue };
@@ -282,6 +285,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn renames_the_model_a_gemini_answer_names() {
+        let chunk = br#"{"candidates":[],"modelVersion":"up-gemini","responseId":"r"}"#;
+        let v: Value = serde_json::from_slice(&rename_model(chunk, "alias").unwrap()).unwrap();
+        assert_eq!(v, json!({"candidates": [], "modelVersion": "alias", "responseId": "r"}));
+    }
 
     #[test]
     fn renames_the_model_at_the_top_or_in_the_message() {

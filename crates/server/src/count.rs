@@ -51,20 +51,21 @@ pub(crate) async fn count(
     encode: fn(u64) -> Value,
 ) -> Response {
     let id = ids::request_id();
-    let inbound = match ingest(&state, &headers, body, format, &id).await {
-        Ok(i) => i,
-        Err(e) => {
-            tracing::debug!(request_id = %id, code = e.code(), "token count refused");
-            return error_response(format, &e, &id);
-        }
-    };
+    let inbound =
+        match ingest(&state, &headers, body, format, &id, &crate::http::FromUrl::default()).await {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::debug!(request_id = %id, code = e.code(), "token count refused");
+                return error_response(format, &e, &id);
+            }
+        };
     match state.gateway.count_tokens(&inbound).await {
         Ok(counted) => answer(&counted, encode(counted.input_tokens), &id),
         Err(e) => error_response(format, &e, &id),
     }
 }
 
-fn answer(counted: &TokenCount, body: Value, id: &str) -> Response {
+pub(crate) fn answer(counted: &TokenCount, body: Value, id: &str) -> Response {
     let mut resp = ([("content-type", "application/json")], body.to_string()).into_response();
     let h = resp.headers_mut();
     let estimated = if counted.estimated { "true" } else { "false" };

@@ -77,6 +77,10 @@ fn keepalive(format: ClientFormat) -> Bytes {
             sse::write_event(&mut out, Some("ping"), r#"{"type": "ping"}"#);
             Bytes::from(out)
         }
+        // An empty line: SSE readers skip it, and Google's SDKs, which read
+        // `data:` lines only and would wait forever on a comment, skip leading
+        // whitespace.
+        ClientFormat::Gemini => Bytes::from_static(b"\n"),
         // An SSE comment: every SSE reader ignores it.
         _ => Bytes::from_static(b": keep-alive\n\n"),
     }

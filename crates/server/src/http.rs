@@ -1,4 +1,4 @@
-//! The generation endpoints: one handler shape for the three client formats.
+//! The generation endpoints: one handler shape for every client format.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,6 +20,14 @@ pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
 /// Attributes the request to a project (per-project routing chains).
 pub const HEADER_PROJECT: &str = "x-switchyard-project";
 
+/// What a Gemini client says in its URL rather than its body: the model, and
+/// whether to stream (`:streamGenerateContent`). Other formats say it in the body.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct FromUrl {
+    pub(crate) model: Option<String>,
+    pub(crate) stream: bool,
+}
+
 /// Client headers a same-vendor upstream needs.
 const FORWARDED: &[&str] = &["anthropic-beta", "anthropic-version"];
 
@@ -39,11 +47,11 @@ pub async fn chat_completions(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiChat).await
+    generate(state, headers, body, ClientFormat::OpenAiChat, FromUrl::default()).await
 }
 
 pub async fn responses(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiResponses).await
+    generate(state, headers, body, ClientFormat::OpenAiResponses, FromUrl::default()).await
 }
 
 /// `POST /v1/responses/compact`: the conversation compacted into one item (see
@@ -55,19 +63,25 @@ pub async fn responses_compact(
 ) -> Response {
     let format = ClientFormat::OpenAiResponses;
     let id = ids::request_id();
-    let inbound = match ingest_as(&state, &headers, body, format, &id, Parse::Compact).await {
-        Ok(i) => i,
-        Err(e) => return error_response(format, &e, &id),
-    };
+    let inbound =
+        match ingest_as(&state, &headers, body, format, &id, Parse::Compact, &FromUrl::default())
+            .await
+        {
+            Ok(i) => i,
+            Err(e) => return error_response(format, &e, &id),
+        };
     answer(&state, inbound, format, &id).await
 }
 
 pub async fn messages(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::Anthropic).await
+    generate(state, headers, body, ClientFormat::Anthropic, FromUrl::default()).await
 }
 
 pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
-    let format = if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
+    // Only the path is named: a Gemini client may carry its key in the query.
+    let format = if uri.path().starts_with("/v1beta/") || headers.contains_key("x-goog-api-key") {
+        ClientFormat::Gemini
+    } else if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
         ClientFormat::Anthropic
     } else {
         ClientFormat::OpenAiChat
@@ -97,8 +111,9 @@ pub(crate) async fn ingest(
     body: Body,
     format: ClientFormat,
     id: &str,
+    url: &FromUrl,
 ) -> Result<Inbound, GatewayError> {
-    ingest_as(state, headers, body, format, id, Parse::Generate).await
+    ingest_as(state, headers, body, format, id, Parse::Generate, url).await
 }
 
 async fn ingest_as(
@@ -108,12 +123,14 @@ async fn ingest_as(
     format: ClientFormat,
     id: &str,
     parse: Parse,
+    url: &FromUrl,
 ) -> Result<Inbound, GatewayError> {
     let received = Instant::now();
     let max_body_bytes = state.gateway.snapshot().catalog.settings.max_body_bytes;
     let caller = state.identity.authenticate(headers).await?;
     let bytes = limits::read_body(body, max_body_bytes).await?;
-    let mut inbound = inbound(state, headers, caller, bytes.clone(), format, id, received).await?;
+    let mut inbound =
+        inbound(state, headers, caller, bytes.clone(), format, id, received, url).await?;
     if parse == Parse::Compact {
         // Read again for what the answer keeps (the user's messages, as sent):
         // compacting is rare, the body already passed the limits.
@@ -130,6 +147,7 @@ async fn ingest_as(
 /// Everything after authentication and reading the body: limits, parsing, routing
 /// hints, project attribution. The HTTP endpoints and each WebSocket turn build
 /// their request here, so both reach the pipeline as the same [`Inbound`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn inbound(
     state: &AppState,
     headers: &HeaderMap,
@@ -138,12 +156,18 @@ pub(crate) async fn inbound(
     format: ClientFormat,
     id: &str,
     received: Instant,
+    url: &FromUrl,
 ) -> Result<Inbound, GatewayError> {
-    let parsed = state.gateway.snapshot().parse_body(
+    let mut parsed = state.gateway.snapshot().parse_body(
         format,
         bytes,
         state.gateway.runtime.seal.as_deref(),
     )?;
+    if let Some(model) = &url.model {
+        switchyard_core::exec::check_model_id(model)?;
+        parsed.request.model.clone_from(model);
+        parsed.request.stream = url.stream;
+    }
     let named = match headers.get(HEADER_PROJECT).map(|v| v.to_str()) {
         None => None,
         Some(Ok(p)) => Some(p),
@@ -176,14 +200,15 @@ pub(crate) async fn inbound(
     Ok(inbound)
 }
 
-async fn generate(
+pub(crate) async fn generate(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
     format: ClientFormat,
+    url: FromUrl,
 ) -> Response {
     let id = ids::request_id();
-    let inbound = match ingest(&state, &headers, body, format, &id).await {
+    let inbound = match ingest(&state, &headers, body, format, &id, &url).await {
         Ok(i) => i,
         Err(e) => {
             tracing::debug!(request_id = %id, code = e.code(), "request refused");

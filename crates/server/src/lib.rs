@@ -1,4 +1,5 @@
-//! Switchyard's HTTP surface (axum): the client-format endpoints, gateway-key auth,
+//! Switchyard's HTTP surface (axum): the client-format endpoints (OpenAI Chat and
+//! Responses, Anthropic Messages, Gemini `generateContent`), gateway-key auth,
 //! request limits, errors in the caller's own format, response headers, and
 //! graceful shutdown. Everything after parsing is `switchyard_core`'s pipeline.
 
@@ -6,6 +7,7 @@ mod admin;
 mod auth;
 mod count;
 mod encode;
+mod gemini;
 mod http;
 pub mod identity;
 mod ids;
@@ -83,6 +85,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/models", get(models::list))
         .route("/v1/models/{id}", get(models::retrieve))
         .route("/models/{id}", get(models::retrieve))
+        // Gemini's API: the method follows the model in the last segment
+        // (`{model}:generateContent`); other `/v1beta` paths get Google's 404.
+        .route("/v1beta/models", get(gemini::list).fallback(http::not_found))
+        .route(
+            "/v1beta/models/{*target}",
+            get(gemini::retrieve).post(gemini::post).fallback(http::not_found),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus::render))

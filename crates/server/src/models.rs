@@ -15,6 +15,11 @@
 //! window) the meter uses. `GET /v1/models/{id}` answers one model, by id or alias,
 //! in the OpenAI or Anthropic shape, when a request for it would be served (hidden
 //! models too: they are served, only not listed); otherwise 404 in that shape.
+//!
+//! Gemini clients list the same models at `GET /v1beta/models`, as Gemini's
+//! `ListModelsResponse` (`models`, `nextPageToken`; paged by `pageSize` and
+//! `pageToken`), and get one at `GET /v1beta/models/{id}` ([`crate::gemini`]
+//! routes them here).
 
 use std::sync::Arc;
 
@@ -24,16 +29,21 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchyard_core::GatewayError;
-use switchyard_core::catalog::{ModelEntry, normalize_model};
+use switchyard_core::catalog::{Catalog, ModelEntry, normalize_model};
 use switchyard_core::util::Date;
 use switchyard_protocol::{ClientFormat, ErrorKind};
 
 use crate::http::error_response;
+use crate::identity::Caller;
 use crate::{AppState, ids};
 
 /// Anthropic's page size when `limit` is not given, and the largest it accepts.
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 1000;
+/// Gemini's page size when `pageSize` is not given (the largest is [`MAX_LIMIT`]).
+const GEMINI_DEFAULT_PAGE: usize = 50;
+/// What Switchyard serves of Gemini's methods.
+const GEMINI_METHODS: [&str; 3] = ["generateContent", "streamGenerateContent", "countTokens"];
 
 /// The instructions Codex sends as its system prompt for a model listed here.
 /// Codex's `ModelInfo` requires `base_instructions` and uses it in place of its
@@ -82,14 +92,7 @@ pub async fn list(
         Err(e) => return error_response(format, &invalid(e.body_text(), None), &ids::request_id()),
     };
     let snapshot = state.gateway.snapshot();
-    let catalog = &snapshot.catalog;
-    let today = Date::today();
-    // A model only a keyless provider serves would answer every request with 503:
-    // listing it would invite clients to pick it.
-    let models: Vec<&Arc<ModelEntry>> = catalog
-        .visible_models(today)
-        .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
-        .collect();
+    let models = listed(&snapshot.catalog, &caller);
     let body = if query.client_version.is_some() {
         let models: Vec<Value> =
             models.iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
@@ -106,6 +109,16 @@ pub async fn list(
     json_response(&body)
 }
 
+/// The models a list shows this caller: visible ones that some provider can serve
+/// for them. (A model only a keyless provider serves would answer every request
+/// with 503: listing it would invite clients to pick it.)
+fn listed<'a>(catalog: &'a Catalog, caller: &Caller) -> Vec<&'a Arc<ModelEntry>> {
+    catalog
+        .visible_models(Date::today())
+        .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
+        .collect()
+}
+
 /// `GET /v1/models/{id}`: one model, named by id or alias, as a request would
 /// resolve it (catalog models only).
 pub async fn retrieve(
@@ -114,8 +127,18 @@ pub async fn retrieve(
     Path(requested): Path<String>,
 ) -> Response {
     let format = caller_format(&headers);
+    retrieve_as(&state, &headers, &requested, format).await
+}
+
+/// One model in `format`'s shape (its errors too).
+pub(crate) async fn retrieve_as(
+    state: &AppState,
+    headers: &HeaderMap,
+    requested: &str,
+    format: ClientFormat,
+) -> Response {
     let id = ids::request_id();
-    let caller = match state.identity.authenticate(&headers).await {
+    let caller = match state.identity.authenticate(headers).await {
         Ok(caller) => caller,
         Err(e) => return error_response(format, &e, &id),
     };
@@ -126,7 +149,7 @@ pub async fn retrieve(
             GatewayError::new(404, ErrorKind::NotFound, code, format!("model {requested:?} {why}"));
         error_response(format, &err, &id)
     };
-    let Some(m) = catalog.model(&normalize_model(&requested)) else {
+    let Some(m) = catalog.model(&normalize_model(requested)) else {
         return not_found("model_not_found", "is not in the catalog");
     };
     if m.is_retired(Date::today()) {
@@ -139,8 +162,57 @@ pub async fn retrieve(
     let name = requested.trim();
     let body = match format {
         ClientFormat::Anthropic => anthropic_model(m, name),
+        ClientFormat::Gemini => gemini_model(m, name),
         _ => openai_model(m, name),
     };
+    json_response(&body)
+}
+
+/// `GET /v1beta/models`: Gemini's `ListModelsResponse`, `page_size` models from
+/// `page_token` on (the id of the page's first model, as `nextPageToken` gave it).
+pub(crate) async fn gemini_list(
+    state: &AppState,
+    headers: &HeaderMap,
+    page_size: Option<&str>,
+    page_token: Option<&str>,
+) -> Response {
+    let format = ClientFormat::Gemini;
+    let id = ids::request_id();
+    let caller = match state.identity.authenticate(headers).await {
+        Ok(caller) => caller,
+        Err(e) => return error_response(format, &e, &id),
+    };
+    let size = match page_size {
+        None => GEMINI_DEFAULT_PAGE,
+        Some(s) => match s.parse::<usize>() {
+            // Google reads a size of 0 as the default, and a larger one as its largest.
+            Ok(0) => GEMINI_DEFAULT_PAGE,
+            Ok(n) => n.min(MAX_LIMIT),
+            Err(_) => {
+                let why = format!("pageSize: expected a non-negative integer, got {s:?}");
+                return error_response(format, &invalid(why, Some("pageSize")), &id);
+            }
+        },
+    };
+    let snapshot = state.gateway.snapshot();
+    let models = listed(&snapshot.catalog, &caller);
+    let start = match page_token.filter(|t| !t.is_empty()) {
+        None => 0,
+        Some(token) => match models.iter().position(|m| m.id == token) {
+            Some(i) => i,
+            None => {
+                let why = format!("pageToken: no model {token:?} in this list");
+                return error_response(format, &invalid(why, Some("pageToken")), &id);
+            }
+        },
+    };
+    let end = start.saturating_add(size).min(models.len());
+    let page: Vec<Value> =
+        models.get(start..end).unwrap_or_default().iter().map(|m| gemini_model(m, &m.id)).collect();
+    let mut body = json!({ "models": page });
+    if let Some(next) = models.get(end) {
+        body["nextPageToken"] = json!(next.id);
+    }
     json_response(&body)
 }
 
@@ -171,6 +243,30 @@ fn facts(m: &ModelEntry) -> Value {
 
 fn openai_model(m: &ModelEntry, name: &str) -> Value {
     json!({"id": name, "object": "model", "created": 0, "owned_by": m.owned_by, "switchyard": facts(m)})
+}
+
+/// A model as Gemini's `Model`: `name` is `models/<id>`; the limits are the
+/// catalog's, where it has them.
+fn gemini_model(m: &ModelEntry, name: &str) -> Value {
+    let mut model = json!({
+        "name": format!("models/{name}"),
+        "baseModelId": name,
+        "version": "switchyard",
+        "displayName": name,
+        "description": format!("{} (owned by {}), through Switchyard", m.id, m.owned_by),
+        "supportedGenerationMethods": GEMINI_METHODS,
+        "switchyard": facts(m),
+    });
+    if let Some(window) = m.context_window {
+        model["inputTokenLimit"] = json!(window);
+    }
+    if let Some(max) = m.max_output_tokens {
+        model["outputTokenLimit"] = json!(max);
+    }
+    if m.capabilities.is_some_and(|c| c.reasoning) {
+        model["thinking"] = json!(true);
+    }
+    model
 }
 
 fn anthropic_model(m: &ModelEntry, name: &str) -> Value {

@@ -241,13 +241,21 @@ impl Session {
             Ok(turn) => turn,
             Err(e) => return self.refuse(&id, &e).await,
         };
-        let inbound =
-            match inbound(&self.state, &self.headers, caller, turn.body, FORMAT, &id, received)
-                .await
-            {
-                Ok(inbound) => inbound,
-                Err(e) => return self.refuse(&id, &e).await,
-            };
+        let inbound = match inbound(
+            &self.state,
+            &self.headers,
+            caller,
+            turn.body,
+            FORMAT,
+            &id,
+            received,
+            &Default::default(),
+        )
+        .await
+        {
+            Ok(inbound) => inbound,
+            Err(e) => return self.refuse(&id, &e).await,
+        };
         if !turn.generate {
             let model = inbound.request.model.clone();
             return self.warm_up(&id, &model, turn.input).await;

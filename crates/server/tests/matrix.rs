@@ -155,6 +155,7 @@ fn client_request(format: ClientFormat, s: Scenario, model: &str, stream: bool) 
         ClientFormat::OpenAiChat => chat_request(s, stream),
         ClientFormat::OpenAiResponses => responses_request(s),
         ClientFormat::Anthropic => anthropic_request(s, stream),
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     };
     body["model"] = json!(model);
     if stream {
@@ -1138,6 +1139,7 @@ fn format_usage(format: ClientFormat, stream: bool, body: &[u8]) -> Result<Forma
                 }
                 json!({ "usage": usage })
             }
+            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         }
     };
     let u = &usage_obj["usage"];
@@ -1163,6 +1165,7 @@ fn format_usage(format: ClientFormat, stream: bool, body: &[u8]) -> Result<Forma
             cache_read: u64_at(u, "/cache_read_input_tokens"),
             cache_write: u64_at(u, "/cache_creation_input_tokens"),
         },
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     })
 }
 
@@ -1225,6 +1228,7 @@ fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
                 )
             });
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
 
@@ -1269,6 +1273,7 @@ fn check_stream_framing(p: &mut Problems, format: ClientFormat, body: &[u8]) {
                 p.eq("last responses event name", e.as_str(), "response.completed");
             }
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
 
@@ -1329,6 +1334,7 @@ fn check_whole_shape(p: &mut Problems, format: ClientFormat, s: Scenario, body: 
             };
             p.eq("anthropic content block types", types.as_slice(), want);
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
 
@@ -1828,6 +1834,7 @@ fn image_elsewhere_request(format: ClientFormat, model: &str, in_tool_result: bo
                 ]}]},
             ]
         }),
+        (ClientFormat::Gemini, _) => unreachable!("Gemini clients: gemini_client.rs"),
     };
     body["model"] = json!(model);
     body
@@ -2235,6 +2242,7 @@ fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -
             }
             body
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
 
@@ -2372,6 +2380,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                     {"role": "assistant", "content": uses},
                     {"role": "user", "content": results}]})
             }
+            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         };
         let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &body, &[]).await;
         if status != 200 {
@@ -2573,6 +2582,7 @@ fn document_request(
             }
             body
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     };
     body["model"] = json!(model);
     if stream {
@@ -2609,6 +2619,7 @@ impl NativeVendor for ClientFormat {
             ClientFormat::OpenAiChat => Some(Vendor::OpenAi),
             ClientFormat::Anthropic => Some(Vendor::Anthropic),
             ClientFormat::OpenAiResponses => None,
+            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         }
     }
 }
@@ -2849,6 +2860,7 @@ fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: b
                 {"role": "user", "content": last},
             ]})
         }
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     };
     body["model"] = json!(model);
     if stream {
@@ -3052,6 +3064,7 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
                     json!({"model": "m-gemini", "stream": stream, "max_tokens": 256,
                     "tools": first["tools"], "messages": [first["messages"][0]]})
                 }
+                ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
             };
             let r = h.post(path(format), &first).await;
             let bytes = r.bytes().await.unwrap();

@@ -309,6 +309,7 @@ async fn mock_provider_streams_in_every_client_format() {
             ClientFormat::Anthropic => {
                 json!({"model": "mock", "stream": true, "max_tokens": 10, "messages": [{"role": "user", "content": "ping pong"}]})
             }
+            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         };
         let r = h.post(path(format), &body).await;
         assert_eq!(r.status(), 200, "{format:?}");

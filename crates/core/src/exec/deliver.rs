@@ -187,10 +187,14 @@ impl FormatMeters {
     }
 
     pub(super) fn get(format: &str) -> Option<&'static FormatMeters> {
-        static METERS: [OnceLock<FormatMeters>; 3] =
-            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-        let formats =
-            [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
+        static METERS: [OnceLock<FormatMeters>; 4] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let formats = [
+            ClientFormat::OpenAiChat,
+            ClientFormat::OpenAiResponses,
+            ClientFormat::Anthropic,
+            ClientFormat::Gemini,
+        ];
         let i = formats.iter().position(|f| f.as_str() == format)?;
         let (cell, known) = (METERS.get(i)?, formats.get(i)?.as_str());
         Some(cell.get_or_init(|| FormatMeters::new(Cow::Borrowed(known))))

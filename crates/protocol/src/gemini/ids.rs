@@ -26,6 +26,13 @@ pub(super) fn valid_gemini_id(id: &str) -> bool {
     !id.is_empty() && id.chars().all(is_id_char) && !id.contains("__")
 }
 
+/// A call id a Gemini client sent that every upstream takes as it is (at most 40
+/// characters of `[A-Za-z0-9_-]`): the gateway keeps it, so the call is known by
+/// the same id on every turn (see [`super::parse_client_request`]).
+pub(super) fn client_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= MAX_CALL_ID && id.chars().all(is_id_char)
+}
+
 fn is_dummy_signature(sig: &str) -> bool {
     DUMMY_SIGNATURES.contains(&sig)
 }

@@ -1,12 +1,19 @@
-//! Google Gemini `generateContent` and `streamGenerateContent?alt=sse`, both directions.
+//! Google Gemini `generateContent` and `streamGenerateContent?alt=sse`, both directions,
+//! as an upstream wire and as a client format.
 //!
 //! The model goes in the URL path and the key in a header (both in [`SPEC`]), so the
 //! request body never names the model.
 //!
+//! As a client format, a call keeps one id across turns: answers give each call its
+//! canonical id as `functionCall.id` ([`encode_client_response`],
+//! [`Encoder::for_client`]), and [`parse_client_request`] takes ids back as they are
+//! (ids as Gemini issues them, `gcall_<id>`, are for the upstream direction only).
+//!
 //! Choices worth knowing:
 //! - **Thought signatures.** Gemini 3 rejects a history whose function calls lack the
 //!   `thoughtSignature` they came with. A call carries it in [`ToolCall::signature`]
-//!   (the gateway keeps it server-side between turns: clients never see it). Call ids
+//!   (the gateway keeps it server-side between turns: clients of other formats never
+//!   see it; a Gemini client gets it on the call, as Gemini gives it). Call ids
 //!   are `gcall_<id>` when Gemini gave the call an id (sent back as
 //!   `functionCall.id` / `functionResponse.id`), else a minted
 //!   `call_<responseId>_<n>` (`n` counts the response's function calls), at most 40
@@ -40,8 +47,8 @@ mod stream_encode;
 mod wire;
 
 pub use ids::SKIP_SIGNATURE;
-pub use request::{encode_request, parse_request};
-pub use response::{encode_response, parse_error, parse_response};
+pub use request::{encode_request, parse_client_request, parse_request};
+pub use response::{encode_client_response, encode_response, parse_error, parse_response};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 

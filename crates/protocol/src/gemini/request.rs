@@ -12,7 +12,9 @@ use crate::model::{
 };
 use crate::{ProtocolError, util};
 
-use super::ids::{SKIP_SIGNATURE, call_base, real_signature, split_call_id, valid_gemini_id};
+use super::ids::{
+    SKIP_SIGNATURE, call_base, client_id, real_signature, split_call_id, valid_gemini_id,
+};
 use super::response::args_text;
 use super::wire::{
     Blob, Content, FileData, FunctionCall, FunctionCallingConfig, FunctionDeclaration,
@@ -438,7 +440,24 @@ fn generation_config(req: &Request, traits: ModelTraits) -> Option<GenerationCon
 // Requests: wire → canonical
 // ---------------------------------------------------------------------------------
 
+/// A `generateContent` body as Gemini reads it: call ids as Gemini issues them
+/// (`gcall_<id>`, or minted where a call has none).
 pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
+    parse(body, RequestIds::default())
+}
+
+/// A Gemini client's own body (the model and streaming are in its URL: the caller
+/// sets them). A call's `id` is taken as it is where every upstream takes it, since
+/// the gateway gave it (answers to Gemini clients carry each call's id as is, see
+/// [`encode_client_response`](super::encode_client_response)): a call is then known
+/// by one id on every turn, which is what the state kept between turns is keyed by.
+/// A `functionResponse` answers the call with its id, else the oldest open call of
+/// its name (Gemini CLI makes up an id for a call that came without one).
+pub fn parse_client_request(body: &[u8]) -> Result<Request, ProtocolError> {
+    parse(body, RequestIds { client: true, ..RequestIds::default() })
+}
+
+fn parse(body: &[u8], mut ids: RequestIds) -> Result<Request, ProtocolError> {
     let wire: WireRequest = util::from_slice(body)?;
     let mut req = Request::default();
 
@@ -447,7 +466,6 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             system.parts.iter().filter_map(|p| p.text.clone()).map(TextBlock::new).collect();
     }
 
-    let mut ids = RequestIds::default();
     for (i, content) in wire.contents.iter().enumerate() {
         let role = match content.role.as_deref() {
             Some("model") => Role::Assistant,
@@ -528,16 +546,19 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
 }
 
 /// Gives request function calls canonical ids and pairs function responses with them
-/// (by Gemini id when there is one, else by name, oldest open call first).
+/// (by id when there is one that matches, else by name, oldest open call first).
 #[derive(Default)]
 struct RequestIds {
+    /// A Gemini client's body: ids every upstream takes are kept as they are.
+    client: bool,
     open: Vec<OpenCall>,
     calls: usize,
     unmatched: usize,
 }
 
 struct OpenCall {
-    gemini_id: Option<String>,
+    /// The `functionCall.id` as sent.
+    sent_id: Option<String>,
     name: String,
     id: String,
 }
@@ -546,9 +567,14 @@ impl RequestIds {
     fn call(&mut self, call: &FunctionCall) -> String {
         let ordinal = self.calls;
         self.calls += 1;
-        let id = call_base(call.id.as_deref(), || format!("call_{ordinal}"));
+        let sent = call.id.as_deref().filter(|g| !g.is_empty());
+        let id = match sent {
+            Some(g) if self.client && client_id(g) => g.to_owned(),
+            _ if self.client => format!("call_{ordinal}"),
+            _ => call_base(sent, || format!("call_{ordinal}")),
+        };
         self.open.push(OpenCall {
-            gemini_id: call.id.clone().filter(|g| valid_gemini_id(g)),
+            sent_id: sent.map(str::to_owned),
             name: call.name.clone(),
             id: id.clone(),
         });
@@ -556,23 +582,28 @@ impl RequestIds {
     }
 
     fn result(&mut self, response: &FunctionResponse) -> String {
-        let gemini_id = response.id.as_deref().filter(|g| valid_gemini_id(g));
-        let position = match gemini_id {
-            Some(g) => self.open.iter().position(|c| c.gemini_id.as_deref() == Some(g)),
-            // A response without an id answers a call that had none, when there is one.
-            None => self
-                .open
+        let sent = response.id.as_deref().filter(|g| !g.is_empty());
+        let by_id =
+            sent.and_then(|g| self.open.iter().position(|c| c.sent_id.as_deref() == Some(g)));
+        // Else a call without an id of the same name, else any of that name.
+        let position = by_id.or_else(|| {
+            self.open
                 .iter()
-                .position(|c| c.gemini_id.is_none() && c.name == response.name)
-                .or_else(|| self.open.iter().position(|c| c.name == response.name)),
-        };
+                .position(|c| c.sent_id.is_none() && c.name == response.name)
+                .or_else(|| self.open.iter().position(|c| c.name == response.name))
+        });
         if let Some(position) = position {
             return self.open.remove(position).id;
         }
-        call_base(gemini_id, || {
+        let mut unmatched = || {
             self.unmatched += 1;
             format!("call_unmatched_{}", self.unmatched)
-        })
+        };
+        match sent {
+            Some(g) if self.client && client_id(g) => g.to_owned(),
+            _ if self.client => unmatched(),
+            _ => call_base(sent.filter(|g| valid_gemini_id(g)), unmatched),
+        }
     }
 }
 

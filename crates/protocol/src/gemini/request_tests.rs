@@ -484,3 +484,52 @@ fn parses_a_gemini_request() {
     ));
     assert!(matches!(parse_request(b"[1]"), Err(ProtocolError::InvalidBody(_))));
 }
+
+/// What a Gemini client sends back: the ids the gateway gave its calls, as they are
+/// (or, for a call that came without one, a response id of its own making).
+#[test]
+fn parses_a_gemini_clients_ids_as_they_are() {
+    let body = json!({"contents": [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [
+            {"functionCall": {"id": "toolu_01", "name": "f", "args": {}}},
+            {"functionCall": {"id": "gcall_ab", "name": "f", "args": {}}, "thoughtSignature": "CiQB"},
+            {"functionCall": {"name": "g", "args": {}}},
+            {"functionCall": {"id": "x".repeat(41), "name": "h", "args": {}}}
+        ]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"id": "gcall_ab", "name": "f", "response": {"content": "b"}}},
+            {"functionResponse": {"id": "toolu_01", "name": "f", "response": {"content": "a"}}},
+            {"functionResponse": {"id": "g-1700000000-abc", "name": "g", "response": {"content": "c"}}},
+            {"functionResponse": {"id": "x".repeat(41), "name": "h", "response": {"content": "d"}}}
+        ]}
+    ]});
+    let req = parse_client_request(body.to_string().as_bytes()).unwrap();
+    assert_eq!(
+        req.messages[1..],
+        [
+            msg(
+                Role::Assistant,
+                vec![
+                    call("toolu_01", "f", "{}"),
+                    signed("gcall_ab", "f", "{}", "CiQB"),
+                    call("call_2", "g", "{}"),
+                    call("call_3", "h", "{}"),
+                ]
+            ),
+            msg(
+                Role::User,
+                vec![
+                    result("gcall_ab", Some("f"), "b", false),
+                    result("toolu_01", Some("f"), "a", false),
+                    result("call_2", Some("g"), "c", false),
+                    result("call_3", Some("h"), "d", false),
+                ]
+            ),
+        ]
+    );
+    // Read as Gemini's own ids, a response id that matches no call still finds
+    // the call of its name.
+    let req = parse_request(body.to_string().as_bytes()).unwrap();
+    assert_eq!(req.messages[2].content[2], result("call_2", Some("g"), "c", false));
+}

@@ -175,13 +175,26 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     })
 }
 
+/// A whole response as Gemini writes it: call ids as Gemini issues them (the
+/// inverse of [`parse_response`]).
 pub fn encode_response(resp: &Response) -> Value {
+    encode(resp, false)
+}
+
+/// A whole response for a Gemini client: each call carries its canonical id as
+/// `functionCall.id`, which the client sends back with the call and its
+/// `functionResponse` (read by [`parse_client_request`](super::parse_client_request)).
+pub fn encode_client_response(resp: &Response) -> Value {
+    encode(resp, true)
+}
+
+fn encode(resp: &Response, client: bool) -> Value {
     let mut parts = Vec::new();
     for part in &resp.content {
         match part {
             Part::Text(t) => parts.extend(text_part(&t.text)),
             Part::Thinking { text, .. } => parts.extend(thought_part(text)),
-            Part::ToolCall(call) => parts.push(call_part(call, loose_args(call))),
+            Part::ToolCall(call) => parts.push(response_call_part(call, client)),
             Part::Image(_)
             | Part::Document(_)
             | Part::ToolResult(_)
@@ -197,6 +210,16 @@ pub fn encode_response(resp: &Response) -> Value {
 
 pub(super) fn thought_part(text: &str) -> Option<WirePart> {
     text_part(text).map(|p| WirePart { thought: Some(true), ..p })
+}
+
+/// A call in an answer: for a Gemini client with its canonical id as is (see
+/// [`encode_client_response`]), else as Gemini writes it.
+pub(super) fn response_call_part(call: &ToolCall, client: bool) -> WirePart {
+    let mut part = call_part(call, loose_args(call));
+    if client && let Some(f) = &mut part.function_call {
+        f.id = Some(call.id.clone());
+    }
+    part
 }
 
 /// Arguments for a wire we produce ourselves: invalid JSON travels as a string rather

@@ -142,3 +142,23 @@ fn encodes_a_response() {
         })
     );
 }
+
+#[test]
+fn a_clients_answer_gives_each_call_its_id_as_is() {
+    let resp = Response {
+        id: "r1".into(),
+        model: "m".into(),
+        content: vec![call("toolu_9", "g", "{}"), signed("gcall_x1", "f", "{}", "CiQB")],
+        stop_reason: Some(StopReason::ToolUse),
+        stop_sequence: None,
+        usage: Usage::default(),
+    };
+    let parts = &encode_client_response(&resp)["candidates"][0]["content"]["parts"];
+    assert_eq!(
+        parts,
+        &json!([
+            {"functionCall": {"id": "toolu_9", "name": "g", "args": {}}},
+            {"functionCall": {"id": "gcall_x1", "name": "f", "args": {}}, "thoughtSignature": "CiQB"}
+        ])
+    );
+}

@@ -1,13 +1,11 @@
 //! Stream encoder: canonical events → Gemini SSE.
 
-use serde_json::json;
-
 use crate::model::{BlockKind, Delta, StopReason, ToolCall, Usage};
 use crate::sse::write_json;
-use crate::{ErrorBody, ErrorKind, StreamEncoder, StreamEvent};
+use crate::{ErrorBody, StreamEncoder, StreamEvent};
 
-use super::request::{call_part, text_part};
-use super::response::{loose_args, response_chunk, thought_part, usage_to_wire};
+use super::request::text_part;
+use super::response::{response_call_part, response_chunk, thought_part, usage_to_wire};
 use super::wire::{UsageMetadata, WirePart};
 
 #[derive(Debug)]
@@ -27,11 +25,20 @@ pub struct Encoder {
     usage: Usage,
     stop: Option<StopReason>,
     done: bool,
+    /// For a Gemini client: calls carry their canonical ids (see
+    /// [`encode_client_response`](super::encode_client_response)).
+    client: bool,
 }
 
 impl Encoder {
+    /// Calls as Gemini writes them (ids as it issues them).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// For a Gemini client: each call carries its canonical id as `functionCall.id`.
+    pub fn for_client() -> Self {
+        Self { client: true, ..Self::default() }
     }
 
     fn emit(
@@ -48,7 +55,7 @@ impl Encoder {
     fn flush_call(&mut self, out: &mut Vec<u8>) {
         if let Some(EncoderBlock::Call { id, name, args, signature }) = self.block.take() {
             let call = ToolCall { id, name, arguments: args, signature };
-            self.emit(vec![call_part(&call, loose_args(&call))], None, None, out);
+            self.emit(vec![response_call_part(&call, self.client)], None, None, out);
         }
     }
 }
@@ -121,25 +128,6 @@ impl StreamEncoder for Encoder {
 
     fn error(&mut self, err: &ErrorBody, out: &mut Vec<u8>) {
         self.done = true;
-        let body = json!({ "error": {
-            "code": err.status,
-            "message": err.message,
-            "status": grpc_status(err.kind),
-        }});
-        write_json(out, None, &body);
-    }
-}
-
-/// The Google API status string for an error class.
-fn grpc_status(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidRequest | ErrorKind::RequestTooLarge => "INVALID_ARGUMENT",
-        ErrorKind::Authentication => "UNAUTHENTICATED",
-        ErrorKind::Permission => "PERMISSION_DENIED",
-        ErrorKind::NotFound => "NOT_FOUND",
-        ErrorKind::RateLimit => "RESOURCE_EXHAUSTED",
-        ErrorKind::Overloaded => "UNAVAILABLE",
-        ErrorKind::Timeout => "DEADLINE_EXCEEDED",
-        ErrorKind::Upstream | ErrorKind::Internal => "INTERNAL",
+        write_json(out, None, &err.to_google());
     }
 }

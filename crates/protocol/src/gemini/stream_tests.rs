@@ -192,7 +192,7 @@ fn encoder_error_ends_the_stream() {
     enc.finish(&mut out);
     assert_eq!(
         String::from_utf8(out.clone()).unwrap(),
-        "data: {\"error\":{\"code\":503,\"message\":\"Try again later\",\"status\":\"UNAVAILABLE\"}}\n\n"
+        "data: {\"error\":{\"code\":503,\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"domain\":\"switchyard\",\"reason\":\"upstream_unavailable\"}],\"message\":\"Try again later\",\"status\":\"UNAVAILABLE\"}}\n\n"
     );
     assert_eq!(
         decode_sse(&out),
@@ -201,4 +201,29 @@ fn encoder_error_ends_the_stream() {
             message: "Try again later".into()
         })
     );
+}
+
+#[test]
+fn a_clients_encoder_gives_each_call_its_id_as_is() {
+    let mut enc = Encoder::for_client();
+    let mut out = Vec::new();
+    enc.push(&StreamEvent::Start { id: "e".into(), model: "m".into() }, &mut out);
+    let kind = BlockKind::ToolCall { id: "toolu_01".into(), name: "f".into() };
+    enc.push(&StreamEvent::BlockStart { index: 0, kind }, &mut out);
+    enc.push(
+        &StreamEvent::Delta { index: 0, delta: Delta::ToolArguments { json: "{}".into() } },
+        &mut out,
+    );
+    enc.push(&StreamEvent::BlockStop { index: 0 }, &mut out);
+    enc.finish(&mut out);
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains(r#""functionCall":{"args":{},"id":"toolu_01","name":"f"}"#), "{text}");
+    // The same call as Gemini writes it has no id (it did not come from Gemini).
+    let mut out = Vec::new();
+    let mut enc = Encoder::new();
+    enc.push(&StreamEvent::Start { id: "e".into(), model: "m".into() }, &mut out);
+    let kind = BlockKind::ToolCall { id: "toolu_01".into(), name: "f".into() };
+    enc.push(&StreamEvent::BlockStart { index: 0, kind }, &mut out);
+    enc.push(&StreamEvent::BlockStop { index: 0 }, &mut out);
+    assert!(!String::from_utf8(out).unwrap().contains("toolu_01"));
 }

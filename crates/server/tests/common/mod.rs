@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 use switchyard_core::{Catalog, ConfigSource, Gateway};
 use switchyard_protocol::{
-    ClientFormat, Response, ResponseAccumulator, SseDecoder, StreamDecoder, anthropic, openai_chat,
-    responses,
+    ClientFormat, Response, ResponseAccumulator, SseDecoder, StreamDecoder, anthropic, gemini,
+    openai_chat, responses,
 };
 use switchyard_server::AppState;
 use switchyard_store::MemorySink;
@@ -257,6 +257,7 @@ pub fn path(format: ClientFormat) -> &'static str {
         ClientFormat::OpenAiChat => "/v1/chat/completions",
         ClientFormat::OpenAiResponses => "/v1/responses",
         ClientFormat::Anthropic => "/v1/messages",
+        ClientFormat::Gemini => panic!("a Gemini path names the model: see gemini_client.rs"),
     }
 }
 
@@ -266,6 +267,7 @@ pub fn decode_whole(format: ClientFormat, body: &[u8]) -> Response {
         ClientFormat::OpenAiChat => openai_chat::parse_response(body),
         ClientFormat::OpenAiResponses => responses::parse_response(body),
         ClientFormat::Anthropic => anthropic::parse_response(body),
+        ClientFormat::Gemini => gemini::parse_response(body),
     }
     .unwrap_or_else(|e| {
         panic!("{format:?} body does not parse: {e}\n{}", String::from_utf8_lossy(body))
@@ -278,6 +280,7 @@ pub fn decode_stream(format: ClientFormat, body: &[u8]) -> Response {
         ClientFormat::OpenAiChat => Box::new(openai_chat::Decoder::new()),
         ClientFormat::OpenAiResponses => Box::new(responses::Decoder::new()),
         ClientFormat::Anthropic => Box::new(anthropic::Decoder::new()),
+        ClientFormat::Gemini => Box::new(gemini::Decoder::new()),
     };
     let mut sse = SseDecoder::new();
     let mut raw = Vec::new();
