@@ -115,8 +115,9 @@ PY
     else fail "claude code tool round trip -> $model" "$out"; fi
   done
 
-  # ---- Gemini CLI (Gemini's own API, streamed): a text turn per upstream wire (the
-  # fast path to Gemini, translated to Anthropic and OpenAI-chat).
+  # ---- Gemini CLI (Gemini's own API, streamed): a text turn and a tool round trip
+  # per upstream wire (the fast path to Gemini, translated to Anthropic and
+  # OpenAI-chat).
   gc="$root/target/gemini-cli"
   [ -x "$gc/node_modules/.bin/gemini" ] || npm install --silent --prefix "$gc" @google/gemini-cli
   for model in m-gemini m-anthropic m-openai; do
@@ -128,6 +129,13 @@ PY
       timeout 120 "$gc/node_modules/.bin/gemini" -m $model -p "say hello" > "$dir/out" 2> "$dir/log" < /dev/null) || true
     if grep -q "echo:" "$dir/out" && grep -q 'say hello' "$dir/out"; then ok "gemini cli text -> $model" "$(head -c 200 "$dir/out")"
     else fail "gemini cli text -> $model" "$dir/out" "$dir/log"; fi
+    # Its shell tool (run_shell_command) approved without asking: headless runs
+    # cannot answer a prompt.
+    (cd "$dir/project" && HOME="$dir/home" GOOGLE_GEMINI_BASE_URL="$GATEWAY_URL" \
+      GEMINI_API_KEY="$GATEWAY_KEY" GEMINI_CLI_TRUST_WORKSPACE=true \
+      timeout 180 "$gc/node_modules/.bin/gemini" -m $model --yolo -p "$tool_prompt" > "$dir/tool.out" 2> "$dir/tool.log" < /dev/null) || true
+    if quoted "$dir/tool.out"; then ok "gemini cli tool round trip -> $model" "$(head -c 200 "$dir/tool.out")"
+    else fail "gemini cli tool round trip -> $model" "$dir/tool.out" "$dir/tool.log"; fi
   done
 
   # ---- Codex (OpenAI Responses, streaming): a text turn and a tool round trip per

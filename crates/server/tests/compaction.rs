@@ -17,22 +17,6 @@ const ASK: &str = "fix the failing test";
 const TOOL_OUTPUT: &str = "test parse_dates ... FAILED";
 const NEXT: &str = "go on with the fix";
 
-fn model(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "m-openai",
-        Vendor::Anthropic => "m-anthropic",
-        Vendor::Gemini => "m-gemini",
-    }
-}
-
-fn upstream_model(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "up-openai",
-        Vendor::Anthropic => "up-anthropic",
-        Vendor::Gemini => "up-gemini",
-    }
-}
-
 fn summary(v: Vendor) -> String {
     format!("## Task\n{ASK} (SUMMARY-{v:?})\n## Next\nedit src/dates.rs")
 }
@@ -70,7 +54,7 @@ fn tools() -> Value {
 /// A Codex turn (as 0.171 sends to compact when `stream` and the trigger are set).
 fn codex_body(v: Vendor, input: Vec<Value>, stream: bool) -> Value {
     json!({
-        "model": model(v),
+        "model": catalog_model(v),
         "instructions": "You are Codex, a coding agent.",
         "input": input,
         "tools": tools(),
@@ -218,7 +202,7 @@ async fn a_whole_trigger_request_answers_one_item() {
         let body: Value = resp.json().await.unwrap();
         assert_eq!(body["object"], "response");
         assert_eq!(body["status"], "completed");
-        assert_eq!(body["model"], model(v), "named as the client asked");
+        assert_eq!(body["model"], catalog_model(v), "named as the client asked");
         let output = body["output"].as_array().unwrap();
         assert_eq!(output.len(), 1, "{v:?}: exactly one item: {body}");
         check_item(v, &output[0]);
@@ -233,7 +217,7 @@ async fn the_compact_endpoint_answers_the_compacted_history() {
     for v in VENDORS {
         // What older Codex posts: no `stream`, no trigger.
         let body = json!({
-            "model": model(v),
+            "model": catalog_model(v),
             "instructions": "You are Codex, a coding agent.",
             "input": history(),
             "tools": tools(),

@@ -18,22 +18,6 @@ const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini]
 const TOOL: &str = "get_weather";
 const ARGS: &str = r#"{"city":"Paris"}"#;
 
-fn model_of(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "m-openai",
-        Vendor::Anthropic => "m-anthropic",
-        Vendor::Gemini => "m-gemini",
-    }
-}
-
-fn upstream_model(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "up-openai",
-        Vendor::Anthropic => "up-anthropic",
-        Vendor::Gemini => "up-gemini",
-    }
-}
-
 /// How a request carries the gateway key.
 #[derive(Clone, Copy)]
 enum Key<'a> {
@@ -170,7 +154,7 @@ async fn text_turns_on_every_wire() {
         for stream in [false, true] {
             let at = format!("{v:?} stream={stream}");
             let before = h.fake(v).request_count();
-            let (status, bytes) = generate(&h, model_of(v), stream, &body).await;
+            let (status, bytes) = generate(&h, catalog_model(v), stream, &body).await;
             assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
             let chunks = chunks(&bytes, stream);
             let parts = parts(&chunks);
@@ -180,7 +164,7 @@ async fn text_turns_on_every_wire() {
             assert!(last["usageMetadata"]["promptTokenCount"].as_u64() > Some(0), "{at}: {last}");
             for c in &chunks {
                 if !c["modelVersion"].is_null() {
-                    assert_eq!(c["modelVersion"], model_of(v), "{at}: the model as asked");
+                    assert_eq!(c["modelVersion"], catalog_model(v), "{at}: the model as asked");
                 }
             }
             let rx = last_request(&h, v, before).await;
@@ -244,7 +228,7 @@ async fn keepalives_are_ones_google_sdks_skip() {
         };
         h.fake(v).push(Reply::sse(frames).chunk_delay(Duration::from_millis(250)));
         let (status, bytes) =
-            generate(&h, model_of(v), true, &json!({"contents": [user("x")]})).await;
+            generate(&h, catalog_model(v), true, &json!({"contents": [user("x")]})).await;
         assert_eq!(status, 200);
         let text = String::from_utf8_lossy(&bytes);
         // An event ends with an empty line; a keep-alive is one more.
@@ -276,7 +260,7 @@ async fn a_tool_round_trip_on_every_wire() {
             let fake = h.fake(first);
             fake.push(canned::tool_call(first, upstream_model(first), TOOL, ARGS, stream).into());
             let question = json!({"contents": [user("weather in Paris?")], "tools": tools()});
-            let (status, bytes) = generate(&h, model_of(first), stream, &question).await;
+            let (status, bytes) = generate(&h, catalog_model(first), stream, &question).await;
             assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
             let chunks = chunks(&bytes, stream);
             let parts = parts(&chunks);
@@ -304,7 +288,7 @@ async fn a_tool_round_trip_on_every_wire() {
             for next in VENDORS {
                 let at = format!("{at} then {next:?}");
                 let before = h.fake(next).request_count();
-                let (status, bytes) = generate(&h, model_of(next), stream, &history).await;
+                let (status, bytes) = generate(&h, catalog_model(next), stream, &history).await;
                 assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
                 let rx = last_request(&h, next, before).await;
                 let b = &rx.body;
@@ -392,10 +376,10 @@ async fn count_tokens_answers_in_geminis_shape() {
     for v in VENDORS {
         for body in [
             json!({"contents": contents}),
-            json!({"generateContentRequest": {"model": format!("models/{}", model_of(v)), "contents": contents}}),
+            json!({"generateContentRequest": {"model": format!("models/{}", catalog_model(v)), "contents": contents}}),
         ] {
             let (status, bytes) =
-                call(&h, model_of(v), "countTokens", &body, Key::Header(GATEWAY_KEY)).await;
+                call(&h, catalog_model(v), "countTokens", &body, Key::Header(GATEWAY_KEY)).await;
             assert_eq!(status, 200, "{v:?}: {}", String::from_utf8_lossy(&bytes));
             let answer: Value = serde_json::from_slice(&bytes).unwrap();
             let n = answer["totalTokens"].as_u64().unwrap_or(0);
@@ -603,7 +587,7 @@ async fn query_keys_never_reach_the_logs() {
     for key in [GATEWAY_KEY, REFUSED] {
         for v in VENDORS {
             for method in ["generateContent", "streamGenerateContent", "countTokens"] {
-                call(&h, model_of(v), method, &body, Key::Query(key)).await;
+                call(&h, catalog_model(v), method, &body, Key::Query(key)).await;
             }
         }
         call(&h, "m-nope", "generateContent", &body, Key::Query(key)).await;

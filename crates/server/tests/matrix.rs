@@ -83,22 +83,6 @@ impl Scenario {
     }
 }
 
-fn catalog_model(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "m-openai",
-        Vendor::Anthropic => "m-anthropic",
-        Vendor::Gemini => "m-gemini",
-    }
-}
-
-fn upstream_model(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "up-openai",
-        Vendor::Anthropic => "up-anthropic",
-        Vendor::Gemini => "up-gemini",
-    }
-}
-
 fn provider(v: Vendor) -> &'static str {
     match v {
         Vendor::OpenAi => "openai",

@@ -343,3 +343,21 @@ impl Drop for ConfigFile {
 }
 
 pub mod ws;
+
+/// The catalog model each vendor's fake serves in [`config_yaml`].
+pub fn catalog_model(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => "m-openai",
+        Vendor::Anthropic => "m-anthropic",
+        Vendor::Gemini => "m-gemini",
+    }
+}
+
+/// The upstream's own name for [`catalog_model`] (what its fake is asked for).
+pub fn upstream_model(v: Vendor) -> &'static str {
+    match v {
+        Vendor::OpenAi => "up-openai",
+        Vendor::Anthropic => "up-anthropic",
+        Vendor::Gemini => "up-gemini",
+    }
+}
