@@ -29,9 +29,11 @@ cat > "$work/config.yaml" <<YAML
 gateway:
   api_keys: ["$GATEWAY_KEY"]
 providers:
-  openai: { wire: openai-chat, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] } }
+  # Codex declares OpenAI's hosted web_search: a deployment must say it runs it
+  # (server_tools), or the request is refused naming the tool.
+  openai: { wire: openai-chat, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] }, server_tools: [web_search] }
   anthropic: { wire: anthropic, endpoint: "$(url anthropic)", credentials: { keys: [sk-fake-anthropic] } }
-  gemini: { wire: gemini, endpoint: "$(url gemini)", credentials: { keys: [fake-gemini] } }
+  gemini: { wire: gemini, endpoint: "$(url gemini)", credentials: { keys: [fake-gemini] }, server_tools: [web_search] }
   mock: { wire: mock }
 models:
   - { id: m-openai, deployments: [{ provider: openai, model: gpt-fake }], capabilities: [tools, vision] }
