@@ -351,7 +351,7 @@ async fn a_file_change_is_picked_up_by_the_watcher() {
 }
 
 #[tokio::test]
-async fn reloading_every_100ms_for_10s_under_load_loses_no_request_and_keeps_breaker_state() {
+async fn reloading_100_times_under_load_loses_no_request_and_keeps_breaker_state() {
     // A cooldown longer than the test, so the breaker stays open throughout.
     let slow_breakers = || {
         Options {
@@ -387,14 +387,15 @@ async fn reloading_every_100ms_for_10s_under_load_loses_no_request_and_keeps_bre
             (ok, failed)
         }));
     }
-    let started = std::time::Instant::now();
-    let mut n = 0u32;
-    while started.elapsed() < Duration::from_secs(10) {
+    // A fixed number of reloads, paced every 100 ms so the load runs between
+    // them: counted, not timed, so a slow machine cannot fail it.
+    let n = 100u32;
+    for generation in 0..n {
         let mut o = slow_breakers();
-        o.extra_models = format!("  - id: m-gen-{n}\n    deployments: [{{ provider: mock }}]\n");
+        o.extra_models =
+            format!("  - id: m-gen-{generation}\n    deployments: [{{ provider: mock }}]\n");
         file.write(&h.yaml(&o));
         reloader.reload_now().await.unwrap();
-        n += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -404,7 +405,6 @@ async fn reloading_every_100ms_for_10s_under_load_loses_no_request_and_keeps_bre
         assert!(failed.is_empty(), "requests failed during reloads: {failed:?}");
         total += ok;
     }
-    assert!(n >= 50, "reloaded {n} times");
     assert!(total > 0);
     let r = h.post("/v1/chat/completions", &chat("m-chain")).await;
     assert!(
