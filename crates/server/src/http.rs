@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use switchyard_core::{Delivery, GatewayError, Inbound};
-use switchyard_protocol::{ClientFormat, ErrorKind, Request, responses};
+use switchyard_protocol::{ClientFormat, ErrorKind, responses};
 
 use crate::identity::Caller;
 use crate::{AppState, encode, ids, limits};
@@ -189,8 +189,7 @@ pub(crate) async fn inbound(
             Some(((*name).to_owned(), v.to_owned()))
         })
         .collect();
-    let mut inbound =
-        Inbound::new(id.to_owned(), format, Request::default(), principal).with_body(parsed);
+    let mut inbound = Inbound::from_body(id.to_owned(), format, parsed, principal);
     inbound.received = received;
     inbound.forward_headers = forward_headers;
     inbound.project = project;

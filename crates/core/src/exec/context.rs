@@ -100,33 +100,39 @@ impl Inbound {
     /// the defaults: no client bytes (so no fast path), no hints, no project, no
     /// caller keys, the configuration's routing bounds, pass-through answers.
     pub fn new(id: String, format: ClientFormat, request: Request, principal: Principal) -> Self {
+        Self::from_body(
+            id,
+            format,
+            Parsed { request, raw: None, hints: Hints::default() },
+            principal,
+        )
+    }
+
+    /// [`Inbound::new`] for a parsed body: its request, bytes and hints.
+    pub fn from_body(
+        id: String,
+        format: ClientFormat,
+        parsed: Parsed,
+        principal: Principal,
+    ) -> Self {
         Self {
             id,
             received: Instant::now(),
             time_ms: UnixMs::now().0,
             format,
-            request: Arc::new(request),
-            raw: None,
+            request: Arc::new(parsed.request),
+            raw: parsed.raw,
             forward_headers: Vec::new(),
             principal,
             project: None,
             project_name: None,
             byok: Vec::new(),
-            hints: Hints::default(),
+            hints: parsed.hints,
             content_cap: None,
             output: Output::Client,
             limits: RequestRouting::default(),
             estimate: Estimate::default(),
         }
-    }
-
-    /// A parsed body's request, bytes and hints.
-    #[must_use]
-    pub fn with_body(mut self, parsed: Parsed) -> Self {
-        self.request = Arc::new(parsed.request);
-        self.raw = parsed.raw;
-        self.hints = parsed.hints;
-        self
     }
 
     /// The input token estimate (computed once).

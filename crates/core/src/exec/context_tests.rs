@@ -62,13 +62,8 @@ fn the_estimate_is_computed_once_and_the_fast_path_needs_the_bytes() {
     let snap = snapshot("");
     let body = r#"{"model":"echo","messages":[{"role":"user","content":"hello there"}]}"#;
     let parsed = parse(&snap, ClientFormat::OpenAiChat, body).unwrap();
-    let inbound = Inbound::new(
-        "r".into(),
-        ClientFormat::OpenAiChat,
-        Request::default(),
-        Principal::default(),
-    )
-    .with_body(parsed);
+    let inbound =
+        Inbound::from_body("r".into(), ClientFormat::OpenAiChat, parsed, Principal::default());
     let first = inbound.input_estimate();
     assert!(first > 0);
     assert_eq!(inbound.estimate.0.get(), Some(&first));
