@@ -7,22 +7,22 @@
 //! like any other (routing, access rules, limits, failover, metering, one record,
 //! its route descriptor noting `compaction`), answered canonically; this module
 //! then turns the summary into what the client asked for. A client of the
-//! Responses API gets one `compaction` item, its `encrypted_content` the summary
-//! sealed with the gateway's seal: whole, as the compact endpoint's object, or
-//! streamed (`response.created` at the upstream's first content, keep-alives while
-//! the summary is written, the item and `response.completed` when it is done: a
-//! sealed summary cannot be shown a piece at a time). A library caller gets the
-//! summary itself, as the answer's text.
+//! Responses API gets one [`Part::Compaction`], the summary sealed with the
+//! gateway's seal, which the edge writes as a `compaction` item (whole, or as the
+//! compact endpoint's object when the request came from there), or streamed: the
+//! response's start at the upstream's first content, keep-alives while the
+//! summary is written, then the item and the stop when it is done (a sealed
+//! summary cannot be shown a piece at a time). A library caller gets the summary
+//! itself, as the answer's text.
 //!
 //! [`Request::compaction`]: switchyard_protocol::Request::compaction
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use switchyard_protocol::{
-    ClientFormat, Compaction, ErrorKind, ResponseAccumulator, Seal, StopReason, StreamEncoder,
-    StreamEvent, compaction, continuity, responses,
+    BlockKind, ClientFormat, ErrorKind, Part, Response, ResponseAccumulator, Seal, StopReason,
+    StreamEvent, compaction, continuity,
 };
 use tokio::sync::mpsc;
 
@@ -34,11 +34,6 @@ use crate::{GatewayError, Snapshot};
 /// How the route descriptor (and so the record) names a summarisation request.
 const PURPOSE: &str = "compaction";
 
-/// The one format compaction answers in. Its answers are written here, not at the
-/// edge: a sealed item has no canonical form yet, so they reach the edge as bytes
-/// in this format (as a pass-through would).
-const FORMAT: ClientFormat = ClientFormat::OpenAiResponses;
-
 /// Room between the compacting stream's events and the client connection.
 const CHANNEL: usize = 8;
 
@@ -49,7 +44,6 @@ pub(crate) async fn execute(
     runtime: &Arc<Runtime>,
     sink: SharedSink,
 ) -> Result<Success, GatewayError> {
-    let kind = inbound.request.compaction.clone().unwrap_or(Compaction::Trigger);
     let seal = match inbound.output {
         Output::Canonical => None,
         Output::Client if inbound.format != ClientFormat::OpenAiResponses => {
@@ -67,30 +61,32 @@ pub(crate) async fn execute(
             )
         })?),
     };
-    inbound.request = Arc::new(compaction::summarisation_request(&inbound.request));
+    let asked = Arc::clone(&inbound.request);
+    inbound.request = Arc::new(compaction::summarisation_request(&asked));
     // What goes upstream is the summarisation request, never the client's body.
     inbound.raw = None;
     inbound.output = Output::Canonical;
     let keepalive = snapshot.catalog.settings.keepalive;
     let mut success = snapshot.run(inbound, runtime, sink, Some(PURPOSE)).await?;
     let Some(seal) = seal else { return Ok(success) };
+    // The edge encodes for the request the client made: it says which answer the
+    // client asked for (a trigger's response, the compact endpoint's object).
+    success.request = asked;
     success.delivery = match success.delivery {
         Delivery::Response { response, record } => {
-            let usage = record.map(|r| r.usage).unwrap_or_default();
             let summary = compaction::summary_of(&response.content);
-            let token = seal_summary(seal.as_ref(), &summary)?;
-            let body = match &kind {
-                Compaction::Trigger => responses::encode_compaction_response(
-                    &response.id,
-                    &response.model,
-                    &token,
-                    &usage,
-                ),
-                Compaction::Endpoint { retained } => {
-                    responses::encode_compacted(&response.id, &token, retained, &usage)
-                }
+            let sealed = seal_summary(seal.as_ref(), &summary)?;
+            // The metered usage, which the record has whatever the upstream said.
+            let usage = record.as_ref().map_or(response.usage, |r| r.usage);
+            let response = Response {
+                content: vec![Part::Compaction { sealed }],
+                // Completed whatever the upstream's stop: the summary is what it is.
+                stop_reason: Some(StopReason::EndTurn),
+                stop_sequence: None,
+                usage,
+                ..*response
             };
-            Delivery::Passthrough { format: FORMAT, body: Bytes::from(body.to_string()) }
+            Delivery::Response { response: Box::new(response), record }
         }
         Delivery::Stream(events) => Delivery::Stream(stream(events, seal, keepalive)),
         // Asked for canonically, the pipeline answers so.
@@ -120,53 +116,49 @@ fn seal_summary(seal: &dyn Seal, summary: &str) -> Result<String, GatewayError> 
     })
 }
 
-/// The Responses stream of a compaction: the response's start as soon as the
-/// summary's events begin, keep-alives while it is written, then the one item and
-/// the completed response (or the failure). The summary's own events are read,
-/// not shown. The client going away drops `events`, which cancels the upstream.
+/// The stream of a compaction: the response's start (and usage) as soon as the
+/// summary's events begin, keep-alives while it is written, then the one
+/// compaction block and the stop (or the failure). The summary's own content
+/// events are read, not shown. The client going away drops `events`, which
+/// cancels the upstream.
 fn stream(mut events: ChunkStream, seal: Arc<dyn Seal>, keepalive: Duration) -> ChunkStream {
     let (tx, rx) = mpsc::channel(CHANNEL);
-    let send = |tx: mpsc::Sender<Chunk>, out: Vec<u8>| async move {
-        let _ = tx.send(Chunk::Raw(Bytes::from(out))).await;
-        let _ = tx.send(Chunk::End { error: None, record: None }).await;
-    };
     tokio::spawn(async move {
-        let mut encoder = responses::Encoder::new();
         let mut answer = ResponseAccumulator::default();
-        let mut out = Vec::new();
         loop {
             let next = tokio::select! {
                 biased;
                 () = tx.closed() => return,
                 next = tokio::time::timeout(keepalive, events.next()) => next,
             };
-            match next {
-                Err(_) => {
-                    if tx.send(Chunk::KeepAlive).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => break,
+            let shown = match next {
+                Err(_) => Chunk::KeepAlive,
+                Ok(None) | Ok(Some(Chunk::End { error: None, .. })) => break,
                 Ok(Some(Chunk::End { error: Some(err), .. })) => {
-                    encoder.error(err.body(), &mut out);
-                    return send(tx, out).await;
+                    let _ = tx.send(Chunk::End { error: Some(err), record: None }).await;
+                    return;
                 }
-                Ok(Some(Chunk::End { error: None, .. })) => break,
                 Ok(Some(Chunk::Events(evs))) => {
-                    for event in evs {
-                        if matches!(event, StreamEvent::Start { .. } | StreamEvent::Usage { .. }) {
-                            encoder.push(&event, &mut out);
-                        }
-                        answer.push(&event);
+                    let shown: Vec<StreamEvent> = evs
+                        .iter()
+                        .filter(|e| {
+                            matches!(e, StreamEvent::Start { .. } | StreamEvent::Usage { .. })
+                        })
+                        .cloned()
+                        .collect();
+                    for event in &evs {
+                        answer.push(event);
                     }
+                    if shown.is_empty() {
+                        continue;
+                    }
+                    Chunk::Events(shown)
                 }
                 // Asked for canonically: no bytes; the pipeline's keep-alives are
                 // this loop's own.
-                Ok(Some(Chunk::Raw(_) | Chunk::KeepAlive)) => {}
-            }
-            if !out.is_empty()
-                && tx.send(Chunk::Raw(Bytes::from(std::mem::take(&mut out)))).await.is_err()
-            {
+                Ok(Some(Chunk::Raw(_) | Chunk::KeepAlive)) => continue,
+            };
+            if tx.send(shown).await.is_err() {
                 return;
             }
         }
@@ -174,18 +166,23 @@ fn stream(mut events: ChunkStream, seal: Arc<dyn Seal>, keepalive: Duration) -> 
         if answer.stop_reason == Some(StopReason::MaxTokens) {
             tracing::warn!("a compaction summary reached the output limit: it may be cut short");
         }
-        match seal_summary(seal.as_ref(), &compaction::summary_of(&answer.content)) {
-            Ok(token) => {
-                encoder.compaction(&token, &mut out);
-                // Completed whatever the upstream's stop: the summary is what it is,
-                // and a client waits for `response.completed`.
-                let stop = StreamEvent::Stop { reason: StopReason::EndTurn, stop_sequence: None };
-                encoder.push(&stop, &mut out);
-                encoder.finish(&mut out);
+        let end = match seal_summary(seal.as_ref(), &compaction::summary_of(&answer.content)) {
+            Ok(sealed) => {
+                let events = vec![
+                    StreamEvent::BlockStart { index: 0, kind: BlockKind::Compaction { sealed } },
+                    StreamEvent::BlockStop { index: 0 },
+                    // Completed whatever the upstream's stop: the summary is what it
+                    // is, and a client waits for `response.completed`.
+                    StreamEvent::Stop { reason: StopReason::EndTurn, stop_sequence: None },
+                ];
+                if tx.send(Chunk::Events(events)).await.is_err() {
+                    return;
+                }
+                Chunk::End { error: None, record: None }
             }
-            Err(err) => encoder.error(err.body(), &mut out),
-        }
-        send(tx, out).await;
+            Err(err) => Chunk::End { error: Some(err), record: None },
+        };
+        let _ = tx.send(end).await;
     });
-    ChunkStream::new(Some(FORMAT), rx)
+    ChunkStream::new(None, rx)
 }

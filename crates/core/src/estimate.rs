@@ -99,7 +99,9 @@ impl Tally {
             }
             Part::Image(_) => self.media = self.media.saturating_add(IMAGE_TOKENS),
             Part::Document(doc) => self.document(doc),
-            Part::RedactedThinking { .. } | Part::Untranslatable { .. } => {}
+            Part::RedactedThinking { .. }
+            | Part::Untranslatable { .. }
+            | Part::Compaction { .. } => {}
         }
     }
 

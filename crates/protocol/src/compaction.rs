@@ -61,6 +61,17 @@ commands that mattered and what they showed.
 Keep names, paths, identifiers, numbers and code the work depends on exactly as they are. \
 Be complete but brief: short sections and bullet points, no pleasantries.";
 
+/// The refusal of a [`Part::Compaction`] in a request to `target`. Compaction
+/// items a client sends back are opened into their summary as they are parsed, so
+/// only a library caller that builds the part itself gets here.
+pub fn refused(target: &str) -> crate::ProtocolError {
+    crate::cannot_send(
+        "a compaction item",
+        target,
+        "the gateway opens compaction items into their summary; send the summary as text",
+    )
+}
+
 /// What the conversation gets in place of a compaction item: the summary, said to
 /// be one, so the model takes it as the record of the earlier turns.
 pub fn summary_text(summary: &str) -> String {

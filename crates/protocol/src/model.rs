@@ -133,6 +133,14 @@ pub enum Part {
     Untranslatable {
         what: String,
     },
+    /// The gateway's compaction of the conversation before it: the summary sealed
+    /// with the gateway's seal (see [`crate::compaction`]). Only the gateway writes
+    /// it, as the answer to a request that asked for compaction, and only the
+    /// Responses API shows it (as a `compaction` item); when a client sends it
+    /// back, the parser opens it into the summary's text, so no upstream sees it.
+    Compaction {
+        sealed: String,
+    },
 }
 
 impl Part {
@@ -150,6 +158,7 @@ impl Part {
             Part::Thinking { .. } => "reasoning".to_owned(),
             Part::RedactedThinking { .. } => "redacted thinking".to_owned(),
             Part::Untranslatable { what } => what.clone(),
+            Part::Compaction { .. } => "a compaction item".to_owned(),
         }
     }
 }
@@ -459,8 +468,17 @@ pub struct Response {
 pub enum BlockKind {
     Text,
     Thinking,
-    RedactedThinking { data: String },
-    ToolCall { id: String, name: String },
+    RedactedThinking {
+        data: String,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+    },
+    /// A compaction ([`Part::Compaction`]): whole when it starts, no deltas.
+    Compaction {
+        sealed: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -541,6 +559,7 @@ impl ResponseAccumulator {
                     arguments: String::new(),
                     signature: None,
                 }),
+                BlockKind::Compaction { sealed } => Part::Compaction { sealed: sealed.clone() },
             }),
             StreamEvent::Delta { index, delta } => {
                 let Some(part) = self.content.get_mut(*index) else { return };
@@ -599,6 +618,7 @@ pub fn response_to_events(resp: &Response) -> Vec<StreamEvent> {
             Part::RedactedThinking { data } => {
                 (BlockKind::RedactedThinking { data: data.clone() }, None)
             }
+            Part::Compaction { sealed } => (BlockKind::Compaction { sealed: sealed.clone() }, None),
             Part::ToolCall(c) => (
                 BlockKind::ToolCall { id: c.id.clone(), name: c.name.clone() },
                 Some(Delta::ToolArguments { json: c.arguments.clone() }),

@@ -7,15 +7,25 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use switchyard_core::exec::{Chunk, ChunkStream};
-use switchyard_protocol::{ClientFormat, Request, Response, Seal, StreamEncoder, sse};
+use switchyard_protocol::{
+    ClientFormat, Compaction, Part, Request, Response, Seal, StreamEncoder, responses, sse,
+};
 
-/// A whole canonical answer as the client's format writes it.
+/// A whole canonical answer as the client's format writes it. A compaction asked
+/// for at `/v1/responses/compact` is answered with that endpoint's object, which
+/// keeps the user messages the client sent ([`Compaction::Endpoint`]).
 pub fn whole(
     format: ClientFormat,
     response: &Response,
     request: &Request,
     seal: Option<&dyn Seal>,
 ) -> Bytes {
+    if let (Some(Compaction::Endpoint { retained }), [Part::Compaction { sealed }]) =
+        (&request.compaction, response.content.as_slice())
+    {
+        let body = responses::encode_compacted(&response.id, sealed, retained, &response.usage);
+        return Bytes::from(body.to_string());
+    }
     Bytes::from(format.encode_response(response, &request.tools, seal).to_string())
 }
 

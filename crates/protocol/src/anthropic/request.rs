@@ -656,6 +656,7 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
                 "the gateway cannot translate it; send it to a provider of the wire it came from",
             ));
         }
+        Part::Compaction { .. } => return Err(crate::compaction::refused(TARGET)),
     })
 }
 

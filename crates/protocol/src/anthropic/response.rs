@@ -106,7 +106,8 @@ pub fn encode_response(resp: &Response) -> Value {
             Part::Image(_)
             | Part::Document(_)
             | Part::ToolResult(_)
-            | Part::Untranslatable { .. } => None,
+            | Part::Untranslatable { .. }
+            | Part::Compaction { .. } => None,
         })
         .collect();
     json!({

@@ -84,6 +84,8 @@ impl StreamEncoder for Encoder {
                     BlockKind::ToolCall { id, name } => {
                         json!({"type": "tool_use", "id": id, "name": name, "input": {}})
                     }
+                    // Compaction is answered in the Responses API only.
+                    BlockKind::Compaction { .. } => return,
                 };
                 emit(
                     out,

@@ -318,7 +318,8 @@ fn gemini_meaning(req: &Request) -> Request {
                 Part::Document(d) => parts.push(Part::Document(Document::new(d.source.clone()))),
                 Part::Thinking { .. }
                 | Part::RedactedThinking { .. }
-                | Part::Untranslatable { .. } => {}
+                | Part::Untranslatable { .. }
+                | Part::Compaction { .. } => {}
             }
         }
         if parts.is_empty() {

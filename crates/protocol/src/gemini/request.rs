@@ -235,6 +235,7 @@ fn encode_part(
                 "the gateway cannot translate it; send it to a provider of the wire it came from",
             ));
         }
+        Part::Compaction { .. } => return Err(crate::compaction::refused(TARGET)),
     }
     Ok(())
 }

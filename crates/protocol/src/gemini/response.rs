@@ -199,7 +199,8 @@ fn encode(resp: &Response, client: bool) -> Value {
             | Part::Document(_)
             | Part::ToolResult(_)
             | Part::RedactedThinking { .. }
-            | Part::Untranslatable { .. } => {}
+            | Part::Untranslatable { .. }
+            | Part::Compaction { .. } => {}
         }
     }
     let reason = resp.stop_reason.unwrap_or(StopReason::EndTurn).to_gemini();

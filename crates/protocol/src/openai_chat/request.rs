@@ -480,7 +480,7 @@ fn encode_user(content: &[Part], out: &mut Vec<Value>) -> Result<(), ProtocolErr
             Part::ToolResult(_) => {}
             // Reasoning is context only: it is never sent back to another provider.
             Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
-            other @ (Part::ToolCall(_) | Part::Untranslatable { .. }) => {
+            other @ (Part::ToolCall(_) | Part::Untranslatable { .. } | Part::Compaction { .. }) => {
                 return Err(crate::cannot_send(
                     &other.describe(),
                     TARGET,
@@ -518,7 +518,8 @@ fn encode_assistant(content: &[Part]) -> Result<Value, ProtocolError> {
             other @ (Part::Image(_)
             | Part::Document(_)
             | Part::ToolResult(_)
-            | Part::Untranslatable { .. }) => {
+            | Part::Untranslatable { .. }
+            | Part::Compaction { .. }) => {
                 return Err(crate::cannot_send(
                     &other.describe(),
                     TARGET,

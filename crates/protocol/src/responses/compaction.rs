@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::{Compaction, ProtocolError, Request, Seal, Usage, util};
 
 use super::request::parse_map_sealed;
-use super::response::{Shell, item_id, now_secs, response_id, response_json, usage_json};
+use super::response::{item_id, now_secs, response_id, usage_json};
 
 /// The input item type that asks for compaction.
 pub(super) const TRIGGER: &str = "compaction_trigger";
@@ -97,22 +97,6 @@ pub(super) fn compaction_item(id: &str, token: &str) -> Value {
 /// The id of a compaction item at `output_index` of response `resp_id`.
 pub(super) fn compaction_item_id(resp_id: &str, output_index: usize) -> String {
     item_id("cmp", resp_id, output_index)
-}
-
-/// The whole answer to a `compaction_trigger` request: a completed response whose
-/// one output item is the compaction item carrying `token` (the sealed summary).
-pub fn encode_compaction_response(id: &str, model: &str, token: &str, usage: &Usage) -> Value {
-    let id = response_id(id);
-    response_json(Shell {
-        id: &id,
-        model,
-        created_at: now_secs(),
-        status: "completed",
-        incomplete_reason: None,
-        error: Value::Null,
-        output: vec![compaction_item(&compaction_item_id(&id, 0), token)],
-        usage: usage_json(usage),
-    })
 }
 
 /// The answer to `POST /v1/responses/compact`: the retained messages, then the

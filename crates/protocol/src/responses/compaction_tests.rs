@@ -6,7 +6,10 @@ use serde_json::{Value, json};
 use crate::continuity::{TestSeal, seal_summary};
 use crate::responses::test_support::{parse, payloads, text};
 use crate::responses::{Encoder, encode_request, parse_request_sealed};
-use crate::{Compaction, Role, StopReason, StreamEncoder, StreamEvent, Usage};
+use crate::{
+    BlockKind, Compaction, Message, Part, Request, Response, Role, StopReason, StreamEncoder,
+    StreamEvent, Usage,
+};
 
 use super::*;
 
@@ -68,7 +71,15 @@ fn a_final_trigger_asks_for_compaction_and_is_no_turn_of_its_own() {
 #[test]
 fn a_sealed_summary_comes_back_as_user_text_in_place_of_the_item() {
     let token = seal_summary(&TestSeal, "## Task\nfix parse").unwrap();
-    let answer = encode_compaction_response("resp_1", "gpt-5-codex", &token, &Usage::default());
+    let response = Response {
+        id: "resp_1".into(),
+        model: "gpt-5-codex".into(),
+        content: vec![Part::Compaction { sealed: token.clone() }],
+        stop_reason: Some(StopReason::EndTurn),
+        stop_sequence: None,
+        usage: Usage::default(),
+    };
+    let answer = crate::responses::encode_response(&response);
     assert_eq!(answer["status"], "completed");
     let output = answer["output"].as_array().unwrap();
     assert_eq!(output.len(), 1, "exactly one item");
@@ -172,7 +183,9 @@ fn a_compacting_stream_shows_the_item_whole_then_completes() {
     enc.push(&StreamEvent::Start { id: "abc".into(), model: "gpt-5-codex".into() }, &mut out);
     let usage = Usage { input_tokens: Some(40), output_tokens: Some(7), ..Usage::default() };
     enc.push(&StreamEvent::Usage { usage }, &mut out);
-    enc.compaction("sy1.sealed", &mut out);
+    let kind = BlockKind::Compaction { sealed: "sy1.sealed".into() };
+    enc.push(&StreamEvent::BlockStart { index: 0, kind }, &mut out);
+    enc.push(&StreamEvent::BlockStop { index: 0 }, &mut out);
     enc.push(&StreamEvent::Stop { reason: StopReason::EndTurn, stop_sequence: None }, &mut out);
     enc.finish(&mut out);
     let events = payloads(&out);
@@ -196,4 +209,26 @@ fn a_compacting_stream_shows_the_item_whole_then_completes() {
     assert_eq!(done["usage"]["input_tokens"], 40);
     let seqs: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
     assert_eq!(seqs, [0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn no_wire_is_sent_a_compaction_part() {
+    // Items a client sends back are opened as they are parsed; a library caller
+    // that builds the part itself is refused by every translator, naming it.
+    let compacted = Message {
+        role: Role::Assistant,
+        content: vec![Part::Compaction { sealed: "sy1.sealed".into() }],
+        ..Message::text(Role::Assistant, "")
+    };
+    let req = Request {
+        model: "m".into(),
+        messages: vec![Message::text(Role::User, "a"), compacted, Message::text(Role::User, "b")],
+        ..Request::default()
+    };
+    for wire in [crate::Wire::OpenAiChat, crate::Wire::Anthropic, crate::Wire::Gemini] {
+        let err = wire.encode_request(&req).unwrap_err().to_string();
+        assert!(err.contains("a compaction item cannot be sent to"), "{wire:?}: {err}");
+    }
+    let err = encode_request(&req).unwrap_err().to_string();
+    assert!(err.contains("a compaction item cannot be sent to the Responses API"), "{err}");
 }

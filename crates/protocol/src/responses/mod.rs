@@ -42,8 +42,9 @@
 //!   `compaction_trigger` item sets [`Request::compaction`]; a `compaction` item
 //!   this gateway sealed becomes the summary it carries, as user text; one it did
 //!   not seal is refused, naming it. [`parse_compact_request`] reads a
-//!   `/responses/compact` body; [`encode_compaction_response`],
-//!   [`encode_compacted`] and [`Encoder::compaction`] write the answers.
+//!   `/responses/compact` body. A [`crate::Part::Compaction`] (streamed, a
+//!   [`crate::BlockKind::Compaction`]) is written as the `compaction` output item;
+//!   [`encode_compacted`] writes the compact endpoint's answer.
 //! - `store`, `prompt_cache_key`, `prompt_cache_retention`, `safety_identifier` and
 //!   `service_tier` are carried as they came ([`Extras`]); `include`, `truncation`
 //!   and `text.verbosity` are accepted and ignored.
@@ -79,7 +80,7 @@ mod stream_encode;
 mod tools;
 mod wire;
 
-pub use compaction::{encode_compacted, encode_compaction_response, parse_compact_request};
+pub use compaction::{encode_compacted, parse_compact_request};
 pub use request::{encode_request, parse_request, parse_request_sealed};
 pub use response::{
     encode_response, encode_response_for, encode_response_sealed, parse_error, parse_response,

@@ -671,6 +671,9 @@ fn encode_message(msg: &Message, input: &mut Vec<Value>, path: &str) -> Result<(
                     "the gateway cannot translate it",
                 ));
             }
+            (_, Part::Compaction { .. }) => {
+                return Err(crate::compaction::refused("the Responses API"));
+            }
             (_, Part::ToolResult(_)) => return Err(unsupported("a tool result")),
             (_, Part::ToolCall(_)) => return Err(unsupported("a tool call")),
             (_, Part::Thinking { .. } | Part::RedactedThinking { .. }) => {

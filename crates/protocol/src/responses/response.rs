@@ -133,6 +133,11 @@ fn output_items(
                     call_item(false, &id, &call.id, ns, name, &call.arguments, "completed")
                 });
             }
+            Part::Compaction { sealed } => {
+                flush(&mut out, &mut texts, resp_id);
+                let id = super::compaction::compaction_item_id(resp_id, out.len());
+                out.push(super::compaction::compaction_item(&id, sealed));
+            }
             // Not expressible as Responses output.
             Part::Image(_)
             | Part::Document(_)

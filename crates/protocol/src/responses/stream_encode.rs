@@ -98,11 +98,10 @@ impl Encoder {
         self
     }
 
-    /// Add the compaction item carrying `token` (a sealed summary) as the next
-    /// output item: a compacting stream's one item, shown whole when it is ready
-    /// (its text is sealed, so there are no deltas). The stream's other blocks, if
-    /// any were pushed, stay as they were; `finish` then completes the response.
-    pub fn compaction(&mut self, token: &str, out: &mut Vec<u8>) {
+    /// A [`BlockKind::Compaction`]: the compaction item carrying `token` (a sealed
+    /// summary) as the next output item, shown whole (its text is sealed, so there
+    /// are no deltas). Blocks before it stay as they were.
+    fn compaction(&mut self, token: &str, out: &mut Vec<u8>) {
         self.ensure_started(out);
         self.close_block(out);
         let output_index = self.output.len();
@@ -180,6 +179,8 @@ impl Encoder {
                 ("rs", OpenKind::Redacted { data: data.clone() })
             }
             BlockKind::RedactedThinking { .. } => return,
+            // Shown whole as it starts (`push`), never an open item.
+            BlockKind::Compaction { .. } => return,
         };
         let item_id = item_id(prefix, &self.id, output_index);
         let item = match &kind {
@@ -407,6 +408,9 @@ impl StreamEncoder for Encoder {
                 if !self.started {
                     self.start(id, model, out);
                 }
+            }
+            StreamEvent::BlockStart { kind: BlockKind::Compaction { sealed }, .. } => {
+                self.compaction(sealed, out);
             }
             StreamEvent::BlockStart { index, kind } => {
                 self.ensure_started(out);
