@@ -14,7 +14,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    Auth, ClientFormat, ModelPlacement, ModelTraits, ProtocolError, Request, SseDecoder, SseEvent,
+    Auth, ClientFormat, Frame, Framer, ModelPlacement, ModelTraits, ProtocolError, Request,
     StreamDecoder, StreamEvent, Wire, carry, util,
 };
 use tokio::sync::mpsc;
@@ -617,9 +617,9 @@ type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Sen
 pub struct Batch {
     /// The upstream bytes of this batch (for the fast path; empty for the mock).
     pub raw: Bytes,
-    /// The same bytes as the events they completed (for a fast path that must
+    /// The same bytes as the frames they completed (for a fast path that must
     /// edit events, such as renaming the model).
-    pub sse: Vec<SseEvent>,
+    pub frames: Vec<Frame>,
     pub events: Vec<StreamEvent>,
     /// The upstream finished cleanly with this batch.
     pub end: bool,
@@ -627,17 +627,16 @@ pub struct Batch {
 
 /// A streaming answer being read.
 pub enum Source {
-    Http { body: ByteStream, sse: SseDecoder, decoder: Box<dyn StreamDecoder>, done: bool },
+    Http { body: ByteStream, framer: Framer, decoder: Box<dyn StreamDecoder>, done: bool },
     Events { rx: mpsc::Receiver<StreamEvent>, done: bool },
 }
 
 impl Source {
-    /// Read as SSE: the framing of every wire so far (`Framing::Sse`); a wire framed
-    /// otherwise needs its own frame decoder here.
+    /// Cut into frames as the wire's spec says its streams are framed.
     pub fn http(resp: reqwest::Response, wire: Wire) -> Self {
         Source::Http {
             body: Box::pin(resp.bytes_stream()),
-            sse: SseDecoder::new(),
+            framer: wire.spec().framing.framer(),
             decoder: wire.stream_decoder(),
             done: false,
         }
@@ -646,16 +645,23 @@ impl Source {
     /// The next batch; `Ok(None)` after the end.
     pub async fn next(&mut self) -> Result<Option<Batch>, Failure> {
         match self {
-            Source::Http { body, sse, decoder, done } => {
+            Source::Http { body, framer, decoder, done } => {
                 if *done {
                     return Ok(None);
                 }
-                let mut raw_events: Vec<SseEvent> = Vec::new();
+                let mut frames: Vec<Frame> = Vec::new();
                 let mut batch = Batch::default();
+                // Where the stream ends short of its terminal event (or inside a
+                // frame), it broke; other failures keep their class.
+                let at_end = |e: ProtocolError| match e {
+                    ProtocolError::MalformedUpstream(m) => Failure::BrokenStream(m),
+                    other => Failure::from_protocol(other),
+                };
                 match body.next().await {
                     Some(Ok(bytes)) => {
-                        sse.push(&bytes, &mut raw_events)
-                            .map_err(|e| Failure::Malformed(e.to_string()))?;
+                        framer
+                            .push(&bytes, &mut frames)
+                            .map_err(|e| Failure::from_protocol(e.into()))?;
                         batch.raw = bytes;
                     }
                     Some(Err(e)) => {
@@ -664,19 +670,16 @@ impl Source {
                     }
                     None => {
                         *done = true;
-                        sse.finish(&mut raw_events);
+                        framer.finish(&mut frames).map_err(|e| at_end(e.into()))?;
                         batch.end = true;
                     }
                 }
-                for ev in &raw_events {
-                    decoder.push(ev, &mut batch.events).map_err(Failure::from_protocol)?;
+                for frame in &frames {
+                    decoder.push(frame, &mut batch.events).map_err(Failure::from_protocol)?;
                 }
-                batch.sse = raw_events;
+                batch.frames = frames;
                 if batch.end {
-                    decoder.finish(&mut batch.events).map_err(|e| match e {
-                        ProtocolError::MalformedUpstream(m) => Failure::BrokenStream(m),
-                        other => Failure::from_protocol(other),
-                    })?;
+                    decoder.finish(&mut batch.events).map_err(at_end)?;
                 }
                 Ok(Some(batch))
             }

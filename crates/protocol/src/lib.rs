@@ -10,7 +10,7 @@
 //! | `encode_request(&Request) -> Result<Value>` | canonical → wire request (`Unsupported` when the wire cannot express it) |
 //! | `parse_response(&[u8]) -> Result<Response>` | wire response → canonical |
 //! | `encode_response(&Response) -> Value` | canonical → wire response |
-//! | `Decoder` ([`StreamDecoder`]) | wire SSE events → canonical [`StreamEvent`]s |
+//! | `Decoder` ([`StreamDecoder`]) | wire stream [`Frame`]s → canonical [`StreamEvent`]s |
 //! | `Encoder` ([`StreamEncoder`]) | canonical events → wire SSE bytes |
 //! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
 //! | `SPEC` ([`WireSpec`]) | paths, model placement, framing, auth, headers, default endpoint |
@@ -23,6 +23,7 @@ pub mod carry;
 pub mod compaction;
 pub mod continuity;
 pub mod error;
+pub mod frame;
 pub mod gemini;
 pub mod model;
 pub mod openai_chat;
@@ -34,6 +35,7 @@ pub mod util;
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
+pub use frame::{Frame, FrameError, Framer};
 pub use model::*;
 pub use spec::{
     Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
@@ -247,11 +249,13 @@ impl Wire {
     }
 }
 
-/// Turns one upstream's SSE events into canonical events.
+/// Turns one upstream's stream frames into canonical events. It reads frames, not
+/// bytes, so it is the same whatever the wire's [`Framing`]: the [`Framer`] of
+/// [`Framing::framer`] cuts the bytes.
 pub trait StreamDecoder: Send {
-    /// Feed one SSE event. An upstream error event is returned as
+    /// Feed one frame. An upstream error event is returned as
     /// [`ProtocolError::UpstreamError`]; garbage as [`ProtocolError::MalformedUpstream`].
-    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError>;
+    fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError>;
 
     /// The upstream body ended. Closes any open block and emits `Stop` if the wire's
     /// terminal event was seen; returns `MalformedUpstream` if the stream was cut

@@ -86,7 +86,9 @@ pub enum Streaming {
     Path(&'static str),
 }
 
-/// How a streamed answer is framed on the wire.
+/// How a streamed answer is framed on the wire. Each framing has its framer
+/// ([`Framing::framer`]), which cuts the bytes into the frames a wire's decoder
+/// reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
     /// Server-sent events ([`crate::sse`]): every wire so far.

@@ -1,13 +1,15 @@
 //! Server-sent events: an incremental decoder (bytes in any split → events) and the
 //! writer. No IO: the caller feeds bytes as they arrive.
+//!
+//! The decoder is the SSE framer of an upstream stream ([`crate::Framer`]) and
+//! also what reads the gateway's own SSE back (WebSocket relay, tests).
 
-/// One decoded event. `event` is the `event:` field when present.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SseEvent {
-    pub event: Option<String>,
-    pub data: String,
-    pub id: Option<String>,
-}
+use crate::frame::Frame;
+
+/// One decoded event: a [`Frame`] whose fields are SSE's own (`event:`, the
+/// joined `data:` lines, `id:`), so an SSE event reaches a stream decoder as it
+/// was decoded, without conversion.
+pub type SseEvent = Frame;
 
 /// Incremental SSE decoder following the WHATWG event-stream rules: lines end in
 /// `\n`, `\r\n` or `\r`; a blank line dispatches; `:` starts a comment; multiple
@@ -32,10 +34,12 @@ pub struct SseDecoder {
 pub struct LineTooLong(pub usize);
 
 impl SseDecoder {
+    /// A decoder that takes lines of up to 16 MiB.
     pub fn new() -> Self {
         Self::with_max_line(16 * 1024 * 1024)
     }
 
+    /// A decoder that takes lines of up to `max_line` bytes.
     pub fn with_max_line(max_line: usize) -> Self {
         Self { max_line, ..Self::default() }
     }

@@ -330,7 +330,7 @@ impl Snapshot {
             Answer::Stream(Committed {
                 source,
                 held_raw: Vec::new(),
-                held_sse: Vec::new(),
+                held_frames: Vec::new(),
                 held: Vec::new(),
                 ended: false,
                 key: None,

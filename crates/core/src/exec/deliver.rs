@@ -149,9 +149,9 @@ impl Snapshot {
                     keepalive: self.catalog.settings.keepalive,
                     at_boundary: true,
                 };
-                let Committed { source, held_raw, held_sse, held, ended, key, .. } = committed;
+                let Committed { source, held_raw, held_frames, held, ended, key, .. } = committed;
                 pump.key = key;
-                pump.start(held_raw, &held_sse, held);
+                pump.start(held_raw, &held_frames, held);
                 if !ended {
                     // A new channel has room: the first content goes out with the
                     // response head, in one write instead of two.

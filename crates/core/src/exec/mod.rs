@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use switchyard_protocol::{
-    ClientFormat, ErrorKind, Part, Request, Response, SseEvent, StreamEvent, Usage, Wire,
-    openai_chat, sse, util,
+    ClientFormat, ErrorKind, Frame, Part, Request, Response, StreamEvent, Usage, Wire, openai_chat,
+    sse, util,
 };
 use tokio::sync::mpsc;
 

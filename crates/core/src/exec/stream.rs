@@ -8,8 +8,8 @@ use super::*;
 pub(super) struct Committed {
     pub(super) source: Source,
     pub(super) held_raw: Vec<u8>,
-    /// `held_raw` as events (kept with it).
-    pub(super) held_sse: Vec<SseEvent>,
+    /// `held_raw` as frames (kept with it).
+    pub(super) held_frames: Vec<Frame>,
     pub(super) held: Vec<StreamEvent>,
     pub(super) ended: bool,
     /// The credential the attempt used, to scrub from a failure after the commit
@@ -30,7 +30,7 @@ pub(super) async fn commit(
     reported: &mut Usage,
 ) -> Result<Committed, Failure> {
     let mut held_raw = Vec::new();
-    let mut held_sse = Vec::new();
+    let mut held_frames = Vec::new();
     let mut held = Vec::new();
     loop {
         let batch = match tokio::time::timeout(idle, source.next()).await {
@@ -46,7 +46,7 @@ pub(super) async fn commit(
             return Ok(Committed {
                 source,
                 held_raw,
-                held_sse,
+                held_frames,
                 held,
                 ended: true,
                 key: None,
@@ -55,7 +55,7 @@ pub(super) async fn commit(
         };
         if keep_raw {
             held_raw.extend_from_slice(&batch.raw);
-            held_sse.extend(batch.sse);
+            held_frames.extend(batch.frames);
         }
         let content = batch.events.iter().any(StreamEvent::is_content);
         for ev in &batch.events {
@@ -68,7 +68,7 @@ pub(super) async fn commit(
             return Ok(Committed {
                 source,
                 held_raw,
-                held_sse,
+                held_frames,
                 held,
                 ended: batch.end,
                 key: None,
@@ -273,13 +273,13 @@ impl Pump {
     pub(super) fn start(
         &mut self,
         held_raw: Vec<u8>,
-        held_sse: &[SseEvent],
+        held_frames: &[Frame],
         held: Vec<StreamEvent>,
     ) {
         if self.passthrough && !self.rename && !self.strip_usage && !held_raw.is_empty() {
             self.at_boundary = held_raw.ends_with(b"\n\n") || held_raw.ends_with(b"\r\n\r\n");
         }
-        self.forward(held_raw, held_sse);
+        self.forward(held_raw, held_frames);
         self.observe(held);
     }
 
@@ -287,7 +287,10 @@ impl Pump {
     /// model renamed when they name another one than the client asked for, and
     /// without a usage chunk it did not ask for. Event by event, as each
     /// completes: nothing is held back.
-    pub(super) fn forward(&mut self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, sse: &[SseEvent]) {
+    ///
+    /// The fast path joins a client to its own format's wire, and every client
+    /// format streams SSE, so a frame here is an SSE event and is written back as one.
+    pub(super) fn forward(&mut self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, frames: &[Frame]) {
         if !self.passthrough {
             return;
         }
@@ -300,7 +303,7 @@ impl Pump {
             }
             return;
         }
-        for ev in sse {
+        for ev in frames {
             if self.strip_usage && openai_chat::is_usage_only_chunk(ev.data.as_bytes()) {
                 continue;
             }
@@ -399,7 +402,7 @@ impl Pump {
                     if verbatim && !batch.raw.is_empty() {
                         self.at_boundary = boundary;
                     }
-                    self.forward(batch.raw, &batch.sse);
+                    self.forward(batch.raw, &batch.frames);
                     self.observe(batch.events);
                     ended = batch.end;
                 }

@@ -1,10 +1,9 @@
-//! Stream decoder: an Anthropic upstream's SSE events → canonical events.
+//! Stream decoder: an Anthropic upstream's events (the frames of its SSE stream) →
+//! canonical events.
 
 use serde_json::Value;
 
-use crate::{
-    BlockKind, Delta, ProtocolError, SseEvent, StopReason, StreamDecoder, StreamEvent, util,
-};
+use crate::{BlockKind, Delta, Frame, ProtocolError, StopReason, StreamDecoder, StreamEvent, util};
 
 use super::wire::{InBlock, WireDelta, WireEvent, WireUsage, at, non_empty};
 
@@ -120,17 +119,17 @@ impl Decoder {
 }
 
 impl StreamDecoder for Decoder {
-    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
-        let data = event.data.trim();
+    fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
+        let data = frame.data.trim();
         // Nothing after `message_stop` matters; a data-less event is a keep-alive.
         if self.done || data.is_empty() {
             return Ok(());
         }
-        let name = event.event.as_deref().unwrap_or("(unnamed)");
+        let name = frame.event.as_deref().unwrap_or("(unnamed)");
         let mut value: Value = serde_json::from_str(data).map_err(|e| {
             ProtocolError::upstream(format!("`{name}` event data is not JSON: {e}"))
         })?;
-        if let (Value::Object(map), Some(event_name)) = (&mut value, &event.event)
+        if let (Value::Object(map), Some(event_name)) = (&mut value, &frame.event)
             && !map.contains_key("type")
         {
             map.insert("type".into(), Value::String(event_name.clone()));

@@ -3,11 +3,13 @@
 use serde_json::{Value, json};
 
 use crate::{
-    BlockKind, Delta, ErrorBody, ErrorKind, Part, ProtocolError, ResponseAccumulator, SseDecoder,
-    SseEvent, StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Usage,
+    BlockKind, Delta, ErrorBody, ErrorKind, Frame, Part, ProtocolError, ResponseAccumulator,
+    SseDecoder, SseEvent, StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Usage,
 };
 
 use super::{Decoder, Encoder};
+use crate::Framing;
+use crate::frame::test_support::event;
 
 /// A recorded-style Anthropic stream: text, then a tool call whose JSON is split
 /// mid-token, then the final usage.
@@ -135,6 +137,58 @@ fn decodes_a_recorded_stream() {
     assert_eq!(call.arguments, r#"{"location": "San Francisco, CA"}"#);
 }
 
+/// Decode `bytes` framed as `framing`, fed in `chunk`-byte pieces.
+fn decode_framed(
+    framing: Framing,
+    bytes: &[u8],
+    chunk: usize,
+) -> Result<Vec<StreamEvent>, ProtocolError> {
+    let mut framer = framing.framer();
+    let mut decoder = Decoder::new();
+    let mut frames = Vec::new();
+    let mut out = Vec::new();
+    for piece in bytes.chunks(chunk) {
+        framer.push(piece, &mut frames)?;
+        for frame in frames.drain(..) {
+            decoder.push(&frame, &mut out)?;
+        }
+    }
+    framer.finish(&mut frames)?;
+    for frame in frames.drain(..) {
+        decoder.push(&frame, &mut out)?;
+    }
+    decoder.finish(&mut out)?;
+    Ok(out)
+}
+
+#[test]
+fn decoding_does_not_depend_on_the_framing() {
+    let from_sse = decode_framed(Framing::Sse, TRANSCRIPT.as_bytes(), 7).unwrap();
+    assert_eq!(from_sse, decode(TRANSCRIPT.as_bytes(), 7).0);
+    let mut sse = Vec::new();
+    let mut framer = Framing::Sse.framer();
+    framer.push(TRANSCRIPT.as_bytes(), &mut sse).unwrap();
+    framer.finish(&mut sse).unwrap();
+    // The same events as JSON lines (each one's data names its `type`), and as
+    // event-stream messages named by `:event-type`, their data without `type` so
+    // the name is all the decoder has to go by.
+    let lines: String = sse.iter().map(|f| format!("{}\n", f.data)).collect();
+    let mut binary = Vec::new();
+    for f in &sse {
+        let mut data: Value = serde_json::from_str(&f.data).unwrap();
+        data.as_object_mut().unwrap().remove("type");
+        binary.extend(event(f.event.as_deref().unwrap(), &data.to_string()));
+    }
+    for (framing, bytes) in
+        [(Framing::JsonLines, lines.as_bytes()), (Framing::AwsEventStream, &binary[..])]
+    {
+        for chunk in [1, 7, bytes.len()] {
+            let events = decode_framed(framing, bytes, chunk).unwrap();
+            assert_eq!(events, from_sse, "{framing:?} in {chunk}-byte chunks");
+        }
+    }
+}
+
 #[test]
 fn decoder_renumbers_around_server_blocks_and_reads_thinking() {
     let lines = [
@@ -161,7 +215,7 @@ fn decoder_renumbers_around_server_blocks_and_reads_thinking() {
     let mut out = Vec::new();
     for data in lines {
         // No `event:` names: the decoder goes by the data's `type`.
-        decoder.push(&SseEvent { data: data.into(), ..SseEvent::default() }, &mut out).unwrap();
+        decoder.push(&Frame { data: data.into(), ..Frame::default() }, &mut out).unwrap();
     }
     decoder.finish(&mut out).unwrap();
     let starts: Vec<(usize, BlockKind)> = out
@@ -233,7 +287,7 @@ fn decoder_error_paths() {
 
     // Garbage data, content before message_start, delta for a block never opened.
     let mut d = Decoder::new();
-    let ev = |data: &str| SseEvent { event: Some("x".into()), data: data.into(), id: None };
+    let ev = |data: &str| Frame { event: Some("x".into()), data: data.into(), id: None };
     assert!(matches!(
         d.push(&ev("not json"), &mut Vec::new()),
         Err(ProtocolError::MalformedUpstream(_))

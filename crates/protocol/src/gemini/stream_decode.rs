@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::model::{BlockKind, Delta};
-use crate::{ProtocolError, SseEvent, StreamDecoder, StreamEvent};
+use crate::{Frame, ProtocolError, StreamDecoder, StreamEvent};
 
 use super::response::{
     Piece, blocked, classify, response_call, response_id, stop_reason, upstream_error,
@@ -122,8 +122,8 @@ impl Decoder {
 }
 
 impl StreamDecoder for Decoder {
-    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
-        let data = event.data.trim();
+    fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
+        let data = frame.data.trim();
         if data.is_empty() {
             return Ok(());
         }

@@ -2,8 +2,7 @@
 
 use serde_json::Value;
 
-use crate::sse::SseEvent;
-use crate::{BlockKind, Delta, ProtocolError, StopReason, StreamDecoder, StreamEvent};
+use crate::{BlockKind, Delta, Frame, ProtocolError, StopReason, StreamDecoder, StreamEvent};
 
 use super::wire::WireChunk;
 
@@ -52,8 +51,8 @@ impl Decoder {
 }
 
 impl StreamDecoder for Decoder {
-    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
-        let data = event.data.trim();
+    fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
+        let data = frame.data.trim();
         if data.is_empty() {
             return Ok(());
         }

@@ -3,9 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{
-    BlockKind, Delta, Part, ProtocolError, SseEvent, StopReason, StreamDecoder, StreamEvent,
-};
+use crate::{BlockKind, Delta, Frame, Part, ProtocolError, StopReason, StreamDecoder, StreamEvent};
 
 use super::response::{out_item_parts, stop_from_status};
 use super::wire::{OutItem, SUMMARY_SEPARATOR, WireError, WireResponse, WireUsage};
@@ -222,8 +220,8 @@ fn str_field(event: &Value, key: &str) -> String {
 }
 
 impl StreamDecoder for Decoder {
-    fn push(&mut self, event: &SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
-        let data = event.data.trim();
+    fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
+        let data = frame.data.trim();
         if self.terminal || data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
@@ -233,7 +231,7 @@ impl StreamDecoder for Decoder {
         }
         let ty = match value.get("type").and_then(Value::as_str) {
             Some(ty) => ty.to_owned(),
-            None => event.event.clone().unwrap_or_default(),
+            None => frame.event.clone().unwrap_or_default(),
         };
         match ty.as_str() {
             "response.created" | "response.in_progress" | "response.queued" => {

@@ -6,7 +6,7 @@ use crate::responses::test_support::{
     accumulate, decode, encode_events, payloads, sse, sse_split, text,
 };
 use crate::{
-    BlockKind, Delta, ErrorBody, ErrorKind, Part, ProtocolError, Response, SseEvent, StopReason,
+    BlockKind, Delta, ErrorBody, ErrorKind, Frame, Part, ProtocolError, Response, StopReason,
     StreamDecoder, StreamEncoder, StreamEvent, ToolCall, Usage,
 };
 
@@ -227,7 +227,7 @@ fn decoder_errors() {
         decode(std::slice::from_ref(&created)),
         Err(ProtocolError::MalformedUpstream(_))
     ));
-    let garbage = SseEvent { event: None, data: "{not json".into(), id: None };
+    let garbage = Frame { event: None, data: "{not json".into(), id: None };
     assert!(matches!(decode(&[created, garbage]), Err(ProtocolError::MalformedUpstream(_))));
 }
 
