@@ -1,7 +1,8 @@
-//! Switchyard as a library: a gateway in-process, in front of a fake OpenAI and a
-//! fake Anthropic from the test kit. The primary deployment fails with a 500; the
-//! request's own fallback serves it; the answer says who served it and how.
-//! Then the same request as a stream of canonical events.
+//! Switchyard as a library: a gateway configured in code and run in-process, in
+//! front of a fake OpenAI and a fake Anthropic from the test kit. The primary
+//! deployment fails with a 500; the request's own fallback serves it; the answer
+//! says who served it and how. Then the same request as a stream of canonical
+//! events.
 //!
 //!     cargo run -p switchyard-core --example embedded
 //!
@@ -9,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use switchyard_core::embed::{Gateway, Generate};
+use switchyard_core::embed::{Gateway, Generate, Model, Pricing, Provider, Secret};
 use switchyard_core::exec::RequestRouting;
 use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
@@ -29,19 +30,22 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     switchyard_core::install_crypto_provider();
     let openai = FakeUpstream::start(Vendor::OpenAi).await?;
     let anthropic = FakeUpstream::start(Vendor::Anthropic).await?;
-    let yaml = format!(
-        "storage: {{ url: none }}
-providers:
-  openai: {{ wire: openai-chat, endpoint: \"{}/v1\", credentials: {{ keys: [sk-example] }} }}
-  anthropic: {{ wire: anthropic, endpoint: \"{}\", credentials: {{ keys: [sk-ant-example] }} }}
-models:
-  - {{ id: fast, deployments: [{{ provider: openai, model: gpt-example }}] }}
-  - {{ id: careful, deployments: [{{ provider: anthropic, model: claude-example }}], pricing: {{ input: 3, output: 15 }} }}
-",
-        openai.base_url(),
-        anthropic.base_url()
-    );
-    let gateway = Gateway::from_yaml("example.yaml", &yaml, &|_| None)?;
+    let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };
+    let gateway = Gateway::builder()
+        .provider(
+            "openai",
+            Provider::openai_compatible(format!("{}/v1", openai.base_url()))
+                .key(Secret::from("sk-example")),
+        )
+        .provider(
+            "anthropic",
+            Provider::anthropic()
+                .endpoint(anthropic.base_url())
+                .key(Secret::from("sk-ant-example")),
+        )
+        .model(Model::new("fast").deployment("openai", "gpt-example"))
+        .model(Model::new("careful").deployment("anthropic", "claude-example").pricing(price))
+        .build()?;
 
     openai.push(Reply::status(500));
     let request = Request {

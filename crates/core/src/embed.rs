@@ -1,7 +1,8 @@
 //! Library mode: the gateway in-process, without the HTTP server. Build a
-//! [`Gateway`] from a configuration, then [`Gateway::generate`] or
-//! [`Gateway::stream`] canonical requests; the answer says which provider and
-//! model served it, every attempt, usage, cost and the route descriptor.
+//! [`Gateway`] from a configuration (YAML text, a file, or in code with
+//! [`Gateway::builder`]), then [`Gateway::generate`] or [`Gateway::stream`]
+//! canonical requests; the answer says which provider and model served it, every
+//! attempt, usage, cost and the route descriptor.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -30,6 +31,16 @@
 //! record sink; nothing is global and nothing touches the network until a request
 //! is sent. Dropping the future (or the stream) cancels the request upstream.
 
+mod builder;
+
+/// Provider keys, as [`Provider::key`] and [`CredentialResolver`] take them.
+pub use crate::util::Secret;
+pub use builder::{
+    AccessRule, BUILDER_SOURCE, Capability, Chain, Deployment, FailoverConfig, FailoverPreset,
+    GatewayBuilder, GatewaySettings, Governance, Model, Pricing, Provider, Requires, RetryConfig,
+    Route, StorageConfig, Strategy, Target,
+};
+
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
@@ -43,7 +54,6 @@ use crate::exec::{
 };
 use crate::record::{AttemptRecord, RequestRecord, SharedSink};
 use crate::runtime::Runtime;
-use crate::util::Secret;
 use crate::{Catalog, ConfigSource, GatewayError, LoadError};
 
 /// Supplies provider keys per request, so an embedding application can give each
@@ -154,6 +164,56 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
+    /// A configuration built in code, compiled and validated like a file: every
+    /// problem is listed at [`GatewayBuilder::build`]. Nothing global is read (no
+    /// environment unless [`GatewayBuilder::env`] gives a lookup) and nothing
+    /// touches the network until a request is sent.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use switchyard_core::embed::{
+    ///     Gateway, Generate, Model, Pricing, Provider, Route, Secret, Target,
+    /// };
+    /// use switchyard_core::protocol::{Message, Request, Role};
+    ///
+    /// let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };
+    /// let gateway = Gateway::builder()
+    ///     .provider("local", Provider::mock())
+    ///     .provider("openai", Provider::openai().key(Secret::from("sk-example")))
+    ///     .provider("claude", Provider::anthropic().key_env("ANTHROPIC_API_KEY").optional())
+    ///     .model(Model::new("echo").deployment("local", "echo-1"))
+    ///     .model(
+    ///         Model::new("smart")
+    ///             .deployment("claude", "claude-sonnet-4-5")
+    ///             .deployment("openai", "gpt-4.1")
+    ///             .pricing(price),
+    ///     )
+    ///     // `smart` tries OpenAI first, then Claude.
+    ///     .route(
+    ///         Route::new("openai first", "smart", Target::new("openai"))
+    ///             .fallback(Target::new("claude")),
+    ///     )
+    ///     .settings(|s| s.timeouts.first_byte_ms = 30_000)
+    ///     .build()?;
+    /// // No lookup was given, so ANTHROPIC_API_KEY reads as unset: `claude` is disabled.
+    /// let snapshot = gateway.core().snapshot();
+    /// assert!(snapshot.catalog.provider("claude").is_some_and(|p| p.unavailable.is_some()));
+    ///
+    /// let request = Request {
+    ///     model: "echo".into(),
+    ///     messages: vec![Message::text(Role::User, "hello")],
+    ///     ..Request::default()
+    /// };
+    /// let answer = gateway.generate(Generate::new(request)).await?;
+    /// assert_eq!((answer.provider.as_str(), answer.upstream_model.as_str()), ("local", "echo-1"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn builder() -> GatewayBuilder {
+        GatewayBuilder::new()
+    }
+
     /// From a compiled catalog, with records going to `sink` and runtime state
     /// (breakers, limits, shared stores) as given.
     pub fn new(catalog: Catalog, sink: SharedSink, runtime: Runtime) -> Result<Self, LoadError> {
@@ -179,7 +239,8 @@ impl Gateway {
         Self::from_raw(&raw, &source.name, env)
     }
 
-    /// From configuration values built in code ([`crate::config::raw::RawConfig`]).
+    /// From the parsed file's values ([`crate::config::raw::RawConfig`]);
+    /// [`Gateway::builder`] builds a configuration in code with typed parts.
     pub fn from_raw(
         raw: &crate::config::raw::RawConfig,
         name: &str,

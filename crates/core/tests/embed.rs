@@ -3,9 +3,13 @@
 
 use std::time::Duration;
 
-use switchyard_core::embed::{Gateway, Generate};
+use switchyard_core::embed::{
+    AccessRule, Capability, Chain, Deployment, FailoverConfig, FailoverPreset, Gateway, Generate,
+    Governance, Model, Pricing, Provider, RetryConfig, Route, Secret, Strategy, Target,
+};
 use switchyard_core::exec::RequestRouting;
-use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
+use switchyard_core::protocol::{Delta, Message, Request, Role, ServerTool, StreamEvent};
+use switchyard_core::{Catalog, ConfigSource, InvalidRegistry, LoadError};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
 async fn gateway() -> (Gateway, FakeUpstream, FakeUpstream) {
@@ -105,4 +109,247 @@ async fn a_library_stream_ends_with_its_attempts_and_usage() {
     assert_eq!(attempts[0].outcome, "status_500");
     let usage = stream.usage().unwrap();
     assert!(usage.output_tokens.unwrap() > 0);
+}
+
+/// What a catalog compiled to, for comparing two: everything but the lookup
+/// indexes (hash maps, whose `Debug` order differs between two equal catalogs).
+fn compiled(c: &Catalog) -> String {
+    format!(
+        "{:?}",
+        (
+            &c.settings,
+            &c.providers,
+            &c.models,
+            &c.routes,
+            &c.rules,
+            &c.storage,
+            &c.security,
+            &c.warnings
+        )
+    )
+}
+
+fn test_env(k: &str) -> Option<String> {
+    (k == "ANTHROPIC_KEY").then(|| "sk-ant-0123456789".to_owned())
+}
+
+fn compile_yaml(yaml: &str) -> Result<Catalog, InvalidRegistry> {
+    let raw = ConfigSource::from_text("t.yaml", yaml).parse_with(&test_env).unwrap();
+    Catalog::compile(&raw, "t.yaml", &test_env)
+}
+
+const EVERYTHING: &str = r#"
+storage: { url: none }
+gateway:
+  default_model: smart
+  timeouts: { first_byte_ms: 30000 }
+  breaker: { threshold: 3 }
+providers:
+  openai: { wire: openai-chat, endpoint: "http://127.0.0.1:9/v1", credentials: { keys: [sk-literal-0001] }, headers: { x-org: acme }, server_tools: [web_search], markup: 1.1 }
+  claude: { wire: anthropic, credentials: { env: [ANTHROPIC_KEY] }, anthropic_betas: [context-1m-2025-08-07] }
+  gemini: { wire: gemini, credentials: { env: [UNSET], optional: true }, governance: { european: true } }
+  local: { wire: mock, latency_ms: 5 }
+  vllm: { wire: openai-chat, endpoint: "http://127.0.0.1:8000/v1", credentials: { none: true }, surface: backend, drop_fields: [prompt_cache_key] }
+models:
+  - id: smart
+    aliases: [clever]
+    deployments: [{ provider: claude, model: claude-sonnet-4-5 }, { provider: openai, model: gpt-4.1, pricing: { input: 2, output: 8 } }]
+    pricing: { input: 3, output: 15 }
+    context_window: 200000
+    capabilities: [vision, tools]
+    fallbacks: [echo]
+  - id: echo
+    deployments: [{ provider: local }]
+    pricing: { input: 0, output: 0 }
+    hidden: true
+    retires: "2099-01-01"
+    owned_by: tests
+  - id: big
+    deployments: [{ provider: vllm, model: llama-70b, server_tools: [] }]
+routes:
+  - name: Smart first
+    match: smart
+    provider: openai
+    fallbacks: [{ provider: claude, weight: 2 }, { provider: local, model: echo }]
+    strategy: weighted
+    retry: { max_retries: 2, statuses: [429], backoff_ms: 100, max_wait_ms: 1000 }
+    failover: { preset: strict }
+    max_attempts: 4
+    context_fallbacks: [big]
+    by_scope: { dimension: project, unmapped: shared, chains: { team: { provider: claude, fallbacks: [{ provider: openai }], strategy: cost } } }
+access_rules:
+  - { name: no-big, effect: deny, pattern: big, reason: too expensive, group: interns, priority: 5 }
+"#;
+
+#[test]
+fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
+    let builder = Gateway::builder()
+        .env(test_env)
+        .default_model("smart")
+        .settings(|s| {
+            s.timeouts.first_byte_ms = 30_000;
+            s.breaker.threshold = 3.0;
+        })
+        .provider(
+            "openai",
+            Provider::openai_compatible("http://127.0.0.1:9/v1")
+                .key(Secret::from("sk-literal-0001"))
+                .header("x-org", "acme")
+                .server_tools([ServerTool::WebSearch])
+                .markup(1.1),
+        )
+        .provider(
+            "claude",
+            Provider::anthropic()
+                .key_env("ANTHROPIC_KEY")
+                .anthropic_betas(["context-1m-2025-08-07"]),
+        )
+        .provider(
+            "gemini",
+            Provider::gemini()
+                .key_env("UNSET")
+                .optional()
+                .governance(Governance { european: Some(true), ..Governance::default() }),
+        )
+        .provider("local", Provider::mock().latency(Duration::from_millis(5)))
+        .provider(
+            "vllm",
+            Provider::openai_compatible("http://127.0.0.1:8000/v1")
+                .no_key()
+                .backend()
+                .drop_field("prompt_cache_key"),
+        )
+        .model(
+            Model::new("smart")
+                .alias("clever")
+                .deployment("claude", "claude-sonnet-4-5")
+                .deploy(Deployment::new("openai").model("gpt-4.1").pricing(Pricing {
+                    input: Some(2.0),
+                    output: Some(8.0),
+                    ..Pricing::default()
+                }))
+                .pricing(Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() })
+                .context_window(200_000)
+                .capabilities([Capability::Vision, Capability::Tools])
+                .fallback("echo"),
+        )
+        .model(
+            Model::new("echo")
+                .deploy(Deployment::new("local"))
+                .pricing(Pricing { input: Some(0.0), output: Some(0.0), ..Pricing::default() })
+                .hidden()
+                .retires("2099-01-01")
+                .owned_by("tests"),
+        )
+        .model(
+            Model::new("big").deploy(Deployment::new("vllm").model("llama-70b").server_tools([])),
+        )
+        .route(
+            Route::new("Smart first", "smart", Target::new("openai"))
+                .fallback(Target::new("claude").weight(2))
+                .fallback(Target::new("local").model("echo"))
+                .strategy(Strategy::Weighted)
+                .retry(RetryConfig {
+                    max_retries: 2,
+                    statuses: vec![429],
+                    backoff_ms: 100,
+                    max_wait_ms: 1000,
+                })
+                .failover(FailoverConfig {
+                    preset: FailoverPreset::Strict,
+                    ..FailoverConfig::default()
+                })
+                .max_attempts(4)
+                .context_fallback("big")
+                .project(
+                    "team",
+                    Chain::new(Target::new("claude"))
+                        .fallback(Target::new("openai"))
+                        .strategy(Strategy::Cost),
+                )
+                .other_projects_shared(),
+        )
+        .access_rule(
+            AccessRule::deny("no-big", "big", "too expensive").group("interns").priority(5),
+        );
+    let from_code = builder.compile().unwrap();
+    let from_yaml = compile_yaml(EVERYTHING).unwrap();
+    assert_eq!(compiled(&from_code), compiled(&from_yaml));
+    // Not vacuous: the parts the builder set are there.
+    assert_eq!(from_code.warnings.len(), 1, "{:?}", from_code.warnings);
+    assert_eq!(from_code.routes[0].scopes.as_ref().unwrap().chains.len(), 1);
+    assert_eq!(from_code.provider("claude").unwrap().keys, [Secret::from("sk-ant-0123456789")]);
+}
+
+#[tokio::test]
+async fn a_built_gateway_answers_as_its_yaml_twin() {
+    let yaml = "storage: { url: none }\nproviders: { local: { wire: mock } }\nmodels: [{ id: echo, aliases: [e], deployments: [{ provider: local, model: echo-1 }] }]\n";
+    let twin = Gateway::from_yaml("t.yaml", yaml, &|_| None).unwrap();
+    let built = Gateway::builder()
+        .provider("local", Provider::mock())
+        .model(Model::new("echo").alias("e").deployment("local", "echo-1"))
+        .build()
+        .unwrap();
+    let one = twin.generate(Generate::new(ask("e"))).await.unwrap();
+    let two = built.generate(Generate::new(ask("e"))).await.unwrap();
+    assert_eq!(
+        (&one.provider, &one.model, &one.upstream_model),
+        (&two.provider, &two.model, &two.upstream_model)
+    );
+    assert_eq!(format!("{:?}", one.response.content), format!("{:?}", two.response.content));
+}
+
+#[tokio::test]
+async fn gateways_built_from_one_builder_are_independent() {
+    switchyard_core::install_crypto_provider();
+    let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    let provider = || {
+        Provider::openai_compatible(format!("{}/v1", fake.base_url()))
+            .key(Secret::from("ka-0000000001"))
+    };
+    let builder = Gateway::builder()
+        .provider("a", provider())
+        .model(Model::new("one").deployment("a", "up-one"));
+    let one = builder.clone().build().unwrap();
+    let two = builder.build().unwrap();
+    one.generate(Generate::new(ask("one"))).await.unwrap();
+    two.generate(Generate::new(ask("one"))).await.unwrap();
+    assert_eq!(fake.request_count(), 2);
+    // A reload of one leaves the other's catalog alone.
+    let renamed = Gateway::builder()
+        .provider("a", provider())
+        .model(Model::new("renamed").deployment("a", "up-one"))
+        .compile()
+        .unwrap();
+    one.core().reload(renamed).unwrap();
+    let err = one.generate(Generate::new(ask("one"))).await.unwrap_err();
+    assert_eq!(err.status(), 404);
+    one.generate(Generate::new(ask("renamed"))).await.unwrap();
+    two.generate(Generate::new(ask("one"))).await.unwrap();
+    assert_eq!(fake.request_count(), 4);
+}
+
+#[test]
+fn a_builder_error_lists_the_problems_its_yaml_would() {
+    let yaml = "storage: { url: none }\nproviders: { a: { wire: mock } }\nmodels:\n  - { id: m, deployments: [{ provider: ghost }], fallbacks: [nope] }\nroutes:\n  - { name: r, match: 'm*', provider: phantom }\n";
+    let from_yaml = compile_yaml(yaml).unwrap_err();
+    let built = Gateway::builder()
+        .provider("a", Provider::mock())
+        .model(Model::new("m").deploy(Deployment::new("ghost")).fallback("nope"))
+        .route(Route::new("r", "m*", Target::new("phantom")))
+        .build();
+    let Err(LoadError::Invalid(from_code)) = built else { panic!("{built:?}") };
+    let messages =
+        |e: &InvalidRegistry| e.problems.iter().map(|p| p.message.clone()).collect::<Vec<_>>();
+    assert_eq!(messages(&from_code), messages(&from_yaml));
+    assert_eq!(from_code.problems.len(), 3, "{from_code}");
+    assert!(from_yaml.problems.iter().all(|p| p.line.is_some()));
+    // From code there is no line to name: `<builder>: message`.
+    assert!(from_code.problems.iter().all(|p| p.line.is_none()));
+    assert!(
+        from_code
+            .to_string()
+            .contains("  <builder>: models[m].deployments: unknown provider \"ghost\""),
+        "{from_code}"
+    );
 }

@@ -113,6 +113,28 @@ pub struct RuleConfig {
     pub priority: i64,
 }
 
+impl RuleConfig {
+    /// A rule for everyone (no subject) at priority 0, as YAML's defaults leave it.
+    pub fn new(
+        name: impl Into<String>,
+        effect: crate::access::Effect,
+        pattern: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: unlocated(name.into()),
+            effect,
+            pattern: pattern.into(),
+            role: None,
+            group: None,
+            project: None,
+            user: None,
+            reason: reason.into(),
+            priority: 0,
+        }
+    }
+}
+
 /// Data-governance declarations of a provider (or a model).
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -248,6 +270,11 @@ pub enum WireName {
 pub struct ProviderName(pub Spanned<String>);
 
 impl ProviderName {
+    /// A name from no file (built in code).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(unlocated(name.into()))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0.value
     }
@@ -334,7 +361,33 @@ pub struct ProviderConfig {
 
 /// No `credentials` block was written: defaults, at no position in the file.
 fn unwritten_credentials() -> Spanned<Credentials> {
-    Spanned::new(Credentials::default(), Location::UNKNOWN, Location::UNKNOWN)
+    unlocated(Credentials::default())
+}
+
+/// A value that comes from no file (built in code): a problem with it is reported
+/// without a line, as one with a defaulted value is.
+pub fn unlocated<T>(value: T) -> Spanned<T> {
+    Spanned::new(value, Location::UNKNOWN, Location::UNKNOWN)
+}
+
+impl ProviderConfig {
+    /// A provider on `wire` with every other field as an empty YAML block leaves it
+    /// (so `{ wire: … }` and this compile alike).
+    pub fn new(wire: WireName) -> Self {
+        Self {
+            wire,
+            endpoint: None,
+            credentials: unwritten_credentials(),
+            headers: BTreeMap::new(),
+            latency_ms: 0,
+            drop_fields: Vec::new(),
+            surface: Surface::default(),
+            governance: Governance::default(),
+            markup: None,
+            server_tools: None,
+            anthropic_betas: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -438,6 +491,29 @@ pub struct ModelConfig {
     pub governance: Governance,
 }
 
+impl ModelConfig {
+    /// A model with every field but its id as YAML's defaults leave it.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: unlocated(id.into()),
+            aliases: Vec::new(),
+            deployments: Vec::new(),
+            pricing: None,
+            context_window: None,
+            max_output_tokens: None,
+            capabilities: None,
+            reasoning_control: None,
+            sampling: None,
+            takes_max_tokens: None,
+            hidden: false,
+            retires: None,
+            fallbacks: Vec::new(),
+            owned_by: None,
+            governance: Governance::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeploymentConfig {
@@ -451,6 +527,19 @@ pub struct DeploymentConfig {
     /// The server tools this deployment runs (replaces its provider's list).
     #[serde(default)]
     pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
+}
+
+impl DeploymentConfig {
+    /// A deployment on `provider` with every other field as YAML's defaults leave it
+    /// (the upstream id is then the catalog id).
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: unlocated(provider.into()),
+            model: None,
+            pricing: None,
+            server_tools: None,
+        }
+    }
 }
 
 /// How a chain orders its deployments for the first attempt.
@@ -512,6 +601,35 @@ pub struct RouteConfig {
     pub fallback_upstream_model: Option<Spanned<String>>,
 }
 
+impl RouteConfig {
+    /// A route named `name` sending models matching `pattern` to `provider`, with
+    /// every other field as YAML's defaults leave it.
+    pub fn new(
+        name: impl Into<String>,
+        pattern: impl Into<String>,
+        provider: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            pattern: unlocated(pattern.into()),
+            provider: unlocated(provider.into()),
+            model: None,
+            weight: None,
+            fallbacks: Vec::new(),
+            strategy: StrategyName::default(),
+            context_fallbacks: Vec::new(),
+            by_scope: None,
+            retry: RetryConfig::default(),
+            failover: FailoverConfig::default(),
+            max_fallbacks: None,
+            max_attempts: None,
+            requires: Requires::default(),
+            fallback_provider: None,
+            fallback_upstream_model: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteTarget {
@@ -521,6 +639,13 @@ pub struct RouteTarget {
     pub model: Option<String>,
     #[serde(default)]
     pub weight: Option<Spanned<u32>>,
+}
+
+impl RouteTarget {
+    /// A target on `provider` with every other field as YAML's defaults leave it.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self { provider: unlocated(provider.into()), model: None, weight: None }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -567,6 +692,31 @@ pub struct ScopeChain {
     pub strategy: Option<StrategyName>,
 }
 
+impl ByScope {
+    /// Per-scope chains over `dimension`, none listed yet, unlisted values refused.
+    pub fn new(dimension: impl Into<String>) -> Self {
+        Self {
+            dimension: unlocated(dimension.into()),
+            unmapped: Unmapped::default(),
+            chains: BTreeMap::new(),
+        }
+    }
+}
+
+impl ScopeChain {
+    /// A chain whose primary is `provider`, with every other field as YAML's
+    /// defaults leave it.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: unlocated(provider.into()),
+            model: None,
+            weight: None,
+            fallbacks: Vec::new(),
+            strategy: None,
+        }
+    }
+}
+
 /// Retries of one deployment on transient answers, before failing over.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -608,3 +758,7 @@ pub struct FailoverConfig {
     /// Fail over on transport failures (connect, DNS, TLS, timeout, reset). Default true.
     pub transport: Option<bool>,
 }
+
+#[cfg(test)]
+#[path = "raw_tests.rs"]
+mod tests;

@@ -1,0 +1,75 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::*;
+
+#[test]
+fn secrets_never_appear_in_debug_output() {
+    let builder = GatewayBuilder::new()
+        .provider(
+            "p",
+            Provider::openai()
+                .key(Secret::from("sk-literal-0123456789"))
+                .header("api-key", "header-secret-0123456789"),
+        )
+        .settings(|s| s.api_keys = vec!["gateway-key-0123456789".into()]);
+    let shown = format!("{builder:?}");
+    for secret in ["sk-literal-0123456789", "header-secret-0123456789", "gateway-key-0123456789"] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    assert!(shown.contains("api-key"), "header names are shown: {shown}");
+}
+
+#[test]
+fn literal_keys_reach_the_catalog_and_env_keys_only_through_the_lookup() {
+    let builder = || {
+        GatewayBuilder::new()
+            .provider("lit", Provider::openai().key(Secret::from("sk-literal-0123456789")))
+            .provider("env", Provider::anthropic().key_env("KEY").optional())
+    };
+    let catalog = builder().compile().unwrap();
+    let keys = |c: &Catalog, p: &str| c.provider(p).unwrap().keys.clone();
+    assert_eq!(keys(&catalog, "lit"), [Secret::from("sk-literal-0123456789")]);
+    assert!(keys(&catalog, "env").is_empty(), "no lookup: nothing is read");
+    let catalog = builder().env(|k| (k == "KEY").then(|| "sk-env-0123456789".into())).compile();
+    assert_eq!(keys(&catalog.unwrap(), "env"), [Secret::from("sk-env-0123456789")]);
+}
+
+#[test]
+fn a_provider_given_twice_is_listed_with_the_compiler_s_problems() {
+    let err = GatewayBuilder::new()
+        .name("app")
+        .provider("p", Provider::mock())
+        .provider("p", Provider::mock())
+        .model(Model::new("m").deployment("nowhere", "x"))
+        .compile()
+        .unwrap_err();
+    let shown: Vec<String> = err.problems.iter().map(|p| p.render(&err.file)).collect();
+    assert_eq!(
+        shown,
+        [
+            "app: providers.p: defined twice",
+            "app: models[m].deployments: unknown provider \"nowhere\""
+        ]
+    );
+}
+
+#[test]
+fn the_library_default_storage_is_none() {
+    let catalog = GatewayBuilder::new().compile().unwrap();
+    assert_eq!(catalog.storage.url, "none");
+    assert_eq!(catalog.storage.retention_days, StorageConfig::default().retention_days);
+}
+
+#[test]
+fn project_chains_and_a_primary_s_model_and_weight_are_kept() {
+    let route = Route::new("r", "m*", Target::new("a").model("up").weight(3))
+        .project("team", Chain::new(Target::new("b")).strategy(Strategy::Cost))
+        .other_projects_shared();
+    let c = &route.config;
+    assert_eq!((c.provider.value.as_str(), c.model.as_deref()), ("a", Some("up")));
+    assert_eq!(c.weight.as_ref().map(|w| w.value), Some(3));
+    let scopes = c.by_scope.as_ref().unwrap();
+    assert_eq!(scopes.dimension.value, "project");
+    assert_eq!(scopes.unmapped, Unmapped::Shared);
+    assert_eq!(scopes.chains["team"].strategy, Some(Strategy::Cost));
+}
