@@ -23,6 +23,7 @@ pub mod carry;
 pub mod compaction;
 pub mod continuity;
 pub mod error;
+pub mod error_code;
 pub mod gemini;
 pub mod model;
 pub mod openai_chat;
@@ -34,6 +35,7 @@ pub mod util;
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
+pub use error_code::ErrorCode;
 pub use model::*;
 pub use spec::{
     Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
