@@ -123,7 +123,7 @@ error_codes! {
     InternalError = "internal_error", 500, Internal;
     /// A compaction summary could not be sealed.
     SealFailed = "seal_failed", 500, Upstream;
-    /// Compaction items need a seal and this gateway has none.
+    /// Compaction items need a seal and the runtime has none.
     CompactionUnavailable = "compaction_unavailable", 501, InvalidRequest;
     /// The upstream failed (a 5xx, or an error inside a stream).
     UpstreamError = "upstream_error", 502, Upstream;

@@ -192,13 +192,11 @@ impl Snapshot {
                 failure_error(f, provider)
             }
             None => GatewayError::new(
-                504,
-                ErrorKind::Timeout,
-                "deadline_exceeded",
+                ErrorCode::DeadlineExceeded,
                 "request deadline or attempt budget exhausted",
             ),
         };
-        tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
+        tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "all candidates failed");
         guard.rec.descriptor = descriptor(&plan, &tried);
         metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
         guard.finish(err.status(), Some(err.code()));

@@ -80,9 +80,7 @@ impl Snapshot {
         }
         let Some(first) = plan.candidates.first() else {
             return Err(GatewayError::new(
-                503,
-                ErrorKind::Overloaded,
-                "provider_unavailable",
+                ErrorCode::ProviderUnavailable,
                 format!("no deployment of model {:?} can count tokens", plan.public_model),
             ));
         };

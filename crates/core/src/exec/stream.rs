@@ -350,12 +350,10 @@ impl Pump {
                 match wait {
                     None => {
                         error = Some(GatewayError::new(
-                            504,
-                            ErrorKind::Timeout,
-                            "deadline_exceeded",
+                            ErrorCode::DeadlineExceeded,
                             "the request deadline passed while streaming",
                         ));
-                        failed = Some(("deadline_exceeded".to_owned(), None));
+                        failed = Some((ErrorCode::DeadlineExceeded.as_str().to_owned(), None));
                         break Err(());
                     }
                     Some(Ok(r)) => break Ok(r),
@@ -373,9 +371,7 @@ impl Pump {
             match next {
                 Err(()) => {
                     error = Some(GatewayError::new(
-                        504,
-                        ErrorKind::Timeout,
-                        "stream_idle_timeout",
+                        ErrorCode::StreamIdleTimeout,
                         "upstream stream went idle",
                     ));
                     let outcome = Outcome::Failure { retry_after: None };
@@ -406,7 +402,7 @@ impl Pump {
             }
         }
         if let Some(err) = &error {
-            tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
+            tracing::warn!(request_id = %self.guard.rec.id, code = err.code().as_str(), "stream failed after commit");
         }
         let (request, estimate) = (&self.request, &self.estimate);
         meter(
@@ -427,16 +423,16 @@ impl Pump {
                 }
                 self.report.finish(health);
             }
-            self.guard.rec.error_code = Some(err.code().to_owned());
+            self.guard.rec.error_code = Some(err.code().as_str().to_owned());
         }
-        let code = error.as_ref().map(|e| e.code().to_owned());
+        let code = error.as_ref().map(GatewayError::code);
         // The library caller's copy of the record, as it will be written.
-        let record = self.outlet.canonical.then(|| self.guard.copy(200, code.as_deref()));
+        let record = self.outlet.canonical.then(|| self.guard.copy(200, code));
         let delivered = self.outlet.end(error, record).await;
         match (code, delivered) {
             (Some(code), _) => {
                 record_metrics(&self.guard.rec);
-                self.guard.finish(200, Some(&code));
+                self.guard.finish(200, Some(code));
             }
             (None, true) => {
                 self.report.finish(Some(Outcome::Success));
