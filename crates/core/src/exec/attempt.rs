@@ -377,7 +377,7 @@ impl Snapshot {
         let resp = match tokio::time::timeout(first_byte, send).await {
             Err(_) => {
                 return Err(Failure::Transport {
-                    class: "timeout",
+                    class: TransportClass::Timeout,
                     message: format!("no response within {} ms", first_byte.as_millis()),
                 });
             }
@@ -392,7 +392,7 @@ impl Snapshot {
             let bytes = match tokio::time::timeout(remaining, resp.bytes()).await {
                 Err(_) => {
                     return Err(Failure::Transport {
-                        class: "timeout",
+                        class: TransportClass::Timeout,
                         message: "response body timed out".into(),
                     });
                 }

@@ -146,7 +146,7 @@ impl Snapshot {
             .unwrap_or(self.catalog.settings.first_byte_timeout)
             .min(remaining);
         let timed_out = || Failure::Transport {
-            class: "timeout",
+            class: TransportClass::Timeout,
             message: format!("no token count within {} ms", timeout.as_millis()),
         };
         let redactor = Redactor { platform: &cand.provider.keys, used: key };

@@ -37,7 +37,7 @@ use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::state::{Admission, Ask, Reservation};
 use crate::strategy::{self, View};
-use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
+use crate::upstream::{self, Failure, Outgoing, RawBody, Source, TransportClass};
 use crate::util::{Date, Redactor, Secret};
 use crate::{Snapshot, continuity, estimate, mock};
 

@@ -47,7 +47,7 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
                 _ => GatewayError::new(ErrorCode::UpstreamError, msg),
             }
         }
-        Failure::Transport { class: "timeout", message } => {
+        Failure::Transport { class: TransportClass::Timeout, message } => {
             GatewayError::new(ErrorCode::UpstreamTimeout, format!("{provider}: {message}"))
         }
         Failure::Transport { message, .. } => {

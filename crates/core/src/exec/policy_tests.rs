@@ -5,6 +5,10 @@ fn status(code: u16, retry_after: Option<Duration>) -> Failure {
     Failure::Status { status: code, message: format!("upstream said {code}"), retry_after }
 }
 
+fn transport(class: TransportClass) -> Failure {
+    Failure::Transport { class, message: "no answer".into() }
+}
+
 const LOTS: Duration = Duration::from_secs(600);
 
 #[test]
@@ -63,6 +67,9 @@ fn the_client_gets_the_most_informative_failure_in_stable_codes() {
         (status(504, None), 504, ErrorCode::UpstreamTimeout),
         (Failure::BrokenStream("x".into()), 502, ErrorCode::UpstreamMalformed),
         (Failure::CircuitOpen("x".into()), 503, ErrorCode::CircuitOpen),
+        (transport(TransportClass::Timeout), 504, ErrorCode::UpstreamTimeout),
+        (transport(TransportClass::Connect), 502, ErrorCode::UpstreamUnreachable),
+        (transport(TransportClass::Reset), 502, ErrorCode::UpstreamUnreachable),
     ] {
         let err = failure_error(&f, "p");
         assert_eq!((err.status(), err.code()), (http, code), "{f:?}");

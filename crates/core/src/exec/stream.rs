@@ -36,7 +36,7 @@ pub(super) async fn commit(
         let batch = match tokio::time::timeout(idle, source.next()).await {
             Err(_) => {
                 return Err(Failure::Transport {
-                    class: "timeout",
+                    class: TransportClass::Timeout,
                     message: "stream idle before first content".into(),
                 });
             }
@@ -375,7 +375,7 @@ impl Pump {
                         "upstream stream went idle",
                     ));
                     let outcome = Outcome::Failure { retry_after: None };
-                    failed = Some(("transport_timeout".to_owned(), Some(outcome)));
+                    failed = Some((TransportClass::Timeout.outcome().to_owned(), Some(outcome)));
                     break;
                 }
                 Ok(Err(f)) => {
