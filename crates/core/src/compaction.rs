@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchyard_protocol::{
-    BlockKind, ClientFormat, ErrorKind, Part, Response, ResponseAccumulator, Seal, StopReason,
+    BlockKind, ClientFormat, ErrorCode, Part, Response, ResponseAccumulator, Seal, StopReason,
     StreamEvent, compaction, continuity,
 };
 use tokio::sync::mpsc;
@@ -47,16 +47,14 @@ pub(crate) async fn execute(
     let seal = match inbound.output {
         Output::Canonical => None,
         Output::Client if inbound.format != ClientFormat::OpenAiResponses => {
-            return Err(GatewayError::invalid(
-                "unsupported_compaction",
+            return Err(GatewayError::new(
+                ErrorCode::UnsupportedCompaction,
                 "compaction is answered in the OpenAI Responses API only",
             ));
         }
         Output::Client => Some(runtime.seal.clone().ok_or_else(|| {
             GatewayError::new(
-                501,
-                ErrorKind::InvalidRequest,
-                "compaction_unavailable",
+                ErrorCode::CompactionUnavailable,
                 "this gateway has no seal for compaction items",
             )
         })?),
@@ -100,20 +98,12 @@ pub(crate) async fn execute(
 fn seal_summary(seal: &dyn Seal, summary: &str) -> Result<String, GatewayError> {
     if summary.is_empty() {
         return Err(GatewayError::new(
-            502,
-            ErrorKind::Upstream,
-            "compaction_failed",
+            ErrorCode::CompactionFailed,
             "the model answered the compaction request without a summary",
         ));
     }
-    continuity::seal_summary(seal, summary).ok_or_else(|| {
-        GatewayError::new(
-            500,
-            ErrorKind::Upstream,
-            "seal_failed",
-            "the summary could not be sealed",
-        )
-    })
+    continuity::seal_summary(seal, summary)
+        .ok_or_else(|| GatewayError::new(ErrorCode::SealFailed, "the summary could not be sealed"))
 }
 
 /// The stream of a compaction: the response's start (and usage) as soon as the

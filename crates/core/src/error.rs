@@ -1,26 +1,38 @@
 //! The gateway's own errors, each with a status, a kind and a stable machine code.
 //! The server renders them in the caller's format.
 
-use switchyard_protocol::{ErrorBody, ErrorKind};
+use switchyard_protocol::{ErrorBody, ErrorCode, ErrorKind};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayError(pub ErrorBody);
 
 impl GatewayError {
-    pub fn new(status: u16, kind: ErrorKind, code: &str, message: impl Into<String>) -> Self {
-        GatewayError(ErrorBody::new(status, kind, code, message))
+    /// An error answered with the code's usual status and kind.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        GatewayError(ErrorBody::new(code, message))
     }
 
-    pub fn invalid(code: &str, message: impl Into<String>) -> Self {
-        Self::new(400, ErrorKind::InvalidRequest, code, message)
+    /// The same error answered with another status, where the status varies for
+    /// one code (an upstream's own 4xx passed on); the kind stays.
+    #[must_use]
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.0.status = status;
+        self
+    }
+
+    /// The same error with another kind (the type string each format writes).
+    #[must_use]
+    pub fn with_kind(mut self, kind: ErrorKind) -> Self {
+        self.0.kind = kind;
+        self
     }
 
     pub fn status(&self) -> u16 {
         self.0.status
     }
 
-    pub fn code(&self) -> &str {
-        &self.0.code
+    pub fn code(&self) -> ErrorCode {
+        self.0.code
     }
 
     pub fn body(&self) -> &ErrorBody {
@@ -39,16 +51,13 @@ impl std::error::Error for GatewayError {}
 impl From<crate::catalog::ResolveError> for GatewayError {
     fn from(e: crate::catalog::ResolveError) -> Self {
         use crate::catalog::ResolveError as R;
-        match &e {
-            R::NoModel => Self::invalid("model_required", e.to_string()),
-            R::NotFound(_) => Self::new(404, ErrorKind::NotFound, "model_not_found", e.to_string()),
-            R::Retired { .. } => {
-                Self::new(404, ErrorKind::NotFound, "model_retired", e.to_string())
-            }
-            R::NoRoute(_) => Self::new(404, ErrorKind::NotFound, "no_route", e.to_string()),
-            R::ScopeRefused { .. } => {
-                Self::new(403, ErrorKind::Permission, "scope_not_routed", e.to_string())
-            }
-        }
+        let code = match &e {
+            R::NoModel => ErrorCode::ModelRequired,
+            R::NotFound(_) => ErrorCode::ModelNotFound,
+            R::Retired { .. } => ErrorCode::ModelRetired,
+            R::NoRoute(_) => ErrorCode::NoRoute,
+            R::ScopeRefused { .. } => ErrorCode::ScopeNotRouted,
+        };
+        Self::new(code, e.to_string())
     }
 }

@@ -2,7 +2,7 @@
 //! that cannot serve the request is removed, so the request is never sent somewhere
 //! that would silently drop part of it (e.g. images to a text-only model).
 
-use switchyard_protocol::{Part, Request, ResponseFormat, ServerTool, carry};
+use switchyard_protocol::{ErrorCode, Part, Request, ResponseFormat, ServerTool, carry};
 
 use crate::catalog::{Candidate, Capabilities, Catalog, Plan};
 use crate::error::GatewayError;
@@ -72,8 +72,8 @@ pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError>
         }
     });
     match (plan.candidates.is_empty(), first_missing) {
-        (true, Some((what, model))) => Err(GatewayError::invalid(
-            "capability_missing",
+        (true, Some((what, model))) => Err(GatewayError::new(
+            ErrorCode::CapabilityMissing,
             format!(
                 "model {model:?} does not support {what}, and no fallback that does is configured"
             ),
@@ -127,8 +127,8 @@ pub fn by_server_tools(plan: &mut Plan, req: &Request) -> Result<(), GatewayErro
     }
     let what = first.unwrap_or_default();
     let targets: Vec<&str> = refused.iter().map(|(label, _)| label.as_str()).collect();
-    Err(GatewayError::invalid(
-        "unsupported_tool",
+    Err(GatewayError::new(
+        ErrorCode::UnsupportedTool,
         format!(
             "{what} cannot run on any deployment of model {:?}: {} cannot run it (the \
              catalog's server_tools say which deployments run which server tools)",
@@ -194,8 +194,8 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
         plan.candidates.truncate(1);
     }
     if plan.candidates.is_empty() {
-        return Err(GatewayError::invalid(
-            "no_candidate",
+        return Err(GatewayError::new(
+            ErrorCode::NoCandidate,
             format!(
                 "the request's routing hints (switchyard: only/ignore/max_price) exclude all {before} deployment(s) of model {:?}",
                 plan.public_model
@@ -242,8 +242,8 @@ pub fn by_context_window(
         }
     }
     let (limit, model) = primary_limit.unwrap_or((0, plan.public_model.clone()));
-    Err(GatewayError::invalid(
-        "context_window_exceeded",
+    Err(GatewayError::new(
+        ErrorCode::ContextWindowExceeded,
         format!(
             "the request is about {estimate} input tokens (estimated), over the {limit}-token context window of model {model:?}"
         ),
@@ -311,9 +311,7 @@ pub fn by_governance(plan: &mut Plan) -> Result<(), GatewayError> {
     if plan.candidates.is_empty() {
         let what = first.unwrap_or_default();
         return Err(GatewayError::new(
-            403,
-            switchyard_protocol::ErrorKind::Permission,
-            "governance_denied",
+            ErrorCode::GovernanceDenied,
             format!(
                 "no deployment of model {:?} satisfies the route's data requirements ({what})",
                 plan.public_model

@@ -23,7 +23,7 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use switchyard_protocol::Usage;
+use switchyard_protocol::{ErrorCode, Usage};
 
 pub use crate::breaker::HealthRegistry;
 use crate::breaker::{BreakerConfig, BreakerState, Clearance, CredentialKey, Outcome, Permit};
@@ -148,8 +148,9 @@ pub struct Reservation {
 /// Why a request was not admitted. `retry_after_ms`: when it may succeed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
-    /// Stable code for the client (`rate_limited`, `budget_exceeded`).
-    pub code: &'static str,
+    /// Stable code for the client ([`ErrorCode::RateLimited`],
+    /// [`ErrorCode::BudgetExceeded`]); answered as a 429 whatever the code.
+    pub code: ErrorCode,
     pub message: String,
     pub retry_after_ms: Option<u64>,
 }

@@ -372,6 +372,48 @@ fn flags(header: &str) -> impl Iterator<Item = &str> {
     header.split(',').map(str::trim).filter(|f| !f.is_empty())
 }
 
+/// How an attempt got no answer. Low cardinality on purpose: it names the
+/// attempt's outcome in records and metrics (`transport_timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportClass {
+    /// Connecting failed (refused, unreachable, DNS, TLS handshake).
+    Connect,
+    /// No answer in time: first byte, body or the request's deadline.
+    Timeout,
+    /// The body could not be read or decoded.
+    Body,
+    /// The connection broke otherwise.
+    Reset,
+}
+
+impl TransportClass {
+    /// The class as messages name it (`timeout`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportClass::Connect => "connect",
+            TransportClass::Timeout => "timeout",
+            TransportClass::Body => "body",
+            TransportClass::Reset => "reset",
+        }
+    }
+
+    /// The attempt outcome records and metrics give it (`transport_timeout`).
+    pub fn outcome(self) -> &'static str {
+        match self {
+            TransportClass::Connect => "transport_connect",
+            TransportClass::Timeout => "transport_timeout",
+            TransportClass::Body => "transport_body",
+            TransportClass::Reset => "transport_reset",
+        }
+    }
+}
+
+impl std::fmt::Display for TransportClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why an attempt failed, as the attempt loop classifies it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
@@ -381,9 +423,9 @@ pub enum Failure {
         message: String,
         retry_after: Option<Duration>,
     },
-    /// No answer: `connect`, `timeout`, `reset`, `dns`, `tls`, `body`.
+    /// No answer.
     Transport {
-        class: &'static str,
+        class: TransportClass,
         message: String,
     },
     /// The stream broke or ended early, before anything reached the client.
@@ -408,7 +450,7 @@ impl Failure {
     pub fn outcome(&self) -> String {
         match self {
             Failure::Status { status, .. } => format!("status_{status}"),
-            Failure::Transport { class, .. } => format!("transport_{class}"),
+            Failure::Transport { class, .. } => class.outcome().into(),
             Failure::BrokenStream(_) => "broken_stream".into(),
             Failure::Malformed(_) => "malformed".into(),
             Failure::UpstreamError { .. } => "upstream_error".into(),
@@ -466,13 +508,13 @@ impl Failure {
 
     pub fn from_reqwest(e: &reqwest::Error) -> Self {
         let class = if e.is_timeout() {
-            "timeout"
+            TransportClass::Timeout
         } else if e.is_connect() {
-            "connect"
+            TransportClass::Connect
         } else if e.is_body() || e.is_decode() {
-            "body"
+            TransportClass::Body
         } else {
-            "reset"
+            TransportClass::Reset
         };
         // reqwest's Display includes the URL; ours never carry keys (they go in headers).
         Failure::Transport { class, message: format!("upstream {class} error: {e}") }
@@ -702,28 +744,5 @@ impl Source {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn write_object_overrides_and_drops_without_losing_unknown_fields() {
-        let Value::Object(map) =
-            json!({"model": "a", "x_unknown": {"k": [1, 2]}, "bad": 1, "stream": true})
-        else {
-            unreachable!()
-        };
-        let out = write_object(&map, &[("model", json!("b"))], &["bad"]);
-        let v: Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v, json!({"model": "b", "x_unknown": {"k": [1, 2]}, "stream": true}));
-    }
-
-    #[test]
-    fn retry_after_parses_seconds() {
-        let mut h = reqwest::header::HeaderMap::new();
-        h.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
-    }
-}
+#[path = "upstream_tests.rs"]
+mod tests;

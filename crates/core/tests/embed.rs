@@ -8,7 +8,9 @@ use switchyard_core::embed::{
     Governance, Model, Pricing, Provider, RetryConfig, Route, Secret, Strategy, Target,
 };
 use switchyard_core::exec::RequestRouting;
-use switchyard_core::protocol::{Delta, Message, Request, Role, ServerTool, StreamEvent};
+use switchyard_core::protocol::{
+    Delta, ErrorCode, Message, Request, Role, ServerTool, StreamEvent,
+};
 use switchyard_core::{Catalog, ConfigSource, InvalidRegistry, LoadError};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
@@ -37,12 +39,12 @@ async fn invalid_model_ids_are_typed_errors_never_panics() {
     let (gw, ..) = gateway().await;
     for bad in [String::new(), "x".repeat(257), "a\nb".into()] {
         let err = gw.generate(Generate::new(ask(&bad))).await.unwrap_err();
-        assert_eq!((err.status(), err.code()), (400, "invalid_model"), "{bad:?}");
+        assert_eq!((err.status(), err.code()), (400, ErrorCode::InvalidModel), "{bad:?}");
     }
     let routing =
         RequestRouting { fallbacks: vec!["bad\u{0}".into()], ..RequestRouting::default() };
     let err = gw.generate(Generate { request: ask("one"), routing, ..Generate::default() }).await;
-    assert_eq!(err.unwrap_err().code(), "invalid_model");
+    assert_eq!(err.unwrap_err().code(), ErrorCode::InvalidModel);
 }
 
 #[tokio::test]
@@ -73,7 +75,7 @@ async fn request_fallbacks_and_bounds_apply() {
         ..RequestRouting::default()
     };
     let err = gw.generate(Generate { request: ask("one"), routing, ..Generate::default() }).await;
-    assert_eq!(err.unwrap_err().code(), "upstream_timeout");
+    assert_eq!(err.unwrap_err().code(), ErrorCode::UpstreamTimeout);
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::ErrorCode;
+
 /// Translation failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProtocolError {
@@ -112,21 +114,25 @@ impl ErrorKind {
 pub struct ErrorBody {
     pub status: u16,
     pub kind: ErrorKind,
-    /// Stable machine code, e.g. `model_not_found`, `upstream_unavailable`.
-    pub code: String,
+    /// Stable machine code, e.g. `model_not_found`. Always the gateway's own: an
+    /// upstream's code, where it matters, is quoted in the message.
+    pub code: ErrorCode,
     pub message: String,
     /// The offending request field, when known (OpenAI `param`).
     pub param: Option<String>,
 }
 
 impl ErrorBody {
-    pub fn new(
-        status: u16,
-        kind: ErrorKind,
-        code: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self { status, kind, code: code.into(), message: message.into(), param: None }
+    /// An error with the code's usual status and kind; the fields are public for
+    /// the call sites where those vary.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            status: code.default_status(),
+            kind: code.kind(),
+            code,
+            message: message.into(),
+            param: None,
+        }
     }
 
     /// OpenAI error object: `{"error":{"message","type","param","code"}}`.
@@ -165,3 +171,7 @@ impl ErrorBody {
         }})
     }
 }
+
+#[cfg(test)]
+#[path = "error_tests.rs"]
+mod tests;

@@ -23,6 +23,7 @@ pub mod carry;
 pub mod compaction;
 pub mod continuity;
 pub mod error;
+pub mod error_code;
 pub mod frame;
 pub mod gemini;
 pub mod model;
@@ -35,6 +36,7 @@ pub mod util;
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
+pub use error_code::ErrorCode;
 pub use frame::{Frame, FrameError, Framer};
 pub use model::*;
 pub use spec::{

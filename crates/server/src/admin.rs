@@ -38,7 +38,7 @@ use axum::routing::{delete, get, post, put};
 use serde::de::DeserializeOwned;
 use switchyard_core::GatewayError;
 use switchyard_core::access::Role;
-use switchyard_protocol::{ClientFormat, ErrorKind};
+use switchyard_protocol::{ClientFormat, ErrorCode};
 use switchyard_store::{Store, StoreError};
 
 use crate::{AppState, ids};
@@ -79,23 +79,24 @@ pub(crate) struct ApiError(GatewayError);
 
 impl ApiError {
     pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
-        ApiError(GatewayError::invalid("invalid_request", message))
+        ApiError(GatewayError::new(ErrorCode::InvalidRequest, message))
     }
 
     pub(crate) fn not_found(message: impl Into<String>) -> ApiError {
-        ApiError(GatewayError::new(404, ErrorKind::NotFound, "not_found", message))
+        ApiError(GatewayError::new(ErrorCode::NotFound, message))
     }
 
     pub(crate) fn conflict(message: impl Into<String>) -> ApiError {
-        ApiError(GatewayError::new(409, ErrorKind::InvalidRequest, "conflict", message))
+        ApiError(GatewayError::new(ErrorCode::Conflict, message))
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> ApiError {
-        ApiError(GatewayError::new(500, ErrorKind::Internal, "internal_error", message))
+        ApiError(GatewayError::new(ErrorCode::InternalError, message))
     }
 
-    fn unavailable(code: &str, message: impl Into<String>) -> ApiError {
-        ApiError(GatewayError::new(503, ErrorKind::Overloaded, code, message))
+    /// An outage answer; `code` is one of the 503 codes (`storage_unavailable`, …).
+    fn unavailable(code: ErrorCode, message: impl Into<String>) -> ApiError {
+        ApiError(GatewayError::new(code, message))
     }
 }
 
@@ -116,7 +117,7 @@ impl From<StoreError> for ApiError {
             StoreError::Database(_) => {
                 tracing::error!(target: "switchyard::admin", "store: {e}");
                 ApiError::unavailable(
-                    "storage_unavailable",
+                    ErrorCode::StorageUnavailable,
                     "the database is unavailable; try again",
                 )
             }
@@ -169,9 +170,7 @@ impl FromRequestParts<Arc<AppState>> for Admin {
         let caller = state.identity.authenticate(&parts.headers).await?;
         if caller.principal.role != Some(Role::Admin) {
             return Err(ApiError(GatewayError::new(
-                403,
-                ErrorKind::Permission,
-                "admin_required",
+                ErrorCode::AdminRequired,
                 "the admin API needs a key of a user with the admin role",
             )));
         }
@@ -203,7 +202,7 @@ impl FromRequestParts<Arc<AppState>> for Db {
 fn store(state: &AppState) -> Result<&Store, ApiError> {
     state.identity.store().ok_or_else(|| {
         ApiError::unavailable(
-            "storage_disabled",
+            ErrorCode::StorageDisabled,
             "no database is configured (storage.url: none); the admin API needs one",
         )
     })
@@ -217,12 +216,11 @@ impl<T: DeserializeOwned> FromRequest<Arc<AppState>> for Body<T> {
 
     async fn from_request(req: Request, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            ApiError(GatewayError::new(
-                e.status().as_u16(),
-                ErrorKind::InvalidRequest,
-                "invalid_request",
-                e.body_text(),
-            ))
+            // The rejection's own status (413 for too large, 400 unreadable).
+            ApiError(
+                GatewayError::new(ErrorCode::InvalidRequest, e.body_text())
+                    .with_status(e.status().as_u16()),
+            )
         })?;
         serde_json::from_slice(&bytes)
             .map(Body)

@@ -55,7 +55,7 @@ pub(crate) async fn count(
         match ingest(&state, &headers, body, format, &id, &crate::http::FromUrl::default()).await {
             Ok(i) => i,
             Err(e) => {
-                tracing::debug!(request_id = %id, code = e.code(), "token count refused");
+                tracing::debug!(request_id = %id, code = e.code().as_str(), "token count refused");
                 return error_response(format, &e, &id);
             }
         };

@@ -22,7 +22,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use switchyard_core::GatewayError;
-use switchyard_protocol::{ClientFormat, ErrorKind};
+use switchyard_protocol::{ClientFormat, ErrorCode};
 
 use crate::http::{FromUrl, error_response, generate, inbound};
 use crate::{AppState, ids, limits, models};
@@ -50,7 +50,7 @@ fn query(q: Result<Query<GeminiQuery>, QueryRejection>) -> Option<GeminiQuery> {
 
 /// A malformed query, refused without quoting it: it may hold the key.
 fn bad_query() -> Response {
-    let err = GatewayError::invalid("invalid_request", "the query string is malformed");
+    let err = GatewayError::new(ErrorCode::InvalidRequest, "the query string is malformed");
     error_response(FORMAT, &err, &ids::request_id())
 }
 
@@ -67,8 +67,7 @@ fn with_query_key(mut headers: HeaderMap, key: Option<&str>) -> HeaderMap {
 }
 
 fn not_found(what: &str) -> Response {
-    let err =
-        GatewayError::new(404, ErrorKind::NotFound, "not_found", format!("no endpoint {what}"));
+    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {what}"));
     error_response(FORMAT, &err, &ids::request_id())
 }
 
@@ -123,8 +122,8 @@ pub async fn post(
         "streamGenerateContent" => {
             // Without `alt=sse` Google streams one JSON array, which is not served:
             // an SSE answer would break such a client.
-            let err = GatewayError::invalid(
-                "stream_form_unsupported",
+            let err = GatewayError::new(
+                ErrorCode::StreamFormUnsupported,
                 "streamGenerateContent is served as SSE only: add ?alt=sse",
             );
             error_response(FORMAT, &err, &ids::request_id())

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use switchyard_core::{Delivery, GatewayError, Inbound};
-use switchyard_protocol::{ClientFormat, ErrorKind, responses};
+use switchyard_protocol::{ClientFormat, ErrorCode, responses};
 
 use crate::identity::Caller;
 use crate::{AppState, encode, ids, limits};
@@ -86,12 +86,7 @@ pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
     } else {
         ClientFormat::OpenAiChat
     };
-    let err = GatewayError::new(
-        404,
-        ErrorKind::NotFound,
-        "not_found",
-        format!("no endpoint {}", uri.path()),
-    );
+    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", uri.path()));
     error_response(format, &err, &ids::request_id())
 }
 
@@ -136,7 +131,7 @@ async fn ingest_as(
         // compacting is rare, the body already passed the limits.
         let compact =
             responses::parse_compact_request(&bytes, state.gateway.runtime.seal.as_deref())
-                .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+                .map_err(|e| GatewayError::new(ErrorCode::InvalidRequest, e.to_string()))?;
         let request = Arc::make_mut(&mut inbound.request);
         request.compaction = compact.compaction;
         request.stream = false;
@@ -172,8 +167,8 @@ pub(crate) async fn inbound(
         None => None,
         Some(Ok(p)) => Some(p),
         Some(Err(_)) => {
-            return Err(GatewayError::invalid(
-                "invalid_project",
+            return Err(GatewayError::new(
+                ErrorCode::InvalidProject,
                 format!("{HEADER_PROJECT}: expected 1-128 printable characters"),
             ));
         }
@@ -210,7 +205,7 @@ pub(crate) async fn generate(
     let inbound = match ingest(&state, &headers, body, format, &id, &url).await {
         Ok(i) => i,
         Err(e) => {
-            tracing::debug!(request_id = %id, code = e.code(), "request refused");
+            tracing::debug!(request_id = %id, code = e.code().as_str(), "request refused");
             return error_response(format, &e, &id);
         }
     };

@@ -18,7 +18,7 @@ use axum::http::HeaderMap;
 use switchyard_core::GatewayError;
 use switchyard_core::access::{Principal, Role};
 use switchyard_core::util::Secret;
-use switchyard_protocol::ErrorKind;
+use switchyard_protocol::ErrorCode;
 use switchyard_store::db::hash_secret;
 use switchyard_store::seal::{SealedRef, Sealer};
 use switchyard_store::{OwnerKind, Store};
@@ -146,9 +146,7 @@ impl Identity {
         let Some(key) = presented else {
             if self.auth_required().await {
                 return Err(GatewayError::new(
-                    401,
-                    ErrorKind::Authentication,
-                    "missing_api_key",
+                    ErrorCode::MissingApiKey,
                     "no API key: send Authorization: Bearer <key>, x-api-key or x-goog-api-key",
                 ));
             }
@@ -328,22 +326,12 @@ impl Identity {
 }
 
 fn invalid() -> GatewayError {
-    GatewayError::new(
-        401,
-        ErrorKind::Authentication,
-        "invalid_api_key",
-        "invalid, revoked or expired API key",
-    )
+    GatewayError::new(ErrorCode::InvalidApiKey, "invalid, revoked or expired API key")
 }
 
 fn unavailable(e: switchyard_store::StoreError) -> GatewayError {
     tracing::error!("key lookup failed: {e}");
-    GatewayError::new(
-        503,
-        ErrorKind::Overloaded,
-        "auth_unavailable",
-        "the key store is unavailable; try again",
-    )
+    GatewayError::new(ErrorCode::AuthUnavailable, "the key store is unavailable; try again")
 }
 
 pub fn now_ms() -> i64 {

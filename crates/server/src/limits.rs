@@ -3,14 +3,12 @@
 
 use axum::body::{Body, Bytes};
 use switchyard_core::GatewayError;
-use switchyard_protocol::ErrorKind;
+use switchyard_protocol::ErrorCode;
 
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, GatewayError> {
     axum::body::to_bytes(body, limit).await.map_err(|_| {
         GatewayError::new(
-            413,
-            ErrorKind::RequestTooLarge,
-            "request_too_large",
+            ErrorCode::RequestTooLarge,
             format!("request body larger than {limit} bytes (or unreadable)"),
         )
     })

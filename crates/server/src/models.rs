@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use switchyard_core::GatewayError;
 use switchyard_core::catalog::{Catalog, ModelEntry, normalize_model};
 use switchyard_core::util::Date;
-use switchyard_protocol::{ClientFormat, ErrorKind};
+use switchyard_protocol::{ClientFormat, ErrorCode};
 
 use crate::http::error_response;
 use crate::identity::Caller;
@@ -144,19 +144,18 @@ pub(crate) async fn retrieve_as(
     };
     let snapshot = state.gateway.snapshot();
     let catalog = &snapshot.catalog;
-    let not_found = |code: &str, why: &str| {
-        let err =
-            GatewayError::new(404, ErrorKind::NotFound, code, format!("model {requested:?} {why}"));
+    let not_found = |code: ErrorCode, why: &str| {
+        let err = GatewayError::new(code, format!("model {requested:?} {why}"));
         error_response(format, &err, &id)
     };
     let Some(m) = catalog.model(&normalize_model(requested)) else {
-        return not_found("model_not_found", "is not in the catalog");
+        return not_found(ErrorCode::ModelNotFound, "is not in the catalog");
     };
     if m.is_retired(Date::today()) {
-        return not_found("model_retired", "is retired");
+        return not_found(ErrorCode::ModelRetired, "is retired");
     }
     if !catalog.reachable(m, |p| p.reachable_with(&caller.byok)) {
-        return not_found("model_not_found", "has no provider with a key");
+        return not_found(ErrorCode::ModelNotFound, "has no provider with a key");
     }
     // Named as asked, as every answer names the model (an alias stays an alias).
     let name = requested.trim();
@@ -221,7 +220,7 @@ fn json_response(body: &Value) -> Response {
 }
 
 fn invalid(message: impl Into<String>, param: Option<&str>) -> GatewayError {
-    let mut err = GatewayError::invalid("invalid_request", message);
+    let mut err = GatewayError::new(ErrorCode::InvalidRequest, message);
     err.0.param = param.map(str::to_owned);
     err
 }

@@ -35,7 +35,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use switchyard_core::exec::ChunkStream;
 use switchyard_core::{Delivery, GatewayError};
-use switchyard_protocol::{ClientFormat, ErrorKind, SseDecoder};
+use switchyard_protocol::{ClientFormat, ErrorCode, SseDecoder};
 
 use crate::encode::{self, StreamWriter};
 use crate::http::{error_response, inbound};
@@ -56,16 +56,14 @@ pub async fn responses(
     // Refused before the upgrade, so the client gets an HTTP 401 it can act on
     // rather than a session that closes at once.
     if let Err(e) = state.identity.authenticate(&headers).await {
-        tracing::debug!(code = e.code(), "websocket handshake refused");
+        tracing::debug!(code = e.code().as_str(), "websocket handshake refused");
         return error_response(FORMAT, &e, &ids::request_id());
     }
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
         Err(rejection) => {
             let err = GatewayError::new(
-                426,
-                ErrorKind::InvalidRequest,
-                "websocket_required",
+                ErrorCode::WebsocketRequired,
                 format!(
                     "GET {} opens a WebSocket session ({rejection}); send POST for HTTP",
                     uri.path()
@@ -211,9 +209,7 @@ impl Session {
             Some("response.processed") => Flow::Continue,
             Some(other) => {
                 let err = GatewayError::new(
-                    400,
-                    ErrorKind::InvalidRequest,
-                    "unsupported_event",
+                    ErrorCode::UnsupportedEvent,
                     format!("event type {other:?} is not served; send response.create"),
                 );
                 self.refuse(&id, &err).await
@@ -385,7 +381,7 @@ impl Session {
 
     /// A turn refused before its answer started: an `error` event; the session goes on.
     async fn refuse(&mut self, id: &str, err: &GatewayError) -> Flow {
-        tracing::debug!(request_id = %id, code = err.code(), "websocket turn refused");
+        tracing::debug!(request_id = %id, code = err.code().as_str(), "websocket turn refused");
         let mut event = FORMAT.error_json(err.body());
         event["type"] = json!("error");
         // Codex reads `status` as the HTTP status the request would have had: its
@@ -478,9 +474,7 @@ impl Turn {
                 }
                 _ => {
                     let mut err = GatewayError::new(
-                        400,
-                        ErrorKind::InvalidRequest,
-                        "previous_response_not_found",
+                        ErrorCode::PreviousResponseNotFound,
                         format!(
                             "previous response {previous:?} is not this connection's last \
                              completed response (only that one can be continued); send the \
@@ -506,9 +500,7 @@ impl Turn {
             .map_err(|e| invalid(format!("the request cannot be encoded: {e}")))?;
         if bytes.len() > max_body {
             return Err(GatewayError::new(
-                413,
-                ErrorKind::RequestTooLarge,
-                "request_too_large",
+                ErrorCode::RequestTooLarge,
                 format!("request body larger than {max_body} bytes (continuation included)"),
             ));
         }
@@ -524,7 +516,7 @@ impl Turn {
 }
 
 fn invalid(message: impl Into<String>) -> GatewayError {
-    GatewayError::invalid("invalid_request", message)
+    GatewayError::new(ErrorCode::InvalidRequest, message)
 }
 
 fn invalid_param(message: &str, param: &str) -> GatewayError {

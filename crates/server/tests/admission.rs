@@ -11,7 +11,7 @@ use common::*;
 use serde_json::{Value, json};
 use switchyard_core::continuity::BoxFuture;
 use switchyard_core::state::{Admission, Ask, Refusal, Reservation};
-use switchyard_protocol::Usage;
+use switchyard_protocol::{ErrorCode, Usage};
 
 /// Admits `allowed` requests, then refuses; records what it saw.
 #[derive(Debug, Default)]
@@ -30,7 +30,7 @@ impl Admission for Counting {
             Ok(Reservation { id: n, tokens: ask.tokens, cost_usd: ask.cost_usd })
         } else {
             Err(Refusal {
-                code: "rate_limited",
+                code: ErrorCode::RateLimited,
                 message: "3 requests per minute".into(),
                 retry_after_ms: Some(1500),
             })

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use switchyard_protocol::{ClientFormat, Part};
+use switchyard_protocol::{ClientFormat, ErrorCode, Part};
 use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
 
 fn chat(model: &str, text: &str, stream: bool) -> Value {
@@ -229,7 +229,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
     );
     let err = gw.execute(inbound).await.unwrap_err();
     assert_eq!(err.status(), 503);
-    assert_eq!(err.code(), "provider_unavailable");
+    assert_eq!(err.code(), ErrorCode::ProviderUnavailable);
     assert!(err.body().message.contains("OPENAI_API_KEY"), "{}", err.body().message);
 }
 

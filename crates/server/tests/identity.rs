@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use axum::http::HeaderMap;
+use switchyard_protocol::ErrorCode;
 use switchyard_server::identity::Identity;
 use switchyard_store::testing::sqlite_temp;
 use switchyard_store::{NewKey, NewUser, Role};
@@ -40,9 +41,12 @@ async fn open_until_the_first_key_then_unknown_keys_are_refused_even_from_cache(
     id.invalidate();
     for _ in 0..2 {
         let err = id.authenticate(&stranger).await.unwrap_err();
-        assert_eq!((err.status(), err.code()), (401, "invalid_api_key"));
+        assert_eq!((err.status(), err.code()), (401, ErrorCode::InvalidApiKey));
     }
-    assert_eq!(id.authenticate(&HeaderMap::new()).await.unwrap_err().code(), "missing_api_key");
+    assert_eq!(
+        id.authenticate(&HeaderMap::new()).await.unwrap_err().code(),
+        ErrorCode::MissingApiKey
+    );
     let caller = id.authenticate(&bearer(&secret)).await.unwrap();
     assert_eq!(caller.principal.user_id.as_deref(), Some(user.id.as_str()));
     assert_eq!(caller.principal.role, Some(Role::Member));

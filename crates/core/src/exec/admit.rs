@@ -26,6 +26,8 @@ pub(super) async fn admit(
         if let Some(ms) = refusal.retry_after_ms {
             message.push_str(&format!(" (retry after {} s)", ms.div_ceil(1000)));
         }
-        GatewayError::new(429, ErrorKind::RateLimit, refusal.code, message)
+        // A refusal is a 429 whatever code the admission gives it: the client
+        // should back off, not fix its request.
+        GatewayError::new(refusal.code, message).with_status(429).with_kind(ErrorKind::RateLimit)
     })
 }

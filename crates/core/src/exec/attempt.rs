@@ -192,13 +192,11 @@ impl Snapshot {
                 failure_error(f, provider)
             }
             None => GatewayError::new(
-                504,
-                ErrorKind::Timeout,
-                "deadline_exceeded",
+                ErrorCode::DeadlineExceeded,
                 "request deadline or attempt budget exhausted",
             ),
         };
-        tracing::warn!(request_id = %inbound.id, code = err.code(), attempts = guard.rec.attempts.len(), "all candidates failed");
+        tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "all candidates failed");
         guard.rec.descriptor = descriptor(&plan, &tried);
         metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
         guard.finish(err.status(), Some(err.code()));
@@ -379,7 +377,7 @@ impl Snapshot {
         let resp = match tokio::time::timeout(first_byte, send).await {
             Err(_) => {
                 return Err(Failure::Transport {
-                    class: "timeout",
+                    class: TransportClass::Timeout,
                     message: format!("no response within {} ms", first_byte.as_millis()),
                 });
             }
@@ -394,7 +392,7 @@ impl Snapshot {
             let bytes = match tokio::time::timeout(remaining, resp.bytes()).await {
                 Err(_) => {
                     return Err(Failure::Transport {
-                        class: "timeout",
+                        class: TransportClass::Timeout,
                         message: "response body timed out".into(),
                     });
                 }

@@ -34,14 +34,14 @@ impl Snapshot {
     ) -> Result<Parsed, GatewayError> {
         let settings = &self.catalog.settings;
         if util::nests_deeper_than(&bytes, settings.max_json_depth) {
-            return Err(GatewayError::invalid(
-                "json_too_deep",
+            return Err(GatewayError::new(
+                ErrorCode::JsonTooDeep,
                 format!("request JSON is nested deeper than {} levels", settings.max_json_depth),
             ));
         }
         let mut request = format
             .parse_request(&bytes, seal)
-            .map_err(|e| GatewayError::invalid("invalid_request", e.to_string()))?;
+            .map_err(|e| GatewayError::new(ErrorCode::InvalidRequest, e.to_string()))?;
         self.apply_default_model(&mut request);
         if !request.model.is_empty() {
             check_model_id(&request.model)?;
@@ -53,7 +53,9 @@ impl Snapshot {
             .and_then(|_| util::top_level_value(&bytes, upstream::EXTENSION_FIELD));
         let hints = match extension.clone().and_then(|range| bytes.get(range)) {
             Some(value) => serde_json::from_slice::<Option<Hints>>(value)
-                .map_err(|e| GatewayError::invalid("invalid_request", format!("switchyard: {e}")))?
+                .map_err(|e| {
+                    GatewayError::new(ErrorCode::InvalidRequest, format!("switchyard: {e}"))
+                })?
                 .unwrap_or_default(),
             None => Hints::default(),
         };
@@ -76,8 +78,8 @@ impl Snapshot {
 /// ids are a typed error, never a panic.
 pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
     if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
-        return Err(GatewayError::invalid(
-            "invalid_model",
+        return Err(GatewayError::new(
+            ErrorCode::InvalidModel,
             format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
         ));
     }
@@ -201,8 +203,8 @@ pub async fn attribute(
         return Ok((id, name));
     };
     if named.is_empty() || named.len() > MAX_PROJECT || named.chars().any(char::is_control) {
-        return Err(GatewayError::invalid(
-            "invalid_project",
+        return Err(GatewayError::new(
+            ErrorCode::InvalidProject,
             format!("project: expected 1-{MAX_PROJECT} printable characters"),
         ));
     }
@@ -220,9 +222,7 @@ pub async fn attribute(
         });
     }
     Err(GatewayError::new(
-        403,
-        ErrorKind::Permission,
-        "project_forbidden",
+        ErrorCode::ProjectForbidden,
         format!("you are not a member of project {named:?}"),
     ))
 }

@@ -27,7 +27,7 @@ fn hints_come_from_their_own_field_and_mark_the_bytes() {
     let body =
         r#"{"model":"echo","switchyard":{"only":7},"messages":[{"role":"user","content":"hi"}]}"#;
     let err = parse(&snap, ClientFormat::OpenAiChat, body).unwrap_err();
-    assert_eq!(err.code(), "invalid_request");
+    assert_eq!(err.code(), ErrorCode::InvalidRequest);
     assert!(err.body().message.starts_with("switchyard:"), "{}", err.body().message);
 }
 
@@ -44,14 +44,17 @@ fn the_default_model_is_applied_where_the_body_is_parsed() {
 fn depth_and_model_ids_are_bounded() {
     let snap = snapshot("gateway: { max_json_depth: 4 }\n");
     let deep = r#"{"model":"echo","messages":[{"role":"user","content":[[[[1]]]]}]}"#;
-    assert_eq!(parse(&snap, ClientFormat::OpenAiChat, deep).unwrap_err().code(), "json_too_deep");
+    assert_eq!(
+        parse(&snap, ClientFormat::OpenAiChat, deep).unwrap_err().code(),
+        ErrorCode::JsonTooDeep
+    );
     let brackets = r#"{"model":"echo","messages":[{"role":"user","content":"[[[[[[[["}]}"#;
     assert!(parse(&snap, ClientFormat::OpenAiChat, brackets).is_ok());
     for bad in ["x".repeat(257), "a\nb".to_owned()] {
         let body =
             serde_json::json!({"model": bad, "messages": [{"role": "user", "content": "hi"}]});
         let err = parse(&snap, ClientFormat::OpenAiChat, &body.to_string()).unwrap_err();
-        assert_eq!(err.code(), "invalid_model");
+        assert_eq!(err.code(), ErrorCode::InvalidModel);
     }
     assert!(check_model_id("").is_err());
     assert!(check_model_id("gpt-5").is_ok());

@@ -80,9 +80,7 @@ impl Snapshot {
         }
         let Some(first) = plan.candidates.first() else {
             return Err(GatewayError::new(
-                503,
-                ErrorKind::Overloaded,
-                "provider_unavailable",
+                ErrorCode::ProviderUnavailable,
                 format!("no deployment of model {:?} can count tokens", plan.public_model),
             ));
         };
@@ -148,7 +146,7 @@ impl Snapshot {
             .unwrap_or(self.catalog.settings.first_byte_timeout)
             .min(remaining);
         let timed_out = || Failure::Transport {
-            class: "timeout",
+            class: TransportClass::Timeout,
             message: format!("no token count within {} ms", timeout.as_millis()),
         };
         let redactor = Redactor { platform: &cand.provider.keys, used: key };

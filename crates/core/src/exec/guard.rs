@@ -14,18 +14,18 @@ pub(super) struct RecordGuard {
 }
 
 impl RecordGuard {
-    pub(super) fn finish(mut self, status: u16, error_code: Option<&str>) {
+    pub(super) fn finish(mut self, status: u16, error_code: Option<ErrorCode>) {
         self.write(status, error_code);
     }
 
     /// The record as it will be written with this outcome (a library caller's copy).
-    pub(super) fn copy(&self, status: u16, error_code: Option<&str>) -> Box<RequestRecord> {
+    pub(super) fn copy(&self, status: u16, error_code: Option<ErrorCode>) -> Box<RequestRecord> {
         let mut rec = Box::new(self.rec.clone());
         complete(&mut rec, self.started, status, error_code);
         rec
     }
 
-    pub(super) fn write(&mut self, status: u16, error_code: Option<&str>) {
+    pub(super) fn write(&mut self, status: u16, error_code: Option<ErrorCode>) {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
@@ -43,9 +43,9 @@ impl RecordGuard {
 }
 
 /// The record's final fields for this outcome.
-fn complete(rec: &mut RequestRecord, started: Instant, status: u16, error_code: Option<&str>) {
+fn complete(rec: &mut RequestRecord, started: Instant, status: u16, error_code: Option<ErrorCode>) {
     rec.status = status;
-    rec.error_code = error_code.map(str::to_owned);
+    rec.error_code = error_code.map(|c| c.as_str().to_owned());
     // Failed attempts that reported usage add their cost (the answering
     // attempt's own cost is already on the record; unknown stays unknown).
     let failed: Option<f64> = rec.attempts.iter().filter_map(|a| a.cost_usd).reduce(|a, b| a + b);
@@ -61,6 +61,6 @@ fn complete(rec: &mut RequestRecord, started: Instant, status: u16, error_code: 
 
 impl Drop for RecordGuard {
     fn drop(&mut self) {
-        self.write(499, Some("client_closed_request"));
+        self.write(499, Some(ErrorCode::ClientClosedRequest));
     }
 }

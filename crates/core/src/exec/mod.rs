@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use switchyard_protocol::{
-    ClientFormat, ErrorKind, Frame, Part, Request, Response, StreamEvent, Usage, Wire, openai_chat,
-    sse, util,
+    ClientFormat, ErrorCode, ErrorKind, Frame, Part, Request, Response, StreamEvent, Usage, Wire,
+    openai_chat, sse, util,
 };
 use tokio::sync::mpsc;
 
@@ -37,7 +37,7 @@ use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::state::{Admission, Ask, Reservation};
 use crate::strategy::{self, View};
-use crate::upstream::{self, Failure, Outgoing, RawBody, Source};
+use crate::upstream::{self, Failure, Outgoing, RawBody, Source, TransportClass};
 use crate::util::{Date, Redactor, Secret};
 use crate::{Snapshot, continuity, estimate, mock};
 
@@ -127,14 +127,12 @@ pub struct Served {
 
 /// The error for a delivery in the form its caller did not ask for (the edge asks
 /// for bytes in its client's format, a library caller for canonical answers): a
-/// bug, reported as such rather than a panic.
+/// bug, reported as such rather than a panic. Its kind stays `Upstream`, as it
+/// always was, so OpenAI-format clients keep reading `api_error` (not the
+/// `server_error` of `internal_error`'s usual kind).
 pub fn wrong_form() -> GatewayError {
-    GatewayError::new(
-        500,
-        ErrorKind::Upstream,
-        "internal_error",
-        "the pipeline answered in the wrong form",
-    )
+    GatewayError::new(ErrorCode::InternalError, "the pipeline answered in the wrong form")
+        .with_kind(ErrorKind::Upstream)
 }
 
 /// What the pipeline answers with: canonical answers, which the caller encodes

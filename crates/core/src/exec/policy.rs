@@ -35,57 +35,40 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
         Failure::Status { status, message, .. } => {
             let msg = format!("{provider}: {message}");
             match status {
-                400 | 413 | 422 => GatewayError::new(
-                    *status,
-                    ErrorKind::from_status(*status),
-                    "upstream_invalid_request",
-                    msg,
-                ),
-                429 => GatewayError::new(429, ErrorKind::RateLimit, "upstream_rate_limited", msg),
-                401 | 403 => {
-                    GatewayError::new(502, ErrorKind::Upstream, "upstream_auth_failed", msg)
-                }
-                503 | 529 => {
-                    GatewayError::new(503, ErrorKind::Overloaded, "upstream_overloaded", msg)
-                }
-                408 | 504 => GatewayError::new(504, ErrorKind::Timeout, "upstream_timeout", msg),
-                _ => GatewayError::new(502, ErrorKind::Upstream, "upstream_error", msg),
+                // The upstream refused the request itself: passed on with its
+                // status, so the client sees what it would have seen direct.
+                400 | 413 | 422 => GatewayError::new(ErrorCode::UpstreamInvalidRequest, msg)
+                    .with_status(*status)
+                    .with_kind(ErrorKind::from_status(*status)),
+                429 => GatewayError::new(ErrorCode::UpstreamRateLimited, msg),
+                401 | 403 => GatewayError::new(ErrorCode::UpstreamAuthFailed, msg),
+                503 | 529 => GatewayError::new(ErrorCode::UpstreamOverloaded, msg),
+                408 | 504 => GatewayError::new(ErrorCode::UpstreamTimeout, msg),
+                _ => GatewayError::new(ErrorCode::UpstreamError, msg),
             }
         }
-        Failure::Transport { class: "timeout", message } => GatewayError::new(
-            504,
-            ErrorKind::Timeout,
-            "upstream_timeout",
-            format!("{provider}: {message}"),
-        ),
-        Failure::Transport { message, .. } => GatewayError::new(
-            502,
-            ErrorKind::Upstream,
-            "upstream_unreachable",
-            format!("{provider}: {message}"),
-        ),
-        Failure::BrokenStream(m) | Failure::Malformed(m) => GatewayError::new(
-            502,
-            ErrorKind::Upstream,
-            "upstream_malformed",
-            format!("{provider}: {m}"),
-        ),
+        Failure::Transport { class: TransportClass::Timeout, message } => {
+            GatewayError::new(ErrorCode::UpstreamTimeout, format!("{provider}: {message}"))
+        }
+        Failure::Transport { message, .. } => {
+            GatewayError::new(ErrorCode::UpstreamUnreachable, format!("{provider}: {message}"))
+        }
+        Failure::BrokenStream(m) | Failure::Malformed(m) => {
+            GatewayError::new(ErrorCode::UpstreamMalformed, format!("{provider}: {m}"))
+        }
+        // The upstream's own kind only picks the gateway's code; the client gets
+        // the gateway's code and the upstream's message, as for a status.
         Failure::UpstreamError { kind, message } => {
-            let overloaded = kind.contains("overloaded");
-            let (status, ek, code) = if overloaded {
-                (503, ErrorKind::Overloaded, "upstream_overloaded")
+            let code = if kind.contains("overloaded") {
+                ErrorCode::UpstreamOverloaded
             } else {
-                (502, ErrorKind::Upstream, "upstream_error")
+                ErrorCode::UpstreamError
             };
-            GatewayError::new(status, ek, code, format!("{provider}: {message}"))
+            GatewayError::new(code, format!("{provider}: {message}"))
         }
-        Failure::CircuitOpen(m) => {
-            GatewayError::new(503, ErrorKind::Overloaded, "circuit_open", m.clone())
-        }
-        Failure::Unavailable(m) => {
-            GatewayError::new(503, ErrorKind::Overloaded, "provider_unavailable", m.clone())
-        }
-        Failure::Unsupported(m) => GatewayError::invalid("unsupported_request", m.clone()),
+        Failure::CircuitOpen(m) => GatewayError::new(ErrorCode::CircuitOpen, m.clone()),
+        Failure::Unavailable(m) => GatewayError::new(ErrorCode::ProviderUnavailable, m.clone()),
+        Failure::Unsupported(m) => GatewayError::new(ErrorCode::UnsupportedRequest, m.clone()),
     }
 }
 

@@ -5,6 +5,10 @@ fn status(code: u16, retry_after: Option<Duration>) -> Failure {
     Failure::Status { status: code, message: format!("upstream said {code}"), retry_after }
 }
 
+fn transport(class: TransportClass) -> Failure {
+    Failure::Transport { class, message: "no answer".into() }
+}
+
 const LOTS: Duration = Duration::from_secs(600);
 
 #[test]
@@ -56,15 +60,24 @@ fn the_client_gets_the_most_informative_failure_in_stable_codes() {
     assert!(rank(&status(503, None)) > rank(&Failure::BrokenStream("x".into())));
     assert!(rank(&Failure::BrokenStream("x".into())) > rank(&Failure::Unavailable("x".into())));
     for (f, http, code) in [
-        (status(400, None), 400, "upstream_invalid_request"),
-        (status(429, None), 429, "upstream_rate_limited"),
-        (status(401, None), 502, "upstream_auth_failed"),
-        (status(529, None), 503, "upstream_overloaded"),
-        (status(504, None), 504, "upstream_timeout"),
-        (Failure::BrokenStream("x".into()), 502, "upstream_malformed"),
-        (Failure::CircuitOpen("x".into()), 503, "circuit_open"),
+        (status(400, None), 400, ErrorCode::UpstreamInvalidRequest),
+        (status(429, None), 429, ErrorCode::UpstreamRateLimited),
+        (status(401, None), 502, ErrorCode::UpstreamAuthFailed),
+        (status(529, None), 503, ErrorCode::UpstreamOverloaded),
+        (status(504, None), 504, ErrorCode::UpstreamTimeout),
+        (Failure::BrokenStream("x".into()), 502, ErrorCode::UpstreamMalformed),
+        (Failure::CircuitOpen("x".into()), 503, ErrorCode::CircuitOpen),
+        (transport(TransportClass::Timeout), 504, ErrorCode::UpstreamTimeout),
+        (transport(TransportClass::Connect), 502, ErrorCode::UpstreamUnreachable),
+        (transport(TransportClass::Reset), 502, ErrorCode::UpstreamUnreachable),
     ] {
         let err = failure_error(&f, "p");
         assert_eq!((err.status(), err.code()), (http, code), "{f:?}");
+    }
+    // An upstream's own refusal keeps its status, and the kind that status names.
+    for (http, kind) in [(413, ErrorKind::RequestTooLarge), (422, ErrorKind::InvalidRequest)] {
+        let err = failure_error(&status(http, None), "p");
+        assert_eq!((err.status(), err.body().kind), (http, kind));
+        assert_eq!(err.code(), ErrorCode::UpstreamInvalidRequest);
     }
 }

@@ -153,12 +153,7 @@ impl Snapshot {
         if let Err(denial) =
             access::decide(rules(), who, &plan.public_model, plan.route_id.as_deref())
         {
-            return Err(GatewayError::new(
-                403,
-                ErrorKind::Permission,
-                "authz_denied",
-                denial.to_string(),
-            ));
+            return Err(GatewayError::new(ErrorCode::AuthzDenied, denial.to_string()));
         }
         let public = plan.public_model.clone();
         let route = plan.route_id.clone();

@@ -36,7 +36,7 @@ pub(super) async fn commit(
         let batch = match tokio::time::timeout(idle, source.next()).await {
             Err(_) => {
                 return Err(Failure::Transport {
-                    class: "timeout",
+                    class: TransportClass::Timeout,
                     message: "stream idle before first content".into(),
                 });
             }
@@ -353,12 +353,10 @@ impl Pump {
                 match wait {
                     None => {
                         error = Some(GatewayError::new(
-                            504,
-                            ErrorKind::Timeout,
-                            "deadline_exceeded",
+                            ErrorCode::DeadlineExceeded,
                             "the request deadline passed while streaming",
                         ));
-                        failed = Some(("deadline_exceeded".to_owned(), None));
+                        failed = Some((ErrorCode::DeadlineExceeded.as_str().to_owned(), None));
                         break Err(());
                     }
                     Some(Ok(r)) => break Ok(r),
@@ -376,13 +374,11 @@ impl Pump {
             match next {
                 Err(()) => {
                     error = Some(GatewayError::new(
-                        504,
-                        ErrorKind::Timeout,
-                        "stream_idle_timeout",
+                        ErrorCode::StreamIdleTimeout,
                         "upstream stream went idle",
                     ));
                     let outcome = Outcome::Failure { retry_after: None };
-                    failed = Some(("transport_timeout".to_owned(), Some(outcome)));
+                    failed = Some((TransportClass::Timeout.outcome().to_owned(), Some(outcome)));
                     break;
                 }
                 Ok(Err(f)) => {
@@ -409,7 +405,7 @@ impl Pump {
             }
         }
         if let Some(err) = &error {
-            tracing::warn!(request_id = %self.guard.rec.id, code = err.code(), "stream failed after commit");
+            tracing::warn!(request_id = %self.guard.rec.id, code = err.code().as_str(), "stream failed after commit");
         }
         let (request, estimate) = (&self.request, &self.estimate);
         meter(
@@ -430,16 +426,16 @@ impl Pump {
                 }
                 self.report.finish(health);
             }
-            self.guard.rec.error_code = Some(err.code().to_owned());
+            self.guard.rec.error_code = Some(err.code().as_str().to_owned());
         }
-        let code = error.as_ref().map(|e| e.code().to_owned());
+        let code = error.as_ref().map(GatewayError::code);
         // The library caller's copy of the record, as it will be written.
-        let record = self.outlet.canonical.then(|| self.guard.copy(200, code.as_deref()));
+        let record = self.outlet.canonical.then(|| self.guard.copy(200, code));
         let delivered = self.outlet.end(error, record).await;
         match (code, delivered) {
             (Some(code), _) => {
                 record_metrics(&self.guard.rec);
-                self.guard.finish(200, Some(&code));
+                self.guard.finish(200, Some(code));
             }
             (None, true) => {
                 self.report.finish(Some(Outcome::Success));

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::{
-    BlockKind, Delta, ErrorBody, ErrorKind, Frame, Part, ProtocolError, ResponseAccumulator,
+    BlockKind, Delta, ErrorBody, ErrorCode, Frame, Part, ProtocolError, ResponseAccumulator,
     SseDecoder, SseEvent, StopReason, StreamDecoder, StreamEncoder, StreamEvent, TextBlock, Usage,
 };
 
@@ -436,7 +436,7 @@ fn encoder_error_event() {
     enc.push(&StreamEvent::Start { id: "m".into(), model: "c".into() }, &mut bytes);
     enc.push(&StreamEvent::BlockStart { index: 0, kind: BlockKind::Text }, &mut bytes);
     bytes.clear();
-    let err = ErrorBody::new(529, ErrorKind::Overloaded, "upstream_overloaded", "try later");
+    let err = ErrorBody::new(ErrorCode::UpstreamOverloaded, "try later");
     enc.error(&err, &mut bytes);
     enc.finish(&mut bytes); // nothing more after an error
     let text = String::from_utf8(bytes).unwrap();

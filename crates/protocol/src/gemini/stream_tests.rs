@@ -7,7 +7,7 @@ use crate::gemini::test_support::{
     decode_sse, encode_events, signed, text,
 };
 use crate::model::{BlockKind, Delta, StopReason, Usage};
-use crate::{ErrorBody, ErrorKind, ProtocolError, StreamEncoder, StreamEvent};
+use crate::{ErrorBody, ErrorCode, ProtocolError, StreamEncoder, StreamEvent};
 
 use super::Encoder;
 
@@ -187,12 +187,12 @@ fn encoder_error_ends_the_stream() {
         &mut out,
     );
     out.clear();
-    let err = ErrorBody::new(503, ErrorKind::Overloaded, "upstream_unavailable", "Try again later");
+    let err = ErrorBody::new(ErrorCode::ProviderUnavailable, "Try again later");
     enc.error(&err, &mut out);
     enc.finish(&mut out);
     assert_eq!(
         String::from_utf8(out.clone()).unwrap(),
-        "data: {\"error\":{\"code\":503,\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"domain\":\"switchyard\",\"reason\":\"upstream_unavailable\"}],\"message\":\"Try again later\",\"status\":\"UNAVAILABLE\"}}\n\n"
+        "data: {\"error\":{\"code\":503,\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"domain\":\"switchyard\",\"reason\":\"provider_unavailable\"}],\"message\":\"Try again later\",\"status\":\"UNAVAILABLE\"}}\n\n"
     );
     assert_eq!(
         decode_sse(&out),

@@ -6,7 +6,7 @@ use crate::responses::test_support::{
     accumulate, decode, encode_events, payloads, sse, sse_split, text,
 };
 use crate::{
-    BlockKind, Delta, ErrorBody, ErrorKind, Frame, Part, ProtocolError, Response, StopReason,
+    BlockKind, Delta, ErrorBody, ErrorCode, Frame, Part, ProtocolError, Response, StopReason,
     StreamDecoder, StreamEncoder, StreamEvent, ToolCall, Usage,
 };
 
@@ -182,25 +182,25 @@ fn encoder_incomplete_redacted_and_error() {
     let mut encoder = Encoder::new();
     let mut bytes = Vec::new();
     encoder.push(&StreamEvent::Start { id: "e1".into(), model: "m".into() }, &mut bytes);
-    let err = ErrorBody::new(502, ErrorKind::Upstream, "upstream_unavailable", "boom");
+    let err = ErrorBody::new(ErrorCode::UpstreamUnreachable, "boom");
     encoder.error(&err, &mut bytes);
     encoder.finish(&mut bytes);
     let events = payloads(&bytes);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(types, ["response.created", "response.in_progress", "error", "response.failed"]);
-    assert_eq!(events[2]["code"], "upstream_unavailable");
+    assert_eq!(events[2]["code"], "upstream_unreachable");
     assert_eq!(events[2]["message"], "boom");
     assert_eq!(events[2]["sequence_number"], 2);
     assert_eq!(events[3]["response"]["status"], "failed");
     assert_eq!(
         events[3]["response"]["error"],
-        json!({"code": "upstream_unavailable", "message": "boom"})
+        json!({"code": "upstream_unreachable", "message": "boom"})
     );
     // The decoder turns the failure back into an upstream error.
     assert_eq!(
         decode(&sse_split(&bytes, &[])).unwrap_err(),
         ProtocolError::UpstreamError {
-            kind: "upstream_unavailable".into(),
+            kind: "upstream_unreachable".into(),
             message: "boom".into()
         }
     );

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
+use switchyard_protocol::ErrorCode;
 use switchyard_store::seal::Sealer;
 use switchyard_store::{Effect, NewCredential, NewRule, OwnerKind, Store, Subject};
 
@@ -109,7 +110,7 @@ pub(crate) struct CredentialQuery {
 fn sealer(state: &AppState) -> Result<&Arc<Sealer>, ApiError> {
     state.identity.sealer().ok_or_else(|| {
         ApiError::unavailable(
-            "byok_disabled",
+            ErrorCode::ByokDisabled,
             "no gateway secret is configured, so provider keys cannot be stored",
         )
     })
