@@ -41,6 +41,9 @@ models:
   # A Gemini 3 id: the fake then refuses a tool history whose calls lost their thought signatures.
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
+  # Named for Claude Code's gateway discovery, which keeps only ids that start with
+  # `claude` or `anthropic`.
+  - { id: claude-smoke, deployments: [{ provider: anthropic, model: claude-fake }], capabilities: [tools] }
 YAML
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export GATEWAY_URL="http://127.0.0.1:$port"
@@ -116,6 +119,19 @@ PY
       ok "claude code tool round trip -> $model" "$(cc_result "$out")"
     else fail "claude code tool round trip -> $model" "$out"; fi
   done
+  # Its gateway model discovery (Anthropic's list, `?limit=1000`), which only runs
+  # when nonessential traffic is allowed; the debug log says what it kept.
+  dir="$work/cc-discovery"; mkdir -p "$dir"
+  (cd "$dir" && HOME="$dir" ANTHROPIC_BASE_URL="$GATEWAY_URL" ANTHROPIC_API_KEY="$GATEWAY_KEY" \
+    CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
+    DISABLE_ERROR_REPORTING=1 ANTHROPIC_MODEL=claude-smoke \
+    timeout 180 "$cc/node_modules/.bin/claude" --debug --output-format json --model claude-smoke \
+    -p "say hello" --max-turns 1 < /dev/null > "$dir/out.json" 2>&1) || true
+  cat "$dir"/.claude/debug/*.txt > "$dir/debug.txt" 2>/dev/null || true
+  if grep -q '"is_error":false' "$dir/out.json" && grep -q "\[gatewayDiscovery\] cached 1 models" "$dir/debug.txt" \
+      && grep -qs '"claude-smoke"' "$dir/.claude/cache/gateway-models.json"; then
+    ok "claude code gateway model discovery" "$(grep -h gatewayDiscovery "$dir/debug.txt" | head -1)"
+  else fail "claude code gateway model discovery" "$dir/out.json" "$dir/debug.txt"; fi
 
   # ---- Gemini CLI (Gemini's own API, streamed): a text turn and a tool round trip
   # per upstream wire (the fast path to Gemini, translated to Anthropic and
@@ -157,6 +173,8 @@ base_url = "$GATEWAY_URL/v1"
 env_key = "GATEWAY_KEY"
 wire_api = "responses"
 supports_websockets = $ws
+# The gateway's model metadata (context window, reasoning levels), in Codex's shape.
+model_catalog_url = "$GATEWAY_URL/v1/models"
 TOML
     # The sandbox is bypassed so the shell tool runs in this container (the
     # command is `echo`, in a scratch directory).
@@ -167,8 +185,11 @@ TOML
   }
   for model in m-openai m-anthropic m-gemini; do
     dir="$work/codex-$model-text"
-    if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt"; then ok "codex text -> $model" "$(cat "$dir/last.txt")"
-    else fail "codex text -> $model" "$dir/log"; fi
+    # Every turn also checks that Codex took the gateway's metadata for the model.
+    if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt" \
+        && ! grep -qE "failed to decode models response|Unknown model $model " "$dir/log"; then
+      ok "codex text, gateway model metadata -> $model" "$(cat "$dir/last.txt")"
+    else fail "codex text, gateway model metadata -> $model" "$dir/log"; fi
     dir="$work/codex-$model-tool"
     if run_codex "$dir" $model false "$tool_prompt" && quoted "$dir/last.txt"; then
       ok "codex tool round trip -> $model" "$(cat "$dir/last.txt")"
@@ -180,6 +201,31 @@ TOML
       ok "codex websocket tool round trip -> $model" "$(cat "$dir/last.txt")"
     else fail "codex websocket tool round trip -> $model" "$dir/log" "$dir/last.txt"; fi
   done
+
+  # ---- Codex compacting through the gateway on an Anthropic upstream: its built-in
+  # OpenAI provider (the one that compacts remotely) pointed at the gateway, logged
+  # in with the gateway key, a limit the fakes' usage passes after one turn. The
+  # second turn compacts first (Codex says "context compacted"); the upstream gets
+  # the summarisation request, then the summary in place of the compaction item.
+  dir="$work/codex-compaction"; mkdir -p "$dir/proj"
+  cat > "$dir/config.toml" <<TOML
+model = "m-anthropic"
+openai_base_url = "$GATEWAY_URL/v1"
+model_auto_compact_token_limit = 10
+model_reasoning_effort = "medium"
+TOML
+  printf '%s' "$GATEWAY_KEY" | CODEX_HOME="$dir" "$cx/node_modules/.bin/codex" login --with-api-key > "$dir/login.log" 2>&1
+  codex_turn() {
+    (cd "$dir/proj" && CODEX_HOME="$dir" RUST_LOG=codex_api=info,codex_core=info timeout 180 "$cx/node_modules/.bin/codex" exec \
+      --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
+      "$@" < /dev/null) >> "$dir/log" 2>&1
+  }
+  if codex_turn "say hello" && codex_turn resume --last "and now?" && grep -q "context compacted" "$dir/log" \
+      && grep -q "this conversation is being compacted" "$work/fake-log/anthropic.jsonl" \
+      && grep -q "was compacted into the summary below" "$work/fake-log/anthropic.jsonl" \
+      && ! grep -q "Falling back from WebSockets" "$dir/log"; then
+    ok "codex remote compaction -> m-anthropic" "$(grep -m1 'context compacted' "$dir/log")"
+  else fail "codex remote compaction -> m-anthropic" "$dir/log" "$dir/login.log"; fi
 
   # ---- OpenCode (OpenAI Chat Completions, through its openai-compatible provider):
   # a text turn and a tool round trip per upstream wire, reasoning on (`--variant

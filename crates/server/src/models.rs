@@ -372,9 +372,10 @@ fn codex_model(m: &ModelEntry, priority: usize) -> Value {
         "default_reasoning_summary": "auto",
         "support_verbosity": false,
         "default_verbosity": null,
-        // A JSON function with one string: what every upstream wire takes natively
-        // (a free-form tool is translated into one anyway).
-        "apply_patch_tool_type": "function",
+        // The free-form tool: the only kind Codex 0.171 still decodes (`function`
+        // fails the whole answer, and Codex falls back to guessed metadata). Other
+        // wires get it as a function of one string, the grammar in its description.
+        "apply_patch_tool_type": "freeform",
         "web_search_tool_type": "text",
         "truncation_policy": {"mode": "bytes", "limit": 10_000},
         "supports_parallel_tool_calls": tools,

@@ -113,11 +113,12 @@ struct Truncation {
     limit: i64,
 }
 
+/// As Codex 0.171 decodes it: `function` is gone, and an answer naming it fails to
+/// decode whole.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum ApplyPatch {
     Freeform,
-    Function,
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
