@@ -252,7 +252,7 @@ pub async fn restore_from(store: &dyn ContinuityStore, req: &mut Request) {
 /// events, keeping the thinking blocks before the first tool call (when
 /// `thinking`) and each call's signature.
 #[derive(Debug, Default)]
-pub struct StreamContinuity {
+pub(crate) struct StreamContinuity {
     /// Whether to keep thinking (the client cannot carry it).
     pub thinking: bool,
     kept: Vec<Part>,

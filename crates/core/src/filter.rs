@@ -9,7 +9,7 @@ use crate::error::GatewayError;
 
 /// What a request needs of a model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
+pub(crate) struct Needs {
     pub vision: bool,
     pub tools: bool,
     pub structured_output: bool,

@@ -179,7 +179,7 @@ const MIN_REDACTED: usize = 8;
 /// keys and the key the attempt used (the caller's own, for BYOK). Whatever text
 /// an upstream sends back passes through this before it travels anywhere.
 #[derive(Debug, Clone, Copy)]
-pub struct Redactor<'a> {
+pub(crate) struct Redactor<'a> {
     pub platform: &'a [Secret],
     pub used: Option<&'a Secret>,
 }

@@ -221,7 +221,7 @@ use stream::*;
 pub use attempt::credential_key;
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use count_tokens::TokenCount;
-pub use policy::failure_error;
+pub(crate) use policy::failure_error;
 
 impl Snapshot {
     /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.
