@@ -66,6 +66,8 @@ pub trait CredentialResolver: Send + Sync {
 /// A request through the library.
 #[derive(Debug, Clone, Default)]
 pub struct Generate {
+    /// The canonical request. Its `stream` flag is ignored: [`Gateway::generate`]
+    /// and [`Gateway::stream`] set it.
     pub request: Request,
     /// Fallbacks, deadlines and attempt bounds for this request.
     pub routing: RequestRouting,
@@ -77,6 +79,7 @@ pub struct Generate {
 }
 
 impl Generate {
+    /// `request` from an anonymous caller, with the configuration's routing.
     pub fn new(request: Request) -> Self {
         Self { request, ..Self::default() }
     }
@@ -85,16 +88,21 @@ impl Generate {
 /// A complete answer and how it was served.
 #[derive(Debug, Clone)]
 pub struct Generation {
+    /// The answer.
     pub response: Response,
+    /// The request's id (`lib_…`), as its record has it.
     pub request_id: String,
+    /// The provider that answered.
     pub provider: String,
-    /// The catalog model served, and the provider's own name for it.
+    /// The catalog model served.
     pub model: String,
+    /// The provider's own id for it.
     pub upstream_model: String,
     /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
     /// Every attempt, in order, the answering one last.
     pub attempts: Vec<AttemptRecord>,
+    /// Usage: reported, or estimated where it was not.
     pub usage: Usage,
     /// USD; `None` when a price is unknown.
     pub cost_usd: Option<f64>,
@@ -105,10 +113,15 @@ pub struct Generation {
 /// Dropping it cancels the request upstream.
 #[derive(Debug)]
 pub struct GenerationStream {
+    /// The request's id (`lib_…`).
     pub request_id: String,
+    /// The provider that answers.
     pub provider: String,
+    /// The catalog model served.
     pub model: String,
+    /// The provider's own id for it.
     pub upstream_model: String,
+    /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
     chunks: ChunkStream,
     ready: VecDeque<StreamEvent>,

@@ -102,10 +102,13 @@ pub struct RawBody {
 }
 
 impl RawBody {
+    /// `bytes`, a client's JSON body; `extension`: it has a top-level `switchyard`
+    /// field (the caller found it while parsing).
     pub fn new(bytes: Bytes, extension: bool) -> Self {
         Self { bytes, extension, object: std::sync::OnceLock::new() }
     }
 
+    /// The body as the client sent it.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }

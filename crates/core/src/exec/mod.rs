@@ -50,9 +50,11 @@ const STREAM_CHANNEL: usize = 32;
 pub struct Inbound {
     /// Request id (also returned to the client).
     pub id: String,
+    /// When it arrived: its deadline and its record's timings count from here.
     pub received: Instant,
     /// Unix milliseconds at arrival.
     pub time_ms: u64,
+    /// The format the client speaks (and, at the edge, is answered in).
     pub format: ClientFormat,
     /// Shared, so a stream's pump can keep it without copying the conversation.
     pub request: Arc<Request>,
@@ -119,9 +121,11 @@ pub struct RequestRouting {
 /// Which deployment answered.
 #[derive(Debug, Clone)]
 pub struct Served {
+    /// The provider's name.
     pub provider: String,
     /// The catalog id the client was served.
     pub model: String,
+    /// The provider's id for the model.
     pub upstream_model: String,
 }
 
@@ -143,10 +147,20 @@ pub fn wrong_form() -> GatewayError {
 pub enum Delivery {
     /// The canonical answer. `record`: the request's record, for a library caller
     /// ([`Output::Canonical`]); the edge has it written for it and gets none.
-    Response { response: Box<Response>, record: Option<Box<RequestRecord>> },
+    Response {
+        /// The answer.
+        response: Box<Response>,
+        /// The request's record ([`Output::Canonical`] only).
+        record: Option<Box<RequestRecord>>,
+    },
     /// An upstream's whole body in `format` (the client's), its model renamed to
     /// the one the client asked for.
-    Passthrough { format: ClientFormat, body: Bytes },
+    Passthrough {
+        /// The body's format (the client's own).
+        format: ClientFormat,
+        /// The body, ready to send.
+        body: Bytes,
+    },
     /// A stream, produced as the upstream streams.
     Stream(ChunkStream),
 }
@@ -166,7 +180,12 @@ pub enum Chunk {
     /// The stream is over: `error` when it failed after its first content (the
     /// caller ends it with an error in its format), and the record for a library
     /// caller.
-    End { error: Option<GatewayError>, record: Option<Box<RequestRecord>> },
+    End {
+        /// The failure after the first content; `None`: the stream completed.
+        error: Option<GatewayError>,
+        /// The request's record ([`Output::Canonical`] only).
+        record: Option<Box<RequestRecord>>,
+    },
 }
 
 /// A streamed answer's chunks. Dropping it cancels the upstream call.
@@ -189,14 +208,17 @@ impl ChunkStream {
     }
 }
 
+/// A request the pipeline answered: who served it and the answer.
 #[derive(Debug)]
 pub struct Success {
+    /// The deployment that answered.
     pub served: Served,
     /// The route-match descriptor.
     pub descriptor: String,
     /// The request as the pipeline sent it (the caller's encoder reads its tools
     /// and stream options).
     pub request: Arc<Request>,
+    /// The answer, whole or streamed.
     pub delivery: Delivery,
 }
 
