@@ -100,6 +100,46 @@ pub enum Output {
 /// A request's own routing: fallbacks after the model it names, and bounds that
 /// replace the configuration's (None: the configuration's), within the hard
 /// maximums (32 fallbacks, 5 retries, 128 attempts).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use switchyard_core::embed::{Gateway, Generate, Model, Provider};
+/// use switchyard_core::exec::RequestRouting;
+/// use switchyard_core::protocol::{Message, Request, Role};
+///
+/// let gateway = Gateway::builder()
+///     // No key variable is read here: `claude` is disabled, so `smart` cannot answer.
+///     .provider("claude", Provider::anthropic().key_env("ANTHROPIC_API_KEY").optional())
+///     .provider("local", Provider::mock())
+///     .model(Model::new("smart").deployment("claude", "claude-sonnet-4-5"))
+///     .model(Model::new("echo").deployment("local", "echo-1"))
+///     .build()?;
+/// let ask = |routing| {
+///     let messages = vec![Message::text(Role::User, "hi")];
+///     let request = Request { model: "smart".into(), messages, ..Request::default() };
+///     Generate { routing, ..Generate::new(request) }
+/// };
+///
+/// // This request may fall back to `echo`, and must be answered within 10 s.
+/// let routing = RequestRouting {
+///     fallbacks: vec!["echo".into()],
+///     deadline: Some(Duration::from_secs(10)),
+///     ..RequestRouting::default()
+/// };
+/// let answer = gateway.generate(ask(routing.clone())).await?;
+/// assert_eq!((answer.provider.as_str(), answer.upstream_model.as_str()), ("local", "echo-1"));
+/// assert_eq!(answer.model, "smart", "the model asked for, whoever answered");
+/// let outcomes: Vec<&str> = answer.attempts.iter().map(|a| a.outcome.as_str()).collect();
+/// assert_eq!(outcomes, ["unavailable", "ok"]);
+///
+/// // Its bounds replace the configuration's: with no fallback allowed, it fails.
+/// let strict = RequestRouting { max_fallbacks: Some(0), ..routing };
+/// assert!(gateway.generate(ask(strict)).await.is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestRouting {
     /// Model ids tried after the requested one's own candidates, in order.
@@ -123,7 +163,8 @@ pub struct RequestRouting {
 pub struct Served {
     /// The provider's name.
     pub provider: String,
-    /// The catalog id the client was served.
+    /// The catalog id the request resolved to, also when a fallback's deployment
+    /// answered.
     pub model: String,
     /// The provider's id for the model.
     pub upstream_model: String,
