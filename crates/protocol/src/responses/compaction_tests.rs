@@ -218,7 +218,6 @@ fn no_wire_is_sent_a_compaction_part() {
     let compacted = Message {
         role: Role::Assistant,
         content: vec![Part::Compaction { sealed: "sy1.sealed".into() }],
-        ..Message::text(Role::Assistant, "")
     };
     let req = Request {
         model: "m".into(),
