@@ -12,15 +12,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::util::glob_match;
 
+/// A user's role. Every role may use every model unless a rule says otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// May also use the admin API (the bootstrap admin key has this role).
     Admin,
+    /// The default for new users; static gateway keys act as one.
     Member,
+    /// No rights beyond a member's; a role rules can single out.
     Viewer,
 }
 
 impl Role {
+    /// `admin`, `member` or `viewer` (the serialized form).
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Admin => "admin",
@@ -29,6 +34,7 @@ impl Role {
         }
     }
 
+    /// The role [`Role::as_str`] names; `None` for anything else.
     pub fn parse(s: &str) -> Option<Role> {
         match s {
             "admin" => Some(Role::Admin),
@@ -42,8 +48,11 @@ impl Role {
 /// The authenticated caller.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Principal {
+    /// The signed-in user's id; `None` for a static key or an anonymous caller.
     pub user_id: Option<String>,
+    /// `None`: anonymous (an open gateway, a library caller by default).
     pub role: Option<Role>,
+    /// The user's groups, which rules may name.
     pub groups: Vec<String>,
     /// The project the key is bound to, else the user's primary project.
     pub project: Option<String>,
@@ -54,38 +63,54 @@ pub struct Principal {
     pub project_names: Vec<(String, String)>,
     /// The user's email (rules may name a user by it).
     pub email: Option<String>,
+    /// The stored API key's id (`None` for static keys and anonymous callers).
     pub key_id: Option<String>,
+    /// The visible prefix of the key presented, for records (never the key).
     pub key_prefix: Option<String>,
     /// Model patterns this key is limited to (None: no limit).
     pub allowed_models: Option<Vec<String>>,
 }
 
+/// What a rule does when it decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
+    /// The request may go on.
     Allow,
+    /// The request is refused (403) with the rule's reason.
     Deny,
 }
 
+/// Whom a rule applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Subject {
+    /// Every caller, anonymous ones included.
     Any,
+    /// Callers with this role.
     Role(Role),
+    /// Members of this group.
     Group(String),
+    /// Callers with this project (attributed or a membership), by id or name.
     Project(String),
+    /// This user, by id, or by email (case-insensitive).
     User(String),
 }
 
 /// One access rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rule {
+    /// Its name, which a denial quotes.
     pub name: String,
+    /// Allow or deny.
     pub effect: Effect,
     /// Glob over the model id or the route id.
     pub pattern: String,
+    /// Whom it applies to.
     pub subject: Subject,
+    /// Why, as a denied caller is told.
     pub reason: String,
+    /// The highest priority among the matching rules decides; a deny wins a tie.
     #[serde(default)]
     pub priority: i64,
 }
@@ -93,7 +118,9 @@ pub struct Rule {
 /// Why a request was refused: `authz denied [<rule>]: <reason>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
+    /// The deciding rule's name, or `key:<prefix>` for a key's model limit.
     pub rule: String,
+    /// Its reason.
     pub reason: String,
 }
 

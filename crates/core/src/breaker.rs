@@ -84,11 +84,14 @@ impl BreakerConfig {
 /// (a key fingerprint such as `key-1a2b3c4d`, or [`NO_CREDENTIAL`]).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct CredentialKey {
+    /// The provider's name.
     pub provider: String,
+    /// The credential's fingerprint, or [`NO_CREDENTIAL`]; never the key itself.
     pub credential: String,
 }
 
 impl CredentialKey {
+    /// The key for `credential` (a fingerprint) of `provider`.
     pub fn new(provider: impl Into<String>, credential: impl Into<String>) -> Self {
         Self { provider: provider.into(), credential: credential.into() }
     }
@@ -100,13 +103,25 @@ pub enum BreakerState {
     /// Healthy: every request is admitted.
     Closed,
     /// Too many recent failures: refused until `until`, then half-open.
-    Open { until: UnixMs },
+    Open {
+        /// When the cooldown ends.
+        until: UnixMs,
+    },
     /// Cooldown over: one probe at a time is admitted.
-    HalfOpen { probe_in_flight: bool },
+    HalfOpen {
+        /// The probe slot is taken: nothing else is admitted until it reports.
+        probe_in_flight: bool,
+    },
     /// A 429 asked us to back off until `until`.
-    Throttled { until: UnixMs },
+    Throttled {
+        /// When the back-off ends.
+        until: UnixMs,
+    },
     /// A 401/403: this credential is out of rotation until `until`.
-    Quarantined { until: UnixMs },
+    Quarantined {
+        /// When the quarantine ends.
+        until: UnixMs,
+    },
 }
 
 impl BreakerState {
@@ -134,7 +149,10 @@ pub enum Clearance {
     /// Send the request; report its outcome with the permit (or abandon it).
     Allowed(Permit),
     /// Do not send; `state` says why.
-    Rejected { state: BreakerState },
+    Rejected {
+        /// The refusing state (never `Closed`).
+        state: BreakerState,
+    },
 }
 
 /// Leave to send one request on a credential. Hand it back exactly once: to
@@ -142,6 +160,7 @@ pub enum Clearance {
 /// when there is none (the request was cancelled). Only `clear` makes permits.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Permit {
+    /// The credential it was given for.
     pub key: CredentialKey,
     /// The breaker epoch the request was admitted in.
     pub epoch: u64,
@@ -158,9 +177,17 @@ pub enum Outcome {
     /// The upstream answered.
     Success,
     /// 5xx, timeout, transport failure: counts toward opening the breaker.
-    Failure { retry_after: Option<Duration> },
+    Failure {
+        /// The upstream's `Retry-After`: lengthens the cooldown if this failure
+        /// opens the breaker (up to `max_cooldown`).
+        retry_after: Option<Duration>,
+    },
     /// 429: throttles the credential; not a failure.
-    Throttled { retry_after: Option<Duration> },
+    Throttled {
+        /// How long to back off: absent, [`THROTTLE_DEFAULT`]; at most
+        /// [`THROTTLE_MAX`].
+        retry_after: Option<Duration>,
+    },
     /// 401/403: quarantines the credential; not a failure.
     AuthFailure,
 }
@@ -255,6 +282,7 @@ impl Default for HealthRegistry {
 }
 
 impl HealthRegistry {
+    /// An empty registry (every credential closed) with this tuning.
     pub fn new(config: BreakerConfig) -> Self {
         Self { inner: Mutex::new(Inner { config, entries: HashMap::new() }) }
     }

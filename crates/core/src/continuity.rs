@@ -38,7 +38,9 @@ pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Key-value state with a lifetime per entry. Values are opaque bytes.
 pub trait ContinuityStore: Send + Sync + std::fmt::Debug {
+    /// Keep `value` under `key` for `ttl` (replacing what the key held).
     fn put(&self, key: String, value: Vec<u8>, ttl: Duration) -> BoxFuture<'_, ()>;
+    /// The value kept under `key`; `None` when there is none or it expired.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Vec<u8>>>;
 }
 
@@ -72,6 +74,7 @@ impl Local {
 }
 
 impl LocalContinuity {
+    /// A store of at most `capacity` entries (at least 1).
     pub fn new(capacity: usize) -> Self {
         Self { inner: Mutex::new(Local::default()), capacity: capacity.max(1) }
     }
@@ -252,7 +255,7 @@ pub async fn restore_from(store: &dyn ContinuityStore, req: &mut Request) {
 /// events, keeping the thinking blocks before the first tool call (when
 /// `thinking`) and each call's signature.
 #[derive(Debug, Default)]
-pub struct StreamContinuity {
+pub(crate) struct StreamContinuity {
     /// Whether to keep thinking (the client cannot carry it).
     pub thinking: bool,
     kept: Vec<Part>,

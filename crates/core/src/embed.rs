@@ -58,6 +58,54 @@ use crate::{Catalog, ConfigSource, GatewayError, LoadError};
 
 /// Supplies provider keys per request, so an embedding application can give each
 /// of its tenants its own (they are used before the configuration's keys).
+///
+/// It is asked once per provider of the catalog for every request. The mock
+/// needs no key, but an attempt's record still names the one it was given, by
+/// fingerprint:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use switchyard_core::access::Principal;
+/// use switchyard_core::embed::{CredentialResolver, Gateway, Generate, Model, Provider, Secret};
+/// use switchyard_core::protocol::{Message, Request, Role};
+///
+/// /// Each tenant's own key for `local`, by user id.
+/// struct TenantKeys;
+///
+/// impl CredentialResolver for TenantKeys {
+///     fn resolve(&self, provider: &str, caller: &Principal) -> Option<Secret> {
+///         match (provider, caller.user_id.as_deref()) {
+///             ("local", Some("acme")) => Some(Secret::from("sk-acme-0001")),
+///             _ => None,
+///         }
+///     }
+/// }
+///
+/// let gateway = Gateway::builder()
+///     .provider("local", Provider::mock())
+///     .model(Model::new("echo").deployment("local", "echo-1"))
+///     .build()?
+///     .with_credentials(Arc::new(TenantKeys));
+/// let request = Request {
+///     model: "echo".into(),
+///     messages: vec![Message::text(Role::User, "hello")],
+///     ..Request::default()
+/// };
+///
+/// let acme = Principal { user_id: Some("acme".into()), ..Principal::default() };
+/// let generate = Generate { caller: acme, ..Generate::new(request.clone()) };
+/// let answer = gateway.generate(generate).await?;
+/// let used = answer.attempts[0].credential.as_deref();
+/// assert_eq!(used, Some(Secret::from("sk-acme-0001").fingerprint().as_str()));
+///
+/// // An anonymous caller has no key of its own (and the mock has no platform key).
+/// let answer = gateway.generate(Generate::new(request)).await?;
+/// assert_eq!(answer.attempts[0].credential, None);
+/// # Ok(())
+/// # }
+/// ```
 pub trait CredentialResolver: Send + Sync {
     /// The key to use for `provider` on behalf of `caller`, if the caller has one.
     fn resolve(&self, provider: &str, caller: &Principal) -> Option<Secret>;
@@ -66,6 +114,8 @@ pub trait CredentialResolver: Send + Sync {
 /// A request through the library.
 #[derive(Debug, Clone, Default)]
 pub struct Generate {
+    /// The canonical request. Its `stream` flag is ignored: [`Gateway::generate`]
+    /// and [`Gateway::stream`] set it.
     pub request: Request,
     /// Fallbacks, deadlines and attempt bounds for this request.
     pub routing: RequestRouting,
@@ -77,6 +127,7 @@ pub struct Generate {
 }
 
 impl Generate {
+    /// `request` from an anonymous caller, with the configuration's routing.
     pub fn new(request: Request) -> Self {
         Self { request, ..Self::default() }
     }
@@ -85,16 +136,22 @@ impl Generate {
 /// A complete answer and how it was served.
 #[derive(Debug, Clone)]
 pub struct Generation {
+    /// The answer.
     pub response: Response,
+    /// The request's id (`lib_…`), as its record has it.
     pub request_id: String,
+    /// The provider that answered.
     pub provider: String,
-    /// The catalog model served, and the provider's own name for it.
+    /// The catalog model the request resolved to, also when a fallback answered
+    /// (`provider` and `upstream_model` say who did).
     pub model: String,
+    /// The provider's own id for it.
     pub upstream_model: String,
     /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
     /// Every attempt, in order, the answering one last.
     pub attempts: Vec<AttemptRecord>,
+    /// Usage: reported, or estimated where it was not.
     pub usage: Usage,
     /// USD; `None` when a price is unknown.
     pub cost_usd: Option<f64>,
@@ -105,10 +162,15 @@ pub struct Generation {
 /// Dropping it cancels the request upstream.
 #[derive(Debug)]
 pub struct GenerationStream {
+    /// The request's id (`lib_…`).
     pub request_id: String,
+    /// The provider that answers.
     pub provider: String,
+    /// The catalog model the request resolved to, also when a fallback answers.
     pub model: String,
+    /// The provider's own id for it.
     pub upstream_model: String,
+    /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
     chunks: ChunkStream,
     ready: VecDeque<StreamEvent>,
@@ -285,7 +347,43 @@ impl Gateway {
         }
     }
 
-    /// Answer `generate` as a stream of canonical events.
+    /// Answer `generate` as a stream of canonical events. It is returned once the
+    /// answer has its first content (a failure before it fails over, invisibly);
+    /// its attempts, usage and cost are known once it has ended.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use switchyard_core::embed::{Gateway, Generate, Model, Provider};
+    /// use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
+    ///
+    /// let gateway = Gateway::builder()
+    ///     .provider("local", Provider::mock())
+    ///     .model(Model::new("echo").deployment("local", "echo-1"))
+    ///     .build()?;
+    /// let request = Request {
+    ///     model: "echo".into(),
+    ///     messages: vec![Message::text(Role::User, "hello there")],
+    ///     ..Request::default()
+    /// };
+    /// let mut stream = gateway.stream(Generate::new(request)).await?;
+    /// assert_eq!((stream.provider.as_str(), stream.upstream_model.as_str()), ("local", "echo-1"));
+    /// assert!(stream.attempts().is_none(), "not before the end");
+    ///
+    /// let mut text = String::new();
+    /// while let Some(event) = stream.next().await {
+    ///     if let StreamEvent::Delta { delta: Delta::Text { text: piece }, .. } = event? {
+    ///         text.push_str(&piece);
+    ///     }
+    /// }
+    /// assert_eq!(text, "echo: hello there");
+    /// let attempts = stream.attempts().unwrap_or_default();
+    /// assert_eq!((attempts.len(), attempts[0].outcome.as_str()), (1, "ok"));
+    /// assert!(stream.usage().is_some_and(|u| u.output_tokens.is_some()));
+    /// assert_eq!(stream.cost_usd(), None, "echo has no price");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn stream(&self, mut generate: Generate) -> Result<GenerationStream, GatewayError> {
         generate.request.stream = true;
         let inbound = self.inbound(generate).await?;

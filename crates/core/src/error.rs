@@ -3,6 +3,8 @@
 
 use switchyard_protocol::{ErrorBody, ErrorCode, ErrorKind};
 
+/// A request the gateway refused or could not serve: the body the client is
+/// answered with (status, kind, stable code, a message safe to show).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatewayError(pub ErrorBody);
 
@@ -27,14 +29,18 @@ impl GatewayError {
         self
     }
 
+    /// The HTTP status the client gets.
     pub fn status(&self) -> u16 {
         self.0.status
     }
 
+    /// The stable machine code (`model_not_found`, …).
     pub fn code(&self) -> ErrorCode {
         self.0.code
     }
 
+    /// The whole body, for rendering in a client's format
+    /// ([`ClientFormat::error_json`](switchyard_protocol::ClientFormat::error_json)).
     pub fn body(&self) -> &ErrorBody {
         &self.0
     }

@@ -9,7 +9,7 @@ use crate::error::GatewayError;
 
 /// What a request needs of a model.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
+pub(crate) struct Needs {
     pub vision: bool,
     pub tools: bool,
     pub structured_output: bool,
@@ -149,21 +149,29 @@ pub fn by_server_tools(plan: &mut Plan, req: &Request) -> Result<(), GatewayErro
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hints {
+    /// Only these providers (empty: no restriction).
     #[serde(default)]
     pub only: Vec<String>,
+    /// Never these providers.
     #[serde(default)]
     pub ignore: Vec<String>,
+    /// `false`: only the first candidate left by the other hints is tried; `None`
+    /// or `true`: the route's fallbacks stay.
     #[serde(default)]
     pub allow_fallbacks: Option<bool>,
+    /// Skip candidates priced above these (an unpriced one is skipped too).
     #[serde(default)]
     pub max_price: Option<MaxPrice>,
 }
 
+/// Price ceilings of [`Hints::max_price`], in USD per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MaxPrice {
+    /// The most per million input tokens; `None`: no ceiling.
     #[serde(default)]
     pub input: Option<f64>,
+    /// The most per million output tokens; `None`: no ceiling.
     #[serde(default)]
     pub output: Option<f64>,
 }

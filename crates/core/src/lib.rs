@@ -3,6 +3,8 @@
 //! in-process (see its module for an example); the HTTP server is a layer over
 //! [`Gateway::execute`].
 
+#![warn(missing_docs)]
+
 pub mod access;
 pub mod breaker;
 pub mod catalog;
@@ -49,10 +51,13 @@ pub fn install_crypto_provider() {
 /// Loading or compiling the configuration failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file could not be read, interpolated or parsed.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The configuration was refused: every problem, with its line.
     #[error("{0}")]
     Invalid(#[from] InvalidRegistry),
+    /// A provider's HTTP client could not be built (its TLS setup, say).
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
 }
@@ -71,6 +76,7 @@ pub fn load(path: Option<&std::path::Path>) -> Result<(ConfigSource, Catalog), L
 /// changes the rules under a request in flight.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// The compiled configuration this generation serves.
     pub catalog: Catalog,
     runtimes: HashMap<String, Arc<ProviderRuntime>>,
 }
@@ -110,10 +116,13 @@ pub struct Gateway {
     current: ArcSwap<Snapshot>,
     /// Breaker, latency and in-flight state: outlives snapshots.
     pub runtime: Arc<runtime::Runtime>,
+    /// Where every request's record goes.
     pub sink: SharedSink,
 }
 
 impl Gateway {
+    /// A gateway serving `catalog`, records to `sink`, with in-process runtime
+    /// state and no limits ([`runtime::Runtime::default`]).
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
         Self::with_runtime(catalog, sink, runtime::Runtime::default())
     }

@@ -21,6 +21,8 @@ pub struct AttemptRecord {
     /// `ok`, `status_<code>`, `transport_<class>`, `broken_stream`, `malformed`,
     /// `unavailable`, `unsupported`.
     pub outcome: String,
+    /// Milliseconds from its start until it answered or failed (for a stream,
+    /// until its first content).
     pub latency_ms: u64,
     /// `primary`, `retry` or `failover`.
     pub kind: Cow<'static, str>,
@@ -28,6 +30,8 @@ pub struct AttemptRecord {
     /// before its first content); it is costed and added to the request's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// USD for that usage, markup included; `None` when unpriced or nothing was
+    /// reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
 }
@@ -36,33 +40,53 @@ pub struct AttemptRecord {
 /// prompt or completion content.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RequestRecord {
+    /// The request id, as returned to the client.
     pub id: String,
     /// Unix milliseconds when the request arrived.
     pub time_ms: u64,
+    /// The signed-in user's id, if any.
     pub user: Option<String>,
+    /// The visible prefix of the API key used, if any.
     pub key_prefix: Option<String>,
+    /// The project the request was attributed to (its id), if any.
     pub project: Option<String>,
+    /// The client's format ([`ClientFormat::as_str`](switchyard_protocol::ClientFormat::as_str)).
     pub client_format: Cow<'static, str>,
+    /// The model as the client named it (the default model where it named none).
     pub requested_model: String,
+    /// The catalog id it resolved to; `None` when resolution failed.
     pub resolved_model: Option<String>,
+    /// The route that matched, if any.
     pub route_id: Option<String>,
     /// The route's primary provider.
     pub provider: Option<String>,
     /// The provider that actually answered.
     pub served_provider: Option<String>,
+    /// The answering deployment's id for the model.
     pub upstream_model: Option<String>,
     /// Route-match descriptor, e.g. `route:claude-4203d1 failover:a->b`.
     pub descriptor: String,
+    /// The HTTP status answered (200 for a stream, even one that failed after its
+    /// first content: see `error_code`).
     pub status: u16,
+    /// The error's stable code ([`ErrorCode`](switchyard_protocol::ErrorCode)),
+    /// when the request failed.
     pub error_code: Option<String>,
+    /// Every attempt, in order.
     pub attempts: Vec<AttemptRecord>,
+    /// Milliseconds from arrival until the answer was committed (a whole answer,
+    /// or a stream's first content); `None` when nothing was answered.
     pub ttft_ms: Option<u64>,
+    /// Milliseconds from arrival until the request was over.
     pub total_ms: u64,
+    /// The answer's usage (estimated where the provider reported none: see
+    /// `estimated`).
     pub usage: Usage,
     /// USD; `None` when a price is unknown (never a made-up zero).
     pub cost_usd: Option<f64>,
     /// Some token counts were estimated from text because the provider sent none.
     pub estimated: bool,
+    /// The client asked for a stream.
     pub stream: bool,
     /// Prompt and completion text, only for projects that opted in
     /// (`log_content`), capped at the project's size limit. JSON:
@@ -130,6 +154,7 @@ fn truncate(s: &str, max: usize) -> &str {
 /// Where finished records go. Implementations must not block: the request path
 /// calls this inline.
 pub trait RecordSink: Send + Sync + 'static {
+    /// Take one finished record: called once per request (token counts make none).
     fn record(&self, record: RequestRecord);
 }
 
@@ -141,6 +166,7 @@ impl RecordSink for NullSink {
     fn record(&self, _record: RequestRecord) {}
 }
 
+/// A sink shared by every request of a gateway.
 pub type SharedSink = Arc<dyn RecordSink>;
 
 /// Cost of `usage` at `pricing` (USD per million tokens). Unknown when a needed

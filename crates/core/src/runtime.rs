@@ -37,12 +37,15 @@ impl LatencyTracker {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Fold a whole attempt's latency, in milliseconds, into `identity`'s average.
     pub fn observe_attempt(&self, identity: &str, ms: f64) {
         let mut m = self.lock();
         let e = m.entry(identity.to_owned()).or_default();
         e.attempt_ms = fold(e.attempt_ms, ms);
     }
 
+    /// Fold a stream's time to first token, in milliseconds, into `identity`'s
+    /// average.
     pub fn observe_ttft(&self, identity: &str, ms: f64) {
         let mut m = self.lock();
         let e = m.entry(identity.to_owned()).or_default();
@@ -55,6 +58,7 @@ impl LatencyTracker {
         self.lock().get(identity).and_then(|e| e.ttft_ms.or(e.attempt_ms))
     }
 
+    /// Keep the identities `keep` accepts, forget the rest (on reload).
     pub fn retain(&self, keep: impl Fn(&str) -> bool) {
         self.lock().retain(|k, _| keep(k));
     }
@@ -82,11 +86,13 @@ impl InFlight {
         m.entry(identity.to_owned()).or_default().clone()
     }
 
+    /// Requests in flight on `identity` now (0 for an unknown one).
     pub fn count(&self, identity: &str) -> u64 {
         let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
         m.get(identity).map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
+    /// Count one more request on `identity` until the guard drops.
     pub fn enter(&self, identity: &str) -> InFlightGuard {
         let c = self.counter(identity);
         c.fetch_add(1, Ordering::Relaxed);
@@ -104,8 +110,11 @@ impl InFlight {
 /// ([`crate::state`]) so that instances may share it.
 #[derive(Debug)]
 pub struct Runtime {
+    /// Breakers, throttles and quarantines per credential.
     pub health: Arc<dyn HealthState>,
+    /// Latency estimates per deployment (the latency and balanced strategies).
     pub latency: Arc<dyn LatencyState>,
+    /// Requests in flight per deployment (the least-busy strategy, the gauge).
     pub in_flight: Arc<dyn InFlightState>,
     /// Rate limits and budgets; None: none (nothing is reserved or settled).
     pub admission: Option<Arc<dyn Admission>>,

@@ -42,7 +42,9 @@ pub trait HealthState: Send + Sync + Debug {
     fn report(&self, permit: Permit, outcome: Outcome, now: UnixMs);
     /// A cleared request ended with no outcome (cancelled).
     fn abandon(&self, permit: Permit);
+    /// The state of `key` at `now` (unknown keys are closed); reading changes nothing.
     fn state(&self, key: &CredentialKey, now: UnixMs) -> BreakerState;
+    /// Whether `key` would be admitted at `now` (the circuit filter's test).
     fn is_available(&self, key: &CredentialKey, now: UnixMs) -> bool {
         self.state(key, now).is_available()
     }
@@ -78,10 +80,14 @@ impl HealthState for HealthRegistry {
 
 /// Rolling latency per deployment identity.
 pub trait LatencyState: Send + Sync + Debug {
+    /// A whole attempt on `identity` took `ms` milliseconds.
     fn observe_attempt(&self, identity: &str, ms: f64);
+    /// A stream on `identity` took `ms` milliseconds to its first token.
     fn observe_ttft(&self, identity: &str, ms: f64);
-    /// What the latency strategy reads (time to first token when known).
+    /// What the latency strategy reads, in milliseconds (time to first token when
+    /// known); `None` before any sample.
     fn estimate(&self, identity: &str) -> Option<f64>;
+    /// Keep the identities `keep` accepts (on reload), forget the rest.
     fn retain(&self, keep: &dyn Fn(&str) -> bool);
 }
 
@@ -104,6 +110,7 @@ impl LatencyState for LatencyTracker {
 pub trait InFlightState: Send + Sync + Debug {
     /// Count one more until the guard drops.
     fn enter(&self, identity: &str) -> InFlightGuard;
+    /// Requests in flight on `identity` now (0 for an unknown one).
     fn count(&self, identity: &str) -> u64;
     /// All of them (for the gauge).
     fn total(&self) -> u64;
@@ -125,8 +132,11 @@ impl InFlightState for InFlight {
 /// which model, and what it is expected to use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ask<'a> {
+    /// The stored API key used, if any.
     pub key_id: Option<&'a str>,
+    /// The signed-in user, if any.
     pub user: Option<&'a str>,
+    /// The project the request is attributed to, if any.
     pub project: Option<&'a str>,
     /// The catalog model the request resolved to.
     pub model: &'a str,
@@ -140,8 +150,11 @@ pub struct Ask<'a> {
 /// aside, so settling can give back the difference. Opaque to the pipeline.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reservation {
+    /// The implementation's handle on what it set aside.
     pub id: u64,
+    /// Tokens set aside.
     pub tokens: u64,
+    /// USD set aside, when the price is known.
     pub cost_usd: Option<f64>,
 }
 
@@ -151,7 +164,10 @@ pub struct Refusal {
     /// Stable code for the client ([`ErrorCode::RateLimited`],
     /// [`ErrorCode::BudgetExceeded`]); answered as a 429 whatever the code.
     pub code: ErrorCode,
+    /// What was exceeded, for the client.
     pub message: String,
+    /// Milliseconds until the request may succeed (the message quotes it, in
+    /// seconds); `None`: unknown.
     pub retry_after_ms: Option<u64>,
 }
 
@@ -159,7 +175,10 @@ pub struct Refusal {
 /// first attempt (refusing when a limit would be passed); `settle` replaces it
 /// with what was used, once the request is over (however it ended).
 pub trait Admission: Send + Sync + Debug {
+    /// Set `ask`'s expected use aside, or refuse it (the request is answered 429).
     fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>>;
+    /// Replace `reservation` with what the request used (`used`, costing
+    /// `cost_usd`), once it is over.
     fn settle(
         &self,
         reservation: Reservation,
@@ -186,7 +205,9 @@ impl Admission for Unlimited {
 /// cache must never serve one tenant's answer to another). Values are the
 /// canonical response, serialized.
 pub trait ResponseCache: Send + Sync + Debug {
+    /// The answer kept under `key`, if one is and has not expired.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Arc<[u8]>>>;
+    /// Keep `value` under `key` for `ttl_ms` milliseconds.
     fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()>;
 }
 

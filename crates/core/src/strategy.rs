@@ -21,7 +21,9 @@ use crate::catalog::Strategy;
 pub struct View {
     /// Not blocked by its circuit breaker.
     pub available: bool,
+    /// Its weight under `weighted` (0 is never drawn).
     pub weight: u32,
+    /// Requests in flight on it in this process.
     pub in_flight: u64,
     /// Estimated USD for this request.
     pub price: Option<f64>,

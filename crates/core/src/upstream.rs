@@ -1,6 +1,6 @@
 //! Provider adapters: how a candidate is called. Builds the wire request (fast path
 //! or translated), sends it with the provider's pooled client, and turns the answer
-//! into either a whole canonical response or a [`Source`] of stream events.
+//! into either a whole canonical response or a `Source` of stream events.
 //!
 //! How a wire is called (URL, auth, required headers, stream framing) comes from
 //! its [`WireSpec`](switchyard_protocol::WireSpec); only the fast path's edits
@@ -28,7 +28,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// A provider's long-lived runtime: its HTTP client pool and key rotation. Kept
 /// across reloads for as long as the provider's name, wire and endpoint are unchanged.
 #[derive(Debug)]
-pub struct ProviderRuntime {
+pub(crate) struct ProviderRuntime {
     pub client: reqwest::Client,
     next_key: AtomicUsize,
     /// The request URL, parsed once, for wires whose URL is the same for every
@@ -41,7 +41,7 @@ pub struct ProviderRuntime {
 /// first use (the server installs the recorder before it serves), then kept: a
 /// `histogram!` call per request would hash its labels and allocate each time.
 #[derive(Debug)]
-pub struct ProviderMeters {
+pub(crate) struct ProviderMeters {
     pub attempt_seconds: metrics::Histogram,
     pub ttft_seconds: metrics::Histogram,
 }
@@ -102,10 +102,13 @@ pub struct RawBody {
 }
 
 impl RawBody {
+    /// `bytes`, a client's JSON body; `extension`: it has a top-level `switchyard`
+    /// field (the caller found it while parsing).
     pub fn new(bytes: Bytes, extension: bool) -> Self {
         Self { bytes, extension, object: std::sync::OnceLock::new() }
     }
 
+    /// The body as the client sent it.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
@@ -125,7 +128,7 @@ impl RawBody {
 
 /// What the attempt loop hands an adapter: the request in both forms.
 #[derive(Debug)]
-pub struct Outgoing<'a> {
+pub(crate) struct Outgoing<'a> {
     pub format: ClientFormat,
     pub request: &'a Request,
     /// The client's own body where it goes to this wire (the same-format fast
@@ -219,12 +222,12 @@ fn path_model_body(raw: &RawBody, spec: &ProviderSpec, clamp: Option<u64>) -> Op
 
 /// The body to send to `wire` for this candidate.
 /// The request extension field (routing hints); never forwarded upstream.
-pub const EXTENSION_FIELD: &str = "switchyard";
+pub(crate) const EXTENSION_FIELD: &str = "switchyard";
 
 /// `max_tokens_cap`: the deployment's output ceiling; a request asking for more is
 /// clamped to it (not refused). `traits`: how the target model takes reasoning and
 /// sampling settings (used when the request is translated).
-pub fn build_body(
+pub(crate) fn build_body(
     out: &Outgoing<'_>,
     wire: Wire,
     spec: &ProviderSpec,
@@ -312,7 +315,7 @@ const ANTHROPIC_BETA: &str = "anthropic-beta";
 /// ([`carry::carriage`]) when the request is translated, the provider's
 /// `drop_fields` where they remove something, and `anthropic-beta` flags the
 /// target does not take.
-pub fn field_edits(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<String> {
+pub(crate) fn field_edits(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<String> {
     let dropped = |field: &str| format!("{field}: dropped (the provider's drop_fields)");
     let mut edits = Vec::new();
     if out.raw.is_some() {
@@ -375,7 +378,7 @@ fn flags(header: &str) -> impl Iterator<Item = &str> {
 /// How an attempt got no answer. Low cardinality on purpose: it names the
 /// attempt's outcome in records and metrics (`transport_timeout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TransportClass {
+pub(crate) enum TransportClass {
     /// Connecting failed (refused, unreachable, DNS, TLS handshake).
     Connect,
     /// No answer in time: first byte, body or the request's deadline.
@@ -416,7 +419,7 @@ impl std::fmt::Display for TransportClass {
 
 /// Why an attempt failed, as the attempt loop classifies it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The upstream answered with a non-success status.
     Status {
         status: u16,
@@ -481,19 +484,6 @@ impl Failure {
         self
     }
 
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Status { message, .. }
-            | Failure::Transport { message, .. }
-            | Failure::BrokenStream(message)
-            | Failure::Malformed(message)
-            | Failure::UpstreamError { message, .. }
-            | Failure::Unavailable(message)
-            | Failure::Unsupported(message)
-            | Failure::CircuitOpen(message) => message,
-        }
-    }
-
     pub fn from_protocol(e: ProtocolError) -> Self {
         match e {
             ProtocolError::UpstreamError { kind, message } => {
@@ -522,14 +512,14 @@ impl Failure {
 }
 
 /// Parse a Retry-After header: delta-seconds (HTTP dates are treated as absent).
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
 }
 
 /// The deployment a request goes to, with the credential chosen for it.
 #[derive(Debug, Clone, Copy)]
-pub struct Dest<'a> {
+pub(crate) struct Dest<'a> {
     pub runtime: &'a ProviderRuntime,
     pub spec: &'a ProviderSpec,
     pub wire: Wire,
@@ -538,7 +528,7 @@ pub struct Dest<'a> {
 }
 
 /// Send one request; the future resolves when the response headers arrive.
-pub async fn send(
+pub(crate) async fn send(
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     stream: bool,
@@ -555,7 +545,7 @@ pub async fn send(
 
 /// Send a request for a whole JSON answer to `url`, another of the wire's
 /// endpoints (its token count), authenticated and headed like a generation.
-pub async fn send_to(
+pub(crate) async fn send_to(
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     url: &str,
@@ -625,7 +615,11 @@ fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
 /// Read a failed response into a [`Failure::Status`]. The attempt's credentials
 /// are scrubbed from the body before anything is taken from it, so no cut below
 /// can leave part of a key behind.
-pub async fn read_failure(resp: reqwest::Response, wire: Wire, redactor: &Redactor<'_>) -> Failure {
+pub(crate) async fn read_failure(
+    resp: reqwest::Response,
+    wire: Wire,
+    redactor: &Redactor<'_>,
+) -> Failure {
     let status = resp.status().as_u16();
     let retry_after = retry_after(resp.headers());
     let mut body = Vec::new();
@@ -656,7 +650,7 @@ type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Sen
 
 /// One batch of stream progress.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// The upstream bytes of this batch (for the fast path; empty for the mock).
     pub raw: Bytes,
     /// The same bytes as the frames they completed (for a fast path that must
@@ -668,7 +662,7 @@ pub struct Batch {
 }
 
 /// A streaming answer being read.
-pub enum Source {
+pub(crate) enum Source {
     Http { body: ByteStream, framer: Framer, decoder: Box<dyn StreamDecoder>, done: bool },
     Events { rx: mpsc::Receiver<StreamEvent>, done: bool },
 }

@@ -5,8 +5,11 @@ use std::fmt;
 /// A calendar date (UTC), enough for retirement dates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Date {
+    /// The year (proleptic Gregorian).
     pub year: i32,
+    /// 1 to 12.
     pub month: u8,
+    /// 1 to 31 (not checked against the month).
     pub day: u8,
 }
 
@@ -115,11 +118,13 @@ pub fn slug(s: &str) -> String {
     out
 }
 
-/// A secret string (API key). Its `Debug` and `Display` never show the value.
+/// A secret string (API key). Its `Debug` never shows the value, and it has no
+/// `Display`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
+    /// Wrap a key.
     pub fn new(s: impl Into<String>) -> Self {
         Secret(s.into())
     }
@@ -179,7 +184,7 @@ const MIN_REDACTED: usize = 8;
 /// keys and the key the attempt used (the caller's own, for BYOK). Whatever text
 /// an upstream sends back passes through this before it travels anywhere.
 #[derive(Debug, Clone, Copy)]
-pub struct Redactor<'a> {
+pub(crate) struct Redactor<'a> {
     pub platform: &'a [Secret],
     pub used: Option<&'a Secret>,
 }

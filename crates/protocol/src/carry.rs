@@ -1,4 +1,4 @@
-//! What each upstream wire does with a request's [`Extras`]: how it declares a
+//! What each upstream wire does with a request's [`Extras`](crate::Extras): how it declares a
 //! hosted tool ([`place`]), or why it cannot; which settings it takes, maps or
 //! drops ([`carriage`]). The encoders write what these functions say and the core
 //! records it, so the record and the body never disagree.
@@ -240,7 +240,7 @@ pub fn service_tier(wire: Wire, tier: &str) -> Option<&str> {
     }
 }
 
-/// What a translated request's body carries of its [`Extras`] and what became of
+/// What a translated request's body carries of its [`Extras`](crate::Extras) and what became of
 /// the rest.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Carriage {

@@ -37,7 +37,10 @@ pub enum Compaction {
     /// `POST /v1/responses/compact`: the answer is a `response.compaction` object
     /// whose `output` is the user messages of the input (`retained`, as sent), then
     /// the compaction item; the client replaces its history with it.
-    Endpoint { retained: Vec<Value> },
+    Endpoint {
+        /// The input's user messages, as the client sent them (JSON items).
+        retained: Vec<Value>,
+    },
 }
 
 /// What the model is asked, after the conversation, to compact it: the summary is

@@ -19,7 +19,10 @@ use crate::Part;
 /// gateway (keyed by its secret). `open` returns `None` for anything it did not
 /// seal or that was altered.
 pub trait Seal: Send + Sync {
+    /// `plain`, encrypted and authenticated, as text that can go in a JSON string.
+    /// `None` when sealing fails: the answer then carries no token for it.
     fn seal(&self, plain: &[u8]) -> Option<String>;
+    /// The plaintext of a token this seal made; `None` for any other token.
     fn open(&self, token: &str) -> Option<Vec<u8>>;
 }
 

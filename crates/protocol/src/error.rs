@@ -21,13 +21,20 @@ pub enum ProtocolError {
     MalformedUpstream(String),
     /// The upstream reported an error inside a stream (or a 200 body).
     #[error("upstream error ({kind}): {message}")]
-    UpstreamError { kind: String, message: String },
+    UpstreamError {
+        /// The upstream's error type or code, as it named it (`overloaded_error`).
+        kind: String,
+        /// The upstream's message.
+        message: String,
+    },
 }
 
 impl ProtocolError {
+    /// [`ProtocolError::InvalidBody`] with `msg`.
     pub fn body(msg: impl std::fmt::Display) -> Self {
         ProtocolError::InvalidBody(msg.to_string())
     }
+    /// [`ProtocolError::MalformedUpstream`] with `msg`.
     pub fn upstream(msg: impl std::fmt::Display) -> Self {
         ProtocolError::MalformedUpstream(msg.to_string())
     }
@@ -36,20 +43,30 @@ impl ProtocolError {
 /// The class of an error, which decides the type string each format uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
+    /// The request is wrong (400, 409, 422).
     InvalidRequest,
+    /// No or a bad credential (401).
     Authentication,
+    /// The caller may not do this (403).
     Permission,
+    /// No such model, route or resource (404).
     NotFound,
+    /// The body is over the size limit (413).
     RequestTooLarge,
+    /// A rate limit or budget refused the request (429).
     RateLimit,
     /// The upstream failed (5xx, transport, malformed answer).
     Upstream,
+    /// The upstream (or the gateway) is overloaded (503, 529).
     Overloaded,
+    /// No answer in time (408, 504).
     Timeout,
+    /// The gateway itself failed.
     Internal,
 }
 
 impl ErrorKind {
+    /// The `error.type` OpenAI-format clients read (`invalid_request_error`, …).
     pub fn openai_type(self) -> &'static str {
         match self {
             ErrorKind::InvalidRequest | ErrorKind::NotFound | ErrorKind::RequestTooLarge => {
@@ -63,6 +80,7 @@ impl ErrorKind {
         }
     }
 
+    /// The `error.type` Anthropic-format clients read (`not_found_error`, …).
     pub fn anthropic_type(self) -> &'static str {
         match self {
             ErrorKind::InvalidRequest => "invalid_request_error",
@@ -112,11 +130,14 @@ impl ErrorKind {
 /// that is safe to show (no secrets, no internals).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorBody {
+    /// The HTTP status the client gets.
     pub status: u16,
+    /// The class of error, which names its type in each client format.
     pub kind: ErrorKind,
     /// Stable machine code, e.g. `model_not_found`. Always the gateway's own: an
     /// upstream's code, where it matters, is quoted in the message.
     pub code: ErrorCode,
+    /// What went wrong, for people; safe to show the client.
     pub message: String,
     /// The offending request field, when known (OpenAI `param`).
     pub param: Option<String>,

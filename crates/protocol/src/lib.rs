@@ -18,6 +18,8 @@
 //! Each wire lives in its folder: `wire.rs` (its types), `request.rs`, `response.rs`,
 //! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
 
+#![warn(missing_docs)]
+
 pub mod anthropic;
 pub mod carry;
 pub mod compaction;
@@ -47,8 +49,12 @@ pub use sse::{SseDecoder, SseEvent};
 /// The format a client speaks to the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ClientFormat {
+    /// OpenAI Chat Completions (`/v1/chat/completions`).
     OpenAiChat,
+    /// The OpenAI Responses API (`/v1/responses`): no upstream speaks it, so it is
+    /// always translated.
     OpenAiResponses,
+    /// Anthropic Messages (`/v1/messages`).
     Anthropic,
     /// Gemini's `generateContent`: the model (and whether to stream) is in the URL,
     /// which the edge sets on the parsed request.
@@ -56,6 +62,8 @@ pub enum ClientFormat {
 }
 
 impl ClientFormat {
+    /// The name records, metrics and logs use (`openai-chat`, `openai-responses`,
+    /// `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
         match self {
             ClientFormat::OpenAiChat => "openai-chat",
@@ -75,6 +83,7 @@ impl ClientFormat {
         }
     }
 
+    /// Parse a client's request body of this format into the canonical request.
     /// `seal`: opens the continuation data this gateway sealed into an earlier
     /// answer ([`continuity`]; only formats with a field for it use it). A Gemini
     /// body names no model and does not say whether to stream: the caller sets
@@ -92,6 +101,7 @@ impl ClientFormat {
         }
     }
 
+    /// Render a whole canonical answer as this format's response body.
     /// `tools`: the request's tools (a Responses client gets its free-form tools'
     /// calls back as `custom_tool_call` items). `seal`: seals what the upstream
     /// needs to continue into the answer, where the format has a field for it.
@@ -141,12 +151,16 @@ impl ClientFormat {
 /// An upstream provider's wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Wire {
+    /// OpenAI Chat Completions, and every server compatible with it.
     OpenAiChat,
+    /// Anthropic Messages.
     Anthropic,
+    /// Google Gemini `generateContent`.
     Gemini,
 }
 
 impl Wire {
+    /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
         match self {
             Wire::OpenAiChat => "openai-chat",
@@ -167,6 +181,32 @@ impl Wire {
 
     /// The body for this wire, for the model named in `req.model` (its traits
     /// inferred from the name).
+    ///
+    /// A translation is a parse into the canonical [`Request`], then an encode:
+    ///
+    /// ```
+    /// use switchyard_protocol::{ClientFormat, Role, Wire};
+    ///
+    /// let chat = br#"{
+    ///     "model": "claude-sonnet-4-5",
+    ///     "max_tokens": 256,
+    ///     "messages": [
+    ///         {"role": "system", "content": "Answer briefly."},
+    ///         {"role": "user", "content": "Why is the sky blue?"}
+    ///     ]
+    /// }"#;
+    /// let request = ClientFormat::OpenAiChat.parse_request(chat, None)?;
+    /// assert_eq!(request.system[0].text, "Answer briefly.");
+    /// assert_eq!(request.messages[0].role, Role::User);
+    ///
+    /// let body = Wire::Anthropic.encode_request(&request)?;
+    /// assert_eq!(body["model"], "claude-sonnet-4-5");
+    /// assert_eq!(body["max_tokens"], 256);
+    /// // Leading system messages become Anthropic's top-level `system`.
+    /// assert_eq!(body["system"][0]["text"], "Answer briefly.");
+    /// assert_eq!(body["messages"][0]["role"], "user");
+    /// # Ok::<(), switchyard_protocol::ProtocolError>(())
+    /// ```
     pub fn encode_request(self, req: &Request) -> Result<serde_json::Value, ProtocolError> {
         self.encode_request_for(req, ModelTraits::infer(self, &req.model))
     }
@@ -215,6 +255,7 @@ impl Wire {
         }
     }
 
+    /// Parse an upstream's whole (non-streamed) response body.
     pub fn parse_response(self, body: &[u8]) -> Result<Response, ProtocolError> {
         match self {
             Wire::OpenAiChat => openai_chat::parse_response(body),
@@ -234,6 +275,7 @@ impl Wire {
         }
     }
 
+    /// A fresh decoder for one upstream stream of this wire.
     pub fn stream_decoder(self) -> Box<dyn StreamDecoder> {
         match self {
             Wire::OpenAiChat => Box::new(openai_chat::Decoder::new()),
@@ -242,6 +284,8 @@ impl Wire {
         }
     }
 
+    /// The message of an upstream error body of this wire; `None` when the body
+    /// is not one this wire writes.
     pub fn parse_error(self, body: &[u8]) -> Option<String> {
         match self {
             Wire::OpenAiChat => openai_chat::parse_error(body),
@@ -267,6 +311,8 @@ pub trait StreamDecoder: Send {
 
 /// Turns canonical events into one client format's SSE bytes.
 pub trait StreamEncoder: Send {
+    /// Encode one event, appending whatever bytes it produces (possibly none: an
+    /// encoder may hold an event until it knows how to write it).
     fn push(&mut self, event: &StreamEvent, out: &mut Vec<u8>);
     /// The stream completed normally (e.g. OpenAI's `data: [DONE]`).
     fn finish(&mut self, out: &mut Vec<u8>);

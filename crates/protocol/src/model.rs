@@ -32,18 +32,31 @@ pub struct Request {
     /// Leading system instructions (Anthropic `system`, OpenAI leading system/developer
     /// messages, Responses `instructions`, Gemini `systemInstruction`).
     pub system: Vec<TextBlock>,
+    /// The conversation, oldest first, after the leading system instructions.
     pub messages: Vec<Message>,
+    /// Function tools the model may call (hosted tools are in [`Extras::hosted_tools`]).
     pub tools: Vec<Tool>,
+    /// Whether and which tool the model must call; `None`: the client did not say.
     pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one turn; `None`: not said
+    /// (the upstream's default).
     pub parallel_tool_calls: Option<bool>,
     /// The output ceiling the client asked for, whichever field it used.
     pub max_tokens: Option<u64>,
+    /// Sampling temperature; `None`: not sent (the upstream's default).
     pub temperature: Option<f64>,
+    /// Nucleus sampling mass; `None`: not sent.
     pub top_p: Option<f64>,
+    /// Top-k sampling; `None`: not sent.
     pub top_k: Option<u64>,
+    /// Stop sequences; empty: none.
     pub stop: Vec<String>,
+    /// The client asked for a streamed answer. For Gemini the URL says, and the
+    /// edge sets it after parsing.
     pub stream: bool,
+    /// What the client asked of the model's reasoning; `None`: it said nothing.
     pub reasoning: Option<Reasoning>,
+    /// The shape the answer must take (JSON object or schema); `None`: free text.
     pub response_format: Option<ResponseFormat>,
     /// End-user identifier (OpenAI `user`, Anthropic `metadata.user_id`).
     pub user: Option<String>,
@@ -66,8 +79,10 @@ pub struct Request {
     pub extras: Extras,
 }
 
+/// A run of text: system instructions or message text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextBlock {
+    /// The text, as written.
     pub text: String,
     /// Anthropic prompt-caching marker, carried opaquely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,28 +90,36 @@ pub struct TextBlock {
 }
 
 impl TextBlock {
+    /// Text without a cache marker.
     pub fn new(text: impl Into<String>) -> Self {
         Self { text: text.into(), cache_control: None }
     }
 }
 
+/// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// A system message in the middle of a conversation (OpenAI system/developer after
     /// the first turn, Anthropic's mid-conversation system messages).
     System,
+    /// The end user, and tool results sent back by the client.
     User,
+    /// The model: earlier answers, including their tool calls.
     Assistant,
 }
 
+/// One turn of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who wrote it.
     pub role: Role,
+    /// Its parts, in order.
     pub content: Vec<Part>,
 }
 
 impl Message {
+    /// A message of one text part.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         Self { role, content: vec![Part::Text(TextBlock::new(text))] }
     }
@@ -106,7 +129,9 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Part {
+    /// Text.
     Text(TextBlock),
+    /// An image, inline or by URL.
     Image(Image),
     /// A document (a PDF, usually): OpenAI Chat `file`, Responses `input_file`,
     /// Anthropic `document`, Gemini `inlineData`/`fileData` of a non-image type.
@@ -118,11 +143,14 @@ pub enum Part {
     /// Model reasoning. `signature` is Anthropic's opaque signature, kept byte-exact;
     /// it is only meaningful to an Anthropic wire and is dropped elsewhere.
     Thinking {
+        /// The reasoning text.
         text: String,
+        /// Anthropic's signature over the thinking; `None` when the upstream sent none.
         signature: Option<String>,
     },
     /// Anthropic redacted thinking (opaque, Anthropic-only).
     RedactedThinking {
+        /// The encrypted thinking, byte-exact.
         data: String,
     },
     /// Content the canonical model has no place for (an OpenAI file by id, audio,
@@ -131,6 +159,8 @@ pub enum Part {
     /// word; the same-format fast path forwards the client's own body, where it
     /// goes as it came. `what` names it as the client sent it, with its path.
     Untranslatable {
+        /// Where it was and what it is, for the refusal
+        /// (``messages[1].content[0]: a `input_audio` content part``).
         what: String,
     },
     /// The gateway's compaction of the conversation before it: the summary sealed
@@ -139,6 +169,7 @@ pub enum Part {
     /// Responses API shows it (as a `compaction` item); when a client sends it
     /// back, the parser opens it into the summary's text, so no upstream sees it.
     Compaction {
+        /// The summary, sealed: opaque to clients.
         sealed: String,
     },
 }
@@ -163,21 +194,35 @@ impl Part {
     }
 }
 
+/// An image part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Image {
+    /// The image's bytes or where to fetch them.
     pub source: ImageSource,
     /// OpenAI `detail` hint (`low`, `high`, `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Anthropic prompt-caching marker, carried opaquely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<Value>,
 }
 
+/// Where an image's bytes are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ImageSource {
-    Base64 { media_type: String, data: String },
-    Url { url: String },
+    /// Inline.
+    Base64 {
+        /// `image/png`, `image/jpeg`, …
+        media_type: String,
+        /// The bytes, base64 (no `data:` prefix).
+        data: String,
+    },
+    /// By URL, for the provider to fetch.
+    Url {
+        /// The URL, as the client sent it.
+        url: String,
+    },
 }
 
 impl ImageSource {
@@ -204,9 +249,13 @@ impl ImageSource {
     }
 }
 
+/// A model's call of a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The call's id; the [`ToolResult`] answering it carries it as `call_id`.
     pub id: String,
+    /// The tool's name (qualified `<namespace>__<name>` for a namespaced tool; see
+    /// [`Tool::namespace`]).
     pub name: String,
     /// JSON text of the arguments object, as produced by the model.
     pub arguments: String,
@@ -217,14 +266,18 @@ pub struct ToolCall {
     pub signature: Option<String>,
 }
 
+/// What a tool call returned, as the client sends it back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// The [`ToolCall::id`] this answers.
     pub call_id: String,
     /// The tool's name when the format carries it (Gemini needs it; others do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Text, image and document parts.
     pub content: Vec<Part>,
+    /// The tool failed (Anthropic `is_error`, a Gemini `error` response); false
+    /// where the format cannot say.
     pub is_error: bool,
 }
 
@@ -244,15 +297,20 @@ impl ToolResult {
     }
 }
 
+/// A function tool the client defines (and runs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
+    /// The name calls use.
     pub name: String,
+    /// What it does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
+    /// OpenAI `strict`: the arguments must follow the schema exactly; `None`: not said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// Anthropic prompt-caching marker, carried opaquely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<Value>,
     /// Set for a tool that takes free-form text instead of JSON arguments (OpenAI
@@ -270,14 +328,19 @@ pub struct Tool {
     pub namespace: Option<String>,
 }
 
+/// Whether the model must call a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoice {
+    /// The model decides.
     Auto,
+    /// The model must not call any tool.
     None,
     /// The model must call some tool (OpenAI `required`, Anthropic `any`, Gemini `ANY`).
     Required,
+    /// The model must call this tool.
     Tool {
+        /// The [`Tool::name`].
         name: String,
     },
 }
@@ -286,22 +349,27 @@ pub enum ToolChoice {
 /// explicitly turned it off; `None` on the request means it said nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reasoning {
+    /// Reasoning on (false: the client turned it off).
     pub enabled: bool,
+    /// The level the client named, if it named one (an effort-based wire's form).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<Effort>,
+    /// The token budget the client gave, if it gave one (a budget-based wire's form).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<u64>,
 }
 
 impl Reasoning {
-    /// The budget to send to a budget-based wire.
+    /// The budget to send to a budget-based wire: the client's, else its effort's
+    /// ([`Effort::budget_tokens`]), else medium's.
     pub fn budget(&self) -> u64 {
         self.budget_tokens
             .or_else(|| self.effort.map(Effort::budget_tokens))
             .unwrap_or(Effort::Medium.budget_tokens())
     }
 
-    /// The effort to send to an effort-based wire.
+    /// The effort to send to an effort-based wire: the client's, else the one its
+    /// budget matches ([`Effort::from_budget`]), else medium.
     pub fn effort(&self) -> Effort {
         self.effort
             .or_else(|| self.budget_tokens.map(Effort::from_budget))
@@ -309,17 +377,24 @@ impl Reasoning {
     }
 }
 
+/// The shape the answer must take.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ResponseFormat {
+    /// Free text (what no format at all means too).
     Text,
     /// Any JSON object.
     JsonObject,
+    /// JSON following a schema (structured output).
     JsonSchema {
+        /// The schema's name (OpenAI requires one).
         name: String,
+        /// The JSON Schema.
         schema: Value,
+        /// OpenAI `strict`: follow the schema exactly; `None`: not said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         strict: Option<bool>,
+        /// What the answer is, for the model.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
@@ -329,13 +404,22 @@ pub enum ResponseFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The model finished its answer.
     EndTurn,
+    /// The output ceiling was reached (or, on Anthropic, the context window).
     MaxTokens,
+    /// A stop sequence matched ([`Response::stop_sequence`] says which, when known).
     StopSequence,
+    /// The model called tools and waits for their results.
     ToolUse,
+    /// The provider's safety filter cut the answer.
     ContentFilter,
+    /// The model refused (Anthropic `refusal`).
     Refusal,
+    /// Anthropic paused a long server-tool turn; sending the answer back continues it.
     PauseTurn,
+    /// The provider ended the answer abnormally (Gemini `MALFORMED_FUNCTION_CALL`,
+    /// `OTHER`, `LANGUAGE`).
     Error,
 }
 
@@ -351,6 +435,7 @@ impl StopReason {
         }
     }
 
+    /// From an OpenAI Chat `finish_reason`; unknown values read as `EndTurn`.
     pub fn from_openai(s: &str) -> Self {
         match s {
             "length" => StopReason::MaxTokens,
@@ -372,6 +457,7 @@ impl StopReason {
         }
     }
 
+    /// From an Anthropic `stop_reason`; unknown values read as `EndTurn`.
     pub fn from_anthropic(s: &str) -> Self {
         match s {
             "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
@@ -394,6 +480,7 @@ impl StopReason {
         }
     }
 
+    /// Gemini `finishReason`.
     pub fn to_gemini(self) -> &'static str {
         match self {
             StopReason::MaxTokens => "MAX_TOKENS",
@@ -407,14 +494,19 @@ impl StopReason {
 /// Token counts. See the module docs for the exact semantics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// The whole prompt, cache reads and writes included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
+    /// The whole answer, reasoning included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// Prompt tokens read from the provider's cache (part of `input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
+    /// Reasoning tokens (part of `output_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
 }
@@ -434,6 +526,7 @@ impl Usage {
         pick(&mut self.reasoning_tokens, later.reasoning_tokens);
     }
 
+    /// Nothing was reported (every count `None`).
     pub fn is_empty(&self) -> bool {
         *self == Usage::default()
     }
@@ -454,11 +547,14 @@ pub struct Response {
     pub id: String,
     /// The model that answered, as the provider named it.
     pub model: String,
+    /// The answer's parts, in order (text, thinking, tool calls, …).
     pub content: Vec<Part>,
+    /// Why it stopped; `None` when the provider did not say.
     pub stop_reason: Option<StopReason>,
     /// The stop sequence that matched, when the provider says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_sequence: Option<String>,
+    /// What the provider reported (counts it did not report are `None`).
     pub usage: Usage,
 }
 
@@ -466,36 +562,52 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BlockKind {
+    /// Text ([`Delta::Text`] follows).
     Text,
+    /// Reasoning ([`Delta::Thinking`], then maybe [`Delta::Signature`]).
     Thinking,
+    /// Redacted thinking: whole when it starts, no deltas.
     RedactedThinking {
+        /// The encrypted thinking, byte-exact.
         data: String,
     },
+    /// A tool call ([`Delta::ToolArguments`] follow).
     ToolCall {
+        /// The call's id.
         id: String,
+        /// The tool's name.
         name: String,
     },
     /// A compaction ([`Part::Compaction`]): whole when it starts, no deltas.
     Compaction {
+        /// The summary, sealed.
         sealed: String,
     },
 }
 
+/// A piece of the open block's content; appended to what came before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Delta {
+    /// More text of a text block.
     Text {
+        /// The fragment.
         text: String,
     },
+    /// More reasoning text of a thinking block.
     Thinking {
+        /// The fragment.
         text: String,
     },
-    /// Anthropic thinking signature (arrives once, at the end of a thinking block).
+    /// The signature of a thinking block (Anthropic: once, at the end of the block)
+    /// or of a tool call (Gemini's `thoughtSignature`).
     Signature {
+        /// The signature, or a fragment of it.
         signature: String,
     },
     /// A fragment of a tool call's JSON arguments.
     ToolArguments {
+        /// JSON text; the fragments together are the arguments object.
         json: String,
     },
 }
@@ -512,12 +624,44 @@ pub enum Delta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum StreamEvent {
-    Start { id: String, model: String },
-    BlockStart { index: usize, kind: BlockKind },
-    Delta { index: usize, delta: Delta },
-    BlockStop { index: usize },
-    Usage { usage: Usage },
-    Stop { reason: StopReason, stop_sequence: Option<String> },
+    /// The answer begins.
+    Start {
+        /// The provider's response id.
+        id: String,
+        /// The model that answers, as the provider names it.
+        model: String,
+    },
+    /// Block `index` begins.
+    BlockStart {
+        /// Its position in the answer's content, from 0.
+        index: usize,
+        /// What it holds.
+        kind: BlockKind,
+    },
+    /// More content for the open block `index`.
+    Delta {
+        /// The open block.
+        index: usize,
+        /// The content.
+        delta: Delta,
+    },
+    /// Block `index` is complete.
+    BlockStop {
+        /// The block that closed.
+        index: usize,
+    },
+    /// Token counts so far; merge each over the last ([`Usage::merge`]).
+    Usage {
+        /// The counts this report carries.
+        usage: Usage,
+    },
+    /// The answer is complete.
+    Stop {
+        /// Why it stopped.
+        reason: StopReason,
+        /// The stop sequence that matched, when the provider says.
+        stop_sequence: Option<String>,
+    },
 }
 
 impl StreamEvent {
@@ -541,6 +685,7 @@ pub struct ResponseAccumulator {
 }
 
 impl ResponseAccumulator {
+    /// Take one event. A delta for a block that never started is ignored.
     pub fn push(&mut self, event: &StreamEvent) {
         match event {
             StreamEvent::Start { id, model } => {
@@ -587,6 +732,7 @@ impl ResponseAccumulator {
         }
     }
 
+    /// The response the events added up to (empty fields where no event said).
     pub fn finish(self) -> Response {
         Response {
             id: self.id,

@@ -63,7 +63,10 @@ pub enum CountBody {
     /// The whole generation body under `key`, naming the model in its `model`
     /// field as `models/<model>` (Gemini's `generateContentRequest`, which is how
     /// its count takes the system instruction and tools, not only `contents`).
-    Wrapped { key: &'static str },
+    Wrapped {
+        /// The field the generation body goes under (`generateContentRequest`).
+        key: &'static str,
+    },
 }
 
 /// Where the upstream model goes.
@@ -130,6 +133,7 @@ pub enum Auth {
 /// A header every request of a wire carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequiredHeader {
+    /// The header's name (`anthropic-version`).
     pub name: &'static str,
     /// The value sent unless the client's own request gave one (where the server
     /// forwards the client's header).

@@ -15,6 +15,23 @@ pub type SseEvent = Frame;
 /// `\n`, `\r\n` or `\r`; a blank line dispatches; `:` starts a comment; multiple
 /// `data:` lines join with `\n`. Input may be split anywhere, including inside a
 /// UTF-8 sequence or between `\r` and `\n`.
+///
+/// ```
+/// use switchyard_protocol::SseDecoder;
+///
+/// let mut decoder = SseDecoder::new();
+/// let mut events = Vec::new();
+/// // The bytes arrive split anywhere: nothing is dispatched before its blank line.
+/// decoder.push(b"event: ping\ndata: {\"a\"", &mut events)?;
+/// assert!(events.is_empty());
+/// decoder.push(b":1}\n\n: a comment\r\ndata: one\r\ndata: two\r\n\r\n", &mut events)?;
+/// assert_eq!(events.len(), 2);
+/// assert_eq!(events[0].event.as_deref(), Some("ping"));
+/// assert_eq!(events[0].data, r#"{"a":1}"#);
+/// // Data lines join with `\n`; comments are skipped.
+/// assert_eq!((events[1].event.as_deref(), events[1].data.as_str()), (None, "one\ntwo"));
+/// # Ok::<(), switchyard_protocol::sse::LineTooLong>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     buf: Vec<u8>,

@@ -21,7 +21,10 @@ use crate::util::{Date, Secret, glob_match};
 /// One problem found while compiling, with its position in the file when known.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
+    /// The line in the file, from 1; `None` when unknown (a default, or a
+    /// configuration built in code).
     pub line: Option<u64>,
+    /// What is wrong, naming the field (`models[fast].deployments: …`).
     pub message: String,
 }
 
@@ -48,7 +51,9 @@ impl Problem {
 /// The configuration was refused. Error code `model_registry_invalid`.
 #[derive(Debug, Clone)]
 pub struct InvalidRegistry {
+    /// The source's name (a path, `<embedded default>`, the builder's name).
     pub file: String,
+    /// Every problem found, in the order the compile steps ran.
     pub problems: Vec<Problem>,
 }
 

@@ -29,14 +29,19 @@ pub use spec::{
 /// The compiled, immutable catalog.
 #[derive(Debug)]
 pub struct Catalog {
+    /// The `gateway:` settings, compiled.
     pub settings: Settings,
+    /// The providers, in name order (the file's map is sorted).
     pub providers: Vec<Arc<ProviderSpec>>,
+    /// The models, in file order.
     pub models: Vec<Arc<ModelEntry>>,
+    /// The routes, in file order: the first whose pattern matches serves a model.
     pub routes: Vec<Route>,
     /// Access rules from the configuration file.
     pub rules: Vec<crate::access::Rule>,
     /// Storage settings as written (paths are resolved by the binary).
     pub storage: raw::StorageConfig,
+    /// Which variables hold the gateway's secrets, as written.
     pub security: raw::SecurityConfig,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
@@ -65,6 +70,7 @@ pub fn normalize_model(name: &str) -> String {
 }
 
 impl Catalog {
+    /// The provider with this name.
     pub fn provider(&self, name: &str) -> Option<&Arc<ProviderSpec>> {
         self.provider_index.get(name).and_then(|&i| self.providers.get(i))
     }

@@ -314,16 +314,36 @@ pub fn governance_ok(
 /// Why a requested model could not be resolved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
+    /// The request names no model and none is configured as the default.
     #[error("no model given and no default model configured")]
     NoModel,
+    /// Not in the catalog, and unlisted models are not allowed. Holds the name as
+    /// requested.
     #[error("model {0:?} is not served by this gateway")]
     NotFound(String),
+    /// The model's retirement day has come.
     #[error("model {model:?} was retired on {date}")]
-    Retired { model: String, date: Date },
+    Retired {
+        /// Its catalog id.
+        model: String,
+        /// The day it retired.
+        date: Date,
+    },
+    /// Resolution found no deployment to try (no route matched and the model has
+    /// no deployment of its own, say). Holds the canonical id.
     #[error("no route serves model {0:?}")]
     NoRoute(String),
+    /// The route has per-scope chains, none for the request's scope, and it does
+    /// not send unlisted values to its own chain.
     #[error(
         "route {route} has no chain for {dimension} {value:?} (and does not send unmapped {dimension}s to its shared chain)"
     )]
-    ScopeRefused { route: String, dimension: String, value: String },
+    ScopeRefused {
+        /// The route's id.
+        route: String,
+        /// The scope dimension (`project`).
+        dimension: String,
+        /// The request's value (empty when it has none).
+        value: String,
+    },
 }

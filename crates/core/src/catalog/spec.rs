@@ -21,16 +21,21 @@ pub const MAX_CANDIDATES: usize = 9;
 /// How a provider is reached.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderKind {
+    /// Over HTTP, speaking this wire.
     Wire(Wire),
     /// Built-in deterministic echo; no network.
     Mock {
+        /// The delay before its answer and between streamed chunks.
         latency: Duration,
     },
 }
 
+/// A compiled provider.
 #[derive(Debug)]
 pub struct ProviderSpec {
+    /// Its name under `providers:`.
     pub name: String,
+    /// How it is reached.
     pub kind: ProviderKind,
     /// Base URL without a trailing slash.
     pub endpoint: String,
@@ -38,7 +43,9 @@ pub struct ProviderSpec {
     pub keys: Vec<Secret>,
     /// Why this provider cannot be used (e.g. its key variable is unset).
     pub unavailable: Option<String>,
+    /// Extra headers sent on every request, as configured.
     pub headers: Vec<(String, String)>,
+    /// Top-level request fields removed before sending (ones it refuses).
     pub drop_fields: Vec<String>,
     /// Backend surface: its models are never listed.
     pub backend: bool,
@@ -46,7 +53,7 @@ pub struct ProviderSpec {
     pub european: bool,
     /// The provider does not retain prompts or completions.
     pub no_retain: bool,
-    /// Cost multiplier for this provider's answers.
+    /// Cost multiplier for this provider's answers (1 when not configured).
     pub markup: f64,
     /// The server tools its deployments run unless they say otherwise.
     pub server_tools: ServerTools,
@@ -55,6 +62,7 @@ pub struct ProviderSpec {
 }
 
 impl ProviderSpec {
+    /// The wire it speaks; `None` for the mock.
     pub fn wire(&self) -> Option<Wire> {
         match self.kind {
             ProviderKind::Wire(w) => Some(w),
@@ -62,6 +70,7 @@ impl ProviderSpec {
         }
     }
 
+    /// The wire's name as the configuration writes it (`mock` for the mock).
     pub fn wire_name(&self) -> &'static str {
         match self.kind {
             ProviderKind::Wire(w) => w.as_str(),
@@ -77,21 +86,33 @@ impl ProviderSpec {
     }
 }
 
+/// What a model declares it can take (the configuration's `capabilities`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Capabilities {
+    /// Image input.
     pub vision: bool,
+    /// Function tools.
     pub tools: bool,
+    /// A JSON-schema `response_format`.
     pub structured_output: bool,
+    /// Reasoning (shown in model lists; never filtered on).
     pub reasoning: bool,
 }
 
+/// A compiled catalog model.
 #[derive(Debug)]
 pub struct ModelEntry {
+    /// The canonical (normalised) id.
     pub id: String,
+    /// Its other names, normalised.
     pub aliases: Vec<String>,
+    /// Where it runs, in the order written.
     pub deployments: Vec<Deployment>,
+    /// Its prices; `None`: costs are unknown unless a deployment has its own.
     pub pricing: Option<Pricing>,
+    /// Its context window in tokens; `None`: never refused for size.
     pub context_window: Option<u64>,
+    /// Its output ceiling in tokens: larger `max_tokens` are clamped to it.
     pub max_output_tokens: Option<u64>,
     /// `None` when the catalog does not say (nothing is filtered).
     pub capabilities: Option<Capabilities>,
@@ -102,9 +123,13 @@ pub struct ModelEntry {
     pub sampling: Option<bool>,
     /// The catalog's word on `max_tokens` (None: inferred).
     pub takes_max_tokens: Option<bool>,
+    /// Served but never listed.
     pub hidden: bool,
+    /// From this day it is refused and unlisted.
     pub retires: Option<Date>,
+    /// Catalog ids (normalised) whose deployments are tried after its own.
     pub fallbacks: Vec<String>,
+    /// Shown in model lists (`switchyard` unless configured).
     pub owned_by: String,
     /// Narrows the providers' governance flags (None: the provider's word).
     pub governance: raw::Governance,
@@ -126,23 +151,32 @@ impl ModelEntry {
         }
     }
 
+    /// Whether it is retired on `today` (its retirement day included).
     pub fn is_retired(&self, today: Date) -> bool {
         self.retires.is_some_and(|d| today >= d)
     }
 }
 
+/// A compiled deployment of a model.
 #[derive(Debug, Clone)]
 pub struct Deployment {
+    /// Index into [`Catalog::providers`](super::Catalog::providers).
     pub provider: usize,
+    /// The provider's id for the model (the catalog id unless configured).
     pub upstream_model: String,
+    /// Its own prices; `None`: the model's.
     pub pricing: Option<Pricing>,
     /// The server tools it runs (`None`: its provider's).
     pub server_tools: Option<ServerTools>,
 }
 
+/// A compiled route or chain target.
 #[derive(Debug, Clone)]
 pub struct Target {
+    /// Index into [`Catalog::providers`](super::Catalog::providers).
     pub provider: usize,
+    /// A catalog id (its deployment on this provider is used) or an upstream id;
+    /// `None`: the requested model.
     pub model: Option<String>,
     /// Weight under `strategy: weighted` (≥ 1).
     pub weight: u32,
@@ -151,6 +185,7 @@ pub struct Target {
 pub use raw::StrategyName as Strategy;
 
 impl Strategy {
+    /// The configuration's name for it (`least_busy`, …), as descriptors show it.
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Ordered => "ordered",
@@ -166,8 +201,11 @@ impl Strategy {
 /// A primary and its ordered fallbacks, with the strategy that orders them.
 #[derive(Debug, Clone)]
 pub struct Chain {
+    /// Tried first (unless the strategy orders otherwise).
     pub primary: Target,
+    /// Tried after it, in order.
     pub fallbacks: Vec<Target>,
+    /// How the targets are ordered for the first attempt.
     pub strategy: Strategy,
 }
 
@@ -178,29 +216,45 @@ pub struct Scopes {
     pub dimension: String,
     /// A value not listed goes down the route's own chain (else it is refused).
     pub unmapped_shared: bool,
+    /// The chains, by value as written (a project's id or name).
     pub chains: HashMap<String, Chain>,
 }
 
 /// Bounds and classification rules of the attempt loop.
 #[derive(Debug, Clone)]
 pub struct AttemptPolicy {
+    /// Statuses retried on the same deployment.
     pub retry_statuses: Vec<u16>,
+    /// Retries per deployment (at most [`MAX_RETRIES`]).
     pub max_retries: u32,
+    /// The first retry's backoff; it doubles per retry.
     pub backoff: Duration,
+    /// The longest wait before a retry (at most [`MAX_RETRY_WAIT`]); a longer one
+    /// fails over instead.
     pub max_wait: Duration,
+    /// Statuses that move on to the next candidate.
     pub failover_statuses: Vec<u16>,
+    /// Whether transport failures (connect, timeout, reset) move on.
     pub failover_transport: bool,
+    /// The most candidates after the first (at most [`HARD_MAX_FALLBACKS`]).
     pub max_fallbacks: usize,
+    /// The most attempts per request, retries included (1 to [`HARD_MAX_ATTEMPTS`]).
     pub max_attempts: usize,
 }
 
 /// Statuses the default policy fails over on (plus every 5xx).
 pub const DEFAULT_FAILOVER: &[u16] = &[401, 402, 403, 404, 408, 409, 425, 429];
+/// Fallbacks after the primary when a route does not say.
 pub const DEFAULT_MAX_FALLBACKS: usize = 8;
+/// The most fallbacks any route may ask for.
 pub const HARD_MAX_FALLBACKS: usize = 32;
+/// The most retries per deployment any route may ask for.
 pub const MAX_RETRIES: u32 = 5;
+/// Attempts per request when a route does not say.
 pub const DEFAULT_MAX_ATTEMPTS: usize = 16;
+/// The most attempts per request any route may ask for.
 pub const HARD_MAX_ATTEMPTS: usize = 128;
+/// The longest wait before a retry any route may ask for.
 pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 fn five_xx() -> impl Iterator<Item = u16> {
@@ -242,48 +296,72 @@ impl AttemptPolicy {
         }
     }
 
+    /// Whether `status` is retried on the same deployment.
     pub fn is_retryable(&self, status: u16) -> bool {
         self.retry_statuses.contains(&status)
     }
 
+    /// Whether `status` moves on to the next candidate.
     pub fn fails_over(&self, status: u16) -> bool {
         self.failover_statuses.contains(&status)
     }
 }
 
+/// A compiled route.
 #[derive(Debug)]
 pub struct Route {
     /// `slug(name)-<6 hex of FNV-1a(name)>`: stable across reloads and machines.
     pub id: String,
+    /// Its name as written.
     pub name: String,
+    /// Glob over canonical model ids, normalised.
     pub pattern: String,
+    /// Its own chain.
     pub chain: Chain,
+    /// Per-scope chains; `None`: every request takes `chain`.
     pub scopes: Option<Scopes>,
     /// Catalog ids tried when the request does not fit the chain's context window.
     pub context_fallbacks: Vec<String>,
+    /// Its retry and failover rules, clamped to the hard maximums.
     pub policy: Arc<AttemptPolicy>,
+    /// Data-governance conditions every target must meet.
     pub requires: raw::Requires,
 }
 
 /// Gateway settings after compilation.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The address the server listens on.
     pub listen: String,
+    /// The model a request naming none gets (normalised).
     pub default_model: Option<String>,
+    /// Ids not in the catalog go through the first route whose pattern matches.
     pub allow_unlisted_models: bool,
     /// Normalised namespace prefixes stripped from requested ids.
     pub model_prefixes: Vec<String>,
+    /// Static gateway API keys clients may present (empty strings dropped). With
+    /// none, no admin key and no stored key, the HTTP server is open.
     pub api_keys: Vec<Secret>,
+    /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Deepest JSON nesting accepted in a request body.
     pub max_json_depth: usize,
+    /// How long requests in flight may take to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// TCP and TLS connect, per attempt.
     pub connect_timeout: Duration,
+    /// From sending a request to the response headers, per attempt.
     pub first_byte_timeout: Duration,
+    /// Longest silence between two chunks of a stream.
     pub idle_timeout: Duration,
+    /// The whole request, every attempt together, until the answer (or a stream's
+    /// first content).
     pub request_timeout: Duration,
-    /// Keep-alive interval for silent committed streams.
+    /// Keep-alive interval for silent committed streams (at least 1 ms).
     pub keepalive: Duration,
+    /// Circuit-breaker tuning.
     pub breaker: crate::breaker::BreakerConfig,
+    /// How often the config file is checked for changes; zero: never polled.
     pub reload_poll: Duration,
 }
 
@@ -301,8 +379,11 @@ pub struct Scope<'a> {
 /// One deployment the attempt loop may try.
 #[derive(Debug, Clone)]
 pub struct Candidate {
+    /// The provider it is on.
     pub provider: Arc<ProviderSpec>,
+    /// The id sent upstream.
     pub upstream_model: String,
+    /// Its prices (the deployment's, else its model's); `None`: cost unknown.
     pub pricing: Option<Pricing>,
     /// The catalog entry this deployment serves (None for unlisted models).
     pub model: Option<Arc<ModelEntry>>,
@@ -342,17 +423,26 @@ impl Candidate {
 /// The outcome of resolution: everything the attempt loop needs.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The model as the client named it.
     pub requested: String,
     /// The canonical catalog id (or the normalised requested id when unlisted).
     pub public_model: String,
+    /// The catalog entry; `None` for an unlisted model.
     pub model: Option<Arc<ModelEntry>>,
+    /// The route that matched; `None`: the model's own deployments.
     pub route_id: Option<String>,
+    /// The deployments to try: in chain order from [`Catalog::plan`](super::Catalog::plan)
+    /// (at most `1 + policy.max_fallbacks`); the pipeline then filters and orders
+    /// them, and the attempts follow that order.
     pub candidates: Vec<Candidate>,
+    /// The route's context-window fallbacks (catalog ids).
     pub context_fallbacks: Vec<String>,
     /// Route-match descriptor segments (`route:…`, `scope:project=…`, later
     /// `strategy:…`, `failover:a->b`, …).
     pub descriptor: Vec<String>,
+    /// The chain's strategy (`ordered` without a route).
     pub strategy: Strategy,
+    /// The route's attempt policy (the default one without a route).
     pub policy: Arc<AttemptPolicy>,
     /// Every candidate's breaker is open: try them all anyway, in chain order.
     pub bypass_breakers: bool,

@@ -18,19 +18,43 @@ pub const CONFIG_ENV: &str = "SWITCHYARD_CONFIG";
 pub struct ConfigSource {
     /// A path, or `<embedded default>`.
     pub name: String,
+    /// The file read; `None` for the embedded default and text given in code.
     pub path: Option<PathBuf>,
+    /// The text as read, before `${…}` interpolation.
     pub text: String,
 }
 
 /// Loading failed. The message names the file, the line and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file could not be read.
     #[error("{file}: cannot read: {source}")]
-    Read { file: String, source: std::io::Error },
+    Read {
+        /// The path, as given.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A `${…}` reference is malformed, unclosed, or names an unset variable
+    /// without a default.
     #[error("{file}:{line}: {message}")]
-    Interpolation { file: String, line: usize, message: String },
+    Interpolation {
+        /// The source's name.
+        file: String,
+        /// Its line, from 1.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The interpolated text is not valid YAML, or not the configuration's shape
+    /// (an unknown field, a wrong type).
     #[error("{file}: {message}")]
-    Parse { file: String, message: String },
+    Parse {
+        /// The source's name.
+        file: String,
+        /// The YAML parser's message.
+        message: String,
+    },
 }
 
 impl ConfigSource {
@@ -43,6 +67,7 @@ impl ConfigSource {
         }
     }
 
+    /// The file at `path`, read now.
     pub fn from_path(path: &Path) -> Result<Self, ConfigError> {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path)
@@ -50,6 +75,7 @@ impl ConfigSource {
         Ok(Self { name, path: Some(path.to_path_buf()), text })
     }
 
+    /// The embedded default ([`EMBEDDED_DEFAULT`]), named `<embedded default>`.
     pub fn embedded() -> Self {
         Self {
             name: "<embedded default>".to_owned(),
@@ -58,6 +84,7 @@ impl ConfigSource {
         }
     }
 
+    /// Text given in code; `name` is what problems are reported under.
     pub fn from_text(name: &str, text: &str) -> Self {
         Self { name: name.to_owned(), path: None, text: text.to_owned() }
     }
@@ -67,6 +94,7 @@ impl ConfigSource {
         self.parse_with(&|k| std::env::var(k).ok())
     }
 
+    /// Interpolate and parse, reading variables with `env` (nothing else is read).
     pub fn parse_with(
         &self,
         env: &dyn Fn(&str) -> Option<String>,

@@ -12,19 +12,25 @@ use serde_saphyr::{Location, Spanned};
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
+    /// `gateway:`: listening, limits, timeouts, breakers.
     #[serde(default)]
     pub gateway: GatewaySettings,
+    /// `providers:`, by the name models and routes use.
     #[serde(default)]
     pub providers: BTreeMap<ProviderName, ProviderConfig>,
+    /// `models:`: the catalog.
     #[serde(default)]
     pub models: Vec<ModelConfig>,
+    /// `routes:`, in order: the first whose pattern matches a model serves it.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
     /// Access rules (more can be added at runtime through the admin API).
     #[serde(default)]
     pub access_rules: Vec<RuleConfig>,
+    /// `storage:`: the database and the audit queue.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// `security:`: which variables hold the gateway's secrets.
     #[serde(default)]
     pub security: SecurityConfig,
 }
@@ -43,7 +49,9 @@ pub struct StorageConfig {
     pub retention_days: u32,
     /// Bounded audit queue between the request path and the database.
     pub audit_queue: usize,
+    /// Most records written in one insert.
     pub audit_batch: usize,
+    /// Longest a record waits in a partial batch, in milliseconds.
     pub audit_flush_ms: u64,
     /// Where rows go when the queue overflows or the database is down; replayed at
     /// start. Relative to the config file.
@@ -96,19 +104,27 @@ impl Default for SecurityConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleConfig {
+    /// The rule's name, which a denial quotes (`authz denied [<name>]`).
     pub name: Spanned<String>,
+    /// Allow or deny.
     pub effect: crate::access::Effect,
     /// Glob over model ids or route ids.
     pub pattern: String,
+    /// Subject: callers with this role.
     #[serde(default)]
     pub role: Option<crate::access::Role>,
+    /// Subject: members of this group.
     #[serde(default)]
     pub group: Option<String>,
+    /// Subject: requests attributed to this project (by id or name).
     #[serde(default)]
     pub project: Option<String>,
+    /// Subject: this user (by id or email).
     #[serde(default)]
     pub user: Option<String>,
+    /// Why, as a denied caller is told.
     pub reason: String,
+    /// Among the matching rules the highest decides, a deny winning a tie (default 0).
     #[serde(default)]
     pub priority: i64,
 }
@@ -147,6 +163,7 @@ pub struct Governance {
     pub no_retain: Option<bool>,
 }
 
+/// The `gateway:` section. Each field defaults to the value [`Default`] gives.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewaySettings {
@@ -168,7 +185,9 @@ pub struct GatewaySettings {
     pub max_json_depth: usize,
     /// How long in-flight requests and streams may take to finish on shutdown.
     pub shutdown_grace_secs: u64,
+    /// Upstream timeouts.
     pub timeouts: Timeouts,
+    /// Circuit-breaker tuning.
     pub breaker: BreakerSettings,
     /// Seconds between checks of the config file for changes (0 disables polling;
     /// file-change notifications and SIGHUP still reload).
@@ -185,6 +204,7 @@ pub struct BreakerSettings {
     pub half_life_ms: u64,
     /// Open → half-open after max(cooldown, Retry-After), at most max_cooldown.
     pub cooldown_ms: u64,
+    /// The longest a breaker stays open, whatever the `Retry-After`.
     pub max_cooldown_ms: u64,
     /// How long a credential answered 401/403 is taken out of rotation.
     pub quarantine_ms: u64,
@@ -252,12 +272,17 @@ impl Default for Timeouts {
     }
 }
 
+/// A provider's `wire:`, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WireName {
+    /// `openai-chat`: OpenAI Chat Completions and compatible servers.
     OpenaiChat,
+    /// `anthropic`: Anthropic Messages.
     Anthropic,
+    /// `gemini`: Google Gemini.
     Gemini,
+    /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
 
@@ -275,10 +300,12 @@ impl ProviderName {
         Self(unlocated(name.into()))
     }
 
+    /// The name.
     pub fn as_str(&self) -> &str {
         &self.0.value
     }
 
+    /// Where it was written (unknown for a name built in code).
     pub fn location(&self) -> Location {
         self.0.referenced
     }
@@ -316,9 +343,11 @@ impl std::fmt::Display for ProviderName {
     }
 }
 
+/// One entry of `providers:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
+    /// How it is called.
     pub wire: WireName,
     /// Base URL. Defaults per wire: `https://api.openai.com/v1`,
     /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`.
@@ -340,6 +369,7 @@ pub struct ProviderConfig {
     /// model lists.
     #[serde(default)]
     pub surface: Surface,
+    /// What it declares about the data it is sent.
     #[serde(default)]
     pub governance: Governance,
     /// Multiplies the metered cost of this provider's answers (e.g. 1.1 for a 10%
@@ -390,11 +420,14 @@ impl ProviderConfig {
     }
 }
 
+/// Whether a provider's models are listed (`surface:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Surface {
+    /// Its models are listed (the default).
     #[default]
     Public,
+    /// It serves routes, but models deployed only here are never listed.
     Backend,
 }
 
@@ -421,42 +454,61 @@ pub struct Credentials {
     pub optional: bool,
 }
 
+/// Prices, in USD per million tokens. Without `input` and `output` a cost is
+/// unknown (`None`, never zero); cache prices fall back to the input price.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pricing {
-    /// USD per million input tokens.
+    /// USD per million input tokens (uncached).
     #[serde(default)]
     pub input: Option<f64>,
+    /// USD per million output tokens.
     #[serde(default)]
     pub output: Option<f64>,
+    /// USD per million input tokens read from the cache (absent: the input price).
     #[serde(default)]
     pub cache_read: Option<f64>,
+    /// USD per million input tokens written to the cache (absent: the input price).
     #[serde(default)]
     pub cache_write: Option<f64>,
 }
 
+/// What a model can take. A request needing vision, tools or structured output
+/// skips models that declare capabilities without it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Capability {
+    /// Image input.
     Vision,
+    /// Function tools.
     Tools,
+    /// A JSON-schema `response_format`.
     StructuredOutput,
+    /// Reasoning (thinking): shown in model lists, never filtered on.
     Reasoning,
 }
 
+/// One entry of `models:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
+    /// The id clients ask for (normalised: lowercase, `_` and spaces to `-`).
     pub id: Spanned<String>,
+    /// Other names for it (ids and aliases share one namespace).
     #[serde(default)]
     pub aliases: Vec<Spanned<String>>,
     /// Where the model runs: provider + that provider's model id.
     #[serde(default)]
     pub deployments: Vec<DeploymentConfig>,
+    /// Its prices (a deployment may have its own); absent: costs are unknown.
     #[serde(default)]
     pub pricing: Option<Pricing>,
+    /// Its context window, in tokens: a request estimated larger skips it (absent:
+    /// never refused).
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The most tokens it writes in one answer: a request asking for more is
+    /// clamped to it.
     #[serde(default)]
     pub max_output_tokens: Option<u64>,
     /// What the model can take. Absent: unknown, nothing is filtered. Present: a
@@ -484,6 +536,7 @@ pub struct ModelConfig {
     /// Catalog ids tried after this model's own deployments.
     #[serde(default)]
     pub fallbacks: Vec<Spanned<String>>,
+    /// Shown in model lists (absent: `switchyard`).
     #[serde(default)]
     pub owned_by: Option<String>,
     /// Narrows the providers' governance flags for this model.
@@ -514,9 +567,11 @@ impl ModelConfig {
     }
 }
 
+/// One of a model's `deployments:`: where it runs.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeploymentConfig {
+    /// The provider's name under `providers:`.
     pub provider: Spanned<String>,
     /// The provider's own id for the model; defaults to the catalog id.
     #[serde(default)]
@@ -546,22 +601,31 @@ impl DeploymentConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyName {
+    /// Chain order (the default).
     #[default]
     Ordered,
+    /// Drawn by weight among the targets whose breaker is not open.
     Weighted,
+    /// Fewest requests in flight in this process.
     LeastBusy,
+    /// Cheapest estimated price for the request.
     Cost,
+    /// Lowest recent latency.
     Latency,
+    /// Price and latency together, each relative to the best target.
     Balanced,
 }
 
+/// One entry of `routes:`: the models whose id matches `match` go down its chain.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
+    /// Its name; its id is derived from it (stable across reloads).
     pub name: String,
     /// Glob over the requested (canonical) model id: `*` any run, `?` one char.
     #[serde(rename = "match", alias = "model_pattern")]
     pub pattern: Spanned<String>,
+    /// The primary target's provider.
     pub provider: Spanned<String>,
     /// Upstream model id to send instead of the catalog's (a rewrite).
     #[serde(default, alias = "upstream_model")]
@@ -569,8 +633,10 @@ pub struct RouteConfig {
     /// The primary's weight under `strategy: weighted` (default 1; 0 is refused).
     #[serde(default)]
     pub weight: Option<Spanned<u32>>,
+    /// Targets after the primary, in order.
     #[serde(default)]
     pub fallbacks: Vec<RouteTarget>,
+    /// How the chain is ordered for the first attempt.
     #[serde(default)]
     pub strategy: StrategyName,
     /// Catalog ids tried, in order, when the request does not fit the chain's
@@ -580,8 +646,10 @@ pub struct RouteConfig {
     /// Per-scope chains (e.g. per project).
     #[serde(default)]
     pub by_scope: Option<ByScope>,
+    /// Retries of one deployment before failing over.
     #[serde(default)]
     pub retry: RetryConfig,
+    /// Which failures move on to the next target.
     #[serde(default)]
     pub failover: FailoverConfig,
     /// Most fallbacks tried after the primary (default 8, at most 32).
@@ -630,13 +698,16 @@ impl RouteConfig {
     }
 }
 
+/// A fallback of a route or scope chain.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteTarget {
+    /// The provider's name under `providers:`.
     pub provider: Spanned<String>,
     /// A catalog id (its deployment on that provider is used) or an upstream id.
     #[serde(default, alias = "upstream_model")]
     pub model: Option<String>,
+    /// Its weight under `strategy: weighted` (default 1; 0 is refused).
     #[serde(default)]
     pub weight: Option<Spanned<u32>>,
 }
@@ -648,15 +719,20 @@ impl RouteTarget {
     }
 }
 
+/// A route's `requires:`: data-governance conditions every deployment it sends
+/// to must meet (a deployment that does not is never contacted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Requires {
+    /// Only deployments whose data stays in the EU.
     #[serde(default)]
     pub european: bool,
+    /// Only deployments that do not retain prompts or completions.
     #[serde(default)]
     pub no_retain: bool,
 }
 
+/// What a route does with a scope value its `by_scope` does not list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unmapped {
@@ -667,24 +743,32 @@ pub enum Unmapped {
     Shared,
 }
 
+/// A route's `by_scope:`: its own chain per scope value (per project).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ByScope {
     /// The scope dimension. Only `project` today.
     pub dimension: Spanned<String>,
+    /// What a value not listed gets (default: refused).
     #[serde(default)]
     pub unmapped: Unmapped,
+    /// The chains, by scope value (a project's id or name).
     pub chains: BTreeMap<String, ScopeChain>,
 }
 
+/// The chain of one scope value.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeChain {
+    /// The primary target's provider.
     pub provider: Spanned<String>,
+    /// The primary's model: a catalog id or an upstream id (absent: the requested one).
     #[serde(default, alias = "upstream_model")]
     pub model: Option<String>,
+    /// The primary's weight under `strategy: weighted` (default 1; 0 is refused).
     #[serde(default)]
     pub weight: Option<Spanned<u32>>,
+    /// Targets after the primary, in order.
     #[serde(default)]
     pub fallbacks: Vec<RouteTarget>,
     /// Defaults to the route's strategy.
@@ -738,6 +822,7 @@ impl Default for RetryConfig {
     }
 }
 
+/// A named set of failover statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailoverPreset {
@@ -752,6 +837,7 @@ pub enum FailoverPreset {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FailoverConfig {
+    /// The status list used unless `statuses` gives one.
     pub preset: FailoverPreset,
     /// Replaces the preset's status list when given (5xx must be listed one by one).
     pub statuses: Option<Vec<u16>>,

@@ -89,7 +89,7 @@ pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
 /// The request's input token estimate, computed on first use and kept: limits,
 /// strategies and metering all read the same figure.
 #[derive(Debug, Clone, Default)]
-pub struct Estimate(OnceLock<u64>);
+pub(crate) struct Estimate(OnceLock<u64>);
 
 impl Estimate {
     pub fn get(&self, request: &Request) -> u64 {
@@ -144,7 +144,7 @@ impl Inbound {
 
     /// What an adapter of `wire` is handed for `request` (this one, or a version
     /// of it): the client's bytes only where they go as they are.
-    pub fn outgoing<'a>(&'a self, request: &'a Request, wire: Wire) -> Outgoing<'a> {
+    pub(crate) fn outgoing<'a>(&'a self, request: &'a Request, wire: Wire) -> Outgoing<'a> {
         Outgoing {
             format: self.format,
             request,

@@ -22,6 +22,7 @@ use super::*;
 /// A request's input tokens, in no client's format (the edge encodes it).
 #[derive(Debug, Clone)]
 pub struct TokenCount {
+    /// The request's input tokens, as the upstream counts them (or estimated).
     pub input_tokens: u64,
     /// The gateway estimated the count: the deployment's wire has no counting
     /// endpoint, or every candidate's count failed.
@@ -32,7 +33,12 @@ pub struct TokenCount {
 
 impl Snapshot {
     /// Count `inbound`'s input tokens on the deployments a generation of it would
-    /// use (see the [module docs](self)). The entry point for every client
+    /// use: planned as a generation is (never refused for its size), then each
+    /// candidate in order is asked for its count where its wire has a counting
+    /// endpoint, failures failing over as a generation's do; a wire without one, or
+    /// every candidate failing, gives the gateway's estimate
+    /// ([`TokenCount::estimated`]). Counts never report to the breakers and make
+    /// no request record. The entry point for every client
     /// format's counting endpoint: the edge parses the request into an
     /// [`Inbound`] as for a generation and encodes the [`TokenCount`] in its own
     /// shape; [`crate::Gateway::count_tokens`] calls this on the current snapshot.

@@ -50,9 +50,11 @@ const STREAM_CHANNEL: usize = 32;
 pub struct Inbound {
     /// Request id (also returned to the client).
     pub id: String,
+    /// When it arrived: its deadline and its record's timings count from here.
     pub received: Instant,
     /// Unix milliseconds at arrival.
     pub time_ms: u64,
+    /// The format the client speaks (and, at the edge, is answered in).
     pub format: ClientFormat,
     /// Shared, so a stream's pump can keep it without copying the conversation.
     pub request: Arc<Request>,
@@ -98,6 +100,46 @@ pub enum Output {
 /// A request's own routing: fallbacks after the model it names, and bounds that
 /// replace the configuration's (None: the configuration's), within the hard
 /// maximums (32 fallbacks, 5 retries, 128 attempts).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use switchyard_core::embed::{Gateway, Generate, Model, Provider};
+/// use switchyard_core::exec::RequestRouting;
+/// use switchyard_core::protocol::{Message, Request, Role};
+///
+/// let gateway = Gateway::builder()
+///     // No key variable is read here: `claude` is disabled, so `smart` cannot answer.
+///     .provider("claude", Provider::anthropic().key_env("ANTHROPIC_API_KEY").optional())
+///     .provider("local", Provider::mock())
+///     .model(Model::new("smart").deployment("claude", "claude-sonnet-4-5"))
+///     .model(Model::new("echo").deployment("local", "echo-1"))
+///     .build()?;
+/// let ask = |routing| {
+///     let messages = vec![Message::text(Role::User, "hi")];
+///     let request = Request { model: "smart".into(), messages, ..Request::default() };
+///     Generate { routing, ..Generate::new(request) }
+/// };
+///
+/// // This request may fall back to `echo`, and must be answered within 10 s.
+/// let routing = RequestRouting {
+///     fallbacks: vec!["echo".into()],
+///     deadline: Some(Duration::from_secs(10)),
+///     ..RequestRouting::default()
+/// };
+/// let answer = gateway.generate(ask(routing.clone())).await?;
+/// assert_eq!((answer.provider.as_str(), answer.upstream_model.as_str()), ("local", "echo-1"));
+/// assert_eq!(answer.model, "smart", "the model asked for, whoever answered");
+/// let outcomes: Vec<&str> = answer.attempts.iter().map(|a| a.outcome.as_str()).collect();
+/// assert_eq!(outcomes, ["unavailable", "ok"]);
+///
+/// // Its bounds replace the configuration's: with no fallback allowed, it fails.
+/// let strict = RequestRouting { max_fallbacks: Some(0), ..routing };
+/// assert!(gateway.generate(ask(strict)).await.is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestRouting {
     /// Model ids tried after the requested one's own candidates, in order.
@@ -119,9 +161,12 @@ pub struct RequestRouting {
 /// Which deployment answered.
 #[derive(Debug, Clone)]
 pub struct Served {
+    /// The provider's name.
     pub provider: String,
-    /// The catalog id the client was served.
+    /// The catalog id the request resolved to, also when a fallback's deployment
+    /// answered.
     pub model: String,
+    /// The provider's id for the model.
     pub upstream_model: String,
 }
 
@@ -143,10 +188,20 @@ pub fn wrong_form() -> GatewayError {
 pub enum Delivery {
     /// The canonical answer. `record`: the request's record, for a library caller
     /// ([`Output::Canonical`]); the edge has it written for it and gets none.
-    Response { response: Box<Response>, record: Option<Box<RequestRecord>> },
+    Response {
+        /// The answer.
+        response: Box<Response>,
+        /// The request's record ([`Output::Canonical`] only).
+        record: Option<Box<RequestRecord>>,
+    },
     /// An upstream's whole body in `format` (the client's), its model renamed to
     /// the one the client asked for.
-    Passthrough { format: ClientFormat, body: Bytes },
+    Passthrough {
+        /// The body's format (the client's own).
+        format: ClientFormat,
+        /// The body, ready to send.
+        body: Bytes,
+    },
     /// A stream, produced as the upstream streams.
     Stream(ChunkStream),
 }
@@ -166,7 +221,12 @@ pub enum Chunk {
     /// The stream is over: `error` when it failed after its first content (the
     /// caller ends it with an error in its format), and the record for a library
     /// caller.
-    End { error: Option<GatewayError>, record: Option<Box<RequestRecord>> },
+    End {
+        /// The failure after the first content; `None`: the stream completed.
+        error: Option<GatewayError>,
+        /// The request's record ([`Output::Canonical`] only).
+        record: Option<Box<RequestRecord>>,
+    },
 }
 
 /// A streamed answer's chunks. Dropping it cancels the upstream call.
@@ -189,14 +249,17 @@ impl ChunkStream {
     }
 }
 
+/// A request the pipeline answered: who served it and the answer.
 #[derive(Debug)]
 pub struct Success {
+    /// The deployment that answered.
     pub served: Served,
     /// The route-match descriptor.
     pub descriptor: String,
     /// The request as the pipeline sent it (the caller's encoder reads its tools
     /// and stream options).
     pub request: Arc<Request>,
+    /// The answer, whole or streamed.
     pub delivery: Delivery,
 }
 
@@ -221,7 +284,7 @@ use stream::*;
 pub use attempt::credential_key;
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use count_tokens::TokenCount;
-pub use policy::failure_error;
+pub(crate) use policy::failure_error;
 
 impl Snapshot {
     /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.

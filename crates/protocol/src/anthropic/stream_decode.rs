@@ -29,6 +29,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder for one Messages API stream, before its `message_start`.
     pub fn new() -> Self {
         Self::default()
     }

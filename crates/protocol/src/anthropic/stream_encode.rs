@@ -27,6 +27,7 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    /// An encoder for one stream to an Anthropic client, before its first event.
     pub fn new() -> Self {
         Self::default()
     }

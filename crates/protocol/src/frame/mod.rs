@@ -59,6 +59,26 @@ enum Inner {
 
 impl Framing {
     /// A framer for a stream so framed, with the default limits.
+    ///
+    /// ```
+    /// use switchyard_protocol::{Framing, Wire};
+    ///
+    /// // An Anthropic stream is SSE; JSON lines are cut at each newline.
+    /// let mut framer = Wire::Anthropic.spec().framing.framer();
+    /// let mut frames = Vec::new();
+    /// framer.push(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", &mut frames)?;
+    /// assert_eq!(frames[0].event.as_deref(), Some("message_stop"));
+    ///
+    /// let mut lines = Framing::JsonLines.framer();
+    /// let mut frames = Vec::new();
+    /// lines.push(b"{\"done\":false}\n{\"done\":", &mut frames)?;
+    /// lines.push(b"true}", &mut frames)?;
+    /// lines.finish(&mut frames)?; // the last line needs no newline
+    /// let data: Vec<&str> = frames.iter().map(|f| f.data.as_str()).collect();
+    /// assert_eq!(data, [r#"{"done":false}"#, r#"{"done":true}"#]);
+    /// assert_eq!(frames[0].event, None);
+    /// # Ok::<(), switchyard_protocol::FrameError>(())
+    /// ```
     pub fn framer(self) -> Framer {
         Framer(match self {
             Framing::Sse => Inner::Sse(SseDecoder::new()),
@@ -124,7 +144,12 @@ pub enum FrameError {
     /// An event-stream message whose prelude states more bytes than the decoder
     /// takes.
     #[error("event-stream message of {len} bytes, more than {max}")]
-    MessageTooLong { len: usize, max: usize },
+    MessageTooLong {
+        /// The length the prelude states, in bytes.
+        len: usize,
+        /// The most the decoder takes, in bytes.
+        max: usize,
+    },
     /// An event-stream checksum did not match: `"prelude"` or `"message"`.
     #[error("event-stream {0} CRC does not match")]
     BadCrc(&'static str),
@@ -138,7 +163,12 @@ pub enum FrameError {
     /// The upstream ended the stream with an event-stream `error` message
     /// (`:error-code`, `:error-message`): not a frame for the wire to decode.
     #[error("upstream error ({code}): {message}")]
-    Upstream { code: String, message: String },
+    Upstream {
+        /// Its `:error-code` header.
+        code: String,
+        /// Its `:error-message` header.
+        message: String,
+    },
 }
 
 impl From<FrameError> for ProtocolError {

@@ -26,6 +26,9 @@ use super::wire::{
 // Requests: canonical → wire
 // ---------------------------------------------------------------------------------
 
+/// Build the `generateContent` body for a model with `traits`: no model in it (it
+/// goes in the URL path), reasoning as `thinkingBudget` or `thinkingLevel` as
+/// `traits.reasoning` says. `Unsupported` for what Gemini cannot take.
 pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, ProtocolError> {
     let names = call_names(&req.messages);
     let leading = req.messages.iter().take_while(|m| m.role == Role::System).count();

@@ -139,6 +139,8 @@ pub(super) fn upstream_error(value: &Value) -> Option<ProtocolError> {
     Some(ProtocolError::UpstreamError { kind, message })
 }
 
+/// Parse a complete `generateContent` response from the upstream. A body that is
+/// an error (`{"error": …}`, even with a 200) is [`ProtocolError::UpstreamError`].
 pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     let value: Value = serde_json::from_slice(body).map_err(ProtocolError::upstream)?;
     if let Some(err) = upstream_error(&value) {
@@ -250,6 +252,8 @@ pub(super) fn response_chunk(
     }
 }
 
+/// The message of a Google error body (`{"error":{"code","message","status"}}`,
+/// or an array holding one).
 pub fn parse_error(body: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(body).ok()?;
     match upstream_error(&value)? {

@@ -30,6 +30,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder for one `streamGenerateContent` stream, before its first chunk.
     pub fn new() -> Self {
         Self::default()
     }

@@ -7,18 +7,21 @@ use super::ImageSource;
 /// A document, inline or by URL, with what the wires say about it beside the data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Document {
+    /// The document's bytes or where to fetch them.
     pub source: DocumentSource,
     /// The file's name (OpenAI `filename`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
-    /// Anthropic `title` and `context`: text about the document the model reads.
+    /// Anthropic `title`: text about the document the model reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Anthropic `context`: more text about the document the model reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
     /// Anthropic `citations` setting, carried opaquely (no other wire has one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub citations: Option<Value>,
+    /// Anthropic prompt-caching marker, carried opaquely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<Value>,
 }
@@ -28,16 +31,22 @@ pub struct Document {
 /// take nothing else).
 pub const DEFAULT_DOCUMENT_TYPE: &str = "application/pdf";
 
+/// Where a document's bytes are.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DocumentSource {
+    /// Inline.
     Base64 {
+        /// `application/pdf` (see [`DEFAULT_DOCUMENT_TYPE`]), `text/plain`, …
         media_type: String,
+        /// The bytes, base64 (no `data:` prefix).
         data: String,
     },
-    /// `media_type` when the wire says (Gemini `fileData.mimeType`).
+    /// By URL, for the provider to fetch.
     Url {
+        /// The URL, as the client sent it.
         url: String,
+        /// The media type, when the wire says (Gemini `fileData.mimeType`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         media_type: Option<String>,
     },
@@ -71,6 +80,8 @@ fn media_type_of_name(name: &str) -> Option<&'static str> {
 }
 
 impl Document {
+    /// A document with nothing but its source: no name, title, context, citations
+    /// setting or cache marker.
     pub fn new(source: DocumentSource) -> Self {
         Self {
             source,

@@ -94,6 +94,7 @@ pub enum ServerTool {
 }
 
 impl ServerTool {
+    /// Every kind, in declaration order (the order sets iterate in).
     pub const ALL: [ServerTool; 13] = [
         ServerTool::WebSearch,
         ServerTool::WebFetch,
@@ -172,8 +173,10 @@ impl ServerTool {
 pub struct ServerTools(u32);
 
 impl ServerTools {
+    /// The empty set.
     pub const NONE: ServerTools = ServerTools(0);
 
+    /// The set of `kinds` (each counted once).
     pub fn of(kinds: impl IntoIterator<Item = ServerTool>) -> Self {
         let mut set = Self::NONE;
         for kind in kinds {
@@ -182,14 +185,17 @@ impl ServerTools {
         set
     }
 
+    /// Add `kind` (no change if it is already in).
     pub fn insert(&mut self, kind: ServerTool) {
         self.0 |= kind.bit();
     }
 
+    /// Whether `kind` is in the set.
     pub fn contains(self, kind: ServerTool) -> bool {
         self.0 & kind.bit() != 0
     }
 
+    /// No kind at all.
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
@@ -212,8 +218,11 @@ impl ServerTools {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dialect {
+    /// OpenAI Chat Completions (`web_search_options`).
     OpenAiChat,
+    /// OpenAI Responses (`tools` entries of a hosted type).
     OpenAiResponses,
+    /// Anthropic Messages (`tools` entries of a server type, `mcp_servers`).
     Anthropic,
 }
 
@@ -238,6 +247,7 @@ pub struct HostedTool {
     /// What it does; `None` for a type the gateway does not know, which only a
     /// wire of its own dialect can take (as it is).
     pub kind: Option<ServerTool>,
+    /// The format it was declared in, which says how `config` reads.
     pub dialect: Dialect,
     /// Its `type` as the client wrote it (`web_search_20250305`,
     /// `web_search_preview`, [`MCP_SERVER`], …).

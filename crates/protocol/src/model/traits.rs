@@ -2,12 +2,20 @@
 //! (the catalog may say otherwise), and the edits the fast path makes for it.
 
 use serde::{Deserialize, Serialize};
+
+/// A reasoning level, as effort-based wires take it (OpenAI `reasoning_effort`,
+/// Anthropic `output_config.effort`, Gemini 3 `thinkingLevel`). Serialized by the
+/// names [`Effort::as_str`] gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effort {
+    /// OpenAI `minimal` (also what a client's `none` reads as).
     Minimal,
+    /// `low`.
     Low,
+    /// `medium`: what is sent when the client gave neither a level nor a budget.
     Medium,
+    /// `high`.
     High,
     /// OpenAI `xhigh`, Anthropic `xhigh` (Opus 4.7 and later).
     #[serde(rename = "xhigh")]
@@ -17,6 +25,7 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// The wire name (`minimal`, `low`, `medium`, `high`, `xhigh`, `max`).
     pub fn as_str(self) -> &'static str {
         match self {
             Effort::Minimal => "minimal",
@@ -28,6 +37,7 @@ impl Effort {
         }
     }
 
+    /// A wire name, `none` reading as [`Effort::Minimal`]; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "minimal" | "none" => Some(Effort::Minimal),
@@ -74,7 +84,9 @@ impl Effort {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningControl {
+    /// A token budget.
     Budget,
+    /// A level ([`Effort`]).
     Effort,
 }
 
@@ -95,6 +107,7 @@ impl ReasoningControl {
         if newer { ReasoningControl::Effort } else { ReasoningControl::Budget }
     }
 
+    /// The configuration's name for it (`budget`, `effort`).
     pub fn as_str(self) -> &'static str {
         match self {
             ReasoningControl::Budget => "budget",
@@ -108,6 +121,7 @@ impl ReasoningControl {
 /// say otherwise per model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ModelTraits {
+    /// How the model takes its reasoning setting.
     pub reasoning: ReasoningControl,
     /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
     /// Claude models after it refuse any of them with a 400, so they are left out.
@@ -119,6 +133,9 @@ pub struct ModelTraits {
 }
 
 impl ModelTraits {
+    /// The traits of `upstream_model` on `wire`, from its id alone:
+    /// [`ReasoningControl::infer`]; sampling refused by Claude 4.7 and later only;
+    /// `max_tokens` refused by OpenAI's reasoning models only.
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
         // Parsed once: this runs for every attempt.
         let claude = (wire == crate::Wire::Anthropic).then(|| claude_version(upstream_model));

@@ -13,6 +13,8 @@ use crate::{
 
 use super::wire::{WireContent, WirePart, WireRequest, WireResponseFormat};
 
+/// Parse a Chat Completions request body (`POST /v1/chat/completions`), as an
+/// OpenAI SDK sends it.
 pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     let w: WireRequest = from_slice(body)?;
     let mut req = Request {

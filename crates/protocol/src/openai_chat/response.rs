@@ -10,6 +10,7 @@ use crate::{Part, ProtocolError, Response, StopReason, TextBlock, ToolCall, Usag
 use super::request::content_parts;
 use super::wire::{WireResponse, WireUsage};
 
+/// Parse a complete (non-streamed) Chat Completions response from the upstream.
 pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     let w: WireResponse =
         serde_json::from_slice(body).map_err(|e| ProtocolError::upstream(e.to_string()))?;
@@ -77,6 +78,7 @@ pub(super) fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+/// Render a canonical response as a Chat Completions response for an OpenAI client.
 pub fn encode_response(resp: &Response) -> Value {
     let mut text = String::new();
     let mut reasoning = String::new();
@@ -135,6 +137,8 @@ pub(super) fn usage_json(u: &Usage) -> Value {
     v
 }
 
+/// The message of an OpenAI-style error body (`{"error":{"message"}}`, `{"error":
+/// "…"}` or `{"message"}`, as compatible servers vary); `None` when it has none.
 pub fn parse_error(body: &[u8]) -> Option<String> {
     let v: Value = serde_json::from_slice(body).ok()?;
     let msg = match v.get("error") {

@@ -25,6 +25,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder for one Chat Completions stream, before its first chunk.
     pub fn new() -> Self {
         Self::default()
     }

@@ -80,6 +80,7 @@ enum DecItem {
 }
 
 impl Decoder {
+    /// A decoder for one Responses API stream, before its `response.created`.
     pub fn new() -> Self {
         Self::default()
     }

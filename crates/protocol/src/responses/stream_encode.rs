@@ -80,6 +80,8 @@ enum OpenKind {
 }
 
 impl Encoder {
+    /// An encoder for a request without free-form or namespaced tools: every
+    /// call goes out as a `function_call` item under its canonical name.
     pub fn new() -> Self {
         Self::default()
     }
