@@ -32,24 +32,33 @@ pub fn whole(
 /// Writes one stream's chunks in its client's format.
 pub struct StreamWriter {
     format: ClientFormat,
-    /// Always there: a passed-through stream that fails still ends with an error
-    /// event the gateway writes.
-    encoder: Box<dyn StreamEncoder>,
+    request: Arc<Request>,
+    seal: Option<Arc<dyn Seal>>,
+    /// Made when first needed: a passed-through stream needs one only to end with
+    /// an error the gateway writes, so the fast path never builds one.
+    encoder: Option<Box<dyn StreamEncoder>>,
     passthrough: bool,
 }
 
 impl StreamWriter {
     pub fn new(
         format: ClientFormat,
-        request: &Request,
+        request: &Arc<Request>,
         seal: Option<Arc<dyn Seal>>,
         stream: &ChunkStream,
     ) -> Self {
         Self {
             format,
-            encoder: format.stream_encoder(request, seal),
+            request: Arc::clone(request),
+            seal,
+            encoder: None,
             passthrough: stream.passthrough.is_some(),
         }
+    }
+
+    fn encoder(&mut self) -> &mut dyn StreamEncoder {
+        let (format, request, seal) = (self.format, &self.request, &self.seal);
+        self.encoder.get_or_insert_with(|| format.stream_encoder(request, seal.clone())).as_mut()
     }
 
     /// The bytes for `chunk` (empty when it adds none).
@@ -58,8 +67,9 @@ impl StreamWriter {
             Chunk::Raw(bytes) => bytes,
             Chunk::Events(events) => {
                 let mut out = Vec::new();
+                let encoder = self.encoder();
                 for ev in &events {
-                    self.encoder.push(ev, &mut out);
+                    encoder.push(ev, &mut out);
                 }
                 Bytes::from(out)
             }
@@ -67,10 +77,10 @@ impl StreamWriter {
             Chunk::End { error, .. } => {
                 let mut out = Vec::new();
                 match error {
-                    Some(err) => self.encoder.error(err.body(), &mut out),
+                    Some(err) => self.encoder().error(err.body(), &mut out),
                     // A passed-through stream carried its own ending.
                     None if self.passthrough => {}
-                    None => self.encoder.finish(&mut out),
+                    None => self.encoder().finish(&mut out),
                 }
                 Bytes::from(out)
             }
