@@ -157,7 +157,9 @@ pub enum Clearance {
 
 /// Leave to send one request on a credential. Hand it back exactly once: to
 /// [`HealthRegistry::report`] with the outcome, or to [`HealthRegistry::abandon`]
-/// when there is none (the request was cancelled). Only `clear` makes permits.
+/// when there is none (the request was cancelled). Only a health state's `clear`
+/// makes permits: [`HealthRegistry::clear`] here, or [`Permit::issued`] in another
+/// [`HealthState`](crate::state::HealthState) (one shared through Redis, say).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Permit {
     /// The credential it was given for.
@@ -169,6 +171,24 @@ pub struct Permit {
     /// The token owning this probe's claim on the slot (0 for non-probes): only
     /// the probe holding the slot can free it, in whichever instance it runs.
     ticket: u64,
+}
+
+impl Permit {
+    /// A permit a [`HealthState`](crate::state::HealthState) implementation issues
+    /// from its `clear`: `epoch` the breaker epoch it was admitted in, `ticket`
+    /// the token that owns the half-open probe slot when `probe` (0 otherwise).
+    /// Tickets and epochs must mean the same in every instance sharing the state
+    /// (unique across them, e.g. random), so a report from one frees only its own
+    /// probe in another.
+    pub fn issued(key: CredentialKey, epoch: u64, probe: bool, ticket: u64) -> Self {
+        Self { key, epoch, probe, ticket }
+    }
+
+    /// The token owning this permit's probe slot (0 for a request that is not
+    /// the probe): what a shared health state compares before freeing the slot.
+    pub fn ticket(&self) -> u64 {
+        self.ticket
+    }
 }
 
 /// How an admitted request ended, as far as the credential's health is concerned.
@@ -308,7 +328,7 @@ impl HealthRegistry {
             quarantined_until: None,
         });
         let epoch = entry.epoch;
-        let permit = |probe, ticket| Permit { key: key.clone(), epoch, probe, ticket };
+        let permit = |probe, ticket| Permit::issued(key.clone(), epoch, probe, ticket);
         match entry.state(now) {
             BreakerState::Closed => Clearance::Allowed(permit(false, 0)),
             // Also an `Open` phase whose cooldown is over: it becomes half-open here.

@@ -71,12 +71,47 @@ pub struct InFlight {
 }
 
 /// Decrements its deployment's in-flight count when dropped.
-#[derive(Debug)]
-pub struct InFlightGuard(Arc<AtomicU64>);
+pub struct InFlightGuard(Release);
+
+/// What dropping an [`InFlightGuard`] does.
+enum Release {
+    /// This process's counter: no allocation on the request path.
+    Local(Arc<AtomicU64>),
+    /// Another [`InFlightState`](crate::state::InFlightState)'s release.
+    Custom(Option<Box<dyn FnOnce() + Send + Sync>>),
+}
+
+impl InFlightGuard {
+    /// A guard that runs `release` once, when dropped: for an
+    /// [`InFlightState`](crate::state::InFlightState) kept elsewhere than in this
+    /// process (a shared counter decremented on release).
+    pub fn new(release: impl FnOnce() + Send + Sync + 'static) -> Self {
+        Self(Release::Custom(Some(Box::new(release))))
+    }
+}
+
+impl std::fmt::Debug for InFlightGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.0 {
+            Release::Local(_) => "local",
+            Release::Custom(_) => "custom",
+        };
+        f.debug_tuple("InFlightGuard").field(&kind).finish()
+    }
+}
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        match &mut self.0 {
+            Release::Local(count) => {
+                count.fetch_sub(1, Ordering::Relaxed);
+            }
+            Release::Custom(release) => {
+                if let Some(release) = release.take() {
+                    release();
+                }
+            }
+        }
     }
 }
 
@@ -96,7 +131,7 @@ impl InFlight {
     pub fn enter(&self, identity: &str) -> InFlightGuard {
         let c = self.counter(identity);
         c.fetch_add(1, Ordering::Relaxed);
-        InFlightGuard(c)
+        InFlightGuard(Release::Local(c))
     }
 
     /// Total requests in flight (for the gauge).
