@@ -73,11 +73,8 @@ impl InFlightState for Counted {
 async fn the_pipeline_runs_on_state_implemented_elsewhere() {
     let health = Arc::new(Recorded::default());
     let in_flight = Arc::new(Counted::default());
-    let runtime = Runtime {
-        health: health.clone(),
-        in_flight: in_flight.clone(),
-        ..Runtime::default()
-    };
+    let runtime =
+        Runtime { health: health.clone(), in_flight: in_flight.clone(), ..Runtime::default() };
     let catalog = Gateway::builder()
         .provider("local", Provider::mock())
         .model(Model::new("echo").deployment("local", "echo"))
