@@ -1,0 +1,285 @@
+//! The configuration file as written: plain serde types, nothing resolved yet.
+//! [`crate::catalog::Catalog::compile`] validates and compiles it.
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_saphyr::{Location, Spanned};
+
+mod models;
+mod providers;
+mod routes;
+
+pub use models::*;
+pub use providers::*;
+pub use routes::*;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `gateway:`: listening, limits, timeouts, breakers.
+    #[serde(default)]
+    pub gateway: GatewaySettings,
+    /// `providers:`, by the name models and routes use.
+    #[serde(default)]
+    pub providers: BTreeMap<ProviderName, ProviderConfig>,
+    /// `models:`: the catalog.
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+    /// `routes:`, in order: the first whose pattern matches a model serves it.
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+    /// Access rules (more can be added at runtime through the admin API).
+    #[serde(default)]
+    pub access_rules: Vec<RuleConfig>,
+    /// `storage:`: the database and the audit queue.
+    #[serde(default)]
+    pub storage: StorageConfig,
+    /// `security:`: which variables hold the gateway's secrets.
+    #[serde(default)]
+    pub security: SecurityConfig,
+}
+
+/// Where users, keys, rules, BYOK credentials and request records live.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// `sqlite://path` (relative paths are next to the config file; the embedded
+    /// default uses `./switchyard-data/switchyard.db`; a subdirectory, so the
+    /// database's writes never wake the config-file watcher), `postgres://…`, or
+    /// `none` (no database:
+    /// static keys only, records to the log).
+    pub url: String,
+    /// Request records older than this are deleted (0 keeps them forever).
+    pub retention_days: u32,
+    /// Bounded audit queue between the request path and the database.
+    pub audit_queue: usize,
+    /// Most records written in one insert.
+    pub audit_batch: usize,
+    /// Longest a record waits in a partial batch, in milliseconds.
+    pub audit_flush_ms: u64,
+    /// Where rows go when the queue overflows or the database is down; replayed at
+    /// start. Relative to the config file.
+    pub spill_path: String,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            url: "sqlite://switchyard-data/switchyard.db".to_owned(),
+            retention_days: 30,
+            audit_queue: 10_000,
+            audit_batch: 500,
+            audit_flush_ms: 200,
+            spill_path: "switchyard-audit-spill.jsonl".to_owned(),
+        }
+    }
+}
+
+/// Secrets the gateway reads from the environment (never from this file).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Variable holding the gateway secret that BYOK keys are encrypted under.
+    pub secret_env: String,
+    /// Variable holding the id of the current secret (for rotation; default "k1").
+    pub secret_id_env: String,
+    /// Variables holding previous secrets as `id:secret` (comma-separated), so keys
+    /// sealed under them can still be opened until `switchyard secrets rotate`.
+    pub previous_secrets_env: String,
+    /// Variable holding a bootstrap admin key (administers a fresh install).
+    pub admin_key_env: String,
+    /// How long a key lookup is cached (revocation takes effect within this).
+    pub key_cache_ms: u64,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            secret_env: "SWITCHYARD_SECRET".to_owned(),
+            secret_id_env: "SWITCHYARD_SECRET_ID".to_owned(),
+            previous_secrets_env: "SWITCHYARD_PREVIOUS_SECRETS".to_owned(),
+            admin_key_env: "SWITCHYARD_ADMIN_KEY".to_owned(),
+            key_cache_ms: 5_000,
+        }
+    }
+}
+
+/// An access rule as written. At most one subject field; none means everyone.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleConfig {
+    /// The rule's name, which a denial quotes (`authz denied [<name>]`).
+    pub name: Spanned<String>,
+    /// Allow or deny.
+    pub effect: crate::access::Effect,
+    /// Glob over model ids or route ids.
+    pub pattern: String,
+    /// Subject: callers with this role.
+    #[serde(default)]
+    pub role: Option<crate::access::Role>,
+    /// Subject: members of this group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Subject: requests attributed to this project (by id or name).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Subject: this user (by id or email).
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Why, as a denied caller is told.
+    pub reason: String,
+    /// Among the matching rules the highest decides, a deny winning a tie (default 0).
+    #[serde(default)]
+    pub priority: i64,
+}
+
+impl RuleConfig {
+    /// A rule for everyone (no subject) at priority 0, as YAML's defaults leave it.
+    pub fn new(
+        name: impl Into<String>,
+        effect: crate::access::Effect,
+        pattern: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: unlocated(name.into()),
+            effect,
+            pattern: pattern.into(),
+            role: None,
+            group: None,
+            project: None,
+            user: None,
+            reason: reason.into(),
+            priority: 0,
+        }
+    }
+}
+
+/// Data-governance declarations of a provider (or a model).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Governance {
+    /// Data stays in the EU.
+    #[serde(default)]
+    pub european: Option<bool>,
+    /// The provider contractually does not retain prompts or completions.
+    #[serde(default)]
+    pub no_retain: Option<bool>,
+}
+
+/// The `gateway:` section. Each field defaults to the value [`Default`] gives.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewaySettings {
+    /// Address to listen on.
+    pub listen: String,
+    /// Model used when a request names none.
+    pub default_model: Option<Spanned<String>>,
+    /// Forward ids that are not in the catalog through the first matching route.
+    pub allow_unlisted_models: bool,
+    /// Namespace prefixes clients may put before a model id (`sy/auto` and
+    /// `switchyard/auto` both mean `auto`); stripped before lookup.
+    pub model_prefixes: Vec<String>,
+    /// Gateway API keys accepted from clients. Empty strings are ignored; an empty
+    /// list leaves the gateway open (a warning is logged at start).
+    pub api_keys: Vec<String>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Deepest JSON nesting accepted in a request body.
+    pub max_json_depth: usize,
+    /// How long in-flight requests and streams may take to finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    /// Upstream timeouts.
+    pub timeouts: Timeouts,
+    /// Circuit-breaker tuning.
+    pub breaker: BreakerSettings,
+    /// Seconds between checks of the config file for changes (0 disables polling;
+    /// file-change notifications and SIGHUP still reload).
+    pub reload_poll_secs: u64,
+}
+
+/// Circuit-breaker tuning (per provider credential).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerSettings {
+    /// Decayed failure score at which a breaker opens.
+    pub threshold: f64,
+    /// Time for a failure's weight to halve.
+    pub half_life_ms: u64,
+    /// Open → half-open after max(cooldown, Retry-After), at most max_cooldown.
+    pub cooldown_ms: u64,
+    /// The longest a breaker stays open, whatever the `Retry-After`.
+    pub max_cooldown_ms: u64,
+    /// How long a credential answered 401/403 is taken out of rotation.
+    pub quarantine_ms: u64,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            threshold: 5.0,
+            half_life_ms: 30_000,
+            cooldown_ms: 30_000,
+            max_cooldown_ms: 300_000,
+            quarantine_ms: 300_000,
+        }
+    }
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".to_owned(),
+            default_model: None,
+            allow_unlisted_models: false,
+            model_prefixes: Vec::new(),
+            api_keys: Vec::new(),
+            max_body_bytes: 32 * 1024 * 1024,
+            max_json_depth: 64,
+            shutdown_grace_secs: 600,
+            timeouts: Timeouts::default(),
+            breaker: BreakerSettings::default(),
+            reload_poll_secs: 5,
+        }
+    }
+}
+
+/// Upstream timeouts, in milliseconds.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// TCP + TLS connect.
+    pub connect_ms: u64,
+    /// From sending the request to the response headers (per attempt).
+    pub first_byte_ms: u64,
+    /// Longest silence between two chunks of a streamed answer. Reasoning models at
+    /// high effort think for minutes without a word: the default allows five.
+    pub idle_ms: u64,
+    /// The whole request, all attempts together, until the answer (or a stream's
+    /// first content); a stream that is still receiving has no total cap.
+    pub request_ms: u64,
+    /// While a committed stream's upstream is silent, a keep-alive goes to the
+    /// client this often (an SSE comment; Anthropic's `ping` event), so proxies
+    /// with an idle timeout (often 60 s) do not cut it.
+    pub keepalive_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect_ms: 10_000,
+            first_byte_ms: 120_000,
+            idle_ms: 300_000,
+            request_ms: 600_000,
+            keepalive_ms: 15_000,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "raw_tests.rs"]
+mod tests;

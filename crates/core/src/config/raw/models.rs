@@ -1,0 +1,146 @@
+//! Catalog models as written: deployments, prices, capabilities.
+
+use super::*;
+
+/// Prices, in USD per million tokens. Without `input` and `output` a cost is
+/// unknown (`None`, never zero); cache prices fall back to the input price.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    /// USD per million input tokens (uncached).
+    #[serde(default)]
+    pub input: Option<f64>,
+    /// USD per million output tokens.
+    #[serde(default)]
+    pub output: Option<f64>,
+    /// USD per million input tokens read from the cache (absent: the input price).
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// USD per million input tokens written to the cache (absent: the input price).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+}
+
+/// What a model can take. A request needing vision, tools or structured output
+/// skips models that declare capabilities without it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// Image input.
+    Vision,
+    /// Function tools.
+    Tools,
+    /// A JSON-schema `response_format`.
+    StructuredOutput,
+    /// Reasoning (thinking): shown in model lists, never filtered on.
+    Reasoning,
+}
+
+/// One entry of `models:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The id clients ask for (normalised: lowercase, `_` and spaces to `-`).
+    pub id: Spanned<String>,
+    /// Other names for it (ids and aliases share one namespace).
+    #[serde(default)]
+    pub aliases: Vec<Spanned<String>>,
+    /// Where the model runs: provider + that provider's model id.
+    #[serde(default)]
+    pub deployments: Vec<DeploymentConfig>,
+    /// Its prices (a deployment may have its own); absent: costs are unknown.
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+    /// Its context window, in tokens: a request estimated larger skips it (absent:
+    /// never refused).
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    /// The most tokens it writes in one answer: a request asking for more is
+    /// clamped to it.
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    /// What the model can take. Absent: unknown, nothing is filtered. Present: a
+    /// request needing a capability not listed skips this model.
+    #[serde(default)]
+    pub capabilities: Option<Vec<Capability>>,
+    /// How the model takes its reasoning setting (`budget` or `effort`). Absent:
+    /// inferred from each deployment's model id (Claude 4.6+ and Gemini 3+: effort).
+    #[serde(default)]
+    pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
+    /// Whether the model takes temperature/top_p/top_k. Absent: inferred (Claude
+    /// Opus 4.7 and later refuse them; everything else takes them).
+    #[serde(default)]
+    pub sampling: Option<bool>,
+    /// OpenAI-chat: whether the model takes the older `max_tokens`. Absent:
+    /// inferred (OpenAI's reasoning models, o1+ and GPT-5+ by id, do not).
+    #[serde(default)]
+    pub takes_max_tokens: Option<bool>,
+    /// Served but never listed.
+    #[serde(default)]
+    pub hidden: bool,
+    /// `YYYY-MM-DD`; from that day the model is refused and unlisted.
+    #[serde(default)]
+    pub retires: Option<Spanned<String>>,
+    /// Catalog ids tried after this model's own deployments.
+    #[serde(default)]
+    pub fallbacks: Vec<Spanned<String>>,
+    /// Shown in model lists (absent: `switchyard`).
+    #[serde(default)]
+    pub owned_by: Option<String>,
+    /// Narrows the providers' governance flags for this model.
+    #[serde(default)]
+    pub governance: Governance,
+}
+
+impl ModelConfig {
+    /// A model with every field but its id as YAML's defaults leave it.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self {
+            id: unlocated(id.into()),
+            aliases: Vec::new(),
+            deployments: Vec::new(),
+            pricing: None,
+            context_window: None,
+            max_output_tokens: None,
+            capabilities: None,
+            reasoning_control: None,
+            sampling: None,
+            takes_max_tokens: None,
+            hidden: false,
+            retires: None,
+            fallbacks: Vec::new(),
+            owned_by: None,
+            governance: Governance::default(),
+        }
+    }
+}
+
+/// One of a model's `deployments:`: where it runs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentConfig {
+    /// The provider's name under `providers:`.
+    pub provider: Spanned<String>,
+    /// The provider's own id for the model; defaults to the catalog id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Overrides the model's prices for this deployment (e.g. a regional premium).
+    #[serde(default)]
+    pub pricing: Option<Pricing>,
+    /// The server tools this deployment runs (replaces its provider's list).
+    #[serde(default)]
+    pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
+}
+
+impl DeploymentConfig {
+    /// A deployment on `provider` with every other field as YAML's defaults leave it
+    /// (the upstream id is then the catalog id).
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: unlocated(provider.into()),
+            model: None,
+            pricing: None,
+            server_tools: None,
+        }
+    }
+}

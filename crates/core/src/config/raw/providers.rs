@@ -1,0 +1,185 @@
+//! Providers as written: the wire, the endpoint, credentials and options.
+
+use super::*;
+
+/// A provider's `wire:`, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WireName {
+    /// `openai-chat`: OpenAI Chat Completions and compatible servers.
+    OpenaiChat,
+    /// `anthropic`: Anthropic Messages.
+    Anthropic,
+    /// `gemini`: Google Gemini.
+    Gemini,
+    /// `mock`: the built-in deterministic echo, no network.
+    Mock,
+}
+
+/// A provider's name as written under `providers:`, with where it was written (a
+/// problem with the provider names this line when nothing closer has one). Compared,
+/// ordered and looked up by the name alone, so the map reads like one keyed by
+/// `String`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct ProviderName(pub Spanned<String>);
+
+impl ProviderName {
+    /// A name from no file (built in code).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self(unlocated(name.into()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0.value
+    }
+
+    /// Where it was written (unknown for a name built in code).
+    pub fn location(&self) -> Location {
+        self.0.referenced
+    }
+}
+
+impl PartialEq for ProviderName {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ProviderName {}
+
+impl PartialOrd for ProviderName {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ProviderName {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl Borrow<str> for ProviderName {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of `providers:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// How it is called.
+    pub wire: WireName,
+    /// Base URL. Defaults per wire: `https://api.openai.com/v1`,
+    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`.
+    #[serde(default)]
+    pub endpoint: Option<Spanned<String>>,
+    /// Spanned so that a missing key is reported at the block that declares it.
+    #[serde(default = "unwritten_credentials")]
+    pub credentials: Spanned<Credentials>,
+    /// Extra headers sent on every upstream request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Mock wire only: latency before the answer (and between streamed chunks).
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Request fields this provider is known to refuse; removed on the fast path.
+    #[serde(default)]
+    pub drop_fields: Vec<String>,
+    /// `backend`: serves routes, but the models deployed only here never appear in
+    /// model lists.
+    #[serde(default)]
+    pub surface: Surface,
+    /// What it declares about the data it is sent.
+    #[serde(default)]
+    pub governance: Governance,
+    /// Multiplies the metered cost of this provider's answers (e.g. 1.1 for a 10%
+    /// platform fee). Default 1.
+    #[serde(default)]
+    pub markup: Option<Spanned<f64>>,
+    /// The server tools (hosted tools: web search, code execution, MCP, …) its
+    /// deployments run, unless a deployment says otherwise. Absent: an `anthropic`
+    /// provider runs Anthropic's, any other none. A request needing one goes only
+    /// to deployments that run it.
+    #[serde(default)]
+    pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
+    /// `anthropic` wire: the `anthropic-beta` flags it accepts (an
+    /// Anthropic-compatible server that refuses others). Absent: a client's flags
+    /// go as they came.
+    #[serde(default)]
+    pub anthropic_betas: Option<Vec<String>>,
+}
+
+/// No `credentials` block was written: defaults, at no position in the file.
+fn unwritten_credentials() -> Spanned<Credentials> {
+    unlocated(Credentials::default())
+}
+
+/// A value that comes from no file (built in code): a problem with it is reported
+/// without a line, as one with a defaulted value is.
+pub fn unlocated<T>(value: T) -> Spanned<T> {
+    Spanned::new(value, Location::UNKNOWN, Location::UNKNOWN)
+}
+
+impl ProviderConfig {
+    /// A provider on `wire` with every other field as an empty YAML block leaves it
+    /// (so `{ wire: … }` and this compile alike).
+    pub fn new(wire: WireName) -> Self {
+        Self {
+            wire,
+            endpoint: None,
+            credentials: unwritten_credentials(),
+            headers: BTreeMap::new(),
+            latency_ms: 0,
+            drop_fields: Vec::new(),
+            surface: Surface::default(),
+            governance: Governance::default(),
+            markup: None,
+            server_tools: None,
+            anthropic_betas: None,
+        }
+    }
+}
+
+/// Whether a provider's models are listed (`surface:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// Its models are listed (the default).
+    #[default]
+    Public,
+    /// It serves routes, but models deployed only here are never listed.
+    Backend,
+}
+
+/// Where a provider's platform key(s) come from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// Environment variable(s) holding a key each (spanned: an unset one is
+    /// reported at its own line).
+    #[serde(default)]
+    pub env: Vec<Spanned<String>>,
+    /// Literal keys (use `${ENV}` interpolation rather than writing secrets here).
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// The provider needs no key (a local vLLM or Ollama server).
+    #[serde(default)]
+    pub none: bool,
+    /// Keys come only from users (BYOK); no platform key is expected.
+    #[serde(default)]
+    pub byok_only: bool,
+    /// A missing key disables the provider (with a warning) instead of refusing the
+    /// configuration. The embedded default uses this.
+    #[serde(default)]
+    pub optional: bool,
+}

@@ -1,0 +1,251 @@
+//! Routes as written: patterns, chains, strategies, retry and failover.
+
+use super::*;
+
+/// How a chain orders its deployments for the first attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategyName {
+    /// Chain order (the default).
+    #[default]
+    Ordered,
+    /// Drawn by weight among the targets whose breaker is not open.
+    Weighted,
+    /// Fewest requests in flight in this process.
+    LeastBusy,
+    /// Cheapest estimated price for the request.
+    Cost,
+    /// Lowest recent latency.
+    Latency,
+    /// Price and latency together, each relative to the best target.
+    Balanced,
+}
+
+/// One entry of `routes:`: the models whose id matches `match` go down its chain.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    /// Its name; its id is derived from it (stable across reloads).
+    pub name: String,
+    /// Glob over the requested (canonical) model id: `*` any run, `?` one char.
+    #[serde(rename = "match", alias = "model_pattern")]
+    pub pattern: Spanned<String>,
+    /// The primary target's provider.
+    pub provider: Spanned<String>,
+    /// Upstream model id to send instead of the catalog's (a rewrite).
+    #[serde(default, alias = "upstream_model")]
+    pub model: Option<String>,
+    /// The primary's weight under `strategy: weighted` (default 1; 0 is refused).
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
+    /// Targets after the primary, in order.
+    #[serde(default)]
+    pub fallbacks: Vec<RouteTarget>,
+    /// How the chain is ordered for the first attempt.
+    #[serde(default)]
+    pub strategy: StrategyName,
+    /// Catalog ids tried, in order, when the request does not fit the chain's
+    /// context window.
+    #[serde(default)]
+    pub context_fallbacks: Vec<Spanned<String>>,
+    /// Per-scope chains (e.g. per project).
+    #[serde(default)]
+    pub by_scope: Option<ByScope>,
+    /// Retries of one deployment before failing over.
+    #[serde(default)]
+    pub retry: RetryConfig,
+    /// Which failures move on to the next target.
+    #[serde(default)]
+    pub failover: FailoverConfig,
+    /// Most fallbacks tried after the primary (default 8, at most 32).
+    #[serde(default)]
+    pub max_fallbacks: Option<usize>,
+    /// Most attempts per request, retries included (default 16, at most 128).
+    #[serde(default)]
+    pub max_attempts: Option<usize>,
+    /// Data-governance conditions every deployment of this route must meet.
+    #[serde(default)]
+    pub requires: Requires,
+    /// Refused: write a one-entry `fallbacks` list instead.
+    #[serde(default)]
+    pub fallback_provider: Option<Spanned<String>>,
+    /// Refused: write a one-entry `fallbacks` list instead.
+    #[serde(default)]
+    pub fallback_upstream_model: Option<Spanned<String>>,
+}
+
+impl RouteConfig {
+    /// A route named `name` sending models matching `pattern` to `provider`, with
+    /// every other field as YAML's defaults leave it.
+    pub fn new(
+        name: impl Into<String>,
+        pattern: impl Into<String>,
+        provider: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            pattern: unlocated(pattern.into()),
+            provider: unlocated(provider.into()),
+            model: None,
+            weight: None,
+            fallbacks: Vec::new(),
+            strategy: StrategyName::default(),
+            context_fallbacks: Vec::new(),
+            by_scope: None,
+            retry: RetryConfig::default(),
+            failover: FailoverConfig::default(),
+            max_fallbacks: None,
+            max_attempts: None,
+            requires: Requires::default(),
+            fallback_provider: None,
+            fallback_upstream_model: None,
+        }
+    }
+}
+
+/// A fallback of a route or scope chain.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteTarget {
+    /// The provider's name under `providers:`.
+    pub provider: Spanned<String>,
+    /// A catalog id (its deployment on that provider is used) or an upstream id.
+    #[serde(default, alias = "upstream_model")]
+    pub model: Option<String>,
+    /// Its weight under `strategy: weighted` (default 1; 0 is refused).
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
+}
+
+impl RouteTarget {
+    /// A target on `provider` with every other field as YAML's defaults leave it.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self { provider: unlocated(provider.into()), model: None, weight: None }
+    }
+}
+
+/// A route's `requires:`: data-governance conditions every deployment it sends
+/// to must meet (a deployment that does not is never contacted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// Only deployments whose data stays in the EU.
+    #[serde(default)]
+    pub european: bool,
+    /// Only deployments that do not retain prompts or completions.
+    #[serde(default)]
+    pub no_retain: bool,
+}
+
+/// What a route does with a scope value its `by_scope` does not list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unmapped {
+    /// A scope value the route does not list is refused (403).
+    #[default]
+    Refuse,
+    /// It goes down the route's own chain.
+    Shared,
+}
+
+/// A route's `by_scope:`: its own chain per scope value (per project).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByScope {
+    /// The scope dimension. Only `project` today.
+    pub dimension: Spanned<String>,
+    /// What a value not listed gets (default: refused).
+    #[serde(default)]
+    pub unmapped: Unmapped,
+    /// The chains, by scope value (a project's id or name).
+    pub chains: BTreeMap<String, ScopeChain>,
+}
+
+/// The chain of one scope value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeChain {
+    /// The primary target's provider.
+    pub provider: Spanned<String>,
+    /// The primary's model: a catalog id or an upstream id (absent: the requested one).
+    #[serde(default, alias = "upstream_model")]
+    pub model: Option<String>,
+    /// The primary's weight under `strategy: weighted` (default 1; 0 is refused).
+    #[serde(default)]
+    pub weight: Option<Spanned<u32>>,
+    /// Targets after the primary, in order.
+    #[serde(default)]
+    pub fallbacks: Vec<RouteTarget>,
+    /// Defaults to the route's strategy.
+    #[serde(default)]
+    pub strategy: Option<StrategyName>,
+}
+
+impl ByScope {
+    /// Per-scope chains over `dimension`, none listed yet, unlisted values refused.
+    pub fn new(dimension: impl Into<String>) -> Self {
+        Self {
+            dimension: unlocated(dimension.into()),
+            unmapped: Unmapped::default(),
+            chains: BTreeMap::new(),
+        }
+    }
+}
+
+impl ScopeChain {
+    /// A chain whose primary is `provider`, with every other field as YAML's
+    /// defaults leave it.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: unlocated(provider.into()),
+            model: None,
+            weight: None,
+            fallbacks: Vec::new(),
+            strategy: None,
+        }
+    }
+}
+
+/// Retries of one deployment on transient answers, before failing over.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries per deployment (at most 5).
+    pub max_retries: u32,
+    /// Statuses that are retried on the same deployment.
+    pub statuses: Vec<u16>,
+    /// First backoff; doubles per retry.
+    pub backoff_ms: u64,
+    /// Longest wait (Retry-After or backoff) before retrying; a longer wait fails over
+    /// instead. At most 60000.
+    pub max_wait_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self { max_retries: 1, statuses: vec![408, 429, 503], backoff_ms: 250, max_wait_ms: 60_000 }
+    }
+}
+
+/// A named set of failover statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailoverPreset {
+    /// 401, 402, 403, 404, 408, 409, 425, 429, 5xx and transport failures.
+    #[default]
+    Default,
+    /// Only 429, 5xx and transport failures.
+    Strict,
+}
+
+/// Which failures move on to the next deployment.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailoverConfig {
+    /// The status list used unless `statuses` gives one.
+    pub preset: FailoverPreset,
+    /// Replaces the preset's status list when given (5xx must be listed one by one).
+    pub statuses: Option<Vec<u16>>,
+    /// Fail over on transport failures (connect, DNS, TLS, timeout, reset). Default true.
+    pub transport: Option<bool>,
+}
