@@ -68,7 +68,8 @@ if [ "${1:-}" = "--clients" ]; then
   fail() {
     local step=$1; shift
     echo "FAIL $step"; failures=$((failures + 1))
-    for f in "$@"; do [ -s "$f" ] && { echo "  --- $(basename "$f") (tail)"; tail -25 "$f" | awk '{print "  " $0}'; }; done
+    # A report that cannot be read must not end the run (set -e).
+    for f in "$@"; do [ -f "$f" ] && [ -s "$f" ] && { echo "  --- $(basename "$f") (tail)"; tail -25 "$f" | awk '{print "  " $0}'; } || true; done
     echo "  --- gateway log (tail)"; tail -15 "$work/gateway.log" | awk '{print "  " $0}'
     python3 - "$work/fake-log" <<'PY' | awk '{print "  " $0}'
 import json, pathlib, sys
@@ -214,18 +215,19 @@ openai_base_url = "$GATEWAY_URL/v1"
 model_auto_compact_token_limit = 10
 model_reasoning_effort = "medium"
 TOML
-  printf '%s' "$GATEWAY_KEY" | CODEX_HOME="$dir" "$cx/node_modules/.bin/codex" login --with-api-key > "$dir/login.log" 2>&1
+  printf '%s' "$GATEWAY_KEY" | CODEX_HOME="$dir" "$cx/node_modules/.bin/codex" login --with-api-key > "$dir/login.out" 2>&1
+  # Not $dir/log: Codex makes a log directory of that name in its home.
   codex_turn() {
     (cd "$dir/proj" && CODEX_HOME="$dir" RUST_LOG=codex_api=info,codex_core=info timeout 180 "$cx/node_modules/.bin/codex" exec \
       --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
-      "$@" < /dev/null) >> "$dir/log" 2>&1
+      "$@" < /dev/null) >> "$dir/codex.log" 2>&1
   }
-  if codex_turn "say hello" && codex_turn resume --last "and now?" && grep -q "context compacted" "$dir/log" \
+  if codex_turn "say hello" && codex_turn resume --last "and now?" && grep -q "context compacted" "$dir/codex.log" \
       && grep -q "this conversation is being compacted" "$work/fake-log/anthropic.jsonl" \
       && grep -q "was compacted into the summary below" "$work/fake-log/anthropic.jsonl" \
-      && ! grep -q "Falling back from WebSockets" "$dir/log"; then
-    ok "codex remote compaction -> m-anthropic" "$(grep -m1 'context compacted' "$dir/log")"
-  else fail "codex remote compaction -> m-anthropic" "$dir/log" "$dir/login.log"; fi
+      && ! grep -q "Falling back from WebSockets" "$dir/codex.log"; then
+    ok "codex remote compaction -> m-anthropic" "$(grep -m1 'context compacted' "$dir/codex.log")"
+  else fail "codex remote compaction -> m-anthropic" "$dir/codex.log" "$dir/login.out"; fi
 
   # ---- OpenCode (OpenAI Chat Completions, through its openai-compatible provider):
   # a text turn and a tool round trip per upstream wire, reasoning on (`--variant
