@@ -2,19 +2,20 @@
 //! (Anthropic SDKs) or `x-goog-api-key` (Google SDKs), so every vendor SDK works
 //! unchanged. What the key means is [`crate::identity`]'s job.
 
-use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, HeaderName};
 
 /// The key the client presented, from whichever header carries it.
 pub fn presented(headers: &HeaderMap) -> Option<&str> {
-    if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+    if let Some(v) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         let v = v.trim();
         let token = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")).unwrap_or(v);
         return Some(token.trim());
     }
-    ["x-api-key", "x-goog-api-key"]
-        .iter()
-        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
-        .map(str::trim)
+    // Names, not strings: a lookup by `&str` parses the name each time.
+    const KEY_HEADERS: [HeaderName; 2] =
+        [HeaderName::from_static("x-api-key"), HeaderName::from_static("x-goog-api-key")];
+    KEY_HEADERS.iter().find_map(|h| headers.get(h).and_then(|v| v.to_str().ok())).map(str::trim)
 }
 
 #[cfg(test)]
