@@ -43,6 +43,18 @@ pub fn value_to_arguments(value: &Value) -> String {
 /// Lets the same-format fast path replace the model of a client's body while
 /// keeping every other byte the client sent.
 pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    // Most lookups are for a field the body does not have: a byte search for the
+    // quoted name (far cheaper than walking every value) rules it out. Keys are
+    // matched byte for byte (a key with an escape fails the scan anyway), so the
+    // answer is the scan's.
+    let name = key.as_bytes();
+    let quoted = memchr::memmem::find_iter(body, name).any(|at| {
+        at.checked_sub(1).and_then(|before| body.get(before)) == Some(&b'"')
+            && body.get(at + name.len()) == Some(&b'"')
+    });
+    if !quoted {
+        return None;
+    }
     scan_object(body, key)?.value
 }
 
@@ -337,6 +349,19 @@ mod tests {
         }
         let span = top_level_value(br#"{"n":-1.5e3,"model":null}"#, "n").unwrap();
         assert_eq!(span, 5..11);
+        // The name only inside a value or nested: the byte search lets the scan
+        // decide, and the scan finds no top-level key.
+        for body in [
+            &br#"{"text": "the "model" field"}"#[..],
+            br#"{"meta": {"model": "a"}}"#,
+            br#"{"models": "a", "xmodel": "b"}"#,
+        ] {
+            assert!(top_level_value(body, "model").is_none(), "{}", String::from_utf8_lossy(body));
+        }
+        assert_eq!(
+            top_level_value(br#"{"meta": {"model": 1}, "model": 2}"#, "model"),
+            Some(31..32)
+        );
     }
 
     fn leaf() -> impl Strategy<Value = Value> {
