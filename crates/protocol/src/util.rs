@@ -43,10 +43,15 @@ pub fn value_to_arguments(value: &Value) -> String {
 /// Lets the same-format fast path replace the model of a client's body while
 /// keeping every other byte the client sent.
 pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
-    // Most lookups are for a field the body does not have: a byte search for the
-    // quoted name (far cheaper than walking every value) rules it out. Keys are
-    // matched byte for byte (a key with an escape fails the scan anyway), so the
-    // answer is the scan's.
+    scan_object(body, key)?.value
+}
+
+/// [`top_level_value`] for a field bodies seldom have (a client's `tool_choice`
+/// without tools, the routing hints): a byte search for the quoted name, far
+/// cheaper than walking every value, rules it out first. Keys are matched byte for
+/// byte (a key with an escape fails the scan anyway), so the answer is the scan's.
+/// Not for fields that are usually there: the search would only add to the scan.
+pub fn rare_top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
     let name = key.as_bytes();
     let quoted = memchr::memmem::find_iter(body, name).any(|at| {
         at.checked_sub(1).and_then(|before| body.get(before)) == Some(&b'"')
@@ -357,7 +362,9 @@ mod tests {
             br#"{"models": "a", "xmodel": "b"}"#,
         ] {
             assert!(top_level_value(body, "model").is_none(), "{}", String::from_utf8_lossy(body));
+            assert!(rare_top_level_value(body, "model").is_none());
         }
+        assert_eq!(rare_top_level_value(br#"{"model": 2}"#, "model"), Some(10..11));
         assert_eq!(
             top_level_value(br#"{"meta": {"model": 1}, "model": 2}"#, "model"),
             Some(32..33)

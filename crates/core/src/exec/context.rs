@@ -46,10 +46,10 @@ impl Snapshot {
         if !request.model.is_empty() {
             check_model_id(&request.model)?;
         }
-        // Most bodies carry no hints: `top_level_value`'s byte search rules the
-        // field out; where the name appears, a scan of the top level finds the
-        // field, and only its value is parsed.
-        let extension = util::top_level_value(&bytes, upstream::EXTENSION_FIELD);
+        // Most bodies carry no hints: a byte search rules the field out; where the
+        // name appears, a scan of the top level finds the field, and only its value
+        // is parsed.
+        let extension = util::rare_top_level_value(&bytes, upstream::EXTENSION_FIELD);
         let hints = match extension.clone().and_then(|range| bytes.get(range)) {
             Some(value) => serde_json::from_slice::<Option<Hints>>(value)
                 .map_err(|e| {

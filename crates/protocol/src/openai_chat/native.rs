@@ -6,9 +6,10 @@ use serde_json::{Map, Value, json};
 /// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
 /// refuses it.
 pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
-    !traits.takes_max_tokens && crate::util::top_level_value(body, "max_tokens").is_some()
-        || crate::util::top_level_value(body, "tool_choice").is_some()
-            && crate::util::top_level_value(body, "tools").is_none()
+    use crate::util::{rare_top_level_value, top_level_value};
+    !traits.takes_max_tokens && top_level_value(body, "max_tokens").is_some()
+        || rare_top_level_value(body, "tool_choice").is_some()
+            && top_level_value(body, "tools").is_none()
 }
 
 /// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
