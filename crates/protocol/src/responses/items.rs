@@ -50,6 +50,18 @@ fn string<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     obj.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 
+/// The id pairing a local shell call with its output: `call_id`, else `id` (older
+/// items, and some clients' outputs, have only that). The error names `path.field`.
+fn call_id<'a>(
+    obj: &'a Map<String, Value>,
+    path: &str,
+    field: &str,
+) -> Result<&'a str, ProtocolError> {
+    string(obj, "call_id")
+        .or_else(|| string(obj, "id"))
+        .ok_or_else(|| ProtocolError::body(format!("{path}.{field}: expected a string")))
+}
+
 /// `local_shell_call`: the model ran a command through the client's shell; on
 /// other wires, a call of a tool `local_shell` whose arguments are the action.
 pub(super) fn local_shell_call(
@@ -57,10 +69,7 @@ pub(super) fn local_shell_call(
     obj: &Map<String, Value>,
     path: &str,
 ) -> Result<(), ProtocolError> {
-    // `call_id` pairs the call with its output; older items had only `id`.
-    let id = string(obj, "call_id")
-        .or_else(|| string(obj, "id"))
-        .ok_or_else(|| ProtocolError::body(format!("{path}.call_id: expected a string")))?;
+    let id = call_id(obj, path, "call_id")?;
     let action = obj
         .get("action")
         .filter(|a| a.is_object())
@@ -84,9 +93,7 @@ pub(super) fn local_shell_call_output(
     obj: &Map<String, Value>,
     path: &str,
 ) -> Result<(), ProtocolError> {
-    let id = string(obj, "call_id")
-        .or_else(|| string(obj, "id"))
-        .ok_or_else(|| ProtocolError::body(format!("{path}.id: expected a string")))?;
+    let id = call_id(obj, path, "id")?;
     let content = match obj.get("output") {
         Some(Value::String(text)) => vec![text_part(text)],
         None | Some(Value::Null) => Vec::new(),
