@@ -48,24 +48,6 @@ fn options() -> Options {
     }
 }
 
-/// POST with extra headers.
-async fn post_with(
-    h: &Harness,
-    path: &str,
-    body: &Value,
-    headers: &[(&str, &str)],
-) -> reqwest::Response {
-    let mut req = h
-        .client
-        .post(format!("{}{path}", h.base))
-        .bearer_auth(GATEWAY_KEY)
-        .header("content-type", "application/json");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    req.body(body.to_string()).send().await.unwrap()
-}
-
 /// Send; expect `status`; the record, and the last request `vendor`'s fake got from it.
 async fn send(
     h: &Harness,
@@ -77,7 +59,7 @@ async fn send(
 ) -> (Value, RequestRecord, Option<Received>) {
     let fake = h.fake(vendor);
     let before = fake.request_count();
-    let r = post_with(h, path, body, headers).await;
+    let r = h.post_with(path, body, headers).await;
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let got = r.status().as_u16();
     let text = r.text().await.unwrap();

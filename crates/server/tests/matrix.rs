@@ -1418,24 +1418,6 @@ async fn matrix_reasoning() {
 // Fast path, signatures, images
 // ---------------------------------------------------------------------------------
 
-/// POST with extra headers (the gateway key as a bearer token).
-async fn post_with(
-    h: &Harness,
-    path: &str,
-    body: &Value,
-    headers: &[(&str, &str)],
-) -> reqwest::Response {
-    let mut req = h
-        .client
-        .post(format!("{}{path}", h.base))
-        .bearer_auth(GATEWAY_KEY)
-        .header("content-type", "application/json");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    req.body(body.to_string()).send().await.unwrap()
-}
-
 /// Send `body`; expect a 200 from `vendor`; return the one upstream request it caused.
 async fn exchange(
     h: &Harness,
@@ -1446,7 +1428,7 @@ async fn exchange(
 ) -> (u16, Vec<u8>, Option<Received>) {
     let fake = h.fake(vendor);
     let before = fake.request_count();
-    let resp = post_with(h, path(format), body, headers).await;
+    let resp = h.post_with(path(format), body, headers).await;
     let status = resp.status().as_u16();
     let bytes = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
     let received = if status == 200 {
@@ -2027,7 +2009,7 @@ async fn the_answer_names_the_model_exactly_as_the_client_asked_for_it() {
         ] {
             for stream in [false, true] {
                 let body = client_request(format, Scenario::Text, asked, stream);
-                let r = post_with(&h, path(format), &body, &[]).await;
+                let r = h.post_with(path(format), &body, &[]).await;
                 let at = format!("{format:?} {asked} stream={stream}");
                 if r.status() != 200 {
                     problems.push(format!("{at}: status {}", r.status()));
@@ -2273,7 +2255,7 @@ async fn a_tool_loop_from_another_family_continues_on_anthropic_without_thinking
         for stream in [false, true] {
             let mode = format!("{format:?} stream={stream}");
             let body = tool_history(format, "call_abc123", stream, true);
-            let resp = post_with(&h, path(format), &body, &[]).await;
+            let resp = h.post_with(path(format), &body, &[]).await;
             let status = resp.status().as_u16();
             let route =
                 resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
@@ -2949,7 +2931,7 @@ async fn chat_usage_chunk_only_when_asked() {
             } else if let Value::Object(map) = &mut body {
                 map.remove("stream_options");
             }
-            let r = post_with(&h, path(ClientFormat::OpenAiChat), &body, &[]).await;
+            let r = h.post_with(path(ClientFormat::OpenAiChat), &body, &[]).await;
             let status = r.status().as_u16();
             let id =
                 r.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -3116,7 +3098,7 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
     let thinking = json!({"type": "enabled", "budget_tokens": ANTHROPIC_CLIENT_BUDGET});
     let first = json!({"model": "conf-claude", "stream": true, "max_tokens": 4096, "thinking": thinking,
         "tools": tools, "messages": [user]});
-    let r = post_with(&h, "/v1/messages", &first, &[("anthropic-version", "2023-06-01")]).await;
+    let r = h.post_with("/v1/messages", &first, &[("anthropic-version", "2023-06-01")]).await;
     let bytes = r.bytes().await.unwrap();
     let events = json_events(&sse_events(&bytes));
     let start = events.iter().find(|e| e["type"] == "message_start").unwrap();
@@ -3144,7 +3126,7 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
         "tools": tools, "messages": [user, {"role": "assistant", "content": blocks},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": TOOL_OUTPUT}]}]});
     let before = h.anthropic.request_count();
-    let r = post_with(&h, "/v1/messages", &next, &[("anthropic-version", "2023-06-01")]).await;
+    let r = h.post_with("/v1/messages", &next, &[("anthropic-version", "2023-06-01")]).await;
     assert_eq!(r.status(), 200);
     let text = String::from_utf8_lossy(&r.bytes().await.unwrap()).into_owned();
     assert!(!text.contains("event: error"), "{text}");

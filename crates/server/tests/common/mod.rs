@@ -226,6 +226,24 @@ impl Harness {
         self.post_raw(path, body.to_string()).await
     }
 
+    /// POST a JSON body with the gateway key as a bearer token and extra headers.
+    pub async fn post_with(
+        &self,
+        path: &str,
+        body: &Value,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(GATEWAY_KEY)
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(body.to_string()).send().await.unwrap()
+    }
+
     /// POST bytes exactly as given, with the gateway key as a bearer token.
     pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
         self.client
