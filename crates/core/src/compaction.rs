@@ -26,6 +26,7 @@ use switchyard_protocol::{
 };
 use tokio::sync::mpsc;
 
+use crate::continuity::BoxFuture;
 use crate::exec::{Chunk, ChunkStream, Delivery, Inbound, Output, Success};
 use crate::record::SharedSink;
 use crate::runtime::Runtime;
@@ -38,59 +39,63 @@ const PURPOSE: &str = "compaction";
 const CHANNEL: usize = 8;
 
 /// Answer a request that asks for compaction (`inbound.request.compaction` set).
-pub(crate) async fn execute(
-    snapshot: &Arc<Snapshot>,
+// Boxed, with its type written out: the pipeline's future holds this one, which
+// holds the pipeline's (for the summarisation request).
+pub(crate) fn execute(
+    snapshot: Arc<Snapshot>,
     mut inbound: Inbound,
-    runtime: &Arc<Runtime>,
+    runtime: Arc<Runtime>,
     sink: SharedSink,
-) -> Result<Success, GatewayError> {
-    let seal = match inbound.output {
-        Output::Canonical => None,
-        Output::Client if inbound.format != ClientFormat::OpenAiResponses => {
-            return Err(GatewayError::new(
-                ErrorCode::UnsupportedCompaction,
-                "compaction is answered in the OpenAI Responses API only",
-            ));
-        }
-        Output::Client => Some(runtime.seal.clone().ok_or_else(|| {
-            GatewayError::new(
-                ErrorCode::CompactionUnavailable,
-                "this gateway has no seal for compaction items",
-            )
-        })?),
-    };
-    let asked = Arc::clone(&inbound.request);
-    inbound.request = Arc::new(compaction::summarisation_request(&asked));
-    // What goes upstream is the summarisation request, never the client's body.
-    inbound.raw = None;
-    inbound.output = Output::Canonical;
-    let keepalive = snapshot.catalog.settings.keepalive;
-    let mut success = snapshot.run(inbound, runtime, sink, Some(PURPOSE)).await?;
-    let Some(seal) = seal else { return Ok(success) };
-    // The edge encodes for the request the client made: it says which answer the
-    // client asked for (a trigger's response, the compact endpoint's object).
-    success.request = asked;
-    success.delivery = match success.delivery {
-        Delivery::Response { response, record } => {
-            let summary = compaction::summary_of(&response.content);
-            let sealed = seal_summary(seal.as_ref(), &summary)?;
-            // The metered usage, which the record has whatever the upstream said.
-            let usage = record.as_ref().map_or(response.usage, |r| r.usage);
-            let response = Response {
-                content: vec![Part::Compaction { sealed }],
-                // Completed whatever the upstream's stop: the summary is what it is.
-                stop_reason: Some(StopReason::EndTurn),
-                stop_sequence: None,
-                usage,
-                ..*response
-            };
-            Delivery::Response { response: Box::new(response), record }
-        }
-        Delivery::Stream(events) => Delivery::Stream(stream(events, seal, keepalive)),
-        // Asked for canonically, the pipeline answers so.
-        other => other,
-    };
-    Ok(success)
+) -> BoxFuture<'static, Result<Success, GatewayError>> {
+    Box::pin(async move {
+        let seal = match inbound.output {
+            Output::Canonical => None,
+            Output::Client if inbound.format != ClientFormat::OpenAiResponses => {
+                return Err(GatewayError::new(
+                    ErrorCode::UnsupportedCompaction,
+                    "compaction is answered in the OpenAI Responses API only",
+                ));
+            }
+            Output::Client => Some(runtime.seal.clone().ok_or_else(|| {
+                GatewayError::new(
+                    ErrorCode::CompactionUnavailable,
+                    "this gateway has no seal for compaction items",
+                )
+            })?),
+        };
+        let asked = Arc::clone(&inbound.request);
+        inbound.request = Arc::new(compaction::summarisation_request(&asked));
+        // What goes upstream is the summarisation request, never the client's body.
+        inbound.raw = None;
+        inbound.output = Output::Canonical;
+        let keepalive = snapshot.catalog.settings.keepalive;
+        let mut success = snapshot.run(inbound, runtime, sink, Some(PURPOSE)).await?;
+        let Some(seal) = seal else { return Ok(success) };
+        // The edge encodes for the request the client made: it says which answer the
+        // client asked for (a trigger's response, the compact endpoint's object).
+        success.request = asked;
+        success.delivery = match success.delivery {
+            Delivery::Response { response, record } => {
+                let summary = compaction::summary_of(&response.content);
+                let sealed = seal_summary(seal.as_ref(), &summary)?;
+                // The metered usage, which the record has whatever the upstream said.
+                let usage = record.as_ref().map_or(response.usage, |r| r.usage);
+                let response = Response {
+                    content: vec![Part::Compaction { sealed }],
+                    // Completed whatever the upstream's stop: the summary is what it is.
+                    stop_reason: Some(StopReason::EndTurn),
+                    stop_sequence: None,
+                    usage,
+                    ..*response
+                };
+                Delivery::Response { response: Box::new(response), record }
+            }
+            Delivery::Stream(events) => Delivery::Stream(stream(events, seal, keepalive)),
+            // Asked for canonically, the pipeline answers so.
+            other => other,
+        };
+        Ok(success)
+    })
 }
 
 /// The sealed summary; an error when there is none (the model wrote no text) or

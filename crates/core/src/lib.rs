@@ -176,9 +176,15 @@ impl Gateway {
         self.reload(catalog)
     }
 
-    /// Run a parsed request through the pipeline on the current snapshot.
-    pub async fn execute(&self, inbound: Inbound) -> Result<Success, GatewayError> {
-        self.snapshot().execute(inbound, &self.runtime, self.sink.clone()).await
+    /// Run a parsed request through the pipeline on the current snapshot. The
+    /// future owns what it needs (`'static`): it may be spawned, and dropping it
+    /// cancels the request.
+    pub fn execute(
+        &self,
+        inbound: Inbound,
+    ) -> impl Future<Output = Result<Success, GatewayError>> + Send + 'static {
+        // Not an `async fn`: see `Snapshot::execute`.
+        self.snapshot().execute(inbound, Arc::clone(&self.runtime), self.sink.clone())
     }
 
     /// Count a parsed request's input tokens on the current snapshot, on the

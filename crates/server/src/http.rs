@@ -5,9 +5,11 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use switchyard_core::{Delivery, GatewayError, Inbound};
+use futures_util::FutureExt;
+use switchyard_core::{Delivery, GatewayError, Inbound, Success};
 use switchyard_protocol::{ClientFormat, ErrorCode, responses};
 
 use crate::identity::Caller;
@@ -34,28 +36,40 @@ pub(crate) struct FromUrl {
 const FORWARDED: [HeaderName; 2] =
     [HeaderName::from_static("anthropic-beta"), HeaderName::from_static("anthropic-version")];
 const PROJECT: HeaderName = HeaderName::from_static(HEADER_PROJECT);
+const PROVIDER: HeaderName = HeaderName::from_static(HEADER_PROVIDER);
+const MODEL: HeaderName = HeaderName::from_static(HEADER_MODEL);
+const REQUEST_ID: HeaderName = HeaderName::from_static(HEADER_REQUEST_ID);
+const DESCRIPTOR: HeaderName = HeaderName::from_static(HEADER_DESCRIPTOR);
+const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// An error in the caller's format, with the request id.
 pub fn error_response(format: ClientFormat, err: &GatewayError, request_id: &str) -> Response {
     let status = StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = format.error_json(err.body()).to_string();
-    let mut resp = (status, [("content-type", "application/json")], body).into_response();
+    let mut resp = (status, [(CONTENT_TYPE, JSON)], body).into_response();
     if let Ok(v) = HeaderValue::from_str(request_id) {
-        resp.headers_mut().insert(HEADER_REQUEST_ID, v);
+        resp.headers_mut().insert(REQUEST_ID, v);
     }
     resp
 }
 
-pub async fn chat_completions(
+// The handlers are plain functions returning `generate`'s future: an `async fn`
+// here would be one more layer holding the request's headers twice.
+pub fn chat_completions(
     state: State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
-) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiChat, FromUrl::default()).await
+) -> impl Future<Output = Response> + Send {
+    generate(state, headers, body, ClientFormat::OpenAiChat, FromUrl::default())
 }
 
-pub async fn responses(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::OpenAiResponses, FromUrl::default()).await
+pub fn responses(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> impl Future<Output = Response> + Send {
+    generate(state, headers, body, ClientFormat::OpenAiResponses, FromUrl::default())
 }
 
 /// `POST /v1/responses/compact`: the conversation compacted into one item (see
@@ -77,8 +91,12 @@ pub async fn responses_compact(
     answer(&state, inbound, format, &id).await
 }
 
-pub async fn messages(state: State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    generate(state, headers, body, ClientFormat::Anthropic, FromUrl::default()).await
+pub fn messages(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> impl Future<Output = Response> + Send {
+    generate(state, headers, body, ClientFormat::Anthropic, FromUrl::default())
 }
 
 pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
@@ -217,43 +235,58 @@ pub(crate) async fn generate(
 }
 
 /// Run a parsed request and answer it: its body whole or streamed, the gateway headers.
-async fn answer(state: &AppState, inbound: Inbound, format: ClientFormat, id: &str) -> Response {
-    match state.gateway.execute(inbound).await {
-        Err(e) => error_response(format, &e, id),
-        Ok(success) => {
-            let seal = state.gateway.runtime.seal.clone();
-            let mut resp = match success.delivery {
-                Delivery::Passthrough { body, .. } => {
-                    ([("content-type", "application/json")], body).into_response()
-                }
-                Delivery::Response { response, .. } => {
-                    let body = encode::whole(format, &response, &success.request, seal.as_deref());
-                    ([("content-type", "application/json")], body).into_response()
-                }
-                Delivery::Stream(stream) => {
-                    let writer = encode::StreamWriter::new(format, &success.request, seal, &stream);
-                    let mut r = encode::sse_body(stream, writer).into_response();
-                    let h = r.headers_mut();
-                    h.insert("content-type", HeaderValue::from_static("text/event-stream"));
-                    h.insert("cache-control", HeaderValue::from_static("no-cache"));
-                    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-                    r
-                }
-            };
-            let h = resp.headers_mut();
-            for (name, value) in [
-                (HEADER_PROVIDER, success.served.provider.as_str()),
-                (HEADER_MODEL, success.served.model.as_str()),
-                (HEADER_REQUEST_ID, id),
-                (HEADER_DESCRIPTOR, success.descriptor.as_str()),
-            ] {
-                if let Ok(v) = HeaderValue::from_str(value)
-                    && !value.is_empty()
-                {
-                    h.insert(name, v);
-                }
-            }
-            resp
+// Not an `async fn` (see `Snapshot::execute`), nor an `async` block awaiting the
+// pipeline's future (which would hold it twice: as captured, and as awaited):
+// the future is built here and mapped in place.
+fn answer<'a>(
+    state: &'a AppState,
+    inbound: Inbound,
+    format: ClientFormat,
+    id: &'a str,
+) -> impl Future<Output = Response> + Send + 'a {
+    state.gateway.execute(inbound).map(move |executed| respond(state, executed, format, id))
+}
+
+/// The response for the pipeline's outcome.
+fn respond(
+    state: &AppState,
+    executed: Result<Success, GatewayError>,
+    format: ClientFormat,
+    id: &str,
+) -> Response {
+    let success = match executed {
+        Err(e) => return error_response(format, &e, id),
+        Ok(success) => success,
+    };
+    let seal = state.gateway.runtime.seal.clone();
+    let mut resp = match success.delivery {
+        Delivery::Passthrough { body, .. } => ([(CONTENT_TYPE, JSON)], body).into_response(),
+        Delivery::Response { response, .. } => {
+            let body = encode::whole(format, &response, &success.request, seal.as_deref());
+            ([(CONTENT_TYPE, JSON)], body).into_response()
+        }
+        Delivery::Stream(stream) => {
+            let writer = encode::StreamWriter::new(format, &success.request, seal, &stream);
+            let mut r = encode::sse_body(stream, writer).into_response();
+            let h = r.headers_mut();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            h.insert(ACCEL_BUFFERING, HeaderValue::from_static("no"));
+            r
+        }
+    };
+    let h = resp.headers_mut();
+    for (name, value) in [
+        (&PROVIDER, success.served.provider.as_str()),
+        (&MODEL, success.served.model.as_str()),
+        (&REQUEST_ID, id),
+        (&DESCRIPTOR, success.descriptor.as_str()),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value)
+            && !value.is_empty()
+        {
+            h.insert(name.clone(), v);
         }
     }
+    resp
 }

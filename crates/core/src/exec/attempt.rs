@@ -39,10 +39,10 @@ pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
 impl Snapshot {
     pub(super) async fn attempt_loop(
         self: &Arc<Self>,
-        inbound: Inbound,
-        mut plan: Plan,
+        inbound: &Inbound,
+        plan: &mut Plan,
         runtime: &Arc<Runtime>,
-        mut guard: RecordGuard,
+        guard: &mut RecordGuard,
     ) -> Result<Success, GatewayError> {
         let limits = &inbound.limits;
         let deadline =
@@ -80,7 +80,7 @@ impl Snapshot {
                     "failover"
                 };
                 let (result, credential, reported) =
-                    self.attempt(&inbound, cand, runtime, deadline, plan.bypass_breakers).await;
+                    self.attempt(inbound, cand, runtime, deadline, plan.bypass_breakers).await;
                 // A failed attempt that reported usage is metered too.
                 let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
                 let failed_cost = failed_usage
@@ -133,8 +133,8 @@ impl Snapshot {
                         }
                         let mut keep = Vec::new();
                         let success = self.deliver(
-                            &inbound,
-                            &plan,
+                            inbound,
+                            plan,
                             i,
                             &tried,
                             answer,
@@ -160,9 +160,7 @@ impl Snapshot {
                             }
                             Next::Terminal => {
                                 let err = failure_error(&f, &cand.provider.name);
-                                metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
-                                guard.finish(err.status(), Some(err.code()));
-                                return Err(err);
+                                return Err(guard.fail(inbound.format, err));
                             }
                             Next::Failover => {
                                 if let Some(next) = plan.candidates.get(i + 1) {
@@ -197,10 +195,8 @@ impl Snapshot {
             ),
         };
         tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "all candidates failed");
-        guard.rec.descriptor = descriptor(&plan, &tried);
-        metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
-        guard.finish(err.status(), Some(err.code()));
-        Err(err)
+        guard.rec.descriptor = descriptor(plan, &tried);
+        Err(guard.fail(inbound.format, err))
     }
 
     /// One attempt on one candidate: pick a healthy credential, pass its breaker,

@@ -16,7 +16,7 @@ impl Snapshot {
         answer: Answer,
         in_flight: InFlightGuard,
         runtime: &Arc<Runtime>,
-        mut guard: RecordGuard,
+        guard: &mut RecordGuard,
         attempt_time: Duration,
         keep: &mut Vec<(String, Vec<u8>)>,
     ) -> Success {
@@ -56,7 +56,7 @@ impl Snapshot {
                 meter(&mut guard.rec, usage, || inbound.input_estimate(), 0, cand);
                 drop(in_flight);
                 record_metrics(&guard.rec);
-                guard.finish(200, None);
+                guard.write(200, None);
                 let delivery = Delivery::Passthrough { format: inbound.format, body };
                 Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
             }
@@ -87,7 +87,7 @@ impl Snapshot {
                 drop(in_flight);
                 record_metrics(&guard.rec);
                 let record = (inbound.output == Output::Canonical).then(|| guard.copy(200, None));
-                guard.finish(200, None);
+                guard.write(200, None);
                 let delivery = match raw {
                     // The fast path parsed the answer (to meter or log it) and forwards
                     // the upstream's own bytes.
@@ -126,7 +126,7 @@ impl Snapshot {
                     outlet,
                     passthrough,
                     idle: inbound.limits.idle_timeout.unwrap_or(self.catalog.settings.idle_timeout),
-                    guard,
+                    guard: guard.hand_over(),
                     request: Arc::clone(&inbound.request),
                     estimate: inbound.estimate.clone(),
                     candidate: cand.clone(),

@@ -18,6 +18,28 @@ impl RecordGuard {
         self.write(status, error_code);
     }
 
+    /// A request that failed with `err` before it was answered: counted and
+    /// written with its status and code; `err` is handed back.
+    pub(super) fn fail(&mut self, format: ClientFormat, err: GatewayError) -> GatewayError {
+        metrics::counter!("gateway_requests_total", "format" => format.as_str(), "status" => err.status().to_string()).increment(1);
+        self.write(err.status(), Some(err.code()));
+        err
+    }
+
+    /// The record handed to a new owner (a stream's pump), which writes it; this
+    /// guard is then done and writes nothing.
+    pub(super) fn hand_over(&mut self) -> RecordGuard {
+        let guard = RecordGuard {
+            rec: std::mem::take(&mut self.rec),
+            sink: Arc::clone(&self.sink),
+            started: self.started,
+            done: self.done,
+            reservation: self.reservation.take(),
+        };
+        self.done = true;
+        guard
+    }
+
     /// The record as it will be written with this outcome (a library caller's copy).
     pub(super) fn copy(&self, status: u16, error_code: Option<ErrorCode>) -> Box<RequestRecord> {
         let mut rec = Box::new(self.rec.clone());

@@ -288,81 +288,86 @@ pub(crate) use policy::failure_error;
 
 impl Snapshot {
     /// Run the whole pipeline for a parsed request: resolve, filter, order, attempt.
-    pub async fn execute(
-        self: &Arc<Self>,
+    /// The future owns what it needs (`'static`), so it may be spawned.
+    //
+    // Not an `async fn`, and neither are the layers above it (`Gateway::execute`,
+    // the HTTP edge's `answer`): an `async fn` keeps its arguments twice for its
+    // whole life (as passed, and as moved into its body), and each layer is moved
+    // whole into the one above when it starts. Built synchronously, the pipeline's
+    // future holds the request once, in `run`.
+    pub fn execute(
+        self: Arc<Self>,
         inbound: Inbound,
-        runtime: &Arc<Runtime>,
+        runtime: Arc<Runtime>,
         sink: SharedSink,
-    ) -> Result<Success, GatewayError> {
-        // Compacting is a summarisation request of its own (`crate::compaction`);
-        // boxed, so that every other request's future stays its own size.
-        if inbound.request.compaction.is_some() {
-            return Box::pin(crate::compaction::execute(self, inbound, runtime, sink)).await;
-        }
-        self.run(inbound, runtime, sink, None).await
+    ) -> impl Future<Output = Result<Success, GatewayError>> + Send + 'static {
+        self.run(inbound, runtime, sink, None)
     }
 
     /// The pipeline for `inbound` as it is; `purpose` (`compaction`) is noted in
     /// the route descriptor, so the record says what the request was for.
-    pub(crate) async fn run(
-        self: &Arc<Self>,
+    pub(crate) fn run(
+        self: Arc<Self>,
         mut inbound: Inbound,
-        runtime: &Arc<Runtime>,
+        runtime: Arc<Runtime>,
         sink: SharedSink,
         purpose: Option<&'static str>,
-    ) -> Result<Success, GatewayError> {
-        // Signed thinking a Chat client could not carry back, put back in front of
-        // the tool calls it preceded (a Claude upstream refuses the loop without).
-        if continuity::needs_store(inbound.format)
-            && !continuity::wanted(&inbound.request).is_empty()
-        {
-            let request = Arc::make_mut(&mut inbound.request);
-            continuity::restore_from(runtime.continuity.as_ref(), request).await;
-        }
-        let mut guard = RecordGuard {
-            rec: RequestRecord {
-                id: inbound.id.clone(),
-                time_ms: inbound.time_ms,
-                key_prefix: inbound.principal.key_prefix.clone(),
-                user: inbound.principal.user_id.clone(),
-                project: inbound.project.clone(),
-                client_format: inbound.format.as_str().into(),
-                requested_model: inbound.request.model.clone(),
-                stream: inbound.request.stream,
-                session_id: inbound.request.extras.session_id.clone(),
-                ..RequestRecord::default()
-            },
-            sink,
-            started: inbound.received,
-            done: false,
-            reservation: None,
-        };
-        let mut plan = match self.prepare(&inbound, runtime, &mut guard.rec) {
-            Ok(p) => p,
-            Err(err) => {
-                metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
-                guard.finish(err.status(), Some(err.code()));
-                return Err(err);
+    ) -> impl Future<Output = Result<Success, GatewayError>> + Send + 'static {
+        async move {
+            // Compacting is a summarisation request of its own (`crate::compaction`,
+            // which comes back here with a `purpose`); boxed, so that every other
+            // request's future stays its own size.
+            if purpose.is_none() && inbound.request.compaction.is_some() {
+                return crate::compaction::execute(self, inbound, runtime, sink).await;
             }
-        };
-        plan.descriptor.extend(purpose.map(str::to_owned));
-        // Gemini needs each call's signature back; clients have no field for it.
-        if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
-            && continuity::lacks_signatures(&inbound.request)
-        {
-            let request = Arc::make_mut(&mut inbound.request);
-            continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
-        }
-        if let Some(admission) = &runtime.admission {
-            match admit(admission.as_ref(), &inbound, &plan).await {
-                Ok(reservation) => guard.reservation = Some((Arc::clone(admission), reservation)),
-                Err(err) => {
-                    metrics::counter!("gateway_requests_total", "format" => inbound.format.as_str(), "status" => err.status().to_string()).increment(1);
-                    guard.finish(err.status(), Some(err.code()));
-                    return Err(err);
+            // Signed thinking a Chat client could not carry back, put back in front
+            // of the tool calls it preceded (a Claude upstream refuses the loop
+            // without).
+            if continuity::needs_store(inbound.format)
+                && !continuity::wanted(&inbound.request).is_empty()
+            {
+                let request = Arc::make_mut(&mut inbound.request);
+                continuity::restore_from(runtime.continuity.as_ref(), request).await;
+            }
+            let mut guard = RecordGuard {
+                rec: RequestRecord {
+                    id: inbound.id.clone(),
+                    time_ms: inbound.time_ms,
+                    key_prefix: inbound.principal.key_prefix.clone(),
+                    user: inbound.principal.user_id.clone(),
+                    project: inbound.project.clone(),
+                    client_format: inbound.format.as_str().into(),
+                    requested_model: inbound.request.model.clone(),
+                    stream: inbound.request.stream,
+                    session_id: inbound.request.extras.session_id.clone(),
+                    ..RequestRecord::default()
+                },
+                sink,
+                started: inbound.received,
+                done: false,
+                reservation: None,
+            };
+            let mut plan = match self.prepare(&inbound, &runtime, &mut guard.rec) {
+                Ok(p) => p,
+                Err(err) => return Err(guard.fail(inbound.format, err)),
+            };
+            plan.descriptor.extend(purpose.map(str::to_owned));
+            // Gemini needs each call's signature back; clients have no field for it.
+            if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
+                && continuity::lacks_signatures(&inbound.request)
+            {
+                let request = Arc::make_mut(&mut inbound.request);
+                continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
+            }
+            if let Some(admission) = &runtime.admission {
+                match admit(admission.as_ref(), &inbound, &plan).await {
+                    Ok(reservation) => {
+                        guard.reservation = Some((Arc::clone(admission), reservation));
+                    }
+                    Err(err) => return Err(guard.fail(inbound.format, err)),
                 }
             }
+            self.attempt_loop(&inbound, &mut plan, &runtime, &mut guard).await
         }
-        self.attempt_loop(inbound, plan, runtime, guard).await
     }
 }
