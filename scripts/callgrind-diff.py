@@ -7,7 +7,8 @@
 With one profile a side, each function's self cost is divided by its run's
 request count (startup included). With two a side (the short and long runs of
 scripts/instructions-per-request.sh --marginal), it is the long run's count less
-the short run's, divided by the extra requests: startup cancels out. Prints the
+the short run's, divided by the extra requests: startup cancels out. Counts are
+by function, inlined code included wherever it came from. Prints the
 TOP (default 40) largest differences, then the totals.
 """
 import re
@@ -26,7 +27,9 @@ def counts(path):
     for line in out.splitlines():
         m = LINE.match(line)
         if m and "PROGRAM TOTALS" not in m.group(2):
-            name = m.group(2)
+            # `file:function`; the file is where inlined code came from, which
+            # moves when code does: counted by function.
+            name = m.group(2).split(":", 1)[-1]
             result[name] = result.get(name, 0) + int(m.group(1).replace(",", ""))
     return result
 

@@ -51,16 +51,39 @@ pub fn top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>>
 /// cheaper than walking every value, rules it out first. Keys are matched byte for
 /// byte (a key with an escape fails the scan anyway), so the answer is the scan's.
 /// Not for fields that are usually there: the search would only add to the scan.
-pub fn rare_top_level_value(body: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
-    let name = key.as_bytes();
-    let quoted = memchr::memmem::find_iter(body, name).any(|at| {
-        at.checked_sub(1).and_then(|before| body.get(before)) == Some(&b'"')
-            && body.get(at + name.len()) == Some(&b'"')
-    });
-    if !quoted {
-        return None;
+///
+/// Built once and kept (a `static`): building the searcher costs more than
+/// searching a typical body with it.
+///
+/// ```
+/// use switchyard_protocol::util::RareKey;
+/// let hints = RareKey::new("switchyard");
+/// assert_eq!(hints.value(br#"{"model": "m", "switchyard": {}}"#), Some(29..31));
+/// assert_eq!(hints.value(br#"{"model": "switchyard"}"#), None);
+/// ```
+pub struct RareKey {
+    key: &'static str,
+    quoted: memchr::memmem::Finder<'static>,
+}
+
+impl RareKey {
+    /// The searcher for the top-level field `key`.
+    pub fn new(key: &'static str) -> Self {
+        let quoted = format!("\"{key}\"");
+        Self { key, quoted: memchr::memmem::Finder::new(quoted.as_bytes()).into_owned() }
     }
-    scan_object(body, key)?.value
+
+    /// The span of the field's value, as [`top_level_value`] finds it.
+    pub fn value(&self, body: &[u8]) -> Option<std::ops::Range<usize>> {
+        self.quoted.find(body)?;
+        scan_object(body, self.key)?.value
+    }
+}
+
+impl std::fmt::Debug for RareKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RareKey").field(&self.key).finish()
+    }
 }
 
 /// What a scan of a top-level object found.
@@ -362,9 +385,9 @@ mod tests {
             br#"{"models": "a", "xmodel": "b"}"#,
         ] {
             assert!(top_level_value(body, "model").is_none(), "{}", String::from_utf8_lossy(body));
-            assert!(rare_top_level_value(body, "model").is_none());
+            assert!(RareKey::new("model").value(body).is_none());
         }
-        assert_eq!(rare_top_level_value(br#"{"model": 2}"#, "model"), Some(10..11));
+        assert_eq!(RareKey::new("model").value(br#"{"model": 2}"#), Some(10..11));
         assert_eq!(
             top_level_value(br#"{"meta": {"model": 1}, "model": 2}"#, "model"),
             Some(32..33)

@@ -4,6 +4,8 @@
 //! path with what they hold, the project the request is attributed to, and the
 //! input token estimate, computed on first use and kept.
 
+use std::sync::LazyLock;
+
 use super::*;
 
 /// The longest model id accepted.
@@ -49,7 +51,9 @@ impl Snapshot {
         // Most bodies carry no hints: a byte search rules the field out; where the
         // name appears, a scan of the top level finds the field, and only its value
         // is parsed.
-        let extension = util::rare_top_level_value(&bytes, upstream::EXTENSION_FIELD);
+        static EXTENSION: LazyLock<util::RareKey> =
+            LazyLock::new(|| util::RareKey::new(upstream::EXTENSION_FIELD));
+        let extension = EXTENSION.value(&bytes);
         let hints = match extension.clone().and_then(|range| bytes.get(range)) {
             Some(value) => serde_json::from_slice::<Option<Hints>>(value)
                 .map_err(|e| {

@@ -306,6 +306,10 @@ impl Snapshot {
 
     /// The pipeline for `inbound` as it is; `purpose` (`compaction`) is noted in
     /// the route descriptor, so the record says what the request was for.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn would hold `inbound` twice (see `execute`)"
+    )]
     pub(crate) fn run(
         self: Arc<Self>,
         mut inbound: Inbound,

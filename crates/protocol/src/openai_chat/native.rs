@@ -1,15 +1,17 @@
 //! The same-format fast path: what a Chat client's own body needs before it goes to
 //! an OpenAI-compatible upstream (see [`crate::Wire::adapt_native`]).
 
+use std::sync::LazyLock;
+
 use serde_json::{Map, Value, json};
 
 /// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
 /// refuses it.
 pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
-    use crate::util::{rare_top_level_value, top_level_value};
+    use crate::util::{RareKey, top_level_value};
+    static TOOL_CHOICE: LazyLock<RareKey> = LazyLock::new(|| RareKey::new("tool_choice"));
     !traits.takes_max_tokens && top_level_value(body, "max_tokens").is_some()
-        || rare_top_level_value(body, "tool_choice").is_some()
-            && top_level_value(body, "tools").is_none()
+        || TOOL_CHOICE.value(body).is_some() && top_level_value(body, "tools").is_none()
 }
 
 /// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
