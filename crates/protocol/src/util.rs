@@ -97,21 +97,41 @@ struct Scanned {
 }
 
 fn scan_object(body: &[u8], key: &str) -> Option<Scanned> {
+    let (mut found, mut twice, mut empty) = (None, false, true);
+    let close = members(body, |name, value| {
+        empty = false;
+        if name == key.as_bytes() {
+            twice |= found.replace(value).is_some();
+        }
+    })?;
+    // A key given twice: which one a reader takes is its own choice.
+    (!twice).then_some(Scanned { value: found, close, empty })
+}
+
+/// Calls `each` with every member of the JSON object that opens `body` (after
+/// whitespace), in order: the key's bytes (between its quotes) and the span of its
+/// value. The index of the object's closing brace; `None` where the scan cannot
+/// read the object (not an object, a key with an escape, a malformed member),
+/// possibly after `each` saw some members. Values are scanned (strings closed,
+/// brackets balanced), not validated.
+pub(crate) fn members(
+    body: &[u8],
+    mut each: impl FnMut(&[u8], std::ops::Range<usize>),
+) -> Option<usize> {
     let mut i = skip_ws(body, 0);
     if body.get(i) != Some(&b'{') {
         return None;
     }
     i += 1;
-    let mut found = None;
-    let mut empty = true;
+    let mut first = true;
     loop {
         i = skip_ws(body, i);
         match body.get(i)? {
-            b'}' if empty => return Some(Scanned { value: found, close: i, empty }),
+            b'}' if first => return Some(i),
             b'"' => {}
             _ => return None,
         }
-        empty = false;
+        first = false;
         let close = string_close(body, i)?;
         let name = body.get(i + 1..close)?;
         if name.contains(&b'\\') {
@@ -123,16 +143,11 @@ fn scan_object(body: &[u8], key: &str) -> Option<Scanned> {
         }
         let start = skip_ws(body, i + 1);
         let end = value_end(body, start)?;
-        if name == key.as_bytes() {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(start..end);
-        }
+        each(name, start..end);
         i = skip_ws(body, end);
         match body.get(i)? {
             b',' => i += 1,
-            b'}' => return Some(Scanned { value: found, close: i, empty }),
+            b'}' => return Some(i),
             _ => return None,
         }
     }

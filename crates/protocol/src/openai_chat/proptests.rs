@@ -162,3 +162,96 @@ proptest! {
         prop_assert_eq!(streamed, resp);
     }
 }
+
+/// A usage member's value: plain counts mostly, then every form serde reads
+/// differently (floats, signs, leading zeros, overflow, strings, nesting).
+fn usage_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => (0u64..100_000).prop_map(|n| n.to_string()),
+        1 => Just("null".to_owned()),
+        1 => prop_oneof![
+            Just("1.5".to_owned()),
+            Just("-3".to_owned()),
+            Just("012".to_owned()),
+            Just("2e3".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("\"7\"".to_owned()),
+            Just("true".to_owned()),
+            Just("[1]".to_owned()),
+            Just("12abc".to_owned()),
+            Just("nul".to_owned()),
+            Just("-0.5e-3".to_owned()),
+            Just("1.".to_owned()),
+            Just("-".to_owned()),
+            Just("1e".to_owned()),
+            Just("00".to_owned()),
+        ],
+        1 => proptest::collection::vec(
+            (prop_oneof![Just("cached_tokens"), Just("reasoning_tokens"), Just("audio_tokens")],
+             prop_oneof![(0u64..50).prop_map(|n| n.to_string()), Just("null".to_owned()), Just("1.0".to_owned())]),
+            0..3,
+        )
+        .prop_map(|members| {
+            let inner: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+            format!("{{{}}}", inner.join(","))
+        }),
+    ]
+}
+
+fn usage_object() -> impl Strategy<Value = String> {
+    let key = prop_oneof![
+        Just("prompt_tokens"),
+        Just("completion_tokens"),
+        Just("total_tokens"),
+        Just("prompt_tokens_details"),
+        Just("completion_tokens_details"),
+        Just("prompt_cache_hit_tokens"),
+        Just("cost"),
+    ];
+    (proptest::collection::vec((key, usage_value()), 0..7), " {0,2}").prop_map(|(members, ws)| {
+        let inner: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{ws}{v}")).collect();
+        format!("{{{ws}{}{ws}}}", inner.join(","))
+    })
+}
+
+proptest! {
+    #[test]
+    fn usage_read_off_the_bytes_is_what_serde_reads(object in usage_object()) {
+        let serde = serde_json::from_slice::<Option<super::wire::WireUsage>>(object.as_bytes())
+            .map(|u| u.map(|u| u.canonical()));
+        if let Some(read) = super::response::read_usage(object.as_bytes()) {
+            prop_assert_eq!(Ok(read.map(|u| u.canonical())), serde.map_err(|e| e.to_string()), "{}", object);
+        }
+    }
+}
+
+#[test]
+fn plain_usage_is_read_off_the_bytes() {
+    for object in [
+        r#"{"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29,
+            "prompt_tokens_details": {"cached_tokens": 4, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 2, "accepted_prediction_tokens": 0}}"#,
+        r#"{"prompt_tokens":1,"completion_tokens":0,"prompt_cache_hit_tokens":1}"#,
+        "{}",
+        "null",
+    ] {
+        let read = super::response::read_usage(object.as_bytes()).map(|u| u.map(|u| u.canonical()));
+        let serde = serde_json::from_slice::<Option<super::wire::WireUsage>>(object.as_bytes())
+            .unwrap()
+            .map(|u| u.canonical());
+        assert_eq!(read, Some(serde), "{object}");
+    }
+    let first = super::response::read_usage(br#"{"prompt_tokens": 20, "completion_tokens": 9}"#);
+    assert_eq!(
+        first.flatten().map(|u| u.canonical()),
+        Some(Usage { input_tokens: Some(20), output_tokens: Some(9), ..Usage::default() })
+    );
+    // Forms serde reads otherwise, or refuses, are left to serde.
+    for object in [
+        r#"{"prompt_tokens": 1.0}"#,
+        r#"{"prompt_tokens": 1, "prompt_tokens": 2}"#,
+        r#"{"total_tokens": 1x}"#,
+    ] {
+        assert!(super::response::read_usage(object.as_bytes()).is_none(), "{object}");
+    }
+}

@@ -60,8 +60,12 @@ pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
         #[serde(default)]
         usage: Option<WireUsage>,
     }
-    // Usually found by a scan, and only the usage object parsed.
+    // Usually found by a scan, and only the usage object read: by its bytes where
+    // it holds plain counts, else parsed.
     if let Some(usage) = crate::util::top_level_value(body, "usage").and_then(|r| body.get(r)) {
+        if let Some(read) = read_usage(usage) {
+            return Ok(read.map(|u| u.canonical()));
+        }
         let u: Option<WireUsage> =
             serde_json::from_slice(usage).map_err(|e| ProtocolError::upstream(e.to_string()))?;
         return Ok(u.map(|u| u.canonical()));
@@ -69,6 +73,131 @@ pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
     let w: UsageOnly =
         serde_json::from_slice(body).map_err(|e| ProtocolError::upstream(e.to_string()))?;
     Ok(w.usage.map(|u| u.canonical()))
+}
+
+/// A usage object's counts read off its bytes: what serde would make of it, or
+/// `None` (serde decides) where anything it reads is not a plain count or `null`
+/// (another form of number, a key given twice, details that are not objects).
+/// Members it does not read are scanned, as the rest of the body is. Parsing the
+/// object cost about 5,000 instructions a request on the fast path; this, a tenth.
+pub(super) fn read_usage(object: &[u8]) -> Option<Option<WireUsage>> {
+    if object == b"null" {
+        return Some(None);
+    }
+    let mut usage = WireUsage::default();
+    let mut ok = true;
+    let mut seen = [false; 5];
+    let close = crate::util::members(object, |key, span| {
+        let Some(value) = object.get(span) else {
+            ok = false;
+            return;
+        };
+        let slot = match key {
+            b"prompt_tokens" => 0,
+            b"completion_tokens" => 1,
+            b"prompt_tokens_details" => 2,
+            b"completion_tokens_details" => 3,
+            b"prompt_cache_hit_tokens" => 4,
+            _ => {
+                ok &= plain_value(value);
+                return;
+            }
+        };
+        if let Some(seen) = seen.get_mut(slot) {
+            ok &= !std::mem::replace(seen, true);
+        }
+        let read = match slot {
+            0 => count(value).map(|c| usage.prompt_tokens = c),
+            1 => count(value).map(|c| usage.completion_tokens = c),
+            2 => detail(value, b"cached_tokens").map(|d| {
+                usage.prompt_tokens_details =
+                    d.map(|cached_tokens| super::wire::WirePromptDetails { cached_tokens });
+            }),
+            3 => detail(value, b"reasoning_tokens").map(|d| {
+                usage.completion_tokens_details = d.map(|reasoning_tokens| {
+                    super::wire::WireCompletionDetails { reasoning_tokens }
+                });
+            }),
+            _ => count(value).map(|c| usage.prompt_cache_hit_tokens = c),
+        };
+        ok &= read.is_some();
+    });
+    (close.is_some() && ok).then_some(Some(usage))
+}
+
+/// A JSON count as serde reads an `Option<u64>`: `null`, or digits without a
+/// leading zero that fit. `None` for anything else.
+fn count(value: &[u8]) -> Option<Option<u64>> {
+    match value {
+        b"null" => Some(None),
+        b"0" => Some(Some(0)),
+        [b'1'..=b'9', rest @ ..] if rest.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(value).ok()?.parse().ok().map(Some)
+        }
+        _ => None,
+    }
+}
+
+/// A details object (or `null`) and the one count read from it: `Some(None)` for
+/// `null`, `Some(Some(count))` for an object (its count `None` when absent).
+fn detail(value: &[u8], key: &[u8]) -> Option<Option<Option<u64>>> {
+    if value == b"null" {
+        return Some(None);
+    }
+    let (mut found, mut ok, mut seen) = (None, true, false);
+    crate::util::members(value, |k, span| {
+        let v = value.get(span).unwrap_or_default();
+        if k == key {
+            ok &= !std::mem::replace(&mut seen, true);
+            match count(v) {
+                Some(c) => found = c,
+                None => ok = false,
+            }
+        } else {
+            ok &= plain_value(v);
+        }
+    })?;
+    ok.then_some(Some(found))
+}
+
+/// Whether an unread value looks like the JSON value serde would skip: a number's
+/// characters, a literal, or a string, object or array (which the scan closed).
+fn plain_value(value: &[u8]) -> bool {
+    match value.first() {
+        Some(b'"' | b'{' | b'[') => true,
+        Some(b'-' | b'0'..=b'9') => json_number(value),
+        _ => matches!(value, b"null" | b"true" | b"false"),
+    }
+}
+
+/// Whether `value` is a JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+fn json_number(value: &[u8]) -> bool {
+    fn digits(s: &[u8]) -> usize {
+        s.iter().take_while(|b| b.is_ascii_digit()).count()
+    }
+    let mut rest = value.strip_prefix(b"-").unwrap_or(value);
+    rest = match rest {
+        [b'0', tail @ ..] => tail,
+        [b'1'..=b'9', ..] => rest.get(digits(rest)..).unwrap_or_default(),
+        _ => return false,
+    };
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let n = digits(fraction);
+        if n == 0 {
+            return false;
+        }
+        rest = fraction.get(n..).unwrap_or_default();
+    }
+    if let Some(exponent) = rest.strip_prefix(b"e").or_else(|| rest.strip_prefix(b"E")) {
+        let exponent =
+            exponent.strip_prefix(b"+").or_else(|| exponent.strip_prefix(b"-")).unwrap_or(exponent);
+        let n = digits(exponent);
+        if n == 0 {
+            return false;
+        }
+        rest = exponent.get(n..).unwrap_or_default();
+    }
+    rest.is_empty()
 }
 
 pub(super) fn now_secs() -> u64 {
