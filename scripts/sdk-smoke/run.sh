@@ -42,7 +42,7 @@ models:
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
   # Named for Claude Code's gateway discovery, which keeps only ids that start with
-  # `claude` or `anthropic`.
+  # 'claude' or 'anthropic' (no backquotes: this heredoc expands them).
   - { id: claude-smoke, deployments: [{ provider: anthropic, model: claude-fake }], capabilities: [tools] }
 YAML
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
