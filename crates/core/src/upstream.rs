@@ -64,6 +64,10 @@ impl ProviderRuntime {
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true)
             .tcp_keepalive(Duration::from_secs(30))
+            // Never followed: a redirect would carry the prompt, and every key
+            // header but `Authorization`, to whatever host the upstream names.
+            // A 3xx is the attempt's failure instead (`Failure::Redirect`).
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         let fixed_url = spec
             .wire()
@@ -431,6 +435,12 @@ pub(crate) enum Failure {
         class: TransportClass,
         message: String,
     },
+    /// The upstream answered with a redirect, which is never followed: the
+    /// deployment is misconfigured or compromised, and the next one is tried.
+    Redirect {
+        status: u16,
+        message: String,
+    },
     /// The stream broke or ended early, before anything reached the client.
     BrokenStream(String),
     /// The upstream sent something we could not understand.
@@ -454,6 +464,7 @@ impl Failure {
         match self {
             Failure::Status { status, .. } => format!("status_{status}"),
             Failure::Transport { class, .. } => class.outcome().into(),
+            Failure::Redirect { status, .. } => format!("redirect_{status}"),
             Failure::BrokenStream(_) => "broken_stream".into(),
             Failure::Malformed(_) => "malformed".into(),
             Failure::UpstreamError { .. } => "upstream_error".into(),
@@ -471,6 +482,7 @@ impl Failure {
         match &mut self {
             Failure::Status { message, .. }
             | Failure::Transport { message, .. }
+            | Failure::Redirect { message, .. }
             | Failure::BrokenStream(message)
             | Failure::Malformed(message)
             | Failure::UpstreamError { message, .. }
@@ -612,25 +624,47 @@ fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
     out.forward_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
-/// Read a failed response into a [`Failure::Status`]. The attempt's credentials
-/// are scrubbed from the body before anything is taken from it, so no cut below
-/// can leave part of a key behind.
+/// Read a failed response into a [`Failure::Status`] (a redirect into
+/// [`Failure::Redirect`], its body unread). The attempt's credentials are scrubbed
+/// from the body before anything is taken from it, so no cut below can leave part
+/// of a key behind. The body is read until `deadline` at the latest: an upstream
+/// that trickles its error holds the request no longer than a good answer could.
 pub(crate) async fn read_failure(
     resp: reqwest::Response,
     wire: Wire,
     redactor: &Redactor<'_>,
+    deadline: std::time::Instant,
 ) -> Failure {
+    let deadline = tokio::time::Instant::from_std(deadline);
     let status = resp.status().as_u16();
+    if resp.status().is_redirection() {
+        return Failure::Redirect {
+            status,
+            message: format!(
+                "upstream answered {status} (a redirect, which the gateway never follows)"
+            ),
+        };
+    }
     let retry_after = retry_after(resp.headers());
     let mut body = Vec::new();
     let mut truncated = false;
     let mut stream = resp.bytes_stream();
-    while let Some(Ok(chunk)) = stream.next().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_ERROR_BODY {
-            body.truncate(MAX_ERROR_BODY);
-            truncated = true;
-            break;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(Ok(chunk))) => {
+                body.extend_from_slice(&chunk);
+                if body.len() >= MAX_ERROR_BODY {
+                    body.truncate(MAX_ERROR_BODY);
+                    truncated = true;
+                    break;
+                }
+            }
+            Ok(None | Some(Err(_))) => break,
+            // Cut short: what arrived is still the best account of the failure.
+            Err(_) => {
+                truncated = true;
+                break;
+            }
         }
     }
     let body = redactor.bytes(&body, truncated);
@@ -644,6 +678,55 @@ pub(crate) async fn read_failure(
         }
     });
     Failure::Status { status, message, retry_after }
+}
+
+/// Read a whole successful answer, at most `cap` bytes of it and until `deadline`:
+/// an upstream cannot make the gateway buffer more than a legitimate answer needs,
+/// nor hold the request past its deadline by trickling it.
+pub(crate) async fn read_body(
+    resp: reqwest::Response,
+    cap: usize,
+    deadline: std::time::Instant,
+) -> Result<Bytes, Failure> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(too_large(cap));
+    }
+    let mut stream = resp.bytes_stream();
+    let mut first: Option<Bytes> = None;
+    let mut rest: Vec<u8> = Vec::new();
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => {
+                return Err(Failure::Transport {
+                    class: TransportClass::Timeout,
+                    message: "response body timed out".into(),
+                });
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(Failure::from_reqwest(&e)),
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        // Most answers arrive in one chunk: kept as it is, never copied.
+        match &first {
+            None if rest.is_empty() => first = Some(chunk),
+            _ => {
+                if let Some(f) = first.take() {
+                    rest.extend_from_slice(&f);
+                }
+                rest.extend_from_slice(&chunk);
+            }
+        }
+        let len = first.as_ref().map_or(rest.len(), Bytes::len);
+        if len > cap {
+            return Err(too_large(cap));
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(rest)))
+}
+
+fn too_large(cap: usize) -> Failure {
+    Failure::Malformed(format!("upstream answer larger than {cap} bytes (max_response_bytes)"))
 }
 
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;

@@ -418,12 +418,21 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             .collect(),
         max_body_bytes: g.max_body_bytes,
         max_json_depth: g.max_json_depth,
+        max_response_bytes: g.max_response_bytes,
         shutdown_grace: Duration::from_secs(g.shutdown_grace_secs),
         connect_timeout: Duration::from_millis(t.connect_ms),
         first_byte_timeout: Duration::from_millis(t.first_byte_ms),
         idle_timeout: Duration::from_millis(t.idle_ms),
         request_timeout: Duration::from_millis(t.request_ms),
         keepalive: Duration::from_millis(t.keepalive_ms.max(1)),
+        connections: crate::catalog::Connections {
+            max: g.connections.max,
+            // Zero would close every connection before its first request.
+            header_read_timeout: Duration::from_millis(g.connections.header_read_timeout_ms.max(1)),
+            idle_timeout: Duration::from_millis(g.connections.idle_timeout_ms.max(1)),
+            http2_max_concurrent_streams: g.connections.http2_max_concurrent_streams.max(1),
+            http2_max_header_list_bytes: g.connections.http2_max_header_list_bytes.max(1024),
+        },
         breaker: crate::breaker::BreakerConfig {
             threshold: g.breaker.threshold,
             half_life: Duration::from_millis(g.breaker.half_life_ms),

@@ -20,10 +20,10 @@ mod spec;
 pub use compile::{InvalidRegistry, Problem};
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
-    AttemptPolicy, Candidate, Capabilities, Chain, DEFAULT_FAILOVER, DEFAULT_MAX_ATTEMPTS,
-    DEFAULT_MAX_FALLBACKS, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_CANDIDATES,
-    MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing, ProviderKind, ProviderSpec, Requires,
-    Route, Scope, Scopes, Settings, Strategy, Target,
+    AttemptPolicy, Candidate, Capabilities, Chain, Connections, DEFAULT_FAILOVER,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FALLBACKS, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS,
+    MAX_CANDIDATES, MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing, ProviderKind,
+    ProviderSpec, Requires, Route, Scope, Scopes, Settings, Strategy, Target,
 };
 
 /// The compiled, immutable catalog.

@@ -346,6 +346,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Deepest JSON nesting accepted in a request body.
     pub max_json_depth: usize,
+    /// Largest whole upstream answer read, in bytes.
+    pub max_response_bytes: usize,
     /// How long requests in flight may take to finish on shutdown.
     pub shutdown_grace: Duration,
     /// TCP and TLS connect, per attempt.
@@ -359,10 +361,28 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// Keep-alive interval for silent committed streams (at least 1 ms).
     pub keepalive: Duration,
+    /// Client connections (read by the server when it starts).
+    pub connections: Connections,
     /// Circuit-breaker tuning.
     pub breaker: crate::breaker::BreakerConfig,
     /// How often the config file is checked for changes; zero: never polled.
     pub reload_poll: Duration,
+}
+
+/// Client connections to the listener: `gateway.connections`, compiled.
+#[derive(Debug, Clone, Copy)]
+pub struct Connections {
+    /// Most open at once; 0: half the process's open-file limit.
+    pub max: usize,
+    /// A request's headers must arrive within this of its first byte (of the
+    /// accept, for the first request).
+    pub header_read_timeout: Duration,
+    /// A connection with nothing in flight is closed after this.
+    pub idle_timeout: Duration,
+    /// HTTP/2 streams open at once per connection.
+    pub http2_max_concurrent_streams: u32,
+    /// HTTP/2 header list size, in bytes.
+    pub http2_max_header_list_bytes: u32,
 }
 
 /// What the request is attributed to, for per-scope chains. The project comes from

@@ -381,20 +381,10 @@ impl Snapshot {
         };
         if !resp.status().is_success() {
             let redactor = Redactor { platform: &cand.provider.keys, used: key };
-            return Err(upstream::read_failure(resp, wire, &redactor).await);
+            return Err(upstream::read_failure(resp, wire, &redactor, deadline).await);
         }
         if !stream {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let bytes = match tokio::time::timeout(remaining, resp.bytes()).await {
-                Err(_) => {
-                    return Err(Failure::Transport {
-                        class: TransportClass::Timeout,
-                        message: "response body timed out".into(),
-                    });
-                }
-                Ok(Err(e)) => return Err(Failure::from_reqwest(&e)),
-                Ok(Ok(b)) => b,
-            };
+            let bytes = upstream::read_body(resp, settings.max_response_bytes, deadline).await?;
             // Forwarded as it is: read only the usage, unless the text is wanted
             // (content logging) or must stand in for missing token counts.
             if fast && inbound.content_cap.is_none() {

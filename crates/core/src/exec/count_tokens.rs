@@ -161,14 +161,16 @@ impl Snapshot {
             .await
             .map_err(|_| timed_out())?
             .map_err(|f| f.redacted(&redactor))?;
+        let until = started + timeout;
         if !resp.status().is_success() {
-            return Err(upstream::read_failure(resp, wire, &redactor).await);
+            return Err(upstream::read_failure(resp, wire, &redactor, until).await);
         }
-        let left = timeout.saturating_sub(started.elapsed());
-        let bytes = tokio::time::timeout(left, resp.bytes())
+        let bytes = upstream::read_body(resp, self.catalog.settings.max_response_bytes, until)
             .await
-            .map_err(|_| timed_out())?
-            .map_err(|e| Failure::from_reqwest(&e))?;
+            .map_err(|f| match f {
+                Failure::Transport { class: TransportClass::Timeout, .. } => timed_out(),
+                other => other,
+            })?;
         count.parse_answer(&bytes).map(Some).map_err(Failure::from_protocol)
     }
 }

@@ -9,7 +9,10 @@ pub(super) fn rank(f: &Failure) -> u8 {
         Failure::Status { status, .. } if *status != 429 && *status < 500 => 6,
         Failure::Status { .. } => 5,
         Failure::UpstreamError { .. } => 4,
-        Failure::Transport { .. } | Failure::BrokenStream(_) | Failure::Malformed(_) => 3,
+        Failure::Transport { .. }
+        | Failure::Redirect { .. }
+        | Failure::BrokenStream(_)
+        | Failure::Malformed(_) => 3,
         Failure::Unavailable(_) | Failure::CircuitOpen(_) => 2,
         Failure::Unsupported(_) => 1,
     }
@@ -55,6 +58,9 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
         }
         Failure::BrokenStream(m) | Failure::Malformed(m) => {
             GatewayError::new(ErrorCode::UpstreamMalformed, format!("{provider}: {m}"))
+        }
+        Failure::Redirect { message, .. } => {
+            GatewayError::new(ErrorCode::UpstreamError, format!("{provider}: {message}"))
         }
         // The upstream's own kind only picks the gateway's code; the client gets
         // the gateway's code and the upstream's message, as for a status.
@@ -106,7 +112,8 @@ pub(super) fn next_step(
                 Next::Terminal
             }
         }
-        Failure::BrokenStream(_)
+        Failure::Redirect { .. }
+        | Failure::BrokenStream(_)
         | Failure::Malformed(_)
         | Failure::UpstreamError { .. }
         | Failure::Unavailable(_)
@@ -129,6 +136,7 @@ pub(super) fn health_outcome(f: &Failure) -> Option<Outcome> {
         }
         Failure::Status { .. } => Some(Outcome::Success),
         Failure::Transport { .. }
+        | Failure::Redirect { .. }
         | Failure::BrokenStream(_)
         | Failure::Malformed(_)
         | Failure::UpstreamError { .. } => Some(Outcome::Failure { retry_after: None }),

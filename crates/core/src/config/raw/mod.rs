@@ -191,10 +191,15 @@ pub struct GatewaySettings {
     pub max_body_bytes: usize,
     /// Deepest JSON nesting accepted in a request body.
     pub max_json_depth: usize,
+    /// Largest whole (non-streamed) upstream answer read, in bytes; a larger one
+    /// fails the attempt. A stream's events are capped one by one instead.
+    pub max_response_bytes: usize,
     /// How long in-flight requests and streams may take to finish on shutdown.
     pub shutdown_grace_secs: u64,
     /// Upstream timeouts.
     pub timeouts: Timeouts,
+    /// Client connections: how many, and how long each may wait idle.
+    pub connections: ConnectionSettings,
     /// Circuit-breaker tuning.
     pub breaker: BreakerSettings,
     /// Seconds between checks of the config file for changes (0 disables polling;
@@ -240,10 +245,45 @@ impl Default for GatewaySettings {
             api_keys: Vec::new(),
             max_body_bytes: 32 * 1024 * 1024,
             max_json_depth: 64,
+            max_response_bytes: 64 * 1024 * 1024,
             shutdown_grace_secs: 600,
             timeouts: Timeouts::default(),
+            connections: ConnectionSettings::default(),
             breaker: BreakerSettings::default(),
             reload_poll_secs: 5,
+        }
+    }
+}
+
+/// Client connections to the gateway's listener. Read when the server starts (a
+/// reload does not change them).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConnectionSettings {
+    /// Most client connections open at once (WebSocket sessions included); more
+    /// wait in the listen backlog. 0: half the process's open-file limit, so the
+    /// other half stays for upstream connections, the database and files.
+    pub max: usize,
+    /// A request's headers must arrive within this, counted from its first byte
+    /// (from the accept, for a connection's first request): a client that sends
+    /// nothing, or a byte now and then, is disconnected.
+    pub header_read_timeout_ms: u64,
+    /// A connection with no request in flight is closed after this.
+    pub idle_timeout_ms: u64,
+    /// HTTP/2: most streams (requests) open at once on one connection.
+    pub http2_max_concurrent_streams: u32,
+    /// HTTP/2: largest header list accepted, in bytes.
+    pub http2_max_header_list_bytes: u32,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        Self {
+            max: 0,
+            header_read_timeout_ms: 10_000,
+            idle_timeout_ms: 60_000,
+            http2_max_concurrent_streams: 128,
+            http2_max_header_list_bytes: 64 * 1024,
         }
     }
 }
