@@ -5,6 +5,7 @@
 
 mod admin;
 mod auth;
+mod conn;
 mod count;
 mod encode;
 mod gemini;
@@ -18,7 +19,6 @@ pub mod reload;
 mod ws;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -120,38 +120,41 @@ impl Drop for AbortOnDrop {
 
 /// Serve until `shutdown` resolves, then stop accepting and give in-flight requests,
 /// streams and WebSocket turns the configured grace period to finish.
+///
+/// Connections are capped and each has a deadline (`gateway.connections`, read
+/// now: a reload does not change them); see [`conn`].
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let grace = state.gateway.snapshot().catalog.settings.shutdown_grace;
+    let settings = &state.gateway.snapshot().catalog.settings;
+    let (grace, limits) = (settings.shutdown_grace, settings.connections);
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
-    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    // Small responses must not wait for delayed ACKs.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let app = router(state.clone());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let accepting = conn::accept_loop(listener, app, limits, stop.clone());
     let started = Arc::new(tokio::sync::Notify::new());
     let started_tx = started.clone();
-    let mut sessions = state.sessions.subscribe();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let signal_state = state.clone();
+    tokio::spawn(async move {
         shutdown.await;
-        state.ready.store(false, Ordering::Relaxed);
-        state.shutdown.cancel();
+        signal_state.ready.store(false, Ordering::Relaxed);
+        signal_state.shutdown.cancel();
         tracing::info!("shutdown: no longer accepting; draining in-flight requests");
+        stop.cancel();
         started_tx.notify_one();
     });
+    let mut sessions = state.sessions.subscribe();
     let drained = async move {
-        let r = server.into_future().await;
-        // Upgraded connections are no longer hyper's: wait for the sessions too.
+        accepting.await;
+        // Upgraded connections are no longer the accept loop's: wait for the
+        // sessions too.
         let _ = sessions.wait_for(|open| *open == 0).await;
-        r
     };
     tokio::select! {
-        r = drained => r,
+        () = drained => Ok(()),
         () = async {
             started.notified().await;
             tokio::time::sleep(grace).await;
@@ -161,3 +164,5 @@ pub async fn serve(
         }
     }
 }
+
+pub use conn::{connection_cap, file_limit};

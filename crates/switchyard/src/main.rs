@@ -110,6 +110,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// Raise the soft open-file limit to the hard one, as servers do: every client
+/// connection and every upstream connection is a file descriptor, and a soft
+/// limit of 1024 is a few hundred clients. The connection cap is set from the
+/// result (half of it), and the listener logs both.
+fn raise_file_limit() {
+    let before = switchyard_server::file_limit();
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(now) if Some(now) != before => {
+            tracing::info!(from = before.unwrap_or(0), to = now, "raised the open-file limit");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+}
+
 fn report_load_error(e: &LoadError) {
     match e {
         LoadError::Invalid(inv) => eprint!("{inv}"),
@@ -118,6 +133,7 @@ fn report_load_error(e: &LoadError) {
 }
 
 async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
+    raise_file_limit();
     let (source, catalog) = match switchyard_core::load(config.as_deref()) {
         Ok(x) => x,
         Err(e) => {

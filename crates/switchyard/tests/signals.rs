@@ -24,20 +24,32 @@ impl Gateway {
     /// `switchyard serve` on the embedded default; with `one_cpu`, under
     /// `taskset -c 0`, which selects the single-threaded scheduler.
     fn start(name: &str, one_cpu: bool) -> Gateway {
+        let wrapper: &[&str] = if one_cpu { &["taskset", "-c", "0"] } else { &[] };
+        Self::start_with(name, wrapper, None)
+    }
+
+    /// `switchyard serve` under `wrapper` (a command that runs the binary), with
+    /// `config` as its configuration file when given.
+    fn start_with(name: &str, wrapper: &[&str], config: Option<&str>) -> Gateway {
         let dir =
             std::env::temp_dir().join(format!("switchyard-signals-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let bin = env!("CARGO_BIN_EXE_switchyard");
-        let mut cmd = if one_cpu {
-            let mut c = Command::new("taskset");
-            c.args(["-c", "0", bin]);
-            c
-        } else {
-            Command::new(bin)
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => Command::new(bin),
         };
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"]);
+        if let Some(config) = config {
+            std::fs::write(dir.join("switchyard.yaml"), config).unwrap();
+            cmd.args(["--config", "switchyard.yaml"]);
+        }
         let mut child = cmd
-            .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"])
             .current_dir(&dir)
             .env_remove("SWITCHYARD_CONFIG")
             .env_remove("SWITCHYARD_LISTEN_ADDR")
@@ -135,4 +147,28 @@ fn hup_then_term(one_cpu: bool) {
     });
     let status = rx.recv_timeout(WAIT).unwrap().unwrap();
     assert!(status.success(), "exit status after SIGTERM (one CPU: {one_cpu}): {status}");
+}
+
+/// Under a file limit of 256, 300 clients that connect and send nothing do not
+/// stop the gateway answering: it caps its connections below the limit (128,
+/// half of it, as it logs) and cuts each silent one at the header deadline.
+#[test]
+fn a_flood_of_silent_connections_under_a_low_file_limit_does_not_stop_healthz() {
+    let has_prlimit = Command::new("prlimit").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !has_prlimit {
+        eprintln!("SKIPPED: needs `prlimit` (util-linux)");
+        return;
+    }
+    let config =
+        "storage: { url: none }\ngateway:\n  connections: { header_read_timeout_ms: 500 }\n";
+    let mut gw = Gateway::start_with("flood", &["prlimit", "--nofile=256:256", "--"], Some(config));
+    let listening = gw.wait_for("switchyard listening");
+    let addr = listening["fields"]["listen"].as_str().unwrap().to_owned();
+    let accepting = gw.wait_for("accepting client connections");
+    assert_eq!(accepting["fields"]["max_connections"], 128, "{accepting}");
+    assert_eq!(accepting["fields"]["file_limit"], "256", "{accepting}");
+    let flood: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    assert!(healthz(&addr).starts_with("HTTP/1.1 200"), "answered despite the flood");
+    assert!(gw.child.try_wait().unwrap().is_none(), "the gateway is still running");
+    drop(flood);
 }
