@@ -164,6 +164,28 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// `%XX` escapes decoded (as a URL's userinfo is before it is sent); invalid
+/// escapes and invalid UTF-8 kept as they are.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()).filter(|_| b == b'%') {
+            Some(v) => {
+                out.push(v);
+                i += 3;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Replace every occurrence of each secret in `text` with `[redacted]`. Used on
 /// upstream error bodies before they reach logs, clients or records.
 pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
@@ -180,9 +202,10 @@ pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> 
 /// without protecting anything a key of that size could.
 const MIN_REDACTED: usize = 8;
 
-/// The credentials one attempt may have put on the wire: the provider's platform
-/// keys and the key the attempt used (the caller's own, for BYOK). Whatever text
-/// an upstream sends back passes through this before it travels anywhere.
+/// The credentials one attempt may have put on the wire: every secret of the
+/// provider (`ProviderSpec::secrets`: keys, credential headers, userinfo) and
+/// the key the attempt used (the caller's own, for BYOK). Whatever text an
+/// upstream sends back passes through this before it travels anywhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Redactor<'a> {
     pub platform: &'a [Secret],
@@ -243,6 +266,14 @@ mod tests {
         assert!(Date::parse("2026-01-02").unwrap() > Date::parse("2025-12-31").unwrap());
         assert_eq!(Date::parse("2026-13-01"), None);
         assert_eq!(Date::parse("2026-02-03").unwrap().to_string(), "2026-02-03");
+    }
+
+    #[test]
+    fn percent_decoding_keeps_what_is_not_an_escape() {
+        assert_eq!(percent_decode("p%40ss%2Fword"), "p@ss/word");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%C3%A9"), "\u{e9}");
     }
 
     #[test]

@@ -73,3 +73,55 @@ async fn a_whole_answer_larger_than_the_cap_fails_the_attempt() {
     let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
     assert_eq!(rec.attempts[0].outcome, "malformed");
 }
+
+/// Secrets outside `credentials.keys`: a configured credential header and the
+/// endpoint's userinfo (sent as Basic credentials).
+const HEADER_SECRET: &str = "hdr-secret-5b1e0c7d9a";
+const USER_PASSWORD: &str = "pw-2f8a61c4e9";
+
+fn echo_options() -> Options {
+    Options {
+        providers_extra: format!(
+            "  echo: {{ wire: openai-chat, endpoint: \"http://svc:{USER_PASSWORD}@{{openai_authority}}/v1\", \
+             headers: {{ api-key: \"{HEADER_SECRET}\" }}, credentials: {{ none: true }} }}"
+        ),
+        extra_models: "  - id: m-echo\n    deployments: [{ provider: echo, model: up-echo }]"
+            .into(),
+        ..Options::default()
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_headers_and_userinfo_are_redacted_from_every_echo() {
+    use base64::Engine as _;
+    let h = Harness::start_with(echo_options()).await;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("svc:{USER_PASSWORD}"));
+    let echo =
+        format!("api-key {HEADER_SECRET}; authorization Basic {basic}; password {USER_PASSWORD}");
+    let stream_error =
+        format!("data: {}\n\n", json!({"error": {"message": echo, "type": "server_error"}}));
+    let replies = [
+        Reply::error(400, echo.clone()),
+        Reply::error(500, echo.clone()),
+        Reply::sse(vec![stream_error]),
+    ];
+    for (n, reply) in replies.into_iter().enumerate() {
+        h.openai.push(reply);
+        let stream = n == 2;
+        let body = json!({"model": "m-echo", "stream": stream, "messages": [{"role": "user", "content": "x"}]});
+        let r = h.post("/v1/chat/completions", &body).await;
+        let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+        let text = r.text().await.unwrap();
+        assert!(text.contains("[redacted]"), "case {n}: {text}");
+        let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+        let rec = format!("{rec:?}");
+        for secret in [HEADER_SECRET, USER_PASSWORD, basic.as_str()] {
+            assert!(!text.contains(secret), "case {n}: {secret} reached the client: {text}");
+            assert!(!rec.contains(secret), "case {n}: {secret} reached the record");
+        }
+    }
+    // They were sent, so the test shows what it means to.
+    let sent = &h.openai.received()[0];
+    assert_eq!(sent.header("api-key"), Some(HEADER_SECRET));
+    assert_eq!(sent.header("authorization"), Some(format!("Basic {basic}").as_str()));
+}

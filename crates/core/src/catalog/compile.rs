@@ -2,7 +2,7 @@
 //! what they find, so that a refused file lists every problem (with its line)
 //! rather than the first. The routes' steps are in `compile_routes`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -200,11 +200,13 @@ fn compile_providers(
             ));
         }
         provider_index.insert(name.to_owned(), providers.len());
+        let secrets = provider_secrets(&keys, &p.headers, &endpoint);
         providers.push(Arc::new(ProviderSpec {
             name: name.to_owned(),
             kind,
             endpoint,
             keys,
+            secrets,
             unavailable,
             headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             drop_fields: p.drop_fields.clone(),
@@ -217,6 +219,52 @@ fn compile_providers(
         }));
     }
     (providers, provider_index)
+}
+
+/// What a provider's requests carry that an echo must never show: its keys,
+/// the values of its credential-like headers (by name: `authorization`,
+/// `api-key`, anything naming a key, token, secret, password, cookie, signature
+/// or session; other headers such as `anthropic-version` are not secret, and
+/// redacting them would corrupt answers that quote them), and its endpoint's
+/// userinfo.
+fn provider_secrets(
+    keys: &[Secret],
+    headers: &BTreeMap<String, String>,
+    endpoint: &str,
+) -> Vec<Secret> {
+    const SECRET_NAMES: [&str; 9] = [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "cookie",
+        "signature",
+        "session",
+        "credential",
+    ];
+    let mut out = keys.to_vec();
+    for (name, value) in headers {
+        let name = name.to_ascii_lowercase();
+        if SECRET_NAMES.iter().any(|n| name.contains(n)) {
+            out.push(Secret::new(value.clone()));
+            // `Bearer <token>`, `Basic <credentials>`: the credential alone too.
+            if let Some((_, credential)) = value.split_once(' ') {
+                out.push(Secret::new(credential.trim()));
+            }
+        }
+    }
+    if let Ok(url) = reqwest::Url::parse(endpoint)
+        && let Some(password) = url.password()
+    {
+        use base64::Engine as _;
+        let user = crate::util::percent_decode(url.username());
+        let decoded = crate::util::percent_decode(password);
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{decoded}"));
+        out.extend([password.to_owned(), decoded, basic].map(Secret::new));
+    }
+    out.dedup();
+    out
 }
 
 /// The models, in file order (one with an empty id is left out), and every

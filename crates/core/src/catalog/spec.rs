@@ -41,6 +41,11 @@ pub struct ProviderSpec {
     pub endpoint: String,
     /// Platform keys, in order. Empty for credential-free providers.
     pub keys: Vec<Secret>,
+    /// Every secret its requests carry besides a caller's own key: the platform
+    /// keys, the values of credential-like `headers`, the endpoint's userinfo
+    /// (as written, decoded, and as the Basic credentials sent). Whatever an
+    /// upstream sends back is scrubbed of these before it goes anywhere.
+    pub secrets: Vec<Secret>,
     /// Why this provider cannot be used (e.g. its key variable is unset).
     pub unavailable: Option<String>,
     /// Extra headers sent on every request, as configured.

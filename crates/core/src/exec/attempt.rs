@@ -243,7 +243,7 @@ impl Snapshot {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
             }
         };
-        let redactor = Redactor { platform: &cand.provider.keys, used: key };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: key };
         let result = match result {
             Ok(Answer::Stream(mut committed)) => {
                 // A stream's outcome is known when it ends, not at its commit
@@ -380,7 +380,7 @@ impl Snapshot {
             Ok(r) => r?,
         };
         if !resp.status().is_success() {
-            let redactor = Redactor { platform: &cand.provider.keys, used: key };
+            let redactor = Redactor { platform: &cand.provider.secrets, used: key };
             return Err(upstream::read_failure(resp, wire, &redactor, deadline).await);
         }
         if !stream {

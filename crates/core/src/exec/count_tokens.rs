@@ -155,7 +155,7 @@ impl Snapshot {
             class: TransportClass::Timeout,
             message: format!("no token count within {} ms", timeout.as_millis()),
         };
-        let redactor = Redactor { platform: &cand.provider.keys, used: key };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: key };
         let started = Instant::now();
         let resp = tokio::time::timeout(timeout, upstream::send_to(dest, &out, &url, body))
             .await

@@ -383,7 +383,7 @@ impl Pump {
                 }
                 Ok(Err(f)) => {
                     let redactor = Redactor {
-                        platform: &self.candidate.provider.keys,
+                        platform: &self.candidate.provider.secrets,
                         used: self.key.as_ref(),
                     };
                     let f = f.redacted(&redactor);

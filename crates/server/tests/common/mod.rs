@@ -50,7 +50,9 @@ pub struct Options {
     pub gateway_extra: String,
     /// A whole `routes:` block (or empty).
     pub routes: String,
-    /// More YAML entries under `providers:` (each indented two spaces).
+    /// More YAML entries under `providers:` (each indented two spaces);
+    /// `{openai}`, `{anthropic}` and `{gemini}` become the fakes' base URLs,
+    /// `{openai_authority}` the OpenAI fake's `host:port`.
     pub providers_extra: String,
     /// A whole `access_rules:` block (or empty).
     pub rules: String,
@@ -92,6 +94,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
     } = o;
     let providers_extra = providers_extra
         .replace("{anthropic}", anthropic)
+        .replace("{openai_authority}", openai.trim_start_matches("http://"))
         .replace("{openai}", openai)
         .replace("{gemini}", gemini);
     format!(
