@@ -224,6 +224,62 @@ pub fn nests_deeper_than(body: &[u8], max: usize) -> bool {
     false
 }
 
+/// A bound a body breaks before it is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonBound {
+    /// Arrays and objects nest deeper than allowed.
+    Depth,
+    /// More values than allowed.
+    Elements,
+}
+
+/// Whether `body` nests deeper than `max_depth`, or holds more than
+/// `max_elements` values, counted on the bytes (strings skipped) in one pass
+/// before any parse: a parsed value costs tens of bytes however short its text
+/// (`0,` is two), so a body's element count, not its size, bounds the memory its
+/// parse takes. Counted: every array and object, and every element after a
+/// comma, so a count is close to, and never far below, the values a parse would
+/// build. Not a validator, like [`nests_deeper_than`].
+pub fn exceeds_json_bounds(
+    body: &[u8],
+    max_depth: usize,
+    max_elements: usize,
+) -> Option<JsonBound> {
+    let (mut depth, mut elements, mut at) = (0usize, 0usize, 0usize);
+    while let Some(i) =
+        body.get(at..).and_then(|rest| rest.iter().position(|&b| SHAPE[usize::from(b)]))
+    {
+        let i = at + i;
+        match body.get(i) {
+            Some(b'"') => {
+                at = string_close(body, i).map_or(body.len(), |c| c + 1);
+                continue;
+            }
+            Some(b'{' | b'[') => {
+                depth += 1;
+                elements += 1;
+                if depth > max_depth {
+                    return Some(JsonBound::Depth);
+                }
+            }
+            Some(b',') => elements += 1,
+            _ => depth = depth.saturating_sub(1),
+        }
+        if elements > max_elements {
+            return Some(JsonBound::Elements);
+        }
+        at = i + 1;
+    }
+    None
+}
+
+/// Bytes the shape scan stops at: [`STRUCTURAL`]'s and commas.
+const SHAPE: [bool; 256] = {
+    let mut t = STRUCTURAL;
+    t[b',' as usize] = true;
+    t
+};
+
 /// The brackets of `body` outside strings, from an index on: `(index, opening)`.
 /// Ends at the end of `body` or at a string that does not close.
 struct Brackets<'a> {
@@ -351,6 +407,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn a_flat_array_of_zeros_is_refused_by_its_count() {
+        let body = format!("[{}0]", "0,".repeat(1000));
+        assert_eq!(exceeds_json_bounds(body.as_bytes(), 64, 1000), Some(JsonBound::Elements));
+        assert_eq!(exceeds_json_bounds(body.as_bytes(), 64, 1001), None);
+        // Commas inside strings are text, not elements.
+        let text = format!(r#"{{"s":"{}"}}"#, ",".repeat(5000));
+        assert_eq!(exceeds_json_bounds(text.as_bytes(), 64, 10), None);
+    }
 
     #[test]
     fn renames_the_model_a_gemini_answer_names() {
@@ -489,6 +555,28 @@ mod tests {
             let _ = top_level_value(&body, "model");
             let _ = insert_top_level(&body, "k", b"1");
             let _ = nests_deeper_than(&body, 3);
+            let _ = exceeds_json_bounds(&body, 3, 5);
+        }
+
+        /// The element count is the values a parse builds (scalars outside arrays
+        /// and object members aside), and the depth agrees with the depth scan.
+        #[test]
+        fn element_count_matches_the_value(v in value(), pretty in any::<bool>()) {
+            fn count(v: &Value) -> usize {
+                match v {
+                    Value::Array(a) => 1 + a.len().saturating_sub(1) + a.iter().map(count).sum::<usize>(),
+                    Value::Object(o) => 1 + o.len().saturating_sub(1) + o.values().map(count).sum::<usize>(),
+                    _ => 0,
+                }
+            }
+            let body = if pretty { serde_json::to_vec_pretty(&v) } else { serde_json::to_vec(&v) }.unwrap();
+            let n = count(&v);
+            prop_assert_eq!(exceeds_json_bounds(&body, usize::MAX, n), None);
+            if n > 0 {
+                prop_assert_eq!(exceeds_json_bounds(&body, usize::MAX, n - 1), Some(JsonBound::Elements));
+            }
+            let deep = nests_deeper_than(&body, 2);
+            prop_assert_eq!(exceeds_json_bounds(&body, 2, usize::MAX) == Some(JsonBound::Depth), deep);
         }
 
         /// The byte count agrees with the depth of the parsed value.

@@ -198,6 +198,23 @@ impl Session {
     async fn message(&mut self, text: &str) -> Flow {
         let received = Instant::now();
         let id = ids::request_id();
+        // Sized and shaped before it is parsed: a parse costs many times the
+        // text of a message made of small values.
+        let refused = {
+            let snapshot = self.state.gateway.snapshot();
+            let max_body = snapshot.catalog.settings.max_body_bytes;
+            if text.len() > max_body {
+                Some(GatewayError::new(
+                    ErrorCode::RequestTooLarge,
+                    format!("message larger than {max_body} bytes"),
+                ))
+            } else {
+                snapshot.check_json_bounds(text.as_bytes()).err()
+            }
+        };
+        if let Some(e) = refused {
+            return self.refuse(&id, &e).await;
+        }
         let event = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(event)) => event,
             Ok(_) => return self.refuse(&id, &invalid("expected a JSON object event")).await,

@@ -466,6 +466,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             .collect(),
         max_body_bytes: g.max_body_bytes,
         max_json_depth: g.max_json_depth,
+        max_json_elements: g.max_json_elements,
         max_response_bytes: g.max_response_bytes,
         shutdown_grace: Duration::from_secs(g.shutdown_grace_secs),
         connect_timeout: Duration::from_millis(t.connect_ms),

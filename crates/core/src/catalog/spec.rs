@@ -351,6 +351,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Deepest JSON nesting accepted in a request body.
     pub max_json_depth: usize,
+    /// Most JSON values accepted in a request body.
+    pub max_json_elements: usize,
     /// Largest whole upstream answer read, in bytes.
     pub max_response_bytes: usize,
     /// How long requests in flight may take to finish on shutdown.

@@ -34,13 +34,7 @@ impl Snapshot {
         bytes: Bytes,
         seal: Option<&dyn switchyard_protocol::Seal>,
     ) -> Result<Parsed, GatewayError> {
-        let settings = &self.catalog.settings;
-        if util::nests_deeper_than(&bytes, settings.max_json_depth) {
-            return Err(GatewayError::new(
-                ErrorCode::JsonTooDeep,
-                format!("request JSON is nested deeper than {} levels", settings.max_json_depth),
-            ));
-        }
+        self.check_json_bounds(&bytes)?;
         let mut request = format
             .parse_request(&bytes, seal)
             .map_err(|e| GatewayError::new(ErrorCode::InvalidRequest, e.to_string()))?;
@@ -64,6 +58,25 @@ impl Snapshot {
         };
         let raw = format.native_wire().map(|_| RawBody::new(bytes, extension.is_some()));
         Ok(Parsed { request, raw, hints })
+    }
+
+    /// Refuse a body that nests too deep or holds too many values, on its bytes,
+    /// before anything parses it (a parse's recursion and memory both follow
+    /// from these, not from the body's size).
+    pub fn check_json_bounds(&self, bytes: &[u8]) -> Result<(), GatewayError> {
+        let settings = &self.catalog.settings;
+        let (depth, elements) = (settings.max_json_depth, settings.max_json_elements);
+        match util::exceeds_json_bounds(bytes, depth, elements) {
+            None => Ok(()),
+            Some(util::JsonBound::Depth) => Err(GatewayError::new(
+                ErrorCode::JsonTooDeep,
+                format!("request JSON is nested deeper than {depth} levels"),
+            )),
+            Some(util::JsonBound::Elements) => Err(GatewayError::new(
+                ErrorCode::RequestTooLarge,
+                format!("request JSON holds more than {elements} values (max_json_elements)"),
+            )),
+        }
     }
 
     /// The configured default model for a request that names none; the only

@@ -187,10 +187,15 @@ pub struct GatewaySettings {
     /// Gateway API keys accepted from clients. Empty strings are ignored; an empty
     /// list leaves the gateway open (a warning is logged at start).
     pub api_keys: Vec<String>,
-    /// Largest request body accepted, in bytes.
+    /// Largest request body accepted, in bytes (a WebSocket message too). The
+    /// default, 20 MiB, takes a long conversation with several large images;
+    /// Anthropic accepts up to 32 MB.
     pub max_body_bytes: usize,
     /// Deepest JSON nesting accepted in a request body.
     pub max_json_depth: usize,
+    /// Most JSON values (arrays, objects, and their elements) accepted in a
+    /// request body: what bounds the memory its parse takes, whatever its size.
+    pub max_json_elements: usize,
     /// Largest whole (non-streamed) upstream answer read, in bytes; a larger one
     /// fails the attempt. A stream's events are capped one by one instead.
     pub max_response_bytes: usize,
@@ -243,8 +248,9 @@ impl Default for GatewaySettings {
             allow_unlisted_models: false,
             model_prefixes: Vec::new(),
             api_keys: Vec::new(),
-            max_body_bytes: 32 * 1024 * 1024,
+            max_body_bytes: 20 * 1024 * 1024,
             max_json_depth: 64,
+            max_json_elements: 256 * 1024,
             max_response_bytes: 64 * 1024 * 1024,
             shutdown_grace_secs: 600,
             timeouts: Timeouts::default(),
