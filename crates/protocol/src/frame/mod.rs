@@ -17,7 +17,7 @@
 pub mod event_stream;
 pub mod json_lines;
 
-use crate::sse::{LineTooLong, SseDecoder};
+use crate::sse::{SseDecoder, SseTooLong};
 use crate::{Framing, ProtocolError};
 
 use event_stream::EventStreamDecoder;
@@ -135,9 +135,9 @@ impl Framer {
 /// A stream's bytes could not be cut into frames.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
-    /// An SSE line longer than the decoder buffers.
+    /// An SSE line or event larger than the decoder buffers (which, it says).
     #[error(transparent)]
-    LineTooLong(#[from] LineTooLong),
+    SseTooLong(#[from] SseTooLong),
     /// A JSON line longer than the decoder takes (the limit).
     #[error("JSON line longer than {0} bytes")]
     JsonLineTooLong(usize),
