@@ -60,6 +60,7 @@ impl From<crate::catalog::ResolveError> for GatewayError {
         let code = match &e {
             R::NoModel => ErrorCode::ModelRequired,
             R::NotFound(_) => ErrorCode::ModelNotFound,
+            R::InvalidName(_) => ErrorCode::InvalidModel,
             R::Retired { .. } => ErrorCode::ModelRetired,
             R::NoRoute(_) => ErrorCode::NoRoute,
             R::ScopeRefused { .. } => ErrorCode::ScopeNotRouted,

@@ -44,7 +44,7 @@ pub use model::*;
 pub use spec::{
     Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
 };
-pub use sse::{SseDecoder, SseEvent};
+pub use sse::{SseDecoder, SseEvent, SseTooLong};
 
 /// The format a client speaks to the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,6 +7,8 @@
 //! the HTTP layer (`switchyard-core`'s `upstream`) builds its requests from them.
 //! Data and string building only: no IO.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::ProtocolError;
@@ -150,22 +152,27 @@ impl WireSpec {
     }
 
     /// The URL of a generation at `endpoint` (written without a trailing `/`) for
-    /// the upstream `model`.
+    /// the upstream `model`, which is percent-encoded where it goes in the path
+    /// ([`path_segment`]): a model cannot leave its segment.
     pub fn url(&self, endpoint: &str, model: &str, stream: bool) -> String {
         let path = self.path(stream);
         match self.model {
             ModelPlacement::Body => format!("{endpoint}{path}"),
-            ModelPlacement::Path => format!("{endpoint}{}", path.replace("{model}", model)),
+            ModelPlacement::Path => {
+                format!("{endpoint}{}", path.replace("{model}", &path_segment(model)))
+            }
         }
     }
 
-    /// The URL of the counting endpoint at `endpoint` for the upstream `model`;
-    /// `None` when the wire has none.
+    /// The URL of the counting endpoint at `endpoint` for the upstream `model`
+    /// (percent-encoded as in [`WireSpec::url`]); `None` when the wire has none.
     pub fn count_url(&self, endpoint: &str, model: &str) -> Option<String> {
         let count = self.count.as_ref()?;
         Some(match self.model {
             ModelPlacement::Body => format!("{endpoint}{}", count.path),
-            ModelPlacement::Path => format!("{endpoint}{}", count.path.replace("{model}", model)),
+            ModelPlacement::Path => {
+                format!("{endpoint}{}", count.path.replace("{model}", &path_segment(model)))
+            }
         })
     }
 
@@ -174,6 +181,46 @@ impl WireSpec {
     pub fn fixed_url(&self) -> bool {
         self.model == ModelPlacement::Body && self.streaming == Streaming::BodyField
     }
+}
+
+/// `value` as it may stand inside one URL path segment: every byte percent-encoded
+/// but RFC 3986's unreserved ones (ASCII letters, digits, `-._~`) and `:` and `@`
+/// (which a segment takes as they are, and which model ids use: Vertex AI's
+/// `claude-x@20250101`, Bedrock's `anthropic.claude-v2:1`). So `/`, `?`, `#` and
+/// `%` are encoded, and a value can neither end its segment, start a query or a
+/// fragment, nor carry an encoding of its own for the upstream to decode.
+///
+/// A value of only dots would still read as a dot segment where it stood alone
+/// in one (URL parsers take `%2E` as `.` too); the gateway refuses such model
+/// names where they enter it, and no wire's path puts the model alone in a
+/// segment.
+///
+/// ```
+/// use switchyard_protocol::spec::path_segment;
+///
+/// assert_eq!(path_segment("gemini-2.5-pro"), "gemini-2.5-pro");
+/// assert_eq!(path_segment("claude-x@2025:1"), "claude-x@2025:1");
+/// assert_eq!(path_segment("x/../files#"), "x%2F..%2Ffiles%23");
+/// assert_eq!(path_segment("x?key=1&y=%2F"), "x%3Fkey%3D1%26y%3D%252F");
+/// ```
+pub fn path_segment(value: &str) -> Cow<'_, str> {
+    let keep =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b':' | b'@');
+    if value.bytes().all(keep) {
+        return Cow::Borrowed(value);
+    }
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = String::with_capacity(value.len() * 3);
+    for b in value.bytes() {
+        if keep(b) {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xF)]));
+        }
+    }
+    Cow::Owned(out)
 }
 
 impl CountSpec {
@@ -214,96 +261,5 @@ impl CountSpec {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::Wire;
-
-    #[test]
-    fn urls_are_the_ones_the_gateway_has_always_called() {
-        let openai = Wire::OpenAiChat.spec();
-        let anthropic = Wire::Anthropic.spec();
-        let gemini = Wire::Gemini.spec();
-        for stream in [false, true] {
-            assert_eq!(
-                openai.url("https://api.openai.com/v1", "gpt-5", stream),
-                "https://api.openai.com/v1/chat/completions"
-            );
-            assert_eq!(
-                anthropic.url("https://api.anthropic.com", "claude-x", stream),
-                "https://api.anthropic.com/v1/messages"
-            );
-        }
-        let base = "https://generativelanguage.googleapis.com";
-        assert_eq!(
-            gemini.url(base, "gemini-2.5-pro", false),
-            format!("{base}/v1beta/models/gemini-2.5-pro:generateContent")
-        );
-        assert_eq!(
-            gemini.url(base, "gemini-2.5-pro", true),
-            format!("{base}/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
-        );
-        assert!(openai.fixed_url() && anthropic.fixed_url() && !gemini.fixed_url());
-    }
-
-    #[test]
-    fn count_urls_and_bodies_are_each_wires_own() {
-        let base = "https://generativelanguage.googleapis.com";
-        assert_eq!(
-            Wire::Gemini.spec().count_url(base, "gemini-2.5-pro").as_deref(),
-            Some(
-                "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:countTokens"
-            )
-        );
-        assert_eq!(
-            Wire::Anthropic.spec().count_url("https://api.anthropic.com", "claude-x").as_deref(),
-            Some("https://api.anthropic.com/v1/messages/count_tokens")
-        );
-        assert_eq!(Wire::OpenAiChat.spec().count_url("https://api.openai.com/v1", "gpt-5"), None);
-
-        // Anthropic: the generation body without what the counting endpoint refuses.
-        let generation = br#"{"model":"claude-x","max_tokens":64,"stream":true,"temperature":0.2,
-            "system":"s","messages":[{"role":"user","content":"hi"}],"tools":[],"thinking":{"type":"disabled"}}"#;
-        let count = Wire::Anthropic.spec().count.unwrap();
-        let body: serde_json::Value =
-            serde_json::from_slice(&count.body(generation, "claude-x").unwrap()).unwrap();
-        assert_eq!(
-            body,
-            serde_json::json!({"model": "claude-x", "system": "s", "tools": [],
-                "messages": [{"role": "user", "content": "hi"}], "thinking": {"type": "disabled"}})
-        );
-        assert_eq!(count.parse_answer(br#"{"input_tokens": 12}"#).unwrap(), 12);
-        assert!(count.parse_answer(br#"{"totalTokens": 12}"#).is_err());
-
-        // Gemini: the whole generation body, with the model it needs inside.
-        let generation = br#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],
-            "systemInstruction":{"parts":[{"text":"s"}]},"generationConfig":{"maxOutputTokens":8}}"#;
-        let count = Wire::Gemini.spec().count.unwrap();
-        let body: serde_json::Value =
-            serde_json::from_slice(&count.body(generation, "gemini-x").unwrap()).unwrap();
-        assert_eq!(body["generateContentRequest"]["model"], "models/gemini-x");
-        assert_eq!(body["generateContentRequest"]["systemInstruction"]["parts"][0]["text"], "s");
-        assert_eq!(body["generateContentRequest"]["contents"][0]["parts"][0]["text"], "hi");
-        assert_eq!(body.as_object().unwrap().len(), 1);
-        assert_eq!(count.parse_answer(br#"{"totalTokens": 7}"#).unwrap(), 7);
-        assert!(count.parse_answer(b"not json").is_err());
-        assert!(count.body(b"[1]", "gemini-x").is_err());
-    }
-
-    #[test]
-    fn every_wire_states_its_facts() {
-        for wire in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini] {
-            let spec = wire.spec();
-            assert!(spec.path.starts_with('/'), "{}", wire.as_str());
-            assert!(spec.default_endpoint.starts_with("https://"), "{}", wire.as_str());
-            assert!(!spec.default_endpoint.ends_with('/'), "{}", wire.as_str());
-            // The model goes in the path exactly where the path says so.
-            let in_path =
-                spec.path(false).contains("{model}") && spec.path(true).contains("{model}");
-            assert_eq!(in_path, spec.model == crate::ModelPlacement::Path, "{}", wire.as_str());
-            if let Some(count) = spec.count {
-                assert!(count.path.starts_with('/'), "{}", wire.as_str());
-                let model_in_path = count.path.contains("{model}");
-                assert_eq!(model_in_path, spec.model == crate::ModelPlacement::Path);
-            }
-        }
-    }
-}
+#[path = "spec_tests.rs"]
+mod tests;

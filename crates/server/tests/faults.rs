@@ -125,6 +125,26 @@ async fn stream_fails_over_invisibly_before_the_first_content_event() {
 }
 
 #[tokio::test]
+async fn an_event_that_never_ends_fails_the_attempt_at_the_cap() {
+    let h = Harness::start().await;
+    // `data:` lines and never the blank line that ends the event: past the 16 MiB
+    // event cap (each line well under the line cap) the attempt fails, and the
+    // next candidate serves.
+    let line = format!("data: {}\n", "x".repeat(64 * 1024));
+    h.openai.push(Reply::sse(vec![line; 260]));
+    let r = h.post("/v1/chat/completions", &chat("m-chain", "endless", true)).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let bytes = r.bytes().await.unwrap();
+    assert_eq!(text_of(&decode_stream(ClientFormat::OpenAiChat, &bytes)), "echo: endless");
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    let outcomes: Vec<_> =
+        rec.attempts.iter().map(|a| (a.outcome.as_str(), a.kind.as_ref())).collect();
+    assert_eq!(outcomes, [("malformed", "primary"), ("ok", "failover")]);
+}
+
+#[tokio::test]
 async fn stream_broken_after_first_content_ends_with_an_error_event_and_no_splice() {
     let h = Harness::start().await;
     let ReplyBody::Sse(frames) =

@@ -12,8 +12,8 @@ use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
-    AttemptPolicy, Capabilities, Catalog, Deployment, ModelEntry, ProviderKind, ProviderSpec,
-    Settings, normalize_model,
+    AttemptPolicy, Capabilities, Catalog, Deployment, MODEL_NAME_RULE, ModelEntry, ProviderKind,
+    ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
 };
 use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
 use crate::util::{Date, Secret, glob_match};
@@ -290,6 +290,7 @@ fn compile_models(
             problems.push(Problem::at(&m.id, "models[].id: empty"));
             continue;
         }
+        check_model_name(&m.id, "models[].id", &id, problems);
         if lookup.contains_key(&id) {
             problems.push(Problem::at(
                 &m.id,
@@ -301,6 +302,7 @@ fn compile_models(
         let mut aliases = Vec::new();
         for a in &m.aliases {
             let alias = normalize_model(&a.value);
+            check_model_name(a, &format!("models[{id}].aliases"), &alias, problems);
             if lookup.contains_key(&alias) {
                 problems.push(Problem::at(
                     a,
@@ -321,9 +323,12 @@ fn compile_models(
                         let at = format!("models[{id}].deployments[{}]", d.provider.value);
                         server_tools(list, &p.kind, &at, problems)
                     });
+                let upstream_model = d.model.clone().unwrap_or_else(|| m.id.value.clone());
+                let at = format!("models[{id}].deployments[{}].model", d.provider.value);
+                check_model_name(&d.provider, &at, &upstream_model, problems);
                 deployments.push(Deployment {
                     provider,
-                    upstream_model: d.model.clone().unwrap_or_else(|| m.id.value.clone()),
+                    upstream_model,
                     pricing: d.pricing.clone(),
                     server_tools,
                 });
@@ -361,6 +366,26 @@ fn compile_models(
         });
     }
     (models, lookup)
+}
+
+/// A model name the catalog holds (an id, an alias, an upstream model) must be one
+/// a client could send ([`model_name_ok`]): an upstream model goes into URLs, and
+/// a catalog id outside the rule could never be requested.
+pub(super) fn check_model_name<T>(
+    at: &Spanned<T>,
+    what: &str,
+    name: &str,
+    problems: &mut Vec<Problem>,
+) {
+    if !model_name_ok(name) {
+        problems.push(Problem::at(
+            at,
+            format!(
+                "{what}: {:?} is not a valid model name ({MODEL_NAME_RULE})",
+                quote_model(name)
+            ),
+        ));
+    }
 }
 
 /// Model fallbacks: ids only (aliases are not valid targets), not itself, no repeats.

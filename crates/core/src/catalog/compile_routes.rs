@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_saphyr::Spanned;
 
-use super::compile::Problem;
+use super::compile::{Problem, check_model_name};
 use super::{
     AttemptPolicy, Chain, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_RETRIES,
     ModelEntry, ProviderSpec, Route, Scopes, Strategy, Target, governance_ok, normalize_model,
@@ -277,6 +277,23 @@ impl RouteCtx<'_> {
         })
     }
 
+    /// A target's model naming no catalog model goes upstream as written, so it
+    /// must be a valid model name (reported at the target's provider: the model
+    /// has no position of its own).
+    fn target_model(
+        &self,
+        at: &Spanned<String>,
+        what: &str,
+        model: Option<&String>,
+        problems: &mut Vec<Problem>,
+    ) {
+        if let Some(name) = model
+            && !self.lookup.contains_key(&normalize_model(name))
+        {
+            check_model_name(at, &format!("routes[{}].{what}", self.route), name, problems);
+        }
+    }
+
     fn chain(
         &self,
         provider: &Spanned<String>,
@@ -286,6 +303,7 @@ impl RouteCtx<'_> {
         strategy: Strategy,
         problems: &mut Vec<Problem>,
     ) -> Option<Chain> {
+        self.target_model(provider, "model", model, problems);
         let primary = self.provider(provider, "provider", problems).map(|p| Target {
             provider: p,
             model: model.cloned(),
@@ -293,6 +311,7 @@ impl RouteCtx<'_> {
         });
         let mut out: Vec<Target> = Vec::new();
         for f in fallbacks {
+            self.target_model(&f.provider, "fallbacks[].model", f.model.as_ref(), problems);
             let Some(p) = self.provider(&f.provider, "fallbacks", problems) else { continue };
             let t = Target {
                 provider: p,

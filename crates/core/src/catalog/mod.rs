@@ -69,6 +69,36 @@ pub fn normalize_model(name: &str) -> String {
         .collect()
 }
 
+/// The longest model name taken, in bytes.
+pub const MAX_MODEL_ID: usize = 256;
+
+/// The rule [`model_name_ok`] applies, as error messages state it.
+pub const MODEL_NAME_RULE: &str = "1-256 ASCII letters, digits and - . _ : @ / +, with no empty, `.` or `..` segment between slashes";
+
+/// Whether `name` is a model name the gateway takes, wherever one enters it (a
+/// client's request as normalised, the catalog's ids, aliases and upstream
+/// names): 1 to [`MAX_MODEL_ID`] bytes of ASCII letters, digits and `-._:@/+`,
+/// whose `/`-separated segments are neither empty, `.` nor `..` (so no leading,
+/// trailing or doubled `/`). The set covers the ids providers use (`gpt-5`,
+/// `anthropic.claude-v2:1`, `claude-x@20250101`, `meta-llama/Llama-3-70b`) and
+/// leaves out everything that could read as more than a name in an upstream URL
+/// (a query, a fragment, a percent-encoding, a climb up the path), though URLs
+/// encode the model as well (`switchyard_protocol::spec::path_segment`).
+pub fn model_name_ok(name: &str) -> bool {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._:@/+".contains(&b);
+    (1..=MAX_MODEL_ID).contains(&name.len())
+        && name.bytes().all(allowed)
+        && name.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+}
+
+/// A name for an error message: at most 100 characters of it, marked where cut.
+pub(crate) fn quote_model(name: &str) -> String {
+    match name.char_indices().nth(100) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
+    }
+}
+
 impl Catalog {
     /// The provider with this name.
     pub fn provider(&self, name: &str) -> Option<&Arc<ProviderSpec>> {

@@ -112,6 +112,11 @@ impl Catalog {
         if name.is_empty() {
             return Err(ResolveError::NoModel);
         }
+        // Checked where requests enter too; here as well because an unlisted name
+        // goes upstream as the model, and every way in reaches this.
+        if !super::model_name_ok(&name) {
+            return Err(ResolveError::InvalidName(super::quote_model(requested)));
+        }
         let model = self.model(&name).cloned();
         if let Some(m) = &model
             && m.is_retired(today)
@@ -321,6 +326,10 @@ pub enum ResolveError {
     /// requested.
     #[error("model {0:?} is not served by this gateway")]
     NotFound(String),
+    /// A name outside [`super::model_name_ok`]'s rule. Holds at most 100
+    /// characters of it.
+    #[error("model {0:?} is not a valid model name ({rule})", rule = super::MODEL_NAME_RULE)]
+    InvalidName(String),
     /// The model's retirement day has come.
     #[error("model {model:?} was retired on {date}")]
     Retired {

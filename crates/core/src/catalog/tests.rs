@@ -460,3 +460,92 @@ fn server_tools_default_by_wire_and_are_checked_against_it() {
     );
     assert!(problems(&betas).contains("providers.a.anthropic_betas"));
 }
+
+#[test]
+fn model_names_are_the_documented_set() {
+    for good in [
+        "gpt-5",
+        "gemini-2.5-pro",
+        "anthropic.claude-v2:1",
+        "claude-x@20250101",
+        "meta-llama/Llama-3-70b",
+        "accounts/fireworks/models/x",
+        "sy/auto",
+        "a+b_c",
+        "...x",
+        &"x".repeat(256),
+    ] {
+        assert!(model_name_ok(good), "{good}");
+    }
+    for bad in [
+        "",
+        "gemini-x/../../../v1beta/files#",
+        "gemini-x?key=injected&",
+        "gemini-x%2F..%2Fcachedcontents",
+        "/x",
+        "x/",
+        "a//b",
+        "a/./b",
+        "..",
+        "a b",
+        "a\u{0}b",
+        "caf\u{e9}",
+        "a~b",
+        &"x".repeat(257),
+    ] {
+        assert!(!model_name_ok(bad), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_name_outside_the_rule_is_refused_before_it_can_go_upstream() {
+    let yaml = BASE.replace("providers:", "gateway: { allow_unlisted_models: true }\nproviders:");
+    let c = compile(&yaml).unwrap();
+    let today = Date::parse("2026-01-01").unwrap();
+    for bad in ["claude-x/../../v1/files#", "claude-x?key=1", "claude-x%2f..", "claude-\u{e9}"] {
+        let err = c.plan(bad, today, &Scope::default()).unwrap_err();
+        assert!(matches!(&err, ResolveError::InvalidName(n) if n == bad), "{bad:?}: {err:?}");
+        let err = crate::GatewayError::from(err);
+        assert_eq!((err.status(), err.code()), (400, switchyard_protocol::ErrorCode::InvalidModel));
+    }
+    // At most 100 characters of a long name are quoted back.
+    let long = format!("claude-{}#", "x".repeat(200));
+    let Err(ResolveError::InvalidName(quoted)) = c.plan(&long, today, &Scope::default()) else {
+        panic!("refused")
+    };
+    assert_eq!(quoted, format!("{}…", &long[..100]));
+    assert!(c.plan("claude-x", today, &Scope::default()).is_ok());
+}
+
+#[test]
+fn catalog_names_outside_the_rule_are_problems_at_their_lines() {
+    let yaml = r#"
+providers:
+  a: { wire: gemini, credentials: { env: [KEY] } }
+models:
+  - id: "bad id?"
+    deployments: [{ provider: a }]
+  - id: fine
+    aliases: ["al#ias"]
+    deployments: [{ provider: a, model: "up/../files" }]
+    pricing: { input: 1, output: 2 }
+routes:
+  - name: r
+    match: "gemini-*"
+    provider: a
+    model: "x?key=1"
+    fallbacks: [{ provider: a, model: fine }]
+"#;
+    let text = problems(yaml);
+    for want in [
+        "t.yaml:5: models[].id: \"bad-id?\" is not a valid model name",
+        "t.yaml:6: models[bad-id?].deployments[a].model: \"bad id?\" is not a valid model name",
+        "t.yaml:8: models[fine].aliases: \"al#ias\" is not a valid model name",
+        "t.yaml:9: models[fine].deployments[a].model: \"up/../files\" is not a valid model name",
+        "t.yaml:14: routes[r].model: \"x?key=1\" is not a valid model name",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    // A target naming a catalog model sends that model's own upstream name.
+    assert!(!text.contains("fallbacks[].model"), "{text}");
+}

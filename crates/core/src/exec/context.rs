@@ -7,9 +7,9 @@
 use std::sync::LazyLock;
 
 use super::*;
+use crate::catalog::{self, ResolveError, normalize_model};
 
-/// The longest model id accepted.
-pub const MAX_MODEL_ID: usize = 256;
+pub use crate::catalog::MAX_MODEL_ID;
 
 /// A client body, parsed once.
 #[derive(Debug)]
@@ -90,14 +90,14 @@ impl Snapshot {
     }
 }
 
-/// A model id: 1 to [`MAX_MODEL_ID`] characters, no control characters. Invalid
-/// ids are a typed error, never a panic.
+/// A client's model id: at most [`MAX_MODEL_ID`] bytes, and as the catalog reads
+/// it ([`normalize_model`]: clients write `Claude Sonnet 4`, Claude Code's
+/// `claude-sonnet-4[1m]`) within [`catalog::model_name_ok`]'s rule. Invalid ids
+/// are a typed error (`invalid_model`, quoting at most 100 characters of the id),
+/// never a panic.
 pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
-    if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
-        return Err(GatewayError::new(
-            ErrorCode::InvalidModel,
-            format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
-        ));
+    if model.len() > MAX_MODEL_ID || !catalog::model_name_ok(&normalize_model(model)) {
+        return Err(ResolveError::InvalidName(catalog::quote_model(model)).into());
     }
     Ok(())
 }

@@ -80,3 +80,29 @@ fn the_estimate_is_computed_once_and_the_fast_path_needs_the_bytes() {
     );
     assert!(!bare.fast_path(Wire::OpenAiChat), "no bytes kept, nothing to forward");
 }
+
+#[test]
+fn client_model_ids_are_checked_as_the_catalog_reads_them() {
+    // Loose spellings clients send are taken: the rule is for the normalised id.
+    for good in ["gpt-5", "Claude Sonnet 4", "claude-sonnet-4[1m]", "sy/auto", "m_one", "x@1:2"] {
+        assert!(check_model_id(good).is_ok(), "{good}");
+    }
+    for bad in [
+        "gemini-x/../../../v1beta/files#",
+        "gemini-x?key=injected&",
+        "gemini-x%2F..%2Fcachedcontents",
+        "/leading",
+        "caf\u{e9}",
+        "",
+    ] {
+        let err = check_model_id(bad).unwrap_err();
+        assert_eq!((err.status(), err.code()), (400, ErrorCode::InvalidModel), "{bad:?}");
+    }
+    let err = check_model_id(&format!("{}?", "y".repeat(250))).unwrap_err();
+    assert!(
+        err.body().message.contains(&format!("\"{}…\"", "y".repeat(100))),
+        "{}",
+        err.body().message
+    );
+    assert!(!err.body().message.contains(&"y".repeat(101)), "quotes at most 100 characters");
+}

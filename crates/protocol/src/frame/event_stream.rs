@@ -74,6 +74,11 @@ impl EventStreamDecoder {
         Ok(())
     }
 
+    /// The bytes of the message not yet complete.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The input ended: an error if it stopped inside a message.
     pub fn finish(&mut self) -> Result<(), FrameError> {
         match std::mem::take(&mut self.buf).len() {

@@ -94,6 +94,30 @@ fn any_split_gives_the_same_frames() {
 }
 
 #[test]
+fn pending_is_the_message_not_yet_complete() {
+    let first = event("messageStart", r#"{"role":"assistant"}"#);
+    let mut input = first.clone();
+    input.extend(event("messageStop", "{}"));
+    for cut in 0..=input.len() {
+        let (a, b) = input.split_at(cut);
+        let mut d = EventStreamDecoder::new();
+        let mut out = Vec::new();
+        d.push(a, &mut out).unwrap();
+        let complete = if cut < first.len() {
+            0
+        } else if cut < input.len() {
+            first.len()
+        } else {
+            cut
+        };
+        assert_eq!(d.pending(), cut - complete, "cut at {cut}");
+        assert_eq!(decode_all(&[&input[..complete]]).unwrap(), out, "cut at {cut}");
+        d.push(b, &mut out).unwrap();
+        assert_eq!(d.pending(), 0);
+    }
+}
+
+#[test]
 fn exceptions_are_frames_and_errors_end_the_stream() {
     let exception = message(
         &[

@@ -57,6 +57,11 @@ impl JsonLinesDecoder {
         Ok(())
     }
 
+    /// The bytes after the last `\n`: those of the line not yet ended.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The input ended: a last line without its `\n` is still a frame.
     pub fn finish(&mut self, out: &mut Vec<Frame>) -> Result<(), FrameError> {
         let rest = std::mem::take(&mut self.buf);

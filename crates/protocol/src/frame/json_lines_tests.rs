@@ -49,3 +49,40 @@ proptest::proptest! {
         proptest::prop_assert_eq!(decode_all(&chunks).unwrap(), whole);
     }
 }
+
+#[test]
+fn a_long_line_in_one_byte_pushes_is_one_frame() {
+    let mut input = vec![b'"'];
+    input.extend(std::iter::repeat_n(b'x', 100_000));
+    input.extend_from_slice(b"\"\n{}\n");
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    let frames = decode_all(&bytes).unwrap();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[0].data.len(), 100_002);
+}
+
+#[test]
+fn pending_is_the_line_not_yet_ended() {
+    let mut d = JsonLinesDecoder::new();
+    let mut out = Vec::new();
+    d.push(b"{\"a\":1}\n{\"b\"", &mut out).unwrap();
+    assert_eq!(d.pending(), b"{\"b\"".len());
+    d.push(b":2}\n", &mut out).unwrap();
+    assert_eq!(d.pending(), 0);
+    assert_eq!(out.len(), 2);
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_bytes_before_pending_frame_to_the_frames_so_far(cut in 0usize..64) {
+        let input: &[u8] = b"{\"k\":1}\r\n\n{\"k\":2}\n  \n{\"k\":3}";
+        let (a, b) = input.split_at(cut % (input.len() + 1));
+        let mut d = JsonLinesDecoder::new();
+        let mut out = Vec::new();
+        for (chunk, pushed) in [(a, a.len()), (b, input.len())] {
+            d.push(chunk, &mut out).unwrap();
+            let complete = &input[..pushed - d.pending()];
+            proptest::prop_assert_eq!(decode_all(&[complete]).unwrap(), out.clone());
+        }
+    }
+}

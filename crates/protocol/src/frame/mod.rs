@@ -17,7 +17,7 @@
 pub mod event_stream;
 pub mod json_lines;
 
-use crate::sse::{LineTooLong, SseDecoder};
+use crate::sse::{SseDecoder, SseTooLong};
 use crate::{Framing, ProtocolError};
 
 use event_stream::EventStreamDecoder;
@@ -130,14 +130,51 @@ impl Framer {
             Inner::AwsEventStream(d) => d.finish(),
         }
     }
+
+    /// How many of the bytes pushed so far are not yet part of a complete frame:
+    /// the trailing bytes after the end of the last one. The bytes before them,
+    /// framed alone and finished, give exactly the frames pushed so far.
+    ///
+    /// The pass-through path forwards only bytes up to complete frames so that a
+    /// secret split across two reads is redacted whole; at the end of the input
+    /// what is left is forwarded too.
+    ///
+    /// - SSE: the bytes after the last blank line, the end of an event block
+    ///   whether it dispatched an event or nothing (a `: ping` keep-alive). A
+    ///   blank line ending in `\r` is complete through the `\r`; where the next
+    ///   chunk begins with its `\n`, that `\n` is pending until the next blank
+    ///   line.
+    /// - JSON lines: the bytes after the last `\n`.
+    /// - AWS event-stream: the bytes of the message not yet complete.
+    ///
+    /// After an error the count means nothing.
+    ///
+    /// ```
+    /// use switchyard_protocol::Framing;
+    ///
+    /// let mut framer = Framing::Sse.framer();
+    /// let mut frames = Vec::new();
+    /// framer.push(b"data: a\n\n: ping\n\ndata: sec", &mut frames)?;
+    /// assert_eq!(framer.pending(), b"data: sec".len());
+    /// framer.push(b"ret\n\n", &mut frames)?;
+    /// assert_eq!((framer.pending(), frames.len()), (0, 2));
+    /// # Ok::<(), switchyard_protocol::FrameError>(())
+    /// ```
+    pub fn pending(&self) -> usize {
+        match &self.0 {
+            Inner::Sse(d) => d.pending(),
+            Inner::JsonLines(d) => d.pending(),
+            Inner::AwsEventStream(d) => d.pending(),
+        }
+    }
 }
 
 /// A stream's bytes could not be cut into frames.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
-    /// An SSE line longer than the decoder buffers.
+    /// An SSE line or event larger than the decoder buffers (which, it says).
     #[error(transparent)]
-    LineTooLong(#[from] LineTooLong),
+    SseTooLong(#[from] SseTooLong),
     /// A JSON line longer than the decoder takes (the limit).
     #[error("JSON line longer than {0} bytes")]
     JsonLineTooLong(usize),
