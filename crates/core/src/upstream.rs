@@ -744,10 +744,35 @@ pub(crate) struct Batch {
     pub end: bool,
 }
 
+/// The bytes of whole frames among those held back and those just read, when
+/// the last `pending` bytes of them belong to no complete frame yet: those stay
+/// held. Most chunks end on a frame's end, and go on as they are, uncopied.
+fn release(partial: &mut Vec<u8>, read: Bytes, pending: usize) -> Bytes {
+    if partial.is_empty() && pending == 0 {
+        return read;
+    }
+    partial.extend_from_slice(&read);
+    let whole = partial.len().saturating_sub(pending);
+    let rest = partial.split_off(whole);
+    Bytes::from(std::mem::replace(partial, rest))
+}
+
 /// A streaming answer being read.
 pub(crate) enum Source {
-    Http { body: ByteStream, framer: Framer, decoder: Box<dyn StreamDecoder>, done: bool },
-    Events { rx: mpsc::Receiver<StreamEvent>, done: bool },
+    Http {
+        body: ByteStream,
+        framer: Framer,
+        decoder: Box<dyn StreamDecoder>,
+        /// Bytes read but not yet part of a complete frame: held back from
+        /// `Batch::raw`, so what reaches a client is always whole frames, and a
+        /// secret an upstream splits across two reads is scrubbed whole.
+        partial: Vec<u8>,
+        done: bool,
+    },
+    Events {
+        rx: mpsc::Receiver<StreamEvent>,
+        done: bool,
+    },
 }
 
 impl Source {
@@ -757,6 +782,7 @@ impl Source {
             body: Box::pin(resp.bytes_stream()),
             framer: wire.spec().framing.framer(),
             decoder: wire.stream_decoder(),
+            partial: Vec::new(),
             done: false,
         }
     }
@@ -764,7 +790,7 @@ impl Source {
     /// The next batch; `Ok(None)` after the end.
     pub async fn next(&mut self) -> Result<Option<Batch>, Failure> {
         match self {
-            Source::Http { body, framer, decoder, done } => {
+            Source::Http { body, framer, decoder, partial, done } => {
                 if *done {
                     return Ok(None);
                 }
@@ -781,7 +807,7 @@ impl Source {
                         framer
                             .push(&bytes, &mut frames)
                             .map_err(|e| Failure::from_protocol(e.into()))?;
-                        batch.raw = bytes;
+                        batch.raw = release(partial, bytes, framer.pending());
                     }
                     Some(Err(e)) => {
                         *done = true;
@@ -790,6 +816,7 @@ impl Source {
                     None => {
                         *done = true;
                         framer.finish(&mut frames).map_err(|e| at_end(e.into()))?;
+                        batch.raw = Bytes::from(std::mem::take(partial));
                         batch.end = true;
                     }
                 }

@@ -222,6 +222,24 @@ impl Redactor<'_> {
         redact(text, self.secrets())
     }
 
+    /// Upstream bytes about to be forwarded as they are (whole frames, or a whole
+    /// answer): every credential replaced, and invalid UTF-8 replaced by U+FFFD
+    /// (a client's JSON parser may refuse it, or read it otherwise than we did).
+    /// Borrowed when nothing needs changing, the usual case: one search per
+    /// secret and one UTF-8 check.
+    pub fn forwarded<'b>(&self, bytes: &'b [u8]) -> std::borrow::Cow<'b, [u8]> {
+        use std::borrow::Cow;
+        let found = self.secrets().any(|s| {
+            s.0.len() >= MIN_REDACTED && memchr::memmem::find(bytes, s.0.as_bytes()).is_some()
+        });
+        let mut out =
+            if found { Cow::Owned(self.bytes(bytes, false)) } else { Cow::Borrowed(bytes) };
+        if std::str::from_utf8(&out).is_err() {
+            out = Cow::Owned(String::from_utf8_lossy(&out).into_owned().into_bytes());
+        }
+        out
+    }
+
     /// Upstream bytes with every credential replaced, and a credential's prefix at
     /// the very end dropped (`bytes` may have been cut short in the middle of one).
     pub fn bytes(&self, bytes: &[u8], truncated: bool) -> Vec<u8> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::json;
-use switchyard_testkit::Reply;
+use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
 
 fn chat(model: &str) -> serde_json::Value {
     json!({"model": model, "messages": [{"role": "user", "content": "x"}]})
@@ -124,4 +124,105 @@ async fn secrets_in_headers_and_userinfo_are_redacted_from_every_echo() {
     let sent = &h.openai.received()[0];
     assert_eq!(sent.header("api-key"), Some(HEADER_SECRET));
     assert_eq!(sent.header("authorization"), Some(format!("Basic {basic}").as_str()));
+}
+
+/// The frames of a streamed text answer up to its first content, then an error
+/// event quoting `key`, cut in two in the middle of the key.
+fn split_error_stream(vendor: Vendor, model: &str, key: &str) -> Vec<String> {
+    let ReplyBody::Sse(frames) = canned::text(vendor, model, "first words of it", true) else {
+        panic!("a streamed answer is SSE")
+    };
+    let first = frames.iter().position(|f| f.contains("first")).unwrap();
+    let message = format!("invalid key {key}");
+    let data = match vendor {
+        Vendor::OpenAi => json!({"error": {"message": message, "type": "invalid_request_error"}}),
+        Vendor::Anthropic => {
+            json!({"type": "error", "error": {"type": "authentication_error", "message": message}})
+        }
+        Vendor::Gemini => {
+            json!({"error": {"code": 401, "message": message, "status": "UNAUTHENTICATED"}})
+        }
+    };
+    let error = canned::sse_frame(vendor, "error", &data.to_string());
+    let cut = error.find(key).unwrap() + key.len() / 2;
+    let mut out: Vec<String> = frames[..=first].to_vec();
+    out.extend([error[..cut].to_owned(), error[cut..].to_owned()]);
+    out
+}
+
+#[tokio::test]
+async fn a_key_split_across_two_reads_is_redacted_on_every_pass_through_stream() {
+    // Each model served under its own name, and OpenAI's usage asked for by the
+    // client: the stream is forwarded byte for byte, not re-encoded by event.
+    let h = Harness::start_with(Options {
+        extra_models: ["openai", "anthropic", "gemini"]
+            .map(|p| {
+                format!(
+                    "  - id: same-{p}\n    deployments: [{{ provider: {p}, model: same-{p} }}]\n"
+                )
+            })
+            .concat(),
+        ..Options::default()
+    })
+    .await;
+    let chat = json!({"model": "same-openai", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "x"}]});
+    let messages = json!({"model": "same-anthropic", "stream": true, "max_tokens": 64, "messages": [{"role": "user", "content": "x"}]});
+    let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "x"}]}]});
+    let cases = [
+        (Vendor::OpenAi, "same-openai", OPENAI_KEY, "/v1/chat/completions", chat),
+        (Vendor::Anthropic, "same-anthropic", ANTHROPIC_KEY, "/v1/messages", messages),
+        (
+            Vendor::Gemini,
+            "same-gemini",
+            GEMINI_KEY,
+            "/v1beta/models/same-gemini:streamGenerateContent?alt=sse",
+            gemini,
+        ),
+    ];
+    for (vendor, model, key, path, body) in cases {
+        // The halves 100 ms apart: two reads, the first forwarded before the
+        // second arrives unless the gateway holds an event until it is whole.
+        h.fake(vendor).push(
+            Reply::sse(split_error_stream(vendor, model, key))
+                .chunk_delay(Duration::from_millis(100)),
+        );
+        let r = h.post(path, &body).await;
+        assert_eq!(r.status(), 200, "{vendor:?}");
+        let text = r.text().await.unwrap();
+        assert!(text.contains("first"), "{vendor:?}: the content before the error arrived: {text}");
+        assert!(text.contains("[redacted]"), "{vendor:?}: the error reached the client: {text}");
+        for part in [key, &key[..key.len() / 2], &key[key.len() / 2..]] {
+            assert!(!text.contains(part), "{vendor:?}: {part} reached the client: {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn invalid_utf8_from_an_upstream_is_replaced_on_the_pass_through_path() {
+    let h = Harness::start().await;
+    let chunk = |content: &[u8]| {
+        let mut out = br#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-openai","choices":[{"index":0,"delta":{"role":"assistant","content":""#.to_vec();
+        out.extend_from_slice(content);
+        out.extend_from_slice(b"\"},\"finish_reason\":null}]}\n\n");
+        out
+    };
+    let mut stream = chunk(b"bad \xff\xfe byte");
+    stream.extend_from_slice(br#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"up-openai","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#);
+    stream.extend_from_slice(b"\n\ndata: [DONE]\n\n");
+    h.openai.push(Reply::raw(stream, "text/event-stream"));
+    let body = json!({"model": "m-openai", "stream": true, "messages": [{"role": "user", "content": "x"}]});
+    let r = h.post("/v1/chat/completions", &body).await;
+    assert_eq!(r.status(), 200);
+    let bytes = r.bytes().await.unwrap();
+    let text = std::str::from_utf8(&bytes).expect("the client gets valid UTF-8");
+    assert!(text.contains("bad \u{fffd}\u{fffd} byte"), "{text}");
+
+    let mut whole = br#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"up-openai","choices":[{"index":0,"message":{"role":"assistant","content":"bad "#.to_vec();
+    whole.extend_from_slice(b"\xff byte\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2,\"total_tokens\":3}}");
+    h.openai.push(Reply::raw(whole, "application/json"));
+    let body = json!({"model": "m-openai", "messages": [{"role": "user", "content": "x"}]});
+    let r = h.post("/v1/chat/completions", &body).await;
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.expect("valid UTF-8 JSON");
+    assert_eq!(v["choices"][0]["message"]["content"], "bad \u{fffd} byte");
 }

@@ -385,6 +385,12 @@ impl Snapshot {
         }
         if !stream {
             let bytes = upstream::read_body(resp, settings.max_response_bytes, deadline).await?;
+            // Scrubbed before anything reads or forwards it, as an error's body is.
+            let redactor = Redactor { platform: &cand.provider.secrets, used: key };
+            let bytes = match redactor.forwarded(&bytes) {
+                Cow::Borrowed(_) => bytes,
+                Cow::Owned(clean) => Bytes::from(clean),
+            };
             // Forwarded as it is: read only the usage, unless the text is wanted
             // (content logging) or must stand in for missing token counts.
             if fast && inbound.content_cap.is_none() {
@@ -403,6 +409,7 @@ impl Snapshot {
             source,
             inbound.limits.idle_timeout.unwrap_or(settings.idle_timeout).min(remaining),
             fast,
+            settings.max_response_bytes,
             reported,
         )
         .await?;

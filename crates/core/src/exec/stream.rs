@@ -22,13 +22,17 @@ pub(super) struct Committed {
 /// Read the stream until its first content event (or its end), holding everything
 /// before it. Any failure here is still invisible to the client.
 /// `reported` collects the usage the upstream reported while held, so a stream that
-/// fails before its commit point is still metered.
+/// fails before its commit point is still metered. At most `cap` bytes are held:
+/// an upstream that sends endless events with no content in them (each resets
+/// the idle timer) fails the attempt instead of growing the gateway's memory.
 pub(super) async fn commit(
     mut source: Source,
     idle: Duration,
     keep_raw: bool,
+    cap: usize,
     reported: &mut Usage,
 ) -> Result<Committed, Failure> {
+    let mut seen = 0usize;
     let mut held_raw = Vec::new();
     let mut held_frames = Vec::new();
     let mut held = Vec::new();
@@ -53,6 +57,12 @@ pub(super) async fn commit(
                 permit: None,
             });
         };
+        seen = seen.saturating_add(batch.raw.len());
+        if seen > cap {
+            return Err(Failure::Malformed(format!(
+                "more than {cap} bytes streamed before the first content (max_response_bytes)"
+            )));
+        }
         if keep_raw {
             held_raw.extend_from_slice(&batch.raw);
             held_frames.extend(batch.frames);
@@ -294,12 +304,16 @@ impl Pump {
         if !self.passthrough {
             return;
         }
+        // The upstream's bytes are whole frames here (`Source` holds back a frame
+        // not yet complete), so a secret in one is scrubbed whole.
+        let redactor =
+            Redactor { platform: &self.candidate.provider.secrets, used: self.key.as_ref() };
         let out = &mut self.outlet.raw;
         if !self.rename && !self.strip_usage {
-            if out.is_empty() {
-                *out = raw.into();
-            } else {
-                out.extend_from_slice(raw.as_ref());
+            match redactor.forwarded(raw.as_ref()) {
+                Cow::Owned(clean) => out.extend_from_slice(&clean),
+                Cow::Borrowed(_) if out.is_empty() => *out = raw.into(),
+                Cow::Borrowed(clean) => out.extend_from_slice(clean),
             }
             return;
         }
@@ -312,13 +326,9 @@ impl Pump {
             } else {
                 None
             };
-            match renamed {
-                Some(data) => {
-                    let data = String::from_utf8_lossy(&data);
-                    sse::write_event(out, ev.event.as_deref(), &data);
-                }
-                None => sse::write_event(out, ev.event.as_deref(), &ev.data),
-            }
+            let data = renamed.as_deref().unwrap_or(ev.data.as_bytes());
+            let data = redactor.forwarded(data);
+            sse::write_event(out, ev.event.as_deref(), &String::from_utf8_lossy(&data));
         }
     }
 
