@@ -176,6 +176,30 @@ pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> 
     out
 }
 
+/// `url` without the password in its userinfo (`https://user:****@host/…`),
+/// for printing an endpoint: a userinfo with no `:` may be a token standing in
+/// for the user (`https://TOKEN@host`), so it is hidden whole. Anything that is
+/// not `scheme://authority…` comes back unchanged.
+pub fn redact_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return Cow::Borrowed(url) };
+    let rest = url.get(scheme_end..).unwrap_or_default();
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = rest.get(..authority_end).unwrap_or_default();
+    // The last `@` ends the userinfo: a password may itself hold an `@`.
+    let Some(at) = authority.rfind('@') else { return Cow::Borrowed(url) };
+    let userinfo = authority.get(..at).unwrap_or_default();
+    let shown = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:****"),
+        None => "****".to_owned(),
+    };
+    Cow::Owned(format!(
+        "{}{shown}{}",
+        url.get(..scheme_end).unwrap_or_default(),
+        url.get(scheme_end + at..).unwrap_or_default()
+    ))
+}
+
 /// Shorter values are not treated as secrets: replacing them would mangle text
 /// without protecting anything a key of that size could.
 const MIN_REDACTED: usize = 8;
@@ -243,6 +267,15 @@ mod tests {
         assert!(Date::parse("2026-01-02").unwrap() > Date::parse("2025-12-31").unwrap());
         assert_eq!(Date::parse("2026-13-01"), None);
         assert_eq!(Date::parse("2026-02-03").unwrap().to_string(), "2026-02-03");
+    }
+
+    #[test]
+    fn userinfo_passwords_are_hidden() {
+        assert_eq!(redact_userinfo("https://u:p%40ss@h.example/v1"), "https://u:****@h.example/v1");
+        assert_eq!(redact_userinfo("https://u:a@b@h:8443?x=@"), "https://u:****@h:8443?x=@");
+        assert_eq!(redact_userinfo("http://token@h/"), "http://****@h/");
+        assert_eq!(redact_userinfo("https://h.example/a@b"), "https://h.example/a@b");
+        assert_eq!(redact_userinfo("no url"), "no url");
     }
 
     #[test]

@@ -365,7 +365,9 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
             Some(why) => format!("DISABLED ({why})"),
             None => format!("{} key(s)", p.keys.len()),
         };
-        println!("  {:<14} {:<12} {:<48} {state}", p.name, p.wire_name(), p.endpoint);
+        // An endpoint may carry a password (`https://user:pass@host`).
+        let endpoint = switchyard_core::util::redact_userinfo(&p.endpoint);
+        println!("  {:<14} {:<12} {:<48} {state}", p.name, p.wire_name(), endpoint);
     }
     println!("\nmodels:");
     for m in &c.models {

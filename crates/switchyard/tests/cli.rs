@@ -1019,3 +1019,52 @@ routes:
     let out = env.check(&yaml.replace("    governance: { no_retain: false }\n", ""));
     assert_eq!(out.code, 0, "{out:#?}");
 }
+
+/// `check` quotes the file as written, never a variable's value: not in a
+/// snippet of a typo next to a key, and not in an endpoint's password, whether
+/// the password comes from a variable or is written in the file.
+#[test]
+fn check_never_prints_a_secret() {
+    const KEY: &str = "sk-live-CHECK-KEY-must-not-print-0123456789";
+    const PASSWORD: &str = "pw-CHECK-PASSWORD-must-not-print";
+    let env = Env::scratch("check-secrets");
+    let file = env.config.display().to_string();
+    let vars = [("SWITCHYARD_TEST_CHECK_KEY", KEY), ("SWITCHYARD_TEST_CHECK_PASSWORD", PASSWORD)];
+    let check = |yaml: &str| {
+        std::fs::write(&env.config, yaml).unwrap();
+        let out = env.raw(&["check", &file], &vars, None);
+        for secret in [KEY, PASSWORD, "must-not-print"] {
+            assert!(!out.all().contains(secret), "{secret:?} printed: {out:#?}");
+        }
+        out
+    };
+
+    let out = check(
+        "storage: { url: none }\n\
+         providers:\n\
+         \x20 openai:\n\
+         \x20   wire: openai-chat\n\
+         \x20   endpont: https://api.example\n\
+         \x20   credentials: { keys: [\"${SWITCHYARD_TEST_CHECK_KEY}\"] }\n",
+    );
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.stderr.contains(&format!("{file}:5:5: unknown field `endpont`")), "{out:#?}");
+    assert!(out.stderr.contains("[\"${SWITCHYARD_TEST_CHECK_KEY}\"]"), "{out:#?}");
+
+    let out = check(
+        "storage: { url: none }\n\
+         providers:\n\
+         \x20 proxied:\n\
+         \x20   wire: openai-chat\n\
+         \x20   endpoint: \"https://gw:${SWITCHYARD_TEST_CHECK_PASSWORD}@proxy.example/v1\"\n\
+         \x20   credentials: { keys: [\"${SWITCHYARD_TEST_CHECK_KEY}\"] }\n\
+         \x20 written:\n\
+         \x20   wire: anthropic\n\
+         \x20   endpoint: \"https://ops:pw-CHECK-PASSWORD-must-not-print@other.example\"\n\
+         \x20   credentials: { none: true }\n\
+         models: [{ id: m, deployments: [{ provider: proxied }, { provider: written }] }]\n",
+    )
+    .ok();
+    assert!(out.stdout.contains("https://gw:****@proxy.example/v1"), "{out:#?}");
+    assert!(out.stdout.contains("https://ops:****@other.example"), "{out:#?}");
+}
