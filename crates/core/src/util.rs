@@ -164,6 +164,27 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// Starts of keys that are a fixed format, not part of the secret: the
+/// gateway's own (`sy-`) and the OpenAI style many static keys copy (`sk-`).
+const KEY_SCHEMES: &[&str] = &["sy-", "sk-"];
+
+/// Most characters of a key's secret part that [`key_prefix`] shows.
+pub const KEY_PREFIX_CHARS: usize = 6;
+
+/// What records, logs and listings show of a gateway key: enough to tell keys
+/// apart, too little to weaken one. The rule: a known scheme (`sy-`, `sk-`) is
+/// shown whole, since it is no secret; of the rest at most
+/// [`KEY_PREFIX_CHARS`] characters, and never more than a fifth of them (a
+/// generated key, `sy-` and 40 characters, shows `sy-` and 6; a 16-character
+/// static key shows 3; a 32-character one 6). `None` when that leaves no
+/// character to show (under 5 after the scheme).
+pub fn key_prefix(key: &str) -> Option<String> {
+    let scheme = KEY_SCHEMES.iter().copied().find(|s| key.starts_with(s)).unwrap_or("");
+    let body = key.get(scheme.len()..).unwrap_or_default();
+    let shown = (body.chars().count() / 5).min(KEY_PREFIX_CHARS);
+    (shown > 0).then(|| format!("{scheme}{}", body.chars().take(shown).collect::<String>()))
+}
+
 /// Replace every occurrence of each secret in `text` with `[redacted]`. Used on
 /// upstream error bodies before they reach logs, clients or records.
 pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
@@ -267,6 +288,29 @@ mod tests {
         assert!(Date::parse("2026-01-02").unwrap() > Date::parse("2025-12-31").unwrap());
         assert_eq!(Date::parse("2026-13-01"), None);
         assert_eq!(Date::parse("2026-02-03").unwrap().to_string(), "2026-02-03");
+    }
+
+    #[test]
+    fn key_prefixes_show_a_scheme_and_at_most_a_fifth_of_the_rest() {
+        let generated = format!("sy-{}", "A".repeat(40));
+        assert_eq!(key_prefix(&generated).as_deref(), Some("sy-AAAAAA"));
+        assert_eq!(key_prefix("sk-0123456789abcdefghij").as_deref(), Some("sk-0123"));
+        assert_eq!(key_prefix("0123456789abcdef").as_deref(), Some("012"), "16 characters");
+        assert_eq!(key_prefix(&"x".repeat(32)).as_deref(), Some("xxxxxx"));
+        assert_eq!(key_prefix(&"x".repeat(200)).as_deref(), Some("xxxxxx"));
+        assert_eq!(key_prefix("sy-abcd"), None);
+        assert_eq!(key_prefix("abcd"), None);
+        assert_eq!(key_prefix(""), None);
+        // Characters, not bytes.
+        assert_eq!(
+            key_prefix("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}").as_deref(),
+            Some("\u{e9}\u{e9}")
+        );
+        for len in 0..200 {
+            let key = "k".repeat(len);
+            let shown = key_prefix(&key).map_or(0, |p| p.chars().count());
+            assert!(shown * 5 <= len, "{len}: {shown}");
+        }
     }
 
     #[test]

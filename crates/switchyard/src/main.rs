@@ -173,6 +173,13 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         None => (Arc::new(switchyard_store::LogSink), None),
     };
     let static_keys = catalog.settings.api_keys.clone();
+    for w in switchyard_server::identity::short_key_warnings(
+        &static_keys,
+        admin_key.as_ref(),
+        &catalog.security.admin_key_env,
+    ) {
+        tracing::warn!("{w}");
+    }
     let key_cache = std::time::Duration::from_millis(catalog.security.key_cache_ms);
     let retention_days = catalog.storage.retention_days;
     let seal = match storage::continuity_seal(&catalog.security) {

@@ -251,7 +251,7 @@ async fn case_users_projects_groups_and_keys(db: TestDb) {
     assert!(secret.starts_with("sy-") && secret.len() == 43, "{created:#?}");
     assert!(created.stderr.contains("will not be shown again"), "{created:#?}");
     assert!(created.stderr.contains("\"other-*\" matches no model"), "{created:#?}");
-    let prefix = &secret[..11];
+    let prefix = &secret[..9];
 
     // The secret works: the store finds the key by it.
     let found = db.store().key_by_secret(&secret).await.unwrap().unwrap();
@@ -927,6 +927,33 @@ models: [{ id: m, deployments: [{ provider: marked }] }]
 #[test]
 fn logs_to_a_pipe_are_not_coloured() {
     let env = Env::scratch("no-colour");
+    let (_child, seen) = serve_until_listening(&env, &[]);
+    for line in &seen {
+        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
+    }
+}
+
+/// Static keys shorter than 32 characters are warned about at start-up, the
+/// bootstrap admin key too, each by its place and short prefix: never the key.
+#[test]
+fn short_static_keys_are_warned_about_without_printing_them() {
+    const STATIC: &str = "static-16-chars!";
+    const ADMIN: &str = "sy-admin-20-chars-x";
+    let env = Env::scratch("short-keys");
+    let (_child, seen) = serve_until_listening(
+        &env,
+        &[("SWITCHYARD_API_KEY", STATIC), ("SWITCHYARD_ADMIN_KEY", ADMIN)],
+    );
+    let logs = seen.join("\n");
+    assert!(logs.contains("gateway.api_keys[0] (sta…) is 16 characters long"), "{logs}");
+    assert!(logs.contains("SWITCHYARD_ADMIN_KEY (sy-adm…) is 19 characters long"), "{logs}");
+    assert!(!logs.contains(STATIC) && !logs.contains(ADMIN), "{logs}");
+}
+
+/// `switchyard serve` on the embedded default at `127.0.0.1:0`, in `env`'s
+/// folder, with `vars` set and its logs (stdout) piped: the process and its
+/// log lines up to and including the "listening" one.
+fn serve_until_listening(env: &Env, vars: &[(&str, &str)]) -> (KillOnDrop, Vec<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "text"])
         .current_dir(&env.dir)
@@ -934,11 +961,14 @@ fn logs_to_a_pipe_are_not_coloured() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // NO_COLOR would hide the defect: colour must go because stdout is a pipe.
+    // NO_COLOR would hide a colour defect: colour must go because stdout is a pipe.
     for var in
         CLEARED.iter().chain(&["NO_COLOR", "SWITCHYARD_LISTEN_ADDR", "SWITCHYARD_LOG_FORMAT"])
     {
         cmd.env_remove(var);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
     }
     let mut child = KillOnDrop(cmd.spawn().unwrap());
     let stdout = child.0.stdout.take().unwrap();
@@ -957,9 +987,7 @@ fn logs_to_a_pipe_are_not_coloured() {
             Err(e) => panic!("no \"switchyard listening\" line ({e}); seen: {seen:#?}"),
         }
     }
-    for line in &seen {
-        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
-    }
+    (child, seen)
 }
 
 /// Ends the gateway a test started, however the test ends.
