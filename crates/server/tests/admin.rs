@@ -558,6 +558,38 @@ async fn case_a_key_limited_to_some_models_refuses_others(db: TestDb) {
     assert_eq!(env.openai.request_count(), 0);
     let (_, _, open, _) = env.user_with_key("open@example.com", json!({})).await;
     assert_eq!(env.chat(&open, "m-openai").await.status, 200);
+
+    // Model discovery shows the key only what it may call, in every shape, and
+    // a forbidden model is as unknown as one that does not exist.
+    let limited = env.listed(&secret).await;
+    assert!(limited.contains(&"mock-echo".to_owned()), "{limited:?}");
+    assert!(limited.iter().all(|m| m.starts_with("mock")), "{limited:?}");
+    assert!(env.listed(&open).await.contains(&"m-openai".to_owned()));
+    let gemini = env.call(Some(&secret), "GET", "/v1beta/models", None).await;
+    assert_eq!(gemini.status, 200, "{}", gemini.text);
+    let names: Vec<&str> = gemini.json["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"models/mock-echo") && names.iter().all(|n| n.starts_with("models/mock")),
+        "{names:?}"
+    );
+    assert_eq!(env.call(Some(&secret), "GET", "/v1/models/mock", None).await.status, 200);
+    for base in ["/v1/models", "/v1beta/models"] {
+        let unknown = env.call(Some(&secret), "GET", &format!("{base}/no-such-model"), None).await;
+        let forbidden = env.call(Some(&secret), "GET", &format!("{base}/m-openai"), None).await;
+        assert_eq!(forbidden.status, 404, "{base}: {}", forbidden.text);
+        assert_eq!(
+            forbidden.text.replace("m-openai", "X"),
+            unknown.text.replace("no-such-model", "X"),
+            "{base}: a forbidden model answers like an unknown one"
+        );
+    }
+    assert_eq!(env.call(Some(&open), "GET", "/v1/models/m-openai", None).await.status, 200);
+
     let a =
         env.admin("POST", "/admin/keys", Some(json!({"user_id": "x", "allowed_models": []}))).await;
     assert_eq!((a.status, a.code()), (400, "invalid_request"));
@@ -579,6 +611,12 @@ async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {
     assert_eq!(denied.status, 403, "{}", denied.text);
     assert_eq!(denied.code(), "authz_denied");
     assert_eq!(denied.json["error"]["message"], "authz denied [no-mock]: mock is closed");
+    // The listing follows the rules a request meets.
+    let listed = env.listed(&secret).await;
+    assert!(!listed.iter().any(|m| m.starts_with("mock")), "{listed:?}");
+    assert!(listed.contains(&"m-openai".to_owned()), "{listed:?}");
+    let one = env.call(Some(&secret), "GET", "/v1/models/mock", None).await;
+    assert_eq!((one.status, one.code()), (404, "model_not_found"), "{}", one.text);
     let listed = env.expect(200, "GET", "/admin/rules", None).await;
     assert_eq!(listed["data"][0]["name"], "no-mock");
     let dup = env.admin("POST", "/admin/rules", Some(rule)).await;
@@ -593,6 +631,7 @@ async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {
     assert_eq!((bad.status, bad.code()), (400, "invalid_request"), "{}", bad.text);
     env.expect(200, "DELETE", "/admin/rules/no-mock", None).await;
     assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    assert!(env.listed(&secret).await.contains(&"mock-echo".to_owned()));
     let gone = env.admin("DELETE", "/admin/rules/no-mock", None).await;
     assert_eq!((gone.status, gone.code()), (404, "not_found"));
 
