@@ -186,6 +186,27 @@ pub fn percent_decode(s: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Starts of keys that are a fixed format, not part of the secret: the
+/// gateway's own (`sy-`) and the OpenAI style many static keys copy (`sk-`).
+const KEY_SCHEMES: &[&str] = &["sy-", "sk-"];
+
+/// Most characters of a key's secret part that [`key_prefix`] shows.
+pub const KEY_PREFIX_CHARS: usize = 6;
+
+/// What records, logs and listings show of a gateway key: enough to tell keys
+/// apart, too little to weaken one. The rule: a known scheme (`sy-`, `sk-`) is
+/// shown whole, since it is no secret; of the rest at most
+/// [`KEY_PREFIX_CHARS`] characters, and never more than a fifth of them (a
+/// generated key, `sy-` and 40 characters, shows `sy-` and 6; a 16-character
+/// static key shows 3; a 32-character one 6). `None` when that leaves no
+/// character to show (under 5 after the scheme).
+pub fn key_prefix(key: &str) -> Option<String> {
+    let scheme = KEY_SCHEMES.iter().copied().find(|s| key.starts_with(s)).unwrap_or("");
+    let body = key.get(scheme.len()..).unwrap_or_default();
+    let shown = (body.chars().count() / 5).min(KEY_PREFIX_CHARS);
+    (shown > 0).then(|| format!("{scheme}{}", body.chars().take(shown).collect::<String>()))
+}
+
 /// Replace every occurrence of each secret in `text` with `[redacted]`. Used on
 /// upstream error bodies before they reach logs, clients or records.
 pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
@@ -196,6 +217,30 @@ pub fn redact<'a>(text: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> 
         }
     }
     out
+}
+
+/// `url` without the password in its userinfo (`https://user:****@host/…`),
+/// for printing an endpoint: a userinfo with no `:` may be a token standing in
+/// for the user (`https://TOKEN@host`), so it is hidden whole. Anything that is
+/// not `scheme://authority…` comes back unchanged.
+pub fn redact_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return Cow::Borrowed(url) };
+    let rest = url.get(scheme_end..).unwrap_or_default();
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = rest.get(..authority_end).unwrap_or_default();
+    // The last `@` ends the userinfo: a password may itself hold an `@`.
+    let Some(at) = authority.rfind('@') else { return Cow::Borrowed(url) };
+    let userinfo = authority.get(..at).unwrap_or_default();
+    let shown = match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:****"),
+        None => "****".to_owned(),
+    };
+    Cow::Owned(format!(
+        "{}{shown}{}",
+        url.get(..scheme_end).unwrap_or_default(),
+        url.get(scheme_end + at..).unwrap_or_default()
+    ))
 }
 
 /// Shorter values are not treated as secrets: replacing them would mangle text
@@ -292,6 +337,38 @@ mod tests {
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz%4"), "%zz%4");
         assert_eq!(percent_decode("%C3%A9"), "\u{e9}");
+    }
+
+    #[test]
+    fn key_prefixes_show_a_scheme_and_at_most_a_fifth_of_the_rest() {
+        let generated = format!("sy-{}", "A".repeat(40));
+        assert_eq!(key_prefix(&generated).as_deref(), Some("sy-AAAAAA"));
+        assert_eq!(key_prefix("sk-0123456789abcdefghij").as_deref(), Some("sk-0123"));
+        assert_eq!(key_prefix("0123456789abcdef").as_deref(), Some("012"), "16 characters");
+        assert_eq!(key_prefix(&"x".repeat(32)).as_deref(), Some("xxxxxx"));
+        assert_eq!(key_prefix(&"x".repeat(200)).as_deref(), Some("xxxxxx"));
+        assert_eq!(key_prefix("sy-abcd"), None);
+        assert_eq!(key_prefix("abcd"), None);
+        assert_eq!(key_prefix(""), None);
+        // Characters, not bytes.
+        assert_eq!(
+            key_prefix("\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}").as_deref(),
+            Some("\u{e9}\u{e9}")
+        );
+        for len in 0..200 {
+            let key = "k".repeat(len);
+            let shown = key_prefix(&key).map_or(0, |p| p.chars().count());
+            assert!(shown * 5 <= len, "{len}: {shown}");
+        }
+    }
+
+    #[test]
+    fn userinfo_passwords_are_hidden() {
+        assert_eq!(redact_userinfo("https://u:p%40ss@h.example/v1"), "https://u:****@h.example/v1");
+        assert_eq!(redact_userinfo("https://u:a@b@h:8443?x=@"), "https://u:****@h:8443?x=@");
+        assert_eq!(redact_userinfo("http://token@h/"), "http://****@h/");
+        assert_eq!(redact_userinfo("https://h.example/a@b"), "https://h.example/a@b");
+        assert_eq!(redact_userinfo("no url"), "no url");
     }
 
     #[test]

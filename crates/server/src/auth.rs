@@ -5,17 +5,27 @@
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, HeaderName};
 
-/// The key the client presented, from whichever header carries it.
+/// The key the client presented, from whichever header carries it. Every
+/// request path (HTTP, Gemini's, the WebSocket handshake) reads it here.
 pub fn presented(headers: &HeaderMap) -> Option<&str> {
     if let Some(v) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-        let v = v.trim();
-        let token = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")).unwrap_or(v);
-        return Some(token.trim());
+        return Some(bearer_token(v));
     }
     // Names, not strings: a lookup by `&str` parses the name each time.
     const KEY_HEADERS: [HeaderName; 2] =
         [HeaderName::from_static("x-api-key"), HeaderName::from_static("x-goog-api-key")];
     KEY_HEADERS.iter().find_map(|h| headers.get(h).and_then(|v| v.to_str().ok())).map(str::trim)
+}
+
+/// The token of an `Authorization` value: after `Bearer` in any case (an
+/// auth scheme is case-insensitive, RFC 9110 §11.1) and the whitespace after
+/// it; a value with no `Bearer` scheme is taken whole, as it always was.
+fn bearer_token(value: &str) -> &str {
+    let v = value.trim();
+    match v.split_once([' ', '\t']) {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") => token.trim(),
+        _ => v,
+    }
 }
 
 #[cfg(test)]
@@ -38,5 +48,25 @@ mod tests {
             assert_eq!(presented(&h(name, v)), Some("sk-gw-1234567890abcdef"), "{name}");
         }
         assert_eq!(presented(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for v in [
+            "Bearer sk-gw-1",
+            "bearer sk-gw-1",
+            "BEARER sk-gw-1",
+            "bEaReR   sk-gw-1 ",
+            "Bearer\tsk-gw-1",
+            "sk-gw-1",
+        ] {
+            assert_eq!(presented(&h("authorization", v)), Some("sk-gw-1"), "{v:?}");
+        }
+        // Not the bearer scheme: the value as it is (and so an unknown key).
+        assert_eq!(
+            presented(&h("authorization", "Basic c2stZ3ctMQ==")),
+            Some("Basic c2stZ3ctMQ==")
+        );
+        assert_eq!(presented(&h("authorization", "Bearersk-gw-1")), Some("Bearersk-gw-1"));
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderMap;
 use switchyard_core::GatewayError;
 use switchyard_core::access::{Principal, Role};
-use switchyard_core::util::Secret;
+use switchyard_core::util::{Secret, key_prefix};
 use switchyard_protocol::ErrorCode;
 use switchyard_store::db::hash_secret;
 use switchyard_store::seal::{SealedRef, Sealer};
@@ -51,6 +51,40 @@ pub struct Identity {
     /// Per project: log content up to this many bytes (None: the project did not
     /// opt in), cached.
     content: Mutex<HashMap<String, (Instant, Option<usize>)>>,
+}
+
+/// Static and bootstrap keys shorter than this are warned about at start-up:
+/// a generated key has 43 characters, 240 random bits.
+pub const MIN_STATIC_KEY_CHARS: usize = 32;
+
+/// One warning for each static key (`gateway.api_keys`) and for the bootstrap
+/// admin key (read from `admin_env`) shorter than [`MIN_STATIC_KEY_CHARS`]
+/// characters, naming the key by its place and its short prefix, never by its
+/// value. A key listed twice is warned about once.
+pub fn short_key_warnings(
+    static_keys: &[Secret],
+    admin_key: Option<&Secret>,
+    admin_env: &str,
+) -> Vec<String> {
+    let mut seen: Vec<&Secret> = Vec::new();
+    let mut warnings = Vec::new();
+    let keys = static_keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (format!("gateway.api_keys[{i}]"), k))
+        .chain(admin_key.map(|k| (admin_env.to_owned(), k)));
+    for (place, key) in keys {
+        let chars = key.expose().chars().count();
+        if chars >= MIN_STATIC_KEY_CHARS || seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let shown = key_prefix(key.expose()).map_or(String::new(), |p| format!(" ({p}…)"));
+        warnings.push(format!(
+            "{place}{shown} is {chars} characters long: a static key should have at least {MIN_STATIC_KEY_CHARS} random characters"
+        ));
+    }
+    warnings
 }
 
 impl Identity {
@@ -141,8 +175,9 @@ impl Identity {
     /// Authenticate a request from its headers.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, GatewayError> {
         let presented = auth::presented(headers).filter(|k| !k.is_empty());
-        let prefix =
-            presented.filter(|k| k.len() >= 16).map(|k| k.chars().take(11).collect::<String>());
+        // What records show of a static or bootstrap key (a stored key's is
+        // the one stored with it).
+        let prefix = presented.and_then(key_prefix);
         let Some(key) = presented else {
             if self.auth_required().await {
                 return Err(GatewayError::new(

@@ -2,7 +2,8 @@
 //!
 //! `GET /v1/models` lists visible models only (hidden and retired excluded) that the
 //! caller can reach (some provider serving the model has a platform key, or the
-//! caller's own key):
+//! caller's own key) and may call (their key's `allowed_models` and the access
+//! rules, checked as a request for the model is: [`Snapshot::may_call`]):
 //! - with `client_version` in the query (Codex), as Codex's `ModelsResponse`:
 //!   `{"models": [ModelInfo…]}`, so Codex gets each model's context window and
 //!   reasoning levels instead of its fallback metadata;
@@ -14,7 +15,8 @@
 //! The OpenAI and Anthropic entries also carry the catalog facts (prices, context
 //! window) the meter uses. `GET /v1/models/{id}` answers one model, by id or alias,
 //! in the OpenAI or Anthropic shape, when a request for it would be served (hidden
-//! models too: they are served, only not listed); otherwise 404 in that shape.
+//! models too: they are served, only not listed); otherwise 404 in that shape (a
+//! model the caller may not call, exactly as one the catalog does not have).
 //!
 //! Gemini clients list the same models at `GET /v1beta/models`, as Gemini's
 //! `ListModelsResponse` (`models`, `nextPageToken`; paged by `pageSize` and
@@ -28,9 +30,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use switchyard_core::GatewayError;
-use switchyard_core::catalog::{Catalog, ModelEntry, normalize_model};
+use switchyard_core::catalog::{ModelEntry, normalize_model};
 use switchyard_core::util::Date;
+use switchyard_core::{Gateway, GatewayError, Snapshot};
 use switchyard_protocol::{ClientFormat, ErrorCode};
 
 use crate::http::error_response;
@@ -92,7 +94,7 @@ pub async fn list(
         Err(e) => return error_response(format, &invalid(e.body_text(), None), &ids::request_id()),
     };
     let snapshot = state.gateway.snapshot();
-    let models = listed(&snapshot.catalog, &caller);
+    let models = listed(&state.gateway, &snapshot, &caller);
     let body = if query.client_version.is_some() {
         let models: Vec<Value> =
             models.iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
@@ -110,12 +112,20 @@ pub async fn list(
 }
 
 /// The models a list shows this caller: visible ones that some provider can serve
-/// for them. (A model only a keyless provider serves would answer every request
-/// with 503: listing it would invite clients to pick it.)
-fn listed<'a>(catalog: &'a Catalog, caller: &Caller) -> Vec<&'a Arc<ModelEntry>> {
+/// for them and that they may call (their key's `allowed_models`, the access
+/// rules). (A model only a keyless provider serves would answer every request
+/// with 503, a forbidden one with 403: listing either would invite clients to
+/// pick it.)
+fn listed<'a>(
+    gateway: &Gateway,
+    snapshot: &'a Snapshot,
+    caller: &Caller,
+) -> Vec<&'a Arc<ModelEntry>> {
+    let catalog = &snapshot.catalog;
     catalog
         .visible_models(Date::today())
         .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
+        .filter(|m| snapshot.may_call(&gateway.runtime, &caller.principal, m))
         .collect()
 }
 
@@ -148,7 +158,12 @@ pub(crate) async fn retrieve_as(
         let err = GatewayError::new(code, format!("model {requested:?} {why}"));
         error_response(format, &err, &id)
     };
-    let Some(m) = catalog.model(&normalize_model(requested)) else {
+    // A model the caller may not call is answered as one that does not exist:
+    // its name is not theirs to learn.
+    let Some(m) = catalog
+        .model(&normalize_model(requested))
+        .filter(|m| snapshot.may_call(&state.gateway.runtime, &caller.principal, m))
+    else {
         return not_found(ErrorCode::ModelNotFound, "is not in the catalog");
     };
     if m.is_retired(Date::today()) {
@@ -194,7 +209,7 @@ pub(crate) async fn gemini_list(
         },
     };
     let snapshot = state.gateway.snapshot();
-    let models = listed(&snapshot.catalog, &caller);
+    let models = listed(&state.gateway, &snapshot, &caller);
     let start = match page_token.filter(|t| !t.is_empty()) {
         None => 0,
         Some(token) => match models.iter().position(|m| m.id == token) {

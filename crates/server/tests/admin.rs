@@ -29,6 +29,8 @@ use switchyard_testkit::{FakeUpstream, Reply, Vendor, canned};
 use tokio::sync::oneshot;
 
 const ADMIN: &str = "sy-bootstrap-admin-key-0123456789";
+/// A static key of 16 characters: records may show no more than 3 of them.
+const SHORT_STATIC: &str = "short-static-16c";
 const SECRET: &str = "gateway-secret-for-admin-tests-0123456789";
 const BYOK: &str = "sk-byok-alice-own-key-000111";
 const BYOK_2: &str = "sk-byok-alice-rotated-key-000222";
@@ -194,7 +196,7 @@ impl Env {
         // A long cache TTL: anything that takes effect at once does so because the
         // admin API invalidated the cache, not because an entry expired.
         let identity = Identity::new(
-            vec![Secret::new(GATEWAY_KEY)],
+            vec![Secret::new(GATEWAY_KEY), Secret::new(SHORT_STATIC)],
             Some(Secret::new(ADMIN)),
             store,
             sealer,
@@ -264,6 +266,23 @@ impl Env {
     async fn chat(&self, key: &str, model: &str) -> Answer {
         let body = json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
         self.call(Some(key), "POST", "/v1/chat/completions", Some(&body)).await
+    }
+
+    /// The record of request `id`, once the audit writer has stored it.
+    async fn record(&self, id: &str) -> Value {
+        let path = format!("/admin/requests/{id}");
+        tokio::time::timeout(WAIT, async {
+            loop {
+                let a = self.admin("GET", &path, None).await;
+                if a.status == 200 {
+                    return a.json;
+                }
+                assert_eq!(a.status, 404, "{path}: {}", a.text);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{path}: no record within {WAIT:?}"))
     }
 
     /// The model ids `GET /v1/models` lists to the holder of `key`.
@@ -462,7 +481,7 @@ async fn case_users_projects_and_keys(db: TestDb) {
     let secret = key["secret"].as_str().unwrap().to_owned();
     let kid = id(&key);
     assert!(secret.starts_with("sy-") && secret.len() > 20, "{secret}");
-    assert_eq!(key["prefix"].as_str().unwrap(), &secret[..11]);
+    assert_eq!(key["prefix"].as_str().unwrap(), &secret[..9]);
     assert_eq!(key["active"], true);
     let expires = key["expires_at"].as_i64().unwrap() - key["created_at"].as_i64().unwrap();
     assert!((expires - 30 * 86_400_000).abs() < 60_000, "{expires}");
@@ -483,7 +502,14 @@ async fn case_users_projects_and_keys(db: TestDb) {
     assert_eq!(rows[0]["id"], rid.as_str());
     assert_eq!(rows[0]["user"], uid.as_str());
     assert_eq!(rows[0]["project"], pid.as_str());
-    assert_eq!(rows[0]["key_prefix"], &secret[..11]);
+    assert_eq!(rows[0]["key_prefix"], &secret[..9]);
+    // Static keys show their scheme and at most a fifth of the rest.
+    for (key, shown) in [(SHORT_STATIC, "sho"), (GATEWAY_KEY, "sk-gw-t")] {
+        let ok = env.chat(key, "mock").await;
+        assert_eq!(ok.status, 200, "{}", ok.text);
+        let row = env.record(ok.request_id.as_deref().unwrap()).await;
+        assert_eq!(row["key_prefix"], shown, "{row}");
+    }
 
     // Disabling the user, and changing their role, take effect at once.
     let patched = env
@@ -532,6 +558,38 @@ async fn case_a_key_limited_to_some_models_refuses_others(db: TestDb) {
     assert_eq!(env.openai.request_count(), 0);
     let (_, _, open, _) = env.user_with_key("open@example.com", json!({})).await;
     assert_eq!(env.chat(&open, "m-openai").await.status, 200);
+
+    // Model discovery shows the key only what it may call, in every shape, and
+    // a forbidden model is as unknown as one that does not exist.
+    let limited = env.listed(&secret).await;
+    assert!(limited.contains(&"mock-echo".to_owned()), "{limited:?}");
+    assert!(limited.iter().all(|m| m.starts_with("mock")), "{limited:?}");
+    assert!(env.listed(&open).await.contains(&"m-openai".to_owned()));
+    let gemini = env.call(Some(&secret), "GET", "/v1beta/models", None).await;
+    assert_eq!(gemini.status, 200, "{}", gemini.text);
+    let names: Vec<&str> = gemini.json["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"models/mock-echo") && names.iter().all(|n| n.starts_with("models/mock")),
+        "{names:?}"
+    );
+    assert_eq!(env.call(Some(&secret), "GET", "/v1/models/mock", None).await.status, 200);
+    for base in ["/v1/models", "/v1beta/models"] {
+        let unknown = env.call(Some(&secret), "GET", &format!("{base}/no-such-model"), None).await;
+        let forbidden = env.call(Some(&secret), "GET", &format!("{base}/m-openai"), None).await;
+        assert_eq!(forbidden.status, 404, "{base}: {}", forbidden.text);
+        assert_eq!(
+            forbidden.text.replace("m-openai", "X"),
+            unknown.text.replace("no-such-model", "X"),
+            "{base}: a forbidden model answers like an unknown one"
+        );
+    }
+    assert_eq!(env.call(Some(&open), "GET", "/v1/models/m-openai", None).await.status, 200);
+
     let a =
         env.admin("POST", "/admin/keys", Some(json!({"user_id": "x", "allowed_models": []}))).await;
     assert_eq!((a.status, a.code()), (400, "invalid_request"));
@@ -553,6 +611,12 @@ async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {
     assert_eq!(denied.status, 403, "{}", denied.text);
     assert_eq!(denied.code(), "authz_denied");
     assert_eq!(denied.json["error"]["message"], "authz denied [no-mock]: mock is closed");
+    // The listing follows the rules a request meets.
+    let listed = env.listed(&secret).await;
+    assert!(!listed.iter().any(|m| m.starts_with("mock")), "{listed:?}");
+    assert!(listed.contains(&"m-openai".to_owned()), "{listed:?}");
+    let one = env.call(Some(&secret), "GET", "/v1/models/mock", None).await;
+    assert_eq!((one.status, one.code()), (404, "model_not_found"), "{}", one.text);
     let listed = env.expect(200, "GET", "/admin/rules", None).await;
     assert_eq!(listed["data"][0]["name"], "no-mock");
     let dup = env.admin("POST", "/admin/rules", Some(rule)).await;
@@ -567,6 +631,7 @@ async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {
     assert_eq!((bad.status, bad.code()), (400, "invalid_request"), "{}", bad.text);
     env.expect(200, "DELETE", "/admin/rules/no-mock", None).await;
     assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    assert!(env.listed(&secret).await.contains(&"mock-echo".to_owned()));
     let gone = env.admin("DELETE", "/admin/rules/no-mock", None).await;
     assert_eq!((gone.status, gone.code()), (404, "not_found"));
 

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use axum::http::HeaderMap;
+use switchyard_core::util::Secret;
 use switchyard_protocol::ErrorCode;
-use switchyard_server::identity::Identity;
+use switchyard_server::identity::{Identity, short_key_warnings};
 use switchyard_store::testing::sqlite_temp;
 use switchyard_store::{NewKey, NewUser, Role};
 
@@ -50,4 +51,41 @@ async fn open_until_the_first_key_then_unknown_keys_are_refused_even_from_cache(
     let caller = id.authenticate(&bearer(&secret)).await.unwrap();
     assert_eq!(caller.principal.user_id.as_deref(), Some(user.id.as_str()));
     assert_eq!(caller.principal.role, Some(Role::Member));
+}
+
+/// Records show a static or bootstrap key by a prefix that gives little away:
+/// a known scheme and at most a fifth of the rest (3 characters of a
+/// 16-character key). Keys under 32 characters are warned about once each, by
+/// place and prefix, never by value.
+#[tokio::test]
+async fn static_keys_show_a_short_prefix_and_short_ones_are_warned_about() {
+    const SHORT: &str = "0123456789abcdef";
+    const ADMIN: &str = "sy-bootstrap-admin-0123456789abcdefghij";
+    const SHORT_ADMIN: &str = "sy-admin-short-key";
+    let keys = vec![Secret::new(SHORT), Secret::new(SHORT), Secret::new("k".repeat(32))];
+    let id = Identity::new(keys.clone(), Some(Secret::new(ADMIN)), None, None, Duration::ZERO);
+    let shown = |key: &str| {
+        let id = &id;
+        let key = key.to_owned();
+        async move { id.authenticate(&bearer(&key)).await.unwrap().principal.key_prefix }
+    };
+    assert_eq!(shown(SHORT).await.as_deref(), Some("012"));
+    assert_eq!(shown(ADMIN).await.as_deref(), Some("sy-bootst"));
+    assert_eq!(shown(&"k".repeat(32)).await.as_deref(), Some("kkkkkk"));
+
+    let admin = Secret::new(SHORT_ADMIN);
+    let warnings = short_key_warnings(&keys, Some(&admin), "SWITCHYARD_ADMIN_KEY");
+    assert_eq!(warnings.len(), 2, "{warnings:#?}");
+    assert!(
+        warnings[0].starts_with("gateway.api_keys[0] (012…) is 16 characters"),
+        "{warnings:#?}"
+    );
+    assert!(
+        warnings[1].starts_with("SWITCHYARD_ADMIN_KEY (sy-adm…) is 18 characters"),
+        "{warnings:#?}"
+    );
+    for w in &warnings {
+        assert!(!w.contains(SHORT) && !w.contains(SHORT_ADMIN), "{w}");
+    }
+    assert!(short_key_warnings(&[], Some(&Secret::new(ADMIN)), "X").is_empty());
 }

@@ -37,15 +37,16 @@ async fn raw_post(
 #[tokio::test]
 async fn gateway_key_is_accepted_in_all_three_headers() {
     let h = Harness::start().await;
-    let bearer = format!("Bearer {GATEWAY_KEY}");
-    for (name, value) in [
-        ("authorization", bearer.as_str()),
-        ("x-api-key", GATEWAY_KEY),
-        ("x-goog-api-key", GATEWAY_KEY),
-    ] {
+    // The auth scheme is case-insensitive (RFC 9110 §11.1).
+    let bearers = ["Bearer", "bearer", "BEARER", "bEaReR"].map(|s| format!("{s} {GATEWAY_KEY}"));
+    let headers = bearers
+        .iter()
+        .map(|b| ("authorization", b.as_str()))
+        .chain([("x-api-key", GATEWAY_KEY), ("x-goog-api-key", GATEWAY_KEY)]);
+    for (name, value) in headers {
         let r =
             raw_post(&h, "/v1/chat/completions", &[(name, value)], chat("mock").to_string()).await;
-        assert_eq!(r.status(), 200, "{name}");
+        assert_eq!(r.status(), 200, "{name}: {value}");
     }
 }
 

@@ -85,8 +85,8 @@ async fn the_key_is_read_from_every_header_http_takes() {
         let events = ws::turn(&mut socket, create("mock", "hi")).await;
         assert_eq!(text_of(&events), "echo: hi", "{name}");
     }
-    // The path without /v1 too.
-    let bearer = format!("Bearer {GATEWAY_KEY}");
+    // The path without /v1 too, and the scheme in any case (RFC 9110 §11.1).
+    let bearer = format!("BEARER {GATEWAY_KEY}");
     let mut socket =
         ws::connect(&h.base, "/responses", &[("authorization", &bearer)]).await.unwrap();
     assert_eq!(text_of(&ws::turn(&mut socket, create("mock", "bare")).await), "echo: bare");

@@ -509,9 +509,9 @@ impl SpillFile {
 /// ends in a torn line, a newline is written first so the next row stays whole.
 fn open_spill(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        crate::files::create_dir_all(dir)?;
     }
-    let mut f = OpenOptions::new().read(true).append(true).create(true).open(path)?;
+    let mut f = crate::files::options().read(true).append(true).create(true).open(path)?;
     if f.metadata()?.len() > 0 {
         let mut last = [0u8; 1];
         f.seek(SeekFrom::End(-1))?;
@@ -566,7 +566,7 @@ fn read_chunk(
         }
     }
     if !bad.is_empty() {
-        let mut f = OpenOptions::new().append(true).create(true).open(corrupt_path)?;
+        let mut f = crate::files::options().append(true).create(true).open(corrupt_path)?;
         f.write_all(&bad)?;
     }
     Ok(Chunk { reader, rows, bytes, corrupt, eof })
@@ -581,8 +581,9 @@ fn keep_tail(path: &Path, from: u64) -> std::io::Result<()> {
     {
         let mut src = File::open(path)?;
         src.seek(SeekFrom::Start(from))?;
-        let mut dst = File::create(&tmp)?;
+        let mut dst = crate::files::create_replacement(&tmp)?;
         std::io::copy(&mut src, &mut dst)?;
+        dst.set_permissions(src.metadata()?.permissions())?;
         dst.sync_all()?;
     }
     std::fs::rename(&tmp, path)
@@ -944,6 +945,43 @@ mod tests {
                 self.inner.insert_batch(batch).await
             })
         }
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// The spill file holds request records: only the gateway's user may read
+    /// it, the folder created for it likewise, and a replay that keeps part of
+    /// the file (renaming a copy over it) keeps the file's own mode, whatever
+    /// the operator made it.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn spill_files_are_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = TempDir::new("modes");
+        let store = Arc::new(MemStore { always_fail: true, ..MemStore::default() });
+        let cfg = AuditConfig { retries: 0, ..cfg(&dir, 10, 10) };
+        let (w, task) = AuditWriter::start(store, cfg).unwrap();
+        for i in 0..600 {
+            w.record(rec(i));
+        }
+        task.shutdown().await.unwrap();
+        let spill = dir.spill();
+        assert_eq!(mode(&spill), 0o600);
+        assert_eq!(mode(spill.parent().unwrap()), 0o700);
+
+        // A corrupt line goes to `.corrupt`, created the owner's only too.
+        let rows = std::fs::read_to_string(&spill).unwrap();
+        std::fs::write(&spill, format!("not json\n{rows}")).unwrap();
+        std::fs::set_permissions(&spill, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let flaky = FailAfter { inner: MemStore::default(), ok_calls: 1 };
+        assert!(AuditWriter::replay_spill(&flaky, &spill).await.is_err());
+        assert_eq!(spilled_ids(&spill).len(), 100, "the rows after the first chunk stay");
+        assert_eq!(mode(&spill), 0o640, "the kept tail has the file's mode");
+        assert_eq!(mode(&with_suffix(&spill, ".corrupt")), 0o600);
     }
 
     #[tokio::test]

@@ -16,6 +16,7 @@ pub mod audit;
 pub mod db;
 pub mod directory;
 pub mod error;
+mod files;
 pub mod model;
 pub mod records;
 pub mod seal;

@@ -57,7 +57,7 @@ pub struct Group {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApiKey {
     pub id: String,
-    /// The visible start of the secret, e.g. `sy-3f9a2b1c`.
+    /// The visible start of the secret, e.g. `sy-3f9a2b` (keys created before the 6-character rule keep 8).
     pub prefix: String,
     pub user_id: String,
     /// The project the key is bound to (`None`: the user's primary project).

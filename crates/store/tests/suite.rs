@@ -347,7 +347,7 @@ async fn case_api_keys(store: Store) {
         .unwrap();
     assert_eq!(secret.len(), 43);
     assert!(secret.starts_with("sy-"));
-    assert_eq!(key.prefix, secret[..11]);
+    assert_eq!(key.prefix, secret[..9], "sy- and 6 characters");
     assert!(key.id.starts_with("key_"));
     assert_eq!(key.expires_at, Some(expires));
     assert!(!format!("{key:?}").contains(&secret[11..]));
@@ -1091,6 +1091,43 @@ async fn sqlite_creates_the_file_and_its_folder() {
     again.migrate().await.unwrap();
     assert!(again.user_by_email("file@example.com").await.unwrap().is_some());
     again.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The database and its `-wal` and `-shm` are the owner's only, and so are the
+/// folders the store creates for them; a folder that exists keeps its mode.
+#[cfg(unix)]
+#[tokio::test]
+async fn sqlite_files_are_the_owners_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = std::env::temp_dir().join(unique("switchyard_store_modes"));
+    let path = dir.join("nested").join("store.db");
+    let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    store.migrate().await.unwrap();
+    // A write, while the pool is open: SQLite removes -wal and -shm on close.
+    member(&store, "modes@example.com").await;
+    let with = |suffix: &str| {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        std::path::PathBuf::from(p)
+    };
+    for file in [path.clone(), with("-wal"), with("-shm")] {
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("nested")), 0o700);
+    store.close().await;
+
+    let shared = dir.join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let path = shared.join("store.db");
+    let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    store.migrate().await.unwrap();
+    store.close().await;
+    assert_eq!(mode(&shared), 0o750, "an existing folder is the operator's");
+    assert_eq!(mode(&path), 0o600);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

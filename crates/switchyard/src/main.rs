@@ -189,6 +189,13 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         None => (Arc::new(switchyard_store::LogSink), None),
     };
     let static_keys = catalog.settings.api_keys.clone();
+    for w in switchyard_server::identity::short_key_warnings(
+        &static_keys,
+        admin_key.as_ref(),
+        &catalog.security.admin_key_env,
+    ) {
+        tracing::warn!("{w}");
+    }
     let key_cache = std::time::Duration::from_millis(catalog.security.key_cache_ms);
     let retention_days = catalog.storage.retention_days;
     let seal = match storage::continuity_seal(&catalog.security) {
@@ -381,7 +388,9 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
             Some(why) => format!("DISABLED ({why})"),
             None => format!("{} key(s)", p.keys.len()),
         };
-        println!("  {:<14} {:<12} {:<48} {state}", p.name, p.wire_name(), p.endpoint);
+        // An endpoint may carry a password (`https://user:pass@host`).
+        let endpoint = switchyard_core::util::redact_userinfo(&p.endpoint);
+        println!("  {:<14} {:<12} {:<48} {state}", p.name, p.wire_name(), endpoint);
     }
     println!("\nmodels:");
     for m in &c.models {

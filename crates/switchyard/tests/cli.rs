@@ -251,7 +251,7 @@ async fn case_users_projects_groups_and_keys(db: TestDb) {
     assert!(secret.starts_with("sy-") && secret.len() == 43, "{created:#?}");
     assert!(created.stderr.contains("will not be shown again"), "{created:#?}");
     assert!(created.stderr.contains("\"other-*\" matches no model"), "{created:#?}");
-    let prefix = &secret[..11];
+    let prefix = &secret[..9];
 
     // The secret works: the store finds the key by it.
     let found = db.store().key_by_secret(&secret).await.unwrap().unwrap();
@@ -927,6 +927,33 @@ models: [{ id: m, deployments: [{ provider: marked }] }]
 #[test]
 fn logs_to_a_pipe_are_not_coloured() {
     let env = Env::scratch("no-colour");
+    let (_child, seen) = serve_until_listening(&env, &[]);
+    for line in &seen {
+        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
+    }
+}
+
+/// Static keys shorter than 32 characters are warned about at start-up, the
+/// bootstrap admin key too, each by its place and short prefix: never the key.
+#[test]
+fn short_static_keys_are_warned_about_without_printing_them() {
+    const STATIC: &str = "static-16-chars!";
+    const ADMIN: &str = "sy-admin-20-chars-x";
+    let env = Env::scratch("short-keys");
+    let (_child, seen) = serve_until_listening(
+        &env,
+        &[("SWITCHYARD_API_KEY", STATIC), ("SWITCHYARD_ADMIN_KEY", ADMIN)],
+    );
+    let logs = seen.join("\n");
+    assert!(logs.contains("gateway.api_keys[0] (sta…) is 16 characters long"), "{logs}");
+    assert!(logs.contains("SWITCHYARD_ADMIN_KEY (sy-adm…) is 19 characters long"), "{logs}");
+    assert!(!logs.contains(STATIC) && !logs.contains(ADMIN), "{logs}");
+}
+
+/// `switchyard serve` on the embedded default at `127.0.0.1:0`, in `env`'s
+/// folder, with `vars` set and its logs (stdout) piped: the process and its
+/// log lines up to and including the "listening" one.
+fn serve_until_listening(env: &Env, vars: &[(&str, &str)]) -> (KillOnDrop, Vec<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "text"])
         .current_dir(&env.dir)
@@ -934,11 +961,14 @@ fn logs_to_a_pipe_are_not_coloured() {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // NO_COLOR would hide the defect: colour must go because stdout is a pipe.
+    // NO_COLOR would hide a colour defect: colour must go because stdout is a pipe.
     for var in
         CLEARED.iter().chain(&["NO_COLOR", "SWITCHYARD_LISTEN_ADDR", "SWITCHYARD_LOG_FORMAT"])
     {
         cmd.env_remove(var);
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
     }
     let mut child = KillOnDrop(cmd.spawn().unwrap());
     let stdout = child.0.stdout.take().unwrap();
@@ -957,9 +987,7 @@ fn logs_to_a_pipe_are_not_coloured() {
             Err(e) => panic!("no \"switchyard listening\" line ({e}); seen: {seen:#?}"),
         }
     }
-    for line in &seen {
-        assert!(!line.contains('\x1b'), "a colour escape in a piped log line: {line:?}");
-    }
+    (child, seen)
 }
 
 /// Ends the gateway a test started, however the test ends.
@@ -1018,4 +1046,53 @@ routes:
     // Without the model's narrowing the route is fine.
     let out = env.check(&yaml.replace("    governance: { no_retain: false }\n", ""));
     assert_eq!(out.code, 0, "{out:#?}");
+}
+
+/// `check` quotes the file as written, never a variable's value: not in a
+/// snippet of a typo next to a key, and not in an endpoint's password, whether
+/// the password comes from a variable or is written in the file.
+#[test]
+fn check_never_prints_a_secret() {
+    const KEY: &str = "sk-live-CHECK-KEY-must-not-print-0123456789";
+    const PASSWORD: &str = "pw-CHECK-PASSWORD-must-not-print";
+    let env = Env::scratch("check-secrets");
+    let file = env.config.display().to_string();
+    let vars = [("SWITCHYARD_TEST_CHECK_KEY", KEY), ("SWITCHYARD_TEST_CHECK_PASSWORD", PASSWORD)];
+    let check = |yaml: &str| {
+        std::fs::write(&env.config, yaml).unwrap();
+        let out = env.raw(&["check", &file], &vars, None);
+        for secret in [KEY, PASSWORD, "must-not-print"] {
+            assert!(!out.all().contains(secret), "{secret:?} printed: {out:#?}");
+        }
+        out
+    };
+
+    let out = check(
+        "storage: { url: none }\n\
+         providers:\n\
+         \x20 openai:\n\
+         \x20   wire: openai-chat\n\
+         \x20   endpont: https://api.example\n\
+         \x20   credentials: { keys: [\"${SWITCHYARD_TEST_CHECK_KEY}\"] }\n",
+    );
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert!(out.stderr.contains(&format!("{file}:5:5: unknown field `endpont`")), "{out:#?}");
+    assert!(out.stderr.contains("[\"${SWITCHYARD_TEST_CHECK_KEY}\"]"), "{out:#?}");
+
+    let out = check(
+        "storage: { url: none }\n\
+         providers:\n\
+         \x20 proxied:\n\
+         \x20   wire: openai-chat\n\
+         \x20   endpoint: \"https://gw:${SWITCHYARD_TEST_CHECK_PASSWORD}@proxy.example/v1\"\n\
+         \x20   credentials: { keys: [\"${SWITCHYARD_TEST_CHECK_KEY}\"] }\n\
+         \x20 written:\n\
+         \x20   wire: anthropic\n\
+         \x20   endpoint: \"https://ops:pw-CHECK-PASSWORD-must-not-print@other.example\"\n\
+         \x20   credentials: { none: true }\n\
+         models: [{ id: m, deployments: [{ provider: proxied }, { provider: written }] }]\n",
+    )
+    .ok();
+    assert!(out.stdout.contains("https://gw:****@proxy.example/v1"), "{out:#?}");
+    assert!(out.stdout.contains("https://ops:****@other.example"), "{out:#?}");
 }

@@ -98,7 +98,17 @@ impl Catalog {
         check_governance(raw, &providers, &models, &lookup, &routes, &mut problems);
         let rules = compile_rules(raw, &mut problems);
         check_default_model(&raw.gateway, &lookup, &mut problems);
+        // Lines and values as written: an expanded `${…}` may have moved lines
+        // (a value with a line break) and a message may quote its value.
+        let map = &raw.source_map;
+        for w in &mut warnings {
+            *w = map.scrub(w);
+        }
         if !problems.is_empty() {
+            for p in &mut problems {
+                p.line = p.line.map(|l| map.written_line(l));
+                p.message = map.scrub(&p.message);
+            }
             return Err(InvalidRegistry { file: file.to_owned(), problems });
         }
         let settings = compile_settings(&raw.gateway);
@@ -184,7 +194,10 @@ fn compile_providers(
             let at = first_known(&[written_at, Some(written.location())]);
             problems.push(Problem::located(
                 at,
-                format!("providers.{name}.endpoint: {endpoint:?} is not an http(s) URL"),
+                format!(
+                    "providers.{name}.endpoint: {:?} is not an http(s) URL",
+                    crate::util::redact_userinfo(&endpoint)
+                ),
             ));
         }
         let server_tools = match &p.server_tools {

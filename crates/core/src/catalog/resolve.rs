@@ -66,12 +66,7 @@ impl Catalog {
     /// model listed this way can be answered by something other than a 503.
     pub fn reachable(&self, m: &ModelEntry, usable: impl Fn(&ProviderSpec) -> bool) -> bool {
         let usable_at = |i: usize| self.providers.get(i).is_some_and(|p| usable(p));
-        let route = self
-            .lookup
-            .get(&m.id)
-            .and_then(|&i| self.model_route.get(i).copied().flatten())
-            .and_then(|r| self.routes.get(r));
-        let first = match route {
+        let first = match self.route_of(m) {
             Some(r) => std::iter::once(&r.chain)
                 .chain(r.scopes.iter().flat_map(|s| s.chains.values()))
                 .flat_map(|c| std::iter::once(&c.primary).chain(&c.fallbacks))
@@ -83,6 +78,14 @@ impl Catalog {
                 .iter()
                 .filter_map(|fb| self.model(fb))
                 .any(|fm| fm.deployments.iter().any(|d| usable_at(d.provider)))
+    }
+
+    /// The route a request for the catalog model `m` resolves to, if any.
+    pub fn route_of(&self, m: &ModelEntry) -> Option<&Route> {
+        self.lookup
+            .get(&m.id)
+            .and_then(|&i| self.model_route.get(i).copied().flatten())
+            .and_then(|r| self.routes.get(r))
     }
 
     /// The canonical id for a requested name: normalised, namespace prefix removed.

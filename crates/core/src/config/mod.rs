@@ -1,10 +1,12 @@
 //! Loading the configuration: choose the file, interpolate `${ENV}`, parse.
 //! Validation and compilation are in [`crate::catalog`].
 
+mod expand;
 pub mod raw;
 
 use std::path::{Path, PathBuf};
 
+pub use expand::{SourceMap, interpolate};
 pub use raw::RawConfig;
 
 /// The embedded default: runs on a fresh machine with no file.
@@ -47,14 +49,32 @@ pub enum ConfigError {
         message: String,
     },
     /// The interpolated text is not valid YAML, or not the configuration's shape
-    /// (an unknown field, a wrong type).
-    #[error("{file}: {message}")]
+    /// (an unknown field, a wrong type). Reported against the text as written:
+    /// its position, its lines in the snippet, and `${NAME}` where the message
+    /// would repeat a variable's value.
+    #[error("{file}{}: {message}{snippet}", position(*.line, *.column))]
     Parse {
         /// The source's name.
         file: String,
+        /// The line as written, from 1, when known.
+        line: Option<usize>,
+        /// The column as written, from 1, in characters, when known.
+        column: Option<usize>,
         /// The YAML parser's message.
         message: String,
+        /// The lines around the position as written, with a caret under the
+        /// column (empty when the position is unknown).
+        snippet: String,
     },
+}
+
+/// `:line:column`, `:line` or nothing.
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(":{l}:{c}"),
+        (Some(l), None) => format!(":{l}"),
+        _ => String::new(),
+    }
 }
 
 impl ConfigSource {
@@ -99,74 +119,19 @@ impl ConfigSource {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<RawConfig, ConfigError> {
-        let text = interpolate(&self.text, &self.name, env)?;
-        serde_saphyr::from_str(&text)
-            .map_err(|e| ConfigError::Parse { file: self.name.clone(), message: e.to_string() })
-    }
-}
-
-/// Replace `${NAME}` and `${NAME:-default}` with environment values; `$${` is a
-/// literal `${`. Comment lines are left alone. A variable that is unset and has no
-/// default is an error naming the line.
-pub fn interpolate(
-    text: &str,
-    file: &str,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, ConfigError> {
-    let mut out = String::with_capacity(text.len());
-    for (n, line) in text.split_inclusive('\n').enumerate() {
-        if line.trim_start().starts_with('#') {
-            out.push_str(line);
-            continue;
-        }
-        let mut rest = line;
-        while let Some(pos) = rest.find('$') {
-            out.push_str(&rest[..pos]);
-            let after = &rest[pos..];
-            if let Some(tail) = after.strip_prefix("$${") {
-                out.push_str("${");
-                rest = tail;
-            } else if let Some(tail) = after.strip_prefix("${") {
-                let end = tail.find('}').ok_or_else(|| ConfigError::Interpolation {
-                    file: file.to_owned(),
-                    line: n + 1,
-                    message: "unclosed `${`".to_owned(),
-                })?;
-                let expr = &tail[..end];
-                let (name, default) = match expr.split_once(":-") {
-                    Some((name, default)) => (name, Some(default)),
-                    None => (expr, None),
-                };
-                let valid =
-                    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                if !valid {
-                    return Err(ConfigError::Interpolation {
-                        file: file.to_owned(),
-                        line: n + 1,
-                        message: format!("`${{{expr}}}` is not a valid variable reference"),
-                    });
-                }
-                match env(name).filter(|v| !v.is_empty()).or(default.map(str::to_owned)) {
-                    Some(value) => out.push_str(&value),
-                    None => {
-                        return Err(ConfigError::Interpolation {
-                            file: file.to_owned(),
-                            line: n + 1,
-                            message: format!(
-                                "environment variable {name} is not set (write `${{{name}:-}}` to allow that)"
-                            ),
-                        });
-                    }
-                }
-                rest = &tail[end + 1..];
-            } else {
-                out.push('$');
-                rest = &after[1..];
+        let expanded = expand::expand(&self.text, &self.name, env)?;
+        // No snippet from the parser: it would quote the expanded text, values
+        // and all. The map renders one from the text as written.
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
+        match serde_saphyr::from_str_with_options::<RawConfig>(&expanded.text, options) {
+            Ok(mut raw) => {
+                raw.source_map = expanded.map;
+                Ok(raw)
             }
+            Err(e) => Err(expanded.map.parse_error(&self.name, &expanded.text, &e)),
         }
-        out.push_str(rest);
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -199,9 +164,8 @@ mod tests {
     fn parse_errors_name_file_line_and_field() {
         let src = ConfigSource::from_text("conf.yaml", "gateway:\n  listen: 1\n  bogus: true\n");
         let err = src.parse_with(&env).unwrap_err().to_string();
-        assert!(err.starts_with("conf.yaml: "), "{err}");
-        assert!(err.contains("bogus"), "{err}");
-        assert!(err.contains("line 3") || err.contains(":3:"), "{err}");
+        assert!(err.starts_with("conf.yaml:3:3: unknown field `bogus`"), "{err}");
+        assert!(err.contains("3 |   bogus: true\n  |   ^\n"), "{err}");
     }
 
     #[test]

@@ -137,6 +137,32 @@ impl Snapshot {
         Ok(plan)
     }
 
+    /// May `who` use `model` through `route`: the key's `allowed_models`, then
+    /// the configured rules and `stored` ones (no copies: both are iterated).
+    fn decide(
+        &self,
+        stored: &[access::Rule],
+        who: &Principal,
+        model: &str,
+        route: Option<&str>,
+    ) -> Result<(), access::Denial> {
+        access::decide(self.catalog.rules.iter().chain(stored), who, model, route)
+    }
+
+    /// Whether `who` may call the catalog model `m`: the check a request for it
+    /// passes first (`authorize`: its id and the route serving it,
+    /// on the configured and stored rules). Model listings show only these, so
+    /// a listed model is never one the caller is refused.
+    pub fn may_call(
+        &self,
+        runtime: &Runtime,
+        who: &Principal,
+        m: &crate::catalog::ModelEntry,
+    ) -> bool {
+        let route = self.catalog.route_of(m).map(|r| r.id.as_str());
+        self.decide(&runtime.rules.load(), who, &m.id, route).is_ok()
+    }
+
     /// Access rules: refuse the request (403) when the caller may not use the model
     /// or route; drop fallback deployments serving a model the caller may not use,
     /// so an allowed primary never fails over to a denied fallback.
@@ -147,11 +173,8 @@ impl Snapshot {
         runtime: &Runtime,
     ) -> Result<(), GatewayError> {
         let stored = runtime.rules.load();
-        // Configured rules, then stored ones (no copies: both are iterated per check).
-        let rules = || self.catalog.rules.iter().chain(stored.iter());
         let who = &inbound.principal;
-        if let Err(denial) =
-            access::decide(rules(), who, &plan.public_model, plan.route_id.as_deref())
+        if let Err(denial) = self.decide(&stored, who, &plan.public_model, plan.route_id.as_deref())
         {
             return Err(GatewayError::new(ErrorCode::AuthzDenied, denial.to_string()));
         }
@@ -160,7 +183,7 @@ impl Snapshot {
         let mut skipped = Vec::new();
         plan.candidates.retain(|c| match c.model.as_ref().map(|m| m.id.as_str()) {
             Some(id) if id != public => {
-                let ok = access::decide(rules(), who, id, route.as_deref()).is_ok();
+                let ok = self.decide(&stored, who, id, route.as_deref()).is_ok();
                 if !ok {
                     skipped.push(format!("authz_skip:{id}"));
                 }

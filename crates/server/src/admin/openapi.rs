@@ -483,7 +483,7 @@ fn schemas() -> Value {
         "required": ["id", "prefix", "user_id", "created_at", "active"],
         "properties": {
             "id": { "type": "string" },
-            "prefix": { "type": "string", "description": "The visible start of the secret, e.g. sy-3f9a2b1c" },
+            "prefix": { "type": "string", "description": "The visible start of the secret, e.g. sy-3f9a2b" },
             "user_id": { "type": "string" },
             "project_id": { "type": "string", "nullable": true, "description": "Bound project; null: the user's primary project" },
             "label": nullable("string"),

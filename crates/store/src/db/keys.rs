@@ -9,8 +9,9 @@ use crate::model::{ApiKey, NewKey};
 impl Store {
     /// Creates a key and returns it with its secret, which is not stored (only its
     /// SHA-256 is) and cannot be shown again. The secret is `sy-` followed by 40
-    /// URL-safe random characters (240 bits); its first 11 characters are the
-    /// visible prefix.
+    /// URL-safe random characters (240 bits); `sy-` and the next 6 characters
+    /// are the visible prefix ([`switchyard_core::util::key_prefix`]). Keys
+    /// created before that rule keep the 11 characters stored with them.
     pub async fn create_key(&self, k: NewKey) -> Result<(ApiKey, String), StoreError> {
         if let Some(models) = &k.allowed_models
             && models.iter().any(|m| m.trim().is_empty())
@@ -20,7 +21,7 @@ impl Store {
         let secret = new_secret()?;
         let key = ApiKey {
             id: new_id("key")?,
-            prefix: secret[..KEY_PREFIX_LEN].to_owned(),
+            prefix: switchyard_core::util::key_prefix(&secret).unwrap_or_default(),
             user_id: k.user_id,
             project_id: k.project_id,
             label: k.label,
@@ -131,8 +132,6 @@ impl Store {
     }
 }
 
-/// Length of a key's visible prefix: `sy-` and 8 characters.
-pub(crate) const KEY_PREFIX_LEN: usize = 11;
 pub(super) const SECRET_BODY_LEN: usize = 40;
 pub(super) const URL_SAFE: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -213,16 +213,26 @@ impl Store {
                     // and its indexes (a few dozen pages); reports scan, and the OS
                     // page cache holds the file for them anyway.
                     .pragma("cache_size", "-256");
-                if let Some(dir) = opts.get_filename().parent()
+                let file = opts.get_filename();
+                if let Some(dir) = file.parent()
                     && !dir.as_os_str().is_empty()
                 {
-                    std::fs::create_dir_all(dir).map_err(|e| {
+                    crate::files::create_dir_all(dir).map_err(|e| {
                         StoreError::Invalid(format!(
                             "cannot create the database folder {}: {e}",
                             dir.display()
                         ))
                     })?;
                 }
+                // SQLite would create the file with its default 0644; made
+                // here first it is the owner's only, and its -wal and -shm
+                // follow it.
+                crate::files::create_file_if_missing(file).map_err(|e| {
+                    StoreError::Invalid(format!(
+                        "cannot create the database file {}: {e}",
+                        file.display()
+                    ))
+                })?;
                 pool = pool.max_connections(SQLITE_MAX_CONNECTIONS);
             }
             Ok(Store { pool: DbPool::Sqlite(pool.connect_with(opts).await?) })

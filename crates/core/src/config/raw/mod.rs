@@ -41,6 +41,11 @@ pub struct RawConfig {
     /// `security:`: which variables hold the gateway's secrets.
     #[serde(default)]
     pub security: SecurityConfig,
+    /// Not in the file: how the parsed text maps back to the file as written,
+    /// so that compile problems name the written line and never a variable's
+    /// value. Empty for a configuration built in code.
+    #[serde(skip)]
+    pub source_map: super::SourceMap,
 }
 
 /// Where users, keys, rules, BYOK credentials and request records live.
