@@ -9,6 +9,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
+use switchyard_core::util::excerpt;
 use switchyard_core::{Delivery, GatewayError, Inbound, Success};
 use switchyard_protocol::{ClientFormat, ErrorCode, responses};
 
@@ -108,7 +109,8 @@ pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
     } else {
         ClientFormat::OpenAiChat
     };
-    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", uri.path()));
+    let err =
+        GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", excerpt(uri.path())));
     error_response(format, &err, &ids::request_id())
 }
 

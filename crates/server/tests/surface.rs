@@ -353,3 +353,34 @@ async fn images_are_never_sent_to_a_model_without_vision() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-gateway-provider"], "openai");
 }
+
+/// An error quotes what it refused, but only the start of it: a 1 MB model name
+/// must not come back as a 1 MB error body.
+#[tokio::test]
+async fn refusals_quote_a_huge_input_only_in_part() {
+    let h = Harness::start_with(Options { max_body_bytes: 4 << 20, ..Options::default() }).await;
+    let huge = "m".repeat(1 << 20);
+    for (path, body) in [
+        ("/v1/chat/completions", chat(&huge)),
+        ("/v1/messages", anthropic(&huge)),
+        ("/v1/responses", json!({"model": huge, "input": "x"})),
+    ] {
+        let r = h.post(path, &body).await;
+        assert_eq!(r.status(), 400, "{path}");
+        let text = r.text().await.unwrap();
+        assert!(text.len() < 2048, "{path}: a {} byte error", text.len());
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("mmmm\u{2026}"), "{path}: {message}");
+    }
+    let r = h
+        .client
+        .get(format!("{}/v1/models/{}", h.base, "m".repeat(8 << 10)))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().len() < 2048);
+    assert_eq!(h.upstream_requests(), 0);
+}

@@ -300,6 +300,26 @@ async fn a_message_over_the_body_limit_is_a_413_event() {
     assert_eq!(text_of(&ws::turn(&mut socket, create("mock", "small")).await), "echo: small");
 }
 
+/// A refused event quotes only the start of what it refused: a huge event type
+/// or response id must not come back whole.
+#[tokio::test]
+async fn refusals_quote_a_huge_event_only_in_part() {
+    let h = Harness::start_with(Options { max_body_bytes: 4 << 20, ..Options::default() }).await;
+    let mut socket = ws::open(&h.base).await;
+    let huge = "t".repeat(1 << 20);
+    for event in [
+        json!({"type": huge}),
+        json!({"type": "response.create", "model": "mock", "input": "x", "previous_response_id": huge}),
+    ] {
+        ws::send(&mut socket, &event).await;
+        let e = ws::event(&mut socket).await;
+        assert_eq!((e["type"].as_str(), e["status"].as_u64()), (Some("error"), Some(400)));
+        let text = e.to_string();
+        assert!(text.len() < 2048, "a {} byte error event", text.len());
+        assert!(text.contains("tttt\u{2026}"), "{text}");
+    }
+}
+
 /// A client that closes mid-turn cancels the upstream call, as a disconnect does
 /// over HTTP; the record says so.
 #[tokio::test]

@@ -83,7 +83,10 @@ pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
     if model.is_empty() || model.len() > MAX_MODEL_ID || model.chars().any(char::is_control) {
         return Err(GatewayError::new(
             ErrorCode::InvalidModel,
-            format!("model id {model:?}: 1-{MAX_MODEL_ID} characters, no control characters"),
+            format!(
+                "model id {:?}: 1-{MAX_MODEL_ID} characters, no control characters",
+                crate::util::excerpt(model)
+            ),
         ));
     }
     Ok(())
