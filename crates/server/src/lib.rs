@@ -5,6 +5,7 @@
 
 mod admin;
 mod auth;
+mod browser;
 mod count;
 mod encode;
 mod gemini;
@@ -22,8 +23,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use axum::Router;
 use axum::routing::{get, post};
+use axum::{Router, ServiceExt};
 use switchyard_core::Gateway;
 use tokio::net::TcpListener;
 
@@ -100,6 +101,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// [`router`] behind the browser guard ([`browser`]): what [`serve`] serves.
+fn guarded(state: Arc<AppState>) -> browser::Guard<Router> {
+    browser::Guard::new(router(state.clone()), state, browser::Door::Gateway)
+}
+
 async fn readyz(
     axum::extract::State(state): axum::extract::State<Arc<AppState>>,
 ) -> (axum::http::StatusCode, &'static str) {
@@ -129,7 +135,7 @@ pub async fn serve(
     let grace = state.gateway.snapshot().catalog.settings.shutdown_grace;
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
-    let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let app = guarded(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
     // Small responses must not wait for delayed ACKs.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);

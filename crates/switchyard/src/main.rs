@@ -130,7 +130,11 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     }
     if catalog.settings.api_keys.is_empty() && storage::admin_key(&catalog.security).is_none() {
         tracing::warn!(
-            "no gateway API keys configured: until a key exists (switchyard keys create), any client may call this gateway"
+            "no gateway API keys configured: until a key exists (switchyard keys create), any \
+             client that can reach the listen address may call this gateway and spend its \
+             provider keys. Web pages in a browser may not: a request is served only when its \
+             Host is an IP address, localhost or in gateway.allowed_hosts, and its Origin, if \
+             it has one, is in gateway.allowed_origins"
         );
     }
     let addr = listen.unwrap_or_else(|| catalog.settings.listen.clone());

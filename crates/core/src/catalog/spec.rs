@@ -363,6 +363,12 @@ pub struct Settings {
     pub breaker: crate::breaker::BreakerConfig,
     /// How often the config file is checked for changes; zero: never polled.
     pub reload_poll: Duration,
+    /// Host names (lowercase, no port) a request's `Host` may name, besides IP
+    /// addresses and `localhost`, while the gateway needs no key.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (lowercase `scheme://host[:port]`, the
+    /// scheme's default port left out, as browsers send them).
+    pub allowed_origins: Vec<String>,
 }
 
 /// What the request is attributed to, for per-scope chains. The project comes from

@@ -200,6 +200,12 @@ pub struct GatewaySettings {
     /// Seconds between checks of the config file for changes (0 disables polling;
     /// file-change notifications and SIGHUP still reload).
     pub reload_poll_secs: u64,
+    /// Host names a request's `Host` may name, besides IP addresses and
+    /// `localhost`, while the gateway needs no key (`example.com`, no port).
+    pub allowed_hosts: Vec<Spanned<String>>,
+    /// Browser origins (`https://app.example.com`) that may open WebSocket
+    /// sessions, and call at all while the gateway needs no key. Empty: none.
+    pub allowed_origins: Vec<Spanned<String>>,
 }
 
 /// Circuit-breaker tuning (per provider credential).
@@ -244,6 +250,8 @@ impl Default for GatewaySettings {
             timeouts: Timeouts::default(),
             breaker: BreakerSettings::default(),
             reload_poll_secs: 5,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }
