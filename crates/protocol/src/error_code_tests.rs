@@ -47,6 +47,7 @@ fn default_statuses_and_kinds_are_what_the_call_sites_used() {
         ("authz_denied", 403, K::Permission),
         ("governance_denied", 403, K::Permission),
         ("admin_required", 403, K::Permission),
+        ("metrics_forbidden", 403, K::Permission),
         ("host_not_allowed", 403, K::Permission),
         ("origin_not_allowed", 403, K::Permission),
         ("model_not_found", 404, K::NotFound),

@@ -142,6 +142,8 @@ fn is_upgrade(req: &Request) -> bool {
 pub(crate) enum Door {
     /// The gateway's own address: open mode is whatever [`crate::identity`] says.
     Gateway,
+    /// An address that needs no key (the metrics listener): always open mode.
+    Keyless,
 }
 
 /// The guard as a service around the whole router (not a per-route layer, which
@@ -162,6 +164,7 @@ impl<S> Guard<S> {
     fn requires_key_now(&self) -> Option<bool> {
         match self.door {
             Door::Gateway => self.state.identity.requires_key_now(),
+            Door::Keyless => Some(false),
         }
     }
 }

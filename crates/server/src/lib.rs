@@ -32,6 +32,7 @@ pub use count::HEADER_ESTIMATED;
 pub use http::{
     HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROJECT, HEADER_PROVIDER, HEADER_REQUEST_ID,
 };
+pub use prometheus::serve_metrics;
 
 /// Shared by every handler.
 pub struct AppState {

@@ -501,3 +501,59 @@ async fn a_keyed_gateway_leaves_hosts_and_origins_to_the_key() {
     assert_eq!(r.status(), 401);
     assert_eq!(h.upstream_requests(), 1);
 }
+
+/// With a key configured, `/metrics` on the gateway's address needs one; the
+/// metrics address serves it (and nothing else) without.
+#[tokio::test]
+async fn metrics_need_a_key_unless_served_on_their_own_address() {
+    let h = Harness::start().await;
+    let get = |base: String, key: Option<&'static str>| {
+        let mut req = h.client.get(format!("{base}/metrics"));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        req.send()
+    };
+    assert_eq!(get(h.base.clone(), None).await.unwrap().status(), 401);
+    assert_eq!(get(h.base.clone(), Some("sk-wrong-key-000000")).await.unwrap().status(), 401);
+    assert_eq!(get(h.base.clone(), Some(GATEWAY_KEY)).await.unwrap().status(), 200);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics_base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(switchyard_server::serve_metrics(listener, h.state.clone(), async {
+        let _ = stopped.await;
+    }));
+    let r = get(metrics_base.clone(), None).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("gateway_requests_in_flight"));
+    let r = h
+        .client
+        .get(format!("{metrics_base}/v1/models"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = h
+        .client
+        .post(format!("{metrics_base}/v1/chat/completions"))
+        .bearer_auth(GATEWAY_KEY)
+        .body(chat("m-openai").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // Keyless, it holds browsers to what open mode allows them.
+    let r = h
+        .client
+        .get(format!("{metrics_base}/metrics"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(h.upstream_requests(), 0);
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, server).await.unwrap().unwrap().unwrap();
+}

@@ -399,7 +399,7 @@ fn check_default_model(
 }
 
 /// The edge's settings: each allowed host a host name, each allowed origin an
-/// origin as browsers send it.
+/// origin as browsers send it, the metrics address an address with a port.
 fn check_edge(g: &raw::GatewaySettings, problems: &mut Vec<Problem>) {
     for h in &g.allowed_hosts {
         if let Err(why) = allowed_host(&h.value) {
@@ -409,6 +409,21 @@ fn check_edge(g: &raw::GatewaySettings, problems: &mut Vec<Problem>) {
     for o in &g.allowed_origins {
         if let Err(why) = allowed_origin(&o.value) {
             problems.push(Problem::at(o, format!("gateway.allowed_origins: {:?}: {why}", o.value)));
+        }
+    }
+    if let Some(m) = &g.metrics_listen {
+        let port = m.value.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
+        if !matches!(port, Some(Ok(_))) {
+            problems.push(Problem::at(
+                m,
+                format!("gateway.metrics_listen: {:?}: expected host:port", m.value),
+            ));
+        } else if m.value.trim() == g.listen.trim() {
+            problems.push(Problem::at(
+                m,
+                "gateway.metrics_listen: the same address as gateway.listen; leave it out to \
+                 serve /metrics (with a key) on the main address only",
+            ));
         }
     }
 }
@@ -502,6 +517,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             .iter()
             .filter_map(|o| allowed_origin(&o.value).ok())
             .collect(),
+        metrics_listen: g.metrics_listen.as_ref().map(|m| m.value.trim().to_owned()),
     }
 }
 

@@ -369,6 +369,8 @@ pub struct Settings {
     /// Browser origins allowed to call (lowercase `scheme://host[:port]`, the
     /// scheme's default port left out, as browsers send them).
     pub allowed_origins: Vec<String>,
+    /// The address that serves `/metrics` without a key, if any.
+    pub metrics_listen: Option<String>,
 }
 
 /// What the request is attributed to, for per-scope chains. The project comes from

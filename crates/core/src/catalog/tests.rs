@@ -468,6 +468,7 @@ fn edge_settings_compile_to_what_requests_are_compared_with() {
 gateway:
   allowed_hosts: ["Gateway.Internal", "switchyard."]
   allowed_origins: ["https://App.Example.com/", "http://localhost:3000", "https://a.example:443", "http://[::1]:80"]
+  metrics_listen: "127.0.0.1:9090"
 {PROVIDERS}"#
     );
     let s = compile(&yaml).unwrap().settings;
@@ -476,8 +477,10 @@ gateway:
         s.allowed_origins,
         ["https://app.example.com", "http://localhost:3000", "https://a.example", "http://[::1]"]
     );
+    assert_eq!(s.metrics_listen.as_deref(), Some("127.0.0.1:9090"));
     let none = compile(PROVIDERS).unwrap().settings;
     assert!(none.allowed_hosts.is_empty() && none.allowed_origins.is_empty());
+    assert_eq!(none.metrics_listen, None);
 }
 
 #[test]
@@ -496,6 +499,7 @@ gateway:
     - "null"
     - "ftp://files.example"
     - "https://app.example.com:99999"
+  metrics_listen: "127.0.0.1:8080"
 {PROVIDERS}"#
     );
     let text = problems(&yaml);
@@ -508,7 +512,10 @@ gateway:
         (11, "gateway.allowed_origins: \"null\""),
         (12, "gateway.allowed_origins: \"ftp://files.example\""),
         (13, "gateway.allowed_origins: \"https://app.example.com:99999\""),
+        (14, "gateway.metrics_listen: the same address as gateway.listen"),
     ] {
         assert!(text.contains(&format!("t.yaml:{line}: {what}")), "{what} at {line}:\n{text}");
     }
+    let no_port = format!("gateway:\n  metrics_listen: \"127.0.0.1\"\n{PROVIDERS}");
+    assert!(problems(&no_port).contains("expected host:port"));
 }

@@ -206,6 +206,8 @@ pub struct GatewaySettings {
     /// Browser origins (`https://app.example.com`) that may open WebSocket
     /// sessions, and call at all while the gateway needs no key. Empty: none.
     pub allowed_origins: Vec<Spanned<String>>,
+    /// A second address that serves only `/metrics`, without a key.
+    pub metrics_listen: Option<Spanned<String>>,
 }
 
 /// Circuit-breaker tuning (per provider credential).
@@ -252,6 +254,7 @@ impl Default for GatewaySettings {
             reload_poll_secs: 5,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            metrics_listen: None,
         }
     }
 }
