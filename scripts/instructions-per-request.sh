@@ -37,6 +37,9 @@ for tool in valgrind curl callgrind_annotate; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
 tmp="${TMPDIR:-/tmp}"
+# The gateway key the bench configures (API_KEY in crates/bench/src/main.rs):
+# /metrics needs one on a keyed gateway.
+auth="authorization: Bearer sk-bench-0123456789abcdef"
 
 # measure LABEL DURATION: prints "REQUESTS INSTRUCTIONS".
 measure() {
@@ -56,7 +59,7 @@ if [ "\$1" = serve ]; then
     # Counted from the moment it serves: startup's cost varies from run to run
     # (a clock calibration loop), and would not cancel out.
     addr="\$(echo "\$*" | sed 's/.*--listen //')"
-    ( until curl -sf "http://\$addr/metrics" >/dev/null; do sleep 0.1; done
+    ( until curl -sf -H "$auth" "http://\$addr/metrics" >/dev/null; do sleep 0.1; done
       callgrind_control -z \$vg >/dev/null ) &
   fi
   wait \$vg
@@ -71,7 +74,7 @@ WRAP
   pid="$(pgrep -f "callgrind-out-file=$out" | head -n1)"
   [ -n "$pid" ] || { echo "the gateway under callgrind is not running; see $tmp/switchyard-callgrind.$label.*" >&2; exit 1; }
   addr="$(ps -o args= -p "$pid" | sed 's/.*--listen //')"
-  requests="$(curl -s "http://$addr/metrics" | awk '/^gateway_requests_total/ {s += $2} END {print s + 0}')"
+  requests="$(curl -s -H "$auth" "http://$addr/metrics" | awk '/^gateway_requests_total/ {s += $2} END {print s + 0}')"
   kill -TERM "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.5; done
   total="$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"

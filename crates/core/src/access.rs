@@ -20,7 +20,7 @@ pub enum Role {
     Admin,
     /// The default for new users; static gateway keys act as one.
     Member,
-    /// No rights beyond a member's; a role rules can single out.
+    /// A member's rights, and reading `/metrics`; a role rules can single out.
     Viewer,
 }
 

@@ -118,6 +118,22 @@ pub fn slug(s: &str) -> String {
     out
 }
 
+/// The most characters of a client's input an error message repeats.
+pub const ECHO_CHARS: usize = 100;
+
+/// `s` as an error message may repeat it: its first [`ECHO_CHARS`] characters,
+/// then `…` when there were more. Errors quote what the client sent so it can see
+/// what was refused; repeating all of it would let a 10 MB model name or event
+/// type come back as a 10 MB error.
+pub fn excerpt(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(ECHO_CHARS) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((end, _)) => {
+            std::borrow::Cow::Owned(format!("{}\u{2026}", s.get(..end).unwrap_or_default()))
+        }
+    }
+}
+
 /// A secret string (API key). Its `Debug` never shows the value, and it has no
 /// `Display`.
 #[derive(Clone, PartialEq, Eq)]
@@ -369,6 +385,19 @@ mod tests {
         assert_eq!(redact_userinfo("http://token@h/"), "http://****@h/");
         assert_eq!(redact_userinfo("https://h.example/a@b"), "https://h.example/a@b");
         assert_eq!(redact_userinfo("no url"), "no url");
+    }
+
+    #[test]
+    fn excerpts_keep_short_input_and_cut_long_input_on_a_character() {
+        assert_eq!(excerpt("gpt-5"), "gpt-5");
+        let exact = "x".repeat(ECHO_CHARS);
+        assert_eq!(excerpt(&exact), exact.as_str());
+        let long = "\u{e9}".repeat(ECHO_CHARS + 1);
+        let cut = excerpt(&long);
+        assert_eq!(cut.chars().count(), ECHO_CHARS + 1);
+        assert!(cut.ends_with('\u{2026}'));
+        assert!(cut.starts_with(&"\u{e9}".repeat(ECHO_CHARS)));
+        assert!(excerpt(&"y".repeat(1 << 20)).len() < 2 * ECHO_CHARS);
     }
 
     #[test]

@@ -96,6 +96,14 @@ error_codes! {
     GovernanceDenied = "governance_denied", 403, Permission;
     /// The admin API was called with a key of a user without the admin role.
     AdminRequired = "admin_required", 403, Permission;
+    /// `/metrics` was called with a key that may not read it (a member's).
+    MetricsForbidden = "metrics_forbidden", 403, Permission;
+    /// The `Host` names neither an IP address, `localhost` nor an allowed host,
+    /// while the gateway needs no key (DNS rebinding).
+    HostNotAllowed = "host_not_allowed", 403, Permission;
+    /// A browser's `Origin` is not an allowed origin (a WebSocket upgrade, or any
+    /// request while the gateway needs no key).
+    OriginNotAllowed = "origin_not_allowed", 403, Permission;
     /// The model is not in the catalog (or no provider of it has a key).
     ModelNotFound = "model_not_found", 404, NotFound;
     /// The model is retired.

@@ -32,9 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Body;
-use axum::routing::future::RouteFuture;
 use bytes::Bytes;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -72,12 +70,14 @@ pub fn file_limit() -> Option<u64> {
 /// to finish its requests and close. Resolves once every connection task ended
 /// (upgraded connections are no longer tasks of this loop: the caller waits for
 /// its WebSocket sessions itself).
-pub(crate) async fn accept_loop(
+pub(crate) async fn accept_loop<S>(
     listener: TcpListener,
-    app: Router,
+    app: S,
     limits: Connections,
     stop: CancellationToken,
-) {
+) where
+    S: App,
+{
     let cap = connection_cap(limits.max, file_limit());
     tracing::info!(
         max_connections = cap,
@@ -151,10 +151,10 @@ pub(crate) async fn accept_loop(
 }
 
 /// Serve one connection until it ends, its deadline passes, or shutdown.
-async fn serve_connection(
+async fn serve_connection<S: App>(
     builder: Arc<auto::Builder<TokioExecutor>>,
     io: Io,
-    service: Tracked,
+    service: Tracked<S>,
     activity: Arc<Activity>,
     limits: Connections,
     stop: CancellationToken,
@@ -359,17 +359,45 @@ impl AsyncWrite for Io {
     }
 }
 
-/// The router, counting requests in flight on its connection.
+/// What the accept loop serves: the router (behind its guard), a service that
+/// is always ready.
+pub(crate) trait App:
+    tower_service::Service<
+        hyper::Request<Body>,
+        Response = hyper::Response<Body>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> App for S where
+    S: tower_service::Service<
+            hyper::Request<Body>,
+            Response = hyper::Response<Body>,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// The app, counting requests in flight on its connection.
 #[derive(Clone)]
-struct Tracked {
-    app: Router,
+struct Tracked<S> {
+    app: S,
     activity: Arc<Activity>,
 }
 
-impl tower_service::Service<hyper::Request<Incoming>> for Tracked {
+impl<S: App> tower_service::Service<hyper::Request<Incoming>> for Tracked<S> {
     type Response = hyper::Response<TrackedBody>;
     type Error = Infallible;
-    type Future = TrackedFuture;
+    type Future = TrackedFuture<S::Future>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         Poll::Ready(Ok(()))
@@ -377,22 +405,25 @@ impl tower_service::Service<hyper::Request<Incoming>> for Tracked {
 
     fn call(&mut self, req: hyper::Request<Incoming>) -> Self::Future {
         let guard = self.activity.begin();
-        // The router is always ready; calling it without `poll_ready` is allowed.
+        // The app is always ready; calling it without `poll_ready` is allowed.
         let inner = tower_service::Service::call(&mut self.app, req.map(Body::new));
         TrackedFuture { inner, guard: Some(guard) }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// The router's future, handing the request's [`InFlight`] to its body.
-    struct TrackedFuture {
+    /// The app's future, handing the request's [`InFlight`] to its body.
+    struct TrackedFuture<F> {
         #[pin]
-        inner: RouteFuture<Infallible>,
+        inner: F,
         guard: Option<InFlight>,
     }
 }
 
-impl Future for TrackedFuture {
+impl<F> Future for TrackedFuture<F>
+where
+    F: Future<Output = Result<hyper::Response<Body>, Infallible>>,
+{
     type Output = Result<hyper::Response<TrackedBody>, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

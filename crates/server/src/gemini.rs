@@ -22,6 +22,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use switchyard_core::GatewayError;
+use switchyard_core::util::excerpt;
 use switchyard_protocol::{ClientFormat, ErrorCode};
 
 use crate::http::{FromUrl, error_response, generate, inbound};
@@ -67,7 +68,7 @@ fn with_query_key(mut headers: HeaderMap, key: Option<&str>) -> HeaderMap {
 }
 
 fn not_found(what: &str) -> Response {
-    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {what}"));
+    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", excerpt(what)));
     error_response(FORMAT, &err, &ids::request_id())
 }
 

@@ -9,6 +9,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
+use switchyard_core::util::excerpt;
 use switchyard_core::{Delivery, GatewayError, Inbound, Success};
 use switchyard_protocol::{ClientFormat, ErrorCode, responses};
 
@@ -101,15 +102,21 @@ pub fn messages(
 
 pub async fn not_found(headers: HeaderMap, uri: axum::http::Uri) -> Response {
     // Only the path is named: a Gemini client may carry its key in the query.
-    let format = if uri.path().starts_with("/v1beta/") || headers.contains_key("x-goog-api-key") {
+    let err =
+        GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", excerpt(uri.path())));
+    error_response(format_of(&headers, uri.path()), &err, &ids::request_id())
+}
+
+/// The caller's format guessed from its path and headers, for an answer given
+/// before any endpoint has read the request (no such endpoint, a refused browser).
+pub(crate) fn format_of(headers: &HeaderMap, path: &str) -> ClientFormat {
+    if path.starts_with("/v1beta/") || headers.contains_key("x-goog-api-key") {
         ClientFormat::Gemini
     } else if headers.contains_key("anthropic-version") || headers.contains_key("x-api-key") {
         ClientFormat::Anthropic
     } else {
         ClientFormat::OpenAiChat
-    };
-    let err = GatewayError::new(ErrorCode::NotFound, format!("no endpoint {}", uri.path()));
-    error_response(format, &err, &ids::request_id())
+    }
 }
 
 /// How a body is read.

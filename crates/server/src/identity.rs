@@ -157,14 +157,31 @@ impl Identity {
         *self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    async fn auth_required(&self) -> bool {
+    /// Whether the gateway needs a key, when that is known without asking the
+    /// database: configured keys, no database, or the cached answer. `None`: ask
+    /// [`Identity::requires_key`]. The browser guard asks on every request it has
+    /// doubts about, so this takes no lock unless there is a database.
+    pub fn requires_key_now(&self) -> Option<bool> {
         if !self.static_keys.is_empty() || self.admin_key.is_some() {
-            return true;
+            return Some(true);
+        }
+        if self.store.is_none() {
+            return Some(false);
+        }
+        self.stored_key_flag()
+    }
+
+    /// Whether the gateway needs a key; false is open mode, where any caller is
+    /// served. A database error counts as needing one.
+    pub async fn requires_key(&self) -> bool {
+        self.auth_required().await
+    }
+
+    async fn auth_required(&self) -> bool {
+        if let Some(required) = self.requires_key_now() {
+            return required;
         }
         let Some(store) = &self.store else { return false };
-        if let Some(any) = self.stored_key_flag() {
-            return any;
-        }
         // On a database error, fail closed.
         let any = store.list_keys(None).await.map(|k| !k.is_empty()).unwrap_or(true);
         *self.any_stored_key.lock().unwrap_or_else(|e| e.into_inner()) =

@@ -5,6 +5,7 @@
 
 mod admin;
 mod auth;
+mod browser;
 mod conn;
 mod count;
 mod encode;
@@ -31,6 +32,7 @@ pub use count::HEADER_ESTIMATED;
 pub use http::{
     HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROJECT, HEADER_PROVIDER, HEADER_REQUEST_ID,
 };
+pub use prometheus::serve_metrics;
 
 /// Shared by every handler.
 pub struct AppState {
@@ -100,6 +102,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// [`router`] behind the browser guard ([`browser`]): what [`serve`] serves.
+fn guarded(state: Arc<AppState>) -> browser::Guard<Router> {
+    browser::Guard::new(router(state.clone()), state, browser::Door::Gateway)
+}
+
 async fn readyz(
     axum::extract::State(state): axum::extract::State<Arc<AppState>>,
 ) -> (axum::http::StatusCode, &'static str) {
@@ -132,7 +139,7 @@ pub async fn serve(
     let (grace, limits) = (settings.shutdown_grace, settings.connections);
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
-    let app = router(state.clone());
+    let app = guarded(state.clone());
     let stop = tokio_util::sync::CancellationToken::new();
     let accepting = conn::accept_loop(listener, app, limits, stop.clone());
     let started = Arc::new(tokio::sync::Notify::new());

@@ -31,7 +31,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchyard_core::catalog::{ModelEntry, normalize_model};
-use switchyard_core::util::Date;
+use switchyard_core::util::{Date, excerpt};
 use switchyard_core::{Gateway, GatewayError, Snapshot};
 use switchyard_protocol::{ClientFormat, ErrorCode};
 
@@ -155,7 +155,7 @@ pub(crate) async fn retrieve_as(
     let snapshot = state.gateway.snapshot();
     let catalog = &snapshot.catalog;
     let not_found = |code: ErrorCode, why: &str| {
-        let err = GatewayError::new(code, format!("model {requested:?} {why}"));
+        let err = GatewayError::new(code, format!("model {:?} {why}", excerpt(requested)));
         error_response(format, &err, &id)
     };
     // A model the caller may not call is answered as one that does not exist:
@@ -203,7 +203,8 @@ pub(crate) async fn gemini_list(
             Ok(0) => GEMINI_DEFAULT_PAGE,
             Ok(n) => n.min(MAX_LIMIT),
             Err(_) => {
-                let why = format!("pageSize: expected a non-negative integer, got {s:?}");
+                let why =
+                    format!("pageSize: expected a non-negative integer, got {:?}", excerpt(s));
                 return error_response(format, &invalid(why, Some("pageSize")), &id);
             }
         },
@@ -215,7 +216,7 @@ pub(crate) async fn gemini_list(
         Some(token) => match models.iter().position(|m| m.id == token) {
             Some(i) => i,
             None => {
-                let why = format!("pageToken: no model {token:?} in this list");
+                let why = format!("pageToken: no model {:?} in this list", excerpt(token));
                 return error_response(format, &invalid(why, Some("pageToken")), &id);
             }
         },
@@ -297,7 +298,10 @@ fn anthropic_page(models: &[&Arc<ModelEntry>], q: &ListQuery) -> Result<Value, G
             Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
             _ => {
                 return Err(invalid(
-                    format!("limit: expected an integer from 1 to {MAX_LIMIT}, got {s:?}"),
+                    format!(
+                        "limit: expected an integer from 1 to {MAX_LIMIT}, got {:?}",
+                        excerpt(s)
+                    ),
                     Some("limit"),
                 ));
             }
@@ -305,7 +309,7 @@ fn anthropic_page(models: &[&Arc<ModelEntry>], q: &ListQuery) -> Result<Value, G
     };
     let position = |param: &str, cursor: &str| {
         models.iter().position(|m| m.id == cursor).ok_or_else(|| {
-            invalid(format!("{param}: no model {cursor:?} in this list"), Some(param))
+            invalid(format!("{param}: no model {:?} in this list", excerpt(cursor)), Some(param))
         })
     };
     let (start, end, has_more) = match (q.after_id.as_deref(), q.before_id.as_deref()) {

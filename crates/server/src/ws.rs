@@ -34,6 +34,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use switchyard_core::exec::ChunkStream;
+use switchyard_core::util::excerpt;
 use switchyard_core::{Delivery, GatewayError};
 use switchyard_protocol::{ClientFormat, ErrorCode, SseDecoder};
 
@@ -227,7 +228,7 @@ impl Session {
             Some(other) => {
                 let err = GatewayError::new(
                     ErrorCode::UnsupportedEvent,
-                    format!("event type {other:?} is not served; send response.create"),
+                    format!("event type {:?} is not served; send response.create", excerpt(other)),
                 );
                 self.refuse(&id, &err).await
             }
@@ -493,9 +494,10 @@ impl Turn {
                     let mut err = GatewayError::new(
                         ErrorCode::PreviousResponseNotFound,
                         format!(
-                            "previous response {previous:?} is not this connection's last \
+                            "previous response {:?} is not this connection's last \
                              completed response (only that one can be continued); send the \
-                             whole input"
+                             whole input",
+                            excerpt(&previous)
                         ),
                     );
                     err.0.param = Some("previous_response_id".into());

@@ -115,6 +115,9 @@ on_both_backends! {
     case_a_revoked_key_ends_its_websocket_session =>
         a_revoked_key_ends_its_websocket_session_sqlite,
         a_revoked_key_ends_its_websocket_session_postgres;
+    case_metrics_need_a_key_that_may_read_them_and_name_no_key =>
+        metrics_need_a_key_that_may_read_them_and_name_no_key_sqlite,
+        metrics_need_a_key_that_may_read_them_and_name_no_key_postgres;
 }
 
 /// An answer: status, JSON body (Null if none), the raw text, the request id.
@@ -1172,5 +1175,52 @@ async fn case_a_revoked_key_ends_its_websocket_session(db: TestDb) {
     match ws::next(&mut socket).await {
         Next::Closed(Some((code, _))) => assert_eq!(code, 1008),
         other => panic!("expected a close frame, got {other:?}"),
+    }
+}
+
+/// `/metrics` answers admins, viewers and the file's static keys, not a member's
+/// stored key; its breaker labels name a credential by position (`key-1`) or as
+/// a caller's own (`byok`), never by anything derived from the key.
+async fn case_metrics_need_a_key_that_may_read_them_and_name_no_key(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
+    let (uid, _, member, _) = env.user_with_key("member@example.com", json!({})).await;
+    let viewer = env
+        .expect(
+            201,
+            "POST",
+            "/admin/users",
+            Some(json!({"email": "viewer@example.com", "role": "viewer"})),
+        )
+        .await;
+    let key = env.expect(201, "POST", "/admin/keys", Some(json!({"user_id": id(&viewer)}))).await;
+    let viewer_key = key["secret"].as_str().unwrap().to_owned();
+    let put = json!({"owner_kind": "user", "owner_id": uid, "provider": "openai", "api_key": BYOK});
+    env.expect(200, "PUT", "/admin/credentials", Some(put)).await;
+    // One request on the caller's own key, one on the platform's.
+    assert_eq!(env.chat(&member, "m-openai").await.status, 200);
+    assert_eq!(env.chat(GATEWAY_KEY, "m-openai").await.status, 200);
+
+    let a = env.call(None, "GET", "/metrics", None).await;
+    assert_eq!((a.status, a.code()), (401, "missing_api_key"));
+    let a = env.call(Some("sk-not-a-key-0000000000"), "GET", "/metrics", None).await;
+    assert_eq!((a.status, a.code()), (401, "invalid_api_key"));
+    let a = env.call(Some(&member), "GET", "/metrics", None).await;
+    assert_eq!((a.status, a.code()), (403, "metrics_forbidden"));
+    for key in [ADMIN, viewer_key.as_str(), GATEWAY_KEY] {
+        let a = env.call(Some(key), "GET", "/metrics", None).await;
+        assert_eq!(a.status, 200, "{}", a.text);
+        assert!(a.text.contains("gateway_requests_total"), "{}", a.text);
+    }
+    let text = env.call(Some(ADMIN), "GET", "/metrics", None).await.text;
+    for label in [
+        r#"gateway_breaker_state{provider="openai",credential="key-1"}"#,
+        r#"gateway_breaker_state{provider="openai",credential="byok"}"#,
+    ] {
+        assert!(text.contains(label), "{label} missing:\n{text}");
+    }
+    // What the label used to be: a 32-bit fingerprint of the key.
+    for secret in [BYOK, OPENAI_KEY, ANTHROPIC_KEY] {
+        let fingerprint = Secret::new(secret).fingerprint();
+        assert!(!text.contains(&fingerprint), "{fingerprint} (of {secret}) in the metrics");
     }
 }

@@ -26,7 +26,8 @@ fn fast_breakers() -> Options {
 }
 
 async fn metrics(h: &Harness) -> String {
-    h.client.get(format!("{}/metrics", h.base)).send().await.unwrap().text().await.unwrap()
+    let r = h.client.get(format!("{}/metrics", h.base)).bearer_auth(GATEWAY_KEY).send().await;
+    r.unwrap().text().await.unwrap()
 }
 
 #[tokio::test]

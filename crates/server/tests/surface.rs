@@ -354,3 +354,207 @@ async fn images_are_never_sent_to_a_model_without_vision() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-gateway-provider"], "openai");
 }
+
+/// An error quotes what it refused, but only the start of it: a 1 MB model name
+/// must not come back as a 1 MB error body.
+#[tokio::test]
+async fn refusals_quote_a_huge_input_only_in_part() {
+    let h = Harness::start_with(Options { max_body_bytes: 4 << 20, ..Options::default() }).await;
+    let huge = "m".repeat(1 << 20);
+    for (path, body) in [
+        ("/v1/chat/completions", chat(&huge)),
+        ("/v1/messages", anthropic(&huge)),
+        ("/v1/responses", json!({"model": huge, "input": "x"})),
+    ] {
+        let r = h.post(path, &body).await;
+        assert_eq!(r.status(), 400, "{path}");
+        let text = r.text().await.unwrap();
+        assert!(text.len() < 2048, "{path}: a {} byte error", text.len());
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("mmmm\u{2026}"), "{path}: {message}");
+    }
+    let r = h
+        .client
+        .get(format!("{}/v1/models/{}", h.base, "m".repeat(8 << 10)))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().len() < 2048);
+    assert_eq!(h.upstream_requests(), 0);
+}
+
+/// A request without a key, as an open gateway serves it; `headers` added.
+async fn keyless(h: &Harness, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut req = h.client.post(format!("{}{path}", h.base)).header("content-type", "text/plain");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.body(chat("m-openai").to_string()).send().await.unwrap()
+}
+
+/// The port the harness listens on.
+fn port(h: &Harness) -> &str {
+    h.base.rsplit_once(':').unwrap().1
+}
+
+/// Open mode (no key anywhere) serves local clients, but not a web page: not one
+/// at a rebound DNS name (Host), nor a simple cross-origin POST (Origin). Nothing
+/// refused reaches an upstream.
+#[tokio::test]
+async fn open_mode_serves_local_clients_and_refuses_browsers() {
+    let h = Harness::start_with(Options { open: true, ..Options::default() }).await;
+    let localhost = format!("localhost:{}", port(&h));
+    let v6 = format!("[::1]:{}", port(&h));
+    // Addressed by IP (reqwest's own Host), by localhost, by an IPv6 literal.
+    for host in [None, Some(localhost.as_str()), Some(v6.as_str())] {
+        let headers: Vec<(&str, &str)> = host.map(|h| ("host", h)).into_iter().collect();
+        let r = keyless(&h, "/v1/chat/completions", &headers).await;
+        assert_eq!(r.status(), 200, "{host:?}");
+    }
+    let served = h.upstream_requests();
+    assert_eq!(served, 3);
+
+    let rebound = format!("evil.example:{}", port(&h));
+    for (headers, code) in [
+        (vec![("host", rebound.as_str())], "host_not_allowed"),
+        (vec![("origin", "https://evil.example")], "origin_not_allowed"),
+        (vec![("origin", "null")], "origin_not_allowed"),
+        (
+            vec![("host", rebound.as_str()), ("origin", "http://evil.example:8080")],
+            "host_not_allowed",
+        ),
+    ] {
+        let r = keyless(&h, "/v1/chat/completions", &headers).await;
+        assert_eq!(r.status(), 403, "{headers:?}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], code, "{headers:?}");
+        assert_eq!(v["error"]["type"], "permission_error", "{v}");
+    }
+    // In the caller's format where it says which, on every route.
+    let r = keyless(
+        &h,
+        "/v1/messages",
+        &[("anthropic-version", "2023-06-01"), ("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["type"].as_str(), v["error"]["code"].as_str()),
+        (Some("error"), Some("origin_not_allowed"))
+    );
+    // Health probes tell a page nothing and come from load balancers under any name.
+    for (path, status) in
+        [("/v1/models", 403), ("/metrics", 403), ("/healthz", 200), ("/readyz", 200)]
+    {
+        let r = h
+            .client
+            .get(format!("{}{path}", h.base))
+            .header("host", &rebound)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{path}");
+    }
+    assert_eq!(h.upstream_requests(), served, "nothing refused was sent upstream");
+}
+
+/// Hosts and origins the operator lists are served in open mode.
+#[tokio::test]
+async fn open_mode_serves_the_configured_hosts_and_origins() {
+    let h = Harness::start_with(Options {
+        open: true,
+        gateway_extra: "  allowed_hosts: [gateway.internal]\n  allowed_origins: [\"https://app.example.com\"]\n".into(),
+        ..Options::default()
+    })
+    .await;
+    let named = format!("Gateway.Internal:{}", port(&h));
+    for headers in [
+        vec![("host", named.as_str())],
+        vec![("origin", "https://app.example.com")],
+        vec![("host", named.as_str()), ("origin", "https://app.example.com")],
+    ] {
+        let r = keyless(&h, "/v1/chat/completions", &headers).await;
+        assert_eq!(r.status(), 200, "{headers:?}");
+    }
+    let r =
+        keyless(&h, "/v1/chat/completions", &[("origin", "https://app.example.com.evil.example")])
+            .await;
+    assert_eq!(r.status(), 403);
+}
+
+/// With a key configured the key decides: any Host, and an Origin on a plain
+/// request, are the caller's business.
+#[tokio::test]
+async fn a_keyed_gateway_leaves_hosts_and_origins_to_the_key() {
+    let h = Harness::start().await;
+    let bearer = format!("Bearer {GATEWAY_KEY}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("host", "gateway.example.com"),
+        ("origin", "https://evil.example"),
+    ];
+    assert_eq!(keyless(&h, "/v1/chat/completions", &headers).await.status(), 200);
+    let r = keyless(&h, "/v1/chat/completions", &headers[1..]).await;
+    assert_eq!(r.status(), 401);
+    assert_eq!(h.upstream_requests(), 1);
+}
+
+/// With a key configured, `/metrics` on the gateway's address needs one; the
+/// metrics address serves it (and nothing else) without.
+#[tokio::test]
+async fn metrics_need_a_key_unless_served_on_their_own_address() {
+    let h = Harness::start().await;
+    let get = |base: String, key: Option<&'static str>| {
+        let mut req = h.client.get(format!("{base}/metrics"));
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        req.send()
+    };
+    assert_eq!(get(h.base.clone(), None).await.unwrap().status(), 401);
+    assert_eq!(get(h.base.clone(), Some("sk-wrong-key-000000")).await.unwrap().status(), 401);
+    assert_eq!(get(h.base.clone(), Some(GATEWAY_KEY)).await.unwrap().status(), 200);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics_base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(switchyard_server::serve_metrics(listener, h.state.clone(), async {
+        let _ = stopped.await;
+    }));
+    let r = get(metrics_base.clone(), None).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("gateway_requests_in_flight"));
+    let r = h
+        .client
+        .get(format!("{metrics_base}/v1/models"))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let r = h
+        .client
+        .post(format!("{metrics_base}/v1/chat/completions"))
+        .bearer_auth(GATEWAY_KEY)
+        .body(chat("m-openai").to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // Keyless, it holds browsers to what open mode allows them.
+    let r = h
+        .client
+        .get(format!("{metrics_base}/metrics"))
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(h.upstream_requests(), 0);
+    let _ = stop.send(());
+    tokio::time::timeout(WAIT, server).await.unwrap().unwrap().unwrap();
+}

@@ -119,6 +119,58 @@ async fn a_bad_or_missing_key_is_refused_with_401_before_the_upgrade() {
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "websocket_required");
 }
 
+/// The status and error code of a refused handshake.
+async fn refused(base: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let err = ws::connect(base, "/v1/responses", headers).await.unwrap_err();
+    let tokio_tungstenite::tungstenite::Error::Http(resp) = err else {
+        panic!("expected an HTTP refusal, got {err:?}")
+    };
+    let body: Value = serde_json::from_slice(resp.body().as_deref().unwrap()).unwrap();
+    (resp.status().as_u16(), body["error"]["code"].as_str().unwrap().to_owned())
+}
+
+/// A browser page of another origin cannot open a session, keyed or open (its
+/// upgrade is never preflighted, and its answer would be the page's to read); an
+/// allowed origin, and a client that sends no `Origin`, can.
+#[tokio::test]
+async fn only_allowed_origins_may_open_a_session_in_any_mode() {
+    let allowed = "  allowed_origins: [\"http://localhost:3000\"]\n".to_owned();
+    for open in [false, true] {
+        let h = Harness::start_with(Options {
+            open,
+            gateway_extra: allowed.clone(),
+            ..Options::default()
+        })
+        .await;
+        let bearer = format!("Bearer {GATEWAY_KEY}");
+        let key: Vec<(&str, &str)> = if open { vec![] } else { vec![("authorization", &bearer)] };
+        let with = |origin: Option<&'static str>| {
+            let mut headers = key.clone();
+            headers.extend(origin.map(|o| ("origin", o)));
+            headers
+        };
+        for origin in ["https://evil.example", "null", "http://localhost:3001"] {
+            let (status, code) = refused(&h.base, &with(Some(origin))).await;
+            assert_eq!(
+                (status, code.as_str()),
+                (403, "origin_not_allowed"),
+                "open: {open}, {origin}"
+            );
+        }
+        for origin in [None, Some("http://localhost:3000")] {
+            let mut socket = ws::connect(&h.base, "/v1/responses", &with(origin)).await.unwrap();
+            let events = ws::turn(&mut socket, create("mock", "hello")).await;
+            assert_eq!(text_of(&events), "echo: hello", "open: {open}, {origin:?}");
+        }
+        assert_eq!(h.upstream_requests(), 0);
+    }
+    // With no list, no browser origin at all.
+    let h = Harness::start().await;
+    let bearer = format!("Bearer {GATEWAY_KEY}");
+    let headers = [("authorization", bearer.as_str()), ("origin", "http://localhost:3000")];
+    assert_eq!(refused(&h.base, &headers).await, (403, "origin_not_allowed".to_owned()));
+}
+
 /// A turn refused before its answer starts is an `error` event in the Responses
 /// shape with the HTTP status; the connection serves the next turn.
 #[tokio::test]
@@ -298,6 +350,26 @@ async fn a_message_over_the_body_limit_is_a_413_event() {
     assert_eq!(events[0]["status"], 413);
     assert_eq!(events[0]["error"]["code"], "request_too_large");
     assert_eq!(text_of(&ws::turn(&mut socket, create("mock", "small")).await), "echo: small");
+}
+
+/// A refused event quotes only the start of what it refused: a huge event type
+/// or response id must not come back whole.
+#[tokio::test]
+async fn refusals_quote_a_huge_event_only_in_part() {
+    let h = Harness::start_with(Options { max_body_bytes: 4 << 20, ..Options::default() }).await;
+    let mut socket = ws::open(&h.base).await;
+    let huge = "t".repeat(1 << 20);
+    for event in [
+        json!({"type": huge}),
+        json!({"type": "response.create", "model": "mock", "input": "x", "previous_response_id": huge}),
+    ] {
+        ws::send(&mut socket, &event).await;
+        let e = ws::event(&mut socket).await;
+        assert_eq!((e["type"].as_str(), e["status"].as_u64()), (Some("error"), Some(400)));
+        let text = e.to_string();
+        assert!(text.len() < 2048, "a {} byte error event", text.len());
+        assert!(text.contains("tttt\u{2026}"), "{text}");
+    }
 }
 
 /// A client that closes mid-turn cancels the upstream call, as a disconnect does

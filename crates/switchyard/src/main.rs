@@ -146,7 +146,11 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     }
     if catalog.settings.api_keys.is_empty() && storage::admin_key(&catalog.security).is_none() {
         tracing::warn!(
-            "no gateway API keys configured: until a key exists (switchyard keys create), any client may call this gateway"
+            "no gateway API keys configured: until a key exists (switchyard keys create), any \
+             client that can reach the listen address may call this gateway and spend its \
+             provider keys. Web pages in a browser may not: a request is served only when its \
+             Host is an IP address, localhost or in gateway.allowed_hosts, and its Origin, if \
+             it has one, is in gateway.allowed_origins"
         );
     }
     let addr = listen.unwrap_or_else(|| catalog.settings.listen.clone());
@@ -235,6 +239,20 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     };
     let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
     tracing::info!(config = %source.name, listen = %local, "switchyard listening");
+    let metrics_listener = match gateway.snapshot().catalog.settings.metrics_listen.clone() {
+        None => None,
+        Some(addr) => match tokio::net::TcpListener::bind(&addr).await {
+            Ok(l) => {
+                let local = l.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+                tracing::info!(listen = %local, "/metrics served without a key on its own address");
+                Some(l)
+            }
+            Err(e) => {
+                eprintln!("switchyard: cannot listen on {addr} (gateway.metrics_listen): {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     // SIGHUP's default action ends the process: it is handled even when there is
     // no file to reload (the embedded default), so a routine `kill -HUP` never
     // stops a gateway.
@@ -251,7 +269,24 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         key_cache,
     );
     let state = switchyard_server::AppState::with_identity(gateway, identity);
+    // The metrics address stays up while the gateway drains (so the drain can be
+    // watched) and stops when it is done.
+    let (drained, metrics_stop) = tokio::sync::oneshot::channel::<()>();
+    let metrics = metrics_listener.map(|l| {
+        tokio::spawn(switchyard_server::serve_metrics(l, state.clone(), async move {
+            let _ = metrics_stop.await;
+        }))
+    });
     let served = switchyard_server::serve(listener, state, shutdown_signal()).await;
+    drop(drained);
+    if let Some(task) = metrics {
+        // A scrape is quick; a connection that holds on is not waited for long.
+        match tokio::time::timeout(std::time::Duration::from_secs(5), task).await {
+            Ok(Ok(Ok(()))) | Err(_) => {}
+            Ok(Ok(Err(e))) => tracing::error!("metrics address: {e}"),
+            Ok(Err(e)) => tracing::error!("metrics address: {e}"),
+        }
+    }
     if let Some(task) = audit_task {
         // Flush queued request records before exiting.
         match tokio::time::timeout(std::time::Duration::from_secs(30), task.shutdown()).await {

@@ -104,12 +104,55 @@ impl Drop for Gateway {
 }
 
 fn healthz(addr: &str) -> String {
+    get(addr, "/healthz", "x")
+}
+
+/// `GET path` with `host` as the `Host`: the whole answer.
+fn get(addr: &str, path: &str, host: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(WAIT)).unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// `gateway.metrics_listen`: a second address serving `/metrics` alone, with no
+/// key, which stops with the gateway. The gateway itself is open (no key), and
+/// refuses a request addressed to a name it was not told of.
+#[test]
+fn the_metrics_address_serves_without_a_key_and_stops_with_the_gateway() {
+    let config = r#"
+storage: { url: none }
+gateway: { metrics_listen: "127.0.0.1:0" }
+providers: { mock: { wire: mock } }
+models: [{ id: mock-echo, deployments: [{ provider: mock }] }]
+"#;
+    let mut gw = Gateway::start_with("metrics", &[], Some(config));
+    let listening = gw.wait_for("switchyard listening");
+    let addr = listening["fields"]["listen"].as_str().unwrap().to_owned();
+    let metrics = gw.wait_for("/metrics served without a key");
+    let metrics = metrics["fields"]["listen"].as_str().unwrap().to_owned();
+    let answer = get(&metrics, "/metrics", &metrics);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("gateway_requests_in_flight"), "{answer}");
+    assert!(get(&metrics, "/v1/models", &metrics).starts_with("HTTP/1.1 404"));
+    assert!(get(&addr, "/v1/models", &addr).starts_with("HTTP/1.1 200"));
+    let refused = get(&addr, "/v1/models", "evil.example");
+    assert!(
+        refused.starts_with("HTTP/1.1 403") && refused.contains("host_not_allowed"),
+        "{refused}"
+    );
+
+    gw.signal("TERM");
+    let (tx, rx) = mpsc::channel();
+    let mut child = std::mem::replace(&mut gw.child, Command::new("true").spawn().unwrap());
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(WAIT).unwrap().unwrap();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
 }
 
 /// SIGHUP's default action would end the process; with nothing to reload it is

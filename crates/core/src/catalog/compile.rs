@@ -98,6 +98,7 @@ impl Catalog {
         check_governance(raw, &providers, &models, &lookup, &routes, &mut problems);
         let rules = compile_rules(raw, &mut problems);
         check_default_model(&raw.gateway, &lookup, &mut problems);
+        check_edge(&raw.gateway, &mut problems);
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.
         let map = &raw.source_map;
@@ -483,6 +484,83 @@ fn check_default_model(
     }
 }
 
+/// The edge's settings: each allowed host a host name, each allowed origin an
+/// origin as browsers send it, the metrics address an address with a port.
+fn check_edge(g: &raw::GatewaySettings, problems: &mut Vec<Problem>) {
+    for h in &g.allowed_hosts {
+        if let Err(why) = allowed_host(&h.value) {
+            problems.push(Problem::at(h, format!("gateway.allowed_hosts: {:?}: {why}", h.value)));
+        }
+    }
+    for o in &g.allowed_origins {
+        if let Err(why) = allowed_origin(&o.value) {
+            problems.push(Problem::at(o, format!("gateway.allowed_origins: {:?}: {why}", o.value)));
+        }
+    }
+    if let Some(m) = &g.metrics_listen {
+        let port = m.value.rsplit_once(':').map(|(_, p)| p.parse::<u16>());
+        if !matches!(port, Some(Ok(_))) {
+            problems.push(Problem::at(
+                m,
+                format!("gateway.metrics_listen: {:?}: expected host:port", m.value),
+            ));
+        } else if m.value.trim() == g.listen.trim() {
+            problems.push(Problem::at(
+                m,
+                "gateway.metrics_listen: the same address as gateway.listen; leave it out to \
+                 serve /metrics (with a key) on the main address only",
+            ));
+        }
+    }
+}
+
+/// An `allowed_hosts` entry as requests are compared with it: lowercase, without
+/// a trailing dot.
+pub(super) fn allowed_host(s: &str) -> Result<String, &'static str> {
+    let host = s.trim().trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty()
+        || host.contains(['/', ':', '@', '*', '?', '#', '[', ']'])
+        || host.contains(char::is_whitespace)
+    {
+        return Err("expected a host name alone: no scheme, port, path or wildcard (IP \
+                    addresses and localhost are always allowed)");
+    }
+    Ok(host)
+}
+
+/// An `allowed_origins` entry as browsers send an `Origin`: lowercase
+/// `scheme://host[:port]`, the scheme's default port left out.
+pub(super) fn allowed_origin(s: &str) -> Result<String, &'static str> {
+    const WHY: &str = "expected an origin, scheme://host[:port] with http or https and no \
+                       path (e.g. https://app.example.com)";
+    let origin = s.trim().trim_end_matches('/').to_ascii_lowercase();
+    let (scheme, authority) = origin.split_once("://").ok_or(WHY)?;
+    let default_port = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err(WHY),
+    };
+    if authority.is_empty()
+        || authority.contains(['/', '?', '#', '@', '*'])
+        || authority.contains(char::is_whitespace)
+    {
+        return Err(WHY);
+    }
+    // The port follows the last colon, unless that colon is inside an IPv6
+    // address's brackets.
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') => (h, Some(p.parse::<u16>().map_err(|_| WHY)?)),
+        _ => (authority, None),
+    };
+    if host.is_empty() {
+        return Err(WHY);
+    }
+    if port == Some(default_port) {
+        return Ok(format!("{scheme}://{host}"));
+    }
+    Ok(origin)
+}
+
 /// Gateway settings, once the file is known to be valid.
 fn compile_settings(g: &raw::GatewaySettings) -> Settings {
     let t = g.timeouts;
@@ -528,6 +606,14 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             quarantine: Duration::from_millis(g.breaker.quarantine_ms),
         },
         reload_poll: Duration::from_secs(g.reload_poll_secs),
+        // Checked by `check_edge`: nothing is left out here.
+        allowed_hosts: g.allowed_hosts.iter().filter_map(|h| allowed_host(&h.value).ok()).collect(),
+        allowed_origins: g
+            .allowed_origins
+            .iter()
+            .filter_map(|o| allowed_origin(&o.value).ok())
+            .collect(),
+        metrics_listen: g.metrics_listen.as_ref().map(|m| m.value.trim().to_owned()),
     }
 }
 

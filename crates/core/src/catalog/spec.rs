@@ -374,6 +374,14 @@ pub struct Settings {
     pub breaker: crate::breaker::BreakerConfig,
     /// How often the config file is checked for changes; zero: never polled.
     pub reload_poll: Duration,
+    /// Host names (lowercase, no port) a request's `Host` may name, besides IP
+    /// addresses and `localhost`, while the gateway needs no key.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed to call (lowercase `scheme://host[:port]`, the
+    /// scheme's default port left out, as browsers send them).
+    pub allowed_origins: Vec<String>,
+    /// The address that serves `/metrics` without a key, if any.
+    pub metrics_listen: Option<String>,
 }
 
 /// Client connections to the listener: `gateway.connections`, compiled.

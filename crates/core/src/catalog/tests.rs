@@ -549,3 +549,62 @@ routes:
     // A target naming a catalog model sends that model's own upstream name.
     assert!(!text.contains("fallbacks[].model"), "{text}");
 }
+
+#[test]
+fn edge_settings_compile_to_what_requests_are_compared_with() {
+    let yaml = format!(
+        r#"
+gateway:
+  allowed_hosts: ["Gateway.Internal", "switchyard."]
+  allowed_origins: ["https://App.Example.com/", "http://localhost:3000", "https://a.example:443", "http://[::1]:80"]
+  metrics_listen: "127.0.0.1:9090"
+{PROVIDERS}"#
+    );
+    let s = compile(&yaml).unwrap().settings;
+    assert_eq!(s.allowed_hosts, ["gateway.internal", "switchyard"]);
+    assert_eq!(
+        s.allowed_origins,
+        ["https://app.example.com", "http://localhost:3000", "https://a.example", "http://[::1]"]
+    );
+    assert_eq!(s.metrics_listen.as_deref(), Some("127.0.0.1:9090"));
+    let none = compile(PROVIDERS).unwrap().settings;
+    assert!(none.allowed_hosts.is_empty() && none.allowed_origins.is_empty());
+    assert_eq!(none.metrics_listen, None);
+}
+
+#[test]
+fn edge_settings_that_could_never_match_are_problems_at_their_lines() {
+    let yaml = format!(
+        r#"
+gateway:
+  listen: "127.0.0.1:8080"
+  allowed_hosts:
+    - "https://gateway.internal"
+    - "gateway.internal:8080"
+    - "*.example.com"
+  allowed_origins:
+    - "app.example.com"
+    - "https://app.example.com/path"
+    - "null"
+    - "ftp://files.example"
+    - "https://app.example.com:99999"
+  metrics_listen: "127.0.0.1:8080"
+{PROVIDERS}"#
+    );
+    let text = problems(&yaml);
+    for (line, what) in [
+        (5, "gateway.allowed_hosts: \"https://gateway.internal\""),
+        (6, "gateway.allowed_hosts: \"gateway.internal:8080\""),
+        (7, "gateway.allowed_hosts: \"*.example.com\""),
+        (9, "gateway.allowed_origins: \"app.example.com\""),
+        (10, "gateway.allowed_origins: \"https://app.example.com/path\""),
+        (11, "gateway.allowed_origins: \"null\""),
+        (12, "gateway.allowed_origins: \"ftp://files.example\""),
+        (13, "gateway.allowed_origins: \"https://app.example.com:99999\""),
+        (14, "gateway.metrics_listen: the same address as gateway.listen"),
+    ] {
+        assert!(text.contains(&format!("t.yaml:{line}: {what}")), "{what} at {line}:\n{text}");
+    }
+    let no_port = format!("gateway:\n  metrics_listen: \"127.0.0.1\"\n{PROVIDERS}");
+    assert!(problems(&no_port).contains("expected host:port"));
+}

@@ -58,6 +58,8 @@ pub struct Options {
     pub rules: String,
     /// Limits and budgets for the gateway's admission stage.
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
+    /// No gateway key configured: open mode.
+    pub open: bool,
 }
 
 impl Default for Options {
@@ -74,6 +76,7 @@ impl Default for Options {
             providers_extra: String::new(),
             rules: String::new(),
             admission: None,
+            open: false,
         }
     }
 }
@@ -91,7 +94,9 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         providers_extra,
         rules,
         admission: _,
+        open,
     } = o;
+    let api_keys = if *open { String::new() } else { format!("\"{GATEWAY_KEY}\"") };
     let providers_extra = providers_extra
         .replace("{anthropic}", anthropic)
         .replace("{openai_authority}", openai.trim_start_matches("http://"))
@@ -101,7 +106,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         r#"
 storage: {{ url: none }}
 gateway:
-  api_keys: ["{GATEWAY_KEY}"]
+  api_keys: [{api_keys}]
   shutdown_grace_secs: 10
   max_body_bytes: {max_body_bytes}
   max_json_depth: 32

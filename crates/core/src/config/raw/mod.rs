@@ -215,6 +215,14 @@ pub struct GatewaySettings {
     /// Seconds between checks of the config file for changes (0 disables polling;
     /// file-change notifications and SIGHUP still reload).
     pub reload_poll_secs: u64,
+    /// Host names a request's `Host` may name, besides IP addresses and
+    /// `localhost`, while the gateway needs no key (`example.com`, no port).
+    pub allowed_hosts: Vec<Spanned<String>>,
+    /// Browser origins (`https://app.example.com`) that may open WebSocket
+    /// sessions, and call at all while the gateway needs no key. Empty: none.
+    pub allowed_origins: Vec<Spanned<String>>,
+    /// A second address that serves only `/metrics`, without a key.
+    pub metrics_listen: Option<Spanned<String>>,
 }
 
 /// Circuit-breaker tuning (per provider credential).
@@ -262,6 +270,9 @@ impl Default for GatewaySettings {
             connections: ConnectionSettings::default(),
             breaker: BreakerSettings::default(),
             reload_poll_secs: 5,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            metrics_listen: None,
         }
     }
 }
