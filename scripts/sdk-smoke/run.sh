@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SDK smoke test: the official Python `openai` and `anthropic` SDKs (and, with
-# --clients, Claude Code, Codex, OpenCode and Gemini CLI) against the gateway in front of fake
+# --clients, Claude Code, Codex, OpenCode, Gemini CLI and GitHub Copilot CLI, each on
+# its default settings) against the gateway in front of fake
 # upstreams. Needs network access to PyPI (and npm for the CLIs) the first time.
 #   scripts/sdk-smoke/run.sh [--clients]   (--clients: also the agent CLIs, from npm)
 # SWITCHYARD_LOG=debug shows more of the gateway's log when a step fails; the
@@ -29,21 +30,23 @@ cat > "$work/config.yaml" <<YAML
 gateway:
   api_keys: ["$GATEWAY_KEY"]
 providers:
-  # Codex declares OpenAI's hosted web_search: a deployment must say it runs it
-  # (server_tools), or the request is refused naming the tool.
-  openai: { wire: openai-chat, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] }, server_tools: [web_search] }
+  # No server_tools here: Codex declares OpenAI's hosted web_search on every
+  # request, and the gateway serves it without the tool where a deployment cannot
+  # run it (Gemini's API runs it by default). The smoke drives Codex on its defaults.
+  openai: { wire: openai-chat, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] } }
   anthropic: { wire: anthropic, endpoint: "$(url anthropic)", credentials: { keys: [sk-fake-anthropic] } }
-  gemini: { wire: gemini, endpoint: "$(url gemini)", credentials: { keys: [fake-gemini] }, server_tools: [web_search] }
+  gemini: { wire: gemini, endpoint: "$(url gemini)", credentials: { keys: [fake-gemini] } }
   mock: { wire: mock }
 models:
   - { id: m-openai, deployments: [{ provider: openai, model: gpt-fake }], capabilities: [tools, vision] }
-  - { id: m-anthropic, deployments: [{ provider: anthropic, model: claude-fake }], capabilities: [tools, vision] }
+  # A Claude 4.5 id: the fake then refuses what Claude 4.5 refuses (temperature with top_p).
+  - { id: m-anthropic, deployments: [{ provider: anthropic, model: claude-haiku-4-5 }], capabilities: [tools, vision] }
   # A Gemini 3 id: the fake then refuses a tool history whose calls lost their thought signatures.
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
   # Named for Claude Code's gateway discovery, which keeps only ids that start with
   # 'claude' or 'anthropic' (no backquotes: this heredoc expands them).
-  - { id: claude-smoke, deployments: [{ provider: anthropic, model: claude-fake }], capabilities: [tools] }
+  - { id: claude-smoke, deployments: [{ provider: anthropic, model: claude-haiku-4-5 }], capabilities: [tools] }
 YAML
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export GATEWAY_URL="http://127.0.0.1:$port"
@@ -288,6 +291,29 @@ PY
     if run_opencode $model "$out" "$tool_prompt" && oc_answer "$out" > "$out.answer" && quoted "$out.answer"; then
       ok "opencode tool round trip -> $model" "$(cat "$out.answer")"
     else fail "opencode tool round trip -> $model" "$out" "$out.err"; fi
+  done
+
+  # ---- GitHub Copilot CLI (OpenAI Chat Completions, bring your own key): a text
+  # turn and a tool round trip per upstream wire. It sends temperature and top_p
+  # on every request, which Claude 4.5 refuses together.
+  cp="$root/target/copilot"
+  [ -x "$cp/node_modules/.bin/copilot" ] || npm install --silent --prefix "$cp" @github/copilot
+  run_copilot() {
+    local model=$1 out=$2 prompt=$3
+    mkdir -p "$work/copilot/home" "$work/copilot/proj"
+    (cd "$work/copilot/proj" && HOME="$work/copilot/home" COPILOT_OFFLINE=true \
+      COPILOT_PROVIDER_BASE_URL="$GATEWAY_URL/v1" COPILOT_PROVIDER_API_KEY="$GATEWAY_KEY" COPILOT_MODEL=$model \
+      timeout 180 "$cp/node_modules/.bin/copilot" -p "$prompt" --allow-all-tools < /dev/null > "$out" 2> "$out.err")
+  }
+  for model in m-openai m-anthropic m-gemini; do
+    out="$work/copilot-$model.text"
+    if run_copilot $model "$out" "say hello" && grep -q "echo:" "$out" && grep -q "say hello" "$out"; then
+      ok "copilot text -> $model" "$(grep -m1 'echo:' "$out")"
+    else fail "copilot text -> $model" "$out" "$out.err"; fi
+    out="$work/copilot-$model.tool"
+    if run_copilot $model "$out" "$tool_prompt" && quoted "$out"; then
+      ok "copilot tool round trip -> $model" "$(grep -m1 'tool result: ' "$out")"
+    else fail "copilot tool round trip -> $model" "$out" "$out.err"; fi
   done
 
   [ "$failures" -eq 0 ] || { echo "$failures client step(s) failed"; exit 1; }

@@ -355,3 +355,17 @@ fn a_builder_error_lists_the_problems_its_yaml_would() {
         "{from_code}"
     );
 }
+
+#[test]
+fn a_negative_price_from_code_is_refused_naming_the_field() {
+    let built = Gateway::builder()
+        .provider("a", Provider::mock())
+        .model(Model::new("m").pricing(Pricing { input: Some(-1.0), ..Pricing::default() }).deploy(
+            Deployment::new("a").pricing(Pricing { output: Some(f64::NAN), ..Pricing::default() }),
+        ))
+        .build();
+    let Err(LoadError::Invalid(err)) = built else { panic!("{built:?}") };
+    let text = err.to_string();
+    assert!(text.contains("models[m].pricing.input: -1 is not a price"), "{text}");
+    assert!(text.contains("models[m].deployments[a].pricing.output: NaN is not a price"), "{text}");
+}

@@ -98,6 +98,7 @@ impl Catalog {
         check_governance(raw, &providers, &models, &lookup, &routes, &mut problems);
         let rules = compile_rules(raw, &mut problems);
         check_default_model(&raw.gateway, &lookup, &mut problems);
+        super::compile_numbers::check_numbers(raw, &mut problems);
         check_edge(&raw.gateway, &mut problems);
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::config::raw;
 
 mod compile;
+mod compile_numbers;
 mod compile_routes;
 mod resolve;
 mod spec;

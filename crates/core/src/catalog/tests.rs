@@ -608,3 +608,42 @@ gateway:
     let no_port = format!("gateway:\n  metrics_listen: \"127.0.0.1\"\n{PROVIDERS}");
     assert!(problems(&no_port).contains("expected host:port"));
 }
+
+#[test]
+fn numbers_that_cannot_mean_what_they_say_are_problems_naming_their_field() {
+    let yaml = r#"
+gateway:
+  timeouts: { connect_ms: 0 }
+  breaker: { threshold: -1 }
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+models:
+  - id: m
+    context_window: 0
+    pricing: { input: -1, output: .nan }
+    deployments:
+      - provider: a
+        pricing: { input: 1, output: .inf }
+"#;
+    let text = problems(yaml);
+    for want in [
+        "t.yaml:8: models[m].pricing.input: -1 is not a price",
+        "t.yaml:8: models[m].pricing.output: NaN is not a price",
+        "t.yaml:8: models[m].context_window: must be greater than 0",
+        "t.yaml:12: models[m].deployments[a].pricing.output: inf is not a price",
+        "t.yaml: gateway.timeouts.connect_ms: must be greater than 0",
+        "t.yaml: gateway.breaker.threshold: must be a number greater than 0",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    // Zero prices are prices (a free model), and the defaults pass.
+    let free = r#"
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+models:
+  - id: m
+    pricing: { input: 0, output: 0, cache_read: 0 }
+    deployments: [{ provider: a }]
+"#;
+    compile(free).unwrap();
+}

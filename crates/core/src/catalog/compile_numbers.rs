@@ -1,0 +1,97 @@
+//! Numbers that cannot mean what they say: a negative or non-finite price, a
+//! zero limit, a timeout of zero. Each would be accepted by serde and then
+//! misbehave quietly (a negative price credits a budget; a zero timeout fails
+//! every request), so each is a problem naming its field, in files and in the
+//! builder alike (the builder compiles through here).
+
+use super::Problem;
+use crate::config::raw::{self, RawConfig};
+
+/// Every number of the file that has a range, checked; problems appended.
+pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
+    for m in &raw.models {
+        let at = |message: String| Problem::at(&m.id, message);
+        let name = &m.id.value;
+        if let Some(p) = &m.pricing {
+            for message in bad_prices(p, &format!("models[{name}].pricing")) {
+                problems.push(at(message));
+            }
+        }
+        for (field, value) in
+            [("context_window", m.context_window), ("max_output_tokens", m.max_output_tokens)]
+        {
+            if value == Some(0) {
+                problems.push(at(format!("models[{name}].{field}: must be greater than 0")));
+            }
+        }
+        for d in &m.deployments {
+            if let Some(p) = &d.pricing {
+                let field = format!("models[{name}].deployments[{}].pricing", d.provider.value);
+                for message in bad_prices(p, &field) {
+                    problems.push(Problem::at(&d.provider, message));
+                }
+            }
+        }
+    }
+    let g = &raw.gateway;
+    let t = &g.timeouts;
+    let c = &g.connections;
+    let b = &g.breaker;
+    let positive: [(&str, u64); 13] = [
+        ("gateway.timeouts.connect_ms", t.connect_ms),
+        ("gateway.timeouts.first_byte_ms", t.first_byte_ms),
+        ("gateway.timeouts.idle_ms", t.idle_ms),
+        ("gateway.timeouts.request_ms", t.request_ms),
+        ("gateway.timeouts.keepalive_ms", t.keepalive_ms),
+        ("gateway.connections.header_read_timeout_ms", c.header_read_timeout_ms),
+        ("gateway.connections.idle_timeout_ms", c.idle_timeout_ms),
+        (
+            "gateway.connections.http2_max_concurrent_streams",
+            u64::from(c.http2_max_concurrent_streams),
+        ),
+        ("gateway.breaker.half_life_ms", b.half_life_ms),
+        ("gateway.breaker.cooldown_ms", b.cooldown_ms),
+        ("gateway.breaker.max_cooldown_ms", b.max_cooldown_ms),
+        ("storage.audit_queue", raw.storage.audit_queue as u64),
+        ("storage.audit_batch", raw.storage.audit_batch as u64),
+    ];
+    let sizes: [(&str, usize); 4] = [
+        ("gateway.max_body_bytes", g.max_body_bytes),
+        ("gateway.max_json_depth", g.max_json_depth),
+        ("gateway.max_json_elements", g.max_json_elements),
+        ("gateway.max_response_bytes", g.max_response_bytes),
+    ];
+    let zeros = positive
+        .into_iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(f, _)| f)
+        .chain(sizes.into_iter().filter(|(_, v)| *v == 0).map(|(f, _)| f));
+    for field in zeros {
+        problems.push(Problem { line: None, message: format!("{field}: must be greater than 0") });
+    }
+    if !b.threshold.is_finite() || b.threshold <= 0.0 {
+        problems.push(Problem {
+            line: None,
+            message: "gateway.breaker.threshold: must be a number greater than 0".into(),
+        });
+    }
+}
+
+/// What is wrong with each price of `p` (`field` names the block).
+fn bad_prices(p: &raw::Pricing, field: &str) -> Vec<String> {
+    [
+        ("input", p.input),
+        ("output", p.output),
+        ("cache_read", p.cache_read),
+        ("cache_write", p.cache_write),
+    ]
+    .into_iter()
+    .filter_map(|(name, price)| {
+        price.filter(|v| !v.is_finite() || *v < 0.0).map(|v| {
+            format!(
+                "{field}.{name}: {v} is not a price (a finite number >= 0, USD per million tokens)"
+            )
+        })
+    })
+    .collect()
+}
