@@ -73,9 +73,9 @@ impl Catalog {
     /// Validate and compile a parsed file. `env` reads credential variables.
     ///
     /// The steps run in a fixed order (providers, models, routes, governance,
-    /// access rules, the default model) and append to the same problems and
-    /// warnings, so messages come out in that order; each runs even when an
-    /// earlier one found problems, to report its own too.
+    /// access rules, the default model, ranges of numbers) and append to the
+    /// same problems and warnings; each runs even when an earlier one found
+    /// problems, to report its own too. Problems are then listed in line order.
     pub fn compile(
         raw: &RawConfig,
         file: &str,
@@ -111,6 +111,10 @@ impl Catalog {
                 p.line = p.line.map(|l| map.written_line(l));
                 p.message = map.scrub(&p.message);
             }
+            // In the file's order, as a reader fixes them; those with no line
+            // (settings left at a default, say) last. Stable: problems on one
+            // line keep the order the steps found them in.
+            problems.sort_by_key(|p| p.line.unwrap_or(u64::MAX));
             return Err(InvalidRegistry { file: file.to_owned(), problems });
         }
         let settings = compile_settings(&raw.gateway);

@@ -647,3 +647,19 @@ models:
 "#;
     compile(free).unwrap();
 }
+
+#[test]
+fn problems_are_listed_in_line_order() {
+    // The default model is checked last, but its line comes first.
+    let yaml = r#"
+gateway: { default_model: ghost, timeouts: { idle_ms: 0 } }
+providers:
+  a: { wire: mock }
+models:
+  - id: x
+    deployments: [{ provider: nowhere }]
+"#;
+    let err = compile(yaml).unwrap_err();
+    let lines: Vec<Option<u64>> = err.problems.iter().map(|p| p.line).collect();
+    assert_eq!(lines, [Some(2), Some(7), None], "{err}");
+}
