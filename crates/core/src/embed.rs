@@ -45,7 +45,9 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-use switchyard_protocol::{ClientFormat, Request, Response, StreamEvent, Usage};
+use switchyard_protocol::{
+    ClientFormat, Request, Response, ResponseAccumulator, StreamEvent, Usage,
+};
 
 use crate::access::Principal;
 use crate::exec::{
@@ -178,22 +180,43 @@ pub struct GenerationStream {
 }
 
 impl GenerationStream {
-    /// The next event; `None` after the last (and after an error).
+    /// The next event; `None` after the last (and after an error). The same as
+    /// the [`Stream`](futures_util::Stream) it is.
     pub async fn next(&mut self) -> Option<Result<StreamEvent, GatewayError>> {
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    fn poll_event(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<StreamEvent, GatewayError>>> {
+        use std::task::Poll;
         loop {
             if let Some(ev) = self.ready.pop_front() {
-                return Some(Ok(ev));
+                return Poll::Ready(Some(Ok(ev)));
             }
-            match self.chunks.next().await? {
-                Chunk::Events(events) => self.ready.extend(events),
-                Chunk::End { error, record } => {
+            match std::task::ready!(self.chunks.poll_next(cx)) {
+                None => return Poll::Ready(None),
+                Some(Chunk::Events(events)) => self.ready.extend(events),
+                Some(Chunk::End { error, record }) => {
                     self.record = record;
-                    return error.map(Err);
+                    return Poll::Ready(error.map(Err));
                 }
                 // Keep-alives are for connections; canonical streams carry no bytes.
-                Chunk::KeepAlive | Chunk::Raw(_) => {}
+                Some(Chunk::KeepAlive | Chunk::Raw(_)) => {}
             }
         }
+    }
+
+    /// Read the rest of the stream and assemble it into one [`Response`], as
+    /// `generate` would have answered; an error after the first content is
+    /// the error.
+    pub async fn into_response(mut self) -> Result<Response, GatewayError> {
+        let mut whole = ResponseAccumulator::default();
+        while let Some(event) = self.next().await {
+            whole.push(&event?);
+        }
+        Ok(whole.finish())
     }
 
     /// Every attempt, in order, once the stream has ended (`None` before).
@@ -210,6 +233,17 @@ impl GenerationStream {
     /// unknown).
     pub fn cost_usd(&self) -> Option<f64> {
         self.record.as_deref().and_then(|r| r.cost_usd)
+    }
+}
+
+impl futures_util::Stream for GenerationStream {
+    type Item = Result<StreamEvent, GatewayError>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.get_mut().poll_event(cx)
     }
 }
 

@@ -369,3 +369,36 @@ fn a_negative_price_from_code_is_refused_naming_the_field() {
     assert!(text.contains("models[m].pricing.input: -1 is not a price"), "{text}");
     assert!(text.contains("models[m].deployments[a].pricing.output: NaN is not a price"), "{text}");
 }
+
+#[tokio::test]
+async fn a_stream_is_a_stream_and_finishes_into_the_response_generate_gives() {
+    use futures_util::StreamExt as _;
+    let gw = Gateway::builder()
+        .provider("local", Provider::mock())
+        .model(Model::new("echo").deployment("local", "echo-1"))
+        .build()
+        .unwrap();
+    let mut request = ask("echo");
+    request.messages = vec![Message::user("what is the weather?")];
+    request.tools = vec![
+        switchyard_core::protocol::Tool::function("weather", serde_json::json!({"type": "object"}))
+            .with_description("the weather"),
+    ];
+    let whole = gw.generate(Generate::new(request.clone())).await.unwrap().response;
+    // Through `futures::Stream`: the same events `next` gives.
+    let events: Vec<StreamEvent> = gw
+        .stream(Generate::new(request.clone()))
+        .await
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert!(events.iter().any(StreamEvent::is_content));
+    let assembled = gw.stream(Generate::new(request)).await.unwrap().into_response().await.unwrap();
+    assert_eq!(assembled.text(), whole.text());
+    assert!(!whole.text().is_empty());
+    assert_eq!(assembled.tool_calls().count(), whole.tool_calls().count());
+    // A tool's answer goes back as one message.
+    let back = Message::tool_result("call_1", "sunny");
+    assert_eq!(back.role, Role::User);
+}

@@ -123,6 +123,33 @@ impl Message {
     pub fn text(role: Role, text: impl Into<String>) -> Self {
         Self { role, content: vec![Part::Text(TextBlock::new(text))] }
     }
+
+    /// A user message of one text part.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(Role::User, text)
+    }
+
+    /// An assistant message of one text part.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, text)
+    }
+
+    /// The user's message carrying a tool's text result back to the model.
+    ///
+    /// ```
+    /// use switchyard_protocol::{Message, Part, Role};
+    ///
+    /// let m = Message::tool_result("call_1", "42 degrees");
+    /// assert_eq!(m.role, Role::User);
+    /// let Part::ToolResult(r) = &m.content[0] else { unreachable!() };
+    /// assert_eq!((r.call_id.as_str(), r.text().as_str(), r.is_error), ("call_1", "42 degrees", false));
+    /// ```
+    pub fn tool_result(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![Part::ToolResult(ToolResult::from_text(call_id, text))],
+        }
+    }
 }
 
 /// One piece of message content.
@@ -282,6 +309,16 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A successful result of one text part, answering the call `call_id`.
+    pub fn from_text(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: None,
+            content: vec![Part::Text(TextBlock::new(text))],
+            is_error: false,
+        }
+    }
+
     /// All text of the result joined, for wires that take a plain string.
     pub fn text(&self) -> String {
         let mut out = String::new();
@@ -326,6 +363,39 @@ pub struct Tool {
     /// namespace and the inner name again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+}
+
+impl Tool {
+    /// A function tool taking JSON arguments described by `parameters` (a JSON
+    /// Schema object); every optional field unset.
+    ///
+    /// ```
+    /// use switchyard_protocol::Tool;
+    /// use serde_json::json;
+    ///
+    /// let weather = Tool::function("weather", json!({"type": "object", "properties": {"city": {"type": "string"}}}))
+    ///     .with_description("Current weather in a city");
+    /// assert_eq!(weather.name, "weather");
+    /// assert_eq!(weather.strict, None);
+    /// ```
+    pub fn function(name: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            parameters,
+            strict: None,
+            cache_control: None,
+            freeform: None,
+            namespace: None,
+        }
+    }
+
+    /// The same tool, described for the model.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
 }
 
 /// Whether the model must call a tool.
@@ -556,6 +626,22 @@ pub struct Response {
     pub stop_sequence: Option<String>,
     /// What the provider reported (counts it did not report are `None`).
     pub usage: Usage,
+}
+
+impl Response {
+    /// The answer's text parts joined (no thinking, no tool calls); empty when
+    /// it has none.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| if let Part::Text(t) = p { Some(t.text.as_str()) } else { None })
+            .collect()
+    }
+
+    /// The tool calls the answer makes, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|p| if let Part::ToolCall(c) = p { Some(c) } else { None })
+    }
 }
 
 /// The kind of a streamed content block, announced when it starts.

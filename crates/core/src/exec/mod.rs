@@ -247,6 +247,11 @@ impl ChunkStream {
     pub async fn next(&mut self) -> Option<Chunk> {
         self.rx.recv().await
     }
+
+    /// [`ChunkStream::next`], polled (for a `Stream` built on it).
+    pub fn poll_next(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<Chunk>> {
+        self.rx.poll_recv(cx)
+    }
 }
 
 /// A request the pipeline answered: who served it and the answer.
