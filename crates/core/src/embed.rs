@@ -54,7 +54,7 @@ use crate::exec::{
     Chunk, ChunkStream, Delivery, Inbound, NoDirectory, Output, RequestRouting, attribute,
     check_model_id, wrong_form,
 };
-use crate::record::{AttemptRecord, RequestRecord, SharedSink};
+use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
 use crate::runtime::Runtime;
 use crate::{Catalog, ConfigSource, GatewayError, LoadError};
 
@@ -126,12 +126,118 @@ pub struct Generate {
     /// The project the request is attributed to, by id or name (a signed-in
     /// caller may name only their own); default: the caller's bound project.
     pub project: Option<String>,
+    /// The request's id, as its record, its answer and its failure carry it, so
+    /// the caller can correlate them with its own: 1 to 128 ASCII letters,
+    /// digits and `-_.:`. Default: a fresh `lib_…` id.
+    pub id: Option<String>,
 }
 
 impl Generate {
     /// `request` from an anonymous caller, with the configuration's routing.
     pub fn new(request: Request) -> Self {
         Self { request, ..Self::default() }
+    }
+}
+
+/// A request that failed: the error its caller is answered with, and how it
+/// came to it (every attempt, and the request's record as its sink got it).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use switchyard_core::embed::{Gateway, Generate, Model, Provider};
+/// use switchyard_core::protocol::{Message, Request};
+///
+/// let gateway = Gateway::builder()
+///     .provider("local", Provider::mock())
+///     .model(Model::new("echo").deployment("local", "echo-1"))
+///     .build()?;
+/// let request = Request { model: "nope".into(), messages: vec![Message::user("hi")], ..Request::default() };
+/// let failed = gateway
+///     .generate(Generate { id: Some("order-42".into()), ..Generate::new(request) })
+///     .await
+///     .unwrap_err();
+/// assert_eq!((failed.status(), failed.request_id.as_str()), (404, "order-42"));
+/// assert!(failed.attempts.is_empty(), "nothing was sent");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Failed {
+    /// What the caller is answered with (status, stable code, message).
+    pub error: GatewayError,
+    /// The request's id, as its record has it.
+    pub request_id: String,
+    /// Every attempt, in order (empty when none was made: an unknown model, a
+    /// refusal before any upstream was called).
+    pub attempts: Vec<AttemptRecord>,
+    /// The request's record, as its sink got it (`None` where none was written:
+    /// a request refused before its record began, a malformed id say).
+    pub record: Option<Box<RequestRecord>>,
+}
+
+impl Failed {
+    fn new(error: GatewayError, request_id: String, record: Option<RequestRecord>) -> Self {
+        let attempts = record.as_ref().map(|r| r.attempts.clone()).unwrap_or_default();
+        Self { error, request_id, attempts, record: record.map(Box::new) }
+    }
+
+    /// The HTTP status an HTTP caller would get.
+    pub fn status(&self) -> u16 {
+        self.error.status()
+    }
+
+    /// The stable machine code (`model_not_found`, …).
+    pub fn code(&self) -> switchyard_protocol::ErrorCode {
+        self.error.code()
+    }
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "request {}: {}", self.request_id, self.error)?;
+        if let Some(last) = self.attempts.last() {
+            let n = self.attempts.len();
+            write!(f, " (after {n} attempt(s), the last {} on {})", last.outcome, last.deployment)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Failed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Failed> for GatewayError {
+    fn from(f: Failed) -> Self {
+        f.error
+    }
+}
+
+/// The gateway's sink for one request, keeping a copy of that request's record
+/// when it failed, for its [`Failed`].
+struct Capture {
+    sink: SharedSink,
+    failed: std::sync::Mutex<Option<RequestRecord>>,
+}
+
+impl RecordSink for Capture {
+    fn record(&self, record: RequestRecord) {
+        if record.status >= 400
+            && let Ok(mut kept) = self.failed.lock()
+        {
+            *kept = Some(record.clone());
+        }
+        self.sink.record(record);
+    }
+}
+
+impl Capture {
+    fn take(&self) -> Option<RequestRecord> {
+        self.failed.lock().ok().and_then(|mut kept| kept.take())
     }
 }
 
@@ -360,11 +466,9 @@ impl Gateway {
     }
 
     /// Answer `generate` whole.
-    pub async fn generate(&self, mut generate: Generate) -> Result<Generation, GatewayError> {
+    pub async fn generate(&self, mut generate: Generate) -> Result<Generation, Failed> {
         generate.request.stream = false;
-        let inbound = self.inbound(generate).await?;
-        let id = inbound.id.clone();
-        let success = self.inner.execute(inbound).await?;
+        let (id, success) = self.run(generate).await?;
         match success.delivery {
             Delivery::Response { response, record: Some(record) } => Ok(Generation {
                 response: *response,
@@ -377,7 +481,27 @@ impl Gateway {
                 usage: record.usage,
                 cost_usd: record.cost_usd,
             }),
-            _ => Err(wrong_form()),
+            _ => Err(Failed::new(wrong_form(), id, None)),
+        }
+    }
+
+    /// The pipeline for `generate`, its record kept when it fails.
+    async fn run(&self, generate: Generate) -> Result<(String, crate::Success), Failed> {
+        let id = match &generate.id {
+            Some(id) => checked_id(id).map_err(|e| Failed::new(e, id.clone(), None))?,
+            None => request_id(),
+        };
+        let inbound = self
+            .inbound(generate, id.clone())
+            .await
+            .map_err(|e| Failed::new(e, id.clone(), None))?;
+        let capture =
+            Arc::new(Capture { sink: self.inner.sink.clone(), failed: Default::default() });
+        let sink: SharedSink = capture.clone();
+        let run = self.inner.snapshot().execute(inbound, Arc::clone(&self.inner.runtime), sink);
+        match run.await {
+            Ok(success) => Ok((id, success)),
+            Err(e) => Err(Failed::new(e, id, capture.take())),
         }
     }
 
@@ -418,11 +542,9 @@ impl Gateway {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn stream(&self, mut generate: Generate) -> Result<GenerationStream, GatewayError> {
+    pub async fn stream(&self, mut generate: Generate) -> Result<GenerationStream, Failed> {
         generate.request.stream = true;
-        let inbound = self.inbound(generate).await?;
-        let id = inbound.id.clone();
-        let success = self.inner.execute(inbound).await?;
+        let (id, success) = self.run(generate).await?;
         match success.delivery {
             Delivery::Stream(chunks) if chunks.passthrough.is_none() => Ok(GenerationStream {
                 request_id: id,
@@ -434,12 +556,12 @@ impl Gateway {
                 ready: VecDeque::new(),
                 record: None,
             }),
-            _ => Err(wrong_form()),
+            _ => Err(Failed::new(wrong_form(), id, None)),
         }
     }
 
-    async fn inbound(&self, generate: Generate) -> Result<Inbound, GatewayError> {
-        let Generate { mut request, routing, caller, project } = generate;
+    async fn inbound(&self, generate: Generate, id: String) -> Result<Inbound, GatewayError> {
+        let Generate { mut request, routing, caller, project, id: _ } = generate;
         let snapshot = self.inner.snapshot();
         snapshot.apply_default_model(&mut request);
         for model in std::iter::once(&request.model).chain(&routing.fallbacks) {
@@ -459,7 +581,7 @@ impl Gateway {
         // Attributed as at the edge, without a directory: a signed-in caller names
         // one of their own projects.
         let (project, project_name) = attribute(&caller, project.as_deref(), &NoDirectory).await?;
-        let mut inbound = Inbound::new(request_id(), ClientFormat::OpenAiChat, request, caller);
+        let mut inbound = Inbound::new(id, ClientFormat::OpenAiChat, request, caller);
         inbound.project = project;
         inbound.project_name = project_name;
         inbound.byok = byok;
@@ -470,6 +592,21 @@ impl Gateway {
 }
 
 /// `lib_` + 24 hex digits: unique, sortable by time like the edge's ids.
+/// A caller's own request id, if records and logs can carry it as it is.
+fn checked_id(id: &str) -> Result<String, GatewayError> {
+    let ok = |b: u8| b.is_ascii_alphanumeric() || b"-_.:".contains(&b);
+    if (1..=128).contains(&id.len()) && id.bytes().all(ok) {
+        return Ok(id.to_owned());
+    }
+    Err(GatewayError::new(
+        switchyard_protocol::ErrorCode::InvalidRequest,
+        format!(
+            "request id {:?}: 1-128 ASCII letters, digits and - _ . :",
+            crate::util::excerpt(id)
+        ),
+    ))
+}
+
 fn request_id() -> String {
     format!(
         "lib_{:012x}{:012x}",

@@ -402,3 +402,61 @@ async fn a_stream_is_a_stream_and_finishes_into_the_response_generate_gives() {
     let back = Message::tool_result("call_1", "sunny");
     assert_eq!(back.role, Role::User);
 }
+
+/// Records as a caller's own accounting would keep them.
+#[derive(Default)]
+struct Kept(std::sync::Mutex<Vec<switchyard_core::RequestRecord>>);
+
+impl switchyard_core::RecordSink for Kept {
+    fn record(&self, record: switchyard_core::RequestRecord) {
+        self.0.lock().unwrap().push(record);
+    }
+}
+
+#[tokio::test]
+async fn a_failure_says_what_happened_under_the_callers_id_and_reaches_the_sink() {
+    let a = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    let b = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    let kept = std::sync::Arc::new(Kept::default());
+    let gw = Gateway::builder()
+        .provider(
+            "a",
+            Provider::openai_compatible(format!("{}/v1", a.base_url()))
+                .key(Secret::from("ka-0000000001")),
+        )
+        .provider(
+            "b",
+            Provider::openai_compatible(format!("{}/v1", b.base_url()))
+                .key(Secret::from("kb-0000000001")),
+        )
+        .model(Model::new("one").deployment("a", "up-one").deployment("b", "up-two"))
+        .sink(kept.clone())
+        .build()
+        .unwrap();
+    // Statuses that fail over at once (no retry on the same deployment).
+    a.push(Reply::status(404));
+    b.push(Reply::status(401));
+    let failed = gw
+        .generate(Generate { id: Some("job-7:step-2".into()), ..Generate::new(ask("one")) })
+        .await
+        .unwrap_err();
+    assert_eq!(failed.request_id, "job-7:step-2");
+    assert_eq!(failed.status(), 502);
+    let outcomes: Vec<&str> = failed.attempts.iter().map(|t| t.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["status_404", "status_401"]);
+    assert_eq!(failed.record.as_ref().unwrap().id, "job-7:step-2");
+    assert!(failed.to_string().contains("after 2 attempt(s)"), "{failed}");
+    // The same record went to the sink; so does a success's, under its id.
+    gw.generate(Generate { id: Some("job-7:step-3".into()), ..Generate::new(ask("one")) })
+        .await
+        .unwrap();
+    let ids: Vec<String> = kept.0.lock().unwrap().iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids, ["job-7:step-2", "job-7:step-3"]);
+    // An id records could not carry as it is is refused before anything runs.
+    let bad = gw
+        .generate(Generate { id: Some("a b\n".into()), ..Generate::new(ask("one")) })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.status(), 400);
+    assert!(bad.record.is_none());
+}

@@ -52,6 +52,8 @@ pub struct GatewayBuilder {
     models: Vec<ModelConfig>,
     routes: Vec<RouteConfig>,
     rules: Vec<RuleConfig>,
+    /// Where request records go (default: nowhere).
+    sink: Option<SharedSink>,
 }
 
 impl std::fmt::Debug for GatewayBuilder {
@@ -87,6 +89,7 @@ impl GatewayBuilder {
             models: Vec::new(),
             routes: Vec::new(),
             rules: Vec::new(),
+            sink: None,
         }
     }
 
@@ -102,6 +105,16 @@ impl GatewayBuilder {
     #[must_use]
     pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         self.env = Some(Arc::new(lookup));
+        self
+    }
+
+    /// Where the record of every request goes (a database writer, a log, a
+    /// channel to the caller's own accounting). Without one, records are
+    /// dropped; a failed request's record still reaches its
+    /// [`Failed`](crate::embed::Failed).
+    #[must_use]
+    pub fn sink(mut self, sink: SharedSink) -> Self {
+        self.sink = Some(sink);
         self
     }
 
@@ -199,7 +212,7 @@ impl GatewayBuilder {
 
     /// The gateway, records dropped (as [`Gateway::from_yaml`]).
     pub fn build(self) -> Result<Gateway, LoadError> {
-        let sink: SharedSink = Arc::new(crate::record::NullSink);
+        let sink = self.sink.clone().unwrap_or_else(|| Arc::new(crate::record::NullSink));
         Gateway::new(self.compile()?, sink, Runtime::default())
     }
 
