@@ -30,8 +30,32 @@
 //! Many gateways may live in one process: each owns its catalog, runtime state and
 //! record sink; nothing is global and nothing touches the network until a request
 //! is sent. Dropping the future (or the stream) cancels the request upstream.
+//!
+//! Everything a program built on this module needs is exported here (the
+//! canonical request and answer types too); `use switchyard_core::embed::prelude::*`
+//! brings the usual ones in at once.
 
 mod builder;
+
+/// The names most programs use, in one import.
+pub mod prelude {
+    pub use super::{
+        Deployment, Failed, Gateway, Generate, Generation, GenerationStream, Model, Pricing,
+        Provider, Route, Secret, Target,
+    };
+    pub use crate::protocol::{Delta, Message, Part, Request, Response, Role, StreamEvent, Tool};
+}
+
+pub use crate::access::Principal;
+pub use crate::exec::RequestRouting;
+pub use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
+pub use crate::runtime::Runtime;
+pub use crate::{GatewayError, LoadError};
+/// The canonical types requests and answers are made of.
+pub use switchyard_protocol::{
+    Delta, ErrorCode, Message, Part, Request, Response, Role, StopReason, StreamEvent, Tool,
+    ToolCall, ToolChoice, ToolResult, Usage,
+};
 
 /// Provider keys, as [`Provider::key`] and [`CredentialResolver`] take them.
 pub use crate::util::Secret;
@@ -45,18 +69,13 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
-use switchyard_protocol::{
-    ClientFormat, Request, Response, ResponseAccumulator, StreamEvent, Usage,
-};
+use switchyard_protocol::{ClientFormat, ResponseAccumulator};
 
-use crate::access::Principal;
 use crate::exec::{
-    Chunk, ChunkStream, Delivery, Inbound, NoDirectory, Output, RequestRouting, attribute,
-    check_model_id, wrong_form,
+    Chunk, ChunkStream, Delivery, Inbound, NoDirectory, Output, attribute, check_model_id,
+    wrong_form,
 };
-use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
-use crate::runtime::Runtime;
-use crate::{Catalog, ConfigSource, GatewayError, LoadError};
+use crate::{Catalog, ConfigSource};
 
 /// Supplies provider keys per request, so an embedding application can give each
 /// of its tenants its own (they are used before the configuration's keys).
