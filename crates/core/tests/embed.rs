@@ -460,3 +460,30 @@ async fn a_failure_says_what_happened_under_the_callers_id_and_reaches_the_sink(
     assert_eq!(bad.status(), 400);
     assert!(bad.record.is_none());
 }
+
+#[tokio::test]
+async fn a_provider_taking_unlisted_models_serves_provider_slash_model() {
+    let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    let gw = Gateway::builder()
+        .provider(
+            "openai",
+            Provider::openai_compatible(format!("{}/v1", fake.base_url()))
+                .key(Secret::from("sk-0000000001"))
+                .allow_unlisted_models(),
+        )
+        .provider("closed", Provider::mock())
+        .model(Model::new("listed").deployment("closed", "x"))
+        .build()
+        .unwrap();
+    let answer = gw.generate(Generate::new(ask("openai/Meta-Llama/Llama-3.3-70B"))).await.unwrap();
+    assert_eq!(
+        (answer.provider.as_str(), answer.upstream_model.as_str()),
+        ("openai", "Meta-Llama/Llama-3.3-70B")
+    );
+    assert_eq!(fake.received()[0].body["model"], "Meta-Llama/Llama-3.3-70B", "sent as written");
+    // A provider that did not say so is reached only through the catalog.
+    let refused = gw.generate(Generate::new(ask("closed/anything"))).await.unwrap_err();
+    assert_eq!(refused.status(), 404);
+    // A listed model keeps its own meaning.
+    assert_eq!(gw.generate(Generate::new(ask("listed"))).await.unwrap().provider, "closed");
+}

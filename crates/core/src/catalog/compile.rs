@@ -235,6 +235,7 @@ fn compile_providers(
             markup: p.markup.as_ref().map_or(1.0, |m| m.value),
             server_tools,
             anthropic_betas: p.anthropic_betas.clone(),
+            allow_unlisted_models: p.allow_unlisted_models,
         }));
     }
     (providers, provider_index)

@@ -129,6 +129,11 @@ impl Catalog {
                 date: m.retires.unwrap_or(today),
             });
         }
+        if model.is_none()
+            && let Some(plan) = self.provider_addressed(requested, &name)
+        {
+            return Ok(plan);
+        }
         if model.is_none() && !self.settings.allow_unlisted_models {
             return Err(ResolveError::NotFound(requested.to_owned()));
         }
@@ -179,6 +184,44 @@ impl Catalog {
             policy,
             bypass_breakers: false,
             requires: route.map(|r| r.requires).unwrap_or_default(),
+        })
+    }
+
+    /// `<provider>/<model>`, where the catalog does not list the name and the
+    /// provider takes unlisted models: one candidate there, `<model>` upstream as
+    /// the client wrote it (upstream ids may be case-sensitive:
+    /// `meta-llama/Llama-3.3-70B`), no route, the gateway's default policy.
+    fn provider_addressed(&self, requested: &str, name: &str) -> Option<Plan> {
+        let (prefix, _) = name.split_once('/')?;
+        let provider = self.provider(prefix).filter(|p| p.allow_unlisted_models)?;
+        // The same split of the name as written (the canonical one is lowercased,
+        // and may have lost a namespace prefix before the provider's name).
+        let written = requested.trim();
+        let at = written.to_ascii_lowercase().find(&format!("{prefix}/"))?;
+        let upstream_model = written.get(at + prefix.len() + 1..)?.to_owned();
+        if upstream_model.is_empty() {
+            return None;
+        }
+        let candidate = Candidate {
+            provider: provider.clone(),
+            upstream_model,
+            pricing: None,
+            model: None,
+            weight: 1,
+            server_tools: provider.server_tools,
+        };
+        Some(Plan {
+            requested: requested.to_owned(),
+            public_model: name.to_owned(),
+            model: None,
+            route_id: None,
+            context_fallbacks: Vec::new(),
+            candidates: vec![candidate],
+            descriptor: vec![format!("provider:{}", provider.name)],
+            strategy: Strategy::Ordered,
+            policy: self.default_policy.clone(),
+            bypass_breakers: false,
+            requires: Default::default(),
         })
     }
 

@@ -64,6 +64,8 @@ pub struct ProviderSpec {
     pub server_tools: ServerTools,
     /// The `anthropic-beta` flags it accepts (`None`: any, as the client sent them).
     pub anthropic_betas: Option<Vec<String>>,
+    /// `<provider>/<model>` reaches it for a model the catalog does not list.
+    pub allow_unlisted_models: bool,
 }
 
 impl ProviderSpec {

@@ -343,6 +343,14 @@ impl Provider {
         self
     }
 
+    /// Requests may name `<provider>/<model>` for a model the catalog does not
+    /// list: sent here with `<model>` as the upstream id.
+    #[must_use]
+    pub fn allow_unlisted_models(mut self) -> Self {
+        self.config.allow_unlisted_models = true;
+        self
+    }
+
     /// An extra header sent on every request to this provider.
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {

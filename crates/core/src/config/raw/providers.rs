@@ -117,6 +117,11 @@ pub struct ProviderConfig {
     /// go as they came.
     #[serde(default)]
     pub anthropic_betas: Option<Vec<String>>,
+    /// A request may name `<provider>/<model>` for a model the catalog does not
+    /// list, and is sent here with `<model>` as the upstream id (as LiteLLM's
+    /// `openai/gpt-4o`). Default false: only catalog models reach this provider.
+    #[serde(default)]
+    pub allow_unlisted_models: bool,
 }
 
 /// No `credentials` block was written: defaults, at no position in the file.
@@ -146,6 +151,7 @@ impl ProviderConfig {
             markup: None,
             server_tools: None,
             anthropic_betas: None,
+            allow_unlisted_models: false,
         }
     }
 }
