@@ -317,9 +317,14 @@ const ANTHROPIC_BETA: &str = "anthropic-beta";
 /// What the body (and headers) [`build_body`] and [`send`] make for this provider
 /// change of the request's settings, for the record: the wire's mapping
 /// ([`carry::carriage`]) when the request is translated, the provider's
-/// `drop_fields` where they remove something, and `anthropic-beta` flags the
-/// target does not take.
-pub(crate) fn field_edits(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<String> {
+/// `drop_fields` where they remove something, the sampling parameters the target
+/// model (`traits`) refuses, and `anthropic-beta` flags the target does not take.
+pub(crate) fn field_edits(
+    out: &Outgoing<'_>,
+    wire: Wire,
+    spec: &ProviderSpec,
+    traits: ModelTraits,
+) -> Vec<String> {
     let dropped = |field: &str| format!("{field}: dropped (the provider's drop_fields)");
     let mut edits = Vec::new();
     if out.raw.is_some() {
@@ -339,6 +344,7 @@ pub(crate) fn field_edits(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -
             }
         }
     }
+    edits.extend(wire.sampling_edits(out.request, traits, out.raw.is_some()));
     if let Some(betas) = forwarded(out, ANTHROPIC_BETA) {
         match beta_header(out, wire, spec) {
             Passthrough::All => {}

@@ -231,6 +231,17 @@ impl Wire {
         }
     }
 
+    /// For the record: the sampling parameters of `req` this wire's body leaves out
+    /// because a target model with `traits` refuses them (`top_p: dropped (the
+    /// model takes temperature or top_p, not both)`), translated or, with `native`,
+    /// the client's own body on the fast path. Only Anthropic's models refuse any.
+    pub fn sampling_edits(self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
+        match self {
+            Wire::Anthropic => anthropic::sampling_edits(req, traits, native),
+            Wire::OpenAiChat | Wire::Gemini => Vec::new(),
+        }
+    }
+
     /// Whether [`Wire::adapt_native`] might edit a client's body (`body`, parsed as
     /// `req`); false means it can be forwarded as it is (model aside) without being
     /// parsed as an object.

@@ -953,26 +953,36 @@ mod tests {
 
     #[test]
     fn model_traits_follow_the_model_generation() {
+        // (wire, model, reasoning, sampling, one_sampler)
         let cases = [
-            (Wire::Anthropic, "claude-opus-4-7", Effort, false),
-            (Wire::Anthropic, "claude-fable-5-2", Effort, false),
-            (Wire::Anthropic, "claude-sonnet-4-6", Effort, true),
-            (Wire::Anthropic, "us.anthropic.claude-sonnet-4-6-v1:0", Effort, true),
-            (Wire::Anthropic, "claude-opus-4-5-20251101", Budget, true),
-            (Wire::Anthropic, "claude-opus-4-5@20251101", Budget, true),
-            (Wire::Anthropic, "claude-haiku-4-5", Budget, true),
-            (Wire::Anthropic, "claude-opus-4-20250514", Budget, true),
-            (Wire::Anthropic, "claude-3-7-sonnet-latest", Budget, true),
-            (Wire::Anthropic, "my-finetune", Budget, true),
-            (Wire::Gemini, "gemini-2.5-flash", Budget, true),
-            (Wire::Gemini, "gemini-3-pro-preview", Effort, true),
-            (Wire::Gemini, "models/gemini-3.1-pro-preview", Effort, true),
-            (Wire::Gemini, "gemini-4-neon", Effort, true),
-            (Wire::Gemini, "gemini-exp-1206", Budget, true),
-            (Wire::OpenAiChat, "gpt-4o-mini", Effort, true),
+            (Wire::Anthropic, "claude-opus-4-7", Effort, false, true),
+            (Wire::Anthropic, "claude-fable-5-2", Effort, false, true),
+            (Wire::Anthropic, "claude-sonnet-4-6", Effort, true, true),
+            (Wire::Anthropic, "us.anthropic.claude-sonnet-4-6-v1:0", Effort, true, true),
+            (Wire::Anthropic, "claude-opus-4-5-20251101", Budget, true, true),
+            (Wire::Anthropic, "claude-opus-4-5@20251101", Budget, true, true),
+            (Wire::Anthropic, "anthropic.claude-sonnet-4-5-20250929-v1:0", Budget, true, true),
+            (Wire::Anthropic, "claude-sonnet-4-5@20250929", Budget, true, true),
+            (Wire::Anthropic, "claude-haiku-4-5", Budget, true, true),
+            (Wire::Anthropic, "claude-opus-4-1-20250805", Budget, true, true),
+            (Wire::Anthropic, "claude-opus-4-1@20250805", Budget, true, true),
+            (Wire::Anthropic, "claude-opus-4-20250514", Budget, true, false),
+            (Wire::Anthropic, "claude-sonnet-4-0", Budget, true, false),
+            (Wire::Anthropic, "anthropic.claude-sonnet-4-20250514-v1:0", Budget, true, false),
+            (Wire::Anthropic, "claude-3-7-sonnet-latest", Budget, true, false),
+            (Wire::Anthropic, "my-finetune", Budget, true, false),
+            (Wire::Gemini, "gemini-2.5-flash", Budget, true, false),
+            (Wire::Gemini, "gemini-3-pro-preview", Effort, true, false),
+            (Wire::Gemini, "models/gemini-3.1-pro-preview", Effort, true, false),
+            (Wire::Gemini, "gemini-4-neon", Effort, true, false),
+            (Wire::Gemini, "gemini-exp-1206", Budget, true, false),
+            (Wire::OpenAiChat, "gpt-4o-mini", Effort, true, false),
+            // The rule is Anthropic's API's: a Claude id behind an OpenAI-compatible
+            // endpoint is that endpoint's business.
+            (Wire::OpenAiChat, "claude-sonnet-4-5", Effort, true, false),
         ];
-        for (wire, model, reasoning, sampling) in cases {
-            let want = ModelTraits { reasoning, sampling, takes_max_tokens: true };
+        for (wire, model, reasoning, sampling, one_sampler) in cases {
+            let want = ModelTraits { reasoning, sampling, one_sampler, takes_max_tokens: true };
             assert_eq!(ModelTraits::infer(wire, model), want, "{model}");
         }
     }
@@ -996,8 +1006,12 @@ mod tests {
             };
             let openai = Wire::OpenAiChat.encode_request(&req).unwrap();
             assert_eq!(openai["reasoning_effort"], name);
-            let adaptive =
-                ModelTraits { reasoning: Effort, sampling: true, takes_max_tokens: true };
+            let adaptive = ModelTraits {
+                reasoning: Effort,
+                sampling: true,
+                one_sampler: false,
+                takes_max_tokens: true,
+            };
             let anthropic = Wire::Anthropic.encode_request_for(&req, adaptive).unwrap();
             assert_eq!(anthropic["output_config"]["effort"], name);
             let gemini = Wire::Gemini.encode_request_for(&req, adaptive).unwrap();

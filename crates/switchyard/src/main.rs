@@ -459,6 +459,8 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
             }
             if !traits.sampling {
                 flags.push("no-sampling".to_owned());
+            } else if traits.one_sampler {
+                flags.push("one-sampler".to_owned());
             }
             if !traits.takes_max_tokens {
                 flags.push("max_completion_tokens-only".to_owned());

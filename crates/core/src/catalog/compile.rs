@@ -377,6 +377,7 @@ fn compile_models(
             capabilities: m.capabilities.as_deref().map(capabilities),
             reasoning_control: m.reasoning_control,
             sampling: m.sampling,
+            one_sampler: m.one_sampler,
             takes_max_tokens: m.takes_max_tokens,
             hidden: m.hidden,
             retires,

@@ -128,6 +128,9 @@ pub struct ModelEntry {
     pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
     /// The catalog's word on sampling parameters (None: inferred).
     pub sampling: Option<bool>,
+    /// The catalog's word on taking `temperature` and `top_p` together (None:
+    /// inferred).
+    pub one_sampler: Option<bool>,
     /// The catalog's word on `max_tokens` (None: inferred).
     pub takes_max_tokens: Option<bool>,
     /// Served but never listed.
@@ -154,6 +157,7 @@ impl ModelEntry {
         switchyard_protocol::ModelTraits {
             reasoning: self.reasoning_control.unwrap_or(inferred.reasoning),
             sampling: self.sampling.unwrap_or(inferred.sampling),
+            one_sampler: self.one_sampler.unwrap_or(inferred.one_sampler),
             takes_max_tokens: self.takes_max_tokens.unwrap_or(inferred.takes_max_tokens),
         }
     }

@@ -534,6 +534,13 @@ impl Model {
         self
     }
 
+    /// Whether it takes `temperature` or `top_p` but not both (unset: inferred).
+    #[must_use]
+    pub fn one_sampler(mut self, one: bool) -> Self {
+        self.config.one_sampler = Some(one);
+        self
+    }
+
     /// OpenAI chat: whether it takes the older `max_tokens` (unset: inferred).
     #[must_use]
     pub fn takes_max_tokens(mut self, takes: bool) -> Self {

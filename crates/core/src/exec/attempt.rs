@@ -98,6 +98,7 @@ impl Snapshot {
                         &inbound.outgoing(&inbound.request, wire),
                         wire,
                         &cand.provider,
+                        cand.traits(wire),
                     );
                 }
                 let elapsed = started.elapsed();

@@ -39,7 +39,9 @@ mod wire;
 
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
-pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
+pub use request::{
+    continues_without_thinking, encode_request, parse_request, sampling_edits, tool_id,
+};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;

@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 use crate::{Effort, FieldEdit, ModelTraits, Part, ReasoningControl, Request};
 
 use super::request::{
-    anthropic_effort, budget_within, continues_without_thinking, is_blank, is_blank_block,
-    is_tool_id, tool_id,
+    Samplers, anthropic_effort, budget_within, continues_without_thinking, is_blank,
+    is_blank_block, is_tool_id, tool_id,
 };
 
 /// Whether any tool call or result in the history has an id the API refuses.
@@ -89,12 +89,16 @@ pub fn adapt_native(
         }
         _ => {}
     }
-    if !traits.sampling {
-        for field in ["temperature", "top_p", "top_k"] {
-            if body.contains_key(field) {
-                edits.push((field, None));
-            }
-        }
+    // Read off the body: a field it has is a field it sends, whatever its value.
+    // Thinking aside: the client chose its sampling for its own thinking setting.
+    let number = |field: &str| body.get(field).map(|v| v.as_f64().unwrap_or_default());
+    let asked = Samplers {
+        temperature: number("temperature"),
+        top_p: number("top_p"),
+        top_k: body.get("top_k").map(|v| v.as_u64().unwrap_or_default()),
+    };
+    for field in asked.refused(traits, false) {
+        edits.push((field, None));
     }
     // The history: foreign tool ids mapped, then blank text dropped; one edit.
     let mapped =
@@ -205,9 +209,7 @@ pub fn may_adapt(req: &Request, traits: ModelTraits) -> bool {
                 ReasoningControl::Budget => r.budget_tokens.is_none(),
             }
     });
-    let sampling = !traits.sampling
-        && (req.temperature.is_some() || req.top_p.is_some() || req.top_k.is_some());
-    thinking || sampling || has_blank_text(req)
+    thinking || !Samplers::asked(req).refused(traits, false).is_empty() || has_blank_text(req)
 }
 
 #[cfg(test)]

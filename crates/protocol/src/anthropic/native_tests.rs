@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::anthropic::sampling_edits;
 use crate::anthropic::test_support::parse_value;
 use crate::{ModelTraits, ReasoningControl, Request};
 
@@ -44,10 +45,15 @@ fn native_bodies_get_the_thinking_form_of_the_target_model() {
     let effort = ModelTraits {
         reasoning: ReasoningControl::Effort,
         sampling: false,
+        one_sampler: true,
         takes_max_tokens: true,
     };
-    let budget =
-        ModelTraits { reasoning: ReasoningControl::Budget, sampling: true, takes_max_tokens: true };
+    let budget = ModelTraits {
+        reasoning: ReasoningControl::Budget,
+        sampling: true,
+        one_sampler: false,
+        takes_max_tokens: true,
+    };
     let obj = |v: Value| v.as_object().cloned().unwrap();
 
     // enabled + budget to an effort model: adaptive + the nearest effort, beside an
@@ -102,4 +108,32 @@ fn native_bodies_get_the_thinking_form_of_the_target_model() {
 /// `traits` with sampling parameters allowed.
 fn budget_free(traits: ModelTraits) -> ModelTraits {
     ModelTraits { sampling: true, ..traits }
+}
+
+/// Claude from Opus 4.1 on refuses `temperature` beside `top_p`: a client's own body
+/// with both loses `top_p` (and only then: one alone goes as it is, byte for byte).
+#[test]
+fn one_sampler_models_keep_temperature_and_lose_top_p() {
+    let traits = ModelTraits::infer(crate::Wire::Anthropic, "claude-haiku-4-5");
+    let both = json!({"model": "m", "max_tokens": 10, "temperature": 0, "top_p": 0.95,
+        "top_k": 40, "messages": [{"role": "user", "content": "hi"}]});
+    let req = parse_value(&both).unwrap();
+    assert!(may_adapt(&req, traits));
+    assert_eq!(adapt_native(both.as_object().unwrap(), &req, traits), vec![("top_p", None)]);
+    assert!(sampling_edits(&req, traits, true)[0].starts_with("top_p: dropped"));
+
+    for one in [
+        json!({"model": "m", "max_tokens": 10, "top_p": 0.95, "messages": [{"role": "user", "content": "hi"}]}),
+        json!({"model": "m", "max_tokens": 10, "temperature": 0.5, "messages": [{"role": "user", "content": "hi"}]}),
+    ] {
+        let req = parse_value(&one).unwrap();
+        assert!(!may_adapt(&req, traits), "{one}");
+        assert!(adapt_native(one.as_object().unwrap(), &req, traits).is_empty(), "{one}");
+        assert!(sampling_edits(&req, traits, true).is_empty(), "{one}");
+    }
+
+    // Claude Opus 4.0 takes both.
+    let opus_4 = ModelTraits::infer(crate::Wire::Anthropic, "claude-opus-4-20250514");
+    assert!(!may_adapt(&req, opus_4));
+    assert!(adapt_native(both.as_object().unwrap(), &req, opus_4).is_empty());
 }

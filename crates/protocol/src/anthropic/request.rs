@@ -351,6 +351,84 @@ pub(super) fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
     (budget, max_tokens)
 }
 
+/// Sampling parameters: those a request asks for, or those an Anthropic body carries.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(super) struct Samplers {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<u64>,
+}
+
+impl Samplers {
+    /// What `req` asks for.
+    pub fn asked(req: &Request) -> Self {
+        Self { temperature: req.temperature, top_p: req.top_p, top_k: req.top_k }
+    }
+
+    /// What of these (as asked) an Anthropic body carries for a model with
+    /// `traits`: nothing where the model refuses them all; with `thinking` on, only
+    /// a `top_p` of at least 0.95 (thinking requires the default temperature and
+    /// top_k); and `temperature` without `top_p` where the model takes one of the
+    /// two. The one statement of these rules, so the translation, the fast-path
+    /// edits and the record's field edits agree.
+    pub fn sent(self, traits: ModelTraits, thinking: bool) -> Self {
+        if !traits.sampling {
+            return Self::default();
+        }
+        let mut sent = Self {
+            temperature: self.temperature.filter(|_| !thinking),
+            top_p: self.top_p.filter(|p| !thinking || *p >= MIN_TOP_P_WITH_THINKING),
+            top_k: self.top_k.filter(|_| !thinking),
+        };
+        if traits.one_sampler && sent.temperature.is_some() {
+            sent.top_p = None;
+        }
+        sent
+    }
+
+    /// The fields of `self` (what was asked) a model with `traits` refuses, so
+    /// [`Samplers::sent`] leaves them out: all of them where it takes none, `top_p`
+    /// beside `temperature` where it takes one of the two. What thinking leaves out
+    /// is not the model's refusal, so it is not named here.
+    pub fn refused(self, traits: ModelTraits, thinking: bool) -> Vec<&'static str> {
+        let sent = self.sent(traits, thinking);
+        let takes_all = ModelTraits { sampling: true, one_sampler: false, ..traits };
+        let asked = self.sent(takes_all, thinking);
+        [
+            ("temperature", asked.temperature.is_some() && sent.temperature.is_none()),
+            ("top_p", asked.top_p.is_some() && sent.top_p.is_none()),
+            ("top_k", asked.top_k.is_some() && sent.top_k.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(field, refused)| refused.then_some(field))
+        .collect()
+    }
+}
+
+/// For the record: the sampling parameters of `req` a model with `traits` keeps
+/// out of its Anthropic body, translated or (`native`) the client's own body on the
+/// fast path, and why (`top_p: dropped (the model takes temperature or top_p, not
+/// both)`).
+pub fn sampling_edits(req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
+    let thinking = !native && thinking(req).is_some();
+    let why = if traits.sampling {
+        "the model takes temperature or top_p, not both"
+    } else {
+        "the model takes no sampling parameters"
+    };
+    Samplers::asked(req)
+        .refused(traits, thinking)
+        .into_iter()
+        .map(|field| format!("{field}: dropped ({why})"))
+        .collect()
+}
+
+/// The reasoning a translated request turns thinking on with: none when it is off,
+/// or when the tool loop goes on without it ([`continues_without_thinking`]).
+fn thinking(req: &Request) -> Option<&Reasoning> {
+    req.reasoning.as_ref().filter(|r| r.enabled && !continues_without_thinking(req))
+}
+
 /// Build the body we send to `POST /v1/messages` for a model with `traits`.
 ///
 /// Reasoning: a budget-controlled model (Claude 4.5 and earlier) gets
@@ -363,7 +441,7 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
 
     let mut max_tokens = req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut output_config = Map::new();
-    let thinking = req.reasoning.as_ref().filter(|r| r.enabled && !continues_without_thinking(req));
+    let thinking = thinking(req);
     match (thinking, traits.reasoning) {
         (Some(reasoning), ReasoningControl::Budget) => {
             let (budget, raised) = budget_within(reasoning.budget(), max_tokens);
@@ -445,22 +523,15 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         body.insert("service_tier".into(), json!(tier));
     }
 
-    // Thinking requires the default temperature and top_k, and top_p of at least 0.95;
-    // some models take none of them at all.
-    if traits.sampling {
-        if thinking.is_none() {
-            if let Some(t) = req.temperature {
-                body.insert("temperature".into(), json!(t));
-            }
-            if let Some(k) = req.top_k {
-                body.insert("top_k".into(), json!(k));
-            }
-        }
-        if let Some(p) = req.top_p
-            && (thinking.is_none() || p >= MIN_TOP_P_WITH_THINKING)
-        {
-            body.insert("top_p".into(), json!(p));
-        }
+    let sent = Samplers::asked(req).sent(traits, thinking.is_some());
+    if let Some(t) = sent.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(k) = sent.top_k {
+        body.insert("top_k".into(), json!(k));
+    }
+    if let Some(p) = sent.top_p {
+        body.insert("top_p".into(), json!(p));
     }
     if !req.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(req.stop));

@@ -643,11 +643,16 @@ fn malformed_requests_name_the_field() {
 
 #[test]
 fn effort_controlled_models_get_adaptive_thinking_and_no_refused_sampling() {
-    let adaptive =
-        ModelTraits { reasoning: ReasoningControl::Effort, sampling: true, takes_max_tokens: true };
+    let adaptive = ModelTraits {
+        reasoning: ReasoningControl::Effort,
+        sampling: true,
+        one_sampler: false,
+        takes_max_tokens: true,
+    };
     let strict = ModelTraits {
         reasoning: ReasoningControl::Effort,
         sampling: false,
+        one_sampler: true,
         takes_max_tokens: true,
     };
     let base = Request {
@@ -815,4 +820,61 @@ fn server_tools_the_tier_and_the_session_are_carried() {
     // Elsewhere MCP cannot run: refused naming the tool.
     let err = crate::Wire::Gemini.encode_request(&req).unwrap_err().to_string();
     assert!(err.contains("the `mcp_toolset` tool (tools[0])"), "{err}");
+}
+
+/// Claude from Opus 4.1 on takes `temperature` or `top_p`, not both: a translation
+/// keeps `temperature`, and the record hears of `top_p`. With thinking on only
+/// `top_p` goes (thinking needs the default temperature), so it stays.
+#[test]
+fn one_sampler_models_get_temperature_without_top_p() {
+    let traits = ModelTraits::infer(Wire::Anthropic, "claude-sonnet-4-5-20250929");
+    assert!(traits.one_sampler && traits.sampling);
+    let req = Request {
+        model: "claude-sonnet-4-5".into(),
+        messages: vec![Message::text(Role::User, "hi")],
+        temperature: Some(0.0),
+        top_p: Some(0.95),
+        top_k: Some(40),
+        ..Request::default()
+    };
+    let body = encode_request(&req, traits).unwrap();
+    assert_eq!(body["temperature"], 0.0);
+    assert_eq!(body["top_k"], 40);
+    assert!(body.get("top_p").is_none(), "{body}");
+    assert_eq!(
+        sampling_edits(&req, traits, false),
+        ["top_p: dropped (the model takes temperature or top_p, not both)"]
+    );
+
+    let top_p_only = Request { temperature: None, ..req.clone() };
+    let body = encode_request(&top_p_only, traits).unwrap();
+    assert_eq!(body["top_p"], 0.95);
+    assert!(sampling_edits(&top_p_only, traits, false).is_empty());
+
+    let thinking = Request {
+        reasoning: Some(Reasoning { enabled: true, effort: None, budget_tokens: Some(2048) }),
+        max_tokens: Some(4096),
+        ..req.clone()
+    };
+    let body = encode_request(&thinking, traits).unwrap();
+    assert_eq!(body["top_p"], 0.95);
+    assert!(body.get("temperature").is_none(), "{body}");
+    assert!(
+        sampling_edits(&thinking, traits, false).is_empty(),
+        "thinking's drop, not the model's"
+    );
+
+    // Opus 4.0 takes both; Opus 4.7 takes none, and the record says so.
+    let body =
+        encode_request(&req, ModelTraits::infer(Wire::Anthropic, "claude-opus-4-0")).unwrap();
+    assert_eq!((&body["temperature"], &body["top_p"]), (&json!(0.0), &json!(0.95)));
+    let opus_47 = ModelTraits::infer(Wire::Anthropic, "claude-opus-4-7");
+    assert_eq!(
+        sampling_edits(&req, opus_47, false),
+        [
+            "temperature: dropped (the model takes no sampling parameters)",
+            "top_p: dropped (the model takes no sampling parameters)",
+            "top_k: dropped (the model takes no sampling parameters)",
+        ]
+    );
 }

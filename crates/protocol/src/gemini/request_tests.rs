@@ -195,8 +195,12 @@ fn encodes_a_multi_turn_tool_conversation() {
 
 #[test]
 fn gemini_3_and_later_get_a_thinking_level_never_a_budget() {
-    let level =
-        ModelTraits { reasoning: ReasoningControl::Effort, sampling: true, takes_max_tokens: true };
+    let level = ModelTraits {
+        reasoning: ReasoningControl::Effort,
+        sampling: true,
+        one_sampler: false,
+        takes_max_tokens: true,
+    };
     let config = |reasoning| {
         let req = Request {
             messages: vec![Message::text(Role::User, "hi")],

@@ -126,6 +126,12 @@ pub struct ModelTraits {
     /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
     /// Claude models after it refuse any of them with a 400, so they are left out.
     pub sampling: bool,
+    /// The model takes `temperature` or `top_p`, not both: Claude Opus 4.1 and the
+    /// Claude models after it refuse the pair with a 400 ("`temperature` and
+    /// `top_p` cannot both be specified for this model"), and clients send both
+    /// (GitHub Copilot CLI: `temperature: 0`, `top_p: 0.95` on every request). Given
+    /// both, `temperature` is kept and `top_p` left out.
+    pub one_sampler: bool,
     /// The model takes the older `max_tokens`. OpenAI's reasoning models (o1 and
     /// later, GPT-5 and later) refuse it and take only `max_completion_tokens`,
     /// which every OpenAI model accepts.
@@ -135,7 +141,8 @@ pub struct ModelTraits {
 impl ModelTraits {
     /// The traits of `upstream_model` on `wire`, from its id alone:
     /// [`ReasoningControl::infer`]; sampling refused by Claude 4.7 and later only;
-    /// `max_tokens` refused by OpenAI's reasoning models only.
+    /// one sampler from Claude Opus 4.1 on (4.0 and 3.x take both); `max_tokens`
+    /// refused by OpenAI's reasoning models only.
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
         // Parsed once: this runs for every attempt.
         let claude = (wire == crate::Wire::Anthropic).then(|| claude_version(upstream_model));
@@ -143,6 +150,7 @@ impl ModelTraits {
         Self {
             reasoning: ReasoningControl::from_generation(wire, upstream_model, claude),
             sampling: wire != crate::Wire::Anthropic || claude.is_none_or(|v| v < (4, 7)),
+            one_sampler: claude.is_some_and(|v| v >= (4, 1)),
             takes_max_tokens: wire != crate::Wire::OpenAiChat
                 || !openai_reasoning_model(upstream_model),
         }

@@ -4,7 +4,8 @@
 //!
 //! Only rules the providers are known to enforce are checked, and only where a
 //! translation could break them: the request fields each API defines, content
-//! blocks here, the conversation's shape
+//! blocks and the sampling parameters a Claude model takes together here, the
+//! conversation's shape
 //! (tool-call pairing and ids, thinking in tool loops) in [`conversation`]; a fake
 //! stricter than its API would make tests fail for nothing.
 
@@ -22,7 +23,7 @@ pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
     top_level(vendor, body)?;
     match vendor {
         Vendor::OpenAi => openai(body),
-        Vendor::Anthropic => anthropic(body),
+        Vendor::Anthropic => anthropic(body).and_then(|()| anthropic_samplers(model, body)),
         Vendor::Gemini => gemini(body),
     }?;
     conversation::refusal(vendor, model, body).map_or(Ok(()), Err)
@@ -210,6 +211,34 @@ fn anthropic(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Claude from Opus 4.1 on refuses `temperature` and `top_p` together.
+fn anthropic_samplers(model: &str, body: &Value) -> Result<(), String> {
+    let set = |field| body.get(field).is_some_and(|v| !v.is_null());
+    if takes_one_sampler(model) && set("temperature") && set("top_p") {
+        return Err("`temperature` and `top_p` cannot both be specified for this model. \
+                    Please use only one."
+            .to_owned());
+    }
+    Ok(())
+}
+
+/// Whether a Claude id names Opus 4.1 or a later model (`claude-opus-4-1-20250805`,
+/// `claude-sonnet-4-5@20250929`, `anthropic.claude-haiku-4-5-20251001-v1:0`,
+/// `claude-opus-4-7`), read here on its own rather than with the gateway's parser,
+/// so a mistake there does not hide here. Claude 3.x ids put the version first
+/// (`claude-3-7-sonnet`); Opus and Sonnet 4.0 end at the date
+/// (`claude-opus-4-20250514`) or in `-4-0`.
+fn takes_one_sampler(model: &str) -> bool {
+    let Some(at) = model.find("claude-") else { return false };
+    let mut numbers = model[at + "claude-".len()..]
+        .split(['-', '@', ':', '.'])
+        .skip_while(|part| part.parse::<u32>().is_err())
+        .map_while(|part| part.parse::<u32>().ok().filter(|n| *n < 100));
+    let major = numbers.next().unwrap_or(0);
+    let minor = numbers.next().unwrap_or(0);
+    (major, minor) >= (4, 1)
+}
+
 const BLANK_TEXT: &str = "messages: text content blocks must contain non-whitespace text";
 
 /// A text block: not empty, and not only whitespace.
@@ -333,6 +362,49 @@ mod tests {
         let err = check(Vendor::Gemini, "m", &json!({"contents": [], "service_tier": "auto"}))
             .unwrap_err();
         assert!(err.contains("Unknown name \"service_tier\""), "{err}");
+    }
+
+    #[test]
+    fn claude_from_opus_4_1_on_refuses_temperature_beside_top_p() {
+        let body = |model: &str| {
+            json!({"model": model, "max_tokens": 1, "temperature": 0, "top_p": 0.95,
+                   "messages": [{"role": "user", "content": "hi"}]})
+        };
+        let refused = "`temperature` and `top_p` cannot both be specified for this model. \
+                       Please use only one.";
+        for model in [
+            "claude-opus-4-1-20250805",
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5-20251001",
+            "claude-opus-4-5@20251101",
+            "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "claude-sonnet-4-6",
+            "claude-opus-4-7",
+        ] {
+            assert_eq!(
+                check(Vendor::Anthropic, model, &body(model)),
+                Err(refused.into()),
+                "{model}"
+            );
+            for one in ["temperature", "top_p"] {
+                let mut alone = body(model);
+                alone.as_object_mut().unwrap().remove(one);
+                assert_eq!(
+                    check(Vendor::Anthropic, model, &alone),
+                    Ok(()),
+                    "{model} without {one}"
+                );
+            }
+        }
+        for model in [
+            "claude-opus-4-20250514",
+            "claude-sonnet-4-0",
+            "claude-3-7-sonnet-latest",
+            "claude-3-5-haiku@20241022",
+            "up-anthropic",
+        ] {
+            assert_eq!(check(Vendor::Anthropic, model, &body(model)), Ok(()), "{model}");
+        }
     }
 
     #[test]

@@ -71,6 +71,10 @@ pub struct ModelConfig {
     /// Opus 4.7 and later refuse them; everything else takes them).
     #[serde(default)]
     pub sampling: Option<bool>,
+    /// Whether the model takes `temperature` or `top_p` but not both (given both,
+    /// `top_p` is left out). Absent: inferred (Claude Opus 4.1 and later).
+    #[serde(default)]
+    pub one_sampler: Option<bool>,
     /// OpenAI-chat: whether the model takes the older `max_tokens`. Absent:
     /// inferred (OpenAI's reasoning models, o1+ and GPT-5+ by id, do not).
     #[serde(default)]
@@ -105,6 +109,7 @@ impl ModelConfig {
             capabilities: None,
             reasoning_control: None,
             sampling: None,
+            one_sampler: None,
             takes_max_tokens: None,
             hidden: false,
             retires: None,
