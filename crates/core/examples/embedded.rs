@@ -27,7 +27,6 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    switchyard_core::install_crypto_provider();
     let openai = FakeUpstream::start(Vendor::OpenAi).await?;
     let anthropic = FakeUpstream::start(Vendor::Anthropic).await?;
     let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };

@@ -64,6 +64,10 @@ pub struct ProviderSpec {
     pub server_tools: ServerTools,
     /// The `anthropic-beta` flags it accepts (`None`: any, as the client sent them).
     pub anthropic_betas: Option<Vec<String>>,
+    /// How its HTTP client is shaped (roots, client certificate, proxy, pool),
+    /// checked: the PEM parses, the key belongs to the certificate, the proxy is
+    /// a URL the client takes.
+    pub client: crate::client::ClientOptions,
 }
 
 impl ProviderSpec {
