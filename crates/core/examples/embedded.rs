@@ -10,9 +10,9 @@
 
 use std::process::ExitCode;
 
-use switchyard_core::embed::{Gateway, Generate, Model, Pricing, Provider, Secret};
-use switchyard_core::exec::RequestRouting;
-use switchyard_core::protocol::{Delta, Message, Request, Role, StreamEvent};
+// Everything from `embed`: what a program built on the library needs is there.
+use switchyard_core::embed::RequestRouting;
+use switchyard_core::embed::prelude::*;
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
 #[tokio::main(flavor = "current_thread")]
@@ -27,7 +27,6 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    switchyard_core::install_crypto_provider();
     let openai = FakeUpstream::start(Vendor::OpenAi).await?;
     let anthropic = FakeUpstream::start(Vendor::Anthropic).await?;
     let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };

@@ -60,9 +60,9 @@ pub use switchyard_protocol::{
 /// Provider keys, as [`Provider::key`] and [`CredentialResolver`] take them.
 pub use crate::util::Secret;
 pub use builder::{
-    AccessRule, BUILDER_SOURCE, Capability, Chain, Deployment, FailoverConfig, FailoverPreset,
-    GatewayBuilder, GatewaySettings, Governance, Model, Pricing, Provider, Requires, RetryConfig,
-    Route, StorageConfig, Strategy, Target,
+    AccessRule, BUILDER_SOURCE, Capability, Chain, ClientIdentity, ClientOptions, Deployment,
+    FailoverConfig, FailoverPreset, GatewayBuilder, GatewaySettings, Governance, Model, Pricing,
+    Provider, Requires, RetryConfig, Route, StorageConfig, Strategy, Target,
 };
 
 use std::collections::VecDeque;

@@ -8,6 +8,7 @@
 pub mod access;
 pub mod breaker;
 pub mod catalog;
+pub mod client;
 pub mod clock;
 mod compaction;
 pub mod config;
@@ -39,14 +40,6 @@ pub use record::{RecordSink, RequestRecord, SharedSink};
 pub use switchyard_protocol as protocol;
 
 use upstream::ProviderRuntime;
-
-/// Install the process-wide TLS crypto provider (ring) once.
-pub fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
 
 /// Loading or compiling the configuration failed.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +76,8 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Build a snapshot, reusing the runtimes (connection pools) of `previous` for
-    /// providers whose name, wire and endpoint are unchanged.
+    /// providers whose name, wire, endpoint and client options are unchanged (a
+    /// rotated certificate file, reloaded, builds a new client).
     pub fn build(catalog: Catalog, previous: Option<&Snapshot>) -> Result<Snapshot, LoadError> {
         let mut runtimes = HashMap::new();
         for p in &catalog.providers {
@@ -91,17 +85,16 @@ impl Snapshot {
                 continue;
             }
             let reused = previous.and_then(|prev| {
-                let same = prev
-                    .catalog
-                    .provider(&p.name)
-                    .is_some_and(|old| old.endpoint == p.endpoint && old.kind == p.kind);
+                let same = prev.catalog.provider(&p.name).is_some_and(|old| {
+                    old.endpoint == p.endpoint && old.kind == p.kind && old.client == p.client
+                });
                 same.then(|| prev.runtimes.get(&p.name).cloned()).flatten()
             });
             let rt = match reused {
                 Some(rt) => rt,
                 None => Arc::new(
                     ProviderRuntime::new(&catalog.settings, p)
-                        .map_err(|e| LoadError::Client(e.to_string()))?,
+                        .map_err(|e| LoadError::Client(format!("provider {}: {e}", p.name)))?,
                 ),
             };
             runtimes.insert(p.name.clone(), rt);

@@ -26,7 +26,8 @@ use crate::util::{Redactor, Secret};
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// A provider's long-lived runtime: its HTTP client pool and key rotation. Kept
-/// across reloads for as long as the provider's name, wire and endpoint are unchanged.
+/// across reloads for as long as the provider's name, wire, endpoint and client
+/// options are unchanged.
 #[derive(Debug)]
 pub(crate) struct ProviderRuntime {
     pub client: reqwest::Client,
@@ -56,19 +57,31 @@ impl ProviderMeters {
 }
 
 impl ProviderRuntime {
-    pub fn new(settings: &Settings, spec: &ProviderSpec) -> Result<Self, reqwest::Error> {
-        crate::install_crypto_provider();
-        let client = reqwest::Client::builder()
+    /// The provider's client, shaped by its [`ClientOptions`](crate::client::ClientOptions).
+    /// Fails on a TLS setup the compiler could not check (the platform's trust
+    /// store unreadable, say).
+    pub fn new(settings: &Settings, spec: &ProviderSpec) -> Result<Self, String> {
+        let options = &spec.client;
+        // A TLS config of its own, given whole: the client library would
+        // otherwise look for a process-wide crypto provider (and panic when
+        // there is none), and this one installs none.
+        let tls = crate::client::tls_config(options)?;
+        let mut builder = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
             .connect_timeout(settings.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(256)
+            .pool_idle_timeout(options.pool_idle_timeout)
+            .pool_max_idle_per_host(options.pool_max_idle_per_host)
             .tcp_nodelay(true)
             .tcp_keepalive(Duration::from_secs(30))
             // Never followed: a redirect would carry the prompt, and every key
             // header but `Authorization`, to whatever host the upstream names.
             // A 3xx is the attempt's failure instead (`Failure::Redirect`).
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(proxy) = &options.proxy {
+            let proxy = reqwest::Proxy::all(proxy.as_str()).map_err(|e| format!("proxy: {e}"))?;
+            builder = builder.proxy(proxy);
+        }
+        let client = builder.build().map_err(|e| e.to_string())?;
         let fixed_url = spec
             .wire()
             .map(Wire::spec)

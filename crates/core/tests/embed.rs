@@ -15,7 +15,6 @@ use switchyard_core::{Catalog, ConfigSource, InvalidRegistry, LoadError};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
 async fn gateway() -> (Gateway, FakeUpstream, FakeUpstream) {
-    switchyard_core::install_crypto_provider();
     let a = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
     let b = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
     let yaml = format!(
@@ -303,7 +302,6 @@ async fn a_built_gateway_answers_as_its_yaml_twin() {
 
 #[tokio::test]
 async fn gateways_built_from_one_builder_are_independent() {
-    switchyard_core::install_crypto_provider();
     let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
     let provider = || {
         Provider::openai_compatible(format!("{}/v1", fake.base_url()))

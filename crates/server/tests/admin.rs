@@ -164,7 +164,6 @@ impl Env {
 
     /// The server on the test configuration with `options` added.
     async fn start_with(db: &TestDb, opts: Opts, options: &Options) -> Env {
-        switchyard_core::install_crypto_provider();
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir =
@@ -214,7 +213,7 @@ impl Env {
         }));
         Env {
             base,
-            client: reqwest::Client::new(),
+            client: common::client(),
             openai,
             anthropic,
             _gemini: gemini,

@@ -257,7 +257,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
 async fn client_disconnect_cancels_a_non_streaming_upstream_call() {
     let h = Harness::start().await;
     h.openai.push(Reply::hang());
-    let client = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let client = common::client_builder().timeout(Duration::from_millis(300)).build().unwrap();
     let r = client
         .post(format!("{}/v1/chat/completions", h.base))
         .bearer_auth(GATEWAY_KEY)

@@ -235,7 +235,7 @@ async fn embedded_default_without_keys_lists_only_the_mock() {
         let _ = rx.await;
     }));
     // The embedded default without SWITCHYARD_API_KEY is an open gateway.
-    assert_eq!(listed(&reqwest::Client::new(), &base, None).await, ["mock-echo"]);
+    assert_eq!(listed(&common::client(), &base, None).await, ["mock-echo"]);
     let _ = tx.send(());
 }
 
@@ -254,7 +254,7 @@ async fn health_and_readiness() {
 #[tokio::test]
 async fn serves_http2_with_prior_knowledge() {
     let h = Harness::start().await;
-    let client = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let client = common::client_builder().http2_prior_knowledge().build().unwrap();
     let r = client
         .post(format!("{}/v1/chat/completions", h.base))
         .bearer_auth(GATEWAY_KEY)

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_saphyr::{Location, Spanned};
 use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
+use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
     AttemptPolicy, Capabilities, Catalog, Deployment, MODEL_NAME_RULE, ModelEntry, ProviderKind,
@@ -218,8 +219,10 @@ fn compile_providers(
                 ),
             ));
         }
+        let client =
+            compile_client(name, written.location(), p, &kind, raw.base_dir.as_deref(), problems);
         provider_index.insert(name.to_owned(), providers.len());
-        let secrets = provider_secrets(&keys, &p.headers, &endpoint);
+        let secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         providers.push(Arc::new(ProviderSpec {
             name: name.to_owned(),
             kind,
@@ -236,6 +239,7 @@ fn compile_providers(
             server_tools,
             anthropic_betas: p.anthropic_betas.clone(),
             allow_unlisted_models: p.allow_unlisted_models,
+            client,
         }));
     }
     (providers, provider_index)
@@ -246,11 +250,12 @@ fn compile_providers(
 /// `api-key`, anything naming a key, token, secret, password, cookie, signature
 /// or session; other headers such as `anthropic-version` are not secret, and
 /// redacting them would corrupt answers that quote them), and its endpoint's
-/// userinfo.
+/// userinfo, and its proxy's (a proxy's own error page comes back as the answer).
 fn provider_secrets(
     keys: &[Secret],
     headers: &BTreeMap<String, String>,
     endpoint: &str,
+    proxy: Option<&str>,
 ) -> Vec<Secret> {
     const SECRET_NAMES: [&str; 9] = [
         "auth",
@@ -274,14 +279,17 @@ fn provider_secrets(
             }
         }
     }
-    if let Ok(url) = reqwest::Url::parse(endpoint)
-        && let Some(password) = url.password()
-    {
-        use base64::Engine as _;
-        let user = crate::util::percent_decode(url.username());
-        let decoded = crate::util::percent_decode(password);
-        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{decoded}"));
-        out.extend([password.to_owned(), decoded, basic].map(Secret::new));
+    for url in std::iter::once(endpoint).chain(proxy) {
+        if let Ok(url) = reqwest::Url::parse(url)
+            && let Some(password) = url.password()
+        {
+            use base64::Engine as _;
+            let user = crate::util::percent_decode(url.username());
+            let decoded = crate::util::percent_decode(password);
+            let basic =
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{decoded}"));
+            out.extend([password.to_owned(), decoded, basic].map(Secret::new));
+        }
     }
     out.dedup();
     out
@@ -733,6 +741,6 @@ fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String
 
 /// The closest known position of the first of `candidates`: a problem is reported
 /// at the field it is about when that was written, else at the provider's name.
-fn first_known(candidates: &[Option<Location>]) -> Location {
+pub(super) fn first_known(candidates: &[Option<Location>]) -> Location {
     candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Location::UNKNOWN)
 }

@@ -4,7 +4,8 @@
 //! Resolution turns a requested model name into a [`Plan`]: the catalog entry, the
 //! route that matched and the ordered candidate deployments the attempt loop tries.
 //!
-//! By stage: `spec` holds the compiled types, `compile` (with `compile_routes`)
+//! By stage: `spec` holds the compiled types, `compile` (with `compile_routes`
+//! and `compile_client`)
 //! validates a parsed file into a [`Catalog`], `resolve` answers requests from it.
 
 use std::collections::HashMap;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use crate::config::raw;
 
 mod compile;
+mod compile_client;
 mod compile_numbers;
 mod compile_routes;
 mod resolve;

@@ -66,6 +66,10 @@ pub struct ProviderSpec {
     pub anthropic_betas: Option<Vec<String>>,
     /// `<provider>/<model>` reaches it for a model the catalog does not list.
     pub allow_unlisted_models: bool,
+    /// How its HTTP client is shaped (roots, client certificate, proxy, pool),
+    /// checked: the PEM parses, the key belongs to the certificate, the proxy is
+    /// a URL the client takes.
+    pub client: crate::client::ClientOptions,
 }
 
 impl ProviderSpec {

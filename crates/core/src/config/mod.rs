@@ -127,6 +127,12 @@ impl ConfigSource {
         match serde_saphyr::from_str_with_options::<RawConfig>(&expanded.text, options) {
             Ok(mut raw) => {
                 raw.source_map = expanded.map;
+                raw.base_dir = self
+                    .path
+                    .as_deref()
+                    .and_then(Path::parent)
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map(Path::to_path_buf);
                 Ok(raw)
             }
             Err(e) => Err(expanded.map.parse_error(&self.name, &expanded.text, &e)),

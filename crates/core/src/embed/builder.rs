@@ -13,14 +13,16 @@ use super::Gateway;
 use crate::access::{Effect, Role};
 use crate::catalog::Problem;
 use crate::config::raw::{
-    ByScope, DeploymentConfig, ModelConfig, ProviderConfig, ProviderName, RawConfig, RouteConfig,
-    RouteTarget, RuleConfig, ScopeChain, Surface, Unmapped, WireName, unlocated,
+    ByScope, ClientConfig, DeploymentConfig, ModelConfig, ProviderConfig, ProviderName, RawConfig,
+    RouteConfig, RouteTarget, RuleConfig, ScopeChain, Surface, Unmapped, WireName, unlocated,
 };
 use crate::record::SharedSink;
 use crate::runtime::Runtime;
 use crate::util::Secret;
 use crate::{Catalog, InvalidRegistry, LoadError};
 
+/// How a provider's HTTP client is shaped ([`Provider::client`]).
+pub use crate::client::{ClientIdentity, ClientOptions};
 /// The file's own types, for the parts the builder takes whole (a route's retry
 /// policy, a model's prices, the gateway settings), with their YAML defaults.
 pub use crate::config::raw::{
@@ -260,6 +262,7 @@ impl std::fmt::Debug for Provider {
             .field("keys", &self.keys)
             .field("key_env", &c.credentials.value.env.iter().map(|v| &v.value).collect::<Vec<_>>())
             .field("headers", &c.headers.keys().collect::<Vec<_>>())
+            .field("client", &c.client.as_ref().map(|c| &c.value))
             .finish_non_exhaustive()
     }
 }
@@ -399,6 +402,43 @@ impl Provider {
     #[must_use]
     pub fn anthropic_betas(mut self, flags: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.config.anthropic_betas = Some(flags.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// How its HTTP client is shaped: extra trusted roots, a client certificate
+    /// (mTLS), a proxy, the connection pool; checked when compiled, as the file's
+    /// `client:` block is (a problem names `providers.<name>.client.<field>`).
+    ///
+    /// ```
+    /// use switchyard_core::embed::{ClientOptions, Gateway, Provider};
+    ///
+    /// let err = Gateway::builder()
+    ///     .provider(
+    ///         "internal",
+    ///         Provider::openai_compatible("https://llm.internal/v1")
+    ///             .no_key()
+    ///             .client(ClientOptions::default().ca_pem("not a certificate")),
+    ///     )
+    ///     .compile()
+    ///     .unwrap_err();
+    /// let problem = err.problems[0].render(&err.file);
+    /// assert_eq!(problem, "<builder>: providers.internal.client.ca_pem: no CERTIFICATE block in it");
+    /// ```
+    #[must_use]
+    pub fn client(mut self, options: ClientOptions) -> Self {
+        let ClientOptions { ca_pem, identity, proxy, pool_max_idle_per_host, pool_idle_timeout } =
+            options;
+        let config = ClientConfig {
+            proxy: proxy.map(unlocated),
+            pool_max_idle_per_host: Some(pool_max_idle_per_host),
+            pool_idle_timeout_ms: Some(unlocated(
+                u64::try_from(pool_idle_timeout.as_millis()).unwrap_or(u64::MAX),
+            )),
+            ca_pem,
+            identity,
+            ..ClientConfig::default()
+        };
+        self.config.client = Some(unlocated(config));
         self
     }
 

@@ -73,3 +73,58 @@ fn project_chains_and_a_primary_s_model_and_weight_are_kept() {
     assert_eq!(scopes.unmapped, Unmapped::Shared);
     assert_eq!(scopes.chains["team"].strategy, Some(Strategy::Cost));
 }
+
+const CA: &[u8] = include_bytes!("../../tests/data/tls/ca.pem");
+const CLIENT_CERT: &[u8] = include_bytes!("../../tests/data/tls/client.pem");
+const CLIENT_KEY: &[u8] = include_bytes!("../../tests/data/tls/client.key");
+const SERVER_KEY: &[u8] = include_bytes!("../../tests/data/tls/server.key");
+
+#[test]
+fn client_options_reach_the_catalog_as_given() {
+    let options = ClientOptions::default()
+        .ca_pem(CA)
+        .identity(ClientIdentity::from_pem(CLIENT_CERT, CLIENT_KEY))
+        .proxy("https://proxy.internal:8443")
+        .pool_max_idle_per_host(0)
+        .pool_idle_timeout(Duration::from_secs(5));
+    let catalog = GatewayBuilder::new()
+        .provider("p", Provider::openai().no_key().client(options.clone()))
+        .compile()
+        .unwrap();
+    assert_eq!(catalog.provider("p").unwrap().client, options);
+}
+
+#[test]
+fn client_options_are_checked_as_a_file_s_are_without_lines() {
+    let bad = ClientOptions::default()
+        .identity(ClientIdentity::from_pem(CLIENT_CERT, SERVER_KEY))
+        .proxy("socks5://proxy:1080")
+        .pool_idle_timeout(Duration::ZERO);
+    let err = GatewayBuilder::new()
+        .provider("p", Provider::openai().no_key().client(bad))
+        .provider("m", Provider::mock().client(ClientOptions::default()))
+        .compile()
+        .unwrap_err();
+    let shown: Vec<String> = err.problems.iter().map(|p| p.render(&err.file)).collect();
+    assert_eq!(
+        shown,
+        [
+            "<builder>: providers.m.client: the mock makes no HTTP calls",
+            "<builder>: providers.p.client.identity: does not belong to the client certificate (the chain's first)",
+            "<builder>: providers.p.client.proxy: \"socks5://proxy:1080\": the proxy must be http:// or https://",
+            "<builder>: providers.p.client.pool_idle_timeout_ms: must be more than 0 (pool_max_idle_per_host: 0 keeps none)",
+        ]
+    );
+}
+
+#[test]
+fn a_client_key_and_proxy_password_never_appear_in_debug_output() {
+    let options = ClientOptions::default()
+        .identity(ClientIdentity::from_pem(CLIENT_CERT, CLIENT_KEY))
+        .proxy("http://user:pr0xy-pass@proxy:3128");
+    let builder = GatewayBuilder::new().provider("p", Provider::openai().client(options));
+    let shown = format!("{builder:?}");
+    let key = std::str::from_utf8(CLIENT_KEY).unwrap().lines().nth(1).unwrap();
+    assert!(!shown.contains("pr0xy-pass") && !shown.contains(key), "{shown}");
+    assert!(shown.contains("user:****@proxy:3128"), "{shown}");
+}

@@ -24,6 +24,25 @@ pub const GEMINI_KEY: &str = "gm-upstream-secret-0003";
 /// Bound every wait in tests (never sleep to synchronise).
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// A test client carrying its own crypto provider. Nothing in these tests
+/// installs one process-wide, so every suite also shows that the gateway needs
+/// none (reqwest would panic building a client without one, or a preconfigured
+/// TLS setup). The tests speak plain HTTP: no roots are needed.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    reqwest::Client::builder().tls_backend_preconfigured(tls)
+}
+
+/// [`client_builder`], built.
+pub fn client() -> reqwest::Client {
+    client_builder().build().unwrap()
+}
+
 pub struct Harness {
     pub base: String,
     pub client: reqwest::Client,
@@ -173,7 +192,6 @@ impl Harness {
     }
 
     pub async fn start_with(options: Options) -> Harness {
-        switchyard_core::install_crypto_provider();
         let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
         let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
         let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
@@ -200,7 +218,7 @@ impl Harness {
         }));
         Harness {
             base,
-            client: reqwest::Client::new(),
+            client: client(),
             sink,
             openai,
             anthropic,

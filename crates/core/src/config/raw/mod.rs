@@ -46,6 +46,11 @@ pub struct RawConfig {
     /// value. Empty for a configuration built in code.
     #[serde(skip)]
     pub source_map: super::SourceMap,
+    /// Not in the file: the directory its relative paths (a provider's
+    /// certificate files) are resolved against, the file's own. `None` (text
+    /// with no file, a configuration built in code): the working directory.
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// Where users, keys, rules, BYOK credentials and request records live.

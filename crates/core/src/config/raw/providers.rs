@@ -122,6 +122,10 @@ pub struct ProviderConfig {
     /// `openai/gpt-4o`). Default false: only catalog models reach this provider.
     #[serde(default)]
     pub allow_unlisted_models: bool,
+    /// `client:`: how its HTTP client is shaped (extra roots, a client
+    /// certificate, a proxy, the connection pool). Absent: the defaults.
+    #[serde(default)]
+    pub client: Option<Spanned<ClientConfig>>,
 }
 
 /// No `credentials` block was written: defaults, at no position in the file.
@@ -152,8 +156,48 @@ impl ProviderConfig {
             server_tools: None,
             anthropic_betas: None,
             allow_unlisted_models: false,
+            client: None,
         }
     }
+}
+
+/// A provider's `client:` block: how its HTTP client is shaped. Paths are
+/// relative to the configuration file (to the working directory for text with
+/// no file); the files are read when the configuration is compiled, so a
+/// rotated certificate takes effect on the next reload.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    /// PEM file of extra root certificates, trusted besides the platform's (an
+    /// internal CA).
+    #[serde(default)]
+    pub ca_file: Option<Spanned<String>>,
+    /// PEM file of the client certificate chain (leaf first), presented when the
+    /// upstream asks for one (mTLS). Needs `client_key_file`.
+    #[serde(default)]
+    pub client_cert_file: Option<Spanned<String>>,
+    /// PEM file of the client certificate's private key.
+    #[serde(default)]
+    pub client_key_file: Option<Spanned<String>>,
+    /// Every request goes through this proxy: `http://` or `https://`,
+    /// `user:password@` for Basic proxy authentication. Absent: the
+    /// environment's `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`.
+    #[serde(default)]
+    pub proxy: Option<Spanned<String>>,
+    /// The most idle connections kept per upstream host (default 256; 0 keeps none).
+    #[serde(default)]
+    pub pool_max_idle_per_host: Option<usize>,
+    /// How long an idle connection is kept, in milliseconds (default 90000).
+    #[serde(default)]
+    pub pool_idle_timeout_ms: Option<Spanned<u64>>,
+    /// Not in the file: extra roots given as PEM in code
+    /// ([`crate::embed::Provider::client`]), instead of `ca_file`.
+    #[serde(skip)]
+    pub ca_pem: Option<Vec<u8>>,
+    /// Not in the file: a client identity given as PEM in code, instead of
+    /// `client_cert_file` and `client_key_file`.
+    #[serde(skip)]
+    pub identity: Option<crate::client::ClientIdentity>,
 }
 
 /// Whether a provider's models are listed (`surface:`).
@@ -188,4 +232,24 @@ pub struct Credentials {
     /// configuration. The embedded default uses this.
     #[serde(default)]
     pub optional: bool,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    // The proxy's password never; PEM given in code as its size.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = |p: &Option<Spanned<String>>| p.as_ref().map(|p| p.value.clone());
+        f.debug_struct("ClientConfig")
+            .field("ca_file", &path(&self.ca_file))
+            .field("client_cert_file", &path(&self.client_cert_file))
+            .field("client_key_file", &path(&self.client_key_file))
+            .field(
+                "proxy",
+                &self.proxy.as_ref().map(|p| crate::util::redact_userinfo(&p.value).into_owned()),
+            )
+            .field("pool_max_idle_per_host", &self.pool_max_idle_per_host)
+            .field("pool_idle_timeout_ms", &self.pool_idle_timeout_ms.as_ref().map(|t| t.value))
+            .field("ca_pem", &self.ca_pem.as_ref().map(|p| format!("{} bytes", p.len())))
+            .field("identity", &self.identity)
+            .finish()
+    }
 }
