@@ -627,11 +627,13 @@ fn default_endpoint(kind: &ProviderKind) -> &'static str {
 }
 
 /// What a provider of `kind` runs when its configuration names no server tools:
-/// Anthropic's own on an `anthropic` provider (as its API does), none elsewhere
-/// (an OpenAI-compatible server or a Gemini model runs one only if said so).
+/// what its API runs on its current models, as Anthropic's (its own tools) and
+/// Gemini's (Google Search, URL context, code execution) do; none on an
+/// OpenAI-compatible server, where Chat Completions searches only on search
+/// models (a deployment of one says so).
 fn default_server_tools(kind: &ProviderKind) -> ServerTools {
     match kind {
-        ProviderKind::Wire(Wire::Anthropic) => carry::runnable(Wire::Anthropic),
+        ProviderKind::Wire(wire @ (Wire::Anthropic | Wire::Gemini)) => carry::runnable(*wire),
         _ => ServerTools::NONE,
     }
 }

@@ -608,3 +608,23 @@ gateway:
     let no_port = format!("gateway:\n  metrics_listen: \"127.0.0.1\"\n{PROVIDERS}");
     assert!(problems(&no_port).contains("expected host:port"));
 }
+
+#[test]
+fn gemini_runs_what_its_api_runs_unless_narrowed() {
+    use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
+    let yaml = r#"
+providers:
+  g: { wire: gemini, credentials: { env: [KEY] } }
+  narrow: { wire: gemini, credentials: { env: [KEY] }, server_tools: [web_search] }
+models:
+  - id: gm
+    deployments: [{ provider: g }, { provider: narrow }, { provider: g, model: g-none, server_tools: [] }]
+"#;
+    let c = compile(yaml).unwrap();
+    let plan = c.plan("gm", Date::parse("2026-11-30").unwrap(), &Scope::default()).unwrap();
+    let tools: Vec<ServerTools> = plan.candidates.iter().map(|c| c.server_tools).collect();
+    let all =
+        ServerTools::of([ServerTool::WebSearch, ServerTool::WebFetch, ServerTool::CodeExecution]);
+    assert_eq!(all, carry::runnable(Wire::Gemini));
+    assert_eq!(tools, [all, ServerTools::of([ServerTool::WebSearch]), ServerTools::NONE]);
+}
