@@ -377,6 +377,7 @@ fn compile_models(
             fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
             owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
             governance: m.governance,
+            unrunnable_server_tools: m.unrunnable_server_tools,
         });
     }
     (models, lookup)
