@@ -62,7 +62,7 @@ pub use crate::util::Secret;
 pub use builder::{
     AccessRule, BUILDER_SOURCE, Capability, Chain, ClientIdentity, ClientOptions, Deployment,
     FailoverConfig, FailoverPreset, GatewayBuilder, GatewaySettings, Governance, Model, Pricing,
-    Provider, Requires, RetryConfig, Route, StorageConfig, Strategy, Target,
+    Provider, Requires, RetryConfig, Route, StorageConfig, Strategy, Target, UnrunnableServerTools,
 };
 
 use std::collections::VecDeque;
@@ -276,6 +276,9 @@ pub struct Generation {
     pub upstream_model: String,
     /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
+    /// The hosted tools the request offered that the answering deployment does
+    /// not run, so it answered without them (`web_search`); empty for most.
+    pub dropped_tools: Vec<String>,
     /// Every attempt, in order, the answering one last.
     pub attempts: Vec<AttemptRecord>,
     /// Usage: reported, or estimated where it was not.
@@ -299,6 +302,9 @@ pub struct GenerationStream {
     pub upstream_model: String,
     /// The route-match descriptor (`route:… failover:a->b`).
     pub descriptor: String,
+    /// The hosted tools the request offered that the answering deployment does
+    /// not run, so it answers without them (`web_search`); empty for most.
+    pub dropped_tools: Vec<String>,
     chunks: ChunkStream,
     ready: VecDeque<StreamEvent>,
     record: Option<Box<RequestRecord>>,
@@ -496,6 +502,7 @@ impl Gateway {
                 model: success.served.model,
                 upstream_model: success.served.upstream_model,
                 descriptor: success.descriptor,
+                dropped_tools: success.served.dropped_tools,
                 attempts: record.attempts,
                 usage: record.usage,
                 cost_usd: record.cost_usd,
@@ -571,6 +578,7 @@ impl Gateway {
                 model: success.served.model,
                 upstream_model: success.served.upstream_model,
                 descriptor: success.descriptor,
+                dropped_tools: success.served.dropped_tools,
                 chunks,
                 ready: VecDeque::new(),
                 record: None,

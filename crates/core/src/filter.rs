@@ -2,7 +2,7 @@
 //! that cannot serve the request is removed, so the request is never sent somewhere
 //! that would silently drop part of it (e.g. images to a text-only model).
 
-use switchyard_protocol::{ErrorCode, Part, Request, ResponseFormat, ServerTool, carry};
+use switchyard_protocol::{ErrorCode, Part, Request, ResponseFormat};
 
 use crate::catalog::{Candidate, Capabilities, Catalog, Plan};
 use crate::error::GatewayError;
@@ -80,62 +80,6 @@ pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError>
         )),
         _ => Ok(()),
     }
-}
-
-/// Server tools (web search, code execution, MCP, …): a deployment that does not
-/// run one the request declares, or whose wire cannot take its declaration (a
-/// domain filter a search option lacks, say), is never tried, fallbacks included
-/// (`server_tool:<provider>!<tool>` in the descriptor). When none remains: 400
-/// `unsupported_tool` naming the tool and the deployments that cannot run it.
-pub fn by_server_tools(plan: &mut Plan, req: &Request) -> Result<(), GatewayError> {
-    let extras = &req.extras;
-    if extras.hosted_tools.is_empty() && extras.deferred_tools.is_empty() {
-        return Ok(());
-    }
-    // The first thing a candidate cannot run: (the catalog's name, how to say it).
-    let lacks = |c: &Candidate| -> Option<(String, String)> {
-        let wire = c.provider.wire();
-        for tool in &extras.hosted_tools {
-            let declared = tool.kind.is_none_or(|k| c.server_tools.contains(k));
-            if !declared || !wire.is_some_and(|w| carry::takes(w, tool)) {
-                return Some((tool.need_name().to_owned(), tool.describe()));
-            }
-        }
-        let search = c.server_tools.contains(ServerTool::ToolSearch)
-            && wire.is_some_and(|w| carry::runnable(w).contains(ServerTool::ToolSearch));
-        match extras.deferred_tools.first() {
-            Some(name) if !search => Some((
-                ServerTool::ToolSearch.as_str().to_owned(),
-                format!("the tool `{name}`, loaded on demand (defer_loading) by tool search,"),
-            )),
-            _ => None,
-        }
-    };
-    let mut refused: Vec<(String, String)> = Vec::new();
-    let mut first = None;
-    plan.candidates.retain(|c| match lacks(c) {
-        Some((need, what)) => {
-            plan.descriptor.push(format!("server_tool:{}!{need}", c.provider.name));
-            first.get_or_insert(what);
-            refused.push((c.label(), need));
-            false
-        }
-        None => true,
-    });
-    if !plan.candidates.is_empty() || refused.is_empty() {
-        return Ok(());
-    }
-    let what = first.unwrap_or_default();
-    let targets: Vec<&str> = refused.iter().map(|(label, _)| label.as_str()).collect();
-    Err(GatewayError::new(
-        ErrorCode::UnsupportedTool,
-        format!(
-            "{what} cannot run on any deployment of model {:?}: {} cannot run it (the \
-             catalog's server_tools say which deployments run which server tools)",
-            plan.public_model,
-            targets.join(", ")
-        ),
-    ))
 }
 
 /// Routing hints a request may carry in the `switchyard` extension field. They can

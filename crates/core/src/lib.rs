@@ -18,6 +18,7 @@ pub mod error;
 pub mod estimate;
 pub mod exec;
 pub mod filter;
+pub mod hosted;
 pub mod mock;
 pub mod record;
 pub mod runtime;

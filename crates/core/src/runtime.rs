@@ -161,6 +161,9 @@ pub struct Runtime {
     /// What upstreams need back on the next turn that clients do not carry
     /// (signed thinking for Chat clients), by tool-call id.
     pub continuity: Arc<dyn crate::continuity::ContinuityStore>,
+    /// When each key, tool and model was last logged as served without an
+    /// offered hosted tool (once an hour each).
+    pub dropped_tools: Arc<crate::hosted::DropNotices>,
 }
 
 impl Default for Runtime {
@@ -174,6 +177,7 @@ impl Default for Runtime {
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
             seal: None,
             continuity: Arc::new(crate::continuity::LocalContinuity::default()),
+            dropped_tools: Arc::default(),
         }
     }
 }

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    Auth, ClientFormat, Frame, Framer, ModelPlacement, ModelTraits, ProtocolError, Request,
-    StreamDecoder, StreamEvent, Wire, carry, util,
+    Auth, ClientFormat, Frame, Framer, HostedTool, ModelPlacement, ModelTraits, ProtocolError,
+    Request, StreamDecoder, StreamEvent, Wire, carry, util,
 };
 use tokio::sync::mpsc;
 
@@ -153,6 +153,10 @@ pub(crate) struct Outgoing<'a> {
     pub raw: Option<&'a RawBody>,
     /// Client headers forwarded to a same-vendor upstream (`anthropic-beta`, …).
     pub forward_headers: &'a [(String, String)],
+    /// Offered hosted tools the target does not run, as the client declared
+    /// them: `request` is without them already; on the fast path they are taken
+    /// out of the client's body too ([`Wire::drop_hosted`]).
+    pub dropped: Vec<&'a HostedTool>,
 }
 
 /// Serialize `map` with some keys replaced and some removed, without cloning it.
@@ -253,16 +257,18 @@ pub(crate) fn build_body(
     traits: ModelTraits,
 ) -> Result<Vec<u8>, ProtocolError> {
     let clamp = max_tokens_cap.filter(|cap| out.request.max_tokens.is_some_and(|m| m > *cap));
-    // Same format: the client's own body, edited (on the bytes when possible).
+    // Same format: the client's own body, edited (on the bytes when possible;
+    // taking dropped tools out needs the parsed object).
     let fast = out.raw;
-    if let Some(raw) = fast
+    let on_bytes = fast.filter(|_| out.dropped.is_empty());
+    if let Some(raw) = on_bytes
         && wire.spec().model == ModelPlacement::Path
         && let Some(body) = path_model_body(raw, spec, clamp)
     {
         return Ok(body);
     }
     if let Some(body) =
-        fast.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp, traits))
+        on_bytes.and_then(|raw| splice(raw, out.request, wire, spec, upstream_model, clamp, traits))
     {
         return Ok(body);
     }
@@ -283,7 +289,12 @@ pub(crate) fn build_body(
             overrides.push(("stream_options", Value::Object(opts)));
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
-        for (field, edit) in wire.adapt_native(raw, out.request, traits) {
+        let mut edits = wire.adapt_native(raw, out.request, traits);
+        if !out.dropped.is_empty() {
+            // After the model's edits: what the target does not run goes last.
+            edits.extend(wire.drop_hosted(raw, out.request, &out.dropped));
+        }
+        for (field, edit) in edits {
             match edit {
                 None => {
                     drop.push(field);

@@ -6,10 +6,11 @@ use std::time::Duration;
 use switchyard_core::embed::{
     AccessRule, Capability, Chain, Deployment, FailoverConfig, FailoverPreset, Gateway, Generate,
     Governance, Model, Pricing, Provider, RetryConfig, Route, Secret, Strategy, Target,
+    UnrunnableServerTools,
 };
 use switchyard_core::exec::RequestRouting;
 use switchyard_core::protocol::{
-    Delta, ErrorCode, Message, Request, Role, ServerTool, StreamEvent,
+    Delta, Dialect, ErrorCode, HostedTool, Message, Request, Role, ServerTool, StreamEvent,
 };
 use switchyard_core::{Catalog, ConfigSource, InvalidRegistry, LoadError};
 use switchyard_testkit::{FakeUpstream, Reply, Vendor};
@@ -112,6 +113,40 @@ async fn a_library_stream_ends_with_its_attempts_and_usage() {
     assert!(usage.output_tokens.unwrap() > 0);
 }
 
+/// A library caller learns which offered tools its answer went without.
+#[tokio::test]
+async fn a_library_answer_names_the_tools_it_went_without() {
+    let gw = Gateway::builder()
+        .provider("local", Provider::mock())
+        .model(Model::new("echo").deployment("local", "echo-1"))
+        .model(
+            Model::new("strict")
+                .deployment("local", "echo-1")
+                .unrunnable_server_tools(UnrunnableServerTools::Refuse),
+        )
+        .build()
+        .unwrap();
+    let offering = |model: &str| {
+        let mut request = ask(model);
+        request.extras.hosted_tools.push(HostedTool {
+            kind: Some(ServerTool::WebSearch),
+            dialect: Dialect::OpenAiResponses,
+            tool_type: "web_search".into(),
+            path: "tools[0]".into(),
+            config: serde_json::json!({"type": "web_search"}),
+        });
+        Generate::new(request)
+    };
+    let answer = gw.generate(offering("echo")).await.unwrap();
+    assert_eq!(answer.dropped_tools, ["web_search"]);
+    let stream = gw.stream(offering("echo")).await.unwrap();
+    assert_eq!(stream.dropped_tools, ["web_search"]);
+    let plain = gw.generate(Generate::new(ask("echo"))).await.unwrap();
+    assert!(plain.dropped_tools.is_empty());
+    let err = gw.generate(offering("strict")).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::UnsupportedTool);
+}
+
 /// What a catalog compiled to, for comparing two: everything but the lookup
 /// indexes (hash maps, whose `Debug` order differs between two equal catalogs).
 fn compiled(c: &Catalog) -> String {
@@ -167,6 +202,7 @@ models:
     owned_by: tests
   - id: big
     deployments: [{ provider: vllm, model: llama-70b, server_tools: [] }]
+    unrunnable_server_tools: refuse
 routes:
   - name: Smart first
     match: smart
@@ -177,6 +213,7 @@ routes:
     failover: { preset: strict }
     max_attempts: 4
     context_fallbacks: [big]
+    unrunnable_server_tools: drop
     by_scope: { dimension: project, unmapped: shared, chains: { team: { provider: claude, fallbacks: [{ provider: openai }], strategy: cost } } }
 access_rules:
   - { name: no-big, effect: deny, pattern: big, reason: too expensive, group: interns, priority: 5 }
@@ -243,7 +280,9 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
                 .owned_by("tests"),
         )
         .model(
-            Model::new("big").deploy(Deployment::new("vllm").model("llama-70b").server_tools([])),
+            Model::new("big")
+                .deploy(Deployment::new("vllm").model("llama-70b").server_tools([]))
+                .unrunnable_server_tools(UnrunnableServerTools::Refuse),
         )
         .route(
             Route::new("Smart first", "smart", Target::new("openai"))
@@ -261,6 +300,7 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
                     ..FailoverConfig::default()
                 })
                 .max_attempts(4)
+                .unrunnable_server_tools(UnrunnableServerTools::Drop)
                 .context_fallback("big")
                 .project(
                     "team",

@@ -21,7 +21,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Dialect, HostedTool, MCP_SERVER, ProtocolError, Request, ServerTool, ServerTools, Wire,
+    Dialect, FieldEdit, HostedTool, MCP_SERVER, ProtocolError, Request, ServerTool, ServerTools,
+    Wire,
 };
 
 /// Where a hosted tool goes in a wire's body.
@@ -104,6 +105,58 @@ pub fn place(wire: Wire, tool: &HostedTool) -> Result<Placement, String> {
 /// Whether `wire` can declare `tool`.
 pub fn takes(wire: Wire, tool: &HostedTool) -> bool {
     place(wire, tool).is_ok()
+}
+
+/// Whether `wire` can be made to use `tool` when a request forces it
+/// ([`crate::ToolChoice::Hosted`]): Anthropic by the name it declares the tool
+/// with; Chat Completions' search models search on every request; Gemini's
+/// calling modes name functions only, so its own tools cannot be forced.
+pub fn forces(wire: Wire, tool: &HostedTool) -> bool {
+    match (wire, place(wire, tool)) {
+        (Wire::Anthropic, Ok(Placement::Tool(declared))) => {
+            declared.get("name").is_some_and(Value::is_string)
+        }
+        (Wire::OpenAiChat, Ok(_)) => true,
+        _ => false,
+    }
+}
+
+/// The edits that take `dropped` (hosted tools of a client's own body, by their
+/// [`HostedTool::path`]) out of that body, for the same-format fast path: their
+/// entries of `tools` and `mcp_servers`, Chat's `web_search_options`. A `tools`
+/// left empty goes, and its `tool_choice` with it (the APIs refuse one without
+/// tools). The rest of the body is left alone.
+pub(crate) fn without(body: &Map<String, Value>, dropped: &[&HostedTool]) -> Vec<FieldEdit> {
+    let mut edits = Vec::new();
+    for field in [TOOLS, MCP_SERVER] {
+        let gone: Vec<usize> = dropped.iter().filter_map(|t| index_in(&t.path, field)).collect();
+        let Some(list) = body.get(field).and_then(Value::as_array).filter(|_| !gone.is_empty())
+        else {
+            continue;
+        };
+        let kept: Vec<Value> = list
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !gone.contains(i))
+            .map(|(_, v)| v.clone())
+            .collect();
+        if kept.is_empty() && field == TOOLS && body.contains_key(TOOL_CHOICE) {
+            edits.push((TOOL_CHOICE, None));
+        }
+        edits.push((field, (!kept.is_empty()).then_some(Value::Array(kept))));
+    }
+    if dropped.iter().any(|t| t.path == WEB_SEARCH_OPTIONS) {
+        edits.push((WEB_SEARCH_OPTIONS, None));
+    }
+    edits
+}
+
+const TOOLS: &str = "tools";
+const TOOL_CHOICE: &str = "tool_choice";
+
+/// `i` of a path `field[i]`.
+fn index_in(path: &str, field: &str) -> Option<usize> {
+    path.strip_prefix(field)?.strip_prefix('[')?.strip_suffix(']')?.parse().ok()
 }
 
 /// The request's hosted tools as `wire` declares them; one it cannot declare is

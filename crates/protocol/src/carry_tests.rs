@@ -228,3 +228,101 @@ fn anthropic_gets_its_mcp_servers_and_deferred_tools_back() {
     assert_eq!(b["tools"][1], toolset);
     assert_eq!(req.extras.needs(), ServerTools::of([ServerTool::Mcp, ServerTool::ToolSearch]));
 }
+
+#[test]
+fn a_forced_tool_is_forced_only_where_the_wire_can_say_so() {
+    let search = hosted(
+        Dialect::OpenAiResponses,
+        "web_search",
+        Some(ServerTool::WebSearch),
+        json!({"type": "web_search"}),
+    );
+    // Anthropic names it; a Chat search model searches every time; Gemini's
+    // calling modes name functions only.
+    assert!(forces(Wire::Anthropic, &search));
+    assert!(forces(Wire::OpenAiChat, &search));
+    assert!(!forces(Wire::Gemini, &search));
+    let server = HostedTool {
+        path: "mcp_servers[0]".into(),
+        ..hosted(Dialect::Anthropic, MCP_SERVER, Some(ServerTool::Mcp), json!({"name": "docs"}))
+    };
+    assert!(!forces(Wire::Anthropic, &server), "an MCP server is no tool to name");
+
+    // Forced from a Responses client, Anthropic is told by the name it declares.
+    let mut req = request(Extras { hosted_tools: vec![search], ..Extras::default() });
+    req.tool_choice = Some(crate::ToolChoice::Hosted { path: "tools[0]".into() });
+    let b = body(Wire::Anthropic, &req);
+    assert_eq!(b["tool_choice"], json!({"type": "tool", "name": "web_search"}));
+    assert_eq!(b["tools"][0]["name"], "web_search");
+}
+
+/// A client's own body and what it parses into.
+fn own(wire: Wire, body: Value) -> (Map<String, Value>, Request) {
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let req = match wire {
+        Wire::Anthropic => crate::anthropic::parse_request(&bytes),
+        _ => crate::openai_chat::parse_request(&bytes),
+    };
+    (serde_json::from_value(body).unwrap(), req.unwrap())
+}
+
+#[test]
+fn dropped_tools_leave_a_clients_own_body_and_nothing_else() {
+    let search = json!({"type": "web_search_20250305", "name": "web_search"});
+    let lookup = json!({"name": "lookup", "input_schema": {"type": "object"}});
+    let toolset = json!({"type": "mcp_toolset", "mcp_server_name": "docs"});
+    let claude = |tools: Value, messages: Value| {
+        own(
+            Wire::Anthropic,
+            json!({"model": "m", "max_tokens": 10, "messages": messages, "tools": tools,
+                   "tool_choice": {"type": "auto"},
+                   "mcp_servers": [{"type": "url", "url": "https://mcp.example.com/sse", "name": "docs"}]}),
+        )
+    };
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let dropping = |req: &Request, paths: &[&str]| -> Vec<HostedTool> {
+        req.extras
+            .hosted_tools
+            .iter()
+            .filter(|t| paths.contains(&t.path.as_str()))
+            .cloned()
+            .collect()
+    };
+
+    // The search goes; the client's tool, the toolset and `tool_choice: auto` stay.
+    let (body, req) = claude(json!([search, lookup, toolset]), hi.clone());
+    let gone = dropping(&req, &["tools[0]"]);
+    let edits = Wire::Anthropic.drop_hosted(&body, &req, &gone.iter().collect::<Vec<_>>());
+    assert_eq!(edits, [("tools", Some(json!([lookup, toolset])))]);
+
+    // Every tool gone: `tools` and its `tool_choice` go (the API refuses one
+    // alone), and MCP's servers with its toolset.
+    let (body, req) = claude(json!([search, toolset]), hi);
+    let gone = dropping(&req, &["tools[0]", "tools[1]", "mcp_servers[0]"]);
+    let edits = Wire::Anthropic.drop_hosted(&body, &req, &gone.iter().collect::<Vec<_>>());
+    assert_eq!(edits, [("tool_choice", None), ("tools", None), ("mcp_servers", None)]);
+
+    // A history that calls tools keeps them declared, not to be called (Anthropic
+    // refuses tool calls with no tools).
+    let looped = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}
+    ]);
+    let (body, req) = claude(json!([search]), looped);
+    let gone = dropping(&req, &["tools[0]"]);
+    let edits = Wire::Anthropic.drop_hosted(&body, &req, &gone.iter().collect::<Vec<_>>());
+    assert!(edits.contains(&("tool_choice", Some(json!({"type": "none"})))), "{edits:?}");
+    let declared = edits.iter().find(|(f, _)| *f == "tools").and_then(|(_, v)| v.clone());
+    assert_eq!(declared.unwrap()[0]["name"], "lookup");
+
+    // Chat's search is a field of its own; its tools and choice are not touched.
+    let (body, req) = own(
+        Wire::OpenAiChat,
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+               "web_search_options": {}, "tool_choice": "auto",
+               "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}),
+    );
+    let gone: Vec<&HostedTool> = req.extras.hosted_tools.iter().collect();
+    assert_eq!(Wire::OpenAiChat.drop_hosted(&body, &req, &gone), [("web_search_options", None)]);
+}

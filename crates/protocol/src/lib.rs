@@ -242,6 +242,28 @@ impl Wire {
         }
     }
 
+    /// Edits that take `dropped` (hosted tools a request offered, which the target
+    /// does not run) out of a client's own body of this wire (the fast path): see
+    /// [`carry::without`]. An Anthropic history that calls tools, left without any
+    /// tool, declares the tools it names, not to be called (as a translation does).
+    pub fn drop_hosted(
+        self,
+        body: &serde_json::Map<String, serde_json::Value>,
+        req: &Request,
+        dropped: &[&HostedTool],
+    ) -> Vec<FieldEdit> {
+        let mut edits = carry::without(body, dropped);
+        if self == Wire::Anthropic
+            && edits.iter().any(|(field, v)| *field == "tools" && v.is_none())
+            && let Some(tools) = anthropic::history_tools(req)
+        {
+            edits.retain(|(field, _)| !matches!(*field, "tools" | "tool_choice"));
+            edits.push(("tools", Some(tools)));
+            edits.push(("tool_choice", Some(serde_json::json!({"type": "none"}))));
+        }
+        edits
+    }
+
     /// Whether [`Wire::adapt_native`] might edit a client's body (`body`, parsed as
     /// `req`); false means it can be forwarded as it is (model aside) without being
     /// parsed as an object.

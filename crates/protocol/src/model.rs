@@ -79,6 +79,18 @@ pub struct Request {
     pub extras: Extras,
 }
 
+impl Request {
+    /// The hosted tool `tool_choice` forces ([`ToolChoice::Hosted`]), if any.
+    pub fn forced_hosted(&self) -> Option<&HostedTool> {
+        match &self.tool_choice {
+            Some(ToolChoice::Hosted { path }) => {
+                self.extras.hosted_tools.iter().find(|t| t.path == *path)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A run of text: system instructions or message text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextBlock {
@@ -412,6 +424,13 @@ pub enum ToolChoice {
     Tool {
         /// The [`Tool::name`].
         name: String,
+    },
+    /// The model must use this hosted tool (Responses `{"type": "web_search"}`, an
+    /// Anthropic `{"type": "tool"}` naming a server tool): the request requires
+    /// it, so it is never left out where it cannot run.
+    Hosted {
+        /// The [`HostedTool::path`] of one of [`Extras::hosted_tools`].
+        path: String,
     },
 }
 

@@ -22,6 +22,9 @@ pub const HEADER_REQUEST_ID: &str = "x-request-id";
 pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
 /// Attributes the request to a project (per-project routing chains).
 pub const HEADER_PROJECT: &str = "x-switchyard-project";
+/// The hosted tools the request offered that the answering deployment does not
+/// run, comma-separated (`web_search`): it was served without them.
+pub const HEADER_DROPPED_TOOLS: &str = "x-switchyard-dropped-tools";
 
 /// What a Gemini client says in its URL rather than its body: the model, and
 /// whether to stream (`:streamGenerateContent`). Other formats say it in the body.
@@ -41,6 +44,7 @@ const PROVIDER: HeaderName = HeaderName::from_static(HEADER_PROVIDER);
 const MODEL: HeaderName = HeaderName::from_static(HEADER_MODEL);
 const REQUEST_ID: HeaderName = HeaderName::from_static(HEADER_REQUEST_ID);
 const DESCRIPTOR: HeaderName = HeaderName::from_static(HEADER_DESCRIPTOR);
+const DROPPED_TOOLS: HeaderName = HeaderName::from_static(HEADER_DROPPED_TOOLS);
 const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -294,6 +298,12 @@ fn respond(
         {
             h.insert(name.clone(), v);
         }
+    }
+    // Streams too: the head goes out with the first content, after the decision.
+    if !success.served.dropped_tools.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&success.served.dropped_tools.join(","))
+    {
+        h.insert(DROPPED_TOOLS, v);
     }
     resp
 }

@@ -392,6 +392,7 @@ fn compile_models(
             fallbacks: m.fallbacks.iter().map(|f| normalize_model(&f.value)).collect(),
             owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
             governance: m.governance,
+            unrunnable_server_tools: m.unrunnable_server_tools,
         });
     }
     (models, lookup)
@@ -642,11 +643,13 @@ fn default_endpoint(kind: &ProviderKind) -> &'static str {
 }
 
 /// What a provider of `kind` runs when its configuration names no server tools:
-/// Anthropic's own on an `anthropic` provider (as its API does), none elsewhere
-/// (an OpenAI-compatible server or a Gemini model runs one only if said so).
+/// what its API runs on its current models, as Anthropic's (its own tools) and
+/// Gemini's (Google Search, URL context, code execution) do; none on an
+/// OpenAI-compatible server, where Chat Completions searches only on search
+/// models (a deployment of one says so).
 fn default_server_tools(kind: &ProviderKind) -> ServerTools {
     match kind {
-        ProviderKind::Wire(Wire::Anthropic) => carry::runnable(Wire::Anthropic),
+        ProviderKind::Wire(wire @ (Wire::Anthropic | Wire::Gemini)) => carry::runnable(*wire),
         _ => ServerTools::NONE,
     }
 }

@@ -128,6 +128,7 @@ pub(super) fn compile_routes(
                 scopes,
                 context_fallbacks,
                 requires: r.requires,
+                unrunnable_server_tools: r.unrunnable_server_tools,
                 policy: Arc::new(AttemptPolicy::compile(
                     &r.retry,
                     &r.failover,

@@ -172,6 +172,11 @@ impl Catalog {
         if candidates.is_empty() {
             return Err(ResolveError::NoRoute(public_model));
         }
+        // The route's word where it says, else the model's.
+        let unrunnable_server_tools = route
+            .and_then(|r| r.unrunnable_server_tools)
+            .or_else(|| model.as_ref().and_then(|m| m.unrunnable_server_tools))
+            .unwrap_or_default();
         Ok(Plan {
             requested: requested.to_owned(),
             public_model,
@@ -184,6 +189,8 @@ impl Catalog {
             policy,
             bypass_breakers: false,
             requires: route.map(|r| r.requires).unwrap_or_default(),
+            unrunnable_server_tools,
+            tools: crate::hosted::ToolDemand::default(),
         })
     }
 
@@ -222,6 +229,8 @@ impl Catalog {
             policy: self.default_policy.clone(),
             bypass_breakers: false,
             requires: Default::default(),
+            unrunnable_server_tools: Default::default(),
+            tools: crate::hosted::ToolDemand::default(),
         })
     }
 

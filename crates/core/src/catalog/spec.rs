@@ -147,6 +147,9 @@ pub struct ModelEntry {
     pub owned_by: String,
     /// Narrows the providers' governance flags (None: the provider's word).
     pub governance: raw::Governance,
+    /// What a request offering a hosted tool a deployment cannot run gets
+    /// (`None`: not said; the route's, else `drop`).
+    pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
 }
 
 impl ModelEntry {
@@ -341,6 +344,9 @@ pub struct Route {
     pub policy: Arc<AttemptPolicy>,
     /// Data-governance conditions every target must meet.
     pub requires: raw::Requires,
+    /// What a request offering a hosted tool a deployment cannot run gets
+    /// (`None`: the model's setting).
+    pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
 }
 
 /// Gateway settings after compilation.
@@ -493,4 +499,10 @@ pub struct Plan {
     pub bypass_breakers: bool,
     /// The route's data-governance requirements.
     pub requires: raw::Requires,
+    /// What an offered hosted tool that a candidate cannot run gets: the route's
+    /// setting, else the requested model's, else `drop`.
+    pub unrunnable_server_tools: raw::UnrunnableServerTools,
+    /// What the request's hosted tools ask of each candidate, decided when the
+    /// pipeline plans it (the default until then).
+    pub tools: crate::hosted::ToolDemand,
 }

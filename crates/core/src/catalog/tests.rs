@@ -663,3 +663,47 @@ models:
     let lines: Vec<Option<u64>> = err.problems.iter().map(|p| p.line).collect();
     assert_eq!(lines, [Some(2), Some(7), None], "{err}");
 }
+
+#[test]
+fn gemini_runs_what_its_api_runs_unless_narrowed() {
+    use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
+    let yaml = r#"
+providers:
+  g: { wire: gemini, credentials: { env: [KEY] } }
+  narrow: { wire: gemini, credentials: { env: [KEY] }, server_tools: [web_search] }
+models:
+  - id: gm
+    deployments: [{ provider: g }, { provider: narrow }, { provider: g, model: g-none, server_tools: [] }]
+"#;
+    let c = compile(yaml).unwrap();
+    let plan = c.plan("gm", Date::parse("2026-11-30").unwrap(), &Scope::default()).unwrap();
+    let tools: Vec<ServerTools> = plan.candidates.iter().map(|c| c.server_tools).collect();
+    let all =
+        ServerTools::of([ServerTool::WebSearch, ServerTool::WebFetch, ServerTool::CodeExecution]);
+    assert_eq!(all, carry::runnable(Wire::Gemini));
+    assert_eq!(tools, [all, ServerTools::of([ServerTool::WebSearch]), ServerTools::NONE]);
+}
+
+#[test]
+fn unrunnable_server_tools_is_the_routes_else_the_models_else_drop() {
+    use crate::config::raw::UnrunnableServerTools::{Drop, Refuse};
+    let yaml = BASE
+        .replace("  - id: m2\n", "  - id: m2\n    unrunnable_server_tools: refuse\n")
+        .replace(
+            "    fallbacks: [{ provider: a, model: m1 }]\n",
+            "    fallbacks: [{ provider: a, model: m1 }]\n  - { name: lenient, match: \"m2*\", provider: b, unrunnable_server_tools: drop }\n",
+        );
+    let c = compile(&yaml).unwrap();
+    let today = Date::parse("2026-11-30").unwrap();
+    let mode = |id: &str| c.plan(id, today, &Scope::default()).unwrap().unrunnable_server_tools;
+    assert_eq!(mode("m1"), Drop, "the default");
+    assert_eq!(mode("m2"), Drop, "the route's word over the model's");
+    // Without the route, the model's.
+    let no_route =
+        BASE.replace("  - id: m2\n", "  - id: m2\n    unrunnable_server_tools: refuse\n");
+    let c = compile(&no_route).unwrap();
+    assert_eq!(c.plan("m2", today, &Scope::default()).unwrap().unrunnable_server_tools, Refuse);
+    let bad = BASE.replace("  - id: m2\n", "  - id: m2\n    unrunnable_server_tools: ignore\n");
+    let err = ConfigSource::from_text("t.yaml", &bad).parse_with(&|_| None).unwrap_err();
+    assert!(err.to_string().contains("unknown variant `ignore`"), "{err}");
+}

@@ -27,7 +27,7 @@ pub use crate::client::{ClientIdentity, ClientOptions};
 /// policy, a model's prices, the gateway settings), with their YAML defaults.
 pub use crate::config::raw::{
     Capability, FailoverConfig, FailoverPreset, GatewaySettings, Governance, Pricing, Requires,
-    RetryConfig, StorageConfig, StrategyName as Strategy,
+    RetryConfig, StorageConfig, StrategyName as Strategy, UnrunnableServerTools,
 };
 
 /// The name problems of a builder's configuration carry (`<builder>: …`) unless
@@ -615,6 +615,14 @@ impl Model {
         self.config.governance = governance;
         self
     }
+
+    /// What a request offering a hosted tool that a deployment cannot run gets
+    /// (default: [`UnrunnableServerTools::Drop`]; a route's setting wins).
+    #[must_use]
+    pub fn unrunnable_server_tools(mut self, mode: UnrunnableServerTools) -> Self {
+        self.config.unrunnable_server_tools = Some(mode);
+        self
+    }
 }
 
 /// One provider a route or chain may send to, optionally under another model id.
@@ -762,6 +770,14 @@ impl Route {
     #[must_use]
     pub fn requires(mut self, requires: Requires) -> Self {
         self.config.requires = requires;
+        self
+    }
+
+    /// What a request offering a hosted tool that a deployment cannot run gets
+    /// (default: the model's setting, else [`UnrunnableServerTools::Drop`]).
+    #[must_use]
+    pub fn unrunnable_server_tools(mut self, mode: UnrunnableServerTools) -> Self {
+        self.config.unrunnable_server_tools = Some(mode);
         self
     }
 }

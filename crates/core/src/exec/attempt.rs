@@ -18,6 +18,18 @@ pub(super) enum Whole {
     Forwarded { body: Bytes, usage: Usage },
 }
 
+/// What one HTTP attempt sends, and where.
+pub(super) struct Call<'a> {
+    /// The request as this candidate gets it (less the offered tools it drops).
+    pub request: &'a Request,
+    /// Those tools, as the client declared them (taken out of its own body on
+    /// the fast path).
+    pub dropped: Vec<&'a HostedTool>,
+    pub wire: Wire,
+    pub key: Option<&'a Secret>,
+    pub deadline: Instant,
+}
+
 /// The keys a request may use on a candidate: the caller's own key for that
 /// provider (BYOK) if they stored one, else the provider's platform keys.
 pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
@@ -66,6 +78,10 @@ impl Snapshot {
         let mut sent = 0usize;
         let mut tried: Vec<String> = Vec::new();
         'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
+            // The offered tools this deployment does not run: it is sent the
+            // request without them.
+            let dropped = plan.tools.dropped(cand, &inbound.request);
+            let request = dropped.apply(&inbound.request);
             let mut retries = 0u32;
             loop {
                 if sent >= policy.max_attempts || Instant::now() >= deadline {
@@ -79,8 +95,17 @@ impl Snapshot {
                 } else {
                     "failover"
                 };
-                let (result, credential, reported) =
-                    self.attempt(inbound, cand, runtime, deadline, plan.bypass_breakers).await;
+                let (result, credential, reported) = self
+                    .attempt(
+                        inbound,
+                        &request,
+                        &dropped,
+                        cand,
+                        runtime,
+                        deadline,
+                        plan.bypass_breakers,
+                    )
+                    .await;
                 // A failed attempt that reported usage is metered too.
                 let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
                 let failed_cost = failed_usage
@@ -93,13 +118,17 @@ impl Snapshot {
                         | Failure::CircuitOpen(_))
                 );
                 sent += usize::from(sent_upstream);
-                if let Some(wire) = cand.provider.wire().filter(|_| sent_upstream) {
-                    guard.rec.field_edits = upstream::field_edits(
-                        &inbound.outgoing(&inbound.request, wire),
-                        wire,
-                        &cand.provider,
-                        cand.traits(wire),
-                    );
+                if sent_upstream {
+                    guard.rec.field_edits = match cand.provider.wire() {
+                        Some(wire) => upstream::field_edits(
+                            &inbound.outgoing(&request, wire),
+                            wire,
+                            &cand.provider,
+                            cand.traits(wire),
+                        ),
+                        None => Vec::new(),
+                    };
+                    guard.rec.field_edits.extend(dropped.edits(&inbound.request));
                 }
                 let elapsed = started.elapsed();
                 guard.rec.attempts.push(AttemptRecord {
@@ -137,6 +166,7 @@ impl Snapshot {
                             inbound,
                             plan,
                             i,
+                            &dropped,
                             &tried,
                             answer,
                             guard_in_flight,
@@ -201,10 +231,14 @@ impl Snapshot {
     }
 
     /// One attempt on one candidate: pick a healthy credential, pass its breaker,
-    /// call, and report the outcome to the breaker.
+    /// call, and report the outcome to the breaker. `request`: the inbound one,
+    /// less the offered tools `dropped` (the candidate does not run them).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn attempt(
         &self,
         inbound: &Inbound,
+        request: &Request,
+        dropped: &Dropped,
         cand: &Candidate,
         runtime: &Arc<Runtime>,
         deadline: Instant,
@@ -232,13 +266,15 @@ impl Snapshot {
         let in_flight = runtime.in_flight.enter(&cand.identity());
         let result = match (&cand.provider.kind, self.runtimes.get(&cand.provider.name)) {
             (ProviderKind::Mock { latency }, _) => {
-                if !inbound.request.stream && !latency.is_zero() {
+                if !request.stream && !latency.is_zero() {
                     tokio::time::sleep(*latency).await;
                 }
-                Ok(self.attempt_mock(inbound, cand, *latency))
+                Ok(self.attempt_mock(inbound, request, cand, *latency))
             }
             (ProviderKind::Wire(wire), Some(_)) => {
-                self.attempt_http(inbound, cand, *wire, key, deadline, &mut reported).await
+                let tools = dropped.tools(&inbound.request);
+                let call = Call { request, dropped: tools, wire: *wire, key, deadline };
+                self.attempt_http(inbound, cand, call, &mut reported).await
             }
             (ProviderKind::Wire(_), None) => {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
@@ -316,11 +352,12 @@ impl Snapshot {
     pub(super) fn attempt_mock(
         &self,
         inbound: &Inbound,
+        request: &Request,
         cand: &Candidate,
         latency: Duration,
     ) -> Answer {
-        let resp = mock::answer(&inbound.request, &cand.upstream_model, &inbound.id);
-        if inbound.request.stream {
+        let resp = mock::answer(request, &cand.upstream_model, &inbound.id);
+        if request.stream {
             let source = Source::Events { rx: mock::stream(resp, latency), done: false };
             Answer::Stream(Committed {
                 source,
@@ -340,11 +377,10 @@ impl Snapshot {
         &self,
         inbound: &Inbound,
         cand: &Candidate,
-        wire: Wire,
-        key: Option<&crate::util::Secret>,
-        deadline: Instant,
+        call: Call<'_>,
         reported: &mut Usage,
     ) -> Result<Answer, Failure> {
+        let Call { request, dropped, wire, key, deadline } = call;
         let Some(rt) = self.runtimes.get(&cand.provider.name) else {
             return Err(Failure::Unavailable(format!(
                 "provider {} has no client",
@@ -353,7 +389,8 @@ impl Snapshot {
         };
         let settings = &self.catalog.settings;
         let fast = inbound.fast_path(wire);
-        let out = inbound.outgoing(&inbound.request, wire);
+        let mut out = inbound.outgoing(request, wire);
+        out.dropped = dropped;
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);
         let body =

@@ -166,6 +166,7 @@ impl Inbound {
             request,
             raw: self.raw.as_ref().filter(|_| self.fast_path(wire)),
             forward_headers: &self.forward_headers,
+            dropped: Vec::new(),
         }
     }
 

@@ -60,17 +60,15 @@ impl Snapshot {
             if sent >= max_attempts || Instant::now() >= deadline {
                 break;
             }
-            let counted = self.count_on(inbound, &request, cand, runtime, deadline).await;
+            // Counted as a generation would be sent there: without the offered
+            // tools it does not run.
+            let dropped = plan.tools.dropped(cand, &request);
+            let counted = self.count_on(inbound, &request, &dropped, cand, runtime, deadline).await;
             let f = match counted {
-                Ok(Some(n)) => return Ok(finish(inbound, &plan, cand, n, false)),
+                Ok(Some(n)) => return Ok(finish(inbound, &plan, cand, &dropped, n, false)),
                 Ok(None) => {
-                    return Ok(finish(
-                        inbound,
-                        &plan,
-                        cand,
-                        estimate::input_tokens(&request),
-                        true,
-                    ));
+                    let n = estimate::input_tokens(&dropped.apply(&request));
+                    return Ok(finish(inbound, &plan, cand, &dropped, n, true));
                 }
                 Err(f) => f,
             };
@@ -91,7 +89,9 @@ impl Snapshot {
             ));
         };
         tracing::warn!(request_id = %inbound.id, model = %plan.public_model, "every token count failed; estimating");
-        Ok(finish(inbound, &plan, first, estimate::input_tokens(&request), true))
+        let dropped = plan.tools.dropped(first, &request);
+        let n = estimate::input_tokens(&dropped.apply(&request));
+        Ok(finish(inbound, &plan, first, &dropped, n, true))
     }
 
     /// One candidate's count: `Ok(None)` when its wire has no counting endpoint.
@@ -99,6 +99,7 @@ impl Snapshot {
         &self,
         inbound: &Inbound,
         request: &Request,
+        dropped: &Dropped,
         cand: &Candidate,
         runtime: &Runtime,
         deadline: Instant,
@@ -124,7 +125,9 @@ impl Snapshot {
         let key = rotated()
             .find(|k| runtime.health.is_available(&credential_key(name, Some(k)), now))
             .or_else(|| rotated().next());
-        let out = inbound.outgoing(request, wire);
+        let trimmed = dropped.apply(request);
+        let mut out = inbound.outgoing(&trimmed, wire);
+        out.dropped = dropped.tools(request);
         let generation = upstream::build_body(
             &out,
             wire,
@@ -192,7 +195,14 @@ async fn restored<'a>(inbound: &'a Inbound, plan: &Plan, runtime: &Runtime) -> C
     request
 }
 
-fn finish(inbound: &Inbound, plan: &Plan, cand: &Candidate, n: u64, estimated: bool) -> TokenCount {
+fn finish(
+    inbound: &Inbound,
+    plan: &Plan,
+    cand: &Candidate,
+    dropped: &Dropped,
+    n: u64,
+    estimated: bool,
+) -> TokenCount {
     tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), input_tokens = n, estimated, "token count");
     let outcome = if estimated { "estimated" } else { "counted" };
     metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => outcome).increment(1);
@@ -203,6 +213,7 @@ fn finish(inbound: &Inbound, plan: &Plan, cand: &Candidate, n: u64, estimated: b
             provider: cand.provider.name.clone(),
             model: plan.public_model.clone(),
             upstream_model: cand.upstream_model.clone(),
+            dropped_tools: dropped.names(&inbound.request),
         },
     }
 }

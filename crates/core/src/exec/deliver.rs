@@ -12,6 +12,7 @@ impl Snapshot {
         inbound: &Inbound,
         plan: &Plan,
         index: usize,
+        dropped: &Dropped,
         tried: &[String],
         answer: Answer,
         in_flight: InFlightGuard,
@@ -27,6 +28,7 @@ impl Snapshot {
                     provider: String::new(),
                     model: plan.public_model.clone(),
                     upstream_model: String::new(),
+                    dropped_tools: Vec::new(),
                 },
                 descriptor: String::new(),
                 request: Arc::clone(&inbound.request),
@@ -43,7 +45,11 @@ impl Snapshot {
             provider: cand.provider.name.clone(),
             model: plan.public_model.clone(),
             upstream_model: cand.upstream_model.clone(),
+            dropped_tools: dropped.names(&inbound.request),
         };
+        if !dropped.is_empty() {
+            self.note_dropped(inbound, plan, cand, dropped, runtime);
+        }
         guard.rec.served_provider = Some(served.provider.clone());
         guard.rec.upstream_model = Some(served.upstream_model.clone());
         guard.rec.descriptor.clone_from(&descriptor);
@@ -159,6 +165,42 @@ impl Snapshot {
                 }
                 tokio::spawn(pump.run(source, ended));
                 Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
+            }
+        }
+    }
+}
+
+impl Snapshot {
+    /// A request served without offered tools: counted by tool and model, and
+    /// logged once an hour per key, tool and model (not once per request: an agent
+    /// that offers a tool on every turn would fill the log).
+    fn note_dropped(
+        &self,
+        inbound: &Inbound,
+        plan: &Plan,
+        cand: &Candidate,
+        dropped: &Dropped,
+        runtime: &Runtime,
+    ) {
+        // A catalog id, never a name a client made up (unlisted models).
+        let model = plan.model.as_ref().map_or("unlisted", |m| m.id.as_str());
+        let key = inbound.principal.key_prefix.as_deref().unwrap_or("");
+        let now = UnixMs::now();
+        let mut counted: Vec<&str> = Vec::new();
+        for tool in dropped.tools(&inbound.request) {
+            let name = crate::hosted::metric_tool(tool);
+            if counted.contains(&name) {
+                continue;
+            }
+            counted.push(name);
+            metrics::counter!("gateway_dropped_tools_total", "tool" => name, "model" => model.to_owned())
+                .increment(1);
+            if runtime.dropped_tools.due(key, name, model, now) {
+                tracing::info!(
+                    key, tool = name, model, deployment = %cand.label(), request_id = %inbound.id,
+                    "an offered hosted tool was left out: the deployment does not run it \
+                     (logged once an hour per key, tool and model)"
+                );
             }
         }
     }

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use switchyard_protocol::{
-    ClientFormat, ErrorCode, ErrorKind, Frame, Part, Request, Response, StreamEvent, Usage, Wire,
-    openai_chat, sse, util,
+    ClientFormat, ErrorCode, ErrorKind, Frame, HostedTool, Part, Request, Response, StreamEvent,
+    Usage, Wire, openai_chat, sse, util,
 };
 use tokio::sync::mpsc;
 
@@ -33,6 +33,7 @@ use crate::catalog::{AttemptPolicy, Candidate, Plan, ProviderKind, Scope, Strate
 use crate::clock::UnixMs;
 use crate::error::GatewayError;
 use crate::filter::{self, Hints};
+use crate::hosted::{Dropped, ToolDemand};
 use crate::record::{AttemptRecord, RequestRecord, SharedSink, cost};
 use crate::runtime::{InFlightGuard, Runtime};
 use crate::state::{Admission, Ask, Reservation};
@@ -168,6 +169,9 @@ pub struct Served {
     pub model: String,
     /// The provider's id for the model.
     pub upstream_model: String,
+    /// The hosted tools the request offered that this deployment does not run,
+    /// so it was served without them (`web_search`); empty for most requests.
+    pub dropped_tools: Vec<String>,
 }
 
 /// The error for a delivery in the form its caller did not ask for (the edge asks

@@ -10,8 +10,9 @@ pub(super) enum Purpose {
 }
 
 impl Snapshot {
-    /// Resolve → capability, hint and context-window filters → circuit filter and
-    /// strategy order. Nothing has been sent upstream yet.
+    /// Resolve → capability, hosted-tool, hint and context-window filters →
+    /// circuit filter, strategy order, and the deployments that run the offered
+    /// hosted tools first. Nothing has been sent upstream yet.
     pub(super) fn prepare(
         &self,
         inbound: &Inbound,
@@ -58,9 +59,12 @@ impl Snapshot {
         rec.route_id.clone_from(&plan.route_id);
         rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
         self.authorize(&mut plan, inbound, runtime)?;
+        // Decided once: what the request's hosted tools ask of every candidate.
+        let items_wire = inbound.format.native_wire().filter(|w| inbound.fast_path(*w));
+        plan.tools = ToolDemand::new(plan.unrunnable_server_tools, items_wire);
         filter::by_governance(&mut plan)?;
         filter::by_capability(&mut plan, &inbound.request)?;
-        filter::by_server_tools(&mut plan, &inbound.request)?;
+        plan.tools.filter(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
         if purpose == Purpose::Generate {
             // Images and documents are left out: their fixed estimates would
@@ -69,8 +73,8 @@ impl Snapshot {
                 estimate::text_input_tokens(&inbound.request)
             })?;
         }
-        // A context-window fallback runs the request's server tools too, or not at all.
-        filter::by_server_tools(&mut plan, &inbound.request)?;
+        // A context-window fallback serves the request's hosted tools too, or not at all.
+        plan.tools.filter(&mut plan, &inbound.request)?;
         // Anthropic refuses thinking in a tool loop whose continued turn has none of
         // its own (it came from another family): such requests go without it there.
         if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
@@ -125,6 +129,8 @@ impl Snapshot {
             plan.candidates =
                 order.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
         }
+        // Where an offered tool runs comes first.
+        plan.tools.order(&mut plan, &inbound.request);
         if plan.strategy != Strategy::Ordered {
             plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
             if let (Some(first), Some(route)) = (plan.candidates.first(), plan.route_id.as_deref())

@@ -12,8 +12,9 @@
 //! the gateway's same-format fast path forwards the original body, so they go as they
 //! came; a translation to another wire refuses them by name. Server tools such as
 //! `web_search_*`, `mcp_toolset` (with `mcp_servers`) or `bash_*` (no schema) are
-//! carried as [`HostedTool`]s, never skipped: the core sends the request only where
-//! they run, and a wire that cannot declare one refuses it by name
+//! carried as [`HostedTool`]s, never skipped: the core sends the request first where
+//! they run (only there when the request requires them), leaves one out only where
+//! it says so, and a wire that cannot declare one refuses it by name
 //! ([`crate::carry`]). `service_tier` is carried; Claude Code's session, named in
 //! `metadata.user_id`, is read for the record ([`claude_code_session`]).
 //!
@@ -39,6 +40,7 @@ mod wire;
 
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
+pub(crate) use request::history_tools;
 pub use request::{
     continues_without_thinking, encode_request, parse_request, sampling_edits, tool_id,
 };

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use crate::carry::{self, Placement};
 use crate::{
     Document, DocumentSource, Effort, Extras, Image, ImageSource, Message, ModelTraits, Part,
-    ProtocolError, Reasoning, ReasoningControl, Request, ResponseFormat, Role, TextBlock, Tool,
-    ToolChoice, Wire, util,
+    ProtocolError, Reasoning, ReasoningControl, Request, ResponseFormat, Role, ServerTool,
+    ServerTools, TextBlock, Tool, ToolChoice, Wire, util,
 };
 
 use super::extras;
@@ -69,6 +69,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     };
 
     let mut messages = Vec::with_capacity(raw_messages.len());
+    let mut history_tools = ServerTools::NONE;
     for (i, raw) in raw_messages.into_iter().enumerate() {
         let path = format!("messages[{i}]");
         let msg: InMessage = at(raw, &path).map_err(ProtocolError::InvalidBody)?;
@@ -81,7 +82,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                 return Err(ProtocolError::body(format!("{path}.role: unknown role `{other}`")));
             }
         };
-        let content = message_content(msg.content, &format!("{path}.content"))
+        let content = message_content(msg.content, &format!("{path}.content"), &mut history_tools)
             .map_err(ProtocolError::InvalidBody)?;
         messages.push(Message { role, content });
     }
@@ -125,11 +126,23 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
                 "auto" => ToolChoice::Auto,
                 "any" => ToolChoice::Required,
                 "none" => ToolChoice::None,
-                "tool" => ToolChoice::Tool {
-                    name: choice
+                "tool" => {
+                    let name = choice
                         .name
-                        .ok_or_else(|| ProtocolError::body("tool_choice.name: missing field"))?,
-                },
+                        .ok_or_else(|| ProtocolError::body("tool_choice.name: missing field"))?;
+                    // A server tool named so (and no client tool): the request
+                    // requires that tool.
+                    let server = hosted_tools.iter().find(|t| {
+                        t.path.starts_with("tools[")
+                            && t.config.get("name").and_then(Value::as_str) == Some(name.as_str())
+                    });
+                    match server {
+                        Some(t) if !tools.iter().any(|f| f.name == name) => {
+                            ToolChoice::Hosted { path: t.path.clone() }
+                        }
+                        _ => ToolChoice::Tool { name },
+                    }
+                }
                 other => {
                     return Err(ProtocolError::body(format!(
                         "tool_choice.type: unknown type `{other}`"
@@ -184,6 +197,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     let extras = Extras {
         hosted_tools,
         deferred_tools,
+        history_tools,
         service_tier: take(&mut map, "service_tier")?,
         session_id: metadata.user_id.as_deref().and_then(extras::claude_code_session),
         ..Extras::default()
@@ -230,7 +244,13 @@ fn parse_system(value: Value) -> Result<Vec<TextBlock>, String> {
 }
 
 /// Message content: a string or an array of blocks.
-fn message_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
+/// A message's content; the server tools whose own blocks it holds are added to
+/// `history_tools`.
+fn message_content(
+    content: Value,
+    path: &str,
+    history_tools: &mut ServerTools,
+) -> Result<Vec<Part>, String> {
     match content {
         Value::String(s) => Ok(vec![Part::Text(TextBlock::new(s))]),
         Value::Array(items) => {
@@ -238,6 +258,9 @@ fn message_content(content: Value, path: &str) -> Result<Vec<Part>, String> {
             for (j, item) in items.into_iter().enumerate() {
                 let item_path = format!("{path}[{j}]");
                 let unknown = unknown_type(&item, &KNOWN_BLOCKS);
+                if let Some(kind) = unknown.as_deref().and_then(ServerTool::of_anthropic_block) {
+                    history_tools.insert(kind);
+                }
                 let block = at::<InBlock>(item, &item_path)?;
                 parts.push(block_to_part(block, unknown, &item_path)?);
             }
@@ -792,6 +815,15 @@ fn encode_tool_choice(req: &Request) -> Option<Value> {
         Some(ToolChoice::Auto) => json!({"type": "auto"}),
         Some(ToolChoice::Required) => json!({"type": "any"}),
         Some(ToolChoice::Tool { name }) => json!({"type": "tool", "name": name}),
+        // The server tool by the name it is declared with here.
+        Some(ToolChoice::Hosted { .. }) => {
+            match req.forced_hosted().map(|t| carry::place(Wire::Anthropic, t)) {
+                Some(Ok(Placement::Tool(tool))) => {
+                    json!({"type": "tool", "name": tool.get("name").cloned().unwrap_or_default()})
+                }
+                _ => json!({"type": "auto"}),
+            }
+        }
         // `none` takes no parallelism flag: no tool will be called at all.
         Some(ToolChoice::None) => return Some(json!({"type": "none"})),
         None if disable_parallel => json!({"type": "auto"}),

@@ -878,3 +878,30 @@ fn one_sampler_models_get_temperature_without_top_p() {
         ]
     );
 }
+
+/// `{"type": "tool"}` naming a server tool (and no client tool) forces that
+/// server tool; the server tool's own blocks in the history say which tool the
+/// conversation used.
+#[test]
+fn a_tool_choice_naming_a_server_tool_forces_it() {
+    let body = |tools: Value| {
+        json!({"model": "claude-sonnet-4-6", "max_tokens": 256,
+               "messages": [
+                   {"role": "user", "content": "search"},
+                   {"role": "assistant", "content": [
+                       {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust"}},
+                       {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                       {"type": "text", "text": "Rust is a language."}]},
+                   {"role": "user", "content": "again"}],
+               "tools": tools,
+               "tool_choice": {"type": "tool", "name": "web_search"}})
+    };
+    let server = json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 3});
+    let req = parse_value(&body(json!([server]))).unwrap();
+    assert_eq!(req.tool_choice, Some(ToolChoice::Hosted { path: "tools[0]".into() }));
+    assert_eq!(req.extras.history_tools, crate::ServerTools::of([ServerTool::WebSearch]));
+    // A client tool of that name is the one meant.
+    let client = json!({"name": "web_search", "input_schema": {"type": "object"}});
+    let req = parse_value(&body(json!([client]))).unwrap();
+    assert_eq!(req.tool_choice, Some(ToolChoice::Tool { name: "web_search".into() }));
+}

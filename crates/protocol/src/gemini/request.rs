@@ -116,7 +116,7 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
         contents,
         system_instruction: (!system.is_empty()).then_some(Content { role: None, parts: system }),
         tools,
-        tool_config: req.tool_choice.as_ref().map(tool_config),
+        tool_config: req.tool_choice.as_ref().and_then(tool_config),
         generation_config: generation_config(req, traits),
     };
     let mut body = serde_json::to_value(&wire).map_err(ProtocolError::body)?;
@@ -371,19 +371,22 @@ fn schema_for_gemini(schema: &Value) -> Option<Value> {
     }
 }
 
-fn tool_config(choice: &ToolChoice) -> ToolConfig {
+fn tool_config(choice: &ToolChoice) -> Option<ToolConfig> {
     let (mode, allowed) = match choice {
         ToolChoice::Auto => ("AUTO", Vec::new()),
         ToolChoice::None => ("NONE", Vec::new()),
         ToolChoice::Required => ("ANY", Vec::new()),
         ToolChoice::Tool { name } => ("ANY", vec![name.clone()]),
+        // Gemini's calling modes are about functions: its own tools cannot be
+        // forced (`carry::forces`), so the core sends no such request here.
+        ToolChoice::Hosted { .. } => return None,
     };
-    ToolConfig {
+    Some(ToolConfig {
         function_calling_config: Some(FunctionCallingConfig {
             mode: Some(mode.to_owned()),
             allowed_function_names: allowed,
         }),
-    }
+    })
 }
 
 /// The `thinkingLevel` for an effort. `minimal` is refused by several Gemini 3+

@@ -4,8 +4,9 @@
 //! the client's session, as the gateway read it.
 //!
 //! None of it is dropped at parse: hosted tools are carried by kind, so that a
-//! request needing one goes only where it can run (the catalog's `server_tools`,
-//! filtered in core) and an encoder that cannot write one refuses it by name; the
+//! request offering one goes first where it can run, and one requiring one only
+//! there (the catalog's `server_tools`, decided in core's `hosted`), and an
+//! encoder that cannot write one refuses it by name; the
 //! fields go to wires that take them and are mapped or dropped for the others, and
 //! [`crate::carry`] says which, for the request record.
 
@@ -25,6 +26,11 @@ pub struct Extras {
     /// by name: they need the provider's tool search.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred_tools: Vec<String>,
+    /// The hosted tools whose own items (a search's call and results, an MCP
+    /// call, …) the conversation holds, kept as [`crate::Part::Untranslatable`]:
+    /// only the client's own API takes them back (its body forwarded as it is).
+    #[serde(skip_serializing_if = "no_tools")]
+    pub history_tools: ServerTools,
     /// OpenAI `prompt_cache_key`: which cache the prompt's prefix is routed to.
     /// Agents send one per conversation; dropping it costs most of their cache hits.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,6 +52,10 @@ pub struct Extras {
     /// never a user or tenant of the gateway's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+}
+
+fn no_tools(tools: &ServerTools) -> bool {
+    tools.is_empty()
 }
 
 impl Extras {
@@ -150,6 +160,24 @@ impl ServerTool {
         FAMILIES.iter().find(|(prefix, _)| tool_type.starts_with(prefix)).map(|(_, kind)| *kind)
     }
 
+    /// The kind whose own item an Anthropic content block of type `block` is
+    /// (`web_search_tool_result`, `mcp_tool_use`, …); `None` for any other block.
+    /// A `server_tool_use` block names its tool only in its `name`, and comes
+    /// with its result, which names the kind.
+    pub fn of_anthropic_block(block: &str) -> Option<ServerTool> {
+        const BLOCKS: [(&str, ServerTool); 8] = [
+            ("web_search_tool_result", ServerTool::WebSearch),
+            ("web_fetch_tool_result", ServerTool::WebFetch),
+            ("code_execution_tool_result", ServerTool::CodeExecution),
+            ("bash_code_execution_tool_result", ServerTool::CodeExecution),
+            ("text_editor_code_execution_tool_result", ServerTool::CodeExecution),
+            ("tool_search_tool_result", ServerTool::ToolSearch),
+            ("mcp_tool_use", ServerTool::Mcp),
+            ("mcp_tool_result", ServerTool::Mcp),
+        ];
+        BLOCKS.iter().find(|(t, _)| *t == block).map(|(_, kind)| *kind)
+    }
+
     /// The kind of a Responses tool `type` (anything but `function`, `custom` and
     /// `namespace`).
     pub fn from_responses(tool_type: &str) -> Option<ServerTool> {
@@ -169,8 +197,21 @@ impl ServerTool {
 }
 
 /// A set of [`ServerTool`]s (what a deployment runs, what a request needs).
+/// Serialized as the list of its members' names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct ServerTools(u32);
+
+impl Serialize for ServerTools {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for ServerTools {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<ServerTool>::deserialize(d).map(ServerTools::of)
+    }
+}
 
 impl ServerTools {
     /// The empty set.
@@ -304,5 +345,14 @@ mod tests {
         assert!(!set.contains(ServerTool::Bash));
         assert_eq!(set.names(), "web_search, mcp");
         assert_eq!(ServerTools::NONE.names(), "none");
+        // As the list of its names.
+        let json = serde_json::to_value(set).unwrap();
+        assert_eq!(json, serde_json::json!(["web_search", "mcp"]));
+        assert_eq!(serde_json::from_value::<ServerTools>(json).unwrap(), set);
+        assert_eq!(
+            ServerTool::of_anthropic_block("web_fetch_tool_result"),
+            Some(ServerTool::WebFetch)
+        );
+        assert_eq!(ServerTool::of_anthropic_block("text"), None);
     }
 }

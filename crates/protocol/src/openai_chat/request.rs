@@ -318,17 +318,20 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     // OpenAI refuses `tool_choice` without `tools` (Codex's local compaction sends
     // one): it says nothing then, so it is left out.
     if let Some(choice) = req.tool_choice.as_ref().filter(|_| !req.tools.is_empty()) {
-        body.insert(
-            "tool_choice".into(),
-            match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool { name } => {
-                    json!({"type": "function", "function": {"name": name}})
-                }
-            },
-        );
+        let choice = match choice {
+            ToolChoice::Auto => Some(json!("auto")),
+            ToolChoice::None => Some(json!("none")),
+            ToolChoice::Required => Some(json!("required")),
+            ToolChoice::Tool { name } => {
+                Some(json!({"type": "function", "function": {"name": name}}))
+            }
+            // Chat's `tool_choice` names functions only; a search model searches
+            // on every request (`carry::forces`).
+            ToolChoice::Hosted { .. } => None,
+        };
+        if let Some(choice) = choice {
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(p) = req.parallel_tool_calls
         && !req.tools.is_empty()

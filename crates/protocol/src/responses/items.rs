@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{Part, ProtocolError, Role, ToolCall, ToolResult};
+use crate::{Part, ProtocolError, Role, ServerTool, ToolCall, ToolResult};
 
 use super::request::{Conversation, text_part};
 
@@ -13,35 +13,42 @@ use super::request::{Conversation, text_part};
 pub const LOCAL_SHELL: &str = "local_shell";
 
 /// Items of tools OpenAI runs (or that only its API defines), with the side of the
-/// conversation they belong to: what each names when a translation refuses it.
-const HOSTED_CALLS: [(&str, Role); 16] = [
-    ("web_search_call", Role::Assistant),
-    ("file_search_call", Role::Assistant),
-    ("code_interpreter_call", Role::Assistant),
-    ("image_generation_call", Role::Assistant),
-    ("computer_call", Role::Assistant),
-    ("computer_call_output", Role::User),
-    ("mcp_call", Role::Assistant),
-    ("mcp_list_tools", Role::Assistant),
-    ("mcp_approval_request", Role::Assistant),
-    ("mcp_approval_response", Role::User),
-    ("shell_call", Role::Assistant),
-    ("shell_call_output", Role::User),
-    ("apply_patch_call", Role::Assistant),
-    ("apply_patch_call_output", Role::User),
-    ("tool_search_call", Role::Assistant),
-    ("tool_search_output", Role::User),
+/// conversation they belong to and the tool's kind: what each names when a
+/// translation refuses it, and which tool the history has used.
+const HOSTED_CALLS: [(&str, Role, ServerTool); 16] = [
+    ("web_search_call", Role::Assistant, ServerTool::WebSearch),
+    ("file_search_call", Role::Assistant, ServerTool::FileSearch),
+    ("code_interpreter_call", Role::Assistant, ServerTool::CodeExecution),
+    ("image_generation_call", Role::Assistant, ServerTool::ImageGeneration),
+    ("computer_call", Role::Assistant, ServerTool::ComputerUse),
+    ("computer_call_output", Role::User, ServerTool::ComputerUse),
+    ("mcp_call", Role::Assistant, ServerTool::Mcp),
+    ("mcp_list_tools", Role::Assistant, ServerTool::Mcp),
+    ("mcp_approval_request", Role::Assistant, ServerTool::Mcp),
+    ("mcp_approval_response", Role::User, ServerTool::Mcp),
+    ("shell_call", Role::Assistant, ServerTool::Shell),
+    ("shell_call_output", Role::User, ServerTool::Shell),
+    ("apply_patch_call", Role::Assistant, ServerTool::ApplyPatch),
+    ("apply_patch_call_output", Role::User, ServerTool::ApplyPatch),
+    ("tool_search_call", Role::Assistant, ServerTool::ToolSearch),
+    ("tool_search_output", Role::User, ServerTool::ToolSearch),
 ];
 
 /// The side of the conversation a hosted tool's item belongs to; `None` for an
 /// item type that is not one.
 pub(super) fn hosted_call(ty: &str) -> Option<Role> {
-    HOSTED_CALLS.iter().find(|(t, _)| *t == ty).map(|(_, role)| *role)
+    HOSTED_CALLS.iter().find(|(t, ..)| *t == ty).map(|(_, role, _)| *role)
 }
 
-/// A hosted tool's item, kept by name (see the module docs).
+/// A hosted tool's item, kept by name (see the module docs), its tool noted.
 pub(super) fn hosted(conv: &mut Conversation, ty: &str, path: &str) {
-    let role = hosted_call(ty).unwrap_or(Role::Assistant);
+    let (role, kind) = HOSTED_CALLS
+        .iter()
+        .find(|(t, ..)| *t == ty)
+        .map_or((Role::Assistant, None), |(_, role, kind)| (*role, Some(*kind)));
+    if let Some(kind) = kind {
+        conv.history_tools.insert(kind);
+    }
     let what = format!("{path}: a `{ty}` item (what a tool OpenAI runs did)");
     conv.push(role, vec![Part::Untranslatable { what }]);
 }

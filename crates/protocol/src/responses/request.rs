@@ -5,9 +5,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Compaction, Dialect, Document, DocumentSource, Effort, Extras, Image, ImageSource, Message,
-    Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, Seal, TextBlock, ToolCall,
-    ToolChoice, ToolResult, util,
+    Compaction, Dialect, Document, DocumentSource, Effort, Extras, HostedTool, Image, ImageSource,
+    Message, Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, Seal, ServerTool,
+    ServerTools, TextBlock, ToolCall, ToolChoice, ToolResult, util,
 };
 
 use super::compaction;
@@ -82,12 +82,13 @@ pub(super) fn parse_map_sealed(
     }
 
     let Declared { tools, hosted, deferred } = conv.declared;
+    let tool_choice = parse_tool_choice(map.get("tool_choice"), &hosted)?;
     Ok(Request {
         model,
         system: conv.system,
         messages: conv.messages,
         tools,
-        tool_choice: parse_tool_choice(map.get("tool_choice"))?,
+        tool_choice,
         parallel_tool_calls: field(map, "parallel_tool_calls")?,
         max_tokens: field(map, "max_output_tokens")?,
         temperature: field(map, "temperature")?,
@@ -104,6 +105,7 @@ pub(super) fn parse_map_sealed(
         extras: Extras {
             hosted_tools: hosted,
             deferred_tools: deferred,
+            history_tools: conv.history_tools,
             prompt_cache_key: field(map, "prompt_cache_key")?,
             prompt_cache_retention: field(map, "prompt_cache_retention")?,
             safety_identifier: field(map, "safety_identifier")?,
@@ -123,6 +125,8 @@ pub(super) struct Conversation {
     started: bool,
     /// The request's tools and those `additional_tools` items add.
     declared: Declared,
+    /// The hosted tools whose own items the input holds ([`Extras::history_tools`]).
+    pub(super) history_tools: ServerTools,
 }
 
 impl Conversation {
@@ -396,7 +400,13 @@ fn input_file(obj: &Map<String, Value>, path: &str) -> Result<Part, ProtocolErro
     Ok(Part::Document(Document { filename, ..Document::new(source) }))
 }
 
-fn parse_tool_choice(choice: Option<&Value>) -> Result<Option<ToolChoice>, ProtocolError> {
+/// `tool_choice`; one naming a hosted tool's type (`{"type": "web_search"}`) forces
+/// that tool, which `tools` must declare (of that type, or of its kind:
+/// `web_search_preview` for `web_search`).
+fn parse_tool_choice(
+    choice: Option<&Value>,
+    hosted: &[HostedTool],
+) -> Result<Option<ToolChoice>, ProtocolError> {
     match choice {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(mode)) => match mode.as_str() {
@@ -413,9 +423,19 @@ fn parse_tool_choice(choice: Option<&Value>) -> Result<Option<ToolChoice>, Proto
                     .ok_or_else(|| ProtocolError::body("tool_choice.name: expected a string"))?;
                 Ok(Some(ToolChoice::Tool { name: name.to_owned() }))
             }
-            Some(other) => Err(ProtocolError::Unsupported(format!(
-                "tool_choice of type `{other}`: only function tools are supported"
-            ))),
+            Some(other) => {
+                let kind = ServerTool::from_responses(other);
+                let forced = hosted
+                    .iter()
+                    .find(|t| t.tool_type == other)
+                    .or_else(|| hosted.iter().find(|t| kind.is_some() && t.kind == kind));
+                match forced {
+                    Some(tool) => Ok(Some(ToolChoice::Hosted { path: tool.path.clone() })),
+                    None => Err(ProtocolError::Unsupported(format!(
+                        "tool_choice of type `{other}`: no tool of that type is declared in `tools`"
+                    ))),
+                }
+            }
             None => Err(ProtocolError::body("tool_choice.type: expected a string")),
         },
         Some(_) => Err(ProtocolError::body("tool_choice: expected a string or an object")),
@@ -538,12 +558,16 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
     }
     if let Some(choice) = &req.tool_choice {
         let choice = match choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
+            ToolChoice::Auto => Some(json!("auto")),
+            ToolChoice::None => Some(json!("none")),
+            ToolChoice::Required => Some(json!("required")),
+            ToolChoice::Tool { name } => Some(json!({"type": "function", "name": name})),
+            // Only a Responses tool was declared here (others are refused above).
+            ToolChoice::Hosted { .. } => req.forced_hosted().map(|t| json!({"type": t.tool_type})),
         };
-        body.insert("tool_choice".into(), choice);
+        if let Some(choice) = choice {
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(parallel) = req.parallel_tool_calls {
         body.insert("parallel_tool_calls".into(), json!(parallel));

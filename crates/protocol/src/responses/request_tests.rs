@@ -709,3 +709,36 @@ fn encode_request_refuses_what_responses_cannot_express() {
     };
     assert!(matches!(encode_request(&req), Err(ProtocolError::Unsupported(_))));
 }
+
+/// Codex's `tool_choice` naming a hosted tool forces the tool declared of that
+/// type (or kind); one naming a tool not declared is refused. The items a hosted
+/// tool left in the input say which tool the conversation used.
+#[test]
+fn a_hosted_tool_choice_forces_the_declared_tool() {
+    let body = |choice: Value| {
+        json!({"model": "m", "input": [
+                   {"type": "message", "role": "user", "content": "search"},
+                   {"type": "web_search_call", "id": "ws_1", "status": "completed",
+                    "action": {"type": "search", "query": "rust"}},
+                   {"type": "message", "role": "user", "content": "again"}
+               ],
+               "tools": [{"type": "function", "name": "f", "parameters": {}}, {"type": "web_search"}],
+               "tool_choice": choice})
+    };
+    let req = parse(body(json!({"type": "web_search"}))).unwrap();
+    assert_eq!(req.tool_choice, Some(ToolChoice::Hosted { path: "tools[1]".into() }));
+    assert_eq!(req.forced_hosted().map(|t| t.tool_type.as_str()), Some("web_search"));
+    assert!(req.extras.history_tools.contains(ServerTool::WebSearch));
+    let preview = parse(body(json!({"type": "web_search_preview"}))).unwrap();
+    assert_eq!(preview.tool_choice, req.tool_choice, "the same kind");
+    let err = parse(body(json!({"type": "code_interpreter"}))).unwrap_err();
+    assert!(err.to_string().contains("`code_interpreter`"), "{err}");
+    // And back, as Responses writes it.
+    let mut plain = req.clone();
+    plain.messages.retain(|m| !m.content.iter().any(|p| matches!(p, Part::Untranslatable { .. })));
+    let out = encode_request(&plain).unwrap();
+    assert_eq!(out["tool_choice"], json!({"type": "web_search"}));
+    // A function choice is still a function's.
+    let f = parse(body(json!({"type": "function", "name": "f"}))).unwrap();
+    assert_eq!(f.tool_choice, Some(ToolChoice::Tool { name: "f".into() }));
+}

@@ -36,6 +36,21 @@ pub enum Capability {
     Reasoning,
 }
 
+/// What a request offering a hosted tool (web search, code execution, …) gets on
+/// a deployment that cannot run it: `unrunnable_server_tools` of a model or route.
+/// A tool the request requires (forces with `tool_choice`) is refused either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnrunnableServerTools {
+    /// Served without it, after the deployments that run it, and said so
+    /// (`x-switchyard-dropped-tools`, the record, a metric, a log line).
+    #[default]
+    Drop,
+    /// Refused (400 `unsupported_tool`) where no deployment runs it, as if the
+    /// request required every tool it offers.
+    Refuse,
+}
+
 /// One entry of `models:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,6 +109,10 @@ pub struct ModelConfig {
     /// Narrows the providers' governance flags for this model.
     #[serde(default)]
     pub governance: Governance,
+    /// What a request offering a hosted tool that a deployment cannot run gets
+    /// (absent: `drop`; a route serving the model may say otherwise).
+    #[serde(default)]
+    pub unrunnable_server_tools: Option<UnrunnableServerTools>,
 }
 
 impl ModelConfig {
@@ -116,6 +135,7 @@ impl ModelConfig {
             fallbacks: Vec::new(),
             owned_by: None,
             governance: Governance::default(),
+            unrunnable_server_tools: None,
         }
     }
 }

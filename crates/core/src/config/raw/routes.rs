@@ -66,6 +66,10 @@ pub struct RouteConfig {
     /// Data-governance conditions every deployment of this route must meet.
     #[serde(default)]
     pub requires: Requires,
+    /// What a request offering a hosted tool that a deployment cannot run gets
+    /// (absent: the model's setting, else `drop`).
+    #[serde(default)]
+    pub unrunnable_server_tools: Option<UnrunnableServerTools>,
     /// Refused: write a one-entry `fallbacks` list instead.
     #[serde(default)]
     pub fallback_provider: Option<Spanned<String>>,
@@ -97,6 +101,7 @@ impl RouteConfig {
             max_fallbacks: None,
             max_attempts: None,
             requires: Requires::default(),
+            unrunnable_server_tools: None,
             fallback_provider: None,
             fallback_upstream_model: None,
         }
