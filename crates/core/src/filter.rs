@@ -202,26 +202,46 @@ pub fn by_context_window(
     ))
 }
 
-/// Circuit filter: drop candidates whose every credential is blocked by its breaker
-/// (`circuit_open:<provider>` in the descriptor). If that would leave none, every
-/// candidate is kept in chain order and the breakers are bypassed for this request
+/// Why a candidate's every credential is held back by its breaker, as the
+/// descriptor names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// Every credential is throttled by a 429 (`throttled:<provider>`): the
+    /// upstream asked for a pause; nothing failed.
+    Throttled,
+    /// Some credential's circuit is open or quarantined (`circuit_open:<provider>`).
+    CircuitOpen,
+}
+
+impl Blocked {
+    fn as_str(self) -> &'static str {
+        match self {
+            Blocked::Throttled => "throttled",
+            Blocked::CircuitOpen => "circuit_open",
+        }
+    }
+}
+
+/// Circuit filter: drop candidates whose every credential is held back by its
+/// breaker (`circuit_open:<provider>`, or `throttled:<provider>` where each is
+/// only throttled, in the descriptor). If that would leave none, every candidate
+/// is kept in chain order and the breakers are bypassed for this request
 /// (`circuit_open:all`): a stuck breaker is never worse than no breaker.
-pub fn by_circuit(plan: &mut Plan, available: impl Fn(&Candidate) -> bool) {
-    let open: Vec<bool> = plan.candidates.iter().map(|c| !available(c)).collect();
-    if !open.iter().any(|o| *o) {
+pub fn by_circuit(plan: &mut Plan, blocked: impl Fn(&Candidate) -> Option<Blocked>) {
+    let why: Vec<Option<Blocked>> = plan.candidates.iter().map(&blocked).collect();
+    if why.iter().all(Option::is_none) {
         return;
     }
-    if open.iter().all(|o| *o) {
+    if why.iter().all(Option::is_some) {
         plan.bypass_breakers = true;
         plan.descriptor.push("circuit_open:all".to_owned());
         return;
     }
     let mut keep = Vec::with_capacity(plan.candidates.len());
-    for (c, is_open) in plan.candidates.drain(..).zip(open) {
-        if is_open {
-            plan.descriptor.push(format!("circuit_open:{}", c.provider.name));
-        } else {
-            keep.push(c);
+    for (c, why) in plan.candidates.drain(..).zip(why) {
+        match why {
+            Some(why) => plan.descriptor.push(format!("{}:{}", why.as_str(), c.provider.name)),
+            None => keep.push(c),
         }
     }
     plan.candidates = keep;

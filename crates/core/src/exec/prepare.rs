@@ -1,6 +1,7 @@
 //! Plan: resolve, authorize, filter and order the candidates. Nothing is sent.
 
 use super::*;
+use crate::breaker::BreakerState;
 
 /// What a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,15 +85,27 @@ impl Snapshot {
         }
 
         let now = UnixMs::now();
-        let available = |c: &Candidate| {
+        let blocked = |c: &Candidate| {
             let keys = credentials(c, inbound);
-            keys.is_empty()
-                && runtime.health.is_available(&credential_key(&c.provider.name, None), now)
-                || keys.iter().any(|k| {
-                    runtime.health.is_available(&credential_key(&c.provider.name, Some(k)), now)
-                })
+            // Every credential is looked at only when none is available.
+            let mut throttled_only = true;
+            let mut available = |k| {
+                let s = runtime.health.state(&credential_key(&c.provider.name, k), now);
+                throttled_only &= matches!(s, BreakerState::Throttled { .. });
+                s.is_available()
+            };
+            let any = if keys.is_empty() {
+                available(None)
+            } else {
+                keys.iter().any(|k| available(Some(k)))
+            };
+            match (any, throttled_only) {
+                (true, _) => None,
+                (false, true) => Some(filter::Blocked::Throttled),
+                (false, false) => Some(filter::Blocked::CircuitOpen),
+            }
         };
-        filter::by_circuit(&mut plan, available);
+        filter::by_circuit(&mut plan, blocked);
         let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
         // Each strategy reads only its own figures; ordered reads none.
         let (costs, latencies, busy) = match strategy {
@@ -109,7 +122,7 @@ impl Snapshot {
             .map(|c| {
                 let identity = if latencies || busy { c.identity() } else { String::new() };
                 View {
-                    available: strategy == Strategy::Weighted && available(c),
+                    available: strategy == Strategy::Weighted && blocked(c).is_none(),
                     weight: c.weight,
                     in_flight: if busy { runtime.in_flight.count(&identity) } else { 0 },
                     price: if costs {
