@@ -83,7 +83,7 @@ enum Release {
 
 impl InFlightGuard {
     /// A guard that runs `release` once, when dropped: for an
-    /// [`InFlightState`](crate::state::InFlightState) kept elsewhere than in this
+    /// [`crate::state::InFlightState`] kept elsewhere than in this
     /// process (a shared counter decremented on release).
     pub fn new(release: impl FnOnce() + Send + Sync + 'static) -> Self {
         Self(Release::Custom(Some(Box::new(release))))

@@ -244,7 +244,7 @@ impl Wire {
 
     /// Edits that take `dropped` (hosted tools a request offered, which the target
     /// does not run) out of a client's own body of this wire (the fast path): see
-    /// [`carry::without`]. An Anthropic history that calls tools, left without any
+    /// `carry::without`. An Anthropic history that calls tools, left without any
     /// tool, declares the tools it names, not to be called (as a translation does).
     pub fn drop_hosted(
         self,

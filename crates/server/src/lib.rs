@@ -130,7 +130,7 @@ impl Drop for AbortOnDrop {
 /// streams and WebSocket turns the configured grace period to finish.
 ///
 /// Connections are capped and each has a deadline (`gateway.connections`, read
-/// now: a reload does not change them); see [`conn`].
+/// now: a reload does not change them); see `conn.rs`.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,

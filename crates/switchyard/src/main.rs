@@ -73,7 +73,7 @@ fn init_logging(format: LogFormat) {
 
 /// Colour escapes only for a person at a terminal: a file, a pipe or a log
 /// collector would keep them as noise. A non-empty `NO_COLOR` turns them off
-/// everywhere (https://no-color.org).
+/// everywhere (<https://no-color.org>).
 fn log_colours(terminal: bool, no_color: Option<OsString>) -> bool {
     terminal && no_color.is_none_or(|v| v.is_empty())
 }
