@@ -378,9 +378,9 @@ impl futures_util::Stream for GenerationStream {
     }
 }
 
-/// An in-process gateway: [`crate::Gateway`] plus what a library caller needs.
+/// An in-process gateway: the [`Engine`](crate::Engine) plus what a library caller needs.
 pub struct Gateway {
-    inner: crate::Gateway,
+    inner: crate::Engine,
     credentials: Option<Arc<dyn CredentialResolver>>,
 }
 
@@ -424,7 +424,7 @@ impl Gateway {
     ///     .settings(|s| s.timeouts.first_byte_ms = 30_000)
     ///     .build()?;
     /// // No lookup was given, so ANTHROPIC_API_KEY reads as unset: `claude` is disabled.
-    /// let snapshot = gateway.core().snapshot();
+    /// let snapshot = gateway.engine().snapshot();
     /// assert!(snapshot.catalog.provider("claude").is_some_and(|p| p.unavailable.is_some()));
     ///
     /// let request = Request {
@@ -444,7 +444,7 @@ impl Gateway {
     /// From a compiled catalog, with records going to `sink` and runtime state
     /// (breakers, limits, shared stores) as given.
     pub fn new(catalog: Catalog, sink: SharedSink, runtime: Runtime) -> Result<Self, LoadError> {
-        Ok(Self { inner: crate::Gateway::with_runtime(catalog, sink, runtime)?, credentials: None })
+        Ok(Self { inner: crate::Engine::with_runtime(catalog, sink, runtime)?, credentials: None })
     }
 
     /// From YAML text (`name` appears in problems: `name:line: …`). `${VAR}`
@@ -485,8 +485,8 @@ impl Gateway {
         self
     }
 
-    /// The gateway underneath (reload, snapshot, runtime state).
-    pub fn core(&self) -> &crate::Gateway {
+    /// The engine underneath (reload, snapshot, runtime state).
+    pub fn engine(&self) -> &crate::Engine {
         &self.inner
     }
 

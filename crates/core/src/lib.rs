@@ -1,7 +1,7 @@
 //! Switchyard core: configuration, the catalog, provider adapters and the execution
 //! pipeline. Usable as a library: [`embed::Gateway`] runs canonical requests
 //! in-process (see its module for an example); the HTTP server is a layer over
-//! [`Gateway::execute`].
+//! the [`Engine`] underneath it ([`Engine::execute`]).
 
 #![warn(missing_docs)]
 
@@ -104,9 +104,11 @@ impl Snapshot {
     }
 }
 
-/// The gateway: the current snapshot (swapped atomically on reload) and the sink
-/// request records go to.
-pub struct Gateway {
+/// The engine under every way in (the HTTP server, [`embed::Gateway`]): the
+/// current snapshot (swapped atomically on reload), the runtime state that
+/// outlives snapshots, and the sink request records go to. It runs requests
+/// already parsed ([`Inbound`]); a library caller uses [`embed::Gateway`].
+pub struct Engine {
     current: ArcSwap<Snapshot>,
     /// Breaker, latency and in-flight state: outlives snapshots.
     pub runtime: Arc<runtime::Runtime>,
@@ -114,14 +116,14 @@ pub struct Gateway {
     pub sink: SharedSink,
 }
 
-impl Gateway {
+impl Engine {
     /// A gateway serving `catalog`, records to `sink`, with in-process runtime
     /// state and no limits ([`runtime::Runtime::default`]).
     pub fn new(catalog: Catalog, sink: SharedSink) -> Result<Self, LoadError> {
         Self::with_runtime(catalog, sink, runtime::Runtime::default())
     }
 
-    /// [`Gateway::new`] on the given runtime state: shared implementations of the
+    /// [`Engine::new`] on the given runtime state: shared implementations of the
     /// [`state`] traits, limits ([`runtime::Runtime::admission`]), a seal for the
     /// continuation data handed to clients ([`runtime::Runtime::seal`]).
     pub fn with_runtime(

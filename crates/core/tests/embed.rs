@@ -361,7 +361,7 @@ async fn gateways_built_from_one_builder_are_independent() {
         .model(Model::new("renamed").deployment("a", "up-one"))
         .compile()
         .unwrap();
-    one.core().reload(renamed).unwrap();
+    one.engine().reload(renamed).unwrap();
     let err = one.generate(Generate::new(ask("one"))).await.unwrap_err();
     assert_eq!(err.status(), 404);
     one.generate(Generate::new(ask("renamed"))).await.unwrap();

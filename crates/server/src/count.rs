@@ -1,5 +1,5 @@
 //! Token-counting endpoints: each client format's request body, counted by the
-//! core ([`switchyard_core::Gateway::count_tokens`]) and answered in the format's
+//! core ([`switchyard_core::Engine::count_tokens`]) and answered in the format's
 //! own shape, with [`HEADER_ESTIMATED`] saying whether the gateway estimated it.
 
 use std::sync::Arc;

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::routing::{get, post};
-use switchyard_core::Gateway;
+use switchyard_core::Engine;
 use tokio::net::TcpListener;
 
 pub use count::HEADER_ESTIMATED;
@@ -37,7 +37,7 @@ pub use prometheus::serve_metrics;
 
 /// Shared by every handler.
 pub struct AppState {
-    pub gateway: Arc<Gateway>,
+    pub gateway: Arc<Engine>,
     pub identity: identity::Identity,
     /// False once shutdown has begun (`/readyz` answers 503).
     ready: AtomicBool,
@@ -51,12 +51,12 @@ pub struct AppState {
 
 impl AppState {
     /// Static keys from the configuration only (no database).
-    pub fn new(gateway: Arc<Gateway>) -> Arc<Self> {
+    pub fn new(gateway: Arc<Engine>) -> Arc<Self> {
         let keys = gateway.snapshot().catalog.settings.api_keys.clone();
         Self::with_identity(gateway, identity::Identity::from_keys(keys))
     }
 
-    pub fn with_identity(gateway: Arc<Gateway>, identity: identity::Identity) -> Arc<Self> {
+    pub fn with_identity(gateway: Arc<Engine>, identity: identity::Identity) -> Arc<Self> {
         // Install the metrics recorder before the first request records anything.
         let _ = prometheus::handle();
         Arc::new(Self {

@@ -32,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchyard_core::catalog::{ModelEntry, normalize_model};
 use switchyard_core::util::{Date, excerpt};
-use switchyard_core::{Gateway, GatewayError, Snapshot};
+use switchyard_core::{Engine, GatewayError, Snapshot};
 use switchyard_protocol::{ClientFormat, ErrorCode};
 
 use crate::http::error_response;
@@ -117,7 +117,7 @@ pub async fn list(
 /// with 503, a forbidden one with 403: listing either would invite clients to
 /// pick it.)
 fn listed<'a>(
-    gateway: &Gateway,
+    gateway: &Engine,
     snapshot: &'a Snapshot,
     caller: &Caller,
 ) -> Vec<&'a Arc<ModelEntry>> {

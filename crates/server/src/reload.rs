@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchyard_core::util::fnv1a;
-use switchyard_core::{Gateway, LoadError};
+use switchyard_core::{Engine, LoadError};
 use switchyard_store::Store;
 use tokio::sync::{mpsc, oneshot};
 
@@ -48,7 +48,7 @@ impl Reloader {
     /// `store`: the user directory (None: no database), against which each new
     /// configuration's access rules are checked for names that match no one.
     pub fn spawn(
-        gateway: Arc<Gateway>,
+        gateway: Arc<Engine>,
         path: PathBuf,
         poll: Duration,
         store: Option<Store>,
@@ -122,7 +122,7 @@ fn content_hash(path: &Path) -> Option<u64> {
 }
 
 async fn run(
-    gateway: Arc<Gateway>,
+    gateway: Arc<Engine>,
     path: PathBuf,
     mut last: Option<u64>,
     mut rx: mpsc::Receiver<Trigger>,

@@ -18,7 +18,7 @@ use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, WAIT, config_yaml}
 use reqwest::Method;
 use serde_json::{Value, json};
 use switchyard_core::util::Secret;
-use switchyard_core::{Catalog, ConfigSource, Gateway, SharedSink};
+use switchyard_core::{Catalog, ConfigSource, Engine, SharedSink};
 use switchyard_server::AppState;
 use switchyard_server::identity::Identity;
 use switchyard_store::MemorySink;
@@ -193,7 +193,7 @@ impl Env {
             }
             None => Arc::new(MemorySink::new(1000)),
         };
-        let gateway = Arc::new(Gateway::new(catalog, sink).unwrap());
+        let gateway = Arc::new(Engine::new(catalog, sink).unwrap());
         let sealer = opts.sealer.then(|| Arc::new(Sealer::new(SECRET, "k1").unwrap()));
         // A long cache TTL: anything that takes effect at once does so because the
         // admin API invalidated the cache, not because an entry expired.

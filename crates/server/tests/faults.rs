@@ -236,7 +236,7 @@ async fn provider_without_credentials_is_skipped_with_a_clear_error() {
     let raw = switchyard_core::ConfigSource::embedded().parse_with(&|_| None).unwrap();
     let catalog = switchyard_core::Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
     let sink = std::sync::Arc::new(switchyard_store::MemorySink::new(16));
-    let gw = switchyard_core::Gateway::new(catalog, sink).unwrap();
+    let gw = switchyard_core::Engine::new(catalog, sink).unwrap();
     let request = switchyard_protocol::openai_chat::parse_request(
         chat("gpt-6.2-sol", "x", false).to_string().as_bytes(),
     )

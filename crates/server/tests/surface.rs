@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use switchyard_core::{Catalog, ConfigSource, Gateway};
+use switchyard_core::{Catalog, ConfigSource, Engine};
 use switchyard_protocol::{ClientFormat, Part};
 use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
 
@@ -226,7 +226,7 @@ async fn embedded_default_without_keys_lists_only_the_mock() {
     let raw = ConfigSource::embedded().parse_with(&|_| None).unwrap();
     let catalog = Catalog::compile(&raw, "<embedded default>", &|_| None).unwrap();
     let sink = std::sync::Arc::new(switchyard_store::MemorySink::new(10));
-    let gateway = std::sync::Arc::new(Gateway::new(catalog, sink).unwrap());
+    let gateway = std::sync::Arc::new(Engine::new(catalog, sink).unwrap());
     let state = switchyard_server::AppState::new(gateway);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

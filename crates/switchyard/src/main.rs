@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 mod cli;
 mod storage;
 use switchyard_core::util::Date;
-use switchyard_core::{Catalog, ConfigSource, Gateway, LoadError};
+use switchyard_core::{Catalog, ConfigSource, Engine, LoadError};
 
 #[derive(Parser)]
 #[command(name = "switchyard", version, about = "A self-hosted LLM gateway")]
@@ -210,7 +210,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         }
     };
     let runtime = switchyard_core::runtime::Runtime { seal: Some(seal), ..Default::default() };
-    let gateway = match Gateway::with_runtime(catalog, sink, runtime) {
+    let gateway = match Engine::with_runtime(catalog, sink, runtime) {
         Ok(g) => Arc::new(g),
         Err(e) => {
             report_load_error(&e);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use switchyard_core::config::raw::{SecurityConfig, StorageConfig};
 use switchyard_core::util::Secret;
-use switchyard_core::{Catalog, Gateway};
+use switchyard_core::{Catalog, Engine};
 use switchyard_store::Store;
 use switchyard_store::audit::{AuditConfig, AuditTask, AuditWriter, RecordStore};
 use switchyard_store::seal::Sealer;
@@ -105,7 +105,7 @@ pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {
 }
 
 /// Load the stored access rules into the gateway's runtime.
-pub async fn load_rules(store: &Store, gateway: &Gateway) -> Result<usize, String> {
+pub async fn load_rules(store: &Store, gateway: &Engine) -> Result<usize, String> {
     let rules = store.list_rules().await.map_err(|e| e.to_string())?;
     let n = rules.len();
     gateway.runtime.rules.store(Arc::new(rules.into_iter().map(|r| r.rule).collect()));
@@ -139,7 +139,7 @@ pub async fn start_audit(
 
 /// Reload the stored access rules periodically, so rules changed through another
 /// instance (or the CLI) reach this one.
-pub fn spawn_rule_refresh(store: Store, gateway: Arc<Gateway>, every: Duration) {
+pub fn spawn_rule_refresh(store: Store, gateway: Arc<Engine>, every: Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.tick().await;

@@ -192,7 +192,7 @@ fn a_reload_keeps_a_provider_s_client_only_while_its_options_are_unchanged() {
     let dir = Dir::new("reload");
     let pool = |n: usize| provider(&format!("      pool_max_idle_per_host: {n}\n"));
     let gateway =
-        crate::Gateway::new(dir.compile(&pool(1)).unwrap(), Arc::new(crate::record::NullSink))
+        crate::Engine::new(dir.compile(&pool(1)).unwrap(), Arc::new(crate::record::NullSink))
             .unwrap();
     let runtime = || Arc::clone(&gateway.snapshot().runtimes["internal"]);
     let first = runtime();

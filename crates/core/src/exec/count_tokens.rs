@@ -41,7 +41,7 @@ impl Snapshot {
     /// no request record. The entry point for every client
     /// format's counting endpoint: the edge parses the request into an
     /// [`Inbound`] as for a generation and encodes the [`TokenCount`] in its own
-    /// shape; [`crate::Gateway::count_tokens`] calls this on the current snapshot.
+    /// shape; [`crate::Engine::count_tokens`] calls this on the current snapshot.
     pub async fn count_tokens(
         &self,
         inbound: &Inbound,

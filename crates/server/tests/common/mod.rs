@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchyard_core::{Catalog, ConfigSource, Gateway};
+use switchyard_core::{Catalog, ConfigSource, Engine};
 use switchyard_protocol::{
     ClientFormat, Response, ResponseAccumulator, SseDecoder, StreamDecoder, anthropic, gemini,
     openai_chat, responses,
@@ -208,7 +208,7 @@ impl Harness {
             admission: options.admission.clone(),
             ..Default::default()
         };
-        let gateway = Arc::new(Gateway::with_runtime(catalog, sink.clone(), runtime).unwrap());
+        let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());
         let state = AppState::new(gateway);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
