@@ -479,7 +479,7 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
     if !c.routes.is_empty() {
         println!("\nroutes (first match wins):");
         for r in &c.routes {
-            let chain_text = |chain: &switchyard_core::catalog::Chain| {
+            let chain_text = |chain: &switchyard_core::catalog::ChainSpec| {
                 let mut parts = Vec::new();
                 for t in std::iter::once(&chain.primary).chain(&chain.fallbacks) {
                     if let Some(p) = c.providers.get(t.provider) {

@@ -13,8 +13,8 @@ use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
-    AttemptPolicy, Capabilities, Catalog, Deployment, MODEL_NAME_RULE, ModelEntry, ProviderKind,
-    ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
+    AttemptPolicy, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
+    ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
 };
 use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
 use crate::util::{Date, Secret, glob_match};
@@ -354,7 +354,7 @@ fn compile_models(
                 let upstream_model = d.model.clone().unwrap_or_else(|| m.id.value.clone());
                 let at = format!("models[{id}].deployments[{}].model", d.provider.value);
                 check_model_name(&d.provider, &at, &upstream_model, problems);
-                deployments.push(Deployment {
+                deployments.push(DeploymentSpec {
                     provider,
                     upstream_model,
                     pricing: d.pricing.clone(),

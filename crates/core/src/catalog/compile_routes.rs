@@ -9,8 +9,9 @@ use serde_saphyr::Spanned;
 
 use super::compile::{Problem, check_model_name};
 use super::{
-    AttemptPolicy, Chain, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_RETRIES,
-    ModelEntry, ProviderSpec, Route, Scopes, Strategy, Target, governance_ok, normalize_model,
+    AttemptPolicy, ChainSpec, DeploymentSpec, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_RETRIES,
+    ModelEntry, ProviderSpec, RouteSpec, Scopes, Strategy, TargetSpec, governance_ok,
+    normalize_model,
 };
 use crate::config::raw::{self, RawConfig};
 use crate::util::{fnv1a, glob_match, slug};
@@ -25,10 +26,10 @@ pub(super) fn compile_routes(
     lookup: &HashMap<String, usize>,
     problems: &mut Vec<Problem>,
     warnings: &mut Vec<String>,
-) -> Vec<Route> {
+) -> Vec<RouteSpec> {
     let model_index: HashMap<&str, &ModelEntry> =
         models.iter().map(|m| (m.id.as_str(), m)).collect();
-    let mut routes: Vec<Route> = Vec::new();
+    let mut routes: Vec<RouteSpec> = Vec::new();
     for r in &raw.routes {
         let ctx =
             RouteCtx { route: &r.name, providers, provider_index, models: &model_index, lookup };
@@ -120,7 +121,7 @@ pub(super) fn compile_routes(
             ));
         }
         if let Some(chain) = chain {
-            routes.push(Route {
+            routes.push(RouteSpec {
                 id: route_id(&r.name),
                 name: r.name.clone(),
                 pattern,
@@ -150,7 +151,7 @@ pub(super) fn check_governance(
     providers: &[Arc<ProviderSpec>],
     models: &[ModelEntry],
     lookup: &HashMap<String, usize>,
-    routes: &[Route],
+    routes: &[RouteSpec],
     problems: &mut Vec<Problem>,
 ) {
     // Each written route with the route it compiled to (one that did not compile,
@@ -255,7 +256,7 @@ impl RouteCtx<'_> {
 
     /// Does this target serve at least one priced catalog model?
     fn serves_priced_model(&self, provider: usize, model: Option<&String>) -> bool {
-        let priced = |m: &ModelEntry, d: &Deployment| {
+        let priced = |m: &ModelEntry, d: &DeploymentSpec| {
             d.pricing
                 .as_ref()
                 .or(m.pricing.as_ref())
@@ -303,23 +304,23 @@ impl RouteCtx<'_> {
         fallbacks: &[raw::RouteTarget],
         strategy: Strategy,
         problems: &mut Vec<Problem>,
-    ) -> Option<Chain> {
+    ) -> Option<ChainSpec> {
         self.target_model(provider, "model", model, problems);
-        let primary = self.provider(provider, "provider", problems).map(|p| Target {
+        let primary = self.provider(provider, "provider", problems).map(|p| TargetSpec {
             provider: p,
             model: model.cloned(),
             weight: self.weight(weight, problems),
         });
-        let mut out: Vec<Target> = Vec::new();
+        let mut out: Vec<TargetSpec> = Vec::new();
         for f in fallbacks {
             self.target_model(&f.provider, "fallbacks[].model", f.model.as_ref(), problems);
             let Some(p) = self.provider(&f.provider, "fallbacks", problems) else { continue };
-            let t = Target {
+            let t = TargetSpec {
                 provider: p,
                 model: f.model.clone(),
                 weight: self.weight(f.weight.as_ref(), problems),
             };
-            let same = |a: &Target| a.provider == t.provider && a.model == t.model;
+            let same = |a: &TargetSpec| a.provider == t.provider && a.model == t.model;
             let name = self.providers.get(p).map(|x| x.name.as_str()).unwrap_or("?");
             if primary.as_ref().is_some_and(same) {
                 problems.push(Problem::at(
@@ -340,6 +341,6 @@ impl RouteCtx<'_> {
             }
             out.push(t);
         }
-        primary.map(|primary| Chain { primary, fallbacks: out, strategy })
+        primary.map(|primary| ChainSpec { primary, fallbacks: out, strategy })
     }
 }

@@ -23,10 +23,10 @@ mod spec;
 pub use compile::{InvalidRegistry, Problem};
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
-    AttemptPolicy, Candidate, Capabilities, Chain, Connections, DEFAULT_FAILOVER,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FALLBACKS, Deployment, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS,
-    MAX_CANDIDATES, MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing, ProviderKind,
-    ProviderSpec, Requires, Route, Scope, Scopes, Settings, Strategy, Target,
+    AttemptPolicy, Candidate, Capabilities, ChainSpec, Connections, DEFAULT_FAILOVER,
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FALLBACKS, DeploymentSpec, HARD_MAX_ATTEMPTS,
+    HARD_MAX_FALLBACKS, MAX_CANDIDATES, MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing,
+    ProviderKind, ProviderSpec, Requires, RouteSpec, Scope, Scopes, Settings, Strategy, TargetSpec,
 };
 
 /// The compiled, immutable catalog.
@@ -39,7 +39,7 @@ pub struct Catalog {
     /// The models, in file order.
     pub models: Vec<Arc<ModelEntry>>,
     /// The routes, in file order: the first whose pattern matches serves a model.
-    pub routes: Vec<Route>,
+    pub routes: Vec<RouteSpec>,
     /// Access rules from the configuration file.
     pub rules: Vec<crate::access::Rule>,
     /// Storage settings as written (paths are resolved by the binary).

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::{
-    Candidate, Catalog, Chain, Deployment, ModelEntry, Plan, ProviderSpec, Route, Scope, Strategy,
-    Target, normalize_model,
+    Candidate, Catalog, ChainSpec, DeploymentSpec, ModelEntry, Plan, ProviderSpec, RouteSpec,
+    Scope, Strategy, TargetSpec, normalize_model,
 };
 use crate::config::raw;
 use crate::util::{Date, glob_match};
@@ -81,7 +81,7 @@ impl Catalog {
     }
 
     /// The route a request for the catalog model `m` resolves to, if any.
-    pub fn route_of(&self, m: &ModelEntry) -> Option<&Route> {
+    pub fn route_of(&self, m: &ModelEntry) -> Option<&RouteSpec> {
         self.lookup
             .get(&m.id)
             .and_then(|&i| self.model_route.get(i).copied().flatten())
@@ -238,10 +238,10 @@ impl Catalog {
     /// shared, or no scopes), or a refusal.
     fn pick_chain<'r>(
         &self,
-        r: &'r Route,
+        r: &'r RouteSpec,
         scope: &Scope<'_>,
         descriptor: &mut Vec<String>,
-    ) -> Result<&'r Chain, ResolveError> {
+    ) -> Result<&'r ChainSpec, ResolveError> {
         let Some(scopes) = &r.scopes else { return Ok(&r.chain) };
         let (value, name) = match scopes.dimension.as_str() {
             "project" => (scope.project, scope.project_name),
@@ -284,7 +284,7 @@ impl Catalog {
         out.into_iter().next()
     }
 
-    fn push_deployment(&self, d: &Deployment, m: &Arc<ModelEntry>, out: &mut Vec<Candidate>) {
+    fn push_deployment(&self, d: &DeploymentSpec, m: &Arc<ModelEntry>, out: &mut Vec<Candidate>) {
         if let Some(provider) = self.providers.get(d.provider) {
             push_unique(
                 out,
@@ -302,7 +302,7 @@ impl Catalog {
 
     fn push_target(
         &self,
-        t: &Target,
+        t: &TargetSpec,
         model: Option<&Arc<ModelEntry>>,
         public: &str,
         out: &mut Vec<Candidate>,

@@ -118,7 +118,7 @@ pub struct ModelEntry {
     /// Its other names, normalised.
     pub aliases: Vec<String>,
     /// Where it runs, in the order written.
-    pub deployments: Vec<Deployment>,
+    pub deployments: Vec<DeploymentSpec>,
     /// Its prices; `None`: costs are unknown unless a deployment has its own.
     pub pricing: Option<Pricing>,
     /// Its context window in tokens; `None`: never refused for size.
@@ -177,7 +177,7 @@ impl ModelEntry {
 
 /// A compiled deployment of a model.
 #[derive(Debug, Clone)]
-pub struct Deployment {
+pub struct DeploymentSpec {
     /// Index into [`Catalog::providers`](super::Catalog::providers).
     pub provider: usize,
     /// The provider's id for the model (the catalog id unless configured).
@@ -190,7 +190,7 @@ pub struct Deployment {
 
 /// A compiled route or chain target.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct TargetSpec {
     /// Index into [`Catalog::providers`](super::Catalog::providers).
     pub provider: usize,
     /// A catalog id (its deployment on this provider is used) or an upstream id;
@@ -218,11 +218,11 @@ impl Strategy {
 
 /// A primary and its ordered fallbacks, with the strategy that orders them.
 #[derive(Debug, Clone)]
-pub struct Chain {
+pub struct ChainSpec {
     /// Tried first (unless the strategy orders otherwise).
-    pub primary: Target,
+    pub primary: TargetSpec,
     /// Tried after it, in order.
-    pub fallbacks: Vec<Target>,
+    pub fallbacks: Vec<TargetSpec>,
     /// How the targets are ordered for the first attempt.
     pub strategy: Strategy,
 }
@@ -235,7 +235,7 @@ pub struct Scopes {
     /// A value not listed goes down the route's own chain (else it is refused).
     pub unmapped_shared: bool,
     /// The chains, by value as written (a project's id or name).
-    pub chains: HashMap<String, Chain>,
+    pub chains: HashMap<String, ChainSpec>,
 }
 
 /// Bounds and classification rules of the attempt loop.
@@ -327,7 +327,7 @@ impl AttemptPolicy {
 
 /// A compiled route.
 #[derive(Debug)]
-pub struct Route {
+pub struct RouteSpec {
     /// `slug(name)-<6 hex of FNV-1a(name)>`: stable across reloads and machines.
     pub id: String,
     /// Its name as written.
@@ -335,7 +335,7 @@ pub struct Route {
     /// Glob over canonical model ids, normalised.
     pub pattern: String,
     /// Its own chain.
-    pub chain: Chain,
+    pub chain: ChainSpec,
     /// Per-scope chains; `None`: every request takes `chain`.
     pub scopes: Option<Scopes>,
     /// Catalog ids tried when the request does not fit the chain's context window.
