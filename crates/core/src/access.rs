@@ -15,7 +15,7 @@ use crate::util::glob_match;
 /// A user's role. Every role may use every model unless a rule says otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum CallerRole {
     /// May also use the admin API (the bootstrap admin key has this role).
     Admin,
     /// The default for new users; static gateway keys act as one.
@@ -24,22 +24,22 @@ pub enum Role {
     Viewer,
 }
 
-impl Role {
+impl CallerRole {
     /// `admin`, `member` or `viewer` (the serialized form).
     pub fn as_str(self) -> &'static str {
         match self {
-            Role::Admin => "admin",
-            Role::Member => "member",
-            Role::Viewer => "viewer",
+            CallerRole::Admin => "admin",
+            CallerRole::Member => "member",
+            CallerRole::Viewer => "viewer",
         }
     }
 
-    /// The role [`Role::as_str`] names; `None` for anything else.
-    pub fn parse(s: &str) -> Option<Role> {
+    /// The role [`CallerRole::as_str`] names; `None` for anything else.
+    pub fn parse(s: &str) -> Option<CallerRole> {
         match s {
-            "admin" => Some(Role::Admin),
-            "member" => Some(Role::Member),
-            "viewer" => Some(Role::Viewer),
+            "admin" => Some(CallerRole::Admin),
+            "member" => Some(CallerRole::Member),
+            "viewer" => Some(CallerRole::Viewer),
             _ => None,
         }
     }
@@ -51,7 +51,7 @@ pub struct Principal {
     /// The signed-in user's id; `None` for a static key or an anonymous caller.
     pub user_id: Option<String>,
     /// `None`: anonymous (an open gateway, a library caller by default).
-    pub role: Option<Role>,
+    pub role: Option<CallerRole>,
     /// The user's groups, which rules may name.
     pub groups: Vec<String>,
     /// The project the key is bound to, else the user's primary project.
@@ -88,7 +88,7 @@ pub enum Subject {
     /// Every caller, anonymous ones included.
     Any,
     /// Callers with this role.
-    Role(Role),
+    Role(CallerRole),
     /// Members of this group.
     Group(String),
     /// Callers with this project (attributed or a membership), by id or name.
@@ -225,7 +225,7 @@ mod tests {
     fn member(groups: &[&str]) -> Principal {
         Principal {
             user_id: Some("u1".into()),
-            role: Some(Role::Member),
+            role: Some(CallerRole::Member),
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             project: Some("p1".into()),
             projects: vec!["p2".into()],
@@ -272,8 +272,8 @@ mod tests {
     fn subjects_match_roles_users_and_projects() {
         let who = member(&[]);
         for (s, hit) in [
-            (Subject::Role(Role::Member), true),
-            (Subject::Role(Role::Admin), false),
+            (Subject::Role(CallerRole::Member), true),
+            (Subject::Role(CallerRole::Admin), false),
             (Subject::User("u1".into()), true),
             (Subject::User("u2".into()), false),
             (Subject::Project("p1".into()), true),

@@ -37,7 +37,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use serde::de::DeserializeOwned;
 use switchyard_core::GatewayError;
-use switchyard_core::access::Role;
+use switchyard_core::access::CallerRole;
 use switchyard_protocol::{ClientFormat, ErrorCode};
 use switchyard_store::{Store, StoreError};
 
@@ -168,7 +168,7 @@ impl FromRequestParts<Arc<AppState>> for Admin {
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
         let caller = state.identity.authenticate(&parts.headers).await?;
-        if caller.principal.role != Some(Role::Admin) {
+        if caller.principal.role != Some(CallerRole::Admin) {
             return Err(ApiError(GatewayError::new(
                 ErrorCode::AdminRequired,
                 "the admin API needs a key of a user with the admin role",

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use switchyard_core::GatewayError;
-use switchyard_core::access::{Principal, Role};
+use switchyard_core::access::{CallerRole, Principal};
 use switchyard_core::util::{Secret, key_prefix};
 use switchyard_protocol::ErrorCode;
 use switchyard_store::db::hash_secret;
@@ -209,7 +209,7 @@ impl Identity {
         {
             let principal = Principal {
                 user_id: Some("bootstrap-admin".to_owned()),
-                role: Some(Role::Admin),
+                role: Some(CallerRole::Admin),
                 key_prefix: prefix,
                 ..Principal::default()
             };
@@ -220,8 +220,11 @@ impl Identity {
             static_hit |= k.matches(key.as_bytes());
         }
         if static_hit {
-            let principal =
-                Principal { role: Some(Role::Member), key_prefix: prefix, ..Principal::default() };
+            let principal = Principal {
+                role: Some(CallerRole::Member),
+                key_prefix: prefix,
+                ..Principal::default()
+            };
             return Ok(Caller { principal, byok: Vec::new() });
         }
         let Some(store) = &self.store else {

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use switchyard_core::GatewayError;
-use switchyard_core::access::{Principal, Role};
+use switchyard_core::access::{CallerRole, Principal};
 use switchyard_core::breaker::{BreakerState, CredentialKey, NO_CREDENTIAL};
 use switchyard_core::catalog::Catalog;
 use switchyard_protocol::{ClientFormat, ErrorCode};
@@ -99,10 +99,10 @@ pub async fn render(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
 /// Whom `/metrics` answers on the gateway's address.
 fn may_read(p: &Principal) -> bool {
     match p.role {
-        Some(Role::Admin | Role::Viewer) => true,
+        Some(CallerRole::Admin | CallerRole::Viewer) => true,
         // A static key from the file: no user behind it, so the operator's own
         // (all a gateway without a database has); a member's stored key is not.
-        Some(Role::Member) => p.user_id.is_none(),
+        Some(CallerRole::Member) => p.user_id.is_none(),
         // Only open mode authenticates a caller without a role.
         None => true,
     }

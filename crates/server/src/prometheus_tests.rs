@@ -57,9 +57,9 @@ fn admins_viewers_static_keys_and_open_mode_may_read() {
         user_id: user.map(str::to_owned),
         ..Principal::default()
     };
-    assert!(may_read(&with(Some(Role::Admin), Some("bootstrap-admin"))));
-    assert!(may_read(&with(Some(Role::Viewer), Some("u-1"))));
-    assert!(may_read(&with(Some(Role::Member), None)), "a static key");
+    assert!(may_read(&with(Some(CallerRole::Admin), Some("bootstrap-admin"))));
+    assert!(may_read(&with(Some(CallerRole::Viewer), Some("u-1"))));
+    assert!(may_read(&with(Some(CallerRole::Member), None)), "a static key");
     assert!(may_read(&with(None, None)), "open mode");
-    assert!(!may_read(&with(Some(Role::Member), Some("u-2"))), "a member's stored key");
+    assert!(!may_read(&with(Some(CallerRole::Member), Some("u-2"))), "a member's stored key");
 }

@@ -9,7 +9,7 @@ use switchyard_core::util::Secret;
 use switchyard_protocol::ErrorCode;
 use switchyard_server::identity::{Identity, short_key_warnings};
 use switchyard_store::testing::sqlite_temp;
-use switchyard_store::{NewKey, NewUser, Role};
+use switchyard_store::{CallerRole, NewKey, NewUser};
 
 fn bearer(key: &str) -> HeaderMap {
     let mut h = HeaderMap::new();
@@ -32,7 +32,7 @@ async fn open_until_the_first_key_then_unknown_keys_are_refused_even_from_cache(
         .create_user(NewUser {
             email: "a@example.com".into(),
             name: None,
-            role: Role::Member,
+            role: CallerRole::Member,
             project_id: None,
         })
         .await
@@ -50,7 +50,7 @@ async fn open_until_the_first_key_then_unknown_keys_are_refused_even_from_cache(
     );
     let caller = id.authenticate(&bearer(&secret)).await.unwrap();
     assert_eq!(caller.principal.user_id.as_deref(), Some(user.id.as_str()));
-    assert_eq!(caller.principal.role, Some(Role::Member));
+    assert_eq!(caller.principal.role, Some(CallerRole::Member));
 }
 
 /// Records show a static or bootstrap key by a prefix that gives little away:

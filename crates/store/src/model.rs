@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use switchyard_core::access;
 
-pub use switchyard_core::access::{Effect, Role, Subject};
+pub use switchyard_core::access::{CallerRole, Effect, Subject};
 
 /// A person (or service) that holds API keys.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -16,7 +16,7 @@ pub struct User {
     /// Stored lower-cased; unique.
     pub email: String,
     pub name: Option<String>,
-    pub role: Role,
+    pub role: CallerRole,
     pub primary_project_id: Option<String>,
     pub disabled: bool,
     pub created_at: i64,
@@ -28,7 +28,7 @@ pub struct NewUser {
     pub email: String,
     #[serde(default)]
     pub name: Option<String>,
-    pub role: Role,
+    pub role: CallerRole,
     /// The user's primary project. `None`: a new project named after the email's
     /// local part (`alice@example.com` → `alice`, or `alice-2`… when taken).
     #[serde(default)]

@@ -140,7 +140,7 @@ async fn member(store: &Store, email: &str) -> User {
         .create_user(NewUser {
             email: email.into(),
             name: None,
-            role: Role::Member,
+            role: CallerRole::Member,
             project_id: None,
         })
         .await
@@ -187,7 +187,7 @@ async fn case_users(store: Store) {
         .create_user(NewUser {
             email: " Alice@Example.com ".into(),
             name: Some("Alice".into()),
-            role: Role::Member,
+            role: CallerRole::Member,
             project_id: None,
         })
         .await
@@ -217,7 +217,7 @@ async fn case_users(store: Store) {
         .create_user(NewUser {
             email: "ALICE@example.com".into(),
             name: None,
-            role: Role::Viewer,
+            role: CallerRole::Viewer,
             project_id: None,
         })
         .await
@@ -231,7 +231,7 @@ async fn case_users(store: Store) {
         .create_user(NewUser {
             email: "bob@example.com".into(),
             name: None,
-            role: Role::Admin,
+            role: CallerRole::Admin,
             project_id: Some(team.id.clone()),
         })
         .await
@@ -242,7 +242,7 @@ async fn case_users(store: Store) {
         .create_user(NewUser {
             email: "carol@example.com".into(),
             name: None,
-            role: Role::Member,
+            role: CallerRole::Member,
             project_id: Some("prj_missing".into()),
         })
         .await
@@ -252,7 +252,7 @@ async fn case_users(store: Store) {
         .create_user(NewUser {
             email: "carol".into(),
             name: None,
-            role: Role::Member,
+            role: CallerRole::Member,
             project_id: None,
         })
         .await
@@ -263,9 +263,11 @@ async fn case_users(store: Store) {
         store.list_users().await.unwrap().into_iter().map(|u| u.email).collect();
     assert_eq!(emails, ["alice@example.com", "alice@other.org", "bob@example.com"]);
 
-    store.set_user_role(&alice.id, Role::Admin).await.unwrap();
-    assert_eq!(store.user(&alice.id).await.unwrap().unwrap().role, Role::Admin);
-    assert!(store.set_user_role("usr_missing", Role::Admin).await.unwrap_err().is_not_found());
+    store.set_user_role(&alice.id, CallerRole::Admin).await.unwrap();
+    assert_eq!(store.user(&alice.id).await.unwrap().unwrap().role, CallerRole::Admin);
+    assert!(
+        store.set_user_role("usr_missing", CallerRole::Admin).await.unwrap_err().is_not_found()
+    );
 
     store.disable_user(&alice.id).await.unwrap();
     assert!(store.user(&alice.id).await.unwrap().unwrap().disabled);
@@ -463,7 +465,7 @@ async fn case_rules(store: Store) {
         .await
         .unwrap();
     let viewers = store
-        .create_rule(rule("viewers", Effect::Deny, "*", Subject::Role(Role::Viewer), 5))
+        .create_rule(rule("viewers", Effect::Deny, "*", Subject::Role(CallerRole::Viewer), 5))
         .await
         .unwrap();
     let person = store
@@ -483,8 +485,11 @@ async fn case_rules(store: Store) {
 
     // Stored rules feed core's decision as they are.
     let rules: Vec<access::Rule> = listed.iter().map(|r| r.rule.clone()).collect();
-    let who =
-        Principal { user_id: Some("u".into()), role: Some(Role::Member), ..Principal::default() };
+    let who = Principal {
+        user_id: Some("u".into()),
+        role: Some(CallerRole::Member),
+        ..Principal::default()
+    };
     assert!(access::decide(&rules, &who, "claude-opus-5", None).is_err());
     let insider = Principal { groups: vec!["research".into()], ..who.clone() };
     assert!(access::decide(&rules, &insider, "claude-opus-5", None).is_ok());

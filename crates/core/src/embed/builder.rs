@@ -10,7 +10,7 @@ use std::time::Duration;
 use switchyard_protocol::{ReasoningControl, ServerTool};
 
 use super::Gateway;
-use crate::access::{Effect, Role};
+use crate::access::{CallerRole, Effect};
 use crate::catalog::Problem;
 use crate::config::raw::{
     ByScope, ClientConfig, DeploymentConfig, ModelConfig, ProviderConfig, ProviderName, RawConfig,
@@ -806,7 +806,7 @@ impl AccessRule {
 
     /// Only callers with this role.
     #[must_use]
-    pub fn role(mut self, role: Role) -> Self {
+    pub fn role(mut self, role: CallerRole) -> Self {
         self.config.role = Some(role);
         self
     }

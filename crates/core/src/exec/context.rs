@@ -232,7 +232,7 @@ pub async fn attribute(
         let name = principal.project_name(id).map(str::to_owned);
         return Ok((Some(id.to_owned()), name));
     }
-    if principal.role == Some(access::Role::Admin) {
+    if principal.role == Some(access::CallerRole::Admin) {
         return Ok(match directory.project(named).await? {
             Some((id, name)) => (Some(id), Some(name)),
             None => (Some(named.to_owned()), None),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use switchyard_core::access::Role;
+use switchyard_core::access::CallerRole;
 use switchyard_store::{ApiKey, NewKey, NewUser, Project, User};
 
 use super::{ApiError, ApiResult, Body, Db, Params, Segments, given, list, ok, reply};
@@ -26,7 +26,7 @@ pub(crate) struct CreateUser {
     name: Option<String>,
     /// Default `member`.
     #[serde(default)]
-    role: Option<Role>,
+    role: Option<CallerRole>,
     /// The primary project (an id); default: a new project named after the email.
     #[serde(default)]
     project_id: Option<String>,
@@ -36,7 +36,7 @@ pub(crate) struct CreateUser {
 #[serde(deny_unknown_fields)]
 pub(crate) struct PatchUser {
     #[serde(default)]
-    role: Option<Role>,
+    role: Option<CallerRole>,
     #[serde(default)]
     disabled: Option<bool>,
 }
@@ -62,7 +62,7 @@ pub(crate) async fn create_user(
         .create_user(NewUser {
             email: body.email,
             name: body.name,
-            role: body.role.unwrap_or(Role::Member),
+            role: body.role.unwrap_or(CallerRole::Member),
             project_id: given(body.project_id),
         })
         .await?;

@@ -39,7 +39,7 @@ use sqlx::sqlite::{
 use sqlx::{Decode, Postgres, Row, SqlSafeStr, Sqlite, Type};
 
 use crate::error::StoreError;
-use crate::model::Role;
+use crate::model::CallerRole;
 
 mod credentials;
 mod groups;
@@ -385,8 +385,8 @@ macro_rules! impl_row_ext {
 impl_row_ext!(SqliteRow, PgRow);
 
 /// A stored role (users and rules hold one).
-fn role(s: &str) -> Result<Role, StoreError> {
-    Role::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown role {s:?}")))
+fn role(s: &str) -> Result<CallerRole, StoreError> {
+    CallerRole::parse(s).ok_or_else(|| StoreError::Corrupt(format!("unknown role {s:?}")))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use super::{
     Backend, RowExt, SQLITE_BEGIN_WRITE, Store, const_format, found, new_id, now_ms, on_pool, role,
 };
 use crate::error::StoreError;
-use crate::model::{NewUser, Role, User};
+use crate::model::{CallerRole, NewUser, User};
 
 impl Store {
     /// Creates a user and, unless `u.project_id` names an existing project, their
@@ -138,7 +138,7 @@ impl Store {
         })
     }
 
-    pub async fn set_user_role(&self, id: &str, role: Role) -> Result<(), StoreError> {
+    pub async fn set_user_role(&self, id: &str, role: CallerRole) -> Result<(), StoreError> {
         let n = on_pool!(self, |p| sqlx::query("UPDATE users SET role = $2 WHERE id = $1")
             .bind(id)
             .bind(role.as_str())

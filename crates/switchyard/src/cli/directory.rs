@@ -1,7 +1,7 @@
 //! `users`, `projects`, `groups`.
 
 use clap::{Subcommand, ValueEnum};
-use switchyard_store::{NewUser, Role};
+use switchyard_store::{CallerRole, NewUser};
 
 use super::fmt::{Table, fmt_time};
 use super::{Ctx, Result, out, out_json, out_table};
@@ -14,12 +14,12 @@ pub enum RoleArg {
     Viewer,
 }
 
-impl From<RoleArg> for Role {
-    fn from(r: RoleArg) -> Role {
+impl From<RoleArg> for CallerRole {
+    fn from(r: RoleArg) -> CallerRole {
         match r {
-            RoleArg::Admin => Role::Admin,
-            RoleArg::Member => Role::Member,
-            RoleArg::Viewer => Role::Viewer,
+            RoleArg::Admin => CallerRole::Admin,
+            RoleArg::Member => CallerRole::Member,
+            RoleArg::Viewer => CallerRole::Viewer,
         }
     }
 }
@@ -158,7 +158,7 @@ pub async fn users(ctx: &Ctx, cmd: UsersCmd) -> Result<()> {
         }
         UsersCmd::SetRole { user, role } => {
             let u = ctx.user(&user).await?;
-            let role = Role::from(role);
+            let role = CallerRole::from(role);
             ctx.store.set_user_role(&u.id, role).await?;
             out(&format!(
                 "{} is now {} (applies {})\n",

@@ -130,7 +130,7 @@ pub struct RuleConfig {
     pub pattern: String,
     /// Subject: callers with this role.
     #[serde(default)]
-    pub role: Option<crate::access::Role>,
+    pub role: Option<crate::access::CallerRole>,
     /// Subject: members of this group.
     #[serde(default)]
     pub group: Option<String>,
