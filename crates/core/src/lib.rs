@@ -23,7 +23,7 @@ pub mod mock;
 pub mod record;
 pub mod runtime;
 pub mod state;
-pub mod strategy;
+mod strategy;
 pub mod upstream;
 pub mod util;
 
