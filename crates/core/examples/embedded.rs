@@ -52,10 +52,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         messages: vec![Message::text(Role::User, "hello from the library")],
         ..Request::default()
     };
-    let routing = RequestRouting { fallbacks: vec!["careful".into()], ..RequestRouting::default() };
-    let answer = gateway
-        .generate(Generate { request: request.clone(), routing, ..Generate::default() })
-        .await?;
+    let routing = RequestRouting::default().fallback("careful");
+    let answer = gateway.generate(Generate::new(request.clone()).routing(routing)).await?;
     println!(
         "served by {} ({}) after {} attempt(s): {}",
         answer.provider,

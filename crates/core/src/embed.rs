@@ -116,7 +116,7 @@ use crate::{Catalog, ConfigSource};
 /// };
 ///
 /// let acme = Principal { user_id: Some("acme".into()), ..Principal::default() };
-/// let generate = Generate { caller: acme, ..Generate::new(request.clone()) };
+/// let generate = Generate::new(request.clone()).caller(acme);
 /// let answer = gateway.generate(generate).await?;
 /// let used = answer.attempts[0].credential.as_deref();
 /// assert_eq!(used, Some(Secret::from("sk-acme-0001").fingerprint().as_str()));
@@ -132,8 +132,10 @@ pub trait CredentialResolver: Send + Sync {
     fn resolve(&self, provider: &str, caller: &Principal) -> Option<Secret>;
 }
 
-/// A request through the library.
+/// A request through the library: [`Generate::new`], then what it needs beyond
+/// the configuration's defaults.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Generate {
     /// The canonical request. Its `stream` flag is ignored: [`Gateway::generate`]
     /// and [`Gateway::stream`] set it.
@@ -156,6 +158,35 @@ impl Generate {
     pub fn new(request: Request) -> Self {
         Self { request, ..Self::default() }
     }
+
+    /// This request's own fallbacks, deadline and attempt bounds.
+    #[must_use]
+    pub fn routing(mut self, routing: RequestRouting) -> Self {
+        self.routing = routing;
+        self
+    }
+
+    /// Who asks (access rules, records, per-tenant credentials).
+    #[must_use]
+    pub fn caller(mut self, caller: Principal) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// The project it is attributed to, by id or name.
+    #[must_use]
+    pub fn project(mut self, project: impl Into<String>) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+
+    /// Its id, as its record, answer and failure carry it: 1 to 128 ASCII
+    /// letters, digits and `-_.:`.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
 }
 
 /// A request that failed: the error its caller is answered with, and how it
@@ -173,7 +204,7 @@ impl Generate {
 ///     .build()?;
 /// let request = Request { model: "nope".into(), messages: vec![Message::user("hi")], ..Request::default() };
 /// let failed = gateway
-///     .generate(Generate { id: Some("order-42".into()), ..Generate::new(request) })
+///     .generate(Generate::new(request).id("order-42"))
 ///     .await
 ///     .unwrap_err();
 /// assert_eq!((failed.status(), failed.request_id.as_str()), (404, "order-42"));

@@ -41,9 +41,8 @@ async fn invalid_model_ids_are_typed_errors_never_panics() {
         let err = gw.generate(Generate::new(ask(&bad))).await.unwrap_err();
         assert_eq!((err.status(), err.code()), (400, ErrorCode::InvalidModel), "{bad:?}");
     }
-    let routing =
-        RequestRouting { fallbacks: vec!["bad\u{0}".into()], ..RequestRouting::default() };
-    let err = gw.generate(Generate { request: ask("one"), routing, ..Generate::default() }).await;
+    let routing = RequestRouting::default().fallback("bad\u{0}");
+    let err = gw.generate(Generate::new(ask("one")).routing(routing)).await;
     assert_eq!(err.unwrap_err().code(), ErrorCode::InvalidModel);
 }
 
@@ -52,29 +51,19 @@ async fn request_fallbacks_and_bounds_apply() {
     let (gw, a, b) = gateway().await;
     // The request's fallback serves when its model's only deployment fails.
     a.push(Reply::status(500));
-    let routing = RequestRouting { fallbacks: vec!["two".into()], ..RequestRouting::default() };
-    let answer = gw
-        .generate(Generate { request: ask("one"), routing, ..Generate::default() })
-        .await
-        .unwrap();
+    let routing = RequestRouting::default().fallback("two");
+    let answer = gw.generate(Generate::new(ask("one")).routing(routing)).await.unwrap();
     assert_eq!((answer.provider.as_str(), answer.attempts.len()), ("b", 2));
     // max_fallbacks: 0 keeps to the model's own candidates.
     a.push(Reply::status(500));
-    let routing = RequestRouting {
-        fallbacks: vec!["two".into()],
-        max_fallbacks: Some(0),
-        ..RequestRouting::default()
-    };
-    let err = gw.generate(Generate { request: ask("one"), routing, ..Generate::default() }).await;
+    let routing = RequestRouting::default().fallback("two").max_fallbacks(0);
+    let err = gw.generate(Generate::new(ask("one")).routing(routing)).await;
     assert_eq!(err.unwrap_err().status(), 502);
     assert_eq!(b.request_count(), 1, "the fallback was not tried");
     // An attempt timeout shorter than the upstream's first byte fails the attempt.
     a.push(Reply::auto().first_byte_delay(Duration::from_secs(5)));
-    let routing = RequestRouting {
-        attempt_timeout: Some(Duration::from_millis(100)),
-        ..RequestRouting::default()
-    };
-    let err = gw.generate(Generate { request: ask("one"), routing, ..Generate::default() }).await;
+    let routing = RequestRouting::default().attempt_timeout(Duration::from_millis(100));
+    let err = gw.generate(Generate::new(ask("one")).routing(routing)).await;
     assert_eq!(err.unwrap_err().code(), ErrorCode::UpstreamTimeout);
 }
 
@@ -93,9 +82,8 @@ async fn a_library_stream_ends_with_its_attempts_and_usage() {
     // `_b`, not `_`: the fallback's fake must outlive the request.
     let (gw, a, _b) = gateway().await;
     a.push(Reply::status(500));
-    let routing = RequestRouting { fallbacks: vec!["two".into()], ..RequestRouting::default() };
-    let mut stream =
-        gw.stream(Generate { request: ask("one"), routing, ..Generate::default() }).await.unwrap();
+    let routing = RequestRouting::default().fallback("two");
+    let mut stream = gw.stream(Generate::new(ask("one")).routing(routing)).await.unwrap();
     assert_eq!(stream.provider, "b");
     assert!(stream.attempts().is_none(), "the record comes with the end");
     let mut text = String::new();
@@ -474,10 +462,7 @@ async fn a_failure_says_what_happened_under_the_callers_id_and_reaches_the_sink(
     // Statuses that fail over at once (no retry on the same deployment).
     a.push(Reply::status(404));
     b.push(Reply::status(401));
-    let failed = gw
-        .generate(Generate { id: Some("job-7:step-2".into()), ..Generate::new(ask("one")) })
-        .await
-        .unwrap_err();
+    let failed = gw.generate(Generate::new(ask("one")).id("job-7:step-2")).await.unwrap_err();
     assert_eq!(failed.request_id, "job-7:step-2");
     assert_eq!(failed.status(), 502);
     let outcomes: Vec<&str> = failed.attempts.iter().map(|t| t.outcome.as_str()).collect();
@@ -485,16 +470,11 @@ async fn a_failure_says_what_happened_under_the_callers_id_and_reaches_the_sink(
     assert_eq!(failed.record.as_ref().unwrap().id, "job-7:step-2");
     assert!(failed.to_string().contains("after 2 attempt(s)"), "{failed}");
     // The same record went to the sink; so does a success's, under its id.
-    gw.generate(Generate { id: Some("job-7:step-3".into()), ..Generate::new(ask("one")) })
-        .await
-        .unwrap();
+    gw.generate(Generate::new(ask("one")).id("job-7:step-3")).await.unwrap();
     let ids: Vec<String> = kept.0.lock().unwrap().iter().map(|r| r.id.clone()).collect();
     assert_eq!(ids, ["job-7:step-2", "job-7:step-3"]);
     // An id records could not carry as it is is refused before anything runs.
-    let bad = gw
-        .generate(Generate { id: Some("a b\n".into()), ..Generate::new(ask("one")) })
-        .await
-        .unwrap_err();
+    let bad = gw.generate(Generate::new(ask("one")).id("a b\n")).await.unwrap_err();
     assert_eq!(bad.status(), 400);
     assert!(bad.record.is_none());
 }

@@ -84,16 +84,11 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         messages: vec![Message::user(text)],
         ..Request::default()
     };
-    let failed = match gateway
-        .generate(Generate {
-            id: Some("invoice-7".into()),
-            ..Generate::new(ask("remote-only", "hi"))
-        })
-        .await
-    {
-        Ok(_) => return Err("a request to an unreachable deployment succeeded".into()),
-        Err(failed) => failed,
-    };
+    let failed =
+        match gateway.generate(Generate::new(ask("remote-only", "hi")).id("invoice-7")).await {
+            Ok(_) => return Err("a request to an unreachable deployment succeeded".into()),
+            Err(failed) => failed,
+        };
     println!("failed as expected: {failed}");
     check(failed.request_id == "invoice-7", "the failure carries the caller's id")?;
     check(
@@ -107,13 +102,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // (3) A failover, said in the answer.
     let served = gateway
-        .generate(Generate {
-            routing: RequestRouting {
-                deadline: Some(Duration::from_secs(10)),
-                ..RequestRouting::default()
-            },
-            ..Generate::new(ask("echo", "hello"))
-        })
+        .generate(
+            Generate::new(ask("echo", "hello"))
+                .routing(RequestRouting::default().deadline(Duration::from_secs(10))),
+        )
         .await?;
     println!(
         "served by {} after {} attempt(s): {}",

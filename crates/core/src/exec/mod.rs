@@ -120,15 +120,11 @@ pub enum Output {
 /// let ask = |routing| {
 ///     let messages = vec![Message::text(Role::User, "hi")];
 ///     let request = Request { model: "smart".into(), messages, ..Request::default() };
-///     Generate { routing, ..Generate::new(request) }
+///     Generate::new(request).routing(routing)
 /// };
 ///
 /// // This request may fall back to `echo`, and must be answered within 10 s.
-/// let routing = RequestRouting {
-///     fallbacks: vec!["echo".into()],
-///     deadline: Some(Duration::from_secs(10)),
-///     ..RequestRouting::default()
-/// };
+/// let routing = RequestRouting::default().fallback("echo").deadline(Duration::from_secs(10));
 /// let answer = gateway.generate(ask(routing.clone())).await?;
 /// assert_eq!((answer.provider.as_str(), answer.upstream_model.as_str()), ("local", "echo-1"));
 /// assert_eq!(answer.model, "smart", "the model asked for, whoever answered");
@@ -136,12 +132,13 @@ pub enum Output {
 /// assert_eq!(outcomes, ["unavailable", "ok"]);
 ///
 /// // Its bounds replace the configuration's: with no fallback allowed, it fails.
-/// let strict = RequestRouting { max_fallbacks: Some(0), ..routing };
+/// let strict = routing.max_fallbacks(0);
 /// assert!(gateway.generate(ask(strict)).await.is_err());
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct RequestRouting {
     /// Model ids tried after the requested one's own candidates, in order.
     pub fallbacks: Vec<String>,
@@ -157,6 +154,58 @@ pub struct RequestRouting {
     pub max_retries: Option<u32>,
     /// Attempts sent upstream, all candidates together.
     pub max_attempts: Option<usize>,
+}
+
+impl RequestRouting {
+    /// Also try `model` after the requested one's own candidates (in the order
+    /// given).
+    #[must_use]
+    pub fn fallback(mut self, model: impl Into<String>) -> Self {
+        self.fallbacks.push(model.into());
+        self
+    }
+
+    /// The whole request must be answered (a stream's first content) within `d`.
+    #[must_use]
+    pub fn deadline(mut self, d: Duration) -> Self {
+        self.deadline = Some(d);
+        self
+    }
+
+    /// One attempt may wait `d` for the upstream's first byte.
+    #[must_use]
+    pub fn attempt_timeout(mut self, d: Duration) -> Self {
+        self.attempt_timeout = Some(d);
+        self
+    }
+
+    /// A stream may be silent for `d`.
+    #[must_use]
+    pub fn idle_timeout(mut self, d: Duration) -> Self {
+        self.idle_timeout = Some(d);
+        self
+    }
+
+    /// At most `n` fallbacks after the first candidate.
+    #[must_use]
+    pub fn max_fallbacks(mut self, n: usize) -> Self {
+        self.max_fallbacks = Some(n);
+        self
+    }
+
+    /// At most `n` retries per deployment.
+    #[must_use]
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = Some(n);
+        self
+    }
+
+    /// At most `n` attempts sent upstream, all candidates together.
+    #[must_use]
+    pub fn max_attempts(mut self, n: usize) -> Self {
+        self.max_attempts = Some(n);
+        self
+    }
 }
 
 /// Which deployment answered.
