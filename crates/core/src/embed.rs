@@ -34,6 +34,26 @@
 //! Everything a program built on this module needs is exported here (the
 //! canonical request and answer types too); `use switchyard_core::embed::prelude::*`
 //! brings the usual ones in at once.
+//!
+//! # Metrics
+//!
+//! The pipeline records these series through the [`metrics`](https://docs.rs/metrics)
+//! facade. They go nowhere unless the program installs a recorder; one that does
+//! (for metrics of its own) receives them too:
+//!
+//! | series | labels |
+//! |---|---|
+//! | `gateway_requests_total` (counter) | `format` (`openai-chat` for the library), `status` |
+//! | `gateway_request_duration_seconds` (histogram) | `format` |
+//! | `gateway_attempt_duration_seconds` (histogram) | `provider` |
+//! | `gateway_time_to_first_token_seconds` (histogram) | `provider` |
+//! | `gateway_upstream_failovers_total` (counter) | `from`, `to`, `reason` |
+//! | `gateway_deployment_selected_total` (counter) | `route`, `provider`, `strategy` |
+//! | `gateway_token_counts_total` (counter) | `format`, `outcome` |
+//! | `gateway_dropped_tools_total` (counter) | `tool`, `model` |
+//!
+//! No label holds a user, a key or anything derived from one. The HTTP server adds
+//! its own (in flight, breaker states, reloads): docs/routing.md §7.
 
 mod builder;
 
