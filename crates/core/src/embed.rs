@@ -313,6 +313,7 @@ impl Capture {
 
 /// A complete answer and how it was served.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Generation {
     /// The answer.
     pub response: Response,
@@ -342,6 +343,7 @@ pub struct Generation {
 /// canonical events. A failure after the first content ends it with an error.
 /// Dropping it cancels the request upstream.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct GenerationStream {
     /// The request's id (`lib_…`).
     pub request_id: String,
