@@ -53,7 +53,9 @@
 //! | `gateway_dropped_tools_total` (counter) | `tool`, `model` |
 //!
 //! No label holds a user, a key or anything derived from one. The HTTP server adds
-//! its own (in flight, breaker states, reloads): docs/routing.md §7.
+//! its own (in flight, breaker states, reloads): docs/routing.md §7. A gateway
+//! built with `.settings(|s| s.metrics = false)` (the file's `gateway.metrics`)
+//! records none of them, whatever recorder is installed.
 
 mod builder;
 

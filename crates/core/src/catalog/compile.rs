@@ -621,6 +621,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             max_cooldown: Duration::from_millis(g.breaker.max_cooldown_ms),
             quarantine: Duration::from_millis(g.breaker.quarantine_ms),
         },
+        metrics: g.metrics,
         reload_poll: Duration::from_secs(g.reload_poll_secs),
         // Checked by `check_edge`: nothing is left out here.
         allowed_hosts: g.allowed_hosts.iter().filter_map(|h| allowed_host(&h.value).ok()).collect(),

@@ -388,6 +388,8 @@ pub struct Settings {
     pub connections: Connections,
     /// Circuit-breaker tuning.
     pub breaker: crate::breaker::BreakerConfig,
+    /// Record the metrics series (`gateway.metrics`).
+    pub metrics: bool,
     /// How often the config file is checked for changes; zero: never polled.
     pub reload_poll: Duration,
     /// Host names (lowercase, no port) a request's `Host` may name, besides IP

@@ -194,7 +194,11 @@ impl Snapshot {
                                 return Err(guard.fail(inbound.format, err));
                             }
                             Next::Failover => {
-                                if let Some(next) = plan.candidates.get(i + 1) {
+                                if let Some(next) = plan
+                                    .candidates
+                                    .get(i + 1)
+                                    .filter(|_| self.catalog.settings.metrics)
+                                {
                                     let reason = match &f {
                                         Failure::Status { status, .. } => {
                                             format!("status_{status}")
@@ -310,6 +314,9 @@ impl Snapshot {
         provider: &str,
         f: impl FnOnce(&upstream::ProviderMeters),
     ) {
+        if !self.catalog.settings.metrics {
+            return;
+        }
         match self.runtimes.get(provider) {
             Some(rt) => f(rt.meters(provider)),
             None => f(&upstream::ProviderMeters::new(provider)),

@@ -65,10 +65,28 @@ impl Snapshot {
             let dropped = plan.tools.dropped(cand, &request);
             let counted = self.count_on(inbound, &request, &dropped, cand, runtime, deadline).await;
             let f = match counted {
-                Ok(Some(n)) => return Ok(finish(inbound, &plan, cand, &dropped, n, false)),
+                Ok(Some(n)) => {
+                    return Ok(finish(
+                        inbound,
+                        &plan,
+                        cand,
+                        &dropped,
+                        n,
+                        false,
+                        self.catalog.settings.metrics,
+                    ));
+                }
                 Ok(None) => {
                     let n = estimate::input_tokens(&dropped.apply(&request));
-                    return Ok(finish(inbound, &plan, cand, &dropped, n, true));
+                    return Ok(finish(
+                        inbound,
+                        &plan,
+                        cand,
+                        &dropped,
+                        n,
+                        true,
+                        self.catalog.settings.metrics,
+                    ));
                 }
                 Err(f) => f,
             };
@@ -78,7 +96,9 @@ impl Snapshot {
             // No retries: the next candidate, or the estimate, is as good an answer.
             if next_step(&f, policy, u32::MAX, remaining) == Next::Terminal {
                 let err = failure_error(&f, &cand.provider.name);
-                metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => "error").increment(1);
+                if self.catalog.settings.metrics {
+                    metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => "error").increment(1);
+                }
                 return Err(err);
             }
         }
@@ -91,7 +111,7 @@ impl Snapshot {
         tracing::warn!(request_id = %inbound.id, model = %plan.public_model, "every token count failed; estimating");
         let dropped = plan.tools.dropped(first, &request);
         let n = estimate::input_tokens(&dropped.apply(&request));
-        Ok(finish(inbound, &plan, first, &dropped, n, true))
+        Ok(finish(inbound, &plan, first, &dropped, n, true, self.catalog.settings.metrics))
     }
 
     /// One candidate's count: `Ok(None)` when its wire has no counting endpoint.
@@ -202,10 +222,13 @@ fn finish(
     dropped: &Dropped,
     n: u64,
     estimated: bool,
+    metrics: bool,
 ) -> TokenCount {
     tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), input_tokens = n, estimated, "token count");
-    let outcome = if estimated { "estimated" } else { "counted" };
-    metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => outcome).increment(1);
+    if metrics {
+        let outcome = if estimated { "estimated" } else { "counted" };
+        metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => outcome).increment(1);
+    }
     TokenCount {
         input_tokens: n,
         estimated,

@@ -61,7 +61,7 @@ impl Snapshot {
                 let body = if renamed { rename(body, client_model) } else { body };
                 meter(&mut guard.rec, usage, || inbound.input_estimate(), 0, cand);
                 drop(in_flight);
-                record_metrics(&guard.rec);
+                guard.record_metrics();
                 guard.write(200, None);
                 let delivery = Delivery::Passthrough { format: inbound.format, body };
                 Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
@@ -91,7 +91,7 @@ impl Snapshot {
                         Some(crate::record::content_json(&inbound.request, &text, cap));
                 }
                 drop(in_flight);
-                record_metrics(&guard.rec);
+                guard.record_metrics();
                 let record = (inbound.output == Output::Canonical).then(|| guard.copy(200, None));
                 guard.write(200, None);
                 let delivery = match raw {
@@ -193,8 +193,10 @@ impl Snapshot {
                 continue;
             }
             counted.push(name);
-            metrics::counter!("gateway_dropped_tools_total", "tool" => name, "model" => model.to_owned())
-                .increment(1);
+            if self.catalog.settings.metrics {
+                metrics::counter!("gateway_dropped_tools_total", "tool" => name, "model" => model.to_owned())
+                    .increment(1);
+            }
             if runtime.dropped_tools.due(key, name, model, now) {
                 tracing::info!(
                     key, tool = name, model, deployment = %cand.label(), request_id = %inbound.id,

@@ -11,6 +11,8 @@ pub(super) struct RecordGuard {
     pub(super) done: bool,
     /// Set aside by the admission stage; settled with what the request used.
     pub(super) reservation: Option<(Arc<dyn Admission>, Reservation)>,
+    /// The request's metrics are recorded (`gateway.metrics`).
+    pub(super) metrics: bool,
 }
 
 impl RecordGuard {
@@ -21,7 +23,9 @@ impl RecordGuard {
     /// A request that failed with `err` before it was answered: counted and
     /// written with its status and code; `err` is handed back.
     pub(super) fn fail(&mut self, format: ClientFormat, err: GatewayError) -> GatewayError {
-        metrics::counter!("gateway_requests_total", "format" => format.as_str(), "status" => err.status().to_string()).increment(1);
+        if self.metrics {
+            metrics::counter!("gateway_requests_total", "format" => format.as_str(), "status" => err.status().to_string()).increment(1);
+        }
         self.write(err.status(), Some(err.code()));
         err
     }
@@ -35,6 +39,7 @@ impl RecordGuard {
             started: self.started,
             done: self.done,
             reservation: self.reservation.take(),
+            metrics: self.metrics,
         };
         self.done = true;
         guard
@@ -79,6 +84,15 @@ fn complete(rec: &mut RequestRecord, started: Instant, status: u16, error_code: 
         };
     }
     rec.total_ms = started.elapsed().as_millis() as u64;
+}
+
+impl RecordGuard {
+    /// The request's count and duration, where metrics are recorded.
+    pub(super) fn record_metrics(&self) {
+        if self.metrics {
+            super::deliver::record_metrics(&self.rec);
+        }
+    }
 }
 
 impl Drop for RecordGuard {

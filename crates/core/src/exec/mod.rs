@@ -408,6 +408,7 @@ impl Snapshot {
                 started: inbound.received,
                 done: false,
                 reservation: None,
+                metrics: self.catalog.settings.metrics,
             };
             let mut plan = match self.prepare(&inbound, &runtime, &mut guard.rec) {
                 Ok(p) => p,

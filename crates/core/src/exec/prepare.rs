@@ -146,7 +146,8 @@ impl Snapshot {
         plan.tools.order(&mut plan, &inbound.request);
         if plan.strategy != Strategy::Ordered {
             plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
-            if let (Some(first), Some(route)) = (plan.candidates.first(), plan.route_id.as_deref())
+            if let (Some(first), Some(route), true) =
+                (plan.candidates.first(), plan.route_id.as_deref(), self.catalog.settings.metrics)
             {
                 metrics::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
             }

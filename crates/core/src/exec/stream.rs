@@ -444,7 +444,7 @@ impl Pump {
         let delivered = self.outlet.end(error, record).await;
         match (code, delivered) {
             (Some(code), _) => {
-                record_metrics(&self.guard.rec);
+                self.guard.record_metrics();
                 self.guard.finish(200, Some(code));
             }
             (None, true) => {
@@ -452,7 +452,7 @@ impl Pump {
                 for (key, value) in self.continuity.take().map(|c| c.finish()).unwrap_or_default() {
                     self.report.runtime.continuity.put(key, value, continuity::TTL).await;
                 }
-                record_metrics(&self.guard.rec);
+                self.guard.record_metrics();
                 self.guard.finish(200, None);
             }
             // Dropped: recorded as client_closed_request; the breaker hears nothing.

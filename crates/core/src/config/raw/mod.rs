@@ -217,6 +217,10 @@ pub struct GatewaySettings {
     pub connections: ConnectionSettings,
     /// Circuit-breaker tuning.
     pub breaker: BreakerSettings,
+    /// Record the gateway's metrics series (through the `metrics` facade: the
+    /// server's `/metrics`, or a library's own recorder). False: none is
+    /// recorded, whatever recorder is installed.
+    pub metrics: bool,
     /// Seconds between checks of the config file for changes (0 disables polling;
     /// file-change notifications and SIGHUP still reload).
     pub reload_poll_secs: u64,
@@ -274,6 +278,7 @@ impl Default for GatewaySettings {
             timeouts: Timeouts::default(),
             connections: ConnectionSettings::default(),
             breaker: BreakerSettings::default(),
+            metrics: true,
             reload_poll_secs: 5,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
