@@ -69,6 +69,8 @@ pub struct Principal {
     pub key_prefix: Option<String>,
     /// Model patterns this key is limited to (None: no limit).
     pub allowed_models: Option<Vec<String>>,
+    /// The key's own rate limits (None: none of its own).
+    pub limits: Option<crate::limits::Limits>,
 }
 
 /// What a rule does when it decides.

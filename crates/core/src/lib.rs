@@ -19,6 +19,7 @@ pub mod estimate;
 pub mod exec;
 pub mod filter;
 pub mod hosted;
+pub mod limits;
 pub mod mock;
 pub mod record;
 pub mod runtime;

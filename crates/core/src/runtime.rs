@@ -151,7 +151,9 @@ pub struct Runtime {
     pub latency: Arc<dyn LatencyState>,
     /// Requests in flight per deployment (the least-busy strategy, the gauge).
     pub in_flight: Arc<dyn InFlightState>,
-    /// Rate limits and budgets; None: none (nothing is reserved or settled).
+    /// Rate limits and budgets; None: none (nothing is reserved or settled, and
+    /// deployments' capacity is not counted). By default, limits counted in this
+    /// process ([`Limiter::local`](crate::limits::Limiter::local)).
     pub admission: Option<Arc<dyn Admission>>,
     /// Access rules stored in the database (the admin API replaces them).
     pub rules: arc_swap::ArcSwap<Vec<crate::access::Rule>>,
@@ -173,7 +175,7 @@ impl Default for Runtime {
             health: Arc::new(HealthRegistry::new(BreakerConfig::default())),
             latency: Arc::new(LatencyTracker::default()),
             in_flight: Arc::new(InFlight::default()),
-            admission: None,
+            admission: Some(Arc::new(crate::limits::Limiter::local())),
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
             seal: None,
             continuity: Arc::new(crate::continuity::LocalContinuity::default()),

@@ -8,7 +8,8 @@
 //! | [`HealthState`] | breakers, throttles, quarantine per credential | [`HealthRegistry`] |
 //! | [`LatencyState`] | latency estimates per deployment | [`LatencyTracker`] |
 //! | [`InFlightState`] | requests in flight per deployment | [`InFlight`] |
-//! | [`Admission`] | rate limits and budgets: reserve before the attempts, settle after | [`Unlimited`] |
+//! | [`Admission`] | rate limits and budgets: reserve before the attempts, settle after | [`Limiter`](crate::limits::Limiter) over [`LocalCounters`](crate::limits::LocalCounters), or [`Unlimited`] |
+//! | [`Counters`](crate::limits::Counters) | the atomic counting under the limits | [`LocalCounters`](crate::limits::LocalCounters) |
 //! | [`ResponseCache`] | answers by a key of the canonical request | [`NoCache`] |
 //! | [`ContinuityStore`](crate::continuity::ContinuityStore) | what upstreams need back next turn | [`LocalContinuity`](crate::continuity::LocalContinuity) |
 //!
@@ -29,6 +30,7 @@ pub use crate::breaker::HealthRegistry;
 use crate::breaker::{BreakerConfig, BreakerState, Clearance, CredentialKey, Outcome, Permit};
 use crate::clock::UnixMs;
 use crate::continuity::BoxFuture;
+use crate::limits::{Held, RateStatus, Scoped};
 pub use crate::runtime::{InFlight, InFlightGuard, LatencyTracker};
 
 /// Per-credential health (see [`crate::breaker`] for the rules).
@@ -144,11 +146,15 @@ pub struct Ask<'a> {
     pub tokens: u64,
     /// USD, when the price is known.
     pub cost_usd: Option<f64>,
+    /// The limits that apply to the caller, by scope (its key, user and project),
+    /// resolved by the pipeline.
+    pub limits: &'a [Scoped],
 }
 
 /// Held between [`Admission::reserve`] and [`Admission::settle`]: what was set
 /// aside, so settling can give back the difference. Opaque to the pipeline.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct Reservation {
     /// The implementation's handle on what it set aside.
     pub id: u64,
@@ -156,13 +162,26 @@ pub struct Reservation {
     pub tokens: u64,
     /// USD set aside, when the price is known.
     pub cost_usd: Option<f64>,
+    /// The caller's rate limits after this request (the `x-ratelimit-*`
+    /// headers); `None`: none apply.
+    pub status: Option<RateStatus>,
+    /// What a [`Limiter`](crate::limits::Limiter) took, to give back.
+    pub(crate) held: Option<Held>,
+}
+
+impl Reservation {
+    /// `tokens` (and `cost_usd`) set aside under the implementation's handle `id`.
+    pub fn new(id: u64, tokens: u64, cost_usd: Option<f64>) -> Self {
+        Self { id, tokens, cost_usd, status: None, held: None }
+    }
 }
 
 /// Why a request was not admitted. `retry_after_ms`: when it may succeed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
     /// Stable code for the client ([`ErrorCode::RateLimited`],
-    /// [`ErrorCode::BudgetExceeded`]); answered as a 429 whatever the code.
+    /// [`ErrorCode::BudgetExceeded`], [`ErrorCode::LimitsUnavailable`]),
+    /// answered with the code's status.
     pub code: ErrorCode,
     /// What was exceeded, for the client.
     pub message: String,
@@ -175,8 +194,21 @@ pub struct Refusal {
 /// first attempt (refusing when a limit would be passed); `settle` replaces it
 /// with what was used, once the request is over (however it ended).
 pub trait Admission: Send + Sync + Debug {
-    /// Set `ask`'s expected use aside, or refuse it (the request is answered 429).
+    /// Set `ask`'s expected use aside, or refuse it (the request is answered
+    /// with the refusal's code).
     fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>>;
+    /// Take a slot of a deployment's capacity (`deployment`'s limits) for one
+    /// attempt expected to use `tokens`, or refuse it: the attempt loop then
+    /// moves on to the next candidate without marking this one unhealthy. The
+    /// default admits everything.
+    fn occupy<'a>(
+        &'a self,
+        deployment: &'a Scoped,
+        tokens: u64,
+    ) -> BoxFuture<'a, Result<Reservation, Refusal>> {
+        let _ = deployment;
+        Box::pin(std::future::ready(Ok(Reservation::new(0, tokens, None))))
+    }
     /// Replace `reservation` with what the request used (`used`, costing
     /// `cost_usd`), once it is over.
     fn settle(
@@ -193,7 +225,7 @@ pub struct Unlimited;
 
 impl Admission for Unlimited {
     fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>> {
-        let r = Reservation { id: 0, tokens: ask.tokens, cost_usd: ask.cost_usd };
+        let r = Reservation::new(0, ask.tokens, ask.cost_usd);
         Box::pin(std::future::ready(Ok(r)))
     }
     fn settle(&self, _: Reservation, _: Usage, _: Option<f64>) -> BoxFuture<'_, ()> {

@@ -484,6 +484,12 @@ pub(crate) enum Failure {
     /// Every credential of the provider is blocked by its breaker (open, throttled,
     /// quarantined, or a half-open probe already in flight).
     CircuitOpen(String),
+    /// The deployment is at its configured capacity (`limits:`): not sent, not
+    /// unhealthy; `retry_after_ms`: when a slot frees, where known.
+    Capacity {
+        message: String,
+        retry_after_ms: Option<u64>,
+    },
 }
 
 impl Failure {
@@ -499,6 +505,7 @@ impl Failure {
             Failure::Unavailable(_) => "unavailable".into(),
             Failure::Unsupported(_) => "unsupported".into(),
             Failure::CircuitOpen(_) => "circuit_open".into(),
+            Failure::Capacity { .. } => "capacity".into(),
         }
     }
 
@@ -516,7 +523,8 @@ impl Failure {
             | Failure::UpstreamError { message, .. }
             | Failure::Unavailable(message)
             | Failure::Unsupported(message)
-            | Failure::CircuitOpen(message) => {
+            | Failure::CircuitOpen(message)
+            | Failure::Capacity { message, .. } => {
                 let clean = redactor.text(message);
                 *message = clean;
             }

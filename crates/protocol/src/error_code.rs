@@ -154,6 +154,8 @@ error_codes! {
     AuthUnavailable = "auth_unavailable", 503, Overloaded;
     /// The database failed under the admin API.
     StorageUnavailable = "storage_unavailable", 503, Overloaded;
+    /// The shared rate-limit store cannot be reached and the limits fail closed.
+    LimitsUnavailable = "limits_unavailable", 503, Overloaded;
     /// The admin API needs a database and none is configured.
     StorageDisabled = "storage_disabled", 503, Overloaded;
     /// Provider keys cannot be stored: no gateway secret is configured.

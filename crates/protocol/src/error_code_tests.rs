@@ -74,6 +74,7 @@ fn default_statuses_and_kinds_are_what_the_call_sites_used() {
         ("circuit_open", 503, K::Overloaded),
         ("auth_unavailable", 503, K::Overloaded),
         ("storage_unavailable", 503, K::Overloaded),
+        ("limits_unavailable", 503, K::Overloaded),
         ("storage_disabled", 503, K::Overloaded),
         ("byok_disabled", 503, K::Overloaded),
         ("upstream_timeout", 504, K::Timeout),

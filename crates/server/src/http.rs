@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
+use switchyard_core::limits::RateStatus;
 use switchyard_core::util::excerpt;
 use switchyard_core::{Delivery, GatewayError, Inbound, Success};
 use switchyard_protocol::{ClientFormat, ErrorCode, responses};
@@ -56,7 +57,39 @@ pub fn error_response(format: ClientFormat, err: &GatewayError, request_id: &str
     if let Ok(v) = HeaderValue::from_str(request_id) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
+    if let Some(after) = err.retry_after() {
+        // Whole seconds, rounded up: a client that waits this long will fit.
+        let secs = after.as_millis().div_ceil(1000).max(1);
+        resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs as u64));
+    }
     resp
+}
+
+/// OpenAI's `x-ratelimit-*` headers, requests then tokens: limit, remaining, reset.
+const RATE: [[HeaderName; 3]; 2] = [
+    [
+        HeaderName::from_static("x-ratelimit-limit-requests"),
+        HeaderName::from_static("x-ratelimit-remaining-requests"),
+        HeaderName::from_static("x-ratelimit-reset-requests"),
+    ],
+    [
+        HeaderName::from_static("x-ratelimit-limit-tokens"),
+        HeaderName::from_static("x-ratelimit-remaining-tokens"),
+        HeaderName::from_static("x-ratelimit-reset-tokens"),
+    ],
+];
+
+/// The `x-ratelimit-*` headers of the caller's most restrictive request and
+/// token limits (reset: until the limit is whole again, as OpenAI's `6s`).
+fn rate_headers(h: &mut HeaderMap, rate: &RateStatus) {
+    for (level, [limit, remaining, reset]) in [rate.requests, rate.tokens].into_iter().zip(RATE) {
+        let Some(level) = level else { continue };
+        h.insert(limit, HeaderValue::from(level.limit));
+        h.insert(remaining, HeaderValue::from(level.remaining));
+        if let Ok(v) = HeaderValue::from_str(&format!("{}s", level.reset_ms.div_ceil(1000))) {
+            h.insert(reset, v);
+        }
+    }
 }
 
 // The handlers are plain functions returning `generate`'s future: an `async fn`
@@ -298,6 +331,9 @@ fn respond(
         {
             h.insert(name.clone(), v);
         }
+    }
+    if let Some(rate) = &success.rate {
+        rate_headers(h, rate);
     }
     // Streams too: the head goes out with the first content, after the decision.
     if !success.served.dropped_tools.is_empty()

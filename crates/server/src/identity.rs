@@ -313,6 +313,7 @@ impl Identity {
             key_id: Some(api_key.id.clone()),
             key_prefix: Some(api_key.prefix.clone()),
             allowed_models: api_key.allowed_models.clone(),
+            limits: None,
         };
         let byok = self.byok(store, &user.id, project.as_deref()).await?;
         // Best effort: last-used time is informational.

@@ -236,9 +236,7 @@ fn json_response(body: &Value) -> Response {
 }
 
 fn invalid(message: impl Into<String>, param: Option<&str>) -> GatewayError {
-    let mut err = GatewayError::new(ErrorCode::InvalidRequest, message);
-    err.0.param = param.map(str::to_owned);
-    err
+    GatewayError::new(ErrorCode::InvalidRequest, message).with_param(param.map(str::to_owned))
 }
 
 /// The catalog facts the meter uses, on the OpenAI and Anthropic entries.

@@ -491,7 +491,7 @@ impl Turn {
                     input = whole;
                 }
                 _ => {
-                    let mut err = GatewayError::new(
+                    let err = GatewayError::new(
                         ErrorCode::PreviousResponseNotFound,
                         format!(
                             "previous response {:?} is not this connection's last \
@@ -500,8 +500,7 @@ impl Turn {
                             excerpt(&previous)
                         ),
                     );
-                    err.0.param = Some("previous_response_id".into());
-                    return Err(err);
+                    return Err(err.with_param(Some("previous_response_id".into())));
                 }
             },
             Some(_) => {
@@ -539,7 +538,5 @@ fn invalid(message: impl Into<String>) -> GatewayError {
 }
 
 fn invalid_param(message: &str, param: &str) -> GatewayError {
-    let mut err = invalid(message);
-    err.0.param = Some(param.to_owned());
-    err
+    invalid(message).with_param(Some(param.to_owned()))
 }

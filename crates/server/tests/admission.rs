@@ -27,7 +27,7 @@ impl Admission for Counting {
         seen.push((ask.model.to_owned(), ask.key_id.map(str::to_owned), ask.tokens));
         let n = seen.len() as u64;
         let result = if seen.len() <= self.allowed {
-            Ok(Reservation { id: n, tokens: ask.tokens, cost_usd: ask.cost_usd })
+            Ok(Reservation::new(n, ask.tokens, ask.cost_usd))
         } else {
             Err(Refusal {
                 code: ErrorCode::RateLimited,

@@ -19,6 +19,7 @@ pub mod error;
 mod files;
 pub mod model;
 pub mod records;
+pub mod redis;
 pub mod seal;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -177,6 +177,48 @@ fn skipped(why: &str) {
     });
 }
 
+/// The Redis server for shared-state tests.
+pub const REDIS_URL_VAR: &str = "SWITCHYARD_TEST_REDIS_URL";
+/// `1`: a missing [`REDIS_URL_VAR`] or an unreachable server fails the test
+/// instead of skipping it (CI sets both).
+pub const REQUIRE_REDIS_VAR: &str = "SWITCHYARD_REQUIRE_REDIS";
+
+/// The Redis URL at `SWITCHYARD_TEST_REDIS_URL` and a key prefix no other test
+/// uses, once the server answers a `PING`; `None` (after saying `SKIPPED: redis
+/// tests (…)` once) when unset or unreachable, unless `SWITCHYARD_REQUIRE_REDIS=1`,
+/// which turns either into a panic.
+#[allow(clippy::panic, reason = "test fixture: a failed setup fails the test (documented)")]
+pub async fn redis() -> Option<(String, String)> {
+    let required = std::env::var(REQUIRE_REDIS_VAR).is_ok_and(|v| v == "1");
+    let Some(url) = std::env::var(REDIS_URL_VAR).ok().filter(|u| !u.is_empty()) else {
+        if required {
+            panic!("{REQUIRE_REDIS_VAR}=1 but {REDIS_URL_VAR} is not set");
+        }
+        skipped_redis(&format!("set {REDIS_URL_VAR}"));
+        return None;
+    };
+    let prefix = unique("sytest");
+    let probe = crate::redis::RedisCounters::new(&url, &prefix, std::time::Duration::from_secs(2));
+    match probe.map(|c| async move { c.ping().await }) {
+        Ok(ping) => match ping.await {
+            Ok(()) => Some((url, prefix)),
+            Err(e) if required => panic!("{REQUIRE_REDIS_VAR}=1 but Redis is unreachable: {e}"),
+            Err(e) => {
+                skipped_redis(&format!("{url} unreachable: {e}"));
+                None
+            }
+        },
+        Err(e) => panic!("{REDIS_URL_VAR}: {e}"),
+    }
+}
+
+fn skipped_redis(why: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = writeln!(std::io::stderr(), "SKIPPED: redis tests ({why})");
+    });
+}
+
 /// A name no other test (in this process or another) is using.
 fn unique(prefix: &str) -> String {
     static SEQ: AtomicUsize = AtomicUsize::new(0);

@@ -209,7 +209,18 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = switchyard_core::runtime::Runtime { seal: Some(seal), ..Default::default() };
+    let admission = match storage::limiter(&catalog).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = switchyard_core::runtime::Runtime {
+        seal: Some(seal),
+        admission: Some(Arc::new(admission)),
+        ..Default::default()
+    };
     let gateway = match Engine::with_runtime(catalog, sink, runtime) {
         Ok(g) => Arc::new(g),
         Err(e) => {

@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchyard_core::config::raw::{SecurityConfig, StorageConfig};
+use switchyard_core::config::raw::{SecurityConfig, StateBackend, StorageConfig};
+use switchyard_core::limits::{Counters, Limiter, LimiterConfig, LocalCounters};
 use switchyard_core::util::Secret;
 use switchyard_core::{Catalog, Engine};
 use switchyard_store::Store;
 use switchyard_store::audit::{AuditConfig, AuditTask, AuditWriter, RecordStore};
+use switchyard_store::redis::RedisCounters;
 use switchyard_store::seal::Sealer;
 
 /// Resolve a path from the configuration: relative paths sit next to the config
@@ -98,6 +100,38 @@ pub fn sealer(security: &SecurityConfig) -> Result<Option<Sealer>, String> {
         }
     }
     Ok(Some(sealer))
+}
+
+/// The limits' counters the configuration asks for (`state:`): in this process,
+/// or on Redis. A Redis server that does not answer at start-up is said in the
+/// log, not fatal: the limits apply their failure mode until it answers.
+pub async fn limiter(catalog: &Catalog) -> Result<Limiter, String> {
+    let st = &catalog.state;
+    let config = LimiterConfig {
+        on_unavailable: st.on_unavailable,
+        expected_instances: st.expected_instances,
+        lease_ttl: Duration::from_millis(st.lease_ttl_ms),
+        metrics: catalog.settings.metrics,
+    };
+    let backend: Arc<dyn Counters> = match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => {
+            let counters =
+                RedisCounters::new(&r.url, &r.prefix, Duration::from_millis(r.timeout_ms))
+                    .map_err(|e| format!("state.redis.url: {e}"))?;
+            match counters.ping().await {
+                Ok(()) => tracing::info!("limits are counted on Redis (shared by every instance)"),
+                Err(e) => tracing::error!(
+                    error = %e,
+                    mode = st.on_unavailable.as_str(),
+                    "Redis does not answer: limits apply their failure mode until it does"
+                ),
+            }
+            Arc::new(counters)
+        }
+        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => Arc::new(LocalCounters::default()),
+    };
+    Ok(Limiter::new(backend, config))
 }
 
 pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {

@@ -133,6 +133,8 @@ impl Catalog {
             rules,
             storage: raw.storage.clone(),
             security: raw.security.clone(),
+            state: raw.state.clone(),
+            limits: raw.limits.clone(),
             warnings,
             provider_index,
             lookup,
@@ -359,6 +361,7 @@ fn compile_models(
                     upstream_model,
                     pricing: d.pricing.clone(),
                     server_tools,
+                    limits: d.limits.unwrap_or_default(),
                 });
             }
         }

@@ -31,8 +31,15 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
                     problems.push(Problem::at(&d.provider, message));
                 }
             }
+            if let Some(l) = &d.limits {
+                let field = format!("models[{name}].deployments[{}].limits", d.provider.value);
+                for message in l.problems(&field) {
+                    problems.push(Problem::at(&d.provider, message));
+                }
+            }
         }
     }
+    check_state(raw, problems);
     let g = &raw.gateway;
     let t = &g.timeouts;
     let c = &g.connections;
@@ -94,4 +101,38 @@ fn bad_prices(p: &raw::Pricing, field: &str) -> Vec<String> {
         })
     })
     .collect()
+}
+
+/// `state:` and `limits:`: no zero limit, instance count or TTL, and a Redis URL
+/// where Redis is the backend.
+fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
+    let mut say = |message: String| problems.push(Problem { line: None, message });
+    let st = &raw.state;
+    if st.expected_instances == 0 {
+        say("state.expected_instances: must be greater than 0".into());
+    }
+    if st.lease_ttl_ms == 0 {
+        say("state.lease_ttl_ms: must be greater than 0".into());
+    }
+    match (&st.backend, &st.redis) {
+        (raw::StateBackend::Redis, None) => {
+            say("state.redis.url: required by `backend: redis`".into());
+        }
+        (_, Some(r)) => {
+            if r.timeout_ms == 0 {
+                say("state.redis.timeout_ms: must be greater than 0".into());
+            }
+            if !(r.url.starts_with("redis://") || r.url.starts_with("rediss://")) {
+                say("state.redis.url: must start with redis:// or rediss://".into());
+            }
+        }
+        (raw::StateBackend::Local, None) => {}
+    }
+    for (kind, map) in [("projects", &raw.limits.projects), ("users", &raw.limits.users)] {
+        for (name, l) in map {
+            for message in l.problems(&format!("limits.{kind}[{name}]")) {
+                say(message);
+            }
+        }
+    }
 }

@@ -46,6 +46,10 @@ pub struct Catalog {
     pub storage: raw::StorageConfig,
     /// Which variables hold the gateway's secrets, as written.
     pub security: raw::SecurityConfig,
+    /// Where shared state lives, as written (read at start-up only).
+    pub state: raw::StateConfig,
+    /// Rate limits of projects and users.
+    pub limits: raw::LimitsConfig,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

@@ -216,6 +216,7 @@ impl Catalog {
             model: None,
             weight: 1,
             server_tools: provider.server_tools,
+            limits: crate::limits::Limits::default(),
         };
         Some(Plan {
             requested: requested.to_owned(),
@@ -295,6 +296,7 @@ impl Catalog {
                     model: Some(m.clone()),
                     weight: 1,
                     server_tools: d.server_tools.unwrap_or(provider.server_tools),
+                    limits: d.limits,
                 },
             );
         }
@@ -329,6 +331,7 @@ impl Catalog {
         let pricing = deployment
             .and_then(|d| d.pricing.clone())
             .or_else(|| served.as_ref().and_then(|m| m.pricing.clone()));
+        let limits = deployment.map(|d| d.limits).unwrap_or_default();
         push_unique(
             out,
             Candidate {
@@ -340,6 +343,7 @@ impl Catalog {
                 pricing,
                 model: served,
                 weight: t.weight,
+                limits,
             },
         );
     }

@@ -186,6 +186,8 @@ pub struct DeploymentSpec {
     pub pricing: Option<Pricing>,
     /// The server tools it runs (`None`: its provider's).
     pub server_tools: Option<ServerTools>,
+    /// Its capacity per credential (empty: unlimited).
+    pub limits: crate::limits::Limits,
 }
 
 /// A compiled route or chain target.
@@ -444,6 +446,8 @@ pub struct Candidate {
     pub weight: u32,
     /// The server tools this deployment runs.
     pub server_tools: ServerTools,
+    /// Its capacity per credential (empty: unlimited).
+    pub limits: crate::limits::Limits,
 }
 
 impl Candidate {

@@ -1,18 +1,25 @@
-//! Admit: reserve what the request will use against limits and budgets.
+//! Admit: reserve what the request will use against the caller's limits and
+//! budgets (its key, user and project), or refuse it before anything is sent.
+//! A deployment's own capacity is taken per attempt (`attempt.rs`, `occupy`).
 
 use super::*;
+use crate::catalog::ModelEntry;
+use crate::limits::Scoped;
 
 /// The admission stage: reserve what the request is expected to use against the
 /// caller's limits and budgets, or refuse it before anything is sent.
 pub(super) async fn admit(
     admission: &dyn Admission,
+    snapshot: &Snapshot,
     inbound: &Inbound,
     plan: &Plan,
 ) -> Result<Reservation, GatewayError> {
     let req = &inbound.request;
     let input = inbound.input_estimate();
-    let tokens = input.saturating_add(req.max_tokens.unwrap_or(0));
+    let model = plan.candidates.first().and_then(|c| c.model.as_deref());
+    let tokens = expected_tokens(inbound, model);
     let cost_usd = plan.candidates.first().and_then(|c| filter::estimated_price(c, input, req));
+    let limits = caller_limits(snapshot, inbound);
     let ask = Ask {
         key_id: inbound.principal.key_id.as_deref(),
         user: inbound.principal.user_id.as_deref(),
@@ -20,14 +27,60 @@ pub(super) async fn admit(
         model: &plan.public_model,
         tokens,
         cost_usd,
+        limits: &limits,
     };
     admission.reserve(&ask).await.map_err(|refusal| {
         let mut message = refusal.message;
         if let Some(ms) = refusal.retry_after_ms {
             message.push_str(&format!(" (retry after {} s)", ms.div_ceil(1000)));
         }
-        // A refusal is a 429 whatever code the admission gives it: the client
-        // should back off, not fix its request.
-        GatewayError::new(refusal.code, message).with_status(429).with_kind(ErrorKind::RateLimit)
+        let err = GatewayError::new(refusal.code, message);
+        match refusal.retry_after_ms {
+            Some(ms) => err.with_retry_after(Duration::from_millis(ms)),
+            None => err,
+        }
     })
+}
+
+/// The tokens a request is expected to use: its input (estimated) plus the
+/// output it may produce, `max_tokens` capped by the model's maximum (the
+/// model's maximum where it asks for none).
+pub(super) fn expected_tokens(inbound: &Inbound, model: Option<&ModelEntry>) -> u64 {
+    let cap = model.and_then(|m| m.max_output_tokens);
+    let output = match (inbound.request.max_tokens, cap) {
+        (Some(asked), Some(cap)) => asked.min(cap),
+        (Some(n), None) | (None, Some(n)) => n,
+        (None, None) => 0,
+    };
+    inbound.input_estimate().saturating_add(output)
+}
+
+/// The limits on the caller: its key's own, its user's and its project's (by id
+/// or name, from `limits:`), each a scope of its own.
+pub(super) fn caller_limits(snapshot: &Snapshot, inbound: &Inbound) -> Vec<Scoped> {
+    let p = &inbound.principal;
+    let cfg = &snapshot.catalog.limits;
+    let mut out = Vec::new();
+    if let (Some(id), Some(limits)) = (&p.key_id, p.limits)
+        && !limits.is_empty()
+    {
+        out.push(Scoped::new(format!("key:{id}"), limits));
+    }
+    if !cfg.users.is_empty() {
+        let by_id = p.user_id.as_ref().and_then(|u| cfg.users.get(u).map(|l| (u, l)));
+        let by_email = || p.email.as_ref().and_then(|e| cfg.users.get(e).map(|l| (e, l)));
+        if let Some((name, limits)) = by_id.or_else(by_email) {
+            let id = p.user_id.as_ref().unwrap_or(name);
+            out.push(Scoped::new(format!("user:{id}"), *limits));
+        }
+    }
+    if !cfg.projects.is_empty()
+        && let Some(project) = &inbound.project
+    {
+        let named = || inbound.project_name.as_ref().and_then(|n| cfg.projects.get(n));
+        if let Some(limits) = cfg.projects.get(project).or_else(named) {
+            out.push(Scoped::new(format!("project:{project}"), *limits));
+        }
+    }
+    out
 }

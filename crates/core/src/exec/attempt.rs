@@ -30,6 +30,18 @@ pub(super) struct Call<'a> {
     pub deadline: Instant,
 }
 
+/// What one attempt came to.
+pub(super) struct Tried {
+    pub result: Result<(Answer, InFlightGuard), Failure>,
+    /// The fingerprint of the credential used.
+    pub credential: Option<String>,
+    /// Usage a failed attempt reported.
+    pub reported: Usage,
+    /// The deployment's capacity this attempt took, given back when the request
+    /// ends (at once, when the attempt failed).
+    pub occupied: Option<Taken>,
+}
+
 /// The keys a request may use on a candidate: the caller's own key for that
 /// provider (BYOK) if they stored one, else the provider's platform keys.
 pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
@@ -45,6 +57,31 @@ pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
         provider: provider.to_owned(),
         credential: key
             .map_or_else(|| crate::breaker::NO_CREDENTIAL.to_owned(), Secret::fingerprint),
+    }
+}
+
+/// Take a slot of `cand`'s capacity on the credential `credential`, where it
+/// has limits; refused: a [`Failure::Capacity`] (the loop moves on).
+async fn occupy(
+    inbound: &Inbound,
+    cand: &Candidate,
+    credential: Option<&str>,
+    runtime: &Runtime,
+) -> Result<Option<Taken>, Failure> {
+    let Some(admission) = runtime.admission.as_ref().filter(|_| !cand.limits.is_empty()) else {
+        return Ok(None);
+    };
+    let scope = crate::limits::Scoped::new(
+        format!("deployment:{}|{}", cand.identity(), credential.unwrap_or("-")),
+        cand.limits,
+    );
+    let tokens = expected_tokens(inbound, cand.model.as_deref());
+    match admission.occupy(&scope, tokens).await {
+        Ok(taken) => Ok(Some(Taken { admission: Arc::clone(admission), reservation: Some(taken) })),
+        Err(refusal) => Err(Failure::Capacity {
+            message: format!("{} is at capacity ({})", cand.label(), refusal.message),
+            retry_after_ms: refusal.retry_after_ms,
+        }),
     }
 }
 
@@ -95,7 +132,7 @@ impl Snapshot {
                 } else {
                     "failover"
                 };
-                let (result, credential, reported) = self
+                let Tried { result, credential, reported, occupied } = self
                     .attempt(
                         inbound,
                         &request,
@@ -115,8 +152,14 @@ impl Snapshot {
                     &result,
                     Err(Failure::Unavailable(_)
                         | Failure::Unsupported(_)
-                        | Failure::CircuitOpen(_))
+                        | Failure::CircuitOpen(_)
+                        | Failure::Capacity { .. })
                 );
+                match (&result, occupied) {
+                    (Ok(_), occupied) => guard.occupied = occupied,
+                    (Err(_), Some(taken)) => taken.settle(reported),
+                    (Err(_), None) => {}
+                }
                 sent += usize::from(sent_upstream);
                 if sent_upstream {
                     guard.rec.field_edits = match cand.provider.wire() {
@@ -146,9 +189,15 @@ impl Snapshot {
                 self.provider_meters(&cand.provider.name, |m| {
                     m.attempt_seconds.record(elapsed.as_secs_f64());
                 });
-                if let Err(Failure::Unavailable(_)) = &result {
+                match &result {
                     // No caller key and no platform key for this deployment: skipped.
-                    plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                    Err(Failure::Unavailable(_)) => {
+                        plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                    }
+                    Err(Failure::Capacity { .. }) => {
+                        plan.descriptor.push(format!("capacity:{}", cand.label()));
+                    }
+                    _ => {}
                 }
                 if sent_upstream && tried.last() != Some(&cand.provider.name) {
                     tried.push(cand.provider.name.clone());
@@ -247,13 +296,19 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         deadline: Instant,
         bypass_breakers: bool,
-    ) -> (Result<(Answer, InFlightGuard), Failure>, Option<String>, Usage) {
+    ) -> Tried {
         let mut reported = Usage::default();
+        let failed = |f, credential| Tried {
+            result: Err(f),
+            credential,
+            reported: Usage::default(),
+            occupied: None,
+        };
         let keys = credentials(cand, inbound);
         if let Some(why) = &cand.provider.unavailable
             && !cand.provider.reachable_with(&inbound.byok)
         {
-            return (Err(Failure::Unavailable(why.clone())), None, reported);
+            return failed(Failure::Unavailable(why.clone()), None);
         }
         let now = UnixMs::now();
         let (key, permit) = if bypass_breakers {
@@ -263,10 +318,19 @@ impl Snapshot {
         } else {
             match self.pick_credential(cand, keys, runtime, now) {
                 Ok((k, p)) => (k, Some(p)),
-                Err(f) => return (Err(f), None, reported),
+                Err(f) => return failed(f, None),
             }
         };
         let credential = key.map(Secret::fingerprint);
+        let occupied = match occupy(inbound, cand, credential.as_deref(), runtime).await {
+            Ok(taken) => taken,
+            Err(f) => {
+                if let Some(permit) = permit {
+                    runtime.health.abandon(permit);
+                }
+                return failed(f, credential);
+            }
+        };
         let in_flight = runtime.in_flight.enter(&cand.identity());
         let result = match (&cand.provider.kind, self.runtimes.get(&cand.provider.name)) {
             (ProviderKind::Mock { latency }, _) => {
@@ -304,7 +368,7 @@ impl Snapshot {
                 other.map_err(|f| f.redacted(&redactor))
             }
         };
-        (result.map(|a| (a, in_flight)), credential, reported)
+        Tried { result: result.map(|a| (a, in_flight)), credential, reported, occupied }
     }
 
     /// Record into `provider`'s histograms (kept by its runtime; the mock

@@ -21,6 +21,7 @@ impl Snapshot {
         attempt_time: Duration,
         keep: &mut Vec<(String, Vec<u8>)>,
     ) -> Success {
+        let rate = guard.reservation.as_ref().and_then(|(_, r)| r.status);
         let Some(cand) = plan.candidates.get(index) else {
             // Unreachable by construction: `index` comes from iterating the plan.
             return Success {
@@ -33,6 +34,7 @@ impl Snapshot {
                 descriptor: String::new(),
                 request: Arc::clone(&inbound.request),
                 delivery: Delivery::Passthrough { format: inbound.format, body: Bytes::new() },
+                rate,
             };
         };
         let descriptor = descriptor(plan, tried);
@@ -64,7 +66,13 @@ impl Snapshot {
                 guard.record_metrics();
                 guard.write(200, None);
                 let delivery = Delivery::Passthrough { format: inbound.format, body };
-                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
+                Success {
+                    served,
+                    descriptor,
+                    request: Arc::clone(&inbound.request),
+                    delivery,
+                    rate,
+                }
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
@@ -103,7 +111,13 @@ impl Snapshot {
                     },
                     _ => Delivery::Response { response: Box::new(response), record },
                 };
-                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
+                Success {
+                    served,
+                    descriptor,
+                    request: Arc::clone(&inbound.request),
+                    delivery,
+                    rate,
+                }
             }
             Answer::Stream(mut committed) => {
                 let report = StreamReport {
@@ -164,7 +178,13 @@ impl Snapshot {
                     pump.outlet.try_flush();
                 }
                 tokio::spawn(pump.run(source, ended));
-                Success { served, descriptor, request: Arc::clone(&inbound.request), delivery }
+                Success {
+                    served,
+                    descriptor,
+                    request: Arc::clone(&inbound.request),
+                    delivery,
+                    rate,
+                }
             }
         }
     }

@@ -11,6 +11,9 @@ pub(super) struct RecordGuard {
     pub(super) done: bool,
     /// Set aside by the admission stage; settled with what the request used.
     pub(super) reservation: Option<(Arc<dyn Admission>, Reservation)>,
+    /// The answering deployment's capacity, taken by its attempt; given back
+    /// with what the request used.
+    pub(super) occupied: Option<Taken>,
     /// The request's metrics are recorded (`gateway.metrics`).
     pub(super) metrics: bool,
 }
@@ -39,6 +42,7 @@ impl RecordGuard {
             started: self.started,
             done: self.done,
             reservation: self.reservation.take(),
+            occupied: self.occupied.take(),
             metrics: self.metrics,
         };
         self.done = true;
@@ -61,11 +65,49 @@ impl RecordGuard {
             // Settling may do IO; off the request's path. (A guard dropped outside
             // a runtime has nowhere to run it: the reservation then expires.)
             let (usage, cost) = (self.rec.usage, self.rec.cost_usd);
+            let occupied = self.occupied.as_mut().and_then(|t| t.reservation.take());
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move { admission.settle(reservation, usage, cost).await });
+                rt.spawn(async move {
+                    if let Some(taken) = occupied {
+                        admission.settle(taken, usage, cost).await;
+                    }
+                    admission.settle(reservation, usage, cost).await;
+                });
             }
         }
         self.sink.record(std::mem::take(&mut self.rec));
+    }
+}
+
+/// A deployment's capacity taken for one attempt: given back with what the
+/// attempt or request used, or, dropped unsettled (the caller went away in the
+/// middle of the attempt), at once with nothing known used.
+pub(super) struct Taken {
+    pub(super) admission: Arc<dyn Admission>,
+    pub(super) reservation: Option<Reservation>,
+}
+
+impl Taken {
+    /// Give it back now, `used` having been used (off the request's path).
+    pub(super) fn settle(mut self, used: Usage) {
+        if let Some(r) = self.reservation.take() {
+            spawn_settle(Arc::clone(&self.admission), r, used);
+        }
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if let Some(r) = self.reservation.take() {
+            spawn_settle(Arc::clone(&self.admission), r, Usage::default());
+        }
+    }
+}
+
+fn spawn_settle(admission: Arc<dyn Admission>, r: Reservation, used: Usage) {
+    // Outside a runtime there is nowhere to run it: leases then lapse by their TTL.
+    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+        rt.spawn(async move { admission.settle(r, used, None).await });
     }
 }
 

@@ -319,6 +319,9 @@ pub struct Success {
     pub request: Arc<Request>,
     /// The answer, whole or streamed.
     pub delivery: Delivery,
+    /// The caller's rate limits after this request (`x-ratelimit-*`); `None`:
+    /// none apply.
+    pub rate: Option<crate::limits::RateStatus>,
 }
 
 mod admit;
@@ -408,6 +411,7 @@ impl Snapshot {
                 started: inbound.received,
                 done: false,
                 reservation: None,
+                occupied: None,
                 metrics: self.catalog.settings.metrics,
             };
             let mut plan = match self.prepare(&inbound, &runtime, &mut guard.rec) {
@@ -423,7 +427,7 @@ impl Snapshot {
                 continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
             }
             if let Some(admission) = &runtime.admission {
-                match admit(admission.as_ref(), &inbound, &plan).await {
+                match admit(admission.as_ref(), &self, &inbound, &plan).await {
                     Ok(reservation) => {
                         guard.reservation = Some((Arc::clone(admission), reservation));
                     }

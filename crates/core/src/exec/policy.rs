@@ -13,7 +13,7 @@ pub(super) fn rank(f: &Failure) -> u8 {
         | Failure::Redirect { .. }
         | Failure::BrokenStream(_)
         | Failure::Malformed(_) => 3,
-        Failure::Unavailable(_) | Failure::CircuitOpen(_) => 2,
+        Failure::Unavailable(_) | Failure::CircuitOpen(_) | Failure::Capacity { .. } => 2,
         Failure::Unsupported(_) => 1,
     }
 }
@@ -73,6 +73,13 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
             GatewayError::new(code, format!("{provider}: {message}"))
         }
         Failure::CircuitOpen(m) => GatewayError::new(ErrorCode::CircuitOpen, m.clone()),
+        Failure::Capacity { message, retry_after_ms } => {
+            let err = GatewayError::new(ErrorCode::RateLimited, message.clone());
+            match retry_after_ms {
+                Some(ms) => err.with_retry_after(Duration::from_millis(*ms)),
+                None => err,
+            }
+        }
         Failure::Unavailable(m) => GatewayError::new(ErrorCode::ProviderUnavailable, m.clone()),
         Failure::Unsupported(m) => GatewayError::new(ErrorCode::UnsupportedRequest, m.clone()),
     }
@@ -118,7 +125,8 @@ pub(super) fn next_step(
         | Failure::UpstreamError { .. }
         | Failure::Unavailable(_)
         | Failure::Unsupported(_)
-        | Failure::CircuitOpen(_) => Next::Failover,
+        | Failure::CircuitOpen(_)
+        | Failure::Capacity { .. } => Next::Failover,
     }
 }
 
@@ -140,7 +148,10 @@ pub(super) fn health_outcome(f: &Failure) -> Option<Outcome> {
         | Failure::BrokenStream(_)
         | Failure::Malformed(_)
         | Failure::UpstreamError { .. } => Some(Outcome::Failure { retry_after: None }),
-        Failure::Unavailable(_) | Failure::Unsupported(_) | Failure::CircuitOpen(_) => None,
+        Failure::Unavailable(_)
+        | Failure::Unsupported(_)
+        | Failure::CircuitOpen(_)
+        | Failure::Capacity { .. } => None,
     }
 }
 

@@ -205,7 +205,11 @@ impl Harness {
             Arc::new(switchyard_store::seal::ContinuitySeal::ephemeral().unwrap());
         let runtime = switchyard_core::runtime::Runtime {
             seal: Some(seal),
-            admission: options.admission.clone(),
+            // As the binary does on the local backend, unless the test brings its own.
+            admission: Some(options.admission.clone().unwrap_or_else(|| {
+                Arc::new(switchyard_core::limits::Limiter::local())
+                    as Arc<dyn switchyard_core::state::Admission>
+            })),
             ..Default::default()
         };
         let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());

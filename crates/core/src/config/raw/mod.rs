@@ -11,10 +11,12 @@ use serde_saphyr::{Location, Spanned};
 mod models;
 mod providers;
 mod routes;
+mod state;
 
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
+pub use state::*;
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -41,6 +43,12 @@ pub struct RawConfig {
     /// `security:`: which variables hold the gateway's secrets.
     #[serde(default)]
     pub security: SecurityConfig,
+    /// `state:`: where limits' counters live (this process, or Redis).
+    #[serde(default)]
+    pub state: StateConfig,
+    /// `limits:`: rate limits of projects and users.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.

@@ -155,6 +155,10 @@ pub struct DeploymentConfig {
     /// The server tools this deployment runs (replaces its provider's list).
     #[serde(default)]
     pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
+    /// Its capacity, per credential: a request over it moves on to the next
+    /// candidate without marking this one unhealthy.
+    #[serde(default)]
+    pub limits: Option<crate::limits::Limits>,
 }
 
 impl DeploymentConfig {
@@ -166,6 +170,7 @@ impl DeploymentConfig {
             model: None,
             pricing: None,
             server_tools: None,
+            limits: None,
         }
     }
 }

@@ -1,0 +1,84 @@
+//! `state:` (where shared runtime state lives) and `limits:` (rate limits of
+//! projects and users), as written.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::limits::{FailureMode, Limits};
+
+/// `state:`: where counters shared by instances live. Read at start-up (a
+/// reload keeps the backend it started with).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateConfig {
+    /// `local` (in this process; the default) or `redis`.
+    pub backend: StateBackend,
+    /// The Redis server, for `backend: redis`.
+    pub redis: Option<RedisConfig>,
+    /// What the limits do while Redis cannot be reached.
+    pub on_unavailable: FailureMode,
+    /// Instances sharing the limits: each takes this share of every limit under
+    /// `on_unavailable: local_share`.
+    pub expected_instances: u64,
+    /// A concurrency slot lapses this long after its holder last renewed it (a
+    /// crashed instance's slots come back after it).
+    pub lease_ttl_ms: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            backend: StateBackend::Local,
+            redis: None,
+            on_unavailable: FailureMode::FailClosed,
+            expected_instances: 1,
+            lease_ttl_ms: 60_000,
+        }
+    }
+}
+
+/// Where shared state lives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateBackend {
+    /// In this process: nothing to install, exact for one instance.
+    #[default]
+    Local,
+    /// A Redis server every instance shares.
+    Redis,
+}
+
+/// `state.redis:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    /// `redis://host:port/db` (`rediss://` for TLS); `${VAR}` may supply it.
+    pub url: String,
+    /// One Redis step may take this long before it counts as a failure.
+    #[serde(default = "default_redis_timeout")]
+    pub timeout_ms: u64,
+    /// Prefix of every key (instances of one gateway share it; two gateways on
+    /// one Redis use two).
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+}
+
+fn default_redis_timeout() -> u64 {
+    250
+}
+
+fn default_prefix() -> String {
+    "switchyard".into()
+}
+
+/// `limits:`: rate limits by project and by user (a key's own limits are stored
+/// with it: `switchyard keys create --rpm …`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// By project id or name.
+    pub projects: BTreeMap<String, Limits>,
+    /// By user id or email.
+    pub users: BTreeMap<String, Limits>,
+}

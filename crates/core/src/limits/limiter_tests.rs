@@ -1,0 +1,146 @@
+use std::sync::atomic::AtomicBool;
+
+use super::*;
+use crate::limits::Limits;
+
+/// A backend that is down while `down` is set, else counts locally.
+#[derive(Debug, Default)]
+struct Flaky {
+    down: AtomicBool,
+    inner: LocalCounters,
+}
+
+impl Counters for Flaky {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+    fn acquire<'a>(
+        &'a self,
+        lease: &'a str,
+        charges: &'a [Charge],
+    ) -> BoxFuture<'a, Result<Acquired, BackendError>> {
+        if self.down.load(Ordering::SeqCst) {
+            return Box::pin(std::future::ready(Err(BackendError("down".into()))));
+        }
+        self.inner.acquire(lease, charges)
+    }
+    fn adjust<'a>(&'a self, c: &'a Charge, d: i64) -> BoxFuture<'a, Result<(), BackendError>> {
+        self.inner.adjust(c, d)
+    }
+    fn release<'a>(
+        &'a self,
+        l: &'a str,
+        k: &'a [String],
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        self.inner.release(l, k)
+    }
+    fn renew<'a>(
+        &'a self,
+        l: &'a [(String, String)],
+        ttl: u64,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        self.inner.renew(l, ttl)
+    }
+}
+
+fn scoped(scope: &str, limits: Limits) -> Vec<Scoped> {
+    vec![Scoped::new(scope, limits)]
+}
+
+#[tokio::test]
+async fn a_refusal_names_the_limit_and_when_to_retry() {
+    let l = Limiter::local();
+    let s = scoped("key:k1", Limits::default().rpm(2));
+    let first = l.take(&s, 10).await.expect("1 of 2");
+    let status = first.status.expect("limited");
+    assert_eq!(status.requests.map(|r| (r.limit, r.remaining)), Some((2, 1)));
+    assert_eq!(status.tokens, None);
+    l.take(&s, 10).await.expect("2 of 2");
+    let refusal = l.take(&s, 10).await.expect_err("3 of 2");
+    assert_eq!(refusal.code, ErrorCode::RateLimited);
+    assert_eq!(refusal.message, "rate limit of key:k1 reached: 2 requests per minute");
+    let ms = refusal.retry_after_ms.expect("known");
+    assert!(ms > 29_000 && ms <= 30_000, "{ms}");
+}
+
+#[tokio::test]
+async fn every_scope_is_charged_or_none() {
+    let l = Limiter::local();
+    let both = vec![
+        Scoped::new("user:u", Limits::default().rpm(10)),
+        Scoped::new("project:p", Limits::default().tpm(100)),
+    ];
+    l.take(&both, 80).await.expect("fits");
+    let refusal = l.take(&both, 80).await.expect_err("the project's tokens are spent");
+    assert!(refusal.message.contains("project:p") && refusal.message.contains("100 tokens"));
+    // The refused request took nothing from the user: 9 more fit.
+    let user = scoped("user:u", Limits::default().rpm(10));
+    for _ in 0..9 {
+        l.take(&user, 0).await.expect("fits");
+    }
+    assert!(l.take(&user, 0).await.is_err());
+}
+
+#[tokio::test]
+async fn a_request_larger_than_the_token_limit_never_fits() {
+    let l = Limiter::local();
+    let refusal = l.take(&scoped("key:k", Limits::default().tpm(100)), 101).await.expect_err("");
+    assert_eq!(refusal.retry_after_ms, None);
+    assert!(refusal.message.contains("fewer than this request's 101"), "{}", refusal.message);
+}
+
+#[tokio::test]
+async fn tokens_are_reconciled_and_leases_released_when_given_back() {
+    let l = Limiter::local();
+    let s = scoped("key:k", Limits::default().tpm(100).concurrent(1));
+    let r = l.take(&s, 90).await.expect("fits");
+    assert!(l.take(&s, 5).await.is_err(), "one at once");
+    let used = Usage { input_tokens: Some(10), output_tokens: Some(5), ..Usage::default() };
+    l.give_back(r, &used).await;
+    // 85 of the 90 came back: 85 fit again, and the slot is free.
+    let r = l.take(&s, 85).await.expect("reconciled");
+    // Unknown usage keeps the reservation.
+    l.give_back(r, &Usage::default()).await;
+    assert!(l.take(&s, 1).await.is_err(), "the unreported 85 stay taken");
+}
+
+#[tokio::test]
+async fn the_failure_modes() {
+    let flaky = Arc::new(Flaky::default());
+    flaky.down.store(true, Ordering::SeqCst);
+    let closed = Limiter::new(flaky.clone(), LimiterConfig::default());
+    let s = scoped("key:k", Limits::default().rpm(4));
+    let refusal = closed.take(&s, 0).await.expect_err("fails closed");
+    assert_eq!(refusal.code, ErrorCode::LimitsUnavailable);
+    // Unlimited requests do not need the backend at all.
+    closed.take(&[], 0).await.expect("nothing to count");
+
+    let config = LimiterConfig {
+        on_unavailable: FailureMode::LocalShare,
+        expected_instances: 2,
+        ..LimiterConfig::default()
+    };
+    let shared = Limiter::new(flaky.clone(), config);
+    shared.take(&s, 0).await.expect("1 of the local share of 2");
+    shared.take(&s, 0).await.expect("2 of 2");
+    assert!(shared.take(&s, 0).await.is_err(), "this instance's half of 4 is spent");
+    // Back: the shared counters count again (they saw none of the above).
+    flaky.down.store(false, Ordering::SeqCst);
+    for _ in 0..4 {
+        shared.take(&s, 0).await.expect("the backend's 4");
+    }
+    assert!(shared.take(&s, 0).await.is_err());
+}
+
+#[tokio::test]
+async fn leases_held_by_requests_in_flight_are_renewed() {
+    let config = LimiterConfig { lease_ttl: Duration::from_millis(60), ..LimiterConfig::default() };
+    let l = Limiter::new(Arc::new(LocalCounters::default()), config);
+    let s = scoped("key:k", Limits::default().concurrent(1));
+    let held = l.take(&s, 0).await.expect("free");
+    // Several TTLs later the slot is still taken: the ticker renewed it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(l.take(&s, 0).await.is_err(), "renewed while held");
+    l.give_back(held, &Usage::default()).await;
+    l.take(&s, 0).await.expect("released");
+}
