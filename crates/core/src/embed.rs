@@ -68,7 +68,7 @@ pub mod prelude {
     pub use crate::protocol::{Delta, Message, Part, Request, Response, Role, StreamEvent, Tool};
 }
 
-pub use crate::access::Principal;
+pub use crate::access::{CallerRole, Principal};
 pub use crate::exec::RequestRouting;
 pub use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
 pub use crate::runtime::Runtime;
@@ -137,7 +137,7 @@ use crate::{Catalog, ConfigSource};
 ///     ..Request::default()
 /// };
 ///
-/// let acme = Principal { user_id: Some("acme".into()), ..Principal::default() };
+/// let acme = Principal::user("acme");
 /// let generate = Generate::new(request.clone()).caller(acme);
 /// let answer = gateway.generate(generate).await?;
 /// let used = answer.attempts[0].credential.as_deref();
@@ -459,7 +459,7 @@ impl Gateway {
     /// };
     /// use switchyard_core::protocol::{Message, Request, Role};
     ///
-    /// let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };
+    /// let price = Pricing::per_million(3.0, 15.0);
     /// let gateway = Gateway::builder()
     ///     .provider("local", Provider::mock())
     ///     .provider("openai", Provider::openai().key(Secret::from("sk-example")))
