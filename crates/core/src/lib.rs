@@ -2,6 +2,21 @@
 //! pipeline. Usable as a library: [`embed::Gateway`] runs canonical requests
 //! in-process (see its module for an example); the HTTP server is a layer over
 //! the [`Engine`] underneath it ([`Engine::execute`]).
+//!
+//! # Cargo features
+//!
+//! Both on by default; `default-features = false` leaves them out.
+//!
+//! - `yaml`: configuration from YAML: [`embed::Gateway::from_yaml`],
+//!   [`embed::Gateway::from_file`], [`ConfigSource::parse`], [`load`]. Without
+//!   it, [`embed::Gateway::builder`] and [`embed::Gateway::from_raw`] build the
+//!   configuration, validated as a file is.
+//! - `metrics`: the series listed in [`embed`], recorded through the `metrics`
+//!   facade. Without it nothing is recorded and the `metrics` crate is not
+//!   linked; with it, `gateway.metrics: false` still turns them off.
+//!
+//! The library handles no signals (the `switchyard` binary does) and installs
+//! nothing process-wide.
 
 #![warn(missing_docs)]
 
@@ -24,6 +39,7 @@ pub mod record;
 pub mod runtime;
 pub mod state;
 mod strategy;
+mod telemetry;
 pub mod upstream;
 pub mod util;
 
@@ -58,6 +74,7 @@ pub enum LoadError {
 
 /// Locate, parse and compile a configuration (flag path, else `SWITCHYARD_CONFIG`,
 /// else the embedded default).
+#[cfg(feature = "yaml")]
 pub fn load(path: Option<&std::path::Path>) -> Result<(ConfigSource, Catalog), LoadError> {
     let source = ConfigSource::locate(path)?;
     let raw = source.parse()?;
@@ -165,6 +182,7 @@ impl Engine {
 
     /// Re-read and swap in the configuration from `source` (a file path). The old
     /// configuration keeps serving when the new one is invalid.
+    #[cfg(feature = "yaml")]
     pub fn reload_from(&self, path: &std::path::Path) -> Result<(), LoadError> {
         let source = ConfigSource::from_path(path)?;
         let raw = source.parse()?;

@@ -114,5 +114,7 @@ impl Catalog {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 mod tests;

@@ -5,8 +5,8 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use super::{Span, Spanned};
 use serde::Deserialize;
-use serde_saphyr::{Location, Spanned};
 
 mod models;
 mod providers;
@@ -419,6 +419,8 @@ impl Default for Timeouts {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "raw_tests.rs"]
 mod tests;
