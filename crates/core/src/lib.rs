@@ -17,6 +17,13 @@
 //!
 //! The library handles no signals (the `switchyard` binary does) and installs
 //! nothing process-wide.
+//!
+//! # MSRV
+//!
+//! Rust 1.89 (`rust-version`): the highest of what the code uses (let-chains,
+//! 1.88) and of its locked dependencies' own `rust-version` (serde-saphyr: 1.89).
+//! Raising it is a minor-version change, noted in the changelog. It is checked
+//! by clippy's `incompatible_msrv` lint, not by a build on that toolchain.
 
 #![warn(missing_docs)]
 
