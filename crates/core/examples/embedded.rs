@@ -29,7 +29,7 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let openai = FakeUpstream::start(Vendor::OpenAi).await?;
     let anthropic = FakeUpstream::start(Vendor::Anthropic).await?;
-    let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };
+    let price = Pricing::per_million(3.0, 15.0);
     let gateway = Gateway::builder()
         .provider(
             "openai",

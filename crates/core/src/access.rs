@@ -45,8 +45,29 @@ impl CallerRole {
     }
 }
 
-/// The authenticated caller.
+/// The authenticated caller. Built with [`Principal::anonymous`] or
+/// [`Principal::user`] and the setters below; the fields are public for reading,
+/// and more may come (hence `#[non_exhaustive]`: a struct literal outside this
+/// crate would break when one does).
+///
+/// ```
+/// use switchyard_core::embed::{CallerRole, Principal};
+///
+/// let ann = Principal::user("u-ann")
+///     .role(CallerRole::Member)
+///     .email("ann@example.com")
+///     .groups(["research"])
+///     .project("p-1")
+///     .project_names([("p-1", "storefront")])
+///     .key("k-7", "sy-ab12")
+///     .allowed_models(["gpt-*"]);
+/// assert_eq!(ann.user_id.as_deref(), Some("u-ann"));
+/// assert_eq!(ann.project_id("storefront"), Some("p-1"));
+/// assert_eq!(ann.key_prefix.as_deref(), Some("sy-ab12"));
+/// assert_eq!(Principal::anonymous(), Principal::default());
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Principal {
     /// The signed-in user's id; `None` for a static key or an anonymous caller.
     pub user_id: Option<String>,
@@ -133,6 +154,85 @@ impl std::fmt::Display for Denial {
 }
 
 impl Principal {
+    /// A caller with no identity: no user, no role, no key (an open gateway's
+    /// caller; a library caller by default).
+    pub fn anonymous() -> Self {
+        Self::default()
+    }
+
+    /// The signed-in user `id`, with nothing else known yet.
+    pub fn user(id: impl Into<String>) -> Self {
+        Self { user_id: Some(id.into()), ..Self::default() }
+    }
+
+    /// The caller's role.
+    #[must_use]
+    pub fn role(mut self, role: CallerRole) -> Self {
+        self.role = Some(role);
+        self
+    }
+
+    /// The user's groups (replacing any given before).
+    #[must_use]
+    pub fn groups(mut self, groups: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.groups = groups.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The project (its id) requests are attributed to.
+    #[must_use]
+    pub fn project(mut self, id: impl Into<String>) -> Self {
+        self.project = Some(id.into());
+        self
+    }
+
+    /// The other projects (ids) the user belongs to (replacing any given before).
+    #[must_use]
+    pub fn projects(mut self, ids: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.projects = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// `(id, name)` of the caller's projects, so that they can be named by name
+    /// as well (replacing any given before).
+    #[must_use]
+    pub fn project_names(
+        mut self,
+        names: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
+    ) -> Self {
+        self.project_names = names.into_iter().map(|(id, n)| (id.into(), n.into())).collect();
+        self
+    }
+
+    /// The user's email.
+    #[must_use]
+    pub fn email(mut self, email: impl Into<String>) -> Self {
+        self.email = Some(email.into());
+        self
+    }
+
+    /// The stored API key presented: its id and its visible prefix.
+    #[must_use]
+    pub fn key(mut self, id: impl Into<String>, prefix: impl Into<String>) -> Self {
+        self.key_id = Some(id.into());
+        self.key_prefix = Some(prefix.into());
+        self
+    }
+
+    /// The visible prefix of a key that has no stored id (a static key).
+    #[must_use]
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = Some(prefix.into());
+        self
+    }
+
+    /// Limit the key to models matching these patterns.
+    #[must_use]
+    pub fn allowed_models(mut self, patterns: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_models = Some(patterns.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// The id of the caller's project (attributed or a membership) that
     /// `id_or_name` names, by id or by name.
     pub fn project_id(&self, id_or_name: &str) -> Option<&str> {
@@ -294,11 +394,7 @@ mod tests {
 
     #[test]
     fn key_allowed_models_limit_the_key() {
-        let who = Principal {
-            allowed_models: Some(vec!["gpt-*".into()]),
-            key_prefix: Some("sy-abc".into()),
-            ..member(&[])
-        };
+        let who = member(&[]).allowed_models(["gpt-*"]).key_prefix("sy-abc");
         assert!(decide(&[], &who, "gpt-5", None).is_ok());
         let err = decide(&[], &who, "claude-x", None).unwrap_err();
         assert_eq!(err.rule, "key:sy-abc");

@@ -1,6 +1,6 @@
 //! Library mode: the gateway in-process, without the HTTP server. Build a
-//! [`Gateway`] from a configuration (YAML text, a file, or in code with
-//! [`Gateway::builder`]), then [`Gateway::generate`] or [`Gateway::stream`]
+//! [`Gateway`] from a configuration (YAML text or a file, with the `yaml`
+//! feature, or in code with [`Gateway::builder`]), then [`Gateway::generate`] or [`Gateway::stream`]
 //! canonical requests; the answer says which provider and model served it, every
 //! attempt, usage, cost and the route descriptor.
 //!
@@ -37,9 +37,10 @@
 //!
 //! # Metrics
 //!
-//! The pipeline records these series through the [`metrics`](https://docs.rs/metrics)
-//! facade. They go nowhere unless the program installs a recorder; one that does
-//! (for metrics of its own) receives them too:
+//! With the `metrics` feature (on by default), the pipeline records these series
+//! through the [`metrics`](https://docs.rs/metrics) facade. They go nowhere unless
+//! the program installs a recorder; one that does (for metrics of its own)
+//! receives them too:
 //!
 //! | series | labels |
 //! |---|---|
@@ -68,7 +69,7 @@ pub mod prelude {
     pub use crate::protocol::{Delta, Message, Part, Request, Response, Role, StreamEvent, Tool};
 }
 
-pub use crate::access::Principal;
+pub use crate::access::{CallerRole, Principal};
 pub use crate::exec::RequestRouting;
 pub use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
 pub use crate::runtime::Runtime;
@@ -88,16 +89,15 @@ pub use builder::{
 };
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::Arc;
 
 use switchyard_protocol::{ClientFormat, ResponseAccumulator};
 
+use crate::Catalog;
 use crate::exec::{
     Chunk, ChunkStream, Delivery, Inbound, NoDirectory, Output, attribute, check_model_id,
     wrong_form,
 };
-use crate::{Catalog, ConfigSource};
 
 /// Supplies provider keys per request, so an embedding application can give each
 /// of its tenants its own (they are used before the configuration's keys).
@@ -137,7 +137,7 @@ use crate::{Catalog, ConfigSource};
 ///     ..Request::default()
 /// };
 ///
-/// let acme = Principal { user_id: Some("acme".into()), ..Principal::default() };
+/// let acme = Principal::user("acme");
 /// let generate = Generate::new(request.clone()).caller(acme);
 /// let answer = gateway.generate(generate).await?;
 /// let used = answer.attempts[0].credential.as_deref();
@@ -459,7 +459,7 @@ impl Gateway {
     /// };
     /// use switchyard_core::protocol::{Message, Request, Role};
     ///
-    /// let price = Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() };
+    /// let price = Pricing::per_million(3.0, 15.0);
     /// let gateway = Gateway::builder()
     ///     .provider("local", Provider::mock())
     ///     .provider("openai", Provider::openai().key(Secret::from("sk-example")))
@@ -505,18 +505,23 @@ impl Gateway {
     /// From YAML text (`name` appears in problems: `name:line: …`). `${VAR}`
     /// references are resolved with `env` (pass `&|k| std::env::var(k).ok()` for the
     /// process environment). Records are dropped; use [`Gateway::new`] to keep them.
+    #[cfg(feature = "yaml")]
     pub fn from_yaml(
         name: &str,
         yaml: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, LoadError> {
-        let raw = ConfigSource::from_text(name, yaml).parse_with(env)?;
+        let raw = crate::ConfigSource::from_text(name, yaml).parse_with(env)?;
         Self::from_raw(&raw, name, env)
     }
 
     /// From a configuration file.
-    pub fn from_file(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, LoadError> {
-        let source = ConfigSource::from_path(path)?;
+    #[cfg(feature = "yaml")]
+    pub fn from_file(
+        path: &std::path::Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, LoadError> {
+        let source = crate::ConfigSource::from_path(path)?;
         let raw = source.parse_with(env)?;
         Self::from_raw(&raw, &source.name, env)
     }

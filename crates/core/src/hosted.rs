@@ -279,6 +279,8 @@ impl DropNotices {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "hosted_tests.rs"]
 mod tests;

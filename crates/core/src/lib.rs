@@ -2,6 +2,28 @@
 //! pipeline. Usable as a library: [`embed::Gateway`] runs canonical requests
 //! in-process (see its module for an example); the HTTP server is a layer over
 //! the [`Engine`] underneath it ([`Engine::execute`]).
+//!
+//! # Cargo features
+//!
+//! Both on by default; `default-features = false` leaves them out.
+//!
+//! - `yaml`: configuration from YAML: [`embed::Gateway::from_yaml`],
+//!   [`embed::Gateway::from_file`], [`ConfigSource::parse`], [`load`]. Without
+//!   it, [`embed::Gateway::builder`] and [`embed::Gateway::from_raw`] build the
+//!   configuration, validated as a file is.
+//! - `metrics`: the series listed in [`embed`], recorded through the `metrics`
+//!   facade. Without it nothing is recorded and the `metrics` crate is not
+//!   linked; with it, `gateway.metrics: false` still turns them off.
+//!
+//! The library handles no signals (the `switchyard` binary does) and installs
+//! nothing process-wide.
+//!
+//! # MSRV
+//!
+//! Rust 1.89 (`rust-version`): the highest of what the code uses (let-chains,
+//! 1.88) and of its locked dependencies' own `rust-version` (serde-saphyr: 1.89).
+//! Raising it is a minor-version change, noted in the changelog. It is checked
+//! by clippy's `incompatible_msrv` lint, not by a build on that toolchain.
 
 #![warn(missing_docs)]
 
@@ -25,6 +47,7 @@ pub mod record;
 pub mod runtime;
 pub mod state;
 mod strategy;
+mod telemetry;
 pub mod upstream;
 pub mod util;
 
@@ -59,6 +82,7 @@ pub enum LoadError {
 
 /// Locate, parse and compile a configuration (flag path, else `SWITCHYARD_CONFIG`,
 /// else the embedded default).
+#[cfg(feature = "yaml")]
 pub fn load(path: Option<&std::path::Path>) -> Result<(ConfigSource, Catalog), LoadError> {
     let source = ConfigSource::locate(path)?;
     let raw = source.parse()?;
@@ -166,6 +190,7 @@ impl Engine {
 
     /// Re-read and swap in the configuration from `source` (a file path). The old
     /// configuration keeps serving when the new one is invalid.
+    #[cfg(feature = "yaml")]
     pub fn reload_from(&self, path: &std::path::Path) -> Result<(), LoadError> {
         let source = ConfigSource::from_path(path)?;
         let raw = source.parse()?;

@@ -41,15 +41,15 @@ pub(crate) struct ProviderRuntime {
 /// `histogram!` call per request would hash its labels and allocate each time.
 #[derive(Debug)]
 pub(crate) struct ProviderMeters {
-    pub attempt_seconds: metrics::Histogram,
-    pub ttft_seconds: metrics::Histogram,
+    pub attempt_seconds: crate::telemetry::Histogram,
+    pub ttft_seconds: crate::telemetry::Histogram,
 }
 
 impl ProviderMeters {
     pub fn new(provider: &str) -> Self {
         Self {
-            attempt_seconds: metrics::histogram!("gateway_attempt_duration_seconds", "provider" => provider.to_owned()),
-            ttft_seconds: metrics::histogram!("gateway_time_to_first_token_seconds", "provider" => provider.to_owned()),
+            attempt_seconds: crate::telemetry::histogram!("gateway_attempt_duration_seconds", "provider" => provider.to_owned()),
+            ttft_seconds: crate::telemetry::histogram!("gateway_time_to_first_token_seconds", "provider" => provider.to_owned()),
         }
     }
 }

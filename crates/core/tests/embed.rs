@@ -235,7 +235,7 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
             Provider::gemini()
                 .key_env("UNSET")
                 .optional()
-                .governance(Governance { european: Some(true), ..Governance::default() }),
+                .governance(Governance::default().european(true)),
         )
         .provider("local", Provider::mock().latency(Duration::from_millis(5)))
         .provider(
@@ -249,12 +249,12 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
             Model::new("smart")
                 .alias("clever")
                 .deployment("claude", "claude-sonnet-4-5")
-                .deploy(Deployment::new("openai").model("gpt-4.1").pricing(Pricing {
-                    input: Some(2.0),
-                    output: Some(8.0),
-                    ..Pricing::default()
-                }))
-                .pricing(Pricing { input: Some(3.0), output: Some(15.0), ..Pricing::default() })
+                .deploy(
+                    Deployment::new("openai")
+                        .model("gpt-4.1")
+                        .pricing(Pricing::per_million(2.0, 8.0)),
+                )
+                .pricing(Pricing::per_million(3.0, 15.0))
                 .context_window(200_000)
                 .capabilities([Capability::Vision, Capability::Tools])
                 .fallback("echo"),
@@ -262,7 +262,7 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
         .model(
             Model::new("echo")
                 .deploy(Deployment::new("local"))
-                .pricing(Pricing { input: Some(0.0), output: Some(0.0), ..Pricing::default() })
+                .pricing(Pricing::per_million(0.0, 0.0))
                 .hidden()
                 .retires("2099-01-01")
                 .owned_by("tests"),
@@ -277,16 +277,14 @@ fn a_builder_config_compiles_to_the_same_catalog_as_its_yaml() {
                 .fallback(Target::new("claude").weight(2))
                 .fallback(Target::new("local").model("echo"))
                 .strategy(Strategy::Weighted)
-                .retry(RetryConfig {
-                    max_retries: 2,
-                    statuses: vec![429],
-                    backoff_ms: 100,
-                    max_wait_ms: 1000,
-                })
-                .failover(FailoverConfig {
-                    preset: FailoverPreset::Strict,
-                    ..FailoverConfig::default()
-                })
+                .retry(
+                    RetryConfig::default()
+                        .max_retries(2)
+                        .statuses([429])
+                        .backoff_ms(100)
+                        .max_wait_ms(1000),
+                )
+                .failover(FailoverConfig::default().preset(FailoverPreset::Strict))
                 .max_attempts(4)
                 .unrunnable_server_tools(UnrunnableServerTools::Drop)
                 .context_fallback("big")
@@ -386,9 +384,11 @@ fn a_builder_error_lists_the_problems_its_yaml_would() {
 fn a_negative_price_from_code_is_refused_naming_the_field() {
     let built = Gateway::builder()
         .provider("a", Provider::mock())
-        .model(Model::new("m").pricing(Pricing { input: Some(-1.0), ..Pricing::default() }).deploy(
-            Deployment::new("a").pricing(Pricing { output: Some(f64::NAN), ..Pricing::default() }),
-        ))
+        .model(
+            Model::new("m")
+                .pricing(Pricing::default().input(-1.0))
+                .deploy(Deployment::new("a").pricing(Pricing::default().output(f64::NAN))),
+        )
         .build();
     let Err(LoadError::Invalid(err)) = built else { panic!("{built:?}") };
     let text = err.to_string();

@@ -207,12 +207,8 @@ impl Identity {
         if let Some(admin) = &self.admin_key
             && admin.matches(key.as_bytes())
         {
-            let principal = Principal {
-                user_id: Some("bootstrap-admin".to_owned()),
-                role: Some(CallerRole::Admin),
-                key_prefix: prefix,
-                ..Principal::default()
-            };
+            let mut principal = Principal::user("bootstrap-admin").role(CallerRole::Admin);
+            principal.key_prefix = prefix;
             return Ok(Caller { principal, byok: Vec::new() });
         }
         let mut static_hit = false;
@@ -220,11 +216,8 @@ impl Identity {
             static_hit |= k.matches(key.as_bytes());
         }
         if static_hit {
-            let principal = Principal {
-                role: Some(CallerRole::Member),
-                key_prefix: prefix,
-                ..Principal::default()
-            };
+            let mut principal = Principal::anonymous().role(CallerRole::Member);
+            principal.key_prefix = prefix;
             return Ok(Caller { principal, byok: Vec::new() });
         }
         let Some(store) = &self.store else {
@@ -302,19 +295,16 @@ impl Identity {
         {
             project_names.push((p.id, p.name));
         }
-        let principal = Principal {
-            user_id: Some(user.id.clone()),
-            role: Some(user.role),
-            groups,
-            project: project.clone(),
-            projects,
-            project_names,
-            email: Some(user.email.clone()),
-            key_id: Some(api_key.id.clone()),
-            key_prefix: Some(api_key.prefix.clone()),
-            allowed_models: api_key.allowed_models.clone(),
-            limits: None,
-        };
+        let mut principal = Principal::user(user.id.clone())
+            .role(user.role)
+            .groups(groups)
+            .projects(projects)
+            .project_names(project_names)
+            .email(user.email.clone())
+            .key(api_key.id.clone(), api_key.prefix.clone());
+        // Both may be absent: a key bound to no project, one limited to no models.
+        principal.project.clone_from(&project);
+        principal.allowed_models.clone_from(&api_key.allowed_models);
         let byok = self.byok(store, &user.id, project.as_deref()).await?;
         // Best effort: last-used time is informational.
         let (store, id) = (store.clone(), api_key.id.clone());

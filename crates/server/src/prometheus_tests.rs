@@ -52,10 +52,10 @@ fn callers_own_keys_share_one_series_showing_the_worst() {
 
 #[test]
 fn admins_viewers_static_keys_and_open_mode_may_read() {
-    let with = |role, user: Option<&str>| Principal {
-        role,
-        user_id: user.map(str::to_owned),
-        ..Principal::default()
+    let with = |role: Option<CallerRole>, user: Option<&str>| {
+        let mut who = user.map_or_else(Principal::anonymous, Principal::user);
+        who.role = role;
+        who
     };
     assert!(may_read(&with(Some(CallerRole::Admin), Some("bootstrap-admin"))));
     assert!(may_read(&with(Some(CallerRole::Viewer), Some("u-1"))));

@@ -485,13 +485,9 @@ async fn case_rules(store: Store) {
 
     // Stored rules feed core's decision as they are.
     let rules: Vec<access::Rule> = listed.iter().map(|r| r.rule.clone()).collect();
-    let who = Principal {
-        user_id: Some("u".into()),
-        role: Some(CallerRole::Member),
-        ..Principal::default()
-    };
+    let who = Principal::user("u").role(CallerRole::Member);
     assert!(access::decide(&rules, &who, "claude-opus-5", None).is_err());
-    let insider = Principal { groups: vec!["research".into()], ..who.clone() };
+    let insider = who.clone().groups(["research"]);
     assert!(access::decide(&rules, &insider, "claude-opus-5", None).is_ok());
 
     assert!(

@@ -218,18 +218,15 @@ mod tests {
 
     #[test]
     fn sqlite_paths_sit_next_to_the_config() {
-        let s = StorageConfig {
-            url: "sqlite://data/sy.db?mode=rwc".into(),
-            ..StorageConfig::default()
-        };
+        let s = StorageConfig::default().url("sqlite://data/sy.db?mode=rwc");
         assert_eq!(
             database_url(&s, Some(Path::new("/etc/sy/config.yaml"))).as_deref(),
             Some("sqlite:///etc/sy/data/sy.db?mode=rwc")
         );
         assert_eq!(database_url(&s, None).as_deref(), Some("sqlite://data/sy.db?mode=rwc"));
-        let none = StorageConfig { url: "none".into(), ..StorageConfig::default() };
+        let none = StorageConfig::default().url("none");
         assert_eq!(database_url(&none, None), None);
-        let pg = StorageConfig { url: "postgres://u@h/db".into(), ..StorageConfig::default() };
+        let pg = StorageConfig::default().url("postgres://u@h/db");
         assert_eq!(database_url(&pg, None).as_deref(), Some("postgres://u@h/db"));
     }
 }

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_saphyr::{Location, Spanned};
+use crate::config::{Span, Spanned};
 use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
 use super::compile_client::compile_client;
@@ -31,11 +31,11 @@ pub struct Problem {
 
 impl Problem {
     pub(super) fn at<T>(s: &Spanned<T>, message: impl Into<String>) -> Self {
-        Self::located(s.referenced, message)
+        Self::located(s.span, message)
     }
 
     /// Line 0 is serde-saphyr's "unknown" (a value from a default, say).
-    pub(super) fn located(at: Location, message: impl Into<String>) -> Self {
+    pub(super) fn located(at: Span, message: impl Into<String>) -> Self {
         let line = at.line();
         Problem { line: (line > 0).then_some(line), message: message.into() }
     }
@@ -171,7 +171,7 @@ fn compile_providers(
             if refuse {
                 let at = first_known(&[
                     first_missing,
-                    Some(p.credentials.referenced),
+                    Some(p.credentials.span),
                     Some(written.location()),
                 ]);
                 problems.push(Problem::located(at, format!(
@@ -190,7 +190,7 @@ fn compile_providers(
         if let Some(m) = &p.markup
             && (!m.value.is_finite() || m.value < 0.0)
         {
-            let at = first_known(&[Some(m.referenced), Some(written.location())]);
+            let at = first_known(&[Some(m.span), Some(written.location())]);
             problems.push(Problem::located(
                 at,
                 format!("providers.{name}.markup: must be a number >= 0"),
@@ -199,7 +199,7 @@ fn compile_providers(
         if p.wire != WireName::Mock
             && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
         {
-            let written_at = p.endpoint.as_ref().map(|e| e.referenced);
+            let written_at = p.endpoint.as_ref().map(|e| e.span);
             let at = first_known(&[written_at, Some(written.location())]);
             problems.push(Problem::located(
                 at,
@@ -709,7 +709,7 @@ struct PlatformKeys {
     /// is marked `optional` or `byok_only`).
     refuse: bool,
     /// The first unset variable's position, where a refusal is reported.
-    first_missing: Option<Location>,
+    first_missing: Option<Span>,
 }
 
 fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {
@@ -729,7 +729,7 @@ fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String
     if !keys.is_empty() {
         return none(keys);
     }
-    let first_missing = missing.first().map(|v| v.referenced);
+    let first_missing = missing.first().map(|v| v.span);
     if creds.byok_only {
         let why =
             format!("provider {name} takes users' own keys only (byok_only) and none was given");
@@ -748,6 +748,6 @@ fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String
 
 /// The closest known position of the first of `candidates`: a problem is reported
 /// at the field it is about when that was written, else at the provider's name.
-pub(super) fn first_known(candidates: &[Option<Location>]) -> Location {
-    candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Location::UNKNOWN)
+pub(super) fn first_known(candidates: &[Option<Span>]) -> Span {
+    candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Span::UNKNOWN)
 }

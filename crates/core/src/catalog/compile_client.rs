@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_saphyr::{Location, Spanned};
+use crate::config::{Span, Spanned};
 
 use super::ProviderKind;
 use super::compile::{Problem, first_known};
@@ -17,7 +17,7 @@ use crate::config::raw::ProviderConfig;
 /// given in code (its field, no line).
 struct Origin<'a> {
     field: &'a str,
-    at: Option<Location>,
+    at: Option<Span>,
 }
 
 /// `p.client` as options; each problem names `providers.<name>.client.<field>`
@@ -25,7 +25,7 @@ struct Origin<'a> {
 /// relative paths start.
 pub(super) fn compile_client(
     name: &str,
-    written: Location,
+    written: Span,
     p: &ProviderConfig,
     kind: &ProviderKind,
     base: Option<&Path>,
@@ -33,7 +33,7 @@ pub(super) fn compile_client(
 ) -> ClientOptions {
     let mut options = ClientOptions::default();
     let Some(block) = &p.client else { return options };
-    let at = |field: Option<Location>| first_known(&[field, Some(block.referenced), Some(written)]);
+    let at = |field: Option<Span>| first_known(&[field, Some(block.span), Some(written)]);
     if matches!(kind, ProviderKind::Mock { .. }) {
         problems.push(Problem::located(
             at(None),
@@ -49,7 +49,7 @@ pub(super) fn compile_client(
     };
     let c = &block.value;
     let file = |field: &'static str, path: &Spanned<String>| {
-        (Origin { field, at: Some(path.referenced) }, read(base, &path.value))
+        (Origin { field, at: Some(path.span) }, read(base, &path.value))
     };
 
     let ca = match (&c.ca_pem, &c.ca_file) {
@@ -89,12 +89,12 @@ pub(super) fn compile_client(
             }
         }
         (None, Some(cert), None) => {
-            let origin = Origin { field: "client_cert_file", at: Some(cert.referenced) };
+            let origin = Origin { field: "client_cert_file", at: Some(cert.span) };
             problem(&origin, "needs client_key_file (its private key)".to_owned());
             None
         }
         (None, None, Some(key)) => {
-            let origin = Origin { field: "client_key_file", at: Some(key.referenced) };
+            let origin = Origin { field: "client_key_file", at: Some(key.span) };
             problem(&origin, "needs client_cert_file (the certificate it belongs to)".to_owned());
             None
         }
@@ -111,7 +111,7 @@ pub(super) fn compile_client(
     if let Some(proxy) = &c.proxy {
         match client::check_proxy(&proxy.value) {
             Ok(()) => options.proxy = Some(proxy.value.clone()),
-            Err(e) => problem(&Origin { field: "proxy", at: Some(proxy.referenced) }, e),
+            Err(e) => problem(&Origin { field: "proxy", at: Some(proxy.span) }, e),
         }
     }
     if let Some(n) = c.pool_max_idle_per_host {
@@ -119,7 +119,7 @@ pub(super) fn compile_client(
     }
     if let Some(ms) = &c.pool_idle_timeout_ms {
         if ms.value == 0 {
-            let origin = Origin { field: "pool_idle_timeout_ms", at: Some(ms.referenced) };
+            let origin = Origin { field: "pool_idle_timeout_ms", at: Some(ms.span) };
             // Zero would mean "close at once", which `pool_max_idle_per_host: 0`
             // says plainly.
             problem(&origin, "must be more than 0 (pool_max_idle_per_host: 0 keeps none)".into());
@@ -145,6 +145,8 @@ fn resolve(base: Option<&Path>, path: &str) -> PathBuf {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "compile_client_tests.rs"]
 mod tests;

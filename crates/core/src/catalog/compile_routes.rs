@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_saphyr::Spanned;
+use crate::config::Spanned;
 
 use super::compile::{Problem, check_model_name};
 use super::{

@@ -118,5 +118,7 @@ impl Catalog {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 mod tests;

@@ -15,6 +15,8 @@ use crate::util::Secret;
 /// The interpolated text and how it maps back.
 pub(super) struct Expanded {
     pub text: String,
+    /// Read by the YAML parse only (its problems name the written line).
+    #[cfg_attr(not(feature = "yaml"), allow(dead_code))]
     pub map: SourceMap,
 }
 
@@ -203,6 +205,7 @@ impl SourceMap {
 
     /// The written line and column (from 1, the column in characters, as
     /// serde-saphyr counts) of an expanded byte offset.
+    #[cfg(feature = "yaml")]
     fn written_position(&self, expanded: usize) -> (usize, usize) {
         let offset = self.written_offset(expanded);
         let line = self.written_line_of(offset);
@@ -232,6 +235,7 @@ impl SourceMap {
 
     /// A serde-saphyr error on the expanded text, reported against the written
     /// text: `file:line:column: message` and a snippet of the lines as written.
+    #[cfg(feature = "yaml")]
     pub(super) fn parse_error(
         &self,
         file: &str,
@@ -259,6 +263,7 @@ impl SourceMap {
     }
 
     /// Two lines either side of `line` as written, a caret under `column`.
+    #[cfg(feature = "yaml")]
     fn snippet(&self, line: usize, column: usize) -> String {
         let first = line.saturating_sub(2).max(1);
         // A final line break starts no line of its own.
@@ -281,6 +286,7 @@ impl SourceMap {
 }
 
 /// The byte offset of a 1-based line and character column.
+#[cfg(feature = "yaml")]
 fn char_offset(text: &str, lines: &[usize], line: u64, column: u64) -> usize {
     let index = usize::try_from(line).unwrap_or(usize::MAX).saturating_sub(1);
     let Some(&start) = lines.get(index) else { return text.len() };
@@ -291,6 +297,7 @@ fn char_offset(text: &str, lines: &[usize], line: u64, column: u64) -> usize {
 
 /// One printable character for each control character (a tab is a space), so
 /// a snippet cannot drive the terminal and its caret stays under its column.
+#[cfg(feature = "yaml")]
 fn printable(text: &str) -> String {
     text.chars()
         .map(|c| match c {
@@ -301,6 +308,8 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "expand_tests.rs"]
 mod tests;

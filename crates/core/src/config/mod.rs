@@ -3,11 +3,13 @@
 
 mod expand;
 pub mod raw;
+mod span;
 
 use std::path::{Path, PathBuf};
 
 pub use expand::{SourceMap, interpolate};
 pub use raw::RawConfig;
+pub use span::{Span, Spanned};
 
 /// The embedded default: runs on a fresh machine with no file.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default.yaml");
@@ -110,11 +112,13 @@ impl ConfigSource {
     }
 
     /// Interpolate and parse, reading variables from the process environment.
+    #[cfg(feature = "yaml")]
     pub fn parse(&self) -> Result<RawConfig, ConfigError> {
         self.parse_with(&|k| std::env::var(k).ok())
     }
 
     /// Interpolate and parse, reading variables with `env` (nothing else is read).
+    #[cfg(feature = "yaml")]
     pub fn parse_with(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
@@ -141,6 +145,7 @@ impl ConfigSource {
 }
 
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 mod tests {
     use super::*;
 

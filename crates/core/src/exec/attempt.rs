@@ -255,7 +255,7 @@ impl Snapshot {
                                         Failure::CircuitOpen(_) => "circuit_open".to_owned(),
                                         _ => "transport".to_owned(),
                                     };
-                                    metrics::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
+                                    crate::telemetry::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
                                 }
                                 failures.push((i, f));
                                 continue 'candidates;

@@ -244,6 +244,8 @@ pub async fn attribute(
     ))
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "context_tests.rs"]
 mod tests;

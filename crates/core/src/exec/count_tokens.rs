@@ -97,7 +97,7 @@ impl Snapshot {
             if next_step(&f, policy, u32::MAX, remaining) == Next::Terminal {
                 let err = failure_error(&f, &cand.provider.name);
                 if self.catalog.settings.metrics {
-                    metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => "error").increment(1);
+                    crate::telemetry::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => "error").increment(1);
                 }
                 return Err(err);
             }
@@ -227,7 +227,7 @@ fn finish(
     tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), input_tokens = n, estimated, "token count");
     if metrics {
         let outcome = if estimated { "estimated" } else { "counted" };
-        metrics::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => outcome).increment(1);
+        crate::telemetry::counter!("gateway_token_counts_total", "format" => inbound.format.as_str(), "outcome" => outcome).increment(1);
     }
     TokenCount {
         input_tokens: n,

@@ -214,7 +214,7 @@ impl Snapshot {
             }
             counted.push(name);
             if self.catalog.settings.metrics {
-                metrics::counter!("gateway_dropped_tools_total", "tool" => name, "model" => model.to_owned())
+                crate::telemetry::counter!("gateway_dropped_tools_total", "tool" => name, "model" => model.to_owned())
                     .increment(1);
             }
             if runtime.dropped_tools.due(key, name, model, now) {
@@ -236,17 +236,17 @@ pub(super) fn rename(body: Bytes, model: &str) -> Bytes {
 /// The handles a successful request records into, per client format. Registered
 /// on first use and kept for the process, as the recorder is.
 pub(super) struct FormatMeters {
-    ok: metrics::Counter,
-    stream_error: metrics::Counter,
-    duration: metrics::Histogram,
+    ok: crate::telemetry::Counter,
+    stream_error: crate::telemetry::Counter,
+    duration: crate::telemetry::Histogram,
 }
 
 impl FormatMeters {
     pub(super) fn new(format: Cow<'static, str>) -> Self {
         Self {
-            ok: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "200"),
-            stream_error: metrics::counter!("gateway_requests_total", "format" => format.clone(), "status" => "stream_error"),
-            duration: metrics::histogram!("gateway_request_duration_seconds", "format" => format),
+            ok: crate::telemetry::counter!("gateway_requests_total", "format" => format.clone(), "status" => "200"),
+            stream_error: crate::telemetry::counter!("gateway_requests_total", "format" => format.clone(), "status" => "stream_error"),
+            duration: crate::telemetry::histogram!("gateway_request_duration_seconds", "format" => format),
         }
     }
 

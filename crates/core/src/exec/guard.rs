@@ -27,7 +27,7 @@ impl RecordGuard {
     /// written with its status and code; `err` is handed back.
     pub(super) fn fail(&mut self, format: ClientFormat, err: GatewayError) -> GatewayError {
         if self.metrics {
-            metrics::counter!("gateway_requests_total", "format" => format.as_str(), "status" => err.status().to_string()).increment(1);
+            crate::telemetry::counter!("gateway_requests_total", "format" => format.as_str(), "status" => err.status().to_string()).increment(1);
         }
         self.write(err.status(), Some(err.code()));
         err

@@ -149,7 +149,7 @@ impl Snapshot {
             if let (Some(first), Some(route), true) =
                 (plan.candidates.first(), plan.route_id.as_deref(), self.catalog.settings.metrics)
             {
-                metrics::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
+                crate::telemetry::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
             }
         }
         rec.provider =

@@ -185,7 +185,7 @@ impl Limiter {
                 let (scope, limit, dim) = describe(scoped, &charges, &dims, index);
                 if self.inner.config.metrics {
                     let level = scope.split(':').next().unwrap_or("other").to_owned();
-                    metrics::counter!("gateway_admission_denials_total", "level" => level, "limit" => dim.name()).increment(1);
+                    crate::telemetry::counter!("gateway_admission_denials_total", "level" => level, "limit" => dim.name()).increment(1);
                 }
                 let what = match dim {
                     Dim::Requests => format!("{limit} requests per minute"),
@@ -309,8 +309,8 @@ impl Inner {
     fn failed(&self, e: &BackendError) -> FailureMode {
         let mode = self.config.on_unavailable;
         if self.config.metrics {
-            metrics::counter!("gateway_state_backend_errors_total", "backend" => self.backend.name()).increment(1);
-            metrics::counter!("gateway_state_failure_mode_total", "mode" => mode.as_str())
+            crate::telemetry::counter!("gateway_state_backend_errors_total", "backend" => self.backend.name()).increment(1);
+            crate::telemetry::counter!("gateway_state_failure_mode_total", "mode" => mode.as_str())
                 .increment(1);
         }
         if !self.degraded.swap(true, Ordering::AcqRel) {

@@ -5,8 +5,8 @@ use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use super::{Span, Spanned};
 use serde::Deserialize;
-use serde_saphyr::{Location, Spanned};
 
 mod models;
 mod providers;
@@ -62,8 +62,16 @@ pub struct RawConfig {
 }
 
 /// Where users, keys, rules, BYOK credentials and request records live.
+///
+/// ```
+/// use switchyard_core::embed::StorageConfig;
+///
+/// let pg = StorageConfig::default().url("postgres://sy@db/sy").retention_days(90);
+/// assert_eq!((pg.url.as_str(), pg.retention_days), ("postgres://sy@db/sy", 90));
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct StorageConfig {
     /// `sqlite://path` (relative paths are next to the config file; the embedded
     /// default uses `./switchyard-data/switchyard.db`; a subdirectory, so the
@@ -94,6 +102,36 @@ impl Default for StorageConfig {
             audit_flush_ms: 200,
             spill_path: "switchyard-audit-spill.jsonl".to_owned(),
         }
+    }
+}
+
+impl StorageConfig {
+    /// The database: `sqlite://path`, `postgres://…` or `none`.
+    #[must_use]
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.url = url.into();
+        self
+    }
+
+    /// Days request records are kept (0: forever).
+    #[must_use]
+    pub fn retention_days(mut self, days: u32) -> Self {
+        self.retention_days = days;
+        self
+    }
+
+    /// The audit queue's bound, batch size and longest wait (ms) of a partial batch.
+    #[must_use]
+    pub fn audit(mut self, queue: usize, batch: usize, flush_ms: u64) -> Self {
+        (self.audit_queue, self.audit_batch, self.audit_flush_ms) = (queue, batch, flush_ms);
+        self
+    }
+
+    /// Where records go when the queue overflows or the database is down.
+    #[must_use]
+    pub fn spill_path(mut self, path: impl Into<String>) -> Self {
+        self.spill_path = path.into();
+        self
     }
 }
 
@@ -178,8 +216,16 @@ impl RuleConfig {
 }
 
 /// Data-governance declarations of a provider (or a model).
+///
+/// ```
+/// use switchyard_core::embed::Governance;
+///
+/// let eu = Governance::default().european(true).no_retain(true);
+/// assert_eq!((eu.european, eu.no_retain), (Some(true), Some(true)));
+/// ```
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Governance {
     /// Data stays in the EU.
     #[serde(default)]
@@ -189,9 +235,27 @@ pub struct Governance {
     pub no_retain: Option<bool>,
 }
 
-/// The `gateway:` section. Each field defaults to the value [`Default`] gives.
+impl Governance {
+    /// Whether data stays in the EU.
+    #[must_use]
+    pub fn european(mut self, european: bool) -> Self {
+        self.european = Some(european);
+        self
+    }
+
+    /// Whether prompts and completions are contractually not retained.
+    #[must_use]
+    pub fn no_retain(mut self, no_retain: bool) -> Self {
+        self.no_retain = Some(no_retain);
+        self
+    }
+}
+
+/// The `gateway:` section. Each field defaults to the value [`Default`] gives; a
+/// builder changes them in place ([`GatewayBuilder::settings`](crate::embed::GatewayBuilder::settings)).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct GatewaySettings {
     /// Address to listen on.
     pub listen: String,
@@ -245,6 +309,7 @@ pub struct GatewaySettings {
 /// Circuit-breaker tuning (per provider credential).
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct BreakerSettings {
     /// Decayed failure score at which a breaker opens.
     pub threshold: f64,
@@ -299,6 +364,7 @@ impl Default for GatewaySettings {
 /// reload does not change them).
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ConnectionSettings {
     /// Most client connections open at once (WebSocket sessions included); more
     /// wait in the listen backlog. 0: half the process's open-file limit, so the
@@ -331,6 +397,7 @@ impl Default for ConnectionSettings {
 /// Upstream timeouts, in milliseconds.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// TCP + TLS connect.
     pub connect_ms: u64,
@@ -360,6 +427,8 @@ impl Default for Timeouts {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "raw_tests.rs"]
 mod tests;

@@ -4,8 +4,17 @@ use super::*;
 
 /// Prices, in USD per million tokens. Without `input` and `output` a cost is
 /// unknown (`None`, never zero); cache prices fall back to the input price.
+///
+/// ```
+/// use switchyard_core::embed::Pricing;
+///
+/// let sonnet = Pricing::per_million(3.0, 15.0).cache_read(0.3).cache_write(3.75);
+/// assert_eq!((sonnet.input, sonnet.output, sonnet.cache_read), (Some(3.0), Some(15.0), Some(0.3)));
+/// assert_eq!(Pricing::default().input, None, "unpriced until said otherwise");
+/// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Pricing {
     /// USD per million input tokens (uncached).
     #[serde(default)]
@@ -19,6 +28,42 @@ pub struct Pricing {
     /// USD per million input tokens written to the cache (absent: the input price).
     #[serde(default)]
     pub cache_write: Option<f64>,
+}
+
+impl Pricing {
+    /// `input` and `output` USD per million tokens; cache prices fall back to
+    /// the input price.
+    pub fn per_million(input: f64, output: f64) -> Self {
+        Self { input: Some(input), output: Some(output), ..Self::default() }
+    }
+
+    /// USD per million input tokens (uncached).
+    #[must_use]
+    pub fn input(mut self, usd: f64) -> Self {
+        self.input = Some(usd);
+        self
+    }
+
+    /// USD per million output tokens.
+    #[must_use]
+    pub fn output(mut self, usd: f64) -> Self {
+        self.output = Some(usd);
+        self
+    }
+
+    /// USD per million input tokens read from the cache.
+    #[must_use]
+    pub fn cache_read(mut self, usd: f64) -> Self {
+        self.cache_read = Some(usd);
+        self
+    }
+
+    /// USD per million input tokens written to the cache.
+    #[must_use]
+    pub fn cache_write(mut self, usd: f64) -> Self {
+        self.cache_write = Some(usd);
+        self
+    }
 }
 
 /// What a model can take. A request needing vision, tools or structured output

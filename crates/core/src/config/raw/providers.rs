@@ -36,8 +36,8 @@ impl ProviderName {
     }
 
     /// Where it was written (unknown for a name built in code).
-    pub fn location(&self) -> Location {
-        self.0.referenced
+    pub fn location(&self) -> Span {
+        self.0.span
     }
 }
 
@@ -136,7 +136,7 @@ fn unwritten_credentials() -> Spanned<Credentials> {
 /// A value that comes from no file (built in code): a problem with it is reported
 /// without a line, as one with a defaulted value is.
 pub fn unlocated<T>(value: T) -> Spanned<T> {
-    Spanned::new(value, Location::UNKNOWN, Location::UNKNOWN)
+    Spanned::unlocated(value)
 }
 
 impl ProviderConfig {

@@ -131,8 +131,16 @@ impl RouteTarget {
 
 /// A route's `requires:`: data-governance conditions every deployment it sends
 /// to must meet (a deployment that does not is never contacted).
+///
+/// ```
+/// use switchyard_core::embed::Requires;
+///
+/// let eu = Requires::default().european(true);
+/// assert!(eu.european && !eu.no_retain);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Requires {
     /// Only deployments whose data stays in the EU.
     #[serde(default)]
@@ -140,6 +148,22 @@ pub struct Requires {
     /// Only deployments that do not retain prompts or completions.
     #[serde(default)]
     pub no_retain: bool,
+}
+
+impl Requires {
+    /// Whether only deployments whose data stays in the EU may serve.
+    #[must_use]
+    pub fn european(mut self, required: bool) -> Self {
+        self.european = required;
+        self
+    }
+
+    /// Whether only deployments that retain nothing may serve.
+    #[must_use]
+    pub fn no_retain(mut self, required: bool) -> Self {
+        self.no_retain = required;
+        self
+    }
 }
 
 /// What a route does with a scope value its `by_scope` does not list.
@@ -211,9 +235,19 @@ impl ScopeChain {
     }
 }
 
-/// Retries of one deployment on transient answers, before failing over.
+/// Retries of one deployment on transient answers, before failing over. The
+/// defaults are the file's; the setters change one field each.
+///
+/// ```
+/// use switchyard_core::embed::RetryConfig;
+///
+/// let retry = RetryConfig::default().max_retries(2).statuses([429]).backoff_ms(100);
+/// assert_eq!((retry.max_retries, retry.statuses.as_slice()), (2, &[429][..]));
+/// assert_eq!(retry.max_wait_ms, 60_000, "the default");
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RetryConfig {
     /// Retries per deployment (at most 5).
     pub max_retries: u32,
@@ -232,6 +266,36 @@ impl Default for RetryConfig {
     }
 }
 
+impl RetryConfig {
+    /// Retries per deployment (at most 5).
+    #[must_use]
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// The statuses retried on the same deployment.
+    #[must_use]
+    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+        self.statuses = statuses.into_iter().collect();
+        self
+    }
+
+    /// The first backoff, in milliseconds; it doubles per retry.
+    #[must_use]
+    pub fn backoff_ms(mut self, ms: u64) -> Self {
+        self.backoff_ms = ms;
+        self
+    }
+
+    /// The longest wait before a retry, in milliseconds (at most 60000).
+    #[must_use]
+    pub fn max_wait_ms(mut self, ms: u64) -> Self {
+        self.max_wait_ms = ms;
+        self
+    }
+}
+
 /// A named set of failover statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -244,8 +308,16 @@ pub enum FailoverPreset {
 }
 
 /// Which failures move on to the next deployment.
+///
+/// ```
+/// use switchyard_core::embed::{FailoverConfig, FailoverPreset};
+///
+/// let strict = FailoverConfig::default().preset(FailoverPreset::Strict).transport(false);
+/// assert_eq!((strict.preset, strict.transport), (FailoverPreset::Strict, Some(false)));
+/// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct FailoverConfig {
     /// The status list used unless `statuses` gives one.
     pub preset: FailoverPreset,
@@ -253,4 +325,27 @@ pub struct FailoverConfig {
     pub statuses: Option<Vec<u16>>,
     /// Fail over on transport failures (connect, DNS, TLS, timeout, reset). Default true.
     pub transport: Option<bool>,
+}
+
+impl FailoverConfig {
+    /// The named status list.
+    #[must_use]
+    pub fn preset(mut self, preset: FailoverPreset) -> Self {
+        self.preset = preset;
+        self
+    }
+
+    /// The statuses that fail over, replacing the preset's.
+    #[must_use]
+    pub fn statuses(mut self, statuses: impl IntoIterator<Item = u16>) -> Self {
+        self.statuses = Some(statuses.into_iter().collect());
+        self
+    }
+
+    /// Whether transport failures fail over.
+    #[must_use]
+    pub fn transport(mut self, fail_over: bool) -> Self {
+        self.transport = Some(fail_over);
+        self
+    }
 }
