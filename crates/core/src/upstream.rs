@@ -485,8 +485,11 @@ pub(crate) enum Failure {
     /// quarantined, or a half-open probe already in flight).
     CircuitOpen(String),
     /// The deployment is at its configured capacity (`limits:`): not sent, not
-    /// unhealthy; `retry_after_ms`: when a slot frees, where known.
+    /// unhealthy; `retry_after_ms`: when a slot frees, where known. `code`:
+    /// `rate_limited`, or `limits_unavailable` when its counters cannot be
+    /// reached and the limits fail closed.
     Capacity {
+        code: switchyard_protocol::ErrorCode,
         message: String,
         retry_after_ms: Option<u64>,
     },

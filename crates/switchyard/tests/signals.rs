@@ -4,119 +4,13 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
-use std::time::Duration;
 
-use serde_json::Value;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-struct Gateway {
-    child: Child,
-    lines: mpsc::Receiver<Value>,
-    dir: std::path::PathBuf,
-}
-
-impl Gateway {
-    /// `switchyard serve` on the embedded default; with `one_cpu`, under
-    /// `taskset -c 0`, which selects the single-threaded scheduler.
-    fn start(name: &str, one_cpu: bool) -> Gateway {
-        let wrapper: &[&str] = if one_cpu { &["taskset", "-c", "0"] } else { &[] };
-        Self::start_with(name, wrapper, None)
-    }
-
-    /// `switchyard serve` under `wrapper` (a command that runs the binary), with
-    /// `config` as its configuration file when given.
-    fn start_with(name: &str, wrapper: &[&str], config: Option<&str>) -> Gateway {
-        let dir =
-            std::env::temp_dir().join(format!("switchyard-signals-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let bin = env!("CARGO_BIN_EXE_switchyard");
-        let mut cmd = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"]);
-        if let Some(config) = config {
-            std::fs::write(dir.join("switchyard.yaml"), config).unwrap();
-            cmd.args(["--config", "switchyard.yaml"]);
-        }
-        let mut child = cmd
-            .current_dir(&dir)
-            .env_remove("SWITCHYARD_CONFIG")
-            .env_remove("SWITCHYARD_LISTEN_ADDR")
-            .env_remove("SWITCHYARD_LOG_FORMAT")
-            .env("SWITCHYARD_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line)
-                    && tx.send(v).is_err()
-                {
-                    return;
-                }
-            }
-        });
-        Gateway { child, lines, dir }
-    }
-
-    /// The next log line whose message contains `text`.
-    fn wait_for(&self, text: &str) -> Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("no log line containing {text:?} within {WAIT:?}"));
-            if line["fields"]["message"].as_str().is_some_and(|m| m.contains(text)) {
-                return line;
-            }
-        }
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([format!("-{name}"), self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{name}");
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn healthz(addr: &str) -> String {
-    get(addr, "/healthz", "x")
-}
-
-/// `GET path` with `host` as the `Host`: the whole answer.
-fn get(addr: &str, path: &str, host: &str) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(WAIT)).unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
-    s.write_all(request.as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
+use common::*;
 
 /// `gateway.metrics_listen`: a second address serving `/metrics` alone, with no
 /// key, which stops with the gateway. The gateway itself is open (no key), and

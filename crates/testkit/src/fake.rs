@@ -72,6 +72,8 @@ struct Shared {
     state: Mutex<ScriptState>,
     arrived: Notify,
     in_flight: AtomicUsize,
+    /// The most requests in flight at once since the start.
+    peak: AtomicUsize,
     idle: Notify,
     shutdown: watch::Receiver<()>,
 }
@@ -118,7 +120,8 @@ struct InFlight(Arc<Shared>);
 
 impl InFlight {
     fn new(shared: &Arc<Shared>) -> InFlight {
-        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.peak.fetch_max(now, Ordering::SeqCst);
         InFlight(Arc::clone(shared))
     }
 }
@@ -147,6 +150,7 @@ impl FakeUpstream {
             }),
             arrived: Notify::new(),
             in_flight: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             idle: Notify::new(),
             shutdown: rx.clone(),
         });
@@ -253,6 +257,12 @@ impl FakeUpstream {
     /// test can check that the gateway cancels upstream calls.
     pub fn in_flight(&self) -> usize {
         self.handle.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// The most requests that were in flight at once (a limit on concurrency,
+    /// measured where it matters).
+    pub fn peak_in_flight(&self) -> usize {
+        self.handle.shared.peak.load(Ordering::SeqCst)
     }
 
     /// Resolves once [`in_flight`](Self::in_flight) is zero. Wrap it in a

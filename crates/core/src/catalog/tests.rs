@@ -707,3 +707,42 @@ fn unrunnable_server_tools_is_the_routes_else_the_models_else_drop() {
     let err = ConfigSource::from_text("t.yaml", &bad).parse_with(&|_| None).unwrap_err();
     assert!(err.to_string().contains("unknown variant `ignore`"), "{err}");
 }
+
+#[test]
+fn limits_and_state_that_would_refuse_everything_are_problems_naming_their_field() {
+    let yaml = r#"
+state: { backend: redis, expected_instances: 0, lease_ttl_ms: 0 }
+limits:
+  projects: { research: { rpm: 0 } }
+  users: { "a@example.com": { concurrent: 0, tpm: 5 } }
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+models:
+  - id: m
+    deployments:
+      - provider: a
+        limits: { tpm: 0 }
+"#;
+    let text = problems(yaml);
+    for want in [
+        "t.yaml:11: models[m].deployments[a].limits.tpm: must be greater than 0",
+        "t.yaml: state.expected_instances: must be greater than 0",
+        "t.yaml: state.lease_ttl_ms: must be greater than 0",
+        "t.yaml: state.redis.url: required by `backend: redis`",
+        "t.yaml: limits.projects[research].rpm: must be greater than 0",
+        "t.yaml: limits.users[a@example.com].concurrent: must be greater than 0",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    assert_eq!(text.matches("tpm: must").count(), 1, "a user's tpm of 5 is fine: {text}");
+    let bad_url = r#"
+state: { backend: redis, redis: { url: "http://127.0.0.1:6379", timeout_ms: 0 } }
+"#;
+    let text = problems(bad_url);
+    assert!(text.contains("state.redis.url: must start with redis://"), "{text}");
+    assert!(text.contains("state.redis.timeout_ms: must be greater than 0"), "{text}");
+    // An unknown field in a limit is refused by name (a typo is not a no-limit).
+    let typo = "limits: { projects: { p: { rpn: 5 } } }\n";
+    let err = crate::ConfigSource::from_text("t.yaml", typo).parse().unwrap_err();
+    assert!(err.to_string().contains("unknown field `rpn`"), "{err}");
+}

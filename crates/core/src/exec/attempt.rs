@@ -79,6 +79,7 @@ async fn occupy(
     match admission.occupy(&scope, tokens).await {
         Ok(taken) => Ok(Some(Taken { admission: Arc::clone(admission), reservation: Some(taken) })),
         Err(refusal) => Err(Failure::Capacity {
+            code: refusal.code,
             message: format!("{} is at capacity ({})", cand.label(), refusal.message),
             retry_after_ms: refusal.retry_after_ms,
         }),

@@ -73,8 +73,8 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
             GatewayError::new(code, format!("{provider}: {message}"))
         }
         Failure::CircuitOpen(m) => GatewayError::new(ErrorCode::CircuitOpen, m.clone()),
-        Failure::Capacity { message, retry_after_ms } => {
-            let err = GatewayError::new(ErrorCode::RateLimited, message.clone());
+        Failure::Capacity { code, message, retry_after_ms } => {
+            let err = GatewayError::new(*code, message.clone());
             match retry_after_ms {
                 Some(ms) => err.with_retry_after(Duration::from_millis(*ms)),
                 None => err,
