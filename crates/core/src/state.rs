@@ -30,7 +30,7 @@ pub use crate::breaker::HealthRegistry;
 use crate::breaker::{BreakerConfig, BreakerState, Clearance, CredentialKey, Outcome, Permit};
 use crate::clock::UnixMs;
 use crate::continuity::BoxFuture;
-use crate::limits::{Held, RateStatus, Scoped};
+use crate::limits::{Budgeted, Held, RateStatus, Scoped};
 pub use crate::runtime::{InFlight, InFlightGuard, LatencyTracker};
 
 /// Per-credential health (see [`crate::breaker`] for the rules).
@@ -149,6 +149,9 @@ pub struct Ask<'a> {
     /// The limits that apply to the caller, by scope (its key, user and project),
     /// resolved by the pipeline.
     pub limits: &'a [Scoped],
+    /// The budgets that apply (the gateway's, the caller's key, user and
+    /// project), each with this request's reservation.
+    pub budgets: &'a [Budgeted],
 }
 
 /// Held between [`Admission::reserve`] and [`Admission::settle`]: what was set
@@ -165,6 +168,9 @@ pub struct Reservation {
     /// The caller's rate limits after this request (the `x-ratelimit-*`
     /// headers); `None`: none apply.
     pub status: Option<RateStatus>,
+    /// Budgets in warn mode this request took past their limit (their scopes),
+    /// for the record.
+    pub over_budget: Vec<String>,
     /// What a [`Limiter`](crate::limits::Limiter) took, to give back.
     pub(crate) held: Option<Held>,
 }
@@ -172,7 +178,7 @@ pub struct Reservation {
 impl Reservation {
     /// `tokens` (and `cost_usd`) set aside under the implementation's handle `id`.
     pub fn new(id: u64, tokens: u64, cost_usd: Option<f64>) -> Self {
-        Self { id, tokens, cost_usd, status: None, held: None }
+        Self { id, tokens, cost_usd, status: None, over_budget: Vec::new(), held: None }
     }
 }
 

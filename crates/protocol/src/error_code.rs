@@ -120,8 +120,9 @@ error_codes! {
     WebsocketRequired = "websocket_required", 426, InvalidRequest;
     /// An admission hook refused the request: a rate limit.
     RateLimited = "rate_limited", 429, RateLimit;
-    /// An admission hook refused the request: a budget is spent.
-    BudgetExceeded = "budget_exceeded", 429, RateLimit;
+    /// A budget is spent (402: paying more, not waiting, lets it through; no
+    /// retry, no fallback).
+    BudgetExceeded = "budget_exceeded", 402, RateLimit;
     /// Every candidate was rate limited by its upstream.
     UpstreamRateLimited = "upstream_rate_limited", 429, RateLimit;
     /// The client went away before the answer ended. Recorded only (nobody is

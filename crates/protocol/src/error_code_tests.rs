@@ -58,7 +58,7 @@ fn default_statuses_and_kinds_are_what_the_call_sites_used() {
         ("request_too_large", 413, K::RequestTooLarge),
         ("websocket_required", 426, K::InvalidRequest),
         ("rate_limited", 429, K::RateLimit),
-        ("budget_exceeded", 429, K::RateLimit),
+        ("budget_exceeded", 402, K::RateLimit),
         ("upstream_rate_limited", 429, K::RateLimit),
         ("client_closed_request", 499, K::InvalidRequest),
         ("internal_error", 500, K::Internal),

@@ -17,6 +17,7 @@ pub mod db;
 pub mod directory;
 pub mod error;
 mod files;
+mod ledger;
 pub mod model;
 pub mod records;
 pub mod redis;

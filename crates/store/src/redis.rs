@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionManager;
 use redis::{Client, Script};
 use switchyard_core::continuity::BoxFuture;
-use switchyard_core::limits::{Acquired, BackendError, Charge, Counters, Level, Meter};
+use switchyard_core::limits::{Acquired, BackendError, Charge, Counters, Level, Meter, Spent};
 use tokio::sync::OnceCell;
 
 /// The scripts' data version, in every key.
@@ -40,9 +40,9 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 ";
 
 /// KEYS: the counters. ARGV: the lease, then per counter its kind (`r` rate, `l`
-/// lease), limit, window or TTL (ms), amount. Returns `{1, limit, remaining,
-/// reset_ms, …}` per counter, or `{0, index, wait}`: wait in ms, -1 never, -2 a
-/// lease (unknown).
+/// lease, `s` spend), limit, window or TTL (ms), amount. Returns `{1, limit,
+/// remaining, reset_ms, …}` per counter, or `{0, index, wait}`: wait in ms, -1
+/// never, -2 a lease (unknown), -3 a budget counter not seeded.
 const ACQUIRE: &str = r"
 local lease = ARGV[1]
 local levels = {}
@@ -61,12 +61,18 @@ for i = 1, #KEYS do
     if ahead > window + 0.5 then return {0, i, math.ceil((ahead - window) / 1000)} end
     news[i] = new
     levels[i] = {limit, math.floor((window - ahead + 0.5) / interval), math.ceil(ahead / 1000)}
-  else
+  elseif kind == 'l' then
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
     local held = redis.call('ZCARD', KEYS[i])
     if redis.call('ZSCORE', KEYS[i], lease) then held = held - 1 end
     if held >= limit then return {0, i, -2} end
     levels[i] = {limit, limit - held - 1, 0}
+  else
+    local h = redis.call('HMGET', KEYS[i], 'seeded', 's', 'r', 'u')
+    if not h[1] then return {0, i, -3} end
+    local total = (tonumber(h[2]) or 0) + (tonumber(h[3]) or 0) + (tonumber(h[4]) or 0) + amount
+    if total > limit then return {0, i, -1} end
+    levels[i] = {limit, limit - total, 0}
   end
 end
 local out = {1}
@@ -75,9 +81,11 @@ for i = 1, #KEYS do
   local span = tonumber(ARGV[b + 3])
   if ARGV[b + 1] == 'r' then
     redis.call('SET', KEYS[i], string.format('%.3f', news[i]), 'PX', math.ceil((news[i] - now) / 1000) + 1)
-  else
+  elseif ARGV[b + 1] == 'l' then
     redis.call('ZADD', KEYS[i], now + span * 1000, lease)
     redis.call('PEXPIRE', KEYS[i], span + 1000)
+  else
+    redis.call('HINCRBY', KEYS[i], 'r', ARGV[b + 4])
   end
   out[#out + 1] = levels[i][1]
   out[#out + 1] = levels[i][2]
@@ -115,6 +123,33 @@ end
 return 1
 ";
 
+/// KEYS[1]: a budget counter. ARGV: spent (micro-dollars), TTL (ms). Only a
+/// counter not seeded yet takes it.
+const SEED: &str = r"
+if redis.call('HSETNX', KEYS[1], 'seeded', 1) == 1 then
+  redis.call('HSET', KEYS[1], 's', ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+";
+
+/// KEYS[1]: a budget counter. ARGV: the amount reserved, the cost (-1:
+/// unknown, the reservation becomes uncertain spend). A counter lost since is
+/// left alone (the ledger has the cost).
+const SETTLE: &str = r"
+if redis.call('HEXISTS', KEYS[1], 'seeded') == 1 then
+  local amount = tonumber(ARGV[1])
+  local r = tonumber(redis.call('HINCRBY', KEYS[1], 'r', -amount))
+  if r < 0 then redis.call('HSET', KEYS[1], 'r', 0) end
+  if tonumber(ARGV[2]) >= 0 then
+    redis.call('HINCRBY', KEYS[1], 's', ARGV[2])
+  else
+    redis.call('HINCRBY', KEYS[1], 'u', amount)
+  end
+end
+return 1
+";
+
 /// KEYS: lease counters. ARGV[1]: the lease.
 const RELEASE: &str = r"
 for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
@@ -134,6 +169,8 @@ pub struct RedisCounters {
 }
 
 struct Scripts {
+    seed: Script,
+    settle: Script,
     acquire: Script,
     adjust: Script,
     renew: Script,
@@ -161,6 +198,8 @@ impl RedisCounters {
             prefix: format!("{prefix}:{VERSION}:"),
             timeout,
             scripts: Scripts {
+                seed: script(SEED),
+                settle: script(SETTLE),
                 acquire: script(ACQUIRE),
                 adjust: script(ADJUST),
                 renew: script(RENEW),
@@ -236,6 +275,7 @@ impl RedisCounters {
             let (kind, limit, span, amount) = match c.meter {
                 Meter::Rate { limit, window_ms, amount } => ("r", limit, window_ms, amount),
                 Meter::Lease { limit, ttl_ms } => ("l", limit, ttl_ms, 1),
+                Meter::Spend { limit, amount, ttl_ms } => ("s", limit, ttl_ms, amount),
             };
             inv.arg(kind).arg(limit).arg(span).arg(amount);
         }
@@ -258,6 +298,9 @@ fn decode(out: &[i64], n: usize) -> Result<Acquired, BackendError> {
                 })
                 .collect(),
         )),
+        [0, index, -3] if *index >= 1 && (*index as usize) <= n => {
+            Ok(Acquired::Unseeded { index: (*index as usize) - 1 })
+        }
         [0, index, wait] if *index >= 1 && (*index as usize) <= n => Ok(Acquired::Denied {
             index: (*index as usize) - 1,
             retry_after_ms: (*wait >= 0).then_some(as_u64(*wait)),
@@ -310,6 +353,56 @@ impl Counters for RedisCounters {
             }
             inv.arg(lease);
             self.run::<i64>(inv).await.map(|_| ())
+        })
+    }
+
+    fn seed_spend<'a>(
+        &'a self,
+        key: &'a str,
+        spent: u64,
+        ttl_ms: u64,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let mut inv = self.scripts.seed.prepare_invoke();
+            inv.key(self.key(key)).arg(spent).arg(ttl_ms.max(1));
+            self.run::<i64>(inv).await.map(|_| ())
+        })
+    }
+
+    fn settle_spend<'a>(
+        &'a self,
+        charge: &'a Charge,
+        cost: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let Meter::Spend { amount, .. } = charge.meter else { return Ok(()) };
+            let cost = cost.map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX));
+            let mut inv = self.scripts.settle.prepare_invoke();
+            inv.key(self.key(&charge.key)).arg(amount).arg(cost);
+            self.run::<i64>(inv).await.map(|_| ())
+        })
+    }
+
+    fn read_spend<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Spent>, BackendError>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let mut cmd = redis::cmd("HMGET");
+            cmd.arg(self.key(key)).arg("seeded").arg("s").arg("r").arg("u");
+            let v: Vec<Option<u64>> = self
+                .bounded(cmd.query_async(&mut conn))
+                .await?
+                .map_err(|e| BackendError(e.to_string()))?;
+            Ok(match v.as_slice() {
+                [Some(_), s, r, u] => Some(Spent {
+                    spent: s.unwrap_or(0),
+                    reserved: r.unwrap_or(0),
+                    uncertain: u.unwrap_or(0),
+                }),
+                _ => None,
+            })
         })
     }
 

@@ -209,7 +209,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let admission = match storage::limiter(&catalog).await {
+    let admission = match storage::limiter(&catalog, store.as_ref()).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("switchyard: {e}");

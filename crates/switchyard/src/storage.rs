@@ -105,7 +105,7 @@ pub fn sealer(security: &SecurityConfig) -> Result<Option<Sealer>, String> {
 /// The limits' counters the configuration asks for (`state:`): in this process,
 /// or on Redis. A Redis server that does not answer at start-up is said in the
 /// log, not fatal: the limits apply their failure mode until it answers.
-pub async fn limiter(catalog: &Catalog) -> Result<Limiter, String> {
+pub async fn limiter(catalog: &Catalog, store: Option<&Store>) -> Result<Limiter, String> {
     let st = &catalog.state;
     let config = LimiterConfig {
         on_unavailable: st.on_unavailable,
@@ -131,7 +131,12 @@ pub async fn limiter(catalog: &Catalog) -> Result<Limiter, String> {
         (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
         (StateBackend::Local, _) => Arc::new(LocalCounters::default()),
     };
-    Ok(Limiter::new(backend, config))
+    let limiter = Limiter::new(backend, config);
+    // Budgets are rebuilt from the request records when a counter is missing.
+    Ok(match store {
+        Some(s) => limiter.with_ledger(Arc::new(s.clone())),
+        None => limiter,
+    })
 }
 
 pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {

@@ -135,6 +135,7 @@ impl Catalog {
             security: raw.security.clone(),
             state: raw.state.clone(),
             limits: raw.limits.clone(),
+            budgets: super::compile_numbers::budgets(raw),
             warnings,
             provider_index,
             lookup,

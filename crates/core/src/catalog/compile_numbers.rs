@@ -6,6 +6,7 @@
 
 use super::Problem;
 use crate::config::raw::{self, RawConfig};
+use crate::limits::{BudgetScope, BudgetSpec};
 
 /// Every number of the file that has a range, checked; problems appended.
 pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
@@ -106,6 +107,7 @@ fn bad_prices(p: &raw::Pricing, field: &str) -> Vec<String> {
 /// `state:` and `limits:`: no zero limit, instance count or TTL, and a Redis URL
 /// where Redis is the backend.
 fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
+    check_budgets(raw, problems);
     let mut say = |message: String| problems.push(Problem { line: None, message });
     let st = &raw.state;
     if st.expected_instances == 0 {
@@ -135,4 +137,40 @@ fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
             }
         }
     }
+}
+
+/// `budgets:`: a scope that names one, a positive limit and reservation cap.
+fn check_budgets(raw: &RawConfig, problems: &mut Vec<Problem>) {
+    for (i, b) in raw.budgets.iter().enumerate() {
+        let at = |message: String| Problem::at(&b.scope, message);
+        if BudgetScope::parse(&b.scope.value).is_none() {
+            problems.push(at(format!(
+                "budgets[{i}].scope: {:?} is not gateway, key:<id>, user:<id> or project:<id>",
+                b.scope.value
+            )));
+        }
+        for (field, v) in
+            [("limit_usd", b.limit_usd), ("max_reservation_usd", b.max_reservation_usd)]
+        {
+            if !v.is_finite() || v <= 0.0 {
+                problems.push(at(format!("budgets[{i}].{field}: must be a number greater than 0")));
+            }
+        }
+    }
+}
+
+/// The budgets of a checked file, compiled.
+pub(super) fn budgets(raw: &RawConfig) -> Vec<BudgetSpec> {
+    raw.budgets
+        .iter()
+        .filter_map(|b| {
+            Some(BudgetSpec {
+                scope: BudgetScope::parse(&b.scope.value)?,
+                limit_usd: b.limit_usd,
+                period: b.period,
+                mode: b.mode,
+                max_reservation_usd: b.max_reservation_usd,
+            })
+        })
+        .collect()
 }

@@ -50,6 +50,8 @@ pub struct Catalog {
     pub state: raw::StateConfig,
     /// Rate limits of projects and users.
     pub limits: raw::LimitsConfig,
+    /// Budgets, in file order.
+    pub budgets: Vec<crate::limits::BudgetSpec>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

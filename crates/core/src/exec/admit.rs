@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::catalog::ModelEntry;
-use crate::limits::Scoped;
+use crate::clock::UnixMs;
+use crate::limits::{BudgetScope, Budgeted, Scoped};
 
 /// The admission stage: reserve what the request is expected to use against the
 /// caller's limits and budgets, or refuse it before anything is sent.
@@ -20,6 +21,7 @@ pub(super) async fn admit(
     let tokens = expected_tokens(inbound, model);
     let cost_usd = plan.candidates.first().and_then(|c| filter::estimated_price(c, input, req));
     let limits = caller_limits(snapshot, inbound);
+    let budgets = caller_budgets(snapshot, inbound, plan);
     let ask = Ask {
         key_id: inbound.principal.key_id.as_deref(),
         user: inbound.principal.user_id.as_deref(),
@@ -28,6 +30,7 @@ pub(super) async fn admit(
         tokens,
         cost_usd,
         limits: &limits,
+        budgets: &budgets,
     };
     admission.reserve(&ask).await.map_err(|refusal| {
         let mut message = refusal.message;
@@ -81,6 +84,68 @@ pub(super) fn caller_limits(snapshot: &Snapshot, inbound: &Inbound) -> Vec<Scope
         if let Some(limits) = cfg.projects.get(project).or_else(named) {
             out.push(Scoped::new(format!("project:{project}"), *limits));
         }
+    }
+    out
+}
+
+/// The budgets that apply to the request (the gateway's, and its key's, user's
+/// and project's), each with what it reserves: the prompt plus the output it
+/// may produce at the first candidate's price (its provider's markup
+/// included), capped by the budget's `max_reservation_usd`, which is also what
+/// a request without a known price reserves.
+pub(super) fn caller_budgets(snapshot: &Snapshot, inbound: &Inbound, plan: &Plan) -> Vec<Budgeted> {
+    let specs = &snapshot.catalog.budgets;
+    if specs.is_empty() {
+        return Vec::new();
+    }
+    let p = &inbound.principal;
+    let estimate = plan.candidates.first().and_then(|c| {
+        let price = c.pricing.as_ref()?;
+        let model = c.model.as_deref();
+        let output = match (inbound.request.max_tokens, model.and_then(|m| m.max_output_tokens)) {
+            (Some(asked), Some(cap)) => asked.min(cap),
+            (Some(n), None) | (None, Some(n)) => n,
+            (None, None) => 4096,
+        };
+        let usd = (inbound.input_estimate() as f64 * price.input? + output as f64 * price.output?)
+            / 1_000_000.0;
+        Some(usd * c.provider.markup)
+    });
+    let now = UnixMs::now();
+    let mut out = Vec::new();
+    for spec in specs {
+        // The scope as the counters and the ledger name it: a user by id, a
+        // project by id, whichever name the configuration used.
+        let scope = match &spec.scope {
+            BudgetScope::Gateway => Some(BudgetScope::Gateway),
+            BudgetScope::Key(id) => {
+                (p.key_id.as_deref() == Some(id)).then(|| BudgetScope::Key(id.clone()))
+            }
+            BudgetScope::User(name) => p
+                .user_id
+                .as_ref()
+                .filter(|u| *u == name || p.email.as_deref() == Some(name))
+                .map(|u| BudgetScope::User(u.clone())),
+            BudgetScope::Project(name) => inbound
+                .project
+                .as_ref()
+                .filter(|id| *id == name || inbound.project_name.as_deref() == Some(name))
+                .map(|id| BudgetScope::Project(id.clone())),
+        };
+        let Some(scope) = scope else { continue };
+        let names = match &scope {
+            BudgetScope::Key(_) => p.key_prefix.iter().cloned().collect(),
+            BudgetScope::User(id) | BudgetScope::Project(id) => vec![id.clone()],
+            BudgetScope::Gateway => Vec::new(),
+        };
+        let cap = spec.max_reservation_usd;
+        out.push(Budgeted {
+            scope,
+            names,
+            spec: spec.clone(),
+            window: spec.period.window(now),
+            reserve_usd: estimate.map_or(cap, |e| e.min(cap)),
+        });
     }
     out
 }

@@ -429,6 +429,10 @@ impl Snapshot {
             if let Some(admission) = &runtime.admission {
                 match admit(admission.as_ref(), &self, &inbound, &plan).await {
                     Ok(reservation) => {
+                        // A warn-mode budget passed: said in the record.
+                        for scope in &reservation.over_budget {
+                            plan.descriptor.push(format!("budget_over:{scope}"));
+                        }
                         guard.reservation = Some((Arc::clone(admission), reservation));
                     }
                     Err(err) => return Err(guard.fail(inbound.format, err)),

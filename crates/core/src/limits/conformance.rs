@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::counters::{Acquired, Charge, Counters, Meter};
+use super::counters::{Acquired, Charge, Counters, Meter, Spent};
 
 fn rate(key: String, limit: u64, amount: u64) -> Charge {
     Charge { key, meter: Meter::Rate { limit, window_ms: 60_000, amount } }
@@ -32,6 +32,7 @@ pub async fn burst_is_exact(c: &dyn Counters, prefix: &str) {
                 granted += 1;
                 assert!(levels[0].remaining < limit);
             }
+            Acquired::Unseeded { .. } => panic!("a rate counter needs no seed"),
             Acquired::Denied { index, retry_after_ms } => {
                 assert_eq!(index, 0);
                 let ms = retry_after_ms.expect("a rate refusal knows its retry");
@@ -111,10 +112,51 @@ pub async fn leases_hold_and_lapse(c: &dyn Counters, prefix: &str) {
     assert!(matches!(c.acquire("z", &short).await, Ok(Acquired::Denied { .. })));
 }
 
+/// Budgets: a counter must be seeded (from the ledger) before it counts; a
+/// reservation fits while spent, reserved and uncertain leave room; settling
+/// turns it into spent (the metered cost) or uncertain (cost unknown).
+pub async fn spend_reserves_and_settles(c: &dyn Counters, prefix: &str) {
+    let key = format!("{prefix}:budget");
+    let ask = |amount| Charge {
+        key: key.clone(),
+        meter: Meter::Spend { limit: 100, amount, ttl_ms: 60_000 },
+    };
+    let rpm = rate(format!("{prefix}:budget-rpm"), 10, 1);
+    assert_eq!(c.acquire("l", &[rpm.clone(), ask(10)]).await, Ok(Acquired::Unseeded { index: 1 }));
+    assert_eq!(c.read_spend(&key).await, Ok(None));
+    c.seed_spend(&key, 50, 60_000).await.expect("answers");
+    c.seed_spend(&key, 0, 60_000).await.expect("answers");
+    assert_eq!(
+        c.read_spend(&key).await,
+        Ok(Some(Spent { spent: 50, ..Spent::default() })),
+        "seeded once"
+    );
+    let Ok(Acquired::Granted(l)) = c.acquire("l", &[rpm.clone(), ask(30)]).await else {
+        panic!("30 of the 50 left fits")
+    };
+    assert_eq!((l[1].limit, l[1].remaining), (100, 20));
+    assert_eq!(
+        c.acquire("l", &[ask(30)]).await,
+        Ok(Acquired::Denied { index: 0, retry_after_ms: None })
+    );
+    c.settle_spend(&ask(30), Some(5)).await.expect("answers");
+    assert_eq!(c.read_spend(&key).await, Ok(Some(Spent { spent: 55, reserved: 0, uncertain: 0 })));
+    assert!(matches!(c.acquire("l", &[ask(40)]).await, Ok(Acquired::Granted(_))));
+    c.settle_spend(&ask(40), None).await.expect("answers");
+    assert_eq!(c.read_spend(&key).await, Ok(Some(Spent { spent: 55, reserved: 0, uncertain: 40 })));
+    assert!(matches!(c.acquire("l", &[ask(6)]).await, Ok(Acquired::Denied { .. })));
+    assert!(matches!(c.acquire("l", &[ask(5)]).await, Ok(Acquired::Granted(_))));
+    // The rate counter was charged once before (the unseeded ask took nothing):
+    // this is its second unit of 10.
+    let Ok(Acquired::Granted(l)) = c.acquire("l", &[rpm]).await else { panic!("fits") };
+    assert_eq!(l[0].remaining, 8, "the unseeded ask took nothing");
+}
+
 /// Every check above, in turn.
 pub async fn all(c: &dyn Counters, prefix: &str) {
     burst_is_exact(c, &format!("{prefix}:1")).await;
     all_or_nothing(c, &format!("{prefix}:2")).await;
     adjust_reconciles(c, &format!("{prefix}:3")).await;
     leases_hold_and_lapse(c, &format!("{prefix}:4")).await;
+    spend_reserves_and_settles(c, &format!("{prefix}:5")).await;
 }

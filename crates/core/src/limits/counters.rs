@@ -34,6 +34,40 @@ pub enum Meter {
         /// Milliseconds a lease lives without renewal.
         ttl_ms: u64,
     },
+    /// `amount` micro-dollars reserved against a budget of `limit`: fits while
+    /// spent + reserved + uncertain + amount ≤ limit. The counter lives `ttl_ms`
+    /// (to its period's end and a margin) and must be seeded first
+    /// ([`Counters::seed_spend`]) from the ledger.
+    Spend {
+        /// Micro-dollars per period ([`NO_LIMIT`]: never refused).
+        limit: u64,
+        /// Micro-dollars this request reserves.
+        amount: u64,
+        /// Milliseconds the counter lives.
+        ttl_ms: u64,
+    },
+}
+
+/// A [`Meter::Spend`] limit that never refuses (a budget in warn mode): 2^53,
+/// the largest integer the Redis scripts count exactly.
+pub const NO_LIMIT: u64 = 1 << 53;
+
+/// A budget counter's amounts, in micro-dollars.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spent {
+    /// Settled against metered cost.
+    pub spent: u64,
+    /// Held by requests in flight.
+    pub reserved: u64,
+    /// Kept by requests whose cost is unknown.
+    pub uncertain: u64,
+}
+
+impl Spent {
+    /// All that counts against the limit.
+    pub fn total(&self) -> u64 {
+        self.spent.saturating_add(self.reserved).saturating_add(self.uncertain)
+    }
 }
 
 /// What is left of one counter after a grant.
@@ -52,6 +86,12 @@ pub struct Level {
 pub enum Acquired {
     /// Every charge was taken: each counter's level, in the charges' order.
     Granted(Vec<Level>),
+    /// Nothing was taken: the budget counter at `index` is not seeded (new, or
+    /// lost with the backend's data); seed it from the ledger and ask again.
+    Unseeded {
+        /// Which charge.
+        index: usize,
+    },
     /// Nothing was taken: the charge at `index` does not fit.
     Denied {
         /// Which charge refused.
@@ -94,6 +134,24 @@ pub trait Counters: Send + Sync + Debug {
         lease: &'a str,
         keys: &'a [String],
     ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Start the budget counter `key` at `spent` micro-dollars (what the ledger
+    /// says was spent this period), living `ttl_ms`, unless it is seeded already.
+    fn seed_spend<'a>(
+        &'a self,
+        key: &'a str,
+        spent: u64,
+        ttl_ms: u64,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Settle a [`Meter::Spend`] charge taken earlier: its reservation becomes
+    /// `cost` micro-dollars spent, or, unknown, uncertain spend.
+    fn settle_spend<'a>(
+        &'a self,
+        charge: &'a Charge,
+        cost: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// A budget counter's amounts now (`None`: not seeded).
+    fn read_spend<'a>(&'a self, key: &'a str)
+    -> BoxFuture<'a, Result<Option<Spent>, BackendError>>;
     /// Keep the leases `(key, lease)` alive `ttl_ms` longer (still held by
     /// requests in flight); a lease that already lapsed is not brought back.
     fn renew<'a>(

@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use switchyard_protocol::{ErrorCode, Usage};
 
-use super::counters::{Acquired, BackendError, Charge, Counters, Level, Meter};
+use super::budget::{self, BudgetMode, Budgeted, Ledger};
+use super::counters::{Acquired, BackendError, Charge, Counters, Level, Meter, NO_LIMIT};
 use super::local::LocalCounters;
 use super::{MINUTE_MS, Scoped};
 use crate::continuity::BoxFuture;
@@ -86,6 +87,8 @@ pub struct Held {
     tokens: Vec<Charge>,
     /// Counters holding a lease.
     leases: Vec<String>,
+    /// Budget reservations, settled with the cost.
+    spend: Vec<Charge>,
 }
 
 /// Limits counted on a [`Counters`] backend: the pipeline's admission for gateway
@@ -98,6 +101,11 @@ pub struct Limiter {
 #[derive(Debug)]
 struct Inner {
     backend: Arc<dyn Counters>,
+    /// Where spend since a period's start is read, to seed a budget counter the
+    /// backend does not have (new, or lost with its data); `None`: from zero.
+    ledger: Option<Arc<dyn Ledger>>,
+    /// Budget breaches in warn mode already logged (scope and period).
+    warned: Mutex<std::collections::HashSet<String>>,
     /// The local share while the backend is down.
     local: LocalCounters,
     config: LimiterConfig,
@@ -123,6 +131,8 @@ impl Limiter {
         Self {
             inner: Arc::new(Inner {
                 backend,
+                ledger: None,
+                warned: Mutex::default(),
                 local: LocalCounters::default(),
                 config,
                 degraded: AtomicBool::new(false),
@@ -130,6 +140,16 @@ impl Limiter {
                 ticking: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Budget counters the backend does not have are seeded with what `ledger`
+    /// says was spent this period (set before the limiter is shared).
+    #[must_use]
+    pub fn with_ledger(mut self, ledger: Arc<dyn Ledger>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.ledger = Some(ledger);
+        }
+        self
     }
 
     /// Limits counted in this process.
@@ -143,74 +163,51 @@ impl Limiter {
     }
 
     /// Take `tokens` (and one request, and a lease where capped) from every scope
-    /// of `scoped` at once, or refuse naming the limit that does not fit.
-    pub async fn take(&self, scoped: &[Scoped], tokens: u64) -> Result<Reservation, Refusal> {
-        let (charges, dims) = charges(scoped, tokens, self.inner.config.lease_ttl);
+    /// of `scoped`, and each budget's reservation, all at once; or refuse,
+    /// naming the limit that does not fit.
+    pub async fn take(
+        &self,
+        scoped: &[Scoped],
+        tokens: u64,
+        budgets: &[Budgeted],
+    ) -> Result<Reservation, Refusal> {
+        let (charges, what) = charges(scoped, tokens, budgets, self.inner.config.lease_ttl);
         if charges.is_empty() {
             return Ok(Reservation::new(0, tokens, None));
         }
         let lease = format!("{:016x}", crate::clock::unique());
-        let (acquired, local) = match self.inner.backend.acquire(&lease, &charges).await {
-            Ok(a) => {
-                self.inner.recovered();
-                (a, false)
-            }
-            Err(e) => match self.inner.failed(&e) {
-                FailureMode::FailClosed => {
-                    return Err(Refusal {
-                        code: ErrorCode::LimitsUnavailable,
-                        message: "the rate-limit store is unavailable".into(),
-                        retry_after_ms: Some(1000),
-                    });
-                }
-                FailureMode::LocalShare => {
-                    let share = self.inner.config.expected_instances.max(1);
-                    let shared: Vec<Charge> = charges.iter().map(|c| c.share(share)).collect();
-                    (self.inner.local.acquire_now(&lease, &shared), true)
-                }
-            },
-        };
+        let (acquired, local) = self.inner.acquire(&lease, &charges, &what, budgets).await?;
         match acquired {
             Acquired::Granted(levels) => {
-                let held = self.inner.hold(lease, local, &charges);
+                let held = self.inner.hold(lease, local, &charges, &what);
                 let mut r = Reservation::new(0, tokens, None);
-                r.status = Some(status(&levels, &dims));
-                r.held = Some(held);
-                if !r.held.as_ref().is_some_and(|h| h.leases.is_empty()) {
+                r.status = Some(status(&levels, &what));
+                r.over_budget = self.inner.breaches(&levels, &what, budgets);
+                if !held.leases.is_empty() {
                     self.start_ticker();
                 }
+                r.held = Some(held);
                 Ok(r)
             }
-            Acquired::Denied { index, retry_after_ms } => {
-                let (scope, limit, dim) = describe(scoped, &charges, &dims, index);
-                if self.inner.config.metrics {
-                    let level = scope.split(':').next().unwrap_or("other").to_owned();
-                    crate::telemetry::counter!("gateway_admission_denials_total", "level" => level, "limit" => dim.name()).increment(1);
-                }
-                let what = match dim {
-                    Dim::Requests => format!("{limit} requests per minute"),
-                    Dim::Tokens if retry_after_ms.is_none() => {
-                        format!("{limit} tokens per minute, fewer than this request's {tokens}")
-                    }
-                    Dim::Tokens => format!("{limit} tokens per minute"),
-                    Dim::Concurrent => format!("{limit} requests at once"),
-                };
-                Err(Refusal {
-                    code: ErrorCode::RateLimited,
-                    message: format!("rate limit of {scope} reached: {what}"),
-                    retry_after_ms: match dim {
-                        // A slot frees when a request ends: unknown, soon.
-                        Dim::Concurrent => Some(1000),
-                        _ => retry_after_ms,
-                    },
-                })
-            }
+            // Seeding failed twice over: counted as the backend failing.
+            Acquired::Unseeded { .. } => Err(unavailable()),
+            Acquired::Denied { index, retry_after_ms } => Err(self.inner.refusal(
+                scoped,
+                budgets,
+                &charges,
+                &what,
+                index,
+                retry_after_ms,
+                tokens,
+            )),
         }
     }
 
     /// Reconcile what `reservation` took with what the request used (`used`:
-    /// tokens reserved but unreported stay taken) and release its leases.
-    pub async fn give_back(&self, reservation: Reservation, used: &Usage) {
+    /// tokens reserved but unreported stay taken; `cost_usd`: budget
+    /// reservations become spent, or uncertain when unknown) and release its
+    /// leases.
+    pub async fn give_back(&self, reservation: Reservation, used: &Usage, cost_usd: Option<f64>) {
         let Some(held) = reservation.held else { return };
         let inner = &self.inner;
         if !held.leases.is_empty() {
@@ -237,6 +234,10 @@ impl Limiter {
         }
         if !held.leases.is_empty() {
             result = result.and(counters.release(&held.lease, &held.leases).await);
+        }
+        let cost = cost_usd.filter(|c| c.is_finite() && *c >= 0.0).map(budget::micros);
+        for c in &held.spend {
+            result = result.and(counters.settle_spend(&c.share(share), cost).await);
         }
         if let Err(e) = result {
             // The leases lapse by their TTL; the tokens stay taken (the safe side).
@@ -268,13 +269,70 @@ impl Limiter {
 }
 
 impl Inner {
-    fn hold(&self, lease: String, local: bool, charges: &[Charge]) -> Held {
+    /// Acquire on the backend, seeding budget counters it does not have from
+    /// the ledger; the backend unreachable, the failure mode. `true`: taken from
+    /// the local share.
+    async fn acquire(
+        &self,
+        lease: &str,
+        charges: &[Charge],
+        what: &[What],
+        budgets: &[Budgeted],
+    ) -> Result<(Acquired, bool), Refusal> {
+        let mut result =
+            self.seeded_acquire(self.backend.as_ref(), lease, charges, what, budgets).await;
+        if result.is_ok() {
+            self.recovered();
+        }
+        if let Err(e) = &result {
+            match self.failed(e) {
+                FailureMode::FailClosed => return Err(unavailable()),
+                FailureMode::LocalShare => {
+                    let share = self.config.expected_instances.max(1);
+                    let shared: Vec<Charge> = charges.iter().map(|c| c.share(share)).collect();
+                    result = self.seeded_acquire(&self.local, lease, &shared, what, budgets).await;
+                    return result.map(|a| (a, true)).map_err(|_| unavailable());
+                }
+            }
+        }
+        result.map(|a| (a, false)).map_err(|_| unavailable())
+    }
+
+    async fn seeded_acquire(
+        &self,
+        counters: &dyn Counters,
+        lease: &str,
+        charges: &[Charge],
+        what: &[What],
+        budgets: &[Budgeted],
+    ) -> Result<Acquired, BackendError> {
+        // Each round seeds one budget counter; one more round takes them all.
+        for _ in 0..=budgets.len() {
+            let acquired = counters.acquire(lease, charges).await?;
+            let Acquired::Unseeded { index } = acquired else { return Ok(acquired) };
+            let (Some(What::Budget(b)), Some(charge)) = (what.get(index), charges.get(index))
+            else {
+                return Ok(acquired);
+            };
+            let Some(budget) = budgets.get(*b) else { return Ok(acquired) };
+            let spent = match &self.ledger {
+                Some(ledger) => ledger.spent(budget).await?,
+                None => 0.0,
+            };
+            let ttl = budget_ttl_ms(budget);
+            counters.seed_spend(&charge.key, budget::micros(spent), ttl).await?;
+        }
+        counters.acquire(lease, charges).await
+    }
+
+    fn hold(&self, lease: String, local: bool, charges: &[Charge], what: &[What]) -> Held {
         let mut held = Held { lease, local, ..Held::default() };
-        for c in charges {
-            match c.meter {
-                Meter::Rate { .. } if c.key.ends_with(":tpm") => held.tokens.push(c.clone()),
-                Meter::Rate { .. } => {}
-                Meter::Lease { .. } => held.leases.push(c.key.clone()),
+        for (c, w) in charges.iter().zip(what) {
+            match (c.meter, w) {
+                (Meter::Rate { .. }, What::Rate(_, Dim::Tokens)) => held.tokens.push(c.clone()),
+                (Meter::Rate { .. }, _) => {}
+                (Meter::Lease { .. }, _) => held.leases.push(c.key.clone()),
+                (Meter::Spend { .. }, _) => held.spend.push(c.clone()),
             }
         }
         if !held.leases.is_empty() {
@@ -338,6 +396,12 @@ impl Charge {
                 Meter::Rate { limit: part(limit), window_ms, amount }
             }
             Meter::Lease { limit, ttl_ms } => Meter::Lease { limit: part(limit), ttl_ms },
+            Meter::Spend { limit: NO_LIMIT, amount, ttl_ms } => {
+                Meter::Spend { limit: NO_LIMIT, amount, ttl_ms }
+            }
+            Meter::Spend { limit, amount, ttl_ms } => {
+                Meter::Spend { limit: part(limit), amount, ttl_ms }
+            }
         };
         Charge { key: self.key.clone(), meter }
     }
@@ -353,53 +417,172 @@ impl Dim {
     }
 }
 
-/// The charges for `scoped`, in order, and what each counts.
-fn charges(scoped: &[Scoped], tokens: u64, ttl: Duration) -> (Vec<Charge>, Vec<(usize, Dim)>) {
+/// What a charge counts: a rate or concurrency limit of the scope at an index
+/// of the request's scopes, or the budget at an index of its budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum What {
+    Rate(usize, Dim),
+    Budget(usize),
+}
+
+/// The charges for `scoped` and `budgets`, in order, and what each counts.
+fn charges(
+    scoped: &[Scoped],
+    tokens: u64,
+    budgets: &[Budgeted],
+    ttl: Duration,
+) -> (Vec<Charge>, Vec<What>) {
     let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
     let mut charges = Vec::new();
-    let mut dims = Vec::new();
+    let mut what = Vec::new();
     for (i, s) in scoped.iter().enumerate() {
         let l = &s.limits;
         if let Some(limit) = l.rpm {
             let meter = Meter::Rate { limit, window_ms: MINUTE_MS, amount: 1 };
             charges.push(Charge { key: format!("{}:rpm", s.scope), meter });
-            dims.push((i, Dim::Requests));
+            what.push(What::Rate(i, Dim::Requests));
         }
         if let Some(limit) = l.tpm {
             let meter = Meter::Rate { limit, window_ms: MINUTE_MS, amount: tokens };
             charges.push(Charge { key: format!("{}:tpm", s.scope), meter });
-            dims.push((i, Dim::Tokens));
+            what.push(What::Rate(i, Dim::Tokens));
         }
         if let Some(limit) = l.concurrent {
             let meter = Meter::Lease { limit, ttl_ms };
             charges.push(Charge { key: format!("{}:conc", s.scope), meter });
-            dims.push((i, Dim::Concurrent));
+            what.push(What::Rate(i, Dim::Concurrent));
         }
     }
-    (charges, dims)
+    for (i, b) in budgets.iter().enumerate() {
+        let limit = match b.spec.mode {
+            BudgetMode::Enforce => budget::micros(b.spec.limit_usd),
+            BudgetMode::Warn => NO_LIMIT,
+        };
+        let amount = budget::micros(b.reserve_usd);
+        let meter = Meter::Spend { limit, amount, ttl_ms: budget_ttl_ms(b) };
+        charges.push(Charge { key: b.key(), meter });
+        what.push(What::Budget(i));
+    }
+    (charges, what)
 }
 
-/// The scope, limit and dimension of the charge at `index`.
-fn describe<'a>(
-    scoped: &'a [Scoped],
-    charges: &[Charge],
-    dims: &[(usize, Dim)],
-    index: usize,
-) -> (&'a str, u64, Dim) {
-    let (scope, dim) = dims.get(index).copied().unwrap_or((0, Dim::Requests));
-    let limit = charges.get(index).map_or(0, |c| match c.meter {
-        Meter::Rate { limit, .. } | Meter::Lease { limit, .. } => limit,
-    });
-    (scoped.get(scope).map_or("", |s| s.scope.as_str()), limit, dim)
+/// A budget counter lives to its period's end and a day more, so that late
+/// settlements still find it.
+fn budget_ttl_ms(b: &Budgeted) -> u64 {
+    let now = crate::clock::UnixMs::now();
+    b.window.end.0.saturating_sub(now.0).saturating_add(86_400_000)
+}
+
+/// The refusal of the fail-closed mode.
+fn unavailable() -> Refusal {
+    Refusal {
+        code: ErrorCode::LimitsUnavailable,
+        message: "the rate-limit store is unavailable".into(),
+        retry_after_ms: Some(1000),
+    }
+}
+
+fn usd(micros: u64) -> String {
+    format!("${:.2}", micros as f64 / budget::MICROS_PER_USD)
+}
+
+impl Inner {
+    /// Why the charge at `index` refused.
+    #[allow(clippy::too_many_arguments)]
+    fn refusal(
+        &self,
+        scoped: &[Scoped],
+        budgets: &[Budgeted],
+        charges: &[Charge],
+        what: &[What],
+        index: usize,
+        retry_after_ms: Option<u64>,
+        tokens: u64,
+    ) -> Refusal {
+        let limit = charges.get(index).map_or(0, |c| match c.meter {
+            Meter::Rate { limit, .. } | Meter::Lease { limit, .. } | Meter::Spend { limit, .. } => {
+                limit
+            }
+        });
+        let (level, kind) = match what.get(index) {
+            Some(What::Rate(i, dim)) => {
+                (scoped.get(*i).map_or("", |s| s.scope.as_str()), dim.name())
+            }
+            Some(What::Budget(_)) | None => ("budget", "usd"),
+        };
+        if self.config.metrics {
+            let level = level.split(':').next().unwrap_or("other").to_owned();
+            crate::telemetry::counter!("gateway_admission_denials_total", "level" => level, "limit" => kind).increment(1);
+        }
+        match what.get(index) {
+            Some(What::Budget(b)) => {
+                let (scope, period) = budgets
+                    .get(*b)
+                    .map_or((String::new(), ""), |b| (b.scope.to_string(), b.spec.period.as_str()));
+                Refusal {
+                    code: ErrorCode::BudgetExceeded,
+                    message: format!("the budget of {scope} is spent: {} per {period}", usd(limit)),
+                    retry_after_ms: None,
+                }
+            }
+            Some(What::Rate(i, dim)) => {
+                let scope = scoped.get(*i).map_or("", |s| s.scope.as_str());
+                let said = match dim {
+                    Dim::Requests => format!("{limit} requests per minute"),
+                    Dim::Tokens if retry_after_ms.is_none() => {
+                        format!("{limit} tokens per minute, fewer than this request's {tokens}")
+                    }
+                    Dim::Tokens => format!("{limit} tokens per minute"),
+                    Dim::Concurrent => format!("{limit} requests at once"),
+                };
+                Refusal {
+                    code: ErrorCode::RateLimited,
+                    message: format!("rate limit of {scope} reached: {said}"),
+                    retry_after_ms: match dim {
+                        // A slot frees when a request ends: unknown, soon.
+                        Dim::Concurrent => Some(1000),
+                        _ => retry_after_ms,
+                    },
+                }
+            }
+            None => unavailable(),
+        }
+    }
+
+    /// The warn-mode budgets this request took over their limit: counted, logged
+    /// once per scope and period, named for the record.
+    fn breaches(&self, levels: &[Level], what: &[What], budgets: &[Budgeted]) -> Vec<String> {
+        let mut over = Vec::new();
+        for (level, w) in levels.iter().zip(what) {
+            let What::Budget(b) = w else { continue };
+            let Some(b) = budgets.get(*b).filter(|b| b.spec.mode == BudgetMode::Warn) else {
+                continue;
+            };
+            let used = level.limit.saturating_sub(level.remaining);
+            if used <= budget::micros(b.spec.limit_usd) {
+                continue;
+            }
+            if self.config.metrics {
+                crate::telemetry::counter!("gateway_budget_breaches_total", "mode" => "warn")
+                    .increment(1);
+            }
+            let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+            if warned.insert(b.key()) {
+                tracing::warn!(budget = %b.scope, period = %b.window.id, limit = %usd(budget::micros(b.spec.limit_usd)), "budget passed (warn mode: requests go on)");
+            }
+            over.push(b.scope.to_string());
+        }
+        over
+    }
 }
 
 /// The most restrictive request and token levels.
-fn status(levels: &[Level], dims: &[(usize, Dim)]) -> RateStatus {
+fn status(levels: &[Level], what: &[What]) -> RateStatus {
     let pick = |want: Dim| {
         levels
             .iter()
-            .zip(dims)
-            .filter(|(_, (_, d))| *d == want)
+            .zip(what)
+            .filter(|(_, w)| matches!(w, What::Rate(_, d) if *d == want))
             .map(|(l, _)| *l)
             .min_by_key(|l| l.remaining)
     };
@@ -408,17 +591,22 @@ fn status(levels: &[Level], dims: &[(usize, Dim)]) -> RateStatus {
 
 impl Admission for Limiter {
     fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>> {
-        Box::pin(self.take(ask.limits, ask.tokens))
+        Box::pin(self.take(ask.limits, ask.tokens, ask.budgets))
     }
     fn occupy<'a>(
         &'a self,
         deployment: &'a Scoped,
         tokens: u64,
     ) -> BoxFuture<'a, Result<Reservation, Refusal>> {
-        Box::pin(self.take(std::slice::from_ref(deployment), tokens))
+        Box::pin(self.take(std::slice::from_ref(deployment), tokens, &[]))
     }
-    fn settle(&self, reservation: Reservation, used: Usage, _: Option<f64>) -> BoxFuture<'_, ()> {
-        Box::pin(async move { self.give_back(reservation, &used).await })
+    fn settle(
+        &self,
+        reservation: Reservation,
+        used: Usage,
+        cost_usd: Option<f64>,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.give_back(reservation, &used, cost_usd).await })
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::counters::{Acquired, BackendError, Charge, Counters, Level, Meter};
+use super::counters::{Acquired, BackendError, Charge, Counters, Level, Meter, Spent};
 use crate::continuity::BoxFuture;
 
 /// Microseconds on some monotonic clock.
@@ -25,6 +25,8 @@ struct State {
     tat: HashMap<String, f64>,
     /// Leases per counter: lease name → expiry (µs).
     leases: HashMap<String, HashMap<String, f64>>,
+    /// Budget counters and their expiry (µs).
+    spend: HashMap<String, (Spent, f64)>,
     /// Steps since the last sweep of lapsed counters.
     steps: u32,
 }
@@ -83,6 +85,17 @@ impl LocalCounters {
                     }
                     levels.push(Level { limit, remaining: limit - held - 1, reset_ms: 0 });
                 }
+                Meter::Spend { limit, amount, .. } => {
+                    let Some((spent, _)) = st.spend.get(&c.key).filter(|(_, exp)| *exp > now)
+                    else {
+                        return Acquired::Unseeded { index };
+                    };
+                    let after = spent.total().saturating_add(amount);
+                    if after > limit {
+                        return Acquired::Denied { index, retry_after_ms: None };
+                    }
+                    levels.push(Level { limit, remaining: limit - after, reset_ms: 0 });
+                }
             }
         }
         for c in charges {
@@ -96,6 +109,11 @@ impl LocalCounters {
                 Meter::Lease { ttl_ms, .. } => {
                     let leases = st.leases.entry(c.key.clone()).or_default();
                     leases.insert(lease.to_owned(), now + ttl_ms as f64 * 1000.0);
+                }
+                Meter::Spend { amount, .. } => {
+                    if let Some((spent, _)) = st.spend.get_mut(&c.key) {
+                        spent.reserved = spent.reserved.saturating_add(amount);
+                    }
                 }
             }
         }
@@ -132,6 +150,36 @@ impl LocalCounters {
         }
     }
 
+    /// [`Counters::seed_spend`], synchronous.
+    pub fn seed_spend_now(&self, key: &str, spent: u64, ttl_ms: u64) {
+        let now = (self.now_us)();
+        let mut st = self.lock();
+        let live = st.spend.get(key).is_some_and(|(_, exp)| *exp > now);
+        if !live {
+            let seeded = Spent { spent, ..Spent::default() };
+            st.spend.insert(key.to_owned(), (seeded, now + ttl_ms as f64 * 1000.0));
+        }
+    }
+
+    /// [`Counters::settle_spend`], synchronous.
+    pub fn settle_spend_now(&self, charge: &Charge, cost: Option<u64>) {
+        let Meter::Spend { amount, .. } = charge.meter else { return };
+        let mut st = self.lock();
+        if let Some((s, _)) = st.spend.get_mut(&charge.key) {
+            s.reserved = s.reserved.saturating_sub(amount);
+            match cost {
+                Some(c) => s.spent = s.spent.saturating_add(c),
+                None => s.uncertain = s.uncertain.saturating_add(amount),
+            }
+        }
+    }
+
+    /// [`Counters::read_spend`], synchronous.
+    pub fn read_spend_now(&self, key: &str) -> Option<Spent> {
+        let now = (self.now_us)();
+        self.lock().spend.get(key).filter(|(_, exp)| *exp > now).map(|(s, _)| *s)
+    }
+
     /// [`Counters::renew`], synchronous.
     pub fn renew_now(&self, leases: &[(String, String)], ttl_ms: u64) {
         let now = (self.now_us)();
@@ -158,6 +206,7 @@ impl State {
             l.retain(|_, exp| *exp > now);
             !l.is_empty()
         });
+        self.spend.retain(|_, (_, exp)| *exp > now);
     }
 }
 
@@ -228,6 +277,29 @@ impl Counters for LocalCounters {
     ) -> BoxFuture<'a, Result<(), BackendError>> {
         self.renew_now(leases, ttl_ms);
         Box::pin(std::future::ready(Ok(())))
+    }
+    fn seed_spend<'a>(
+        &'a self,
+        key: &'a str,
+        spent: u64,
+        ttl_ms: u64,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        self.seed_spend_now(key, spent, ttl_ms);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn settle_spend<'a>(
+        &'a self,
+        charge: &'a Charge,
+        cost: Option<u64>,
+    ) -> BoxFuture<'a, Result<(), BackendError>> {
+        self.settle_spend_now(charge, cost);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn read_spend<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Spent>, BackendError>> {
+        Box::pin(std::future::ready(Ok(self.read_spend_now(key))))
     }
 }
 

@@ -19,6 +19,7 @@
 //! Lua scripts on the Redis server's clock; the conformance tests in
 //! `counters_tests.rs` hold both to the same behaviour.
 
+pub mod budget;
 #[cfg(any(test, feature = "testing"))]
 #[allow(
     clippy::panic,
@@ -30,7 +31,8 @@ mod counters;
 mod limiter;
 mod local;
 
-pub use counters::{Acquired, BackendError, Charge, Counters, Level, Meter};
+pub use budget::{BudgetMode, BudgetScope, BudgetSpec, Budgeted, Ledger, Period};
+pub use counters::{Acquired, BackendError, Charge, Counters, Level, Meter, NO_LIMIT, Spent};
 pub(crate) use limiter::Held;
 pub use limiter::{FailureMode, Limiter, LimiterConfig, RateStatus};
 pub use local::LocalCounters;

@@ -79,6 +79,8 @@ pub struct Options {
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
     /// No gateway key configured: open mode.
     pub open: bool,
+    /// More top-level YAML (`budgets:`, `limits:`, …), at the end of the file.
+    pub top_level: String,
 }
 
 impl Default for Options {
@@ -96,6 +98,7 @@ impl Default for Options {
             rules: String::new(),
             admission: None,
             open: false,
+            top_level: String::new(),
         }
     }
 }
@@ -114,6 +117,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         rules,
         admission: _,
         open,
+        top_level,
     } = o;
     let api_keys = if *open { String::new() } else { format!("\"{GATEWAY_KEY}\"") };
     let providers_extra = providers_extra
@@ -166,6 +170,7 @@ models:
 {extra_models}
 {routes}
 {rules}
+{top_level}
 "#
     )
 }

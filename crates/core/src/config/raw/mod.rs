@@ -49,6 +49,9 @@ pub struct RawConfig {
     /// `limits:`: rate limits of projects and users.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// `budgets:`: USD per period, per scope.
+    #[serde(default)]
+    pub budgets: Vec<BudgetConfig>,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.

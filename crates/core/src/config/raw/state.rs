@@ -1,11 +1,12 @@
-//! `state:` (where shared runtime state lives) and `limits:` (rate limits of
-//! projects and users), as written.
+//! `state:` (where shared runtime state lives), `limits:` (rate limits of
+//! projects and users) and `budgets:`, as written.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::limits::{FailureMode, Limits};
+use crate::config::Spanned;
+use crate::limits::{BudgetMode, FailureMode, Limits, Period};
 
 /// `state:`: where counters shared by instances live. Read at start-up (a
 /// reload keeps the backend it started with).
@@ -81,4 +82,27 @@ pub struct LimitsConfig {
     pub projects: BTreeMap<String, Limits>,
     /// By user id or email.
     pub users: BTreeMap<String, Limits>,
+}
+
+/// One entry of `budgets:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// `gateway`, `key:<id>`, `user:<id or email>` or `project:<id or name>`.
+    pub scope: Spanned<String>,
+    /// USD per period.
+    pub limit_usd: f64,
+    /// `day`, `week` or `month` (UTC calendar).
+    pub period: Period,
+    /// `enforce` (the default: 402 once spent) or `warn` (record, never refuse).
+    #[serde(default)]
+    pub mode: BudgetMode,
+    /// The most one request reserves before it runs (its estimate is capped
+    /// here; a model without prices reserves this much).
+    #[serde(default = "default_max_reservation")]
+    pub max_reservation_usd: f64,
+}
+
+fn default_max_reservation() -> f64 {
+    1.0
 }

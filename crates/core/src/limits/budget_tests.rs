@@ -1,0 +1,48 @@
+use super::*;
+
+fn at(y: u64, m: u64, d: u64, hour: u64) -> UnixMs {
+    UnixMs(days_from_civil(y, m, d) * DAY_MS + hour * 3_600_000)
+}
+
+#[test]
+fn calendar_periods_in_utc() {
+    let now = at(2026, 12, 2, 15); // a Wednesday
+    let day = Period::Day.window(now);
+    assert_eq!(
+        (day.id.as_str(), day.start, day.end),
+        ("d2026-12-02", at(2026, 12, 2, 0), at(2026, 12, 3, 0))
+    );
+    let week = Period::Week.window(now);
+    assert_eq!(
+        (week.id.as_str(), week.start, week.end),
+        ("w2026-11-30", at(2026, 11, 30, 0), at(2026, 12, 7, 0))
+    );
+    let month = Period::Month.window(now);
+    assert_eq!(
+        (month.id.as_str(), month.start, month.end),
+        ("m2026-12", at(2026, 12, 1, 0), at(2027, 1, 1, 0))
+    );
+    // A leap February, and a Monday is its own week's start.
+    let feb = Period::Month.window(at(2028, 2, 29, 23));
+    assert_eq!((feb.start, feb.end), (at(2028, 2, 1, 0), at(2028, 3, 1, 0)));
+    assert_eq!(Period::Week.window(at(2026, 11, 30, 0)).id, "w2026-11-30");
+    assert_eq!(civil(0), (1970, 1, 1));
+}
+
+#[test]
+fn scopes_parse_and_print_alike() {
+    for s in ["gateway", "key:k_1", "user:a@example.com", "project:research"] {
+        assert_eq!(BudgetScope::parse(s).unwrap().to_string(), s);
+    }
+    for bad in ["", "team:x", "user:", "gateway:x"] {
+        assert_eq!(BudgetScope::parse(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn micros_round_up_and_refuse_nonsense() {
+    assert_eq!(micros(0.000_000_1), 1);
+    assert_eq!(micros(30.0), 30_000_000);
+    assert_eq!(micros(-1.0), 0);
+    assert_eq!(micros(f64::NAN), 0);
+}

@@ -1,0 +1,68 @@
+//! Budgets in USD, black box: a request reserves before its first attempt, the
+//! reservation is settled with the metered cost (or kept as uncertain spend),
+//! and a spent budget answers 402 `budget_exceeded` in the caller's format,
+//! with nothing sent upstream.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn options(budgets: &str) -> Options {
+    Options {
+        // No prices: each request reserves the budget's cap and, its cost
+        // unknown, keeps it as uncertain spend.
+        extra_models: r#"
+  - id: m-unpriced
+    deployments: [{ provider: openai, model: up-unpriced }]
+"#
+        .into(),
+        top_level: budgets.into(),
+        ..Options::default()
+    }
+}
+
+#[tokio::test]
+async fn unpriced_requests_keep_their_reservation_and_a_spent_budget_answers_402() {
+    let h = Harness::start_with(options(
+        "budgets:\n  - { scope: gateway, limit_usd: 1.0, period: month, max_reservation_usd: 0.4 }\n",
+    ))
+    .await;
+    let chat = json!({"model": "m-unpriced", "messages": [{"role": "user", "content": "hi"}]});
+    for _ in 0..2 {
+        assert_eq!(h.post("/v1/chat/completions", &chat).await.status(), 200);
+    }
+    let before = h.openai.request_count();
+    let r = h
+        .post(
+            "/v1/messages",
+            &json!({"model": "m-unpriced", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 402);
+    assert!(r.headers().get("retry-after").is_none(), "waiting does not help");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("budget of gateway is spent: $1.00 per month"), "{message}");
+    assert_eq!(h.openai.request_count(), before, "nothing was sent upstream");
+    let r = h.post("/v1/chat/completions", &chat).await;
+    assert_eq!(r.status(), 402);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "budget_exceeded");
+}
+
+#[tokio::test]
+async fn a_warn_mode_budget_never_refuses_and_the_record_says_it_was_passed() {
+    let h = Harness::start_with(options(
+        "budgets:\n  - { scope: gateway, limit_usd: 0.5, period: day, mode: warn, max_reservation_usd: 0.4 }\n",
+    ))
+    .await;
+    let chat = json!({"model": "m-unpriced", "messages": [{"role": "user", "content": "hi"}]});
+    for _ in 0..3 {
+        assert_eq!(h.post("/v1/chat/completions", &chat).await.status(), 200);
+    }
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(3)).await.unwrap();
+    assert!(!records[0].descriptor.contains("budget_over"), "{}", records[0].descriptor);
+    assert!(records[2].descriptor.contains("budget_over:gateway"), "{}", records[2].descriptor);
+}
