@@ -325,6 +325,7 @@ pub(crate) async fn create_key(
             project_id,
             label: given(body.label),
             allowed_models,
+            limits: None,
             expires_at,
         })
         .await?;

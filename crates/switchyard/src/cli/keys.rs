@@ -118,6 +118,7 @@ async fn create(
             project_id: project.as_ref().map(|p| p.id.clone()),
             label,
             allowed_models,
+            limits: None,
             expires_at,
         })
         .await?;
