@@ -75,6 +75,8 @@ pub struct Options {
     pub providers_extra: String,
     /// A whole `access_rules:` block (or empty).
     pub rules: String,
+    /// A whole `limits:` block (users' and projects' rate limits), or empty.
+    pub limits: String,
     /// Limits and budgets for the gateway's admission stage.
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
     /// No gateway key configured: open mode.
@@ -94,6 +96,7 @@ impl Default for Options {
             routes: String::new(),
             providers_extra: String::new(),
             rules: String::new(),
+            limits: String::new(),
             admission: None,
             open: false,
         }
@@ -112,6 +115,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         routes,
         providers_extra,
         rules,
+        limits,
         admission: _,
         open,
     } = o;
@@ -166,6 +170,7 @@ models:
 {extra_models}
 {routes}
 {rules}
+{limits}
 "#
     )
 }
