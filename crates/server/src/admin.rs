@@ -17,9 +17,10 @@
 //!   keys are write-only: responses carry their fingerprint. Nothing secret is
 //!   logged; admin changes are logged (target `switchyard::admin`) with ids only.
 //! * **Taking effect.** Changes that affect authentication (revoking a key,
-//!   disabling a user, memberships, credentials) clear this instance's key cache;
-//!   rule changes reload the stored rules into the running gateway. Other
-//!   instances pick them up when their cache entries expire (rules: on restart).
+//!   disabling a user, memberships, credentials, a key's limits) clear this
+//!   instance's key cache; rule changes reload the stored rules into the running
+//!   gateway. Other instances pick them up when their cache entries expire
+//!   (rules: on restart).
 
 mod access;
 mod openapi;
@@ -53,7 +54,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/groups", get(tenancy::list_groups).post(tenancy::create_group))
         .route("/groups/{id}/members", post(tenancy::add_group_member))
         .route("/keys", get(tenancy::list_keys).post(tenancy::create_key))
-        .route("/keys/{id}", delete(tenancy::revoke_key))
+        .route("/keys/{id}", delete(tenancy::revoke_key).patch(tenancy::patch_key))
         .route("/rules", get(access::list_rules).post(access::create_rule))
         .route("/rules/{name_or_id}", delete(access::delete_rule))
         .route("/credentials", put(access::put_credential).get(access::list_credentials))

@@ -305,6 +305,11 @@ impl Identity {
         // Both may be absent: a key bound to no project, one limited to no models.
         principal.project.clone_from(&project);
         principal.allowed_models.clone_from(&api_key.allowed_models);
+        // The key's own limits, counted under `key:<id>` by the admit stage. Like
+        // everything here they are cached with the key: a change reaches this
+        // instance when the cache entry expires (`security.key_cache_ms`), or at
+        // once after an admin API change, which clears this instance's cache.
+        principal.limits = api_key.limits;
         let byok = self.byok(store, &user.id, project.as_deref()).await?;
         // Best effort: last-used time is informational.
         let (store, id) = (store.clone(), api_key.id.clone());

@@ -51,6 +51,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/admin/keys"),
     ("POST", "/admin/keys"),
     ("DELETE", "/admin/keys/{id}"),
+    ("PATCH", "/admin/keys/{id}"),
     ("GET", "/admin/rules"),
     ("POST", "/admin/rules"),
     ("DELETE", "/admin/rules/{name_or_id}"),
@@ -92,6 +93,9 @@ on_both_backends! {
     case_a_key_limited_to_some_models_refuses_others =>
         a_key_limited_to_some_models_refuses_others_sqlite,
         a_key_limited_to_some_models_refuses_others_postgres;
+    case_key_limits_are_set_at_creation_and_changed_later =>
+        key_limits_are_set_at_creation_and_changed_later_sqlite,
+        key_limits_are_set_at_creation_and_changed_later_postgres;
     case_stored_rules_apply_to_the_next_request =>
         stored_rules_apply_to_the_next_request_sqlite,
         stored_rules_apply_to_the_next_request_postgres;
@@ -595,6 +599,81 @@ async fn case_a_key_limited_to_some_models_refuses_others(db: TestDb) {
     let a =
         env.admin("POST", "/admin/keys", Some(json!({"user_id": "x", "allowed_models": []}))).await;
     assert_eq!((a.status, a.code()), (400, "invalid_request"));
+}
+
+/// A key's own rate limits: given at creation, listed with the key, replaced or
+/// cleared by `PATCH /admin/keys/{id}` with immediate effect on this instance;
+/// zero, negative and unknown limits are refused naming the field.
+async fn case_key_limits_are_set_at_creation_and_changed_later(db: TestDb) {
+    let env = Env::start(&db, FULL).await;
+    let (uid, _, secret, kid) = env
+        .user_with_key("limited@example.com", json!({"limits": {"rpm": 2, "concurrent": 1}}))
+        .await;
+    let listed = env.expect(200, "GET", &format!("/admin/keys?user={uid}"), None).await;
+    assert_eq!(listed["data"][0]["limits"], json!({"rpm": 2, "concurrent": 1}));
+    let (_, _, _, plain) = env.user_with_key("plain@example.com", json!({})).await;
+    let all = env.expect(200, "GET", "/admin/keys", None).await;
+    let plain_row = all["data"].as_array().unwrap().iter().find(|k| id(k) == plain).unwrap();
+    assert_eq!(plain_row["limits"], Value::Null);
+
+    // Refused at creation, naming the field; no key is made.
+    for (bad, field) in [
+        (json!({"rpm": 0}), "limits.rpm"),
+        (json!({"tpm": 10, "concurrent": 0}), "limits.concurrent"),
+        (json!({"rph": 5}), "rph"),
+        (json!({"rpm": -1}), "-1"),
+    ] {
+        let a =
+            env.admin("POST", "/admin/keys", Some(json!({"user_id": uid, "limits": bad}))).await;
+        assert_eq!((a.status, a.code()), (400, "invalid_request"), "{bad}: {}", a.text);
+        assert!(a.json["error"]["message"].as_str().unwrap().contains(field), "{}", a.text);
+    }
+    let a =
+        env.admin("POST", "/admin/keys", Some(json!({"user_id": uid, "limits": {"rpm": 0}}))).await;
+    assert_eq!(a.json["error"]["param"], "limits.rpm", "{}", a.text);
+    let keys = env.expect(200, "GET", &format!("/admin/keys?user={uid}"), None).await;
+    assert_eq!(keys["data"].as_array().unwrap().len(), 1);
+
+    // rpm 2: the third request within the minute is refused.
+    for _ in 0..2 {
+        assert_eq!(env.chat(&secret, "mock").await.status, 200);
+    }
+    let refused = env.chat(&secret, "mock").await;
+    assert_eq!((refused.status, refused.code()), (429, "rate_limited"), "{}", refused.text);
+
+    // PATCH replaces the whole set, at once on this instance (the key cache
+    // here lives 600 s): a token limit alone now, so requests pass again.
+    let path = format!("/admin/keys/{kid}");
+    let changed = env.expect(200, "PATCH", &path, Some(json!({"limits": {"tpm": 100000}}))).await;
+    assert_eq!(changed["limits"], json!({"tpm": 100000}));
+    assert_eq!(changed["id"], kid.as_str());
+    let served = env.chat(&secret, "mock").await;
+    assert_eq!(served.status, 200, "{}", served.text);
+    // Refusals change nothing.
+    for (bad, field) in [
+        (json!({"limits": {"tpm": 0}}), "limits.tpm"),
+        (json!({"limits": {"burst": 3}}), "burst"),
+        (json!({"limits": {"rpm": 1}, "label": "x"}), "label"),
+        (json!({}), "limits"),
+    ] {
+        let a = env.admin("PATCH", &path, Some(bad.clone())).await;
+        assert_eq!((a.status, a.code()), (400, "invalid_request"), "{bad}: {}", a.text);
+        assert!(a.json["error"]["message"].as_str().unwrap().contains(field), "{}", a.text);
+    }
+    let key = env.expect(200, "GET", &format!("/admin/keys?user={uid}"), None).await;
+    assert_eq!(key["data"][0]["limits"], json!({"tpm": 100000}));
+    let a = env.admin("PATCH", "/admin/keys/key_missing", Some(json!({"limits": null}))).await;
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+
+    // null clears them; so does an empty object.
+    let cleared = env.expect(200, "PATCH", &path, Some(json!({"limits": null}))).await;
+    assert_eq!(cleared["limits"], Value::Null);
+    env.expect(200, "PATCH", &path, Some(json!({"limits": {"rpm": 1}}))).await;
+    let cleared = env.expect(200, "PATCH", &path, Some(json!({"limits": {}}))).await;
+    assert_eq!(cleared["limits"], Value::Null);
+    let stored = db.store().key(&kid).await.unwrap().unwrap();
+    assert_eq!(stored.limits, None);
+    env.assert_no_leak(&[&secret]);
 }
 
 async fn case_stored_rules_apply_to_the_next_request(db: TestDb) {

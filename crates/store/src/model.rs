@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use switchyard_core::access;
+use switchyard_core::limits::Limits;
 
 pub use switchyard_core::access::{CallerRole, Effect, Subject};
 
@@ -65,6 +66,9 @@ pub struct ApiKey {
     pub label: Option<String>,
     /// Model patterns this key is limited to (`None`: no limit).
     pub allowed_models: Option<Vec<String>>,
+    /// The key's own rate limits (`None`: none of its own; its user's and
+    /// project's limits from the configuration still apply).
+    pub limits: Option<Limits>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
@@ -86,6 +90,8 @@ pub struct NewKey {
     pub project_id: Option<String>,
     pub label: Option<String>,
     pub allowed_models: Option<Vec<String>>,
+    /// The key's own rate limits; none set (or `None`) stores none.
+    pub limits: Option<Limits>,
     pub expires_at: Option<i64>,
 }
 

@@ -96,6 +96,7 @@ suite!(
     case_groups,
     case_api_keys,
     case_api_key_secret_is_not_stored,
+    case_api_key_limits,
     case_rules,
     case_credentials,
     case_credentials_with_the_sealer,
@@ -171,7 +172,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
@@ -343,6 +344,7 @@ async fn case_api_keys(store: Store) {
             project_id: u.primary_project_id.clone(),
             label: Some("laptop".into()),
             allowed_models: Some(vec!["claude-*".into(), "gpt-5".into()]),
+            limits: None,
             expires_at: Some(expires),
         })
         .await
@@ -433,6 +435,66 @@ async fn case_api_key_secret_is_not_stored(store: Store) {
         assert!(!v.contains(&secret[11..]), "secret body stored in {v:?}");
     }
     assert_eq!(hash_secret(&secret).len(), 64);
+}
+
+/// A key's own limits: stored with it (JSON, NULL for none), changed and
+/// cleared later; zero limits refused, naming the field.
+async fn case_api_key_limits(store: Store) {
+    use switchyard_core::limits::Limits;
+    let u = member(&store, "l@example.com").await;
+    let limits = Limits::default().rpm(60).concurrent(2);
+    let (key, secret) = store
+        .create_key(NewKey { user_id: u.id.clone(), limits: Some(limits), ..NewKey::default() })
+        .await
+        .unwrap();
+    assert_eq!(key.limits, Some(limits));
+    assert_eq!(store.key_by_secret(&secret).await.unwrap().unwrap().limits, Some(limits));
+    assert_eq!(store.list_keys(Some(&u.id)).await.unwrap()[0].limits, Some(limits));
+    // Stored as the JSON of the limits that are set.
+    let values = text_values(&store, "api_keys").await;
+    assert!(values.contains(&r#"{"rpm":60,"concurrent":2}"#.to_owned()), "{values:?}");
+
+    // Changed later: the whole set is replaced.
+    let tpm = Limits::default().tpm(10_000);
+    store.set_key_limits(&key.id, Some(tpm)).await.unwrap();
+    assert_eq!(store.key(&key.id).await.unwrap().unwrap().limits, Some(tpm));
+    // Cleared by None, and by limits with nothing set.
+    store.set_key_limits(&key.id, None).await.unwrap();
+    assert_eq!(store.key(&key.id).await.unwrap().unwrap().limits, None);
+    store.set_key_limits(&key.id, Some(tpm)).await.unwrap();
+    store.set_key_limits(&key.id, Some(Limits::default())).await.unwrap();
+    assert_eq!(store.key(&key.id).await.unwrap().unwrap().limits, None);
+    let (empty, _) = store
+        .create_key(NewKey {
+            user_id: u.id.clone(),
+            limits: Some(Limits::default()),
+            ..NewKey::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.key(&empty.id).await.unwrap().unwrap().limits, None);
+
+    // Zero is refused, naming the field, and changes nothing.
+    store.set_key_limits(&key.id, Some(tpm)).await.unwrap();
+    let zero = Limits::default().rpm(5).concurrent(0);
+    match store.set_key_limits(&key.id, Some(zero)).await {
+        Err(StoreError::Invalid(m)) => assert!(m.contains("limits.concurrent"), "{m}"),
+        other => panic!("zero concurrency accepted: {other:?}"),
+    }
+    assert_eq!(store.key(&key.id).await.unwrap().unwrap().limits, Some(tpm));
+    let err = store
+        .create_key(NewKey {
+            user_id: u.id.clone(),
+            limits: Some(Limits::default().rpm(0)),
+            ..NewKey::default()
+        })
+        .await;
+    match err {
+        Err(StoreError::Invalid(m)) => assert!(m.contains("limits.rpm"), "{m}"),
+        other => panic!("zero rpm accepted: {other:?}"),
+    }
+    assert_eq!(store.list_keys(Some(&u.id)).await.unwrap().len(), 2);
+    assert!(store.set_key_limits("key_missing", None).await.unwrap_err().is_not_found());
 }
 
 // ------------------------------------------------------------ access rules

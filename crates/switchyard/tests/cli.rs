@@ -39,6 +39,8 @@ use switchyard_store::on_both_backends;
 on_both_backends! {
     case_users_projects_groups_and_keys =>
         users_projects_groups_and_keys_sqlite, users_projects_groups_and_keys_postgres;
+    case_key_limits_at_creation_and_later =>
+        key_limits_at_creation_and_later_sqlite, key_limits_at_creation_and_later_postgres;
     case_rules_add_list_delete => rules_add_list_delete_sqlite, rules_add_list_delete_postgres;
     case_config_rules_naming_no_one_are_warned_about =>
         config_rules_naming_no_one_are_warned_about_sqlite,
@@ -307,6 +309,90 @@ async fn case_users_projects_groups_and_keys(db: TestDb) {
     env.run(&["users", "disable", &alice_id]).ok();
     assert_eq!(env.run(&["users", "list", "--json"]).ok().json()[0]["disabled"], true);
     env.run(&["keys", "create", "--user", &alice_id]).failed();
+}
+
+/// A key's own rate limits: given to `keys create`, shown by `list` and `show`,
+/// changed by `keys limits` (the values given, keeping the others) and cleared.
+async fn case_key_limits_at_creation_and_later(db: TestDb) {
+    let env = Env::new("key-limits", &db);
+    env.run(&["users", "create", "--email", "ana@example.com"]).ok();
+    let created = env
+        .run(&[
+            "keys",
+            "create",
+            "--user",
+            "ana@example.com",
+            "--rpm",
+            "60",
+            "--concurrent",
+            "2",
+            "--json",
+        ])
+        .ok();
+    let key = created.json();
+    assert_eq!(key["limits"], json!({"rpm": 60, "concurrent": 2}));
+    let (id, prefix) = (key["id"].as_str().unwrap(), key["prefix"].as_str().unwrap());
+    let secret = key["secret"].as_str().unwrap().to_owned();
+    let stored = db.store().key(id).await.unwrap().unwrap();
+    assert_eq!((stored.limits.unwrap().rpm, stored.limits.unwrap().tpm), (Some(60), None));
+
+    let mut outputs = Vec::new();
+    let listed = env.run(&["keys", "list", "--json"]).ok();
+    assert_eq!(listed.json()[0]["limits"], json!({"rpm": 60, "concurrent": 2}));
+    outputs.push(listed);
+    let table = env.run(&["keys", "list"]).ok();
+    assert!(
+        table.stdout.contains("LIMITS") && table.stdout.contains("60 rpm, 2 at once"),
+        "{table:#?}"
+    );
+    outputs.push(table);
+    let shown = env.run(&["keys", "show", prefix]).ok();
+    assert!(
+        shown.stdout.lines().any(|l| l.starts_with("limits") && l.ends_with("60 rpm, 2 at once")),
+        "{shown:#?}"
+    );
+    outputs.push(shown);
+    assert_eq!(env.run(&["keys", "show", id, "--json"]).ok().json()["id"], id);
+
+    // The values given replace those and keep the others; the note says when a
+    // running gateway sees it (the key cache, 5 s by default).
+    let changed = env.run(&["keys", "limits", id, "--tpm", "1000", "--rpm", "30"]).ok();
+    assert!(changed.stdout.contains("30 rpm, 1000 tpm, 2 at once"), "{changed:#?}");
+    assert!(changed.stdout.contains("within 5.0s on a running gateway"), "{changed:#?}");
+    outputs.push(changed);
+    let json_out = env.run(&["keys", "limits", prefix, "--concurrent", "1", "--json"]).ok();
+    assert_eq!(json_out.json()["limits"], json!({"rpm": 30, "tpm": 1000, "concurrent": 1}));
+    outputs.push(json_out);
+
+    // Zero, nothing to change, and --clear with values are refused; nothing changes.
+    let zero = env.run(&["keys", "limits", id, "--rpm", "0"]);
+    assert_eq!(zero.code, 2, "{zero:#?}");
+    assert!(zero.stderr.contains("at least 1"), "{zero:#?}");
+    let zero = env.run(&["keys", "create", "--user", "ana@example.com", "--tpm", "0"]);
+    assert_eq!(zero.code, 2, "{zero:#?}");
+    let both = env.run(&["keys", "limits", id, "--clear", "--rpm", "5"]);
+    assert_eq!(both.code, 2, "{both:#?}");
+    let nothing = env.run(&["keys", "limits", id]).failed();
+    assert!(nothing.stderr.contains("nothing to change"), "{nothing:#?}");
+    env.run(&["keys", "limits", "key_000000000000000000000000", "--clear"]).failed();
+    assert_eq!(
+        env.run(&["keys", "list", "--json"]).ok().json()[0]["limits"],
+        json!({"rpm": 30, "tpm": 1000, "concurrent": 1})
+    );
+
+    let cleared = env.run(&["keys", "limits", id, "--clear"]).ok();
+    assert!(cleared.stdout.contains("no limits of its own"), "{cleared:#?}");
+    outputs.push(cleared);
+    assert_eq!(env.run(&["keys", "list", "--json"]).ok().json()[0]["limits"], Value::Null);
+    let shown = env.run(&["keys", "show", id]).ok();
+    assert!(
+        shown.stdout.lines().any(|l| l.starts_with("limits") && l.ends_with(" -")),
+        "{shown:#?}"
+    );
+    outputs.push(shown);
+    for out in &outputs {
+        assert!(!out.all().contains(&secret), "{out:#?}");
+    }
 }
 
 /// Access rules in the file name projects and users by name (or id); one that

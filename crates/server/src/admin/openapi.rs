@@ -129,6 +129,13 @@ fn paths() -> Value {
                           Revoking twice keeps the first time.",
                          vec![path_param("id", "Key id (key_…)")], None,
                          ok_ref("ApiKey"), &["404"]),
+            "patch": op("keys", "Change a gateway key's own rate limits",
+                        "limits replaces the key's whole set; null (or {}) clears it. Immediate \
+                         on this instance; other instances apply it when their cached lookup of \
+                         the key expires (security.key_cache_ms). Counters already running for \
+                         the key keep their state.",
+                        vec![path_param("id", "Key id (key_…)")], Some(body_ref("PatchKey")),
+                        ok_ref("ApiKey"), &["400", "404"]),
         }),
     );
     add(
@@ -488,6 +495,7 @@ fn schemas() -> Value {
             "project_id": { "type": "string", "nullable": true, "description": "Bound project; null: the user's primary project" },
             "label": nullable("string"),
             "allowed_models": { "type": "array", "items": { "type": "string" }, "nullable": true, "description": "Model id globs; null: no limit" },
+            "limits": { "allOf": [schema_ref("Limits")], "nullable": true, "description": "The key's own rate limits; null: none of its own" },
             "created_at": ms("Created"),
             "expires_at": ms_opt("Expiry"),
             "revoked_at": ms_opt("Revocation"),
@@ -512,7 +520,26 @@ fn schemas() -> Value {
             "label": { "type": "string" },
             "expires_at": { "type": "integer", "format": "int64", "description": "Unix ms, in the future; not with expires_in_days" },
             "expires_in_days": { "type": "integer", "minimum": 1, "maximum": 36500 },
-            "allowed_models": { "type": "array", "minItems": 1, "items": { "type": "string" }, "description": "Model id globs the key is limited to" }
+            "allowed_models": { "type": "array", "minItems": 1, "items": { "type": "string" }, "description": "Model id globs the key is limited to" },
+            "limits": schema_ref("Limits")
+        }
+    }));
+    s.insert("Limits".into(), json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "Rate limits, counted exactly across instances; a limit left out is not limited. Zero is refused.",
+        "properties": {
+            "rpm": { "type": "integer", "format": "int64", "minimum": 1, "description": "Requests per minute" },
+            "tpm": { "type": "integer", "format": "int64", "minimum": 1, "description": "Tokens per minute: the input estimate plus the output asked for, reconciled with the usage" },
+            "concurrent": { "type": "integer", "format": "int64", "minimum": 1, "description": "Requests in flight at once (a stream counts until it ends)" }
+        }
+    }));
+    s.insert("PatchKey".into(), json!({
+        "type": "object",
+        "required": ["limits"],
+        "additionalProperties": false,
+        "properties": {
+            "limits": { "allOf": [schema_ref("Limits")], "nullable": true, "description": "Replaces the key's limits; null clears them" }
         }
     }));
     s.insert("Subject".into(), json!({

@@ -4,8 +4,11 @@ use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use switchyard_core::GatewayError;
 use switchyard_core::access::CallerRole;
+use switchyard_core::limits::Limits;
+use switchyard_protocol::ErrorCode;
 use switchyard_store::{ApiKey, NewKey, NewUser, Project, User};
 
 use super::{ApiError, ApiResult, Body, Db, Params, Segments, given, list, ok, reply};
@@ -235,6 +238,41 @@ pub(crate) struct CreateKey {
     expires_in_days: Option<u32>,
     #[serde(default)]
     allowed_models: Option<Vec<String>>,
+    /// The key's own rate limits (unknown fields refused by `Limits`).
+    #[serde(default)]
+    limits: Option<Limits>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchKey {
+    /// Absent: unchanged; null (or `{}`): cleared; an object: replaces the
+    /// key's whole set of limits.
+    #[serde(default, deserialize_with = "present")]
+    limits: Option<Option<Limits>>,
+}
+
+/// A field that is present, null included (`Some(None)`), as against absent
+/// (`None`, from `#[serde(default)]`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Limits as the API takes them: a zero limit is refused (it would refuse every
+/// request), naming its field in the message and as `param`.
+fn checked_limits(limits: Option<Limits>) -> Result<Option<Limits>, ApiError> {
+    let Some(l) = limits else { return Ok(None) };
+    match l.problems("limits").into_iter().next() {
+        None => Ok(Some(l)),
+        Some(problem) => {
+            let field = problem.split(':').next().map(str::to_owned);
+            Err(ApiError::from(
+                GatewayError::new(ErrorCode::InvalidRequest, problem).with_param(field),
+            ))
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -303,6 +341,7 @@ pub(crate) async fn create_key(
         Some(models) => Some(models.into_iter().map(|m| m.trim().to_owned()).collect()),
         None => None,
     };
+    let limits = checked_limits(body.limits)?;
     if store.user(&body.user_id).await?.is_none() {
         return Err(ApiError::not_found(format!("user not found: {}", body.user_id)));
     }
@@ -325,6 +364,7 @@ pub(crate) async fn create_key(
             project_id,
             label: given(body.label),
             allowed_models,
+            limits,
             expires_at,
         })
         .await?;
@@ -345,6 +385,31 @@ pub(crate) async fn revoke_key(
     store.revoke_key(&id).await?;
     state.identity.invalidate();
     tracing::info!(target: "switchyard::admin", actor = %actor, key = %id, "revoked key");
+    match store.key(&id).await? {
+        Some(key) => ok(KeyView::new(key)),
+        None => Err(ApiError::not_found(format!("key not found: {id}"))),
+    }
+}
+
+/// `PATCH /admin/keys/{id}`: change a key's own rate limits.
+pub(crate) async fn patch_key(
+    Db { store, actor }: Db,
+    State(state): State<Arc<AppState>>,
+    Segments(id): Segments<String>,
+    Body(body): Body<PatchKey>,
+) -> ApiResult {
+    let Some(limits) = body.limits else {
+        return Err(ApiError::invalid("nothing to change: give limits (null clears them)"));
+    };
+    let limits = checked_limits(limits)?;
+    if store.key(&id).await?.is_none() {
+        return Err(ApiError::not_found(format!("key not found: {id}")));
+    }
+    store.set_key_limits(&id, limits).await?;
+    // This instance applies the change to the key's next request; others when
+    // their cached lookup of the key expires (`security.key_cache_ms`).
+    state.identity.invalidate();
+    tracing::info!(target: "switchyard::admin", actor = %actor, key = %id, limits = ?limits, "changed key limits");
     match store.key(&id).await? {
         Some(key) => ok(KeyView::new(key)),
         None => Err(ApiError::not_found(format!("key not found: {id}"))),

@@ -75,6 +75,8 @@ pub struct Options {
     pub providers_extra: String,
     /// A whole `access_rules:` block (or empty).
     pub rules: String,
+    /// A whole `limits:` block (users' and projects' rate limits), or empty.
+    pub limits: String,
     /// Limits and budgets for the gateway's admission stage.
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
     /// No gateway key configured: open mode.
@@ -96,6 +98,7 @@ impl Default for Options {
             routes: String::new(),
             providers_extra: String::new(),
             rules: String::new(),
+            limits: String::new(),
             admission: None,
             open: false,
             top_level: String::new(),
@@ -115,6 +118,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         routes,
         providers_extra,
         rules,
+        limits,
         admission: _,
         open,
         top_level,
@@ -170,6 +174,7 @@ models:
 {extra_models}
 {routes}
 {rules}
+{limits}
 {top_level}
 "#
     )

@@ -1,6 +1,7 @@
 //! API keys: created with a random secret of which only the SHA-256 is stored.
 
 use sha2::{Digest, Sha256};
+use switchyard_core::limits::Limits;
 
 use super::{RowExt, Store, const_format, found, hex, new_id, now_ms, on_pool, random_bytes};
 use crate::error::StoreError;
@@ -18,6 +19,7 @@ impl Store {
         {
             return Err(StoreError::Invalid("allowed_models holds an empty pattern".into()));
         }
+        let limits = checked_limits(k.limits)?;
         let secret = new_secret()?;
         let key = ApiKey {
             id: new_id("key")?,
@@ -26,6 +28,7 @@ impl Store {
             project_id: k.project_id,
             label: k.label,
             allowed_models: k.allowed_models,
+            limits,
             created_at: now_ms(),
             expires_at: k.expires_at,
             revoked_at: None,
@@ -37,10 +40,11 @@ impl Store {
             .map(serde_json::to_string)
             .transpose()
             .map_err(|e| StoreError::Invalid(format!("allowed_models: {e}")))?;
+        let limits_json = limits_json(key.limits)?;
         let hash = hash_secret(&secret);
         on_pool!(self, |p| sqlx::query(
             "INSERT INTO api_keys (id, prefix, hash, user_id, project_id, label, allowed_models, \
-             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             limits, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(&key.id)
         .bind(&key.prefix)
@@ -49,6 +53,7 @@ impl Store {
         .bind(&key.project_id)
         .bind(&key.label)
         .bind(&models)
+        .bind(&limits_json)
         .bind(key.created_at)
         .bind(key.expires_at)
         .execute(p)
@@ -116,6 +121,22 @@ impl Store {
         found(n, "key", id)
     }
 
+    /// Replaces the key's own rate limits (`None`, or limits with nothing set,
+    /// clears them), revoked keys' included. A zero limit is refused: it would
+    /// refuse every request rather than lift the limit. A running gateway applies
+    /// the change when its cached lookup of the key expires
+    /// (`security.key_cache_ms`).
+    pub async fn set_key_limits(&self, id: &str, limits: Option<Limits>) -> Result<(), StoreError> {
+        let stored = limits_json(checked_limits(limits)?)?;
+        let n = on_pool!(self, |p| sqlx::query("UPDATE api_keys SET limits = $2 WHERE id = $1")
+            .bind(id)
+            .bind(&stored)
+            .execute(p)
+            .await?
+            .rows_affected());
+        found(n, "key", id)
+    }
+
     /// Records a use of the key at `now_ms` (never moves the time backwards; an
     /// unknown id is ignored).
     pub async fn touch_key(&self, id: &str, now_ms: i64) -> Result<(), StoreError> {
@@ -148,8 +169,27 @@ pub fn hash_secret(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-const KEY_COLS: &str = "id, prefix, user_id, project_id, label, allowed_models, created_at, \
-                        expires_at, revoked_at, last_used_at";
+const KEY_COLS: &str = "id, prefix, user_id, project_id, label, allowed_models, limits, \
+                        created_at, expires_at, revoked_at, last_used_at";
+
+/// Limits as stored: none when nothing is set (so "no limits" has one form);
+/// zero limits refused, each named (`limits.rpm: must be greater than 0`).
+fn checked_limits(limits: Option<Limits>) -> Result<Option<Limits>, StoreError> {
+    let Some(l) = limits.filter(|l| !l.is_empty()) else { return Ok(None) };
+    let problems = l.problems("limits");
+    if !problems.is_empty() {
+        return Err(StoreError::Invalid(problems.join("; ")));
+    }
+    Ok(Some(l))
+}
+
+fn limits_json(limits: Option<Limits>) -> Result<Option<String>, StoreError> {
+    limits
+        .as_ref()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| StoreError::Invalid(format!("limits: {e}")))
+}
 
 fn key_from(r: &impl RowExt) -> Result<ApiKey, StoreError> {
     let models: Option<String> = r.col("allowed_models")?;
@@ -157,6 +197,11 @@ fn key_from(r: &impl RowExt) -> Result<ApiKey, StoreError> {
         .map(|m| serde_json::from_str::<Vec<String>>(&m))
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("api_keys.allowed_models: {e}")))?;
+    let limits: Option<String> = r.col("limits")?;
+    let limits = limits
+        .map(|l| serde_json::from_str::<Limits>(&l))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("api_keys.limits: {e}")))?;
     Ok(ApiKey {
         id: r.col("id")?,
         prefix: r.col("prefix")?,
@@ -164,6 +209,7 @@ fn key_from(r: &impl RowExt) -> Result<ApiKey, StoreError> {
         project_id: r.col("project_id")?,
         label: r.col("label")?,
         allowed_models,
+        limits,
         created_at: r.col("created_at")?,
         expires_at: r.col("expires_at")?,
         revoked_at: r.col("revoked_at")?,

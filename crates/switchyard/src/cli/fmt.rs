@@ -2,6 +2,7 @@
 //! formatting what they read (times, money, latencies, tables). Pure functions,
 //! unit-tested here.
 
+use switchyard_core::limits::Limits;
 use switchyard_core::util::Date;
 
 const SECOND_MS: i64 = 1_000;
@@ -40,6 +41,16 @@ pub fn parse_span(s: &str) -> Result<Span, String> {
     }
     // Anything past ~290 million years is a typo.
     n.checked_mul(unit_ms).map(Span).ok_or_else(|| format!("duration {s:?} is too long"))
+}
+
+/// A rate limit as typed: a positive whole number (zero would refuse every
+/// request; to lift a limit, `keys limits --clear`).
+pub fn parse_limit(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) => Err("a limit must be at least 1 (0 would refuse every request)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("invalid limit {s:?}: expected a positive whole number")),
+    }
 }
 
 /// A point in time as typed: a span before now, or a UTC date/time.
@@ -224,6 +235,16 @@ pub fn fmt_count(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |n| n.to_string())
 }
 
+/// A key's limits in a cell: `60 rpm, 10000 tpm, 2 at once`; `-` for none.
+pub fn fmt_limits(limits: Option<&Limits>) -> String {
+    let Some(l) = limits else { return "-".to_owned() };
+    let parts: Vec<String> = [(l.rpm, " rpm"), (l.tpm, " tpm"), (l.concurrent, " at once")]
+        .into_iter()
+        .filter_map(|(v, unit)| v.map(|n| format!("{n}{unit}")))
+        .collect();
+    if parts.is_empty() { "-".to_owned() } else { parts.join(", ") }
+}
+
 /// A plain-text table: columns padded to their widest cell, numbers right-aligned.
 pub struct Table {
     headers: Vec<&'static str>,
@@ -315,6 +336,21 @@ mod tests {
         }
         assert!(parse_span("999999999999d").unwrap_err().contains("too long"));
         assert!(parse_span("1y").unwrap_err().contains("e.g. 30s"));
+    }
+
+    #[test]
+    fn limits() {
+        assert_eq!(parse_limit("60"), Ok(60));
+        assert_eq!(parse_limit(" 1 "), Ok(1));
+        for bad in ["0", "-1", "1.5", "", "ten", "99999999999999999999999"] {
+            assert!(parse_limit(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_limit("0").unwrap_err().contains("at least 1"));
+        assert_eq!(fmt_limits(None), "-");
+        assert_eq!(fmt_limits(Some(&Limits::default())), "-");
+        let l = Limits::default().rpm(60).tpm(10_000).concurrent(2);
+        assert_eq!(fmt_limits(Some(&l)), "60 rpm, 10000 tpm, 2 at once");
+        assert_eq!(fmt_limits(Some(&Limits::default().concurrent(1))), "1 at once");
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! `keys create | list | revoke`.
+//! `keys create | list | show | limits | revoke`.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+use switchyard_core::limits::Limits;
 use switchyard_core::util::glob_match;
 use switchyard_store::{ApiKey, NewKey};
 
-use super::fmt::{Span, Table, fmt_opt_time, fmt_time, parse_span};
+use super::fmt::{Span, Table, fmt_limits, fmt_opt_time, fmt_time, parse_limit, parse_span};
 use super::{Ctx, Failure, Result, note, out, out_json, out_table};
 use crate::storage::now_ms;
 
@@ -28,6 +29,8 @@ pub enum KeysCmd {
         /// Limit the key to models matching this glob (repeatable).
         #[arg(long = "allow-model", value_name = "PATTERN", num_args = 1..)]
         allow_model: Vec<String>,
+        #[command(flatten)]
+        limits: LimitArgs,
         /// Print the key and its secret as JSON.
         #[arg(long)]
         json: bool,
@@ -40,6 +43,29 @@ pub enum KeysCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Show one key (never its secret or hash).
+    Show {
+        /// Key id (key_…) or its visible prefix (sy-…).
+        key: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set or clear a key's own rate limits. The limits given replace those
+    /// values and keep the others; --clear removes them all. A running gateway
+    /// applies the change when its cached lookup of the key expires
+    /// (security.key_cache_ms).
+    Limits {
+        /// Key id (key_…) or its visible prefix (sy-…).
+        key: String,
+        #[command(flatten)]
+        limits: LimitArgs,
+        /// Remove every limit of the key's own.
+        #[arg(long, conflicts_with_all = ["rpm", "tpm", "concurrent"])]
+        clear: bool,
+        /// Print the changed key as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Revoke a key.
     Revoke {
         /// Key id (key_…) or its visible prefix (sy-…).
@@ -47,21 +73,65 @@ pub enum KeysCmd {
     },
 }
 
+/// A key's own rate limits, counted exactly across instances (with the user's
+/// and project's limits from the configuration, each apart).
+#[derive(Args)]
+pub struct LimitArgs {
+    /// At most N requests per minute.
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
+    rpm: Option<u64>,
+    /// At most N tokens per minute (the input estimate plus the output asked
+    /// for, reconciled with the usage reported).
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
+    tpm: Option<u64>,
+    /// At most N requests at once (a stream counts until it ends).
+    #[arg(long, value_name = "N", value_parser = parse_limit)]
+    concurrent: Option<u64>,
+}
+
+impl LimitArgs {
+    fn is_empty(&self) -> bool {
+        self.rpm.is_none() && self.tpm.is_none() && self.concurrent.is_none()
+    }
+
+    /// `base` with the values given replaced; None when nothing is set.
+    fn over(&self, base: Option<Limits>) -> Option<Limits> {
+        let mut l = base.unwrap_or_default();
+        if let Some(n) = self.rpm {
+            l = l.rpm(n);
+        }
+        if let Some(n) = self.tpm {
+            l = l.tpm(n);
+        }
+        if let Some(n) = self.concurrent {
+            l = l.concurrent(n);
+        }
+        (!l.is_empty()).then_some(l)
+    }
+}
+
 pub async fn run(ctx: &Ctx, cmd: KeysCmd) -> Result<()> {
     match cmd {
-        KeysCmd::Create { user, project, label, expires_in, allow_model, json } => {
-            create(ctx, &user, project.as_deref(), label, expires_in, allow_model, json).await
+        KeysCmd::Create { user, project, label, expires_in, allow_model, limits, json } => {
+            let limits = limits.over(None);
+            let key = NewKey { label, limits, ..NewKey::default() };
+            create(ctx, &user, project.as_deref(), key, expires_in, allow_model, json).await
         }
         KeysCmd::List { user, json } => list(ctx, user.as_deref(), json).await,
+        KeysCmd::Show { key, json } => show(ctx, &key, json).await,
+        KeysCmd::Limits { key, limits, clear, json } => {
+            set_limits(ctx, &key, &limits, clear, json).await
+        }
         KeysCmd::Revoke { key } => revoke(ctx, &key).await,
     }
 }
 
+/// `key`: the label and limits as given; the rest is filled in here.
 async fn create(
     ctx: &Ctx,
     user: &str,
     project: Option<&str>,
-    label: Option<String>,
+    key: NewKey,
     expires_in: Option<Span>,
     allow_model: Vec<String>,
     json: bool,
@@ -110,7 +180,7 @@ async fn create(
         Some(patterns)
     };
     let expires_at = expires_in.map(|Span(ms)| now_ms().saturating_add(ms));
-    let label = label.map(|l| l.trim().to_owned()).filter(|l| !l.is_empty());
+    let label = key.label.map(|l| l.trim().to_owned()).filter(|l| !l.is_empty());
     let (key, secret) = ctx
         .store
         .create_key(NewKey {
@@ -118,6 +188,7 @@ async fn create(
             project_id: project.as_ref().map(|p| p.id.clone()),
             label,
             allowed_models,
+            limits: key.limits,
             expires_at,
         })
         .await?;
@@ -134,8 +205,12 @@ async fn create(
             || "the user's primary project".to_owned(),
             |p| format!("project {}", p.name),
         );
+        let limits = match &key.limits {
+            Some(l) => format!(", limits {}", fmt_limits(Some(l))),
+            None => String::new(),
+        };
         note(&format!(
-            "created key {} ({}) for {}, {scope}, expires {}",
+            "created key {} ({}) for {}, {scope}, expires {}{limits}",
             key.id,
             key.prefix,
             owner.email,
@@ -167,6 +242,7 @@ async fn list(ctx: &Ctx, user: Option<&str>, json: bool) -> Result<()> {
         "PROJECT",
         "LABEL",
         "MODELS",
+        "LIMITS",
         "CREATED",
         "EXPIRES",
         "REVOKED",
@@ -182,6 +258,7 @@ async fn list(ctx: &Ctx, user: Option<&str>, json: bool) -> Result<()> {
                 .map_or_else(|| "(primary)".to_owned(), |p| names.project(Some(p))),
             k.label.clone().unwrap_or_else(|| "-".into()),
             k.allowed_models.as_ref().map_or_else(|| "*".to_owned(), |m| m.join(",")),
+            fmt_limits(k.limits.as_ref()),
             fmt_time(k.created_at),
             expires(k, now),
             fmt_opt_time(k.revoked_at),
@@ -199,21 +276,80 @@ fn expires(k: &ApiKey, now: i64) -> String {
     }
 }
 
-async fn revoke(ctx: &Ctx, key: &str) -> Result<()> {
+/// A key by id or by its visible prefix (which must name one key).
+async fn find(ctx: &Ctx, key: &str) -> Result<ApiKey> {
     let k = if key.starts_with("sy-") {
         let mut matches: Vec<ApiKey> =
             ctx.store.list_keys(None).await?.into_iter().filter(|k| k.prefix == key).collect();
         match matches.len() {
             0 => None,
             1 => matches.pop(),
-            n => return Err(Failure(format!("{n} keys have the prefix {key}: revoke by id"))),
+            n => return Err(Failure(format!("{n} keys have the prefix {key}: name it by id"))),
         }
     } else {
         ctx.store.key(key).await?
     };
-    let Some(k) = k else {
-        return Err(Failure(format!("no key with id or prefix {key:?}")));
+    k.ok_or_else(|| Failure(format!("no key with id or prefix {key:?}")))
+}
+
+async fn show(ctx: &Ctx, key: &str, json: bool) -> Result<()> {
+    let k = find(ctx, key).await?;
+    if json {
+        return out_json(&k);
+    }
+    let names = ctx.names().await?;
+    let fields: Vec<(&str, String)> = vec![
+        ("id", k.id.clone()),
+        ("prefix", k.prefix.clone()),
+        ("user", names.user(Some(&k.user_id))),
+        (
+            "project",
+            k.project_id
+                .as_deref()
+                .map_or_else(|| "(primary)".to_owned(), |p| names.project(Some(p))),
+        ),
+        ("label", k.label.clone().unwrap_or_else(|| "-".into())),
+        ("models", k.allowed_models.as_ref().map_or_else(|| "*".to_owned(), |m| m.join(","))),
+        ("limits", fmt_limits(k.limits.as_ref())),
+        ("created", fmt_time(k.created_at)),
+        ("expires", expires(&k, now_ms())),
+        ("revoked", fmt_opt_time(k.revoked_at)),
+        ("last used", fmt_opt_time(k.last_used_at)),
+    ];
+    let width = fields.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
+    let text: String =
+        fields.iter().map(|(name, value)| format!("{name:<width$}  {value}\n")).collect();
+    out(&text)
+}
+
+async fn set_limits(
+    ctx: &Ctx,
+    key: &str,
+    given: &LimitArgs,
+    clear: bool,
+    json: bool,
+) -> Result<()> {
+    if !clear && given.is_empty() {
+        return Err("nothing to change: give --rpm, --tpm, --concurrent or --clear".into());
+    }
+    let k = find(ctx, key).await?;
+    let limits = if clear { None } else { given.over(k.limits) };
+    ctx.store.set_key_limits(&k.id, limits).await?;
+    let Some(changed) = ctx.store.key(&k.id).await? else {
+        return Err(Failure(format!("key {} disappeared while it was changed", k.id)));
     };
+    if json {
+        return out_json(&changed);
+    }
+    let what = match &changed.limits {
+        Some(l) => format!("limits of key {} ({}) are now {}", k.id, k.prefix, fmt_limits(Some(l))),
+        None => format!("key {} ({}) has no limits of its own now", k.id, k.prefix),
+    };
+    out(&format!("{what}: a running gateway applies this {}\n", ctx.key_cache_note()))
+}
+
+async fn revoke(ctx: &Ctx, key: &str) -> Result<()> {
+    let k = find(ctx, key).await?;
     if let Some(t) = k.revoked_at {
         return out(&format!(
             "key {} ({}) was already revoked at {}\n",
