@@ -30,7 +30,7 @@ pub use crate::breaker::HealthRegistry;
 use crate::breaker::{BreakerConfig, BreakerState, Clearance, CredentialKey, Outcome, Permit};
 use crate::clock::UnixMs;
 use crate::continuity::BoxFuture;
-use crate::limits::{Budgeted, Held, RateStatus, Scoped};
+use crate::limits::{BackendError, Budgeted, Held, RateStatus, Scoped, Spent};
 pub use crate::runtime::{InFlight, InFlightGuard, LatencyTracker};
 
 /// Per-credential health (see [`crate::breaker`] for the rules).
@@ -223,6 +223,15 @@ pub trait Admission: Send + Sync + Debug {
         used: Usage,
         cost_usd: Option<f64>,
     ) -> BoxFuture<'_, ()>;
+    /// A budget's live amounts this period (`None`: not counted here, or not
+    /// yet this period). The default counts none.
+    fn read_budget<'a>(
+        &'a self,
+        budget: &'a Budgeted,
+    ) -> BoxFuture<'a, Result<Option<Spent>, BackendError>> {
+        let _ = budget;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// No limits, no budgets: admits everything, settles nothing.

@@ -45,3 +45,64 @@ async fn three_instances_share_one_limit_exactly() {
     }
     assert_eq!(granted, 20);
 }
+
+/// Budgets on Redis start from the ledger (the request records), and when
+/// Redis loses the counter, it is rebuilt from the ledger again, never from 0.
+#[tokio::test]
+async fn a_lost_budget_counter_is_rebuilt_from_the_records() {
+    use switchyard_core::clock::UnixMs;
+    use switchyard_core::limits::{
+        BudgetMode, BudgetScope, BudgetSpec, Budgeted, Limiter, LimiterConfig, Period,
+    };
+    use switchyard_core::record::RequestRecord;
+
+    let Some((url, prefix)) = testing::redis().await else { return };
+    let db = testing::sqlite_temp().await;
+    let now = UnixMs::now();
+    let spent = RequestRecord {
+        id: "r1".into(),
+        time_ms: now.0,
+        project: Some("p_1".into()),
+        cost_usd: Some(0.9),
+        ..RequestRecord::default()
+    };
+    let last_month = RequestRecord {
+        id: "r0".into(),
+        time_ms: Period::Month.window(now).start.0 - 1,
+        project: Some("p_1".into()),
+        cost_usd: Some(5.0),
+        ..RequestRecord::default()
+    };
+    db.store().insert_records(&[spent, last_month]).await.unwrap();
+    let counters = Arc::new(counters(&url, &prefix));
+    let limiter = Limiter::new(counters.clone(), LimiterConfig::default())
+        .with_ledger(Arc::new(db.store().clone()));
+    let spec = BudgetSpec {
+        scope: BudgetScope::Project("p_1".into()),
+        limit_usd: 1.0,
+        period: Period::Month,
+        mode: BudgetMode::Enforce,
+        max_reservation_usd: 1.0,
+    };
+    let ask = |usd: f64| {
+        let mut b = Budgeted::now(&spec, now);
+        b.names = vec!["p_1".into()];
+        b.reserve_usd = usd;
+        vec![b]
+    };
+    assert!(limiter.take(&[], 0, &ask(0.2)).await.is_err(), "0.9 spent this month + 0.2 > 1");
+    let held = limiter.take(&[], 0, &ask(0.05)).await.expect("0.9 + 0.05 fits");
+    drop(held);
+    // Redis loses the counter (a restart without persistence, an eviction).
+    let key = format!("{prefix}:v1:{}", ask(0.0)[0].key());
+    let mut conn = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let removed: i64 = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    assert_eq!(removed, 1, "the counter was at {key}");
+    assert!(limiter.take(&[], 0, &ask(0.2)).await.is_err(), "rebuilt from the records: 0.9");
+    limiter.take(&[], 0, &ask(0.1)).await.expect("0.9 + 0.1 fits");
+    db.cleanup().await;
+}

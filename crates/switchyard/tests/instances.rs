@@ -1,5 +1,6 @@
 //! Three gateway processes on one Redis behave as one: a deployment's rate and
-//! concurrency limits hold across them exactly, counted on Redis's clock. And
+//! concurrency limits and a budget hold across them exactly, counted on Redis's
+//! clock. And
 //! when Redis stops, each follows its configured failure mode, then recovers.
 //! Needs Redis (`SWITCHYARD_TEST_REDIS_URL`; CI sets it and requires it) and, for
 //! the outage, `redis-server` on the PATH to run a server of the test's own.
@@ -31,6 +32,9 @@ models:
     deployments: [{{ provider: openai, model: up-rpm, limits: {{ rpm: 10 }} }}]
   - id: m-conc
     deployments: [{{ provider: openai, model: up-conc, limits: {{ concurrent: 2 }} }}]
+  # No prices: a request reserves the budget's cap and keeps it (cost unknown).
+  - id: m-unpriced
+    deployments: [{{ provider: openai, model: up-unpriced }}]
 "#
     )
 }
@@ -104,6 +108,25 @@ fn three_instances_admit_a_deployments_limits_exactly_once_between_them() {
     }
     assert_eq!(fake.peak_in_flight(), 2, "concurrency at the upstream never passed the limit");
     drop(f);
+}
+
+#[test]
+fn three_instances_hold_a_budget_to_one_reservation_per_request() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((redis, prefix)) = rt.block_on(switchyard_store::testing::redis()) else { return };
+    let fake = rt.block_on(FakeUpstream::start(Vendor::OpenAi)).unwrap();
+    let budget = "budgets:\n  - { scope: gateway, limit_usd: 1.0, period: month, max_reservation_usd: 0.25 }\n";
+    let f =
+        fleet(3, "budget", &format!("{}{budget}", config(&fake.base_url(), &redis, &prefix, "")));
+    // A budget of $1 and reservations of $0.25 (no prices: each request keeps
+    // its reservation as uncertain spend): 12 at once over the three are
+    // admitted 4 times, the rest refused with 402, never past the budget.
+    let targets: Vec<String> = (0..12).map(|i| f.addrs[i % 3].clone()).collect();
+    let statuses = burst(&targets, "m-unpriced");
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    let spent = statuses.iter().filter(|s| **s == 402).count();
+    assert_eq!((ok, spent), (4, 8), "{statuses:?}");
+    assert_eq!(fake.request_count(), 4);
 }
 
 /// A Redis server of this test's own, on a free port, that it can stop.

@@ -114,33 +114,29 @@ pub(super) fn caller_budgets(snapshot: &Snapshot, inbound: &Inbound, plan: &Plan
     let now = UnixMs::now();
     let mut out = Vec::new();
     for spec in specs {
-        // The scope as the counters and the ledger name it: a user by id, a
-        // project by id, whichever name the configuration used.
-        let scope = match &spec.scope {
-            BudgetScope::Gateway => Some(BudgetScope::Gateway),
-            BudgetScope::Key(id) => {
-                (p.key_id.as_deref() == Some(id)).then(|| BudgetScope::Key(id.clone()))
-            }
+        // Whether the budget is the caller's, and how the ledger (the records)
+        // names its scope: a key by its prefix, a user and a project by id,
+        // whichever name the configuration used. The counter keeps the
+        // configured name, so that operators read it as they wrote it.
+        let names = match &spec.scope {
+            BudgetScope::Gateway => Some(Vec::new()),
+            BudgetScope::Key(id) => (p.key_id.as_deref() == Some(id.as_str()))
+                .then(|| p.key_prefix.iter().cloned().collect()),
             BudgetScope::User(name) => p
                 .user_id
                 .as_ref()
-                .filter(|u| *u == name || p.email.as_deref() == Some(name))
-                .map(|u| BudgetScope::User(u.clone())),
+                .filter(|u| *u == name || p.email.as_deref() == Some(name.as_str()))
+                .map(|u| vec![u.clone()]),
             BudgetScope::Project(name) => inbound
                 .project
                 .as_ref()
-                .filter(|id| *id == name || inbound.project_name.as_deref() == Some(name))
-                .map(|id| BudgetScope::Project(id.clone())),
+                .filter(|id| *id == name || inbound.project_name.as_deref() == Some(name.as_str()))
+                .map(|id| vec![id.clone()]),
         };
-        let Some(scope) = scope else { continue };
-        let names = match &scope {
-            BudgetScope::Key(_) => p.key_prefix.iter().cloned().collect(),
-            BudgetScope::User(id) | BudgetScope::Project(id) => vec![id.clone()],
-            BudgetScope::Gateway => Vec::new(),
-        };
+        let Some(names) = names else { continue };
         let cap = spec.max_reservation_usd;
         out.push(Budgeted {
-            scope,
+            scope: spec.scope.clone(),
             names,
             spec: spec.clone(),
             window: spec.period.window(now),

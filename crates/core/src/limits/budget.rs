@@ -210,9 +210,11 @@ pub struct BudgetSpec {
 /// A budget a request is charged against, resolved for its scope and period.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Budgeted {
-    /// The scope as resolved (a project by its id, say), for keys and messages.
+    /// The scope as configured (a user by email, say): it names the counter
+    /// and the refusal.
     pub scope: BudgetScope,
-    /// Whom the ledger asks about (a user's id and email, a project's id and name).
+    /// How the records name the scope, for the ledger: a key's prefix, a user's
+    /// or project's id (empty for the gateway).
     pub names: Vec<String>,
     /// The budget.
     pub spec: BudgetSpec,
@@ -223,6 +225,17 @@ pub struct Budgeted {
 }
 
 impl Budgeted {
+    /// `spec` in the period `now` falls in, reserving nothing (to read it).
+    pub fn now(spec: &BudgetSpec, now: UnixMs) -> Self {
+        Self {
+            scope: spec.scope.clone(),
+            names: Vec::new(),
+            spec: spec.clone(),
+            window: spec.period.window(now),
+            reserve_usd: 0.0,
+        }
+    }
+
     /// The counter's name: scope and period.
     pub fn key(&self) -> String {
         format!("budget:{}:{}", self.scope, self.window.id)

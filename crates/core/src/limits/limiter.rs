@@ -608,6 +608,13 @@ impl Admission for Limiter {
     ) -> BoxFuture<'_, ()> {
         Box::pin(async move { self.give_back(reservation, &used, cost_usd).await })
     }
+    fn read_budget<'a>(
+        &'a self,
+        budget: &'a Budgeted,
+    ) -> BoxFuture<'a, Result<Option<super::Spent>, BackendError>> {
+        let key = budget.key();
+        Box::pin(async move { self.inner.backend.read_spend(&key).await })
+    }
 }
 
 #[cfg(test)]

@@ -211,6 +211,17 @@ fn paths() -> Value {
         }),
     );
     add(
+        "/admin/budgets",
+        json!({
+            "get": op("records", "Budgets this period",
+                      "Every configured budget in its current period: its limit, and what is \
+                       spent, reserved by requests in flight and uncertain (cost unknown). \
+                       `source` is `counters` where the live counters have the period (this \
+                       instance's, or Redis's), else `records` (spent only, from the ledger).",
+                      vec![], None, ok_ref("BudgetReport"), &[]),
+        }),
+    );
+    add(
         "/admin/requests",
         json!({
             "get": op("records", "List request records", "Newest first.",
@@ -641,6 +652,28 @@ fn schemas() -> Value {
             "slo_breach_share": { "type": "number", "minimum": 0, "maximum": 1 }
         }
     }));
+    s.insert(
+        "BudgetReport".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "data": { "type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "scope": { "type": "string", "description": "gateway, key:<id>, user:<id or email>, project:<id or name>, as configured" },
+                        "period": { "type": "string", "enum": ["day", "week", "month"] },
+                        "window": { "type": "string", "description": "The period now: d2026-12-02, w2026-11-30 (its Monday), m2026-12" },
+                        "mode": { "type": "string", "enum": ["enforce", "warn"] },
+                        "limit_usd": { "type": "number" },
+                        "spent_usd": { "type": "number" },
+                        "reserved_usd": { "type": "number" },
+                        "uncertain_usd": { "type": "number" },
+                        "source": { "type": "string", "enum": ["counters", "records"] }
+                    }
+                } }
+            }
+        }),
+    );
     s.insert(
         "UsageReport".into(),
         json!({

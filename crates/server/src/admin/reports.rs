@@ -4,7 +4,14 @@ use serde::Deserialize;
 use serde_json::json;
 use switchyard_store::{DEFAULT_SLO_MS, RecordFilter, SLO_RANGE_MS, UsageBy};
 
+use std::sync::Arc;
+
+use axum::extract::State;
+use switchyard_core::clock::UnixMs;
+use switchyard_core::limits::{BudgetMode, Budgeted, budget::MICROS_PER_USD};
+
 use super::{ApiError, ApiResult, Db, Params, Segments, given, list, ok};
+use crate::AppState;
 use crate::identity::now_ms;
 
 #[derive(Deserialize)]
@@ -116,6 +123,38 @@ pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -
         "slo_ms": effective_slo(slo),
         "data": rows,
     }))
+}
+
+/// `GET /admin/budgets`: every configured budget in its period now, live from
+/// the counters where they have it, else spent by the records.
+pub(crate) async fn budgets(State(state): State<Arc<AppState>>, Db { store, .. }: Db) -> ApiResult {
+    let snapshot = state.gateway.snapshot();
+    let now = UnixMs::now();
+    let mut data = Vec::new();
+    for spec in &snapshot.catalog.budgets {
+        let b = Budgeted::now(spec, now);
+        let live = match &state.gateway.runtime.admission {
+            Some(a) => a.read_budget(&b).await.ok().flatten(),
+            None => None,
+        };
+        let usd = |micros: u64| micros as f64 / MICROS_PER_USD;
+        let (spent, reserved, uncertain, source) = match live {
+            Some(s) => (usd(s.spent), usd(s.reserved), usd(s.uncertain), "counters"),
+            None => (store.budget_spent(spec, now).await?, 0.0, 0.0, "records"),
+        };
+        data.push(json!({
+            "scope": spec.scope.to_string(),
+            "period": spec.period.as_str(),
+            "window": b.window.id,
+            "mode": if spec.mode == BudgetMode::Warn { "warn" } else { "enforce" },
+            "limit_usd": spec.limit_usd,
+            "spent_usd": spent,
+            "reserved_usd": reserved,
+            "uncertain_usd": uncertain,
+            "source": source,
+        }));
+    }
+    ok(json!({ "data": data }))
 }
 
 pub(crate) async fn list_requests(

@@ -1,5 +1,5 @@
 //! The operator subcommands: `migrate`, `users`, `projects`, `groups`, `keys`,
-//! `rules`, `credentials`, `secrets`, `logs`, `usage`. Each loads the same
+//! `rules`, `credentials`, `secrets`, `logs`, `usage`, `budgets`. Each loads the same
 //! configuration as `serve` (`--config FILE`, else `$SWITCHYARD_CONFIG`, else the
 //! embedded default) and opens (and migrates) the database it names.
 //!
@@ -7,6 +7,7 @@
 //! command. A failure prints one line (`switchyard: …`) on stderr and exits 1.
 //! Secrets are never printed, except a new API key's, once, by `keys create`.
 
+mod budgets;
 mod byok;
 mod directory;
 mod fmt;
@@ -95,6 +96,13 @@ pub enum Admin {
         #[command(flatten)]
         args: logs::UsageArgs,
     },
+    /// Budgets this period: limit, spent, reserved and uncertain per scope.
+    Budgets {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: budgets::BudgetsArgs,
+    },
 }
 
 /// Options every operator subcommand takes.
@@ -137,7 +145,8 @@ async fn dispatch(cmd: Admin) -> Result<()> {
         | Admin::Credentials { common, .. }
         | Admin::Secrets { common, .. }
         | Admin::Logs { common, .. }
-        | Admin::Usage { common, .. } => common.config.clone(),
+        | Admin::Usage { common, .. }
+        | Admin::Budgets { common, .. } => common.config.clone(),
     };
     let ctx = Ctx::open(config.as_deref()).await?;
     let result = match cmd {
@@ -154,6 +163,7 @@ async fn dispatch(cmd: Admin) -> Result<()> {
         Admin::Secrets { cmd, .. } => byok::secrets(&ctx, cmd).await,
         Admin::Logs { cmd, .. } => logs::logs(&ctx, cmd).await,
         Admin::Usage { args, .. } => logs::usage(&ctx, args).await,
+        Admin::Budgets { args, .. } => budgets::run(&ctx, args).await,
     };
     ctx.store.close().await;
     result
