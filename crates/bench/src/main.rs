@@ -39,6 +39,11 @@ const ANSWER: &str = "Hello! How can I help you today?";
 const API_KEY: &str = "sk-bench-0123456789abcdef";
 /// The row of the gateway run with `storage: { url: none }` (no request records).
 const NO_RECORDS: &str = "gateway, no records";
+/// That gateway with the shared controls on: a deployment's rate, token and
+/// concurrency limits and a gateway budget, counted in process.
+const CONTROLS_LOCAL: &str = "gateway, no records, controls (local)";
+/// The same, counted on Redis (`--redis`).
+const CONTROLS_REDIS: &str = "gateway, no records, controls (redis)";
 /// Concurrency levels of the latency phase.
 const LATENCY_LEVELS: [usize; 2] = [1, 32];
 /// Rounds the latency phase is split into, targets interleaved, so a slow
@@ -96,6 +101,10 @@ struct Cli {
     /// the throughput phase beside the gateway.
     #[arg(long)]
     no_floor: bool,
+    /// A Redis server (`redis://127.0.0.1:6379`) to measure the controls on, beside
+    /// the in-process ones (left out without it).
+    #[arg(long)]
+    redis: Option<String>,
     /// Internal: run as a stack-floor forwarder (with --listen and --upstream).
     #[arg(long, hide = true, value_enum, requires_all = ["listen", "upstream"])]
     forwarder: Option<forward::Kind>,
@@ -525,6 +534,34 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
             Ok(server) => floors.push(server),
             // A revision from before `storage` existed refuses the field.
             Err(e) => notes.push(format!("{NO_RECORDS} not measured: {e}")),
+        }
+        // The controls, at limits no run reaches: what counting costs per request.
+        let mut controls = vec![(CONTROLS_LOCAL, String::new())];
+        match &cli.redis {
+            Some(url) => controls.push((
+                CONTROLS_REDIS,
+                format!(
+                    "state:\n  backend: redis\n  redis: {{ url: \"{url}\", prefix: \"bench-{}\" }}\n",
+                    std::process::id()
+                ),
+            )),
+            None => notes.push(format!("{CONTROLS_REDIS} not measured: no --redis")),
+        }
+        for (name, state) in controls {
+            let limited = yaml.replace(
+                "deployments: [{ provider: fake }]",
+                "deployments: [{ provider: fake, limits: { rpm: 1000000000, tpm: 1000000000000, concurrent: 1000000 } }]",
+            );
+            let path = tmp.0.join(format!("{}.yaml", name.replace([' ', ',', '(', ')'], "")));
+            let config = format!(
+                "{limited}storage:\n  url: none\n{state}budgets:\n  - {{ scope: gateway, limit_usd: 1000000000, period: month, max_reservation_usd: 0.01 }}\n"
+            );
+            std::fs::write(&path, config).map_err(|e| format!("write {name}: {e}"))?;
+            match start_gateway(name, &path, &[("SWITCHYARD_LOG", "warn")]) {
+                Ok(server) => floors.push(server),
+                // A revision from before the controls refuses the fields.
+                Err(e) => notes.push(format!("{name} not measured: {e}")),
+            }
         }
     }
 

@@ -187,6 +187,18 @@ impl Report {
                 f1(gateway - bare),
                 f1(gateway),
             ));
+            for name in [crate::CONTROLS_LOCAL, crate::CONTROLS_REDIS] {
+                let Some(with) = self.tput(name).and_then(|r| r.cpu_us_per_request) else {
+                    continue;
+                };
+                lines.push(format!(
+                    "\n{name}: {} µs of CPU per request, {} µs above the gateway without records \
+                     (a deployment's rpm, tpm and concurrency limits and a gateway budget, \
+                     reserved and settled on every request).",
+                    f1(with),
+                    f1(with - bare),
+                ));
+            }
         }
         lines
     }

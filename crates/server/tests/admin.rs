@@ -59,6 +59,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/admin/credentials"),
     ("DELETE", "/admin/credentials/{owner_kind}/{owner_id}/{provider}"),
     ("GET", "/admin/usage"),
+    ("GET", "/admin/budgets"),
     ("GET", "/admin/requests"),
     ("GET", "/admin/requests/{id}"),
     ("GET", "/admin/openapi.json"),
@@ -93,6 +94,9 @@ on_both_backends! {
     case_a_key_limited_to_some_models_refuses_others =>
         a_key_limited_to_some_models_refuses_others_sqlite,
         a_key_limited_to_some_models_refuses_others_postgres;
+    case_budgets_are_reported_for_this_period =>
+        budgets_are_reported_for_this_period_sqlite,
+        budgets_are_reported_for_this_period_postgres;
     case_key_limits_are_set_at_creation_and_changed_later =>
         key_limits_are_set_at_creation_and_changed_later_sqlite,
         key_limits_are_set_at_creation_and_changed_later_postgres;
@@ -604,6 +608,44 @@ async fn case_a_key_limited_to_some_models_refuses_others(db: TestDb) {
 /// A key's own rate limits: given at creation, listed with the key, replaced or
 /// cleared by `PATCH /admin/keys/{id}` with immediate effect on this instance;
 /// zero, negative and unknown limits are refused naming the field.
+async fn case_budgets_are_reported_for_this_period(db: TestDb) {
+    let options = Options {
+        top_level: "budgets:\n  - { scope: gateway, limit_usd: 5, period: day, max_reservation_usd: 0.5 }\n  \
+                    - { scope: \"project:nobody\", limit_usd: 2, period: month, mode: warn }\n"
+            .into(),
+        ..Options::default()
+    };
+    let env = Env::start_with(&db, FULL, &options).await;
+    // Nothing counted yet this period: spent by the records (none).
+    let report = env.expect(200, "GET", "/admin/budgets", None).await;
+    let rows = report["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["period"], &rows[0]["mode"], &rows[0]["limit_usd"]),
+        (&json!("gateway"), &json!("day"), &json!("enforce"), &json!(5.0))
+    );
+    assert_eq!((&rows[0]["source"], &rows[0]["spent_usd"]), (&json!("records"), &json!(0.0)));
+    assert!(rows[0]["window"].as_str().unwrap().starts_with('d'));
+    assert_eq!((&rows[1]["scope"], &rows[1]["mode"]), (&json!("project:nobody"), &json!("warn")));
+    assert!(rows[1]["window"].as_str().unwrap().starts_with('m'));
+    // A request (the mock is unpriced: it keeps its $0.50 reservation as
+    // uncertain spend) puts the gateway's budget in the live counters.
+    let (_, _, secret, _) = env.user_with_key("spender@example.com", json!({})).await;
+    assert_eq!(env.chat(&secret, "mock-echo").await.status, 200);
+    let settled = async {
+        loop {
+            let report = env.expect(200, "GET", "/admin/budgets", None).await;
+            let row = report["data"][0].clone();
+            if row["uncertain_usd"] == json!(0.5) {
+                return row;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let row = tokio::time::timeout(WAIT, settled).await.expect("settled as uncertain");
+    assert_eq!((&row["source"], &row["reserved_usd"]), (&json!("counters"), &json!(0.0)));
+}
+
 async fn case_key_limits_are_set_at_creation_and_changed_later(db: TestDb) {
     let env = Env::start(&db, FULL).await;
     let (uid, _, secret, kid) = env
