@@ -20,6 +20,7 @@ mod files;
 pub mod model;
 pub mod records;
 pub mod redis;
+pub mod redis_cache;
 pub mod seal;
 #[cfg(feature = "testing")]
 pub mod testing;
