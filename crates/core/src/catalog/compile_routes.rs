@@ -9,8 +9,8 @@ use crate::config::Spanned;
 
 use super::compile::{Problem, check_model_name};
 use super::{
-    AttemptPolicy, CacheSpec, ChainSpec, DeploymentSpec, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_RETRIES,
-    ModelEntry, ProviderSpec, RouteSpec, Scopes, Strategy, TargetSpec, governance_ok,
+    AttemptPolicy, CacheSpec, ChainSpec, DeploymentSpec, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS,
+    MAX_RETRIES, ModelEntry, ProviderSpec, RouteSpec, Scopes, Strategy, TargetSpec, governance_ok,
     normalize_model,
 };
 use crate::config::raw::{self, RawConfig};

@@ -218,10 +218,7 @@ pub(super) fn keyed(inbound: &Inbound, plan: &Plan, purpose: Option<&str>) -> Op
 /// refused answer, a paused turn are asked again).
 pub(super) fn keepable(response: &Response) -> bool {
     use switchyard_protocol::StopReason as S;
-    matches!(
-        response.stop_reason,
-        Some(S::EndTurn | S::MaxTokens | S::StopSequence | S::ToolUse)
-    )
+    matches!(response.stop_reason, Some(S::EndTurn | S::MaxTokens | S::StopSequence | S::ToolUse))
 }
 
 /// The first candidate's answer the cache holds, with the candidate's index.
@@ -259,9 +256,10 @@ async fn keep(
 /// The answer of a successful request, to share and keep, if it may be.
 fn shareable(success: &Success) -> Landing {
     match &success.delivery {
-        Delivery::Response { response, .. } if keepable(response) => {
-            Some(Arc::new(Shared { response: (**response).clone(), served: success.served.clone() }))
-        }
+        Delivery::Response { response, .. } if keepable(response) => Some(Arc::new(Shared {
+            response: (**response).clone(),
+            served: success.served.clone(),
+        })),
         _ => None,
     }
 }
@@ -329,7 +327,8 @@ impl Snapshot {
                     // The answer is shared and kept canonical: the leader's own
                     // caller gets it as every follower does.
                     inbound.output = Output::Canonical;
-                    let result = this.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await;
+                    let result =
+                        this.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await;
                     let landing = match &result {
                         Ok(success) => shareable(success),
                         Err(_) => None,

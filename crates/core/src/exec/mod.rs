@@ -3,6 +3,7 @@
 //! | stage | file |
 //! |---|---|
 //! | plan: resolve, authorize, filter, order | `prepare.rs` |
+//! | cache: answer from the response cache, or share an identical request's call | `cache.rs`, `flight.rs` |
 //! | admit: limits and budgets (reserve, later settle) | `admit.rs` |
 //! | attempt loop: credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`) |
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
@@ -351,9 +352,9 @@ use stream::*;
 
 pub use attempt::credential_key;
 pub use cache::{CacheMode, CacheStatus};
-pub use flight::Flights;
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use count_tokens::TokenCount;
+pub use flight::Flights;
 pub(crate) use policy::failure_error;
 
 impl Snapshot {

@@ -77,6 +77,8 @@ pub struct Options {
     pub rules: String,
     /// Limits and budgets for the gateway's admission stage.
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
+    /// The response cache (default: in this process, as the binary's local backend).
+    pub cache: Option<Arc<dyn switchyard_core::state::ResponseCache>>,
     /// No gateway key configured: open mode.
     pub open: bool,
 }
@@ -95,6 +97,7 @@ impl Default for Options {
             providers_extra: String::new(),
             rules: String::new(),
             admission: None,
+            cache: None,
             open: false,
         }
     }
@@ -113,6 +116,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         providers_extra,
         rules,
         admission: _,
+        cache: _,
         open,
     } = o;
     let api_keys = if *open { String::new() } else { format!("\"{GATEWAY_KEY}\"") };
@@ -210,6 +214,9 @@ impl Harness {
                 Arc::new(switchyard_core::limits::Limiter::local())
                     as Arc<dyn switchyard_core::state::Admission>
             })),
+            cache: options.cache.clone().unwrap_or_else(|| {
+                Arc::new(switchyard_core::cache::LocalCache::new(catalog.state.cache))
+            }),
             ..Default::default()
         };
         let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());
