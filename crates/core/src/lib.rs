@@ -29,6 +29,7 @@
 
 pub mod access;
 pub mod breaker;
+pub mod cache;
 pub mod catalog;
 pub mod client;
 pub mod clock;

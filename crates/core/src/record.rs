@@ -102,6 +102,12 @@ pub struct RequestRecord {
     /// -> standard_only`, `anthropic-beta: dropped <flag>`. Empty: nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub field_edits: Vec<String>,
+    /// How the response cache took part: `hit` (answered from it: no upstream
+    /// call, cost 0, the usage as kept), `coalesced` (answered by an identical
+    /// request's upstream call: cost 0 here, the call's cost is on that
+    /// request's record), `miss`; `None`: not cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Cow<'static, str>>,
 }
 
 /// The logged content of a request: the request's text (system and messages,

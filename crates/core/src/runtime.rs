@@ -166,6 +166,12 @@ pub struct Runtime {
     /// When each key, tool and model was last logged as served without an
     /// offered hosted tool (once an hour each).
     pub dropped_tools: Arc<crate::hosted::DropNotices>,
+    /// The exact response cache (used by models and routes that opt in). By
+    /// default in this process, within the default bounds.
+    pub cache: Arc<dyn crate::state::ResponseCache>,
+    /// Identical cacheable requests in flight in this process, sharing one
+    /// upstream call.
+    pub flights: Arc<crate::exec::Flights>,
 }
 
 impl Default for Runtime {
@@ -180,6 +186,8 @@ impl Default for Runtime {
             seal: None,
             continuity: Arc::new(crate::continuity::LocalContinuity::default()),
             dropped_tools: Arc::default(),
+            cache: Arc::new(crate::cache::LocalCache::default()),
+            flights: Arc::default(),
         }
     }
 }

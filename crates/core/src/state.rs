@@ -10,7 +10,7 @@
 //! | [`InFlightState`] | requests in flight per deployment | [`InFlight`] |
 //! | [`Admission`] | rate limits and budgets: reserve before the attempts, settle after | [`Limiter`](crate::limits::Limiter) over [`LocalCounters`](crate::limits::LocalCounters), or [`Unlimited`] |
 //! | [`Counters`](crate::limits::Counters) | the atomic counting under the limits | [`LocalCounters`](crate::limits::LocalCounters) |
-//! | [`ResponseCache`] | answers by a key of the canonical request | [`NoCache`] |
+//! | [`ResponseCache`] | answers by a key of the canonical request | [`LocalCache`](crate::cache::LocalCache), or [`NoCache`] |
 //! | [`ContinuityStore`](crate::continuity::ContinuityStore) | what upstreams need back next turn | [`LocalContinuity`](crate::continuity::LocalContinuity) |
 //!
 //! Conventions: identities are stable strings (see [`crate::catalog::Candidate::identity`],
@@ -249,11 +249,15 @@ impl Admission for Unlimited {
 }
 
 /// Answers kept by a key of the canonical request (the key is the caller's: a
-/// cache must never serve one tenant's answer to another). Values are the
-/// canonical response, serialized.
+/// cache must never serve one tenant's answer to another; the pipeline derives
+/// it, see `exec/cache.rs`). Values are the canonical response, serialized.
+/// A backend that fails answers as if it held nothing: a cache never fails a
+/// request.
 pub trait ResponseCache: Send + Sync + Debug {
-    /// The answer kept under `key`, if one is and has not expired.
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Arc<[u8]>>>;
+    /// The first of `keys` that holds an answer that has not expired: its index
+    /// in `keys` and the answer. One step for all of them (the keys are the
+    /// request's under each deployment that may serve it).
+    fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Option<(usize, Arc<[u8]>)>>;
     /// Keep `value` under `key` for `ttl_ms` milliseconds.
     fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()>;
 }
@@ -263,7 +267,7 @@ pub trait ResponseCache: Send + Sync + Debug {
 pub struct NoCache;
 
 impl ResponseCache for NoCache {
-    fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Option<Arc<[u8]>>> {
+    fn get<'a>(&'a self, _: &'a [String]) -> BoxFuture<'a, Option<(usize, Arc<[u8]>)>> {
         Box::pin(std::future::ready(None))
     }
     fn put(&self, _: String, _: Arc<[u8]>, _: u64) -> BoxFuture<'_, ()> {

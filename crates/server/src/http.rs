@@ -9,6 +9,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
+use switchyard_core::exec::CacheMode;
 use switchyard_core::limits::RateStatus;
 use switchyard_core::util::excerpt;
 use switchyard_core::{Delivery, GatewayError, Inbound, Success};
@@ -26,6 +27,11 @@ pub const HEADER_PROJECT: &str = "x-switchyard-project";
 /// The hosted tools the request offered that the answering deployment does not
 /// run, comma-separated (`web_search`): it was served without them.
 pub const HEADER_DROPPED_TOOLS: &str = "x-switchyard-dropped-tools";
+/// What the request asks of the response cache: `skip` or `refresh`.
+pub const HEADER_CACHE_MODE: &str = "x-switchyard-cache";
+/// How the response cache took part: `hit`, `miss` or `coalesced` (absent: the
+/// request is not cached).
+pub const HEADER_CACHE: &str = "x-gateway-cache";
 
 /// What a Gemini client says in its URL rather than its body: the model, and
 /// whether to stream (`:streamGenerateContent`). Other formats say it in the body.
@@ -46,6 +52,8 @@ const MODEL: HeaderName = HeaderName::from_static(HEADER_MODEL);
 const REQUEST_ID: HeaderName = HeaderName::from_static(HEADER_REQUEST_ID);
 const DESCRIPTOR: HeaderName = HeaderName::from_static(HEADER_DESCRIPTOR);
 const DROPPED_TOOLS: HeaderName = HeaderName::from_static(HEADER_DROPPED_TOOLS);
+const CACHE_MODE: HeaderName = HeaderName::from_static(HEADER_CACHE_MODE);
+const CACHE: HeaderName = HeaderName::from_static(HEADER_CACHE);
 const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -239,6 +247,15 @@ pub(crate) async fn inbound(
             ));
         }
     };
+    let cache = match headers.get(&CACHE_MODE) {
+        None => CacheMode::Use,
+        Some(v) => v.to_str().ok().and_then(CacheMode::parse).ok_or_else(|| {
+            GatewayError::new(
+                ErrorCode::InvalidRequest,
+                format!("{HEADER_CACHE_MODE}: expected skip or refresh"),
+            )
+        })?,
+    };
     let principal = caller.principal;
     let (project, project_name) =
         switchyard_core::exec::attribute(&principal, named, &state.identity).await?;
@@ -257,6 +274,7 @@ pub(crate) async fn inbound(
     inbound.project_name = project_name;
     inbound.byok = caller.byok;
     inbound.content_cap = content_cap;
+    inbound.cache = cache;
     Ok(inbound)
 }
 
@@ -334,6 +352,9 @@ fn respond(
     }
     if let Some(rate) = &success.rate {
         rate_headers(h, rate);
+    }
+    if let Some(cache) = success.cache {
+        h.insert(CACHE, HeaderValue::from_static(cache.as_str()));
     }
     // Streams too: the head goes out with the first content, after the decision.
     if !success.served.dropped_tools.is_empty()

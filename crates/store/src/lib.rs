@@ -21,6 +21,7 @@ mod ledger;
 pub mod model;
 pub mod records;
 pub mod redis;
+pub mod redis_cache;
 pub mod seal;
 #[cfg(feature = "testing")]
 pub mod testing;

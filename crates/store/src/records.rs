@@ -37,7 +37,7 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// Columns per record row in [`RECORD_COLS`].
-const RECORD_COL_COUNT: usize = 29;
+const RECORD_COL_COUNT: usize = 30;
 
 /// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]), built once per
 /// backend and size: building it per batch cost more than binding the values.
@@ -76,7 +76,7 @@ const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content, \
-    session_id, field_edits";
+    session_id, field_edits, cache";
 
 /// How a text column is bound. SQLite's arguments own their values, and sqlx
 /// turns a `&str` into a `String` and then an `Arc` (two copies per column, about
@@ -169,7 +169,8 @@ impl Store {
                         .bind(e.r.stream)
                         .bind(opt::<Db>(e.r.content.as_deref()))
                         .bind(opt::<Db>(e.r.session_id.as_deref()))
-                        .bind(opt::<Db>(e.field_edits.as_deref()));
+                        .bind(opt::<Db>(e.field_edits.as_deref()))
+                        .bind(opt::<Db>(e.r.cache.as_deref()));
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -498,6 +499,7 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
             Some(json) => serde_json::from_str(&json)
                 .map_err(|e| StoreError::Corrupt(format!("request_records.field_edits: {e}")))?,
         },
+        cache: r.col::<Option<String>>("cache")?.map(std::borrow::Cow::Owned),
         ..RequestRecord::default()
     })
 }

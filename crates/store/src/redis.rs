@@ -27,7 +27,7 @@ use switchyard_core::limits::{Acquired, BackendError, Charge, Counters, Level, M
 use tokio::sync::OnceCell;
 
 /// The scripts' data version, in every key.
-const VERSION: &str = "v1";
+pub(crate) const VERSION: &str = "v1";
 /// While unreachable, connect at most this often.
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
@@ -159,13 +159,19 @@ return 1
 /// Counters on one Redis server, shared by every instance using the same URL and
 /// prefix.
 pub struct RedisCounters {
+    link: Link,
+    prefix: String,
+    scripts: Scripts,
+}
+
+/// One Redis server, connected on first use and bounded in time: shared by the
+/// counters and the response cache (`redis_cache.rs`).
+pub(crate) struct Link {
     client: Client,
     conn: OnceCell<ConnectionManager>,
     /// When connecting last failed (connecting again waits [`RECONNECT_EVERY`]).
     failed_at: Mutex<Option<Instant>>,
-    prefix: String,
     timeout: Duration,
-    scripts: Scripts,
 }
 
 struct Scripts {
@@ -189,14 +195,10 @@ impl RedisCounters {
     /// is connected yet: the first step connects (a server down at start-up is a
     /// failure mode, not a failed start).
     pub fn new(url: &str, prefix: &str, timeout: Duration) -> Result<Self, BackendError> {
-        let client = Client::open(url).map_err(|e| BackendError(format!("redis URL: {e}")))?;
         let script = |body: &str| Script::new(&format!("{NOW}{body}"));
         Ok(Self {
-            client,
-            conn: OnceCell::new(),
-            failed_at: Mutex::new(None),
+            link: Link::new(url, timeout)?,
             prefix: format!("{prefix}:{VERSION}:"),
-            timeout,
             scripts: Scripts {
                 seed: script(SEED),
                 settle: script(SETTLE),
@@ -217,36 +219,11 @@ impl RedisCounters {
     }
 
     async fn connection(&self) -> Result<ConnectionManager, BackendError> {
-        if let Some(c) = self.conn.get() {
-            return Ok(c.clone());
-        }
-        {
-            let failed = self.failed_at.lock().unwrap_or_else(|e| e.into_inner());
-            if failed.is_some_and(|at| at.elapsed() < RECONNECT_EVERY) {
-                return Err(BackendError("redis unreachable (retrying in a moment)".into()));
-            }
-        }
-        let connect = || async {
-            let manager = ConnectionManager::new(self.client.clone());
-            match tokio::time::timeout(self.timeout.max(Duration::from_secs(1)), manager).await {
-                Ok(Ok(c)) => Ok(c),
-                Ok(Err(e)) => Err(BackendError(e.to_string())),
-                Err(_) => Err(BackendError("redis: connecting timed out".into())),
-            }
-        };
-        match self.conn.get_or_try_init(connect).await {
-            Ok(c) => Ok(c.clone()),
-            Err(e) => {
-                *self.failed_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-                Err(e)
-            }
-        }
+        self.link.connection().await
     }
 
     async fn bounded<T>(&self, f: impl Future<Output = T>) -> Result<T, BackendError> {
-        tokio::time::timeout(self.timeout, f)
-            .await
-            .map_err(|_| BackendError(format!("redis: no answer within {:?}", self.timeout)))
+        self.link.bounded(f).await
     }
 
     fn key(&self, counter: &str) -> String {
@@ -281,6 +258,48 @@ impl RedisCounters {
         }
         let out: Vec<i64> = self.run(inv).await?;
         decode(&out, charges.len())
+    }
+}
+
+impl Link {
+    /// The server at `url`; each step may take `timeout`. Nothing is connected
+    /// yet.
+    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, BackendError> {
+        let client = Client::open(url).map_err(|e| BackendError(format!("redis URL: {e}")))?;
+        Ok(Self { client, conn: OnceCell::new(), failed_at: Mutex::new(None), timeout })
+    }
+
+    pub(crate) async fn connection(&self) -> Result<ConnectionManager, BackendError> {
+        if let Some(c) = self.conn.get() {
+            return Ok(c.clone());
+        }
+        {
+            let failed = self.failed_at.lock().unwrap_or_else(|e| e.into_inner());
+            if failed.is_some_and(|at| at.elapsed() < RECONNECT_EVERY) {
+                return Err(BackendError("redis unreachable (retrying in a moment)".into()));
+            }
+        }
+        let connect = || async {
+            let manager = ConnectionManager::new(self.client.clone());
+            match tokio::time::timeout(self.timeout.max(Duration::from_secs(1)), manager).await {
+                Ok(Ok(c)) => Ok(c),
+                Ok(Err(e)) => Err(BackendError(e.to_string())),
+                Err(_) => Err(BackendError("redis: connecting timed out".into())),
+            }
+        };
+        match self.conn.get_or_try_init(connect).await {
+            Ok(c) => Ok(c.clone()),
+            Err(e) => {
+                *self.failed_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) async fn bounded<T>(&self, f: impl Future<Output = T>) -> Result<T, BackendError> {
+        tokio::time::timeout(self.timeout, f)
+            .await
+            .map_err(|_| BackendError(format!("redis: no answer within {:?}", self.timeout)))
     }
 }
 

@@ -172,7 +172,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
@@ -787,6 +787,7 @@ fn full_record() -> RequestRecord {
         stream: true,
         session_id: Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into()),
         field_edits: vec!["prompt_cache_key: dropped".into(), "store: dropped".into()],
+        cache: Some("hit".into()),
         ..RequestRecord::default()
     }
 }

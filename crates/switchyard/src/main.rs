@@ -216,9 +216,17 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let cache = match storage::response_cache(&catalog) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = switchyard_core::runtime::Runtime {
         seal: Some(seal),
         admission: Some(Arc::new(admission)),
+        cache,
         ..Default::default()
     };
     let gateway = match Engine::with_runtime(catalog, sink, runtime) {

@@ -139,6 +139,27 @@ pub async fn limiter(catalog: &Catalog, store: Option<&Store>) -> Result<Limiter
     })
 }
 
+/// The response cache the configuration asks for (`state:`): in this process
+/// within `state.cache`'s bounds, or on the Redis the counters use.
+pub fn response_cache(
+    catalog: &Catalog,
+) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
+    let st = &catalog.state;
+    Ok(match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => Arc::new(
+            switchyard_store::redis_cache::RedisCache::new(
+                &r.url,
+                &r.prefix,
+                Duration::from_millis(r.timeout_ms),
+                catalog.settings.metrics,
+            )
+            .map_err(|e| format!("state.redis.url: {e}"))?,
+        ),
+        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(st.cache)),
+    })
+}
+
 pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {
     std::env::var(&security.admin_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new)
 }

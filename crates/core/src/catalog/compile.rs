@@ -13,7 +13,7 @@ use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
-    AttemptPolicy, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
+    AttemptPolicy, CacheSpec, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
     ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
 };
 use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
@@ -397,6 +397,7 @@ fn compile_models(
             owned_by: m.owned_by.clone().unwrap_or_else(|| "switchyard".to_owned()),
             governance: m.governance,
             unrunnable_server_tools: m.unrunnable_server_tools,
+            cache: m.cache.as_ref().map(|c| CacheSpec { ttl_ms: c.ttl_ms.value }),
         });
     }
     (models, lookup)

@@ -25,6 +25,14 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
                 problems.push(at(format!("models[{name}].{field}: must be greater than 0")));
             }
         }
+        if let Some(c) = &m.cache
+            && c.ttl_ms.value == 0
+        {
+            problems.push(Problem::at(
+                &c.ttl_ms,
+                format!("models[{name}].cache.ttl_ms: must be greater than 0"),
+            ));
+        }
         for d in &m.deployments {
             if let Some(p) = &d.pricing {
                 let field = format!("models[{name}].deployments[{}].pricing", d.provider.value);
@@ -38,6 +46,16 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
                     problems.push(Problem::at(&d.provider, message));
                 }
             }
+        }
+    }
+    for r in &raw.routes {
+        if let Some(c) = &r.cache
+            && c.ttl_ms.value == 0
+        {
+            problems.push(Problem::at(
+                &c.ttl_ms,
+                format!("routes[{}].cache.ttl_ms: must be greater than 0", r.name),
+            ));
         }
     }
     check_state(raw, problems);
@@ -115,6 +133,19 @@ fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
     }
     if st.lease_ttl_ms == 0 {
         say("state.lease_ttl_ms: must be greater than 0".into());
+    }
+    let c = &st.cache;
+    for (field, value) in [
+        ("state.cache.max_entries", c.max_entries),
+        ("state.cache.max_bytes", c.max_bytes),
+        ("state.cache.max_entry_bytes", c.max_entry_bytes),
+    ] {
+        if value == 0 {
+            say(format!("{field}: must be greater than 0"));
+        }
+    }
+    if c.max_entry_bytes > c.max_bytes && c.max_bytes > 0 {
+        say("state.cache.max_entry_bytes: larger than state.cache.max_bytes".into());
     }
     match (&st.backend, &st.redis) {
         (raw::StateBackend::Redis, None) => {

@@ -9,8 +9,8 @@ use crate::config::Spanned;
 
 use super::compile::{Problem, check_model_name};
 use super::{
-    AttemptPolicy, ChainSpec, DeploymentSpec, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_RETRIES,
-    ModelEntry, ProviderSpec, RouteSpec, Scopes, Strategy, TargetSpec, governance_ok,
+    AttemptPolicy, CacheSpec, ChainSpec, DeploymentSpec, HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS,
+    MAX_RETRIES, ModelEntry, ProviderSpec, RouteSpec, Scopes, Strategy, TargetSpec, governance_ok,
     normalize_model,
 };
 use crate::config::raw::{self, RawConfig};
@@ -130,6 +130,7 @@ pub(super) fn compile_routes(
                 context_fallbacks,
                 requires: r.requires,
                 unrunnable_server_tools: r.unrunnable_server_tools,
+                cache: r.cache.as_ref().map(|c| CacheSpec { ttl_ms: c.ttl_ms.value }),
                 policy: Arc::new(AttemptPolicy::compile(
                     &r.retry,
                     &r.failover,

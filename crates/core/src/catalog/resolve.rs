@@ -177,6 +177,7 @@ impl Catalog {
             .and_then(|r| r.unrunnable_server_tools)
             .or_else(|| model.as_ref().and_then(|m| m.unrunnable_server_tools))
             .unwrap_or_default();
+        let cache = route.and_then(|r| r.cache).or_else(|| model.as_ref().and_then(|m| m.cache));
         Ok(Plan {
             requested: requested.to_owned(),
             public_model,
@@ -191,6 +192,7 @@ impl Catalog {
             requires: route.map(|r| r.requires).unwrap_or_default(),
             unrunnable_server_tools,
             tools: crate::hosted::ToolDemand::default(),
+            cache,
         })
     }
 
@@ -232,6 +234,7 @@ impl Catalog {
             requires: Default::default(),
             unrunnable_server_tools: Default::default(),
             tools: crate::hosted::ToolDemand::default(),
+            cache: None,
         })
     }
 

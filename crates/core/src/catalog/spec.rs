@@ -150,6 +150,15 @@ pub struct ModelEntry {
     /// What a request offering a hosted tool a deployment cannot run gets
     /// (`None`: not said; the route's, else `drop`).
     pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
+    /// Its answers are kept in the response cache (`None`: not cached).
+    pub cache: Option<CacheSpec>,
+}
+
+/// A model's or route's `cache:`, compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSpec {
+    /// How long an answer is kept.
+    pub ttl_ms: u64,
 }
 
 impl ModelEntry {
@@ -349,6 +358,8 @@ pub struct RouteSpec {
     /// What a request offering a hosted tool a deployment cannot run gets
     /// (`None`: the model's setting).
     pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
+    /// Answers of the models it serves are cached (`None`: the model's setting).
+    pub cache: Option<CacheSpec>,
 }
 
 /// Gateway settings after compilation.
@@ -511,4 +522,7 @@ pub struct Plan {
     /// What the request's hosted tools ask of each candidate, decided when the
     /// pipeline plans it (the default until then).
     pub tools: crate::hosted::ToolDemand,
+    /// The response cache's setting for this request: the route's, else the
+    /// requested model's; `None`: not cached.
+    pub cache: Option<CacheSpec>,
 }

@@ -746,3 +746,34 @@ state: { backend: redis, redis: { url: "http://127.0.0.1:6379", timeout_ms: 0 } 
     let err = crate::ConfigSource::from_text("t.yaml", typo).parse().unwrap_err();
     assert!(err.to_string().contains("unknown field `rpn`"), "{err}");
 }
+
+#[test]
+fn a_cache_that_keeps_nothing_is_a_problem_with_its_line() {
+    let yaml = r#"
+state: { cache: { max_entries: 0, max_bytes: 10, max_entry_bytes: 20 } }
+providers:
+  a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
+models:
+  - id: m
+    deployments: [{ provider: a }]
+    cache: { ttl_ms: 0 }
+routes:
+  - { name: r, match: "m", provider: a, cache: { ttl_ms: 0 } }
+"#;
+    let text = problems(yaml);
+    for want in [
+        "t.yaml:8: models[m].cache.ttl_ms: must be greater than 0",
+        "t.yaml:10: routes[r].cache.ttl_ms: must be greater than 0",
+        "t.yaml: state.cache.max_entries: must be greater than 0",
+        "t.yaml: state.cache.max_entry_bytes: larger than state.cache.max_bytes",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let ok = yaml
+        .replace("max_entries: 0, max_bytes: 10, max_entry_bytes: 20", "max_entries: 5")
+        .replace("ttl_ms: 0", "ttl_ms: 1000");
+    let c = compile(&ok).unwrap();
+    let today = Date::parse("2026-11-30").unwrap();
+    let plan = c.plan("m", today, &Scope::default()).unwrap();
+    assert_eq!(plan.cache, Some(crate::catalog::CacheSpec { ttl_ms: 1000 }));
+}

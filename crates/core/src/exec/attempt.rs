@@ -503,7 +503,8 @@ impl Snapshot {
             };
             // Forwarded as it is: read only the usage, unless the text is wanted
             // (content logging) or must stand in for missing token counts.
-            if fast && inbound.content_cap.is_none() {
+            // A canonical caller (a library, a shared cached call) needs it parsed.
+            if fast && inbound.content_cap.is_none() && inbound.output == Output::Client {
                 let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
                 if let Some(usage) =
                     usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())

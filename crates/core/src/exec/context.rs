@@ -149,6 +149,7 @@ impl Inbound {
             content_cap: None,
             output: Output::Client,
             limits: RequestRouting::default(),
+            cache: CacheMode::default(),
             estimate: Estimate::default(),
         }
     }

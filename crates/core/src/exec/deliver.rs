@@ -35,6 +35,7 @@ impl Snapshot {
                 request: Arc::clone(&inbound.request),
                 delivery: Delivery::Passthrough { format: inbound.format, body: Bytes::new() },
                 rate,
+                cache: None,
             };
         };
         let descriptor = descriptor(plan, tried);
@@ -72,6 +73,7 @@ impl Snapshot {
                     request: Arc::clone(&inbound.request),
                     delivery,
                     rate,
+                    cache: None,
                 }
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
@@ -117,6 +119,7 @@ impl Snapshot {
                     request: Arc::clone(&inbound.request),
                     delivery,
                     rate,
+                    cache: None,
                 }
             }
             Answer::Stream(mut committed) => {
@@ -184,6 +187,7 @@ impl Snapshot {
                     request: Arc::clone(&inbound.request),
                     delivery,
                     rate,
+                    cache: None,
                 }
             }
         }

@@ -3,6 +3,7 @@
 //! | stage | file |
 //! |---|---|
 //! | plan: resolve, authorize, filter, order | `prepare.rs` |
+//! | cache: answer from the response cache, or share an identical request's call | `cache.rs`, `flight.rs` |
 //! | admit: limits and budgets (reserve, later settle) | `admit.rs` |
 //! | attempt loop: credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`) |
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
@@ -82,6 +83,8 @@ pub struct Inbound {
     pub output: Output,
     /// This request's own fallbacks and bounds (a library caller's).
     pub limits: RequestRouting,
+    /// What the request asks of the response cache (`x-switchyard-cache`).
+    pub cache: CacheMode,
     /// Computed on first use ([`Inbound::input_estimate`]).
     estimate: context::Estimate,
 }
@@ -322,13 +325,18 @@ pub struct Success {
     /// The caller's rate limits after this request (`x-ratelimit-*`); `None`:
     /// none apply.
     pub rate: Option<crate::limits::RateStatus>,
+    /// How the response cache took part (`x-gateway-cache`); `None`: the
+    /// request is not cached.
+    pub cache: Option<CacheStatus>,
 }
 
 mod admit;
 mod attempt;
+mod cache;
 pub mod context;
 mod count_tokens;
 mod deliver;
+mod flight;
 mod guard;
 mod policy;
 mod prepare;
@@ -343,8 +351,10 @@ use prepare::Purpose;
 use stream::*;
 
 pub use attempt::credential_key;
+pub use cache::{CacheMode, CacheStatus};
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use count_tokens::TokenCount;
+pub use flight::Flights;
 pub(crate) use policy::failure_error;
 
 impl Snapshot {
@@ -426,19 +436,44 @@ impl Snapshot {
                 let request = Arc::make_mut(&mut inbound.request);
                 continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
             }
-            if let Some(admission) = &runtime.admission {
-                match admit(admission.as_ref(), &self, &inbound, &plan).await {
-                    Ok(reservation) => {
-                        // A warn-mode budget passed: said in the record.
-                        for scope in &reservation.over_budget {
-                            plan.descriptor.push(format!("budget_over:{scope}"));
-                        }
-                        guard.reservation = Some((Arc::clone(admission), reservation));
-                    }
-                    Err(err) => return Err(guard.fail(inbound.format, err)),
+            // Answered from the cache, or by an identical request's upstream call.
+            if let Some(keyed) = cache::keyed(&inbound, &plan, purpose) {
+                match self.cached(keyed, inbound, plan, &runtime, guard).await {
+                    Ok(answered) => return answered,
+                    Err(back) => (inbound, plan, guard) = back,
                 }
+                return self
+                    .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
+                    .await
+                    .map(|mut success| {
+                        success.cache = Some(CacheStatus::Miss);
+                        success
+                    });
             }
-            self.attempt_loop(&inbound, &mut plan, &runtime, &mut guard).await
+            self.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await
         }
+    }
+
+    /// Admission, then the attempt loop.
+    async fn admit_and_attempt(
+        self: &Arc<Self>,
+        inbound: &Inbound,
+        plan: &mut Plan,
+        runtime: &Arc<Runtime>,
+        guard: &mut RecordGuard,
+    ) -> Result<Success, GatewayError> {
+        if let Some(admission) = &runtime.admission {
+            match admit(admission.as_ref(), self, inbound, plan).await {
+                Ok(reservation) => {
+                    // A warn-mode budget passed: said in the record.
+                    for scope in &reservation.over_budget {
+                        plan.descriptor.push(format!("budget_over:{scope}"));
+                    }
+                    guard.reservation = Some((Arc::clone(admission), reservation));
+                }
+                Err(err) => return Err(guard.fail(inbound.format, err)),
+            }
+        }
+        self.attempt_loop(inbound, plan, runtime, guard).await
     }
 }

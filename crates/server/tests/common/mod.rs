@@ -79,6 +79,8 @@ pub struct Options {
     pub limits: String,
     /// Limits and budgets for the gateway's admission stage.
     pub admission: Option<Arc<dyn switchyard_core::state::Admission>>,
+    /// The response cache (default: in this process, as the binary's local backend).
+    pub cache: Option<Arc<dyn switchyard_core::state::ResponseCache>>,
     /// No gateway key configured: open mode.
     pub open: bool,
     /// More top-level YAML (`budgets:`, `limits:`, …), at the end of the file.
@@ -100,6 +102,7 @@ impl Default for Options {
             rules: String::new(),
             limits: String::new(),
             admission: None,
+            cache: None,
             open: false,
             top_level: String::new(),
         }
@@ -120,6 +123,7 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         rules,
         limits,
         admission: _,
+        cache: _,
         open,
         top_level,
     } = o;
@@ -220,6 +224,9 @@ impl Harness {
                 Arc::new(switchyard_core::limits::Limiter::local())
                     as Arc<dyn switchyard_core::state::Admission>
             })),
+            cache: options.cache.clone().unwrap_or_else(|| {
+                Arc::new(switchyard_core::cache::LocalCache::new(catalog.state.cache))
+            }),
             ..Default::default()
         };
         let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());

@@ -173,6 +173,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0002_record_session_and_field_edits.sql"),
     ),
     (3, "key_limits", include_str!("../../migrations/sqlite/0003_key_limits.sql")),
+    (4, "record_cache", include_str!("../../migrations/sqlite/0004_record_cache.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -182,6 +183,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0002_record_session_and_field_edits.sql"),
     ),
     (3, "key_limits", include_str!("../../migrations/postgres/0003_key_limits.sql")),
+    (4, "record_cache", include_str!("../../migrations/postgres/0004_record_cache.sql")),
 ];
 
 impl Store {

@@ -158,6 +158,19 @@ pub struct ModelConfig {
     /// (absent: `drop`; a route serving the model may say otherwise).
     #[serde(default)]
     pub unrunnable_server_tools: Option<UnrunnableServerTools>,
+    /// Keep its answers in the response cache (absent: not cached; a route
+    /// serving the model may say otherwise).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
+}
+
+/// `cache:` of a model or route: identical requests answered from the exact
+/// response cache (see `docs/controls.md`, "Response cache").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// How long an answer is kept, in milliseconds (0 is refused).
+    pub ttl_ms: Spanned<u64>,
 }
 
 impl ModelConfig {
@@ -181,6 +194,7 @@ impl ModelConfig {
             owned_by: None,
             governance: Governance::default(),
             unrunnable_server_tools: None,
+            cache: None,
         }
     }
 }

@@ -70,6 +70,10 @@ pub struct RouteConfig {
     /// (absent: the model's setting, else `drop`).
     #[serde(default)]
     pub unrunnable_server_tools: Option<UnrunnableServerTools>,
+    /// Keep the answers of the models it serves in the response cache (absent:
+    /// the model's setting).
+    #[serde(default)]
+    pub cache: Option<CacheConfig>,
     /// Refused: write a one-entry `fallbacks` list instead.
     #[serde(default)]
     pub fallback_provider: Option<Spanned<String>>,
@@ -102,6 +106,7 @@ impl RouteConfig {
             max_attempts: None,
             requires: Requires::default(),
             unrunnable_server_tools: None,
+            cache: None,
             fallback_provider: None,
             fallback_upstream_model: None,
         }

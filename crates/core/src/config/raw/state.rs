@@ -25,6 +25,8 @@ pub struct StateConfig {
     /// A concurrency slot lapses this long after its holder last renewed it (a
     /// crashed instance's slots come back after it).
     pub lease_ttl_ms: u64,
+    /// The response cache's bounds (on the same backend as the counters).
+    pub cache: CacheBounds,
 }
 
 impl Default for StateConfig {
@@ -35,7 +37,30 @@ impl Default for StateConfig {
             on_unavailable: FailureMode::FailClosed,
             expected_instances: 1,
             lease_ttl_ms: 60_000,
+            cache: CacheBounds::default(),
         }
+    }
+}
+
+/// `state.cache:`: how much the response cache may hold. The in-process store
+/// keeps at most `max_entries` answers and `max_bytes` in all, dropping the
+/// least recently used; on Redis, entries lapse by their TTL and Redis's own
+/// `maxmemory` policy bounds the rest. No answer larger than
+/// `max_entry_bytes` is kept, on either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheBounds {
+    /// Answers kept in this process, at most.
+    pub max_entries: u64,
+    /// Bytes kept in this process, at most (keys and serialized answers).
+    pub max_bytes: u64,
+    /// The largest answer kept, serialized.
+    pub max_entry_bytes: u64,
+}
+
+impl Default for CacheBounds {
+    fn default() -> Self {
+        Self { max_entries: 10_000, max_bytes: 64 << 20, max_entry_bytes: 1 << 20 }
     }
 }
 

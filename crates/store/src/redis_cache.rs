@@ -1,0 +1,126 @@
+//! The response cache on Redis: answers shared by every instance using the
+//! same URL and prefix.
+//!
+//! Keys are `<prefix>:v1:cache:<digest>` (the digest is the pipeline's key of
+//! the request under one deployment; `v1` the data version, as for the
+//! counters). Each answer is a plain string with its TTL (`SET … PX`); a lookup
+//! of all the candidates' keys is one `MGET`. Size is bounded by the entry
+//! bound the pipeline applies and by Redis's own `maxmemory` policy
+//! (`allkeys-lru` suits a cache).
+//!
+//! Redis that fails or is slow is a miss (and a put that fails is dropped):
+//! the request goes upstream. Each failure counts in
+//! `gateway_state_backend_errors_total{backend="redis"}`, and the log says so
+//! once when failures start and once when Redis answers again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use switchyard_core::continuity::BoxFuture;
+use switchyard_core::limits::BackendError;
+use switchyard_core::state::ResponseCache;
+
+use crate::redis::{Link, VERSION};
+
+/// Answers on one Redis server.
+pub struct RedisCache {
+    link: Link,
+    prefix: String,
+    /// Failing now (the log says so once per episode).
+    failing: AtomicBool,
+    metrics: bool,
+}
+
+impl std::fmt::Debug for RedisCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may carry a password: never printed.
+        f.debug_struct("RedisCache").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+impl RedisCache {
+    /// Answers at `url` under `prefix`; each step may take `timeout`. Nothing is
+    /// connected yet. `metrics`: count failures (`gateway.metrics`).
+    pub fn new(
+        url: &str,
+        prefix: &str,
+        timeout: Duration,
+        metrics: bool,
+    ) -> Result<Self, BackendError> {
+        Ok(Self {
+            link: Link::new(url, timeout)?,
+            prefix: format!("{prefix}:{VERSION}:cache:"),
+            failing: AtomicBool::new(false),
+            metrics,
+        })
+    }
+
+    fn outcome<T>(&self, result: Result<T, BackendError>) -> Option<T> {
+        match result {
+            Ok(v) => {
+                if self.failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("response cache: Redis answers again");
+                }
+                Some(v)
+            }
+            Err(e) => {
+                if self.metrics {
+                    metrics::counter!("gateway_state_backend_errors_total", "backend" => "redis")
+                        .increment(1);
+                }
+                if !self.failing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(error = %e, "response cache: Redis unavailable, requests go upstream");
+                }
+                None
+            }
+        }
+    }
+
+    async fn mget(&self, keys: &[String]) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
+        let mut conn = self.link.connection().await?;
+        let mut cmd = redis::cmd("MGET");
+        for k in keys {
+            cmd.arg(format!("{}{k}", self.prefix));
+        }
+        self.link
+            .bounded(cmd.query_async::<Vec<Option<Vec<u8>>>>(&mut conn))
+            .await?
+            .map_err(|e| BackendError(e.to_string()))
+    }
+
+    async fn set(&self, key: &str, value: &[u8], ttl_ms: u64) -> Result<(), BackendError> {
+        let mut conn = self.link.connection().await?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(format!("{}{key}", self.prefix)).arg(value).arg("PX").arg(ttl_ms.max(1));
+        self.link
+            .bounded(cmd.query_async::<()>(&mut conn))
+            .await?
+            .map_err(|e| BackendError(e.to_string()))
+    }
+}
+
+impl ResponseCache for RedisCache {
+    fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Option<(usize, Arc<[u8]>)>> {
+        Box::pin(async move {
+            if keys.is_empty() {
+                return None;
+            }
+            let found = self.outcome(self.mget(keys).await)?;
+            found
+                .into_iter()
+                .enumerate()
+                .find_map(|(i, v)| v.map(|bytes| (i, Arc::<[u8]>::from(bytes))))
+        })
+    }
+
+    fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let _ = self.outcome(self.set(&key, &value, ttl_ms).await);
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "redis_cache_tests.rs"]
+mod tests;

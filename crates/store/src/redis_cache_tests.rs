@@ -1,0 +1,36 @@
+use super::*;
+
+fn keys(k: &[&str]) -> Vec<String> {
+    k.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test]
+async fn answers_are_shared_found_by_the_first_key_and_lapse() {
+    let Some((url, prefix)) = crate::testing::redis().await else { return };
+    let timeout = Duration::from_secs(2);
+    let a = RedisCache::new(&url, &prefix, timeout, false).expect("cache");
+    let b = RedisCache::new(&url, &prefix, timeout, false).expect("cache");
+    assert!(a.get(&keys(&["x", "y"])).await.is_none());
+    a.put("y".into(), Arc::from(&b"answer"[..]), 300).await;
+    // Another instance on the same prefix sees it, at its index.
+    let got = b.get(&keys(&["x", "y"])).await.map(|(i, v)| (i, v.to_vec()));
+    assert_eq!(got, Some((1, b"answer".to_vec())));
+    // Another prefix (another gateway) does not.
+    let other = RedisCache::new(&url, &format!("{prefix}-other"), timeout, false).expect("cache");
+    assert!(other.get(&keys(&["y"])).await.is_none());
+    // The TTL is Redis's: bounded wait until it lapses.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while b.get(&keys(&["y"])).await.is_some() {
+        assert!(tokio::time::Instant::now() < deadline, "the answer never lapsed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_a_miss() {
+    // Nothing listens on port 1: every step fails, quickly.
+    let c = RedisCache::new("redis://127.0.0.1:1", "sytest", Duration::from_millis(200), false)
+        .expect("cache");
+    c.put("k".into(), Arc::from(&b"v"[..]), 1000).await;
+    assert!(c.get(&keys(&["k"])).await.is_none());
+}
