@@ -86,7 +86,9 @@ fn state_value(s: &BreakerState) -> f64 {
 /// `GET /metrics` on the gateway's address: for a caller who may read it.
 pub async fn render(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     let refused = match state.identity.authenticate(&headers).await {
-        Ok(caller) if may_read(&caller.principal) => return exposition(&state).into_response(),
+        Ok(caller) if may_read(&caller.principal) => {
+            return exposition(&state).await.into_response();
+        }
         Ok(_) => GatewayError::new(
             ErrorCode::MetricsForbidden,
             "/metrics needs a key whose role is admin or viewer, or one from gateway.api_keys",
@@ -109,8 +111,9 @@ fn may_read(p: &Principal) -> bool {
 }
 
 /// The text Prometheus reads.
-fn exposition(state: &AppState) -> impl IntoResponse + use<> {
+async fn exposition(state: &AppState) -> impl IntoResponse + use<> {
     let runtime = &state.gateway.runtime;
+    budget_gauges(state).await;
     metrics::gauge!("gateway_requests_in_flight").set(runtime.in_flight.total() as f64);
     let snapshot = state.gateway.snapshot();
     for ((provider, credential), value) in breaker_gauges(
@@ -122,6 +125,31 @@ fn exposition(state: &AppState) -> impl IntoResponse + use<> {
     }
     let body = handle().map(PrometheusHandle::render).unwrap_or_default();
     ([("content-type", "text/plain; version=0.0.4")], body)
+}
+
+/// Each budget's limit and its spent, reserved and uncertain USD this period,
+/// read from the counters (this instance's, or Redis's) at scrape time; a
+/// budget not counted yet this period shows its limit only.
+async fn budget_gauges(state: &AppState) {
+    let Some(admission) = &state.gateway.runtime.admission else { return };
+    let snapshot = state.gateway.snapshot();
+    let now = switchyard_core::clock::UnixMs::now();
+    for spec in &snapshot.catalog.budgets {
+        let b = switchyard_core::limits::Budgeted::now(spec, now);
+        let scope = spec.scope.to_string();
+        let period = spec.period.as_str();
+        let gauge = |kind: &'static str, usd: f64| {
+            metrics::gauge!("gateway_budget_usd", "scope" => scope.clone(), "period" => period, "kind" => kind)
+                .set(usd);
+        };
+        gauge("limit", spec.limit_usd);
+        if let Ok(Some(s)) = admission.read_budget(&b).await {
+            let usd = |m: u64| m as f64 / switchyard_core::limits::budget::MICROS_PER_USD;
+            gauge("spent", usd(s.spent));
+            gauge("reserved", usd(s.reserved));
+            gauge("uncertain", usd(s.uncertain));
+        }
+    }
 }
 
 /// One value per (provider, credential label): a platform key's own state; for
@@ -165,7 +193,7 @@ pub async fn serve_metrics(
     let app = Router::new()
         .route(
             "/metrics",
-            get(|State(state): State<Arc<AppState>>| async move { exposition(&state) }),
+            get(|State(state): State<Arc<AppState>>| async move { exposition(&state).await }),
         )
         .fallback(crate::http::not_found)
         .with_state(state.clone());

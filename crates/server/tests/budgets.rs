@@ -50,6 +50,21 @@ async fn unpriced_requests_keep_their_reservation_and_a_spent_budget_answers_402
     assert_eq!(r.status(), 402);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "budget_exceeded");
+    // The two answered requests' reservations, kept as uncertain spend, on the
+    // scrape (settled off the request's path: wait for them).
+    let want = r#"gateway_budget_usd{scope="gateway",period="month",kind="uncertain"} 0.8"#;
+    let scraped = async {
+        loop {
+            let r = h.client.get(format!("{}/metrics", h.base)).bearer_auth(GATEWAY_KEY);
+            let text = r.send().await.unwrap().text().await.unwrap();
+            if text.contains(want) {
+                return text;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let text = tokio::time::timeout(WAIT, scraped).await.expect("the gauge says it");
+    assert!(text.contains(r#"gateway_budget_usd{scope="gateway",period="month",kind="limit"} 1"#));
 }
 
 #[tokio::test]

@@ -48,6 +48,7 @@ on_both_backends! {
     case_credentials_and_secret_rotation =>
         credentials_and_secret_rotation_sqlite, credentials_and_secret_rotation_postgres;
     case_logs_and_usage => logs_and_usage_sqlite, logs_and_usage_postgres;
+    case_limits_and_budgets => limits_and_budgets_sqlite, limits_and_budgets_postgres;
     case_failures_are_one_line_and_nonzero =>
         failures_are_one_line_and_nonzero_sqlite, failures_are_one_line_and_nonzero_postgres;
     case_config_comes_from_the_flag_the_variable_or_the_default =>
@@ -705,6 +706,66 @@ fn record(id: &str, ago_ms: u64) -> RequestRecord {
         total_ms: 100,
         ..RequestRecord::default()
     }
+}
+
+/// `limits` lists every limit in force, by scope; `budgets` each budget this
+/// period, spent by the records (the local backend's live counters are the
+/// gateway's own).
+async fn case_limits_and_budgets(db: TestDb) {
+    let env = Env::new("limits", &db);
+    let url = serde_json::to_string(db.url()).unwrap();
+    std::fs::write(
+        &env.config,
+        format!(
+            "storage: {{ url: {url} }}\n\
+             providers: {{ mock: {{ wire: mock }} }}\n\
+             models: [{{ id: mock-echo, deployments: [{{ provider: mock, limits: {{ concurrent: 3 }} }}] }}]\n\
+             limits: {{ projects: {{ research: {{ rpm: 600 }} }} }}\n\
+             budgets:\n  - {{ scope: \"user:bea@example.com\", limit_usd: 10, period: week }}\n  \
+             - {{ scope: gateway, limit_usd: 100, period: month, mode: warn }}\n",
+        ),
+    )
+    .unwrap();
+    let bea = env.run(&["users", "create", "--email", "bea@example.com", "--json"]).ok().json();
+    let bea_id = bea["id"].as_str().unwrap().to_owned();
+    env.run(&["keys", "create", "--user", "bea@example.com", "--tpm", "5000"]).ok();
+
+    let limits = env.run(&["limits", "--json"]).ok().json();
+    let rows = limits.as_array().unwrap();
+    let scopes: Vec<&str> = rows.iter().map(|r| r["scope"].as_str().unwrap()).collect();
+    assert_eq!(rows.len(), 3, "{limits}");
+    assert!(scopes[0].starts_with("key:") && rows[0]["tpm"] == 5000, "{limits}");
+    assert_eq!((scopes[1], &rows[1]["rpm"]), ("project:research", &json!(600)));
+    assert_eq!(
+        (scopes[2], &rows[2]["concurrent"]),
+        ("deployment:mock-echo/mock/mock-echo", &json!(3))
+    );
+    let table = env.run(&["limits"]).ok().stdout;
+    assert!(table.contains("project:research") && table.contains("per credential"), "{table}");
+
+    // Spent by the records this period: bea's $0.25 this week counts for her
+    // and for the gateway; last year's counts for neither.
+    let spent = RequestRecord {
+        user: Some(bea_id.clone()),
+        cost_usd: Some(0.25),
+        ..record("req-bea", 1_000)
+    };
+    let old = RequestRecord {
+        user: Some(bea_id),
+        cost_usd: Some(50.0),
+        ..record("req-old", 400 * 86_400_000)
+    };
+    db.store().insert_records(&[spent, old]).await.unwrap();
+    let budgets = env.run(&["budgets", "--json"]).ok().json();
+    let b = budgets.as_array().unwrap();
+    assert_eq!(b.len(), 2, "{budgets}");
+    assert_eq!(
+        (&b[0]["scope"], &b[0]["period"], &b[0]["spent_usd"], &b[0]["source"]),
+        (&json!("user:bea@example.com"), &json!("week"), &json!(0.25), &json!("records"))
+    );
+    assert_eq!((&b[1]["mode"], &b[1]["spent_usd"]), (&json!("warn"), &json!(0.25)));
+    let table = env.run(&["budgets"]).ok().stdout;
+    assert!(table.contains("$9.7500"), "what is left of bea's $10: {table}");
 }
 
 async fn case_logs_and_usage(db: TestDb) {

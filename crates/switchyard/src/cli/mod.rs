@@ -1,5 +1,5 @@
 //! The operator subcommands: `migrate`, `users`, `projects`, `groups`, `keys`,
-//! `rules`, `credentials`, `secrets`, `logs`, `usage`, `budgets`. Each loads the same
+//! `rules`, `credentials`, `secrets`, `logs`, `usage`, `limits`, `budgets`. Each loads the same
 //! configuration as `serve` (`--config FILE`, else `$SWITCHYARD_CONFIG`, else the
 //! embedded default) and opens (and migrates) the database it names.
 //!
@@ -12,6 +12,7 @@ mod byok;
 mod directory;
 mod fmt;
 mod keys;
+mod limits;
 mod logs;
 mod rules;
 
@@ -96,6 +97,13 @@ pub enum Admin {
         #[command(flatten)]
         args: logs::UsageArgs,
     },
+    /// Rate limits in force: keys', users', projects' and deployments'.
+    Limits {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        args: limits::LimitsArgs,
+    },
     /// Budgets this period: limit, spent, reserved and uncertain per scope.
     Budgets {
         #[command(flatten)]
@@ -146,6 +154,7 @@ async fn dispatch(cmd: Admin) -> Result<()> {
         | Admin::Secrets { common, .. }
         | Admin::Logs { common, .. }
         | Admin::Usage { common, .. }
+        | Admin::Limits { common, .. }
         | Admin::Budgets { common, .. } => common.config.clone(),
     };
     let ctx = Ctx::open(config.as_deref()).await?;
@@ -163,6 +172,7 @@ async fn dispatch(cmd: Admin) -> Result<()> {
         Admin::Secrets { cmd, .. } => byok::secrets(&ctx, cmd).await,
         Admin::Logs { cmd, .. } => logs::logs(&ctx, cmd).await,
         Admin::Usage { args, .. } => logs::usage(&ctx, args).await,
+        Admin::Limits { args, .. } => limits::run(&ctx, args).await,
         Admin::Budgets { args, .. } => budgets::run(&ctx, args).await,
     };
     ctx.store.close().await;
