@@ -172,6 +172,8 @@ pub struct Runtime {
     /// Identical cacheable requests in flight in this process, sharing one
     /// upstream call.
     pub flights: Arc<crate::exec::Flights>,
+    /// Requests waiting in this instance's admission queue (`limits.queue`).
+    pub queued: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for Runtime {
@@ -188,6 +190,7 @@ impl Default for Runtime {
             dropped_tools: Arc::default(),
             cache: Arc::new(crate::cache::LocalCache::default()),
             flights: Arc::default(),
+            queued: Arc::default(),
         }
     }
 }

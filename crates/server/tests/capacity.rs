@@ -100,3 +100,50 @@ async fn a_concurrency_slot_is_held_until_the_request_ends() {
     };
     tokio::time::timeout(WAIT, freed).await.expect("the slot is released");
 }
+
+fn queued(max_wait_ms: u64) -> Options {
+    Options {
+        top_level: format!("limits: {{ queue: {{ max_wait_ms: {max_wait_ms} }} }}\n"),
+        ..options()
+    }
+}
+
+#[tokio::test]
+async fn with_a_queue_a_request_waits_for_a_slot_instead_of_being_refused() {
+    let h = Harness::start_with(queued(10_000)).await;
+    h.openai.push(Reply::auto().first_byte_delay(std::time::Duration::from_millis(300)));
+    let first = {
+        let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
+        tokio::spawn(async move {
+            client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
+        })
+    };
+    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    // The one slot is taken: this one waits in the queue, then is served.
+    let r = h.post("/v1/chat/completions", &chat("m-one-at-once")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(first.await.unwrap().unwrap().status(), 200);
+    assert_eq!(h.openai.peak_in_flight(), 1, "never two at once upstream");
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(2)).await.unwrap();
+    let waited = records.iter().find(|r| r.attempts.len() == 2).expect("the queued one");
+    let outcomes: Vec<&str> = waited.attempts.iter().map(|a| a.outcome.as_str()).collect();
+    assert_eq!(outcomes, ["capacity", "ok"], "one capacity refusal recorded, not one per poll");
+}
+
+#[tokio::test]
+async fn a_queued_request_is_refused_when_its_wait_runs_out() {
+    let h = Harness::start_with(queued(150)).await;
+    h.openai.push(Reply::hang());
+    let first = {
+        let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
+        tokio::spawn(async move {
+            client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
+        })
+    };
+    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    let r = h.post("/v1/chat/completions", &chat("m-one-at-once")).await;
+    assert_eq!(r.status(), 429);
+    assert_eq!(h.openai.request_count(), 1);
+    assert_eq!(h.state.gateway.runtime.queued.load(std::sync::atomic::Ordering::SeqCst), 0);
+    first.abort();
+}

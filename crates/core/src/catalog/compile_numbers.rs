@@ -161,6 +161,10 @@ fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
         }
         (raw::StateBackend::Local, None) => {}
     }
+    let q = raw.limits.queue;
+    if q.max_wait_ms > 0 && q.max_waiting == 0 {
+        say("limits.queue.max_waiting: must be greater than 0 when max_wait_ms is set".into());
+    }
     for (kind, map) in [("projects", &raw.limits.projects), ("users", &raw.limits.users)] {
         for (name, l) in map {
             for message in l.problems(&format!("limits.{kind}[{name}]")) {

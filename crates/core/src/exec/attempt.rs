@@ -115,155 +115,185 @@ impl Snapshot {
         let mut failures: Vec<(usize, Failure)> = Vec::new();
         let mut sent = 0usize;
         let mut tried: Vec<String> = Vec::new();
-        'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
-            // The offered tools this deployment does not run: it is sent the
-            // request without them.
-            let dropped = plan.tools.dropped(cand, &inbound.request);
-            let request = dropped.apply(&inbound.request);
-            let mut retries = 0u32;
-            loop {
-                if sent >= policy.max_attempts || Instant::now() >= deadline {
-                    break 'candidates;
-                }
-                let started = Instant::now();
-                let kind = if retries > 0 {
-                    "retry"
-                } else if i == 0 {
-                    "primary"
-                } else {
-                    "failover"
-                };
-                let Tried { result, credential, reported, occupied } = self
-                    .attempt(
-                        inbound,
-                        &request,
-                        &dropped,
-                        cand,
-                        runtime,
-                        deadline,
-                        plan.bypass_breakers,
-                    )
-                    .await;
-                // A failed attempt that reported usage is metered too.
-                let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
-                let failed_cost = failed_usage
-                    .and_then(|u| cost(&u, cand.pricing.as_ref()))
-                    .map(|c| c * cand.provider.markup);
-                let sent_upstream = !matches!(
-                    &result,
-                    Err(Failure::Unavailable(_)
-                        | Failure::Unsupported(_)
-                        | Failure::CircuitOpen(_)
-                        | Failure::Capacity { .. })
-                );
-                match (&result, occupied) {
-                    (Ok(_), occupied) => guard.occupied = occupied,
-                    (Err(_), Some(taken)) => taken.settle(reported),
-                    (Err(_), None) => {}
-                }
-                sent += usize::from(sent_upstream);
-                if sent_upstream {
-                    guard.rec.field_edits = match cand.provider.wire() {
-                        Some(wire) => upstream::field_edits(
-                            &inbound.outgoing(&request, wire),
-                            wire,
-                            &cand.provider,
-                            cand.traits(wire),
-                        ),
-                        None => Vec::new(),
+        // Every candidate at its capacity: the request may wait for a slot in
+        // the bounded admission queue, then go round the candidates again.
+        let queued_since = Instant::now();
+        let mut waiting: Option<super::queue::Waiting> = None;
+        let mut round = 0u32;
+        'rounds: loop {
+            failures.clear();
+            'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
+                // The offered tools this deployment does not run: it is sent the
+                // request without them.
+                let dropped = plan.tools.dropped(cand, &inbound.request);
+                let request = dropped.apply(&inbound.request);
+                let mut retries = 0u32;
+                loop {
+                    if sent >= policy.max_attempts || Instant::now() >= deadline {
+                        break 'candidates;
+                    }
+                    let started = Instant::now();
+                    let kind = if retries > 0 {
+                        "retry"
+                    } else if i == 0 {
+                        "primary"
+                    } else {
+                        "failover"
                     };
-                    guard.rec.field_edits.extend(dropped.edits(&inbound.request));
-                }
-                let elapsed = started.elapsed();
-                guard.rec.attempts.push(AttemptRecord {
-                    deployment: cand.label(),
-                    credential,
-                    outcome: match &result {
-                        Ok(_) => "ok".to_owned(),
-                        Err(f) => f.outcome(),
-                    },
-                    latency_ms: elapsed.as_millis() as u64,
-                    kind: kind.into(),
-                    usage: failed_usage,
-                    cost_usd: failed_cost,
-                });
-                self.provider_meters(&cand.provider.name, |m| {
-                    m.attempt_seconds.record(elapsed.as_secs_f64());
-                });
-                match &result {
-                    // No caller key and no platform key for this deployment: skipped.
-                    Err(Failure::Unavailable(_)) => {
-                        plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
-                    }
-                    Err(Failure::Capacity { .. }) => {
-                        plan.descriptor.push(format!("capacity:{}", cand.label()));
-                    }
-                    _ => {}
-                }
-                if sent_upstream && tried.last() != Some(&cand.provider.name) {
-                    tried.push(cand.provider.name.clone());
-                }
-                match result {
-                    Ok((answer, guard_in_flight)) => {
-                        if matches!(answer, Answer::Whole(_)) {
-                            // A stream's latency counts when it ends well (the pump).
-                            runtime
-                                .latency
-                                .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
-                        }
-                        let mut keep = Vec::new();
-                        let success = self.deliver(
+                    let Tried { result, credential, reported, occupied } = self
+                        .attempt(
                             inbound,
-                            plan,
-                            i,
+                            &request,
                             &dropped,
-                            &tried,
-                            answer,
-                            guard_in_flight,
+                            cand,
                             runtime,
-                            guard,
-                            elapsed,
-                            &mut keep,
-                        );
-                        for (key, value) in keep {
-                            runtime.continuity.put(key, value, continuity::TTL).await;
-                        }
-                        return Ok(success);
+                            deadline,
+                            plan.bypass_breakers,
+                        )
+                        .await;
+                    // A failed attempt that reported usage is metered too.
+                    let failed_usage =
+                        (result.is_err() && !reported.is_empty()).then_some(reported);
+                    let failed_cost = failed_usage
+                        .and_then(|u| cost(&u, cand.pricing.as_ref()))
+                        .map(|c| c * cand.provider.markup);
+                    let sent_upstream = !matches!(
+                        &result,
+                        Err(Failure::Unavailable(_)
+                            | Failure::Unsupported(_)
+                            | Failure::CircuitOpen(_)
+                            | Failure::Capacity { .. })
+                    );
+                    match (&result, occupied) {
+                        (Ok(_), occupied) => guard.occupied = occupied,
+                        (Err(_), Some(taken)) => taken.settle(reported),
+                        (Err(_), None) => {}
                     }
-                    Err(f) => {
-                        tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
-                        let remaining = deadline.saturating_duration_since(Instant::now());
-                        match next_step(&f, policy, retries, remaining) {
-                            Next::Retry(wait) => {
-                                retries += 1;
-                                // Dropping the request future (client gone) cancels this wait.
-                                tokio::time::sleep(wait).await;
+                    sent += usize::from(sent_upstream);
+                    if sent_upstream {
+                        guard.rec.field_edits = match cand.provider.wire() {
+                            Some(wire) => upstream::field_edits(
+                                &inbound.outgoing(&request, wire),
+                                wire,
+                                &cand.provider,
+                                cand.traits(wire),
+                            ),
+                            None => Vec::new(),
+                        };
+                        guard.rec.field_edits.extend(dropped.edits(&inbound.request));
+                    }
+                    let elapsed = started.elapsed();
+                    // A queued request's later rounds at capacity are not attempts
+                    // worth a record each.
+                    let requeued = round > 0 && matches!(result, Err(Failure::Capacity { .. }));
+                    if !requeued {
+                        guard.rec.attempts.push(AttemptRecord {
+                            deployment: cand.label(),
+                            credential,
+                            outcome: match &result {
+                                Ok(_) => "ok".to_owned(),
+                                Err(f) => f.outcome(),
+                            },
+                            latency_ms: elapsed.as_millis() as u64,
+                            kind: kind.into(),
+                            usage: failed_usage,
+                            cost_usd: failed_cost,
+                        });
+                    }
+                    self.provider_meters(&cand.provider.name, |m| {
+                        m.attempt_seconds.record(elapsed.as_secs_f64());
+                    });
+                    match &result {
+                        // No caller key and no platform key for this deployment: skipped.
+                        Err(Failure::Unavailable(_)) => {
+                            plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                        }
+                        Err(Failure::Capacity { .. }) if !requeued => {
+                            plan.descriptor.push(format!("capacity:{}", cand.label()));
+                        }
+                        _ => {}
+                    }
+                    if sent_upstream && tried.last() != Some(&cand.provider.name) {
+                        tried.push(cand.provider.name.clone());
+                    }
+                    match result {
+                        Ok((answer, guard_in_flight)) => {
+                            if matches!(answer, Answer::Whole(_)) {
+                                // A stream's latency counts when it ends well (the pump).
+                                runtime.latency.observe_attempt(
+                                    &cand.identity(),
+                                    elapsed.as_secs_f64() * 1000.0,
+                                );
                             }
-                            Next::Terminal => {
-                                let err = failure_error(&f, &cand.provider.name);
-                                return Err(guard.fail(inbound.format, err));
+                            let mut keep = Vec::new();
+                            let success = self.deliver(
+                                inbound,
+                                plan,
+                                i,
+                                &dropped,
+                                &tried,
+                                answer,
+                                guard_in_flight,
+                                runtime,
+                                guard,
+                                elapsed,
+                                &mut keep,
+                            );
+                            for (key, value) in keep {
+                                runtime.continuity.put(key, value, continuity::TTL).await;
                             }
-                            Next::Failover => {
-                                if let Some(next) = plan
-                                    .candidates
-                                    .get(i + 1)
-                                    .filter(|_| self.catalog.settings.metrics)
-                                {
-                                    let reason = match &f {
-                                        Failure::Status { status, .. } => {
-                                            format!("status_{status}")
-                                        }
-                                        Failure::CircuitOpen(_) => "circuit_open".to_owned(),
-                                        _ => "transport".to_owned(),
-                                    };
-                                    crate::telemetry::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
+                            return Ok(success);
+                        }
+                        Err(f) => {
+                            tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
+                            let remaining = deadline.saturating_duration_since(Instant::now());
+                            match next_step(&f, policy, retries, remaining) {
+                                Next::Retry(wait) => {
+                                    retries += 1;
+                                    // Dropping the request future (client gone) cancels this wait.
+                                    tokio::time::sleep(wait).await;
                                 }
-                                failures.push((i, f));
-                                continue 'candidates;
+                                Next::Terminal => {
+                                    let err = failure_error(&f, &cand.provider.name);
+                                    return Err(guard.fail(inbound.format, err));
+                                }
+                                Next::Failover => {
+                                    if let Some(next) = plan
+                                        .candidates
+                                        .get(i + 1)
+                                        .filter(|_| self.catalog.settings.metrics)
+                                    {
+                                        let reason = match &f {
+                                            Failure::Status { status, .. } => {
+                                                format!("status_{status}")
+                                            }
+                                            Failure::CircuitOpen(_) => "circuit_open".to_owned(),
+                                            _ => "transport".to_owned(),
+                                        };
+                                        crate::telemetry::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
+                                    }
+                                    failures.push((i, f));
+                                    continue 'candidates;
+                                }
                             }
                         }
                     }
                 }
+            }
+            let queue = self.catalog.limits.queue;
+            match super::queue::wait_for_capacity(
+                &failures,
+                queue,
+                queued_since,
+                deadline,
+                runtime,
+                &mut waiting,
+            ) {
+                Some(wait) => {
+                    round += 1;
+                    tokio::time::sleep(wait).await;
+                }
+                None => break 'rounds,
             }
         }
         let best =

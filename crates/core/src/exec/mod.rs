@@ -340,6 +340,7 @@ mod flight;
 mod guard;
 mod policy;
 mod prepare;
+mod queue;
 mod stream;
 
 use admit::*;

@@ -99,7 +99,7 @@ fn default_prefix() -> String {
 }
 
 /// `limits:`: rate limits by project and by user (a key's own limits are stored
-/// with it: `switchyard keys create --rpm …`).
+/// with it: `switchyard keys create --rpm …`), and the admission queue.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
@@ -107,6 +107,27 @@ pub struct LimitsConfig {
     pub projects: BTreeMap<String, Limits>,
     /// By user id or email.
     pub users: BTreeMap<String, Limits>,
+    /// Requests whose every deployment is at capacity wait here for a slot.
+    pub queue: QueueConfig,
+}
+
+/// `limits.queue:`: a request whose every candidate deployment is at its
+/// capacity waits for a slot, at most `max_wait_ms`, with at most
+/// `max_waiting` others in this instance; then it is refused (429). Off by
+/// default (`max_wait_ms: 0`).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// The longest a request waits for a slot (0: no queue).
+    pub max_wait_ms: u64,
+    /// Requests waiting at once in an instance.
+    pub max_waiting: usize,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self { max_wait_ms: 0, max_waiting: 256 }
+    }
 }
 
 /// One entry of `budgets:`.
