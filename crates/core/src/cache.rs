@@ -14,6 +14,11 @@ use crate::config::raw::CacheBounds;
 use crate::continuity::BoxFuture;
 use crate::state::ResponseCache;
 
+/// The bounds of the prompt-cache affinity pins kept in this process: 100 000
+/// conversations (a pin is its key and a deployment's name, ~150 bytes).
+pub const AFFINITY_BOUNDS: CacheBounds =
+    CacheBounds { max_entries: 100_000, max_bytes: 32 << 20, max_entry_bytes: 1 << 10 };
+
 /// Answers in this process, within [`CacheBounds`] (`max_entries`, `max_bytes`).
 #[derive(Debug)]
 pub struct LocalCache {

@@ -172,6 +172,9 @@ pub struct Runtime {
     /// Identical cacheable requests in flight in this process, sharing one
     /// upstream call.
     pub flights: Arc<crate::exec::Flights>,
+    /// Conversations' pinned deployments (prompt-cache affinity), by affinity
+    /// key. By default in this process.
+    pub affinity: Arc<dyn crate::state::ResponseCache>,
     /// Requests waiting in this instance's admission queue (`limits.queue`).
     pub queued: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -191,6 +194,7 @@ impl Default for Runtime {
             cache: Arc::new(crate::cache::LocalCache::default()),
             flights: Arc::default(),
             queued: Arc::default(),
+            affinity: Arc::new(crate::cache::LocalCache::new(crate::cache::AFFINITY_BOUNDS)),
         }
     }
 }

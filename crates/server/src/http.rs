@@ -22,6 +22,9 @@ pub const HEADER_PROVIDER: &str = "x-gateway-provider";
 pub const HEADER_MODEL: &str = "x-gateway-model";
 pub const HEADER_REQUEST_ID: &str = "x-request-id";
 pub const HEADER_DESCRIPTOR: &str = "x-gateway-route";
+/// Names the conversation for prompt-cache affinity (its turns go to the
+/// deployment that served the first), instead of its derived key.
+pub const HEADER_AFFINITY: &str = "x-switchyard-affinity";
 /// Attributes the request to a project (per-project routing chains).
 pub const HEADER_PROJECT: &str = "x-switchyard-project";
 /// The hosted tools the request offered that the answering deployment does not
@@ -47,6 +50,7 @@ pub(crate) struct FromUrl {
 const FORWARDED: [HeaderName; 2] =
     [HeaderName::from_static("anthropic-beta"), HeaderName::from_static("anthropic-version")];
 const PROJECT: HeaderName = HeaderName::from_static(HEADER_PROJECT);
+const AFFINITY: HeaderName = HeaderName::from_static(HEADER_AFFINITY);
 const PROVIDER: HeaderName = HeaderName::from_static(HEADER_PROVIDER);
 const MODEL: HeaderName = HeaderName::from_static(HEADER_MODEL);
 const REQUEST_ID: HeaderName = HeaderName::from_static(HEADER_REQUEST_ID);
@@ -256,6 +260,16 @@ pub(crate) async fn inbound(
             )
         })?,
     };
+    let affinity = match headers.get(&AFFINITY).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(v)) if !v.is_empty() && v.len() <= 256 => Some(v.to_owned()),
+        Some(_) => {
+            return Err(GatewayError::new(
+                ErrorCode::InvalidRequest,
+                format!("{HEADER_AFFINITY}: expected 1-256 printable characters"),
+            ));
+        }
+    };
     let principal = caller.principal;
     let (project, project_name) =
         switchyard_core::exec::attribute(&principal, named, &state.identity).await?;
@@ -273,6 +287,7 @@ pub(crate) async fn inbound(
     inbound.project = project;
     inbound.project_name = project_name;
     inbound.byok = caller.byok;
+    inbound.affinity = affinity;
     inbound.content_cap = content_cap;
     inbound.cache = cache;
     Ok(inbound)

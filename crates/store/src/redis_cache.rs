@@ -48,9 +48,21 @@ impl RedisCache {
         timeout: Duration,
         metrics: bool,
     ) -> Result<Self, BackendError> {
+        Self::namespaced(url, prefix, "cache", timeout, metrics)
+    }
+
+    /// The same store for other small values with a TTL, under
+    /// `<prefix>:v1:<namespace>:` (`aff`: prompt-cache affinity pins).
+    pub fn namespaced(
+        url: &str,
+        prefix: &str,
+        namespace: &str,
+        timeout: Duration,
+        metrics: bool,
+    ) -> Result<Self, BackendError> {
         Ok(Self {
             link: Link::new(url, timeout)?,
-            prefix: format!("{prefix}:{VERSION}:cache:"),
+            prefix: format!("{prefix}:{VERSION}:{namespace}:"),
             failing: AtomicBool::new(false),
             metrics,
         })

@@ -223,10 +223,18 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let affinity = match storage::affinity_store(&catalog) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let runtime = switchyard_core::runtime::Runtime {
         seal: Some(seal),
         admission: Some(Arc::new(admission)),
         cache,
+        affinity,
         ..Default::default()
     };
     let gateway = match Engine::with_runtime(catalog, sink, runtime) {

@@ -160,6 +160,31 @@ pub fn response_cache(
     })
 }
 
+/// Where conversations' pinned deployments live (prompt-cache affinity): in
+/// this process, or on the Redis the counters use, so that every instance
+/// sends a conversation's turns to the same deployment.
+pub fn affinity_store(
+    catalog: &Catalog,
+) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
+    let st = &catalog.state;
+    Ok(match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => Arc::new(
+            switchyard_store::redis_cache::RedisCache::namespaced(
+                &r.url,
+                &r.prefix,
+                "aff",
+                Duration::from_millis(r.timeout_ms),
+                catalog.settings.metrics,
+            )
+            .map_err(|e| format!("state.redis.url: {e}"))?,
+        ),
+        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(
+            switchyard_core::cache::AFFINITY_BOUNDS,
+        )),
+    })
+}
+
 pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {
     std::env::var(&security.admin_key_env).ok().filter(|k| !k.is_empty()).map(Secret::new)
 }

@@ -398,6 +398,7 @@ fn compile_models(
             governance: m.governance,
             unrunnable_server_tools: m.unrunnable_server_tools,
             cache: m.cache.as_ref().map(|c| CacheSpec { ttl_ms: c.ttl_ms.value }),
+            affinity: m.affinity.as_ref().map(super::AffinitySpec::from_config),
         });
     }
     (models, lookup)

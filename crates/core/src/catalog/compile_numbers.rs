@@ -33,6 +33,9 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
                 format!("models[{name}].cache.ttl_ms: must be greater than 0"),
             ));
         }
+        if let Some(a) = &m.affinity {
+            problems.extend(bad_affinity(a, &format!("models[{name}].affinity")));
+        }
         for d in &m.deployments {
             if let Some(p) = &d.pricing {
                 let field = format!("models[{name}].deployments[{}].pricing", d.provider.value);
@@ -56,6 +59,9 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
                 &c.ttl_ms,
                 format!("routes[{}].cache.ttl_ms: must be greater than 0", r.name),
             ));
+        }
+        if let Some(a) = &r.affinity {
+            problems.extend(bad_affinity(a, &format!("routes[{}].affinity", r.name)));
         }
     }
     check_state(raw, problems);
@@ -208,4 +214,19 @@ pub(super) fn budgets(raw: &RawConfig) -> Vec<BudgetSpec> {
             })
         })
         .collect()
+}
+
+/// An `affinity:` block's problems, each at its TTL's line.
+fn bad_affinity(a: &raw::AffinityConfig, field: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if a.ttl_ms.value == 0 {
+        out.push(Problem::at(&a.ttl_ms, format!("{field}.ttl_ms: must be greater than 0")));
+    }
+    if !a.max_score_loss.is_finite() || a.max_score_loss < 0.0 {
+        out.push(Problem::at(
+            &a.ttl_ms,
+            format!("{field}.max_score_loss: must be a number of at least 0"),
+        ));
+    }
+    out
 }

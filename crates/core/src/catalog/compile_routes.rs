@@ -131,6 +131,7 @@ pub(super) fn compile_routes(
                 requires: r.requires,
                 unrunnable_server_tools: r.unrunnable_server_tools,
                 cache: r.cache.as_ref().map(|c| CacheSpec { ttl_ms: c.ttl_ms.value }),
+                affinity: r.affinity.as_ref().map(super::AffinitySpec::from_config),
                 policy: Arc::new(AttemptPolicy::compile(
                     &r.retry,
                     &r.failover,

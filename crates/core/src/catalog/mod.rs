@@ -23,10 +23,11 @@ mod spec;
 pub use compile::{InvalidRegistry, Problem};
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
-    AttemptPolicy, CacheSpec, Candidate, Capabilities, ChainSpec, Connections, DEFAULT_FAILOVER,
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FALLBACKS, DeploymentSpec, HARD_MAX_ATTEMPTS,
-    HARD_MAX_FALLBACKS, MAX_CANDIDATES, MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry, Plan, Pricing,
-    ProviderKind, ProviderSpec, Requires, RouteSpec, Scope, Scopes, Settings, Strategy, TargetSpec,
+    AffinitySpec, AttemptPolicy, CacheSpec, Candidate, Capabilities, ChainSpec, Connections,
+    DEFAULT_FAILOVER, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_FALLBACKS, DeploymentSpec,
+    HARD_MAX_ATTEMPTS, HARD_MAX_FALLBACKS, MAX_CANDIDATES, MAX_RETRIES, MAX_RETRY_WAIT, ModelEntry,
+    Plan, Pricing, ProviderKind, ProviderSpec, Requires, RouteSpec, Scope, Scopes, Settings,
+    Strategy, TargetSpec,
 };
 
 /// The compiled, immutable catalog.

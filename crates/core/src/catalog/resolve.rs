@@ -178,6 +178,8 @@ impl Catalog {
             .or_else(|| model.as_ref().and_then(|m| m.unrunnable_server_tools))
             .unwrap_or_default();
         let cache = route.and_then(|r| r.cache).or_else(|| model.as_ref().and_then(|m| m.cache));
+        let affinity =
+            route.and_then(|r| r.affinity).or_else(|| model.as_ref().and_then(|m| m.affinity));
         Ok(Plan {
             requested: requested.to_owned(),
             public_model,
@@ -193,6 +195,7 @@ impl Catalog {
             unrunnable_server_tools,
             tools: crate::hosted::ToolDemand::default(),
             cache,
+            affinity,
         })
     }
 
@@ -235,6 +238,7 @@ impl Catalog {
             unrunnable_server_tools: Default::default(),
             tools: crate::hosted::ToolDemand::default(),
             cache: None,
+            affinity: None,
         })
     }
 

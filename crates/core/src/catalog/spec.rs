@@ -152,6 +152,24 @@ pub struct ModelEntry {
     pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
     /// Its answers are kept in the response cache (`None`: not cached).
     pub cache: Option<CacheSpec>,
+    /// Conversations stay on the deployment that served them (`None`: no).
+    pub affinity: Option<AffinitySpec>,
+}
+
+/// A model's or route's `affinity:`, compiled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AffinitySpec {
+    /// How long a conversation stays pinned after its last turn.
+    pub ttl_ms: u64,
+    /// How much slower than the best candidate the pinned one may be.
+    pub max_score_loss: f64,
+}
+
+impl AffinitySpec {
+    /// Compiled from the file's.
+    pub fn from_config(c: &raw::AffinityConfig) -> Self {
+        Self { ttl_ms: c.ttl_ms.value, max_score_loss: c.max_score_loss }
+    }
 }
 
 /// A model's or route's `cache:`, compiled.
@@ -360,6 +378,8 @@ pub struct RouteSpec {
     pub unrunnable_server_tools: Option<raw::UnrunnableServerTools>,
     /// Answers of the models it serves are cached (`None`: the model's setting).
     pub cache: Option<CacheSpec>,
+    /// Conversations stay on their deployment (`None`: the model's setting).
+    pub affinity: Option<AffinitySpec>,
 }
 
 /// Gateway settings after compilation.
@@ -525,4 +545,7 @@ pub struct Plan {
     /// The response cache's setting for this request: the route's, else the
     /// requested model's; `None`: not cached.
     pub cache: Option<CacheSpec>,
+    /// Prompt-cache affinity for this request: the route's, else the requested
+    /// model's; `None`: none.
+    pub affinity: Option<AffinitySpec>,
 }

@@ -150,6 +150,7 @@ impl Inbound {
             output: Output::Client,
             limits: RequestRouting::default(),
             cache: CacheMode::default(),
+            affinity: None,
             estimate: Estimate::default(),
         }
     }

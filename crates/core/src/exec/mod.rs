@@ -85,6 +85,9 @@ pub struct Inbound {
     pub limits: RequestRouting,
     /// What the request asks of the response cache (`x-switchyard-cache`).
     pub cache: CacheMode,
+    /// The conversation's affinity key as the caller names it
+    /// (`x-switchyard-affinity`); `None`: derived from the conversation.
+    pub affinity: Option<String>,
     /// Computed on first use ([`Inbound::input_estimate`]).
     estimate: context::Estimate,
 }
@@ -331,6 +334,7 @@ pub struct Success {
 }
 
 mod admit;
+mod affinity;
 mod attempt;
 mod cache;
 pub mod context;
@@ -437,21 +441,28 @@ impl Snapshot {
                 let request = Arc::make_mut(&mut inbound.request);
                 continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
             }
-            // Answered from the cache, or by an identical request's upstream call.
-            if let Some(keyed) = cache::keyed(&inbound, &plan, purpose) {
-                match self.cached(keyed, inbound, plan, &runtime, guard).await {
-                    Ok(answered) => return answered,
-                    Err(back) => (inbound, plan, guard) = back,
+            let pin = affinity::steer(&inbound, &mut plan, &runtime).await;
+            let answered = 'answered: {
+                // Answered from the cache, or by an identical request's upstream call.
+                if let Some(keyed) = cache::keyed(&inbound, &plan, purpose) {
+                    match self.cached(keyed, inbound, plan, &runtime, guard).await {
+                        Ok(answered) => break 'answered answered,
+                        Err(back) => (inbound, plan, guard) = back,
+                    }
+                    break 'answered self
+                        .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
+                        .await
+                        .map(|mut success| {
+                            success.cache = Some(CacheStatus::Miss);
+                            success
+                        });
                 }
-                return self
-                    .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
-                    .await
-                    .map(|mut success| {
-                        success.cache = Some(CacheStatus::Miss);
-                        success
-                    });
+                self.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await
+            };
+            if let (Some(pin), Ok(success)) = (pin, &answered) {
+                affinity::remember(pin, &success.served, &runtime);
             }
-            self.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await
+            answered
         }
     }
 

@@ -162,6 +162,10 @@ pub struct ModelConfig {
     /// serving the model may say otherwise).
     #[serde(default)]
     pub cache: Option<CacheConfig>,
+    /// Send later turns of a conversation to the deployment that served the
+    /// earlier ones (absent: no affinity).
+    #[serde(default)]
+    pub affinity: Option<AffinityConfig>,
 }
 
 /// `cache:` of a model or route: identical requests answered from the exact
@@ -171,6 +175,25 @@ pub struct ModelConfig {
 pub struct CacheConfig {
     /// How long an answer is kept, in milliseconds (0 is refused).
     pub ttl_ms: Spanned<u64>,
+}
+
+/// A model's or route's `affinity:`: later turns of a conversation go back to
+/// the deployment that served the earlier ones (its prompt cache is warm), see
+/// `docs/controls.md`, "Prompt-cache affinity".
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AffinityConfig {
+    /// How long a conversation stays pinned after its last turn, in
+    /// milliseconds (0 is refused).
+    pub ttl_ms: Spanned<u64>,
+    /// How much slower (by latency estimate) than the best candidate the pinned
+    /// deployment may be and stay pinned: 0.5 is half again as slow.
+    #[serde(default = "default_score_loss")]
+    pub max_score_loss: f64,
+}
+
+fn default_score_loss() -> f64 {
+    0.5
 }
 
 impl ModelConfig {
@@ -195,6 +218,7 @@ impl ModelConfig {
             governance: Governance::default(),
             unrunnable_server_tools: None,
             cache: None,
+            affinity: None,
         }
     }
 }

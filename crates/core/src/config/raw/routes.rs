@@ -74,6 +74,10 @@ pub struct RouteConfig {
     /// the model's setting).
     #[serde(default)]
     pub cache: Option<CacheConfig>,
+    /// Send later turns of a conversation to the deployment that served the
+    /// earlier ones (absent: the model's setting).
+    #[serde(default)]
+    pub affinity: Option<AffinityConfig>,
     /// Refused: write a one-entry `fallbacks` list instead.
     #[serde(default)]
     pub fallback_provider: Option<Spanned<String>>,
@@ -107,6 +111,7 @@ impl RouteConfig {
             requires: Requires::default(),
             unrunnable_server_tools: None,
             cache: None,
+            affinity: None,
             fallback_provider: None,
             fallback_upstream_model: None,
         }
