@@ -26,6 +26,19 @@ fn options() -> Options {
     }
 }
 
+/// Send a request to `m-one-at-once` in the background (the fake's next reply
+/// decides how long it holds the one slot), once it reached the upstream.
+async fn hold_the_slot(
+    h: &Harness,
+) -> tokio::task::JoinHandle<Result<reqwest::Response, reqwest::Error>> {
+    let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
+    let first = tokio::spawn(async move {
+        client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
+    });
+    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    first
+}
+
 fn chat(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
 }
@@ -75,13 +88,7 @@ async fn no_capacity_anywhere_is_a_429_in_the_callers_format_with_retry_after() 
 async fn a_concurrency_slot_is_held_until_the_request_ends() {
     let h = Harness::start_with(options()).await;
     h.openai.push(Reply::hang());
-    let first = {
-        let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
-        tokio::spawn(async move {
-            client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
-        })
-    };
-    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    let first = hold_the_slot(&h).await;
     let r = h.post("/v1/chat/completions", &chat("m-one-at-once")).await;
     assert_eq!(r.status(), 429, "the one slot is taken");
     let v: Value = r.json().await.unwrap();
@@ -112,13 +119,7 @@ fn queued(max_wait_ms: u64) -> Options {
 async fn with_a_queue_a_request_waits_for_a_slot_instead_of_being_refused() {
     let h = Harness::start_with(queued(10_000)).await;
     h.openai.push(Reply::auto().first_byte_delay(std::time::Duration::from_millis(300)));
-    let first = {
-        let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
-        tokio::spawn(async move {
-            client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
-        })
-    };
-    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    let first = hold_the_slot(&h).await;
     // The one slot is taken: this one waits in the queue, then is served.
     let r = h.post("/v1/chat/completions", &chat("m-one-at-once")).await;
     assert_eq!(r.status(), 200);
@@ -134,13 +135,7 @@ async fn with_a_queue_a_request_waits_for_a_slot_instead_of_being_refused() {
 async fn a_queued_request_is_refused_when_its_wait_runs_out() {
     let h = Harness::start_with(queued(150)).await;
     h.openai.push(Reply::hang());
-    let first = {
-        let (client, url) = (h.client.clone(), format!("{}/v1/chat/completions", h.base));
-        tokio::spawn(async move {
-            client.post(url).bearer_auth(GATEWAY_KEY).json(&chat("m-one-at-once")).send().await
-        })
-    };
-    tokio::time::timeout(WAIT, h.openai.wait_for_requests(1)).await.unwrap();
+    let first = hold_the_slot(&h).await;
     let r = h.post("/v1/chat/completions", &chat("m-one-at-once")).await;
     assert_eq!(r.status(), 429);
     assert_eq!(h.openai.request_count(), 1);
