@@ -29,6 +29,9 @@ use std::time::Duration;
 
 use crate::clock::{UnixMs, unique};
 
+pub(crate) mod remote;
+pub use remote::SharedRecord;
+
 /// How long a 429 without a usable `Retry-After` throttles a credential.
 pub const THROTTLE_DEFAULT: Duration = Duration::from_secs(1);
 /// The longest a single 429 throttles a credential, whatever its `Retry-After`.
@@ -234,6 +237,9 @@ const CLOSED: Phase = Phase::Closed { score: 0.0, scored_at: None };
 struct Entry {
     phase: Phase,
     epoch: u64,
+    /// The cooldown end of this epoch's open (0 before any): kept through
+    /// half-open and close, so instances sharing health can order opens.
+    until: UnixMs,
     throttled_until: Option<UnixMs>,
     quarantined_until: Option<UnixMs>,
 }
@@ -261,8 +267,19 @@ impl Entry {
     }
 
     fn open(&mut self, config: &BreakerConfig, now: UnixMs, ra: Option<Duration>) {
-        self.phase = Phase::Open { until: later(now, config.cooldown_for(ra)) };
+        self.until = later(now, config.cooldown_for(ra));
+        self.phase = Phase::Open { until: self.until };
         self.epoch = unique();
+    }
+
+    fn new() -> Self {
+        Entry {
+            phase: CLOSED,
+            epoch: unique(),
+            until: UnixMs(0),
+            throttled_until: None,
+            quarantined_until: None,
+        }
     }
 
     /// Free the half-open slot if `permit` is the probe holding it.
@@ -319,27 +336,7 @@ impl HealthRegistry {
     /// May a request be sent on `key` now? A half-open breaker hands its single
     /// probe slot to the caller (`Permit::probe`).
     pub fn clear(&self, key: &CredentialKey, now: UnixMs) -> Clearance {
-        let mut inner = self.lock();
-        let Inner { entries, .. } = &mut *inner;
-        let entry = entries.entry(key.clone()).or_insert_with(|| Entry {
-            phase: CLOSED,
-            epoch: unique(),
-            throttled_until: None,
-            quarantined_until: None,
-        });
-        let epoch = entry.epoch;
-        let permit = |probe, ticket| Permit::issued(key.clone(), epoch, probe, ticket);
-        match entry.state(now) {
-            BreakerState::Closed => Clearance::Allowed(permit(false, 0)),
-            // Also an `Open` phase whose cooldown is over: it becomes half-open here.
-            BreakerState::HalfOpen { probe_in_flight: false } => {
-                let ticket = unique();
-                let allowed = Clearance::Allowed(permit(true, ticket));
-                entry.phase = Phase::HalfOpen { probe: Some(ticket) };
-                allowed
-            }
-            state => Clearance::Rejected { state },
-        }
+        self.clear_gated(key, now, &|_, _| true)
     }
 
     /// Record how a request admitted with `permit` ended. Success and failure only

@@ -41,6 +41,7 @@ pub mod error;
 pub mod estimate;
 pub mod exec;
 pub mod filter;
+pub mod health_sync;
 pub mod hosted;
 pub mod limits;
 pub mod mock;

@@ -58,6 +58,16 @@ impl LatencyTracker {
         self.lock().get(identity).and_then(|e| e.ttft_ms.or(e.attempt_ms))
     }
 
+    /// `identity`'s averages: whole attempt, time to first token.
+    pub fn averages(&self, identity: &str) -> (Option<f64>, Option<f64>) {
+        self.lock().get(identity).map_or((None, None), |e| (e.attempt_ms, e.ttft_ms))
+    }
+
+    /// Every identity's averages (whole attempt, time to first token).
+    pub fn all(&self) -> Vec<(String, Option<f64>, Option<f64>)> {
+        self.lock().iter().map(|(k, e)| (k.clone(), e.attempt_ms, e.ttft_ms)).collect()
+    }
+
     /// Keep the identities `keep` accepts, forget the rest (on reload).
     pub fn retain(&self, keep: impl Fn(&str) -> bool) {
         self.lock().retain(|k, _| keep(k));
