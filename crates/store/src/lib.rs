@@ -22,6 +22,7 @@ pub mod model;
 pub mod records;
 pub mod redis;
 pub mod redis_cache;
+pub mod redis_health;
 pub mod seal;
 #[cfg(feature = "testing")]
 pub mod testing;
