@@ -230,13 +230,24 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = switchyard_core::runtime::Runtime {
+    let mut runtime = switchyard_core::runtime::Runtime {
         seal: Some(seal),
         admission: Some(Arc::new(admission)),
         cache,
         affinity,
         ..Default::default()
     };
+    match storage::shared_health(&catalog) {
+        Ok(Some(shared)) => {
+            runtime.health = shared.health;
+            runtime.latency = shared.latency;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let gateway = match Engine::with_runtime(catalog, sink, runtime) {
         Ok(g) => Arc::new(g),
         Err(e) => {

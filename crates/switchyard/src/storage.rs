@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchyard_core::config::raw::{SecurityConfig, StateBackend, StorageConfig};
+use switchyard_core::health_sync::Shared;
 use switchyard_core::limits::{Counters, Limiter, LimiterConfig, LocalCounters};
 use switchyard_core::util::Secret;
 use switchyard_core::{Catalog, Engine};
 use switchyard_store::Store;
 use switchyard_store::audit::{AuditConfig, AuditTask, AuditWriter, RecordStore};
 use switchyard_store::redis::RedisCounters;
+use switchyard_store::redis_health::RedisHealth;
 use switchyard_store::seal::Sealer;
 
 /// Resolve a path from the configuration: relative paths sit next to the config
@@ -183,6 +185,23 @@ pub fn affinity_store(
             switchyard_core::cache::AFFINITY_BOUNDS,
         )),
     })
+}
+
+/// Health and latency shared on Redis for `state.backend: redis`, its sync
+/// task started; `None` for `local` (each instance keeps its own).
+pub fn shared_health(catalog: &Catalog) -> Result<Option<Shared>, String> {
+    let st = &catalog.state;
+    let r = match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => r,
+        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => return Ok(None),
+    };
+    let backend = RedisHealth::new(&r.url, &r.prefix, Duration::from_millis(r.timeout_ms))
+        .map_err(|e| format!("state.redis.url: {e}"))?;
+    let shared = Shared::new(Arc::new(backend), catalog.settings.breaker, catalog.settings.metrics);
+    shared.spawn();
+    tracing::info!("breakers and latency are shared on Redis (with every instance)");
+    Ok(Some(shared))
 }
 
 pub fn admin_key(security: &SecurityConfig) -> Option<Secret> {
