@@ -5,8 +5,8 @@
 //!
 //! | trait | what | in-process implementation |
 //! |---|---|---|
-//! | [`HealthState`] | breakers, throttles, quarantine per credential | [`HealthRegistry`] |
-//! | [`LatencyState`] | latency estimates per deployment | [`LatencyTracker`] |
+//! | [`HealthState`] | breakers, throttles, quarantine per credential | [`HealthRegistry`]; shared: [`SharedHealth`](crate::health_sync::SharedHealth) |
+//! | [`LatencyState`] | latency estimates per deployment | [`LatencyTracker`]; shared: [`SharedLatency`](crate::health_sync::SharedLatency) |
 //! | [`InFlightState`] | requests in flight per deployment | [`InFlight`] |
 //! | [`Admission`] | rate limits and budgets: reserve before the attempts, settle after | [`Limiter`](crate::limits::Limiter) over [`LocalCounters`](crate::limits::LocalCounters), or [`Unlimited`] |
 //! | [`Counters`](crate::limits::Counters) | the atomic counting under the limits | [`LocalCounters`](crate::limits::LocalCounters) |
