@@ -424,6 +424,8 @@ impl Shared {
     }
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "cache_tests.rs"]
 mod tests;
