@@ -12,7 +12,24 @@ use switchyard_protocol::Usage;
 use crate::catalog::Pricing;
 
 /// How one attempt ended.
+///
+/// Non-exhaustive: fields are added as the gateway records more, so code outside
+/// this crate reads the fields but builds one with [`AttemptRecord::new`] (the
+/// fields every attempt has) and sets the optional ones after:
+///
+/// ```
+/// use switchyard_core::record::AttemptRecord;
+///
+/// let mut a = AttemptRecord::new("openai/gpt-5", "status_503", 420, "primary");
+/// a.credential = Some("fp-1a2b3c4d".into());
+/// assert_eq!((a.deployment.as_str(), a.latency_ms), ("openai/gpt-5", 420));
+/// assert_eq!((a.usage, a.cost_usd), (None, None));
+///
+/// let b = AttemptRecord::new("bedrock/claude", "ok", 900, "failover").with_credential("fp-0");
+/// assert_eq!(b.credential.as_deref(), Some("fp-0"));
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
 pub struct AttemptRecord {
     /// `provider/upstream-model`.
     pub deployment: String,
@@ -38,7 +55,23 @@ pub struct AttemptRecord {
 
 /// One row per request. Small on purpose: ids and numbers, no catalog copies, no
 /// prompt or completion content.
+///
+/// Non-exhaustive: fields are added as the gateway records more, so code outside
+/// this crate reads the fields but builds one from [`RequestRecord::new`] (or
+/// [`Default`]) and sets the fields it needs:
+///
+/// ```
+/// use switchyard_core::record::{AttemptRecord, RequestRecord};
+///
+/// let mut r = RequestRecord::new("req-1", 1_700_000_000_000);
+/// r.status = 200;
+/// r.cost_usd = Some(0.25);
+/// r.attempts.push(AttemptRecord::new("openai/gpt-5", "ok", 420, "primary"));
+/// assert_eq!((r.id.as_str(), r.time_ms, r.status), ("req-1", 1_700_000_000_000, 200));
+/// assert_eq!(r.user, None);
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[non_exhaustive]
 pub struct RequestRecord {
     /// The request id, as returned to the client.
     pub id: String,
@@ -108,6 +141,43 @@ pub struct RequestRecord {
     /// request's record), `miss`; `None`: not cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cow<'static, str>>,
+}
+
+impl AttemptRecord {
+    /// An attempt at `deployment` (`provider/upstream-model`) that ended in
+    /// `outcome` after `latency_ms`, of `kind` (`primary`, `retry` or
+    /// `failover`); no credential, usage or cost (set those after).
+    pub fn new(
+        deployment: impl Into<String>,
+        outcome: impl Into<String>,
+        latency_ms: u64,
+        kind: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        AttemptRecord {
+            deployment: deployment.into(),
+            credential: None,
+            outcome: outcome.into(),
+            latency_ms,
+            kind: kind.into(),
+            usage: None,
+            cost_usd: None,
+        }
+    }
+
+    /// With the fingerprint of the credential used.
+    #[must_use]
+    pub fn with_credential(mut self, fingerprint: impl Into<String>) -> Self {
+        self.credential = Some(fingerprint.into());
+        self
+    }
+}
+
+impl RequestRecord {
+    /// A record of request `id`, arrived at `time_ms` (Unix milliseconds); every
+    /// other field empty (as [`Default`]), to be set after.
+    pub fn new(id: impl Into<String>, time_ms: u64) -> Self {
+        RequestRecord { id: id.into(), time_ms, ..RequestRecord::default() }
+    }
 }
 
 /// The logged content of a request: the request's text (system and messages,

@@ -676,26 +676,16 @@ mod tests {
     }
 
     fn rec(i: usize) -> RequestRecord {
-        RequestRecord {
-            id: format!("req-{i}"),
-            time_ms: 1_700_000_000_000 + i as u64,
-            user: Some("u1".into()),
-            client_format: "openai_chat".into(),
-            requested_model: "gpt-x".into(),
-            status: 200,
-            attempts: vec![AttemptRecord {
-                deployment: "p/m".into(),
-                credential: Some("fp-00112233".into()),
-                outcome: "ok".into(),
-                latency_ms: 12,
-                kind: "primary".into(),
-                usage: None,
-                cost_usd: None,
-            }],
-            cost_usd: Some(0.000_123),
-            total_ms: 40,
-            ..RequestRecord::default()
-        }
+        let mut r = RequestRecord::new(format!("req-{i}"), 1_700_000_000_000 + i as u64);
+        r.user = Some("u1".into());
+        r.client_format = "openai_chat".into();
+        r.requested_model = "gpt-x".into();
+        r.status = 200;
+        r.attempts =
+            vec![AttemptRecord::new("p/m", "ok", 12, "primary").with_credential("fp-00112233")];
+        r.cost_usd = Some(0.000_123);
+        r.total_ms = 40;
+        r
     }
 
     fn spilled_ids(path: &Path) -> Vec<String> {

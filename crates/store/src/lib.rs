@@ -156,14 +156,14 @@ mod tests {
     async fn memory_sink_is_bounded_and_waitable() {
         let sink = std::sync::Arc::new(MemorySink::new(2));
         for id in ["a", "b", "c"] {
-            sink.record(RequestRecord { id: id.into(), ..RequestRecord::default() });
+            sink.record(RequestRecord::new(id, 0));
         }
         let ids: Vec<_> = sink.records().into_iter().map(|r| r.id).collect();
         assert_eq!(ids, ["b", "c"]);
         let s2 = sink.clone();
         let waiter = tokio::spawn(async move { s2.wait_for("d").await });
         tokio::task::yield_now().await;
-        sink.record(RequestRecord { id: "d".into(), ..RequestRecord::default() });
+        sink.record(RequestRecord::new("d", 0));
         assert_eq!(waiter.await.unwrap().id, "d");
     }
 }

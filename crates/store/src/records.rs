@@ -454,54 +454,50 @@ fn opt_u64(r: &impl RowExt, col: &str) -> Result<Option<u64>, StoreError> {
     r.col::<Option<i64>>(col)?.map(|v| to_u64(v, col)).transpose()
 }
 
-// Built field by field and completed with defaults, so fields core adds to the
-// record later (and this table does not store yet) keep compiling.
-#[allow(clippy::needless_update)]
+// Built from the stored columns onto an empty record, so fields core adds to the
+// record later (and this table does not store yet) keep their defaults.
 fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
     let attempts: String = r.col("attempts")?;
     let attempts: Vec<AttemptRecord> = serde_json::from_str(&attempts)
         .map_err(|e| StoreError::Corrupt(format!("request_records.attempts: {e}")))?;
     let status = u16::try_from(r.col::<i32>("status")?)
         .map_err(|_| StoreError::Corrupt("status out of range".into()))?;
-    Ok(RequestRecord {
-        id: r.col("id")?,
-        time_ms: to_u64(r.col("time_ms")?, "time_ms")?,
-        user: r.col("user_id")?,
-        key_prefix: r.col("key_prefix")?,
-        project: r.col("project_id")?,
-        client_format: r.col::<String>("client_format")?.into(),
-        requested_model: r.col("requested_model")?,
-        resolved_model: r.col("resolved_model")?,
-        route_id: r.col("route_id")?,
-        provider: r.col("provider")?,
-        served_provider: r.col("served_provider")?,
-        upstream_model: r.col("upstream_model")?,
-        descriptor: r.col("descriptor")?,
-        status,
-        error_code: r.col("error_code")?,
-        attempts,
-        ttft_ms: opt_u64(r, "ttft_ms")?,
-        total_ms: to_u64(r.col("total_ms")?, "total_ms")?,
-        usage: Usage {
-            input_tokens: opt_u64(r, "input_tokens")?,
-            output_tokens: opt_u64(r, "output_tokens")?,
-            cache_read_tokens: opt_u64(r, "cache_read_tokens")?,
-            cache_write_tokens: opt_u64(r, "cache_write_tokens")?,
-            reasoning_tokens: opt_u64(r, "reasoning_tokens")?,
-        },
-        cost_usd: r.col("cost_usd")?,
-        estimated: r.col("estimated")?,
-        stream: r.col("stream")?,
-        content: r.col("content")?,
-        session_id: r.col("session_id")?,
-        field_edits: match r.col::<Option<String>>("field_edits")? {
-            None => Vec::new(),
-            Some(json) => serde_json::from_str(&json)
-                .map_err(|e| StoreError::Corrupt(format!("request_records.field_edits: {e}")))?,
-        },
-        cache: r.col::<Option<String>>("cache")?.map(std::borrow::Cow::Owned),
-        ..RequestRecord::default()
-    })
+    let mut rec = RequestRecord::new(r.col::<String>("id")?, to_u64(r.col("time_ms")?, "time_ms")?);
+    rec.user = r.col("user_id")?;
+    rec.key_prefix = r.col("key_prefix")?;
+    rec.project = r.col("project_id")?;
+    rec.client_format = r.col::<String>("client_format")?.into();
+    rec.requested_model = r.col("requested_model")?;
+    rec.resolved_model = r.col("resolved_model")?;
+    rec.route_id = r.col("route_id")?;
+    rec.provider = r.col("provider")?;
+    rec.served_provider = r.col("served_provider")?;
+    rec.upstream_model = r.col("upstream_model")?;
+    rec.descriptor = r.col("descriptor")?;
+    rec.status = status;
+    rec.error_code = r.col("error_code")?;
+    rec.attempts = attempts;
+    rec.ttft_ms = opt_u64(r, "ttft_ms")?;
+    rec.total_ms = to_u64(r.col("total_ms")?, "total_ms")?;
+    rec.usage = Usage {
+        input_tokens: opt_u64(r, "input_tokens")?,
+        output_tokens: opt_u64(r, "output_tokens")?,
+        cache_read_tokens: opt_u64(r, "cache_read_tokens")?,
+        cache_write_tokens: opt_u64(r, "cache_write_tokens")?,
+        reasoning_tokens: opt_u64(r, "reasoning_tokens")?,
+    };
+    rec.cost_usd = r.col("cost_usd")?;
+    rec.estimated = r.col("estimated")?;
+    rec.stream = r.col("stream")?;
+    rec.content = r.col("content")?;
+    rec.session_id = r.col("session_id")?;
+    rec.field_edits = match r.col::<Option<String>>("field_edits")? {
+        None => Vec::new(),
+        Some(json) => serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("request_records.field_edits: {e}")))?,
+    };
+    rec.cache = r.col::<Option<String>>("cache")?.map(std::borrow::Cow::Owned);
+    Ok(rec)
 }
 
 #[cfg(test)]

@@ -14,42 +14,33 @@ use switchyard_store::Store;
 use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
 
 fn record(i: usize) -> RequestRecord {
-    RequestRecord {
-        id: format!("req_bench_{i:08}"),
-        time_ms: 1_790_000_000_000 + i as u64,
-        user: Some(format!("usr_{}", i % 50)),
-        key_prefix: Some("sy-abcdefgh".into()),
-        project: Some(format!("prj_{}", i % 10)),
-        client_format: "openai-chat".into(),
-        requested_model: "gpt-5".into(),
-        resolved_model: Some("gpt-5".into()),
-        route_id: Some("gpt-route-1a2b3c".into()),
-        provider: Some("openai".into()),
-        served_provider: Some("openai".into()),
-        upstream_model: Some("gpt-5".into()),
-        descriptor: "route:gpt-route-1a2b3c".into(),
-        status: 200,
-        attempts: vec![AttemptRecord {
-            deployment: "openai/gpt-5".into(),
-            credential: Some("key-1a2b3c4d".into()),
-            outcome: "ok".into(),
-            latency_ms: 420,
-            kind: "primary".into(),
-            usage: None,
-            cost_usd: None,
-        }],
-        ttft_ms: Some(180),
-        total_ms: 420,
-        usage: Usage {
-            input_tokens: Some(1200),
-            output_tokens: Some(300),
-            cache_read_tokens: Some(0),
-            ..Usage::default()
-        },
-        cost_usd: Some(0.0045),
-        stream: i.is_multiple_of(2),
-        ..RequestRecord::default()
-    }
+    let mut r = RequestRecord::new(format!("req_bench_{i:08}"), 1_790_000_000_000 + i as u64);
+    r.user = Some(format!("usr_{}", i % 50));
+    r.key_prefix = Some("sy-abcdefgh".into());
+    r.project = Some(format!("prj_{}", i % 10));
+    r.client_format = "openai-chat".into();
+    r.requested_model = "gpt-5".into();
+    r.resolved_model = Some("gpt-5".into());
+    r.route_id = Some("gpt-route-1a2b3c".into());
+    r.provider = Some("openai".into());
+    r.served_provider = Some("openai".into());
+    r.upstream_model = Some("gpt-5".into());
+    r.descriptor = "route:gpt-route-1a2b3c".into();
+    r.status = 200;
+    r.attempts = vec![
+        AttemptRecord::new("openai/gpt-5", "ok", 420, "primary").with_credential("key-1a2b3c4d"),
+    ];
+    r.ttft_ms = Some(180);
+    r.total_ms = 420;
+    r.usage = Usage {
+        input_tokens: Some(1200),
+        output_tokens: Some(300),
+        cache_read_tokens: Some(0),
+        ..Usage::default()
+    };
+    r.cost_usd = Some(0.0045);
+    r.stream = i.is_multiple_of(2);
+    r
 }
 
 async fn measure(name: &str, store: Store, rate: Option<usize>) {

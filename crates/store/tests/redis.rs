@@ -59,20 +59,12 @@ async fn a_lost_budget_counter_is_rebuilt_from_the_records() {
     let Some((url, prefix)) = testing::redis().await else { return };
     let db = testing::sqlite_temp().await;
     let now = UnixMs::now();
-    let spent = RequestRecord {
-        id: "r1".into(),
-        time_ms: now.0,
-        project: Some("p_1".into()),
-        cost_usd: Some(0.9),
-        ..RequestRecord::default()
-    };
-    let last_month = RequestRecord {
-        id: "r0".into(),
-        time_ms: Period::Month.window(now).start.0 - 1,
-        project: Some("p_1".into()),
-        cost_usd: Some(5.0),
-        ..RequestRecord::default()
-    };
+    let mut spent = RequestRecord::new("r1", now.0);
+    spent.project = Some("p_1".into());
+    spent.cost_usd = Some(0.9);
+    let mut last_month = RequestRecord::new("r0", Period::Month.window(now).start.0 - 1);
+    last_month.project = Some("p_1".into());
+    last_month.cost_usd = Some(5.0);
     db.store().insert_records(&[spent, last_month]).await.unwrap();
     let counters = Arc::new(counters(&url, &prefix));
     let limiter = Limiter::new(counters.clone(), LimiterConfig::default())

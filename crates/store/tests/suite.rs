@@ -721,75 +721,59 @@ async fn case_credentials_with_the_sealer(store: Store) {
 // ------------------------------------------------------------------ records
 
 fn rec(id: &str, time_ms: u64) -> RequestRecord {
-    RequestRecord {
-        id: id.into(),
-        time_ms,
-        client_format: "openai-chat".into(),
-        requested_model: "m".into(),
-        resolved_model: Some("m".into()),
-        descriptor: "route:r1".into(),
-        status: 200,
-        total_ms: 100,
-        ..RequestRecord::default()
-    }
+    let mut r = RequestRecord::new(id, time_ms);
+    r.client_format = "openai-chat".into();
+    r.requested_model = "m".into();
+    r.resolved_model = Some("m".into());
+    r.descriptor = "route:r1".into();
+    r.status = 200;
+    r.total_ms = 100;
+    r
 }
 
-// Every field set; the default covers fields core may add later.
-#[allow(clippy::needless_update)]
+/// `r` changed by `edit` (records are non-exhaustive: no struct update syntax).
+fn with(mut r: RequestRecord, edit: impl FnOnce(&mut RequestRecord)) -> RequestRecord {
+    edit(&mut r);
+    r
+}
+
+// Every field set; `new` leaves fields core may add later at their defaults.
 fn full_record() -> RequestRecord {
-    RequestRecord {
-        id: "req-full".into(),
-        time_ms: 1_700_000_000_123,
-        user: Some("usr_1".into()),
-        key_prefix: Some("sy-AbCdEfGh".into()),
-        project: Some("prj_1".into()),
-        client_format: "anthropic".into(),
-        requested_model: "claude".into(),
-        resolved_model: Some("claude-sonnet-5".into()),
-        route_id: Some("claude-4203d1".into()),
-        provider: Some("anthropic".into()),
-        served_provider: Some("bedrock".into()),
-        upstream_model: Some("anthropic.claude-sonnet-5".into()),
-        descriptor: "route:claude-4203d1 failover:anthropic->bedrock".into(),
-        status: 200,
-        error_code: None,
-        attempts: vec![
-            AttemptRecord {
-                deployment: "anthropic/claude-sonnet-5".into(),
-                credential: Some("fp-1234abcd".into()),
-                outcome: "status_529".into(),
-                latency_ms: 41,
-                kind: "primary".into(),
-                usage: None,
-                cost_usd: None,
-            },
-            AttemptRecord {
-                deployment: "bedrock/anthropic.claude-sonnet-5".into(),
-                credential: None,
-                outcome: "ok".into(),
-                latency_ms: 900,
-                kind: "failover".into(),
-                usage: None,
-                cost_usd: None,
-            },
-        ],
-        ttft_ms: Some(350),
-        total_ms: 1_234,
-        usage: Usage {
-            input_tokens: Some(1_000),
-            output_tokens: Some(200),
-            cache_read_tokens: Some(300),
-            cache_write_tokens: None,
-            reasoning_tokens: Some(50),
-        },
-        cost_usd: Some(0.012_345_678_9),
-        estimated: true,
-        stream: true,
-        session_id: Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into()),
-        field_edits: vec!["prompt_cache_key: dropped".into(), "store: dropped".into()],
-        cache: Some("hit".into()),
-        ..RequestRecord::default()
-    }
+    let mut r = RequestRecord::new("req-full", 1_700_000_000_123);
+    r.user = Some("usr_1".into());
+    r.key_prefix = Some("sy-AbCdEfGh".into());
+    r.project = Some("prj_1".into());
+    r.client_format = "anthropic".into();
+    r.requested_model = "claude".into();
+    r.resolved_model = Some("claude-sonnet-5".into());
+    r.route_id = Some("claude-4203d1".into());
+    r.provider = Some("anthropic".into());
+    r.served_provider = Some("bedrock".into());
+    r.upstream_model = Some("anthropic.claude-sonnet-5".into());
+    r.descriptor = "route:claude-4203d1 failover:anthropic->bedrock".into();
+    r.status = 200;
+    r.error_code = None;
+    r.attempts = vec![
+        AttemptRecord::new("anthropic/claude-sonnet-5", "status_529", 41, "primary")
+            .with_credential("fp-1234abcd"),
+        AttemptRecord::new("bedrock/anthropic.claude-sonnet-5", "ok", 900, "failover"),
+    ];
+    r.ttft_ms = Some(350);
+    r.total_ms = 1_234;
+    r.usage = Usage {
+        input_tokens: Some(1_000),
+        output_tokens: Some(200),
+        cache_read_tokens: Some(300),
+        cache_write_tokens: None,
+        reasoning_tokens: Some(50),
+    };
+    r.cost_usd = Some(0.012_345_678_9);
+    r.estimated = true;
+    r.stream = true;
+    r.session_id = Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into());
+    r.field_edits = vec!["prompt_cache_key: dropped".into(), "store: dropped".into()];
+    r.cache = Some("hit".into());
+    r
 }
 
 async fn case_records_insert_and_get(store: Store) {
@@ -802,7 +786,7 @@ async fn case_records_insert_and_get(store: Store) {
 
     // A replay of the same batch, and a batch mixing stored, new and repeated ids.
     store.insert_records(&batch).await.unwrap();
-    let changed = RequestRecord { status: 500, ..rec("r1", 1_000) };
+    let changed = with(rec("r1", 1_000), |r| r.status = 500);
     store.insert_records(&[changed, rec("r3", 3_000), rec("r3", 3_000)]).await.unwrap();
     store.insert_records(&[]).await.unwrap();
     let all = store.list_records(&RecordFilter::default()).await.unwrap();
@@ -830,14 +814,11 @@ async fn case_records_insert_and_get(store: Store) {
     assert_eq!(store.record("long-074").await.unwrap(), Some(rec("long-074", 10_074)));
 
     // A non-finite cost is stored as unknown.
-    store
-        .insert_records(&[RequestRecord { cost_usd: Some(f64::NAN), ..rec("nan", 5) }])
-        .await
-        .unwrap();
+    store.insert_records(&[with(rec("nan", 5), |r| r.cost_usd = Some(f64::NAN))]).await.unwrap();
     assert_eq!(store.record("nan").await.unwrap().unwrap().cost_usd, None);
 
     // Out-of-range values are refused before anything is written.
-    let huge = RequestRecord { total_ms: u64::MAX, ..rec("r9", 9) };
+    let huge = with(rec("r9", 9), |r| r.total_ms = u64::MAX);
     assert!(matches!(
         store.insert_records(&[rec("r8", 8), huge]).await,
         Err(StoreError::Invalid(_))
@@ -847,23 +828,24 @@ async fn case_records_insert_and_get(store: Store) {
 
 async fn case_records_filters(store: Store) {
     let batch = vec![
-        RequestRecord { user: Some("u1".into()), project: Some("p1".into()), ..rec("a", 1_000) },
-        RequestRecord {
-            user: Some("u2".into()),
-            project: Some("p1".into()),
-            resolved_model: Some("big".into()),
-            ..rec("b", 2_000)
-        },
-        RequestRecord {
-            user: Some("u1".into()),
-            project: Some("p2".into()),
-            requested_model: "big".into(),
-            resolved_model: None,
-            status: 404,
-            error_code: Some("model_not_found".into()),
-            ..rec("c", 3_000)
-        },
-        RequestRecord { status: 429, ..rec("d", 4_000) },
+        with(rec("a", 1_000), |r| {
+            r.user = Some("u1".into());
+            r.project = Some("p1".into());
+        }),
+        with(rec("b", 2_000), |r| {
+            r.user = Some("u2".into());
+            r.project = Some("p1".into());
+            r.resolved_model = Some("big".into());
+        }),
+        with(rec("c", 3_000), |r| {
+            r.user = Some("u1".into());
+            r.project = Some("p2".into());
+            r.requested_model = "big".into();
+            r.resolved_model = None;
+            r.status = 404;
+            r.error_code = Some("model_not_found".into());
+        }),
+        with(rec("d", 4_000), |r| r.status = 429),
     ];
     store.insert_records(&batch).await.unwrap();
     let ids = |v: Vec<RequestRecord>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
@@ -930,46 +912,41 @@ async fn case_records_limit(store: Store) {
 // -------------------------------------------------------------------- usage
 
 fn timed(id: &str, model: &str, total_ms: u64, cost: Option<f64>) -> RequestRecord {
-    RequestRecord {
-        resolved_model: Some(model.into()),
-        requested_model: model.into(),
-        total_ms,
-        cost_usd: cost,
-        ..rec(id, 10_000)
-    }
+    with(rec(id, 10_000), |r| {
+        r.resolved_model = Some(model.into());
+        r.requested_model = model.into();
+        r.total_ms = total_ms;
+        r.cost_usd = cost;
+    })
 }
 
 async fn case_usage(store: Store) {
     let batch = vec![
-        RequestRecord {
-            usage: Usage {
+        with(timed("a1", "alpha", 300, Some(0.25)), |r| {
+            r.usage = Usage {
                 input_tokens: Some(10),
                 output_tokens: Some(5),
                 cache_read_tokens: Some(2),
                 cache_write_tokens: Some(1),
                 reasoning_tokens: None,
-            },
-            ..timed("a1", "alpha", 300, Some(0.25))
-        },
-        RequestRecord {
-            usage: Usage { input_tokens: Some(20), ..Usage::default() },
-            status: 502,
-            ..timed("a2", "alpha", 10_000, Some(0.5))
-        },
-        RequestRecord {
-            error_code: Some("client_closed".into()),
-            ..timed("a3", "alpha", 100, None)
-        },
+            };
+        }),
+        with(timed("a2", "alpha", 10_000, Some(0.5)), |r| {
+            r.usage = Usage { input_tokens: Some(20), ..Usage::default() };
+            r.status = 502;
+        }),
+        with(timed("a3", "alpha", 100, None), |r| {
+            r.error_code = Some("client_closed".into());
+        }),
         timed("a4", "alpha", 200, Some(0.125)),
         timed("b1", "beta", 400, None),
         timed("b2", "beta", 600, None),
-        RequestRecord {
-            resolved_model: None,
-            requested_model: "gamma?".into(),
-            ..timed("c1", "x", 50, Some(0.0))
-        },
+        with(timed("c1", "x", 50, Some(0.0)), |r| {
+            r.resolved_model = None;
+            r.requested_model = "gamma?".into();
+        }),
         // Outside the window below.
-        RequestRecord { time_ms: 1, ..timed("old", "alpha", 99_999, Some(9.0)) },
+        with(timed("old", "alpha", 99_999, Some(9.0)), |r| r.time_ms = 1),
     ];
     store.insert_records(&batch).await.unwrap();
     let f = RecordFilter { since_ms: Some(5_000), ..RecordFilter::default() };
@@ -1020,23 +997,20 @@ async fn case_usage(store: Store) {
 
 async fn case_usage_slo_and_groupings(store: Store) {
     let batch = vec![
-        RequestRecord {
-            user: Some("u1".into()),
-            project: Some("p1".into()),
-            served_provider: Some("openai".into()),
-            ..timed("1", "m", 400, Some(1.0))
-        },
-        RequestRecord {
-            user: Some("u1".into()),
-            project: Some("p2".into()),
-            served_provider: Some("azure".into()),
-            ..timed("2", "m", 600, Some(2.0))
-        },
-        RequestRecord {
-            user: Some("u2".into()),
-            project: Some("p1".into()),
-            ..timed("3", "m", 70_000, Some(4.0))
-        },
+        with(timed("1", "m", 400, Some(1.0)), |r| {
+            r.user = Some("u1".into());
+            r.project = Some("p1".into());
+            r.served_provider = Some("openai".into());
+        }),
+        with(timed("2", "m", 600, Some(2.0)), |r| {
+            r.user = Some("u1".into());
+            r.project = Some("p2".into());
+            r.served_provider = Some("azure".into());
+        }),
+        with(timed("3", "m", 70_000, Some(4.0)), |r| {
+            r.user = Some("u2".into());
+            r.project = Some("p1".into());
+        }),
     ];
     store.insert_records(&batch).await.unwrap();
     let f = RecordFilter::default();

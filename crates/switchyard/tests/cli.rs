@@ -683,29 +683,26 @@ async fn case_credentials_and_secret_rotation(db: TestDb) {
 }
 
 fn record(id: &str, ago_ms: u64) -> RequestRecord {
-    RequestRecord {
-        id: id.into(),
-        time_ms: now_ms() - ago_ms,
-        client_format: "openai-chat".into(),
-        requested_model: "mock-echo".into(),
-        resolved_model: Some("mock-echo".into()),
-        provider: Some("mock".into()),
-        served_provider: Some("mock".into()),
-        upstream_model: Some("mock-echo".into()),
-        descriptor: "model:mock-echo".into(),
-        status: 200,
-        attempts: vec![AttemptRecord {
-            deployment: "mock/mock-echo".into(),
-            credential: Some("fp-00c0ffee".into()),
-            outcome: "ok".into(),
-            latency_ms: 90,
-            kind: "primary".into(),
-            usage: None,
-            cost_usd: None,
-        }],
-        total_ms: 100,
-        ..RequestRecord::default()
-    }
+    let mut r = RequestRecord::new(id, now_ms() - ago_ms);
+    r.client_format = "openai-chat".into();
+    r.requested_model = "mock-echo".into();
+    r.resolved_model = Some("mock-echo".into());
+    r.provider = Some("mock".into());
+    r.served_provider = Some("mock".into());
+    r.upstream_model = Some("mock-echo".into());
+    r.descriptor = "model:mock-echo".into();
+    r.status = 200;
+    r.attempts = vec![
+        AttemptRecord::new("mock/mock-echo", "ok", 90, "primary").with_credential("fp-00c0ffee"),
+    ];
+    r.total_ms = 100;
+    r
+}
+
+/// `r` changed by `edit` (records are non-exhaustive: no struct update syntax).
+fn with(mut r: RequestRecord, edit: impl FnOnce(&mut RequestRecord)) -> RequestRecord {
+    edit(&mut r);
+    r
 }
 
 /// `limits` lists every limit in force, by scope; `budgets` each budget this
@@ -745,16 +742,14 @@ async fn case_limits_and_budgets(db: TestDb) {
 
     // Spent by the records this period: bea's $0.25 this week counts for her
     // and for the gateway; last year's counts for neither.
-    let spent = RequestRecord {
-        user: Some(bea_id.clone()),
-        cost_usd: Some(0.25),
-        ..record("req-bea", 1_000)
-    };
-    let old = RequestRecord {
-        user: Some(bea_id),
-        cost_usd: Some(50.0),
-        ..record("req-old", 400 * 86_400_000)
-    };
+    let spent = with(record("req-bea", 1_000), |r| {
+        r.user = Some(bea_id.clone());
+        r.cost_usd = Some(0.25);
+    });
+    let old = with(record("req-old", 400 * 86_400_000), |r| {
+        r.user = Some(bea_id);
+        r.cost_usd = Some(50.0);
+    });
     db.store().insert_records(&[spent, old]).await.unwrap();
     let budgets = env.run(&["budgets", "--json"]).ok().json();
     let b = budgets.as_array().unwrap();
@@ -775,63 +770,45 @@ async fn case_logs_and_usage(db: TestDb) {
     let project_id = alice["primary_project_id"].as_str().unwrap().to_owned();
 
     let minute = 60_000;
-    let ok = RequestRecord {
-        user: Some(alice_id.clone()),
-        key_prefix: Some("sy-AbCdEfGh".into()),
-        project: Some(project_id.clone()),
-        usage: serde_json::from_value(json!({ "input_tokens": 10, "output_tokens": 20 })).unwrap(),
-        cost_usd: Some(0.000_123_456_7),
-        ..record("req-ok", 10 * minute)
-    };
-    let failover = RequestRecord {
-        user: Some(alice_id.clone()),
-        project: Some(project_id.clone()),
-        provider: Some("primary-x".into()),
-        descriptor: "route:r1 failover:primary-x->mock".into(),
-        attempts: vec![
-            AttemptRecord {
-                deployment: "primary-x/big-model".into(),
-                credential: Some("fp-11111111".into()),
-                outcome: "status_503".into(),
-                latency_ms: 400,
-                kind: "primary".into(),
-                usage: None,
-                cost_usd: None,
-            },
-            AttemptRecord {
-                deployment: "mock/mock-echo".into(),
-                credential: None,
-                outcome: "ok".into(),
-                latency_ms: 1_000,
-                kind: "failover".into(),
-                usage: None,
-                cost_usd: None,
-            },
-        ],
-        usage: serde_json::from_value(json!({ "input_tokens": 5, "output_tokens": 7 })).unwrap(),
-        estimated: true,
-        cost_usd: None,
-        stream: true,
-        ttft_ms: Some(700),
-        total_ms: 1_500,
-        ..record("req-failover", 5 * minute)
-    };
-    let error = RequestRecord {
-        requested_model: "other-model".into(),
-        resolved_model: Some("other-model".into()),
-        served_provider: None,
-        status: 503,
-        error_code: Some("upstream_unavailable".into()),
-        total_ms: 7_000,
-        ..record("req-error", 2 * minute)
-    };
-    let old = RequestRecord {
-        requested_model: "old-model".into(),
-        resolved_model: None,
-        status: 429,
-        served_provider: None,
-        ..record("req-old", 3 * 24 * 60 * minute)
-    };
+    let ok = with(record("req-ok", 10 * minute), |r| {
+        r.user = Some(alice_id.clone());
+        r.key_prefix = Some("sy-AbCdEfGh".into());
+        r.project = Some(project_id.clone());
+        r.usage =
+            serde_json::from_value(json!({ "input_tokens": 10, "output_tokens": 20 })).unwrap();
+        r.cost_usd = Some(0.000_123_456_7);
+    });
+    let failover = with(record("req-failover", 5 * minute), |r| {
+        r.user = Some(alice_id.clone());
+        r.project = Some(project_id.clone());
+        r.provider = Some("primary-x".into());
+        r.descriptor = "route:r1 failover:primary-x->mock".into();
+        r.attempts = vec![
+            AttemptRecord::new("primary-x/big-model", "status_503", 400, "primary")
+                .with_credential("fp-11111111"),
+            AttemptRecord::new("mock/mock-echo", "ok", 1_000, "failover"),
+        ];
+        r.usage = serde_json::from_value(json!({ "input_tokens": 5, "output_tokens": 7 })).unwrap();
+        r.estimated = true;
+        r.cost_usd = None;
+        r.stream = true;
+        r.ttft_ms = Some(700);
+        r.total_ms = 1_500;
+    });
+    let error = with(record("req-error", 2 * minute), |r| {
+        r.requested_model = "other-model".into();
+        r.resolved_model = Some("other-model".into());
+        r.served_provider = None;
+        r.status = 503;
+        r.error_code = Some("upstream_unavailable".into());
+        r.total_ms = 7_000;
+    });
+    let old = with(record("req-old", 3 * 24 * 60 * minute), |r| {
+        r.requested_model = "old-model".into();
+        r.resolved_model = None;
+        r.status = 429;
+        r.served_provider = None;
+    });
     db.store()
         .insert_records(&[ok.clone(), failover.clone(), error.clone(), old.clone()])
         .await
@@ -994,13 +971,19 @@ async fn case_status_classes_page_through_more_than_a_store_page(db: TestDb) {
     // 1,500 successes a millisecond apart, newest first; the store returns at most
     // 1,000 rows a query.
     let mut records: Vec<RequestRecord> = (0..1_500u64)
-        .map(|i| RequestRecord { time_ms: base - i, ..record(&format!("ok-{i:04}"), 0) })
+        .map(|i| with(record(&format!("ok-{i:04}"), 0), |r| r.time_ms = base - i))
         .collect();
     // A failure at the millisecond where the first page ends, sorting after the
     // success there (ids descend within a millisecond), so it is not on page one.
-    records.push(RequestRecord { time_ms: base - 999, status: 502, ..record("boundary-5xx", 0) });
-    records.push(RequestRecord { time_ms: base - 5_000, status: 503, ..record("deep-5xx", 0) });
-    records.push(RequestRecord { time_ms: base - 6_000, status: 404, ..record("deep-4xx", 0) });
+    let failed = |id: &str, time_ms: u64, status: u16| {
+        with(record(id, 0), |r| {
+            r.time_ms = time_ms;
+            r.status = status;
+        })
+    };
+    records.push(failed("boundary-5xx", base - 999, 502));
+    records.push(failed("deep-5xx", base - 5_000, 503));
+    records.push(failed("deep-4xx", base - 6_000, 404));
     db.store().insert_records(&records).await.unwrap();
 
     let list = |args: &[&str]| {
