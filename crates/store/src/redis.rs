@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionManager;
 use redis::{Client, Script};
 use switchyard_core::continuity::BoxFuture;
-use switchyard_core::limits::{Acquired, BackendError, Charge, Counters, Level, Meter, Spent};
+use switchyard_core::limits::{
+    Acquired, BackendError, Charge, Counters, GiveBack, Level, Meter, Spent,
+};
 use tokio::sync::OnceCell;
 
 /// The scripts' data version, in every key.
@@ -92,6 +94,47 @@ for i = 1, #KEYS do
   out[#out + 1] = levels[i][3]
 end
 return out
+";
+
+/// Everything a request gives back, in one call: KEYS are its token counters,
+/// then its lease counters, then its budget counters. ARGV: the lease; how many
+/// of each; per token counter its limit, window (ms) and delta; per budget
+/// counter the amount reserved and the cost (-1: unknown). The same steps as
+/// ADJUST, RELEASE and SETTLE.
+const GIVE_BACK: &str = r"
+local lease = ARGV[1]
+local na, nr, ns = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local a = 5
+for i = 1, na do
+  local limit, window, delta = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  a = a + 3
+  if limit > 0 then
+    local interval = window * 1000 / limit
+    local cur = tonumber(redis.call('GET', KEYS[i]) or now) or now
+    if cur < now then cur = now end
+    local nxt = cur + delta * interval
+    if nxt <= now then
+      redis.call('DEL', KEYS[i])
+    else
+      redis.call('SET', KEYS[i], string.format('%.3f', nxt), 'PX', math.ceil((nxt - now) / 1000) + 1)
+    end
+  end
+end
+for i = na + 1, na + nr do redis.call('ZREM', KEYS[i], lease) end
+for i = na + nr + 1, na + nr + ns do
+  local amount, cost = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  if redis.call('HEXISTS', KEYS[i], 'seeded') == 1 then
+    local r = tonumber(redis.call('HINCRBY', KEYS[i], 'r', -amount))
+    if r < 0 then redis.call('HSET', KEYS[i], 'r', 0) end
+    if cost >= 0 then
+      redis.call('HINCRBY', KEYS[i], 's', cost)
+    else
+      redis.call('HINCRBY', KEYS[i], 'u', amount)
+    end
+  end
+end
+return 1
 ";
 
 /// KEYS[1]: a rate counter. ARGV: limit, window (ms), delta (units; negative
@@ -175,6 +218,7 @@ pub(crate) struct Link {
 }
 
 struct Scripts {
+    give_back: Script,
     seed: Script,
     settle: Script,
     acquire: Script,
@@ -200,6 +244,7 @@ impl RedisCounters {
             link: Link::new(url, timeout)?,
             prefix: format!("{prefix}:{VERSION}:"),
             scripts: Scripts {
+                give_back: script(GIVE_BACK),
                 seed: script(SEED),
                 settle: script(SETTLE),
                 acquire: script(ACQUIRE),
@@ -384,6 +429,33 @@ impl Counters for RedisCounters {
         Box::pin(async move {
             let mut inv = self.scripts.seed.prepare_invoke();
             inv.key(self.key(key)).arg(spent).arg(ttl_ms.max(1));
+            self.run::<i64>(inv).await.map(|_| ())
+        })
+    }
+
+    fn give_back<'a>(&'a self, back: &'a GiveBack) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let mut inv = self.scripts.give_back.prepare_invoke();
+            inv.arg(&back.lease)
+                .arg(back.adjust.len())
+                .arg(back.release.len())
+                .arg(back.spend.len());
+            for (c, delta) in &back.adjust {
+                let Meter::Rate { limit, window_ms, .. } = c.meter else {
+                    return Err(BackendError("give back: a token charge is not a rate".into()));
+                };
+                inv.key(self.key(&c.key)).arg(limit).arg(window_ms).arg(*delta);
+            }
+            for k in &back.release {
+                inv.key(self.key(k));
+            }
+            for (c, cost) in &back.spend {
+                let Meter::Spend { amount, .. } = c.meter else {
+                    return Err(BackendError("give back: a budget charge is not a spend".into()));
+                };
+                let cost = cost.map_or(-1, |c| i64::try_from(c).unwrap_or(i64::MAX));
+                inv.key(self.key(&c.key)).arg(amount).arg(cost);
+            }
             self.run::<i64>(inv).await.map(|_| ())
         })
     }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::counters::{Acquired, Charge, Counters, Meter, Spent};
+use super::counters::{Acquired, Charge, Counters, GiveBack, Meter, Spent};
 
 fn rate(key: String, limit: u64, amount: u64) -> Charge {
     Charge { key, meter: Meter::Rate { limit, window_ms: 60_000, amount } }
@@ -152,6 +152,41 @@ pub async fn spend_reserves_and_settles(c: &dyn Counters, prefix: &str) {
     assert_eq!(l[0].remaining, 8, "the unseeded ask took nothing");
 }
 
+/// What a request took, given back in one step: tokens reconciled, the lease
+/// ended, the budget settled.
+pub async fn give_back_in_one_step(c: &dyn Counters, prefix: &str) {
+    let tpm = rate(format!("{prefix}:gb-tpm"), 100, 60);
+    let conc = lease(format!("{prefix}:gb-conc"), 1, 60_000);
+    let spend_key = format!("{prefix}:gb-budget");
+    let spend = Charge {
+        key: spend_key.clone(),
+        meter: Meter::Spend { limit: 100, amount: 40, ttl_ms: 60_000 },
+    };
+    c.seed_spend(&spend_key, 0, 60_000).await.expect("answers");
+    let taken = [tpm.clone(), conc.clone(), spend.clone()];
+    assert!(matches!(c.acquire("gb", &taken).await, Ok(Acquired::Granted(_))));
+    assert!(matches!(
+        c.acquire("other", std::slice::from_ref(&conc)).await,
+        Ok(Acquired::Denied { .. })
+    ));
+    let back = GiveBack {
+        lease: "gb".into(),
+        adjust: vec![(tpm.clone(), -50)],
+        release: vec![conc.key.clone()],
+        spend: vec![(spend, Some(7))],
+    };
+    c.give_back(&back).await.expect("answers");
+    assert!(matches!(c.acquire("other", &[conc]).await, Ok(Acquired::Granted(_))), "released");
+    let Ok(Acquired::Granted(l)) = c.acquire("x", &[rate(tpm.key, 100, 0)]).await else {
+        panic!("a zero charge fits")
+    };
+    assert_eq!(l[0].remaining, 90, "60 taken, 50 given back");
+    assert_eq!(
+        c.read_spend(&spend_key).await,
+        Ok(Some(Spent { spent: 7, reserved: 0, uncertain: 0 }))
+    );
+}
+
 /// Every check above, in turn.
 pub async fn all(c: &dyn Counters, prefix: &str) {
     burst_is_exact(c, &format!("{prefix}:1")).await;
@@ -159,4 +194,5 @@ pub async fn all(c: &dyn Counters, prefix: &str) {
     adjust_reconciles(c, &format!("{prefix}:3")).await;
     leases_hold_and_lapse(c, &format!("{prefix}:4")).await;
     spend_reserves_and_settles(c, &format!("{prefix}:5")).await;
+    give_back_in_one_step(c, &format!("{prefix}:6")).await;
 }

@@ -48,6 +48,20 @@ pub enum Meter {
     },
 }
 
+/// What a request gives back when it is over ([`Counters::give_back`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GiveBack {
+    /// The lease it took.
+    pub lease: String,
+    /// Token charges and the units to add (negative: give back).
+    pub adjust: Vec<(Charge, i64)>,
+    /// Counters holding the lease.
+    pub release: Vec<String>,
+    /// Budget charges and their cost in micro-dollars (`None`: unknown, the
+    /// reservation becomes uncertain spend).
+    pub spend: Vec<(Charge, Option<u64>)>,
+}
+
 /// A [`Meter::Spend`] limit that never refuses (a budget in warn mode): 2^53,
 /// the largest integer the Redis scripts count exactly.
 pub const NO_LIMIT: u64 = 1 << 53;
@@ -149,6 +163,25 @@ pub trait Counters: Send + Sync + Debug {
         charge: &'a Charge,
         cost: Option<u64>,
     ) -> BoxFuture<'a, Result<(), BackendError>>;
+    /// Everything a request took, given back in one step where the backend can
+    /// (one round trip on Redis): each token charge adjusted by its delta, the
+    /// lease ended in `release`'s counters, each budget charge settled with its
+    /// cost. The default does each in turn.
+    fn give_back<'a>(&'a self, back: &'a GiveBack) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            let mut result = Ok(());
+            for (c, delta) in &back.adjust {
+                result = result.and(self.adjust(c, *delta).await);
+            }
+            if !back.release.is_empty() {
+                result = result.and(self.release(&back.lease, &back.release).await);
+            }
+            for (c, cost) in &back.spend {
+                result = result.and(self.settle_spend(c, *cost).await);
+            }
+            result
+        })
+    }
     /// A budget counter's amounts now (`None`: not seeded).
     fn read_spend<'a>(&'a self, key: &'a str)
     -> BoxFuture<'a, Result<Option<Spent>, BackendError>>;

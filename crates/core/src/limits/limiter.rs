@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use switchyard_protocol::{ErrorCode, Usage};
 
 use super::budget::{self, BudgetMode, Budgeted, Ledger};
-use super::counters::{Acquired, BackendError, Charge, Counters, Level, Meter, NO_LIMIT};
+use super::counters::{Acquired, BackendError, Charge, Counters, GiveBack, Level, Meter, NO_LIMIT};
 use super::local::LocalCounters;
 use super::{MINUTE_MS, Scoped};
 use crate::continuity::BoxFuture;
@@ -221,25 +221,23 @@ impl Limiter {
         let counters: &dyn Counters =
             if held.local { &inner.local } else { inner.backend.as_ref() };
         let share = if held.local { inner.config.expected_instances.max(1) } else { 1 };
-        let mut result = Ok(());
+        let mut back = GiveBack { lease: held.lease, release: held.leases, ..GiveBack::default() };
         if let Some(total) = total {
             for c in &held.tokens {
                 let Meter::Rate { amount, .. } = c.meter else { continue };
                 let delta = i64::try_from(total).unwrap_or(i64::MAX)
                     - i64::try_from(amount).unwrap_or(i64::MAX);
                 if delta != 0 {
-                    result = result.and(counters.adjust(&c.share(share), delta).await);
+                    back.adjust.push((c.share(share), delta));
                 }
             }
         }
-        if !held.leases.is_empty() {
-            result = result.and(counters.release(&held.lease, &held.leases).await);
-        }
         let cost = cost_usd.filter(|c| c.is_finite() && *c >= 0.0).map(budget::micros);
-        for c in &held.spend {
-            result = result.and(counters.settle_spend(&c.share(share), cost).await);
+        back.spend = held.spend.iter().map(|c| (c.share(share), cost)).collect();
+        if back.adjust.is_empty() && back.release.is_empty() && back.spend.is_empty() {
+            return;
         }
-        if let Err(e) = result {
+        if let Err(e) = counters.give_back(&back).await {
             // The leases lapse by their TTL; the tokens stay taken (the safe side).
             inner.failed(&e);
         }

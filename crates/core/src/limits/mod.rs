@@ -32,7 +32,9 @@ mod limiter;
 mod local;
 
 pub use budget::{BudgetMode, BudgetScope, BudgetSpec, Budgeted, Ledger, Period};
-pub use counters::{Acquired, BackendError, Charge, Counters, Level, Meter, NO_LIMIT, Spent};
+pub use counters::{
+    Acquired, BackendError, Charge, Counters, GiveBack, Level, Meter, NO_LIMIT, Spent,
+};
 pub(crate) use limiter::Held;
 pub use limiter::{FailureMode, Limiter, LimiterConfig, RateStatus};
 pub use local::LocalCounters;
