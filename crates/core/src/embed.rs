@@ -59,6 +59,7 @@
 //! records none of them, whatever recorder is installed.
 
 mod builder;
+mod catalog;
 
 /// The names most programs use, in one import.
 pub mod prelude {
@@ -83,10 +84,11 @@ pub use switchyard_protocol::{
 /// Provider keys, as [`Provider::key`] and [`CredentialResolver`] take them.
 pub use crate::util::Secret;
 pub use builder::{
-    AccessRule, BUILDER_SOURCE, Capability, Chain, ClientIdentity, ClientOptions, Deployment,
-    FailoverConfig, FailoverPreset, GatewayBuilder, GatewaySettings, Governance, Model, Pricing,
-    Provider, Requires, RetryConfig, Route, StorageConfig, Strategy, Target, UnrunnableServerTools,
+    AccessRule, BUILDER_SOURCE, Capability, ClientIdentity, ClientOptions, FailoverConfig,
+    FailoverPreset, GatewayBuilder, GatewaySettings, Governance, Pricing, Provider, Requires,
+    RetryConfig, StorageConfig, Strategy, UnrunnableServerTools,
 };
+pub use catalog::{Chain, Deployment, Model, Route, Target};
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::*;
+use crate::config::raw::Unmapped;
+use crate::embed::{Chain, Model, Route, Target};
 
 #[test]
 fn secrets_never_appear_in_debug_output() {
