@@ -173,12 +173,29 @@ pub struct Reservation {
     pub over_budget: Vec<String>,
     /// What a [`Limiter`](crate::limits::Limiter) took, to give back.
     pub(crate) held: Option<Held>,
+    /// Nothing was set aside (no limit or budget applied): there is nothing to
+    /// settle, so the pipeline spends no task on it.
+    pub(crate) nothing: bool,
 }
 
 impl Reservation {
     /// `tokens` (and `cost_usd`) set aside under the implementation's handle `id`.
     pub fn new(id: u64, tokens: u64, cost_usd: Option<f64>) -> Self {
-        Self { id, tokens, cost_usd, status: None, over_budget: Vec::new(), held: None }
+        Self {
+            id,
+            tokens,
+            cost_usd,
+            status: None,
+            over_budget: Vec::new(),
+            held: None,
+            nothing: false,
+        }
+    }
+
+    /// Nothing set aside: never settled (the built-in admissions' answer when
+    /// no limit applies).
+    pub(crate) fn nothing(tokens: u64) -> Self {
+        Self { nothing: true, ..Self::new(0, tokens, None) }
     }
 }
 
@@ -213,7 +230,7 @@ pub trait Admission: Send + Sync + Debug {
         tokens: u64,
     ) -> BoxFuture<'a, Result<Reservation, Refusal>> {
         let _ = deployment;
-        Box::pin(std::future::ready(Ok(Reservation::new(0, tokens, None))))
+        Box::pin(std::future::ready(Ok(Reservation::nothing(tokens))))
     }
     /// Replace `reservation` with what the request used (`used`, costing
     /// `cost_usd`), once it is over.
@@ -240,7 +257,7 @@ pub struct Unlimited;
 
 impl Admission for Unlimited {
     fn reserve<'a>(&'a self, ask: &'a Ask<'a>) -> BoxFuture<'a, Result<Reservation, Refusal>> {
-        let r = Reservation::new(0, ask.tokens, ask.cost_usd);
+        let r = Reservation::nothing(ask.tokens);
         Box::pin(std::future::ready(Ok(r)))
     }
     fn settle(&self, _: Reservation, _: Usage, _: Option<f64>) -> BoxFuture<'_, ()> {

@@ -66,12 +66,16 @@ impl RecordGuard {
             // a runtime has nowhere to run it: the reservation then expires.)
             let (usage, cost) = (self.rec.usage, self.rec.cost_usd);
             let occupied = self.occupied.as_mut().and_then(|t| t.reservation.take());
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let occupied = occupied.filter(|r| !r.nothing);
+            let reservation = Some(reservation).filter(|r| !r.nothing);
+            // Most requests have no limit: no task for them.
+            if (occupied.is_some() || reservation.is_some())
+                && let Ok(rt) = tokio::runtime::Handle::try_current()
+            {
                 rt.spawn(async move {
-                    if let Some(taken) = occupied {
-                        admission.settle(taken, usage, cost).await;
+                    for r in occupied.into_iter().chain(reservation) {
+                        admission.settle(r, usage, cost).await;
                     }
-                    admission.settle(reservation, usage, cost).await;
                 });
             }
         }
@@ -105,6 +109,9 @@ impl Drop for Taken {
 }
 
 fn spawn_settle(admission: Arc<dyn Admission>, r: Reservation, used: Usage) {
+    if r.nothing {
+        return;
+    }
     // Outside a runtime there is nowhere to run it: leases then lapse by their TTL.
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn(async move { admission.settle(r, used, None).await });

@@ -173,7 +173,7 @@ impl Limiter {
     ) -> Result<Reservation, Refusal> {
         let (charges, what) = charges(scoped, tokens, budgets, self.inner.config.lease_ttl);
         if charges.is_empty() {
-            return Ok(Reservation::new(0, tokens, None));
+            return Ok(Reservation::nothing(tokens));
         }
         let lease = format!("{:016x}", crate::clock::unique());
         let (acquired, local) = self.inner.acquire(&lease, &charges, &what, budgets).await?;
