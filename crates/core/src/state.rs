@@ -277,6 +277,61 @@ pub trait ResponseCache: Send + Sync + Debug {
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Option<(usize, Arc<[u8]>)>>;
     /// Keep `value` under `key` for `ttl_ms` milliseconds.
     fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()>;
+
+    /// Claim the upstream call for the request `key` (the key identical requests
+    /// share, whichever deployment answers) for `ttl_ms`, as `token` (unique to
+    /// the request): identical requests on other instances then wait for its
+    /// answer ([`ResponseCache::poll`]) instead of calling too. A store that
+    /// does not coordinate instances (the in-process one: coalescing in one
+    /// process needs no store) answers [`Claim::Alone`], as does one that
+    /// cannot now (the caller calls upstream either way).
+    fn claim<'a>(&'a self, key: &'a str, token: &'a str, ttl_ms: u64) -> BoxFuture<'a, Claim> {
+        let _ = (key, token, ttl_ms);
+        Box::pin(std::future::ready(Claim::Alone))
+    }
+
+    /// While another instance holds the claim on `key`: the first of `keys`
+    /// holding an answer, else whether the claim is still held. One step.
+    fn poll<'a>(&'a self, keys: &'a [String], key: &'a str) -> BoxFuture<'a, Polled> {
+        let _ = key;
+        Box::pin(async move {
+            match self.get(keys).await {
+                Some((i, answer)) => Polled::Answer(i, answer),
+                None => Polled::Free,
+            }
+        })
+    }
+
+    /// Give back the claim on `key` taken as `token` (after the answer was kept,
+    /// or when there is none to keep); a claim since taken by another is left.
+    fn release<'a>(&'a self, key: &'a str, token: &'a str) -> BoxFuture<'a, ()> {
+        let _ = (key, token);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// What [`ResponseCache::claim`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// The caller calls upstream for every instance, and releases the claim
+    /// when its answer is kept.
+    Led,
+    /// Another instance is calling upstream for the same request now.
+    Busy,
+    /// The store does not coordinate instances (or cannot now): call upstream.
+    Alone,
+}
+
+/// What [`ResponseCache::poll`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Polled {
+    /// The answer, under the key at this index.
+    Answer(usize, Arc<[u8]>),
+    /// The call is still in progress elsewhere.
+    Busy,
+    /// No answer and no claim: the call ended with nothing kept (it failed, or
+    /// its answer may not be kept), or its instance went away.
+    Free,
 }
 
 /// Caches nothing.

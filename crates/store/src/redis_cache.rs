@@ -8,6 +8,12 @@
 //! bound the pipeline applies and by Redis's own `maxmemory` policy
 //! (`allkeys-lru` suits a cache).
 //!
+//! Identical requests on several instances share one upstream call: the first
+//! claims it (`<prefix>:v1:cache:flight:<key>`, `SET NX PX` for the request's
+//! deadline, released after its answer is kept), and the others poll the
+//! answers' keys and the claim in one `MGET` until the answer is there or the
+//! claim is gone.
+//!
 //! Redis that fails or is slow is a miss (and a put that fails is dropped):
 //! the request goes upstream. Each failure counts in
 //! `gateway_state_backend_errors_total{backend="redis"}`, and the log says so
@@ -19,7 +25,7 @@ use std::time::Duration;
 
 use switchyard_core::continuity::BoxFuture;
 use switchyard_core::limits::BackendError;
-use switchyard_core::state::ResponseCache;
+use switchyard_core::state::{Claim, Polled, ResponseCache};
 
 use crate::redis::{Link, VERSION};
 
@@ -112,6 +118,57 @@ impl RedisCache {
     }
 }
 
+/// Give back a claim only if it is still the releaser's (it may have lapsed
+/// and been taken by another request since).
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    return redis.call('DEL', KEYS[1]) end return 0";
+
+impl RedisCache {
+    /// The claim on a request's upstream call: beside the answers, never equal
+    /// to one's key (those are digests).
+    fn claim_key(&self, key: &str) -> String {
+        format!("{}flight:{key}", self.prefix)
+    }
+
+    async fn set_nx(&self, key: &str, token: &str, ttl_ms: u64) -> Result<bool, BackendError> {
+        let mut conn = self.link.connection().await?;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.claim_key(key)).arg(token).arg("NX").arg("PX").arg(ttl_ms.max(1));
+        let set = self.link.bounded(cmd.query_async::<Option<String>>(&mut conn)).await?;
+        set.map(|ok| ok.is_some()).map_err(|e| BackendError(e.to_string()))
+    }
+
+    /// The answers under `keys`, then the claim on `key`: one `MGET`.
+    async fn mget_claimed(
+        &self,
+        keys: &[String],
+        key: &str,
+    ) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
+        let mut conn = self.link.connection().await?;
+        let mut cmd = redis::cmd("MGET");
+        for k in keys {
+            cmd.arg(format!("{}{k}", self.prefix));
+        }
+        cmd.arg(self.claim_key(key));
+        self.link
+            .bounded(cmd.query_async::<Vec<Option<Vec<u8>>>>(&mut conn))
+            .await?
+            .map_err(|e| BackendError(e.to_string()))
+    }
+
+    async fn release_claim(&self, key: &str, token: &str) -> Result<(), BackendError> {
+        let mut conn = self.link.connection().await?;
+        let script = redis::Script::new(RELEASE);
+        let mut call = script.key(self.claim_key(key));
+        call.arg(token);
+        self.link
+            .bounded(call.invoke_async::<i64>(&mut conn))
+            .await?
+            .map(drop)
+            .map_err(|e| BackendError(e.to_string()))
+    }
+}
+
 impl ResponseCache for RedisCache {
     fn get<'a>(&'a self, keys: &'a [String]) -> BoxFuture<'a, Option<(usize, Arc<[u8]>)>> {
         Box::pin(async move {
@@ -129,6 +186,38 @@ impl ResponseCache for RedisCache {
     fn put(&self, key: String, value: Arc<[u8]>, ttl_ms: u64) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let _ = self.outcome(self.set(&key, &value, ttl_ms).await);
+        })
+    }
+
+    fn claim<'a>(&'a self, key: &'a str, token: &'a str, ttl_ms: u64) -> BoxFuture<'a, Claim> {
+        Box::pin(async move {
+            match self.outcome(self.set_nx(key, token, ttl_ms).await) {
+                Some(true) => Claim::Led,
+                Some(false) => Claim::Busy,
+                // Redis failing: every instance calls for itself.
+                None => Claim::Alone,
+            }
+        })
+    }
+
+    fn poll<'a>(&'a self, keys: &'a [String], key: &'a str) -> BoxFuture<'a, Polled> {
+        Box::pin(async move {
+            let Some(mut found) = self.outcome(self.mget_claimed(keys, key).await) else {
+                return Polled::Free;
+            };
+            let claimed = found.pop().flatten().is_some();
+            let answer = found.into_iter().enumerate().find_map(|(i, v)| v.map(|b| (i, b)));
+            match answer {
+                Some((i, bytes)) => Polled::Answer(i, Arc::from(bytes)),
+                None if claimed => Polled::Busy,
+                None => Polled::Free,
+            }
+        })
+    }
+
+    fn release<'a>(&'a self, key: &'a str, token: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self.outcome(self.release_claim(key, token).await);
         })
     }
 }

@@ -34,3 +34,33 @@ async fn an_unreachable_redis_is_a_miss() {
     c.put("k".into(), Arc::from(&b"v"[..]), 1000).await;
     assert!(c.get(&keys(&["k"])).await.is_none());
 }
+
+#[tokio::test]
+async fn one_instance_claims_a_call_the_others_wait_then_find_its_answer() {
+    let Some((url, prefix)) = crate::testing::redis().await else { return };
+    let timeout = Duration::from_secs(2);
+    let a = RedisCache::new(&url, &prefix, timeout, false).expect("cache");
+    let b = RedisCache::new(&url, &prefix, timeout, false).expect("cache");
+    let answers = keys(&["d1", "d2"]);
+    assert_eq!(a.claim("base", "req-a", 60_000).await, Claim::Led);
+    assert_eq!(b.claim("base", "req-b", 60_000).await, Claim::Busy);
+    assert_eq!(b.poll(&answers, "base").await, Polled::Busy);
+    // Another's token releases nothing.
+    b.release("base", "req-b").await;
+    assert_eq!(b.poll(&answers, "base").await, Polled::Busy);
+    // The leader keeps its answer, then lets go: the waiter finds the answer.
+    a.put("d2".into(), Arc::from(&b"answer"[..]), 60_000).await;
+    a.release("base", "req-a").await;
+    assert_eq!(b.poll(&answers, "base").await, Polled::Answer(1, Arc::from(&b"answer"[..])));
+    // With nothing kept and no claim, the waiter is free to call itself.
+    assert_eq!(b.poll(&keys(&["d3"]), "base").await, Polled::Free);
+    assert_eq!(b.claim("base", "req-b", 60_000).await, Claim::Led);
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_leaves_each_request_alone() {
+    let c = RedisCache::new("redis://127.0.0.1:1", "sytest", Duration::from_millis(200), false)
+        .expect("cache");
+    assert_eq!(c.claim("base", "req", 1000).await, Claim::Alone);
+    assert_eq!(c.poll(&keys(&["k"]), "base").await, Polled::Free);
+}

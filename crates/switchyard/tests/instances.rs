@@ -1,6 +1,6 @@
 //! Three gateway processes on one Redis behave as one: a deployment's rate and
 //! concurrency limits and a budget hold across them exactly, counted on Redis's
-//! clock. And
+//! clock, and identical cacheable requests make one upstream call. And
 //! when Redis stops, each follows its configured failure mode, then recovers.
 //! Needs Redis (`SWITCHYARD_TEST_REDIS_URL`; CI sets it and requires it) and, for
 //! the outage, `redis-server` on the PATH to run a server of the test's own.
@@ -32,6 +32,9 @@ models:
     deployments: [{{ provider: openai, model: up-rpm, limits: {{ rpm: 10 }} }}]
   - id: m-conc
     deployments: [{{ provider: openai, model: up-conc, limits: {{ concurrent: 2 }} }}]
+  - id: m-cached
+    cache: {{ ttl_ms: 60000 }}
+    deployments: [{{ provider: openai, model: up-cached }}]
   # No prices: a request reserves the budget's cap and keeps it (cost unknown).
   - id: m-unpriced
     deployments: [{{ provider: openai, model: up-unpriced }}]
@@ -127,6 +130,42 @@ fn three_instances_hold_a_budget_to_one_reservation_per_request() {
     let spent = statuses.iter().filter(|s| **s == 402).count();
     assert_eq!((ok, spent), (4, 8), "{statuses:?}");
     assert_eq!(fake.request_count(), 4);
+}
+
+#[test]
+fn three_instances_make_one_upstream_call_for_identical_cacheable_requests() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((redis, prefix)) = rt.block_on(switchyard_store::testing::redis()) else { return };
+    let fake = rt.block_on(FakeUpstream::start(Vendor::OpenAi)).unwrap();
+    let f = fleet(3, "coalesce", &config(&fake.base_url(), &redis, &prefix, ""));
+    // The first call answers slowly, so that the others arrive while it is in
+    // flight, on every instance. Whenever each arrives (during the call: it
+    // waits for the call's answer; after: the answer is kept), none calls.
+    fake.push(Reply::auto().first_byte_delay(Duration::from_secs(2)));
+    let targets: Vec<String> = (0..9).map(|i| f.addrs[i % 3].clone()).collect();
+    let threads: Vec<_> = targets
+        .into_iter()
+        .map(|addr| {
+            std::thread::spawn(move || post(&addr, "/v1/chat/completions", &chat("m-cached"), &[]))
+        })
+        .collect();
+    let answers: Vec<(u16, String)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.iter().all(|(s, _)| *s == 200), "{answers:?}");
+    let content = |answer: &str| {
+        let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        v["choices"][0]["message"]["content"].clone()
+    };
+    let first = content(&answers[0].1);
+    assert!(answers.iter().all(|(_, a)| content(a) == first), "one answer for all");
+    assert_eq!(fake.request_count(), 1, "K identical requests, one upstream call");
+    // One answer came from upstream; every other was that call's (or, arriving
+    // after it, the kept answer).
+    let said = |a: &str, v: &str| a.to_ascii_lowercase().contains(&format!("x-gateway-cache: {v}"));
+    let misses = answers.iter().filter(|(_, a)| said(a, "miss")).count();
+    let shared = answers.iter().filter(|(_, a)| said(a, "coalesced") || said(a, "hit")).count();
+    assert_eq!((misses, shared), (1, 8), "{answers:?}");
+    drop(f);
 }
 
 /// A Redis server of this test's own, on a free port, that it can stop.

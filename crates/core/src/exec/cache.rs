@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use super::flight::{Joined, Landing, Shared};
 use super::*;
-use crate::state::ResponseCache;
+use crate::state::{Claim, Polled, ResponseCache};
 
 /// The key's layout version: a release that changes what the key covers bumps
 /// it, so no instance reads an answer kept under another meaning.
@@ -279,14 +279,9 @@ impl Snapshot {
     ) -> Result<Result<Success, GatewayError>, (Inbound, Plan, RecordGuard)> {
         if keyed.mode == CacheMode::Use
             && let Some((i, response)) = lookup(runtime.cache.as_ref(), &keyed).await
-            && let Some(cand) = plan.candidates.get(i)
+            && i < plan.candidates.len()
         {
-            let served = Served {
-                provider: cand.provider.name.clone(),
-                model: plan.public_model.clone(),
-                upstream_model: cand.upstream_model.clone(),
-                dropped_tools: Vec::new(),
-            };
+            let served = served_by(&plan, i);
             let success =
                 self.serve_kept(&inbound, &plan, response, served, CacheStatus::Hit, &mut guard);
             return Ok(Ok(success));
@@ -317,7 +312,6 @@ impl Snapshot {
                 }
             },
             Joined::Lead { flight, publisher } => {
-                self.count_cache(CacheStatus::Miss);
                 let output = inbound.output;
                 let (tx, rx) = oneshot::channel();
                 let this = Arc::clone(self);
@@ -327,19 +321,40 @@ impl Snapshot {
                     // The answer is shared and kept canonical: the leader's own
                     // caller gets it as every follower does.
                     inbound.output = Output::Canonical;
-                    let result =
-                        this.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await;
+                    let (result, claimed) =
+                        match this.across(&keyed, &inbound, &plan, &runtime).await {
+                            Across::Answered(i, response) => {
+                                let served = served_by(&plan, i);
+                                let status = CacheStatus::Coalesced;
+                                let success = this.serve_kept(
+                                    &inbound, &plan, response, served, status, &mut guard,
+                                );
+                                (Ok(success), false)
+                            }
+                            Across::Call { claimed } => {
+                                this.count_cache(CacheStatus::Miss);
+                                let result = this
+                                    .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
+                                    .await;
+                                (result, claimed)
+                            }
+                        };
                     let landing = match &result {
                         Ok(success) => shareable(success),
                         Err(_) => None,
                     };
-                    let kept = landing.clone();
+                    let kept = landing.clone().filter(|_| !was_coalesced(&result));
                     publisher.land(landing);
                     // The leader's caller may have gone: its answer is still kept.
                     let _ = tx.send(result);
                     if let Some(shared) = kept {
                         let max = this.catalog.state.cache.max_entry_bytes;
                         keep(runtime.cache.as_ref(), &keyed, &plan, &shared, max).await;
+                    }
+                    // Released after the answer is kept: an identical request
+                    // elsewhere finds the claim or the answer, never neither.
+                    if claimed {
+                        runtime.cache.release(&keyed.base, &inbound.id).await;
                     }
                 });
                 flight.started(task.abort_handle());
@@ -348,7 +363,7 @@ impl Snapshot {
                 });
                 drop(flight);
                 Ok(result.map(|mut success| {
-                    success.cache = Some(CacheStatus::Miss);
+                    success.cache.get_or_insert(CacheStatus::Miss);
                     if output == Output::Client
                         && let Delivery::Response { record, .. } = &mut success.delivery
                     {
@@ -358,6 +373,47 @@ impl Snapshot {
                 }))
             }
         }
+    }
+
+    /// Coalescing across instances, on a store that coordinates them: claim
+    /// the upstream call, or wait for the instance holding the claim to keep
+    /// its answer. The wait ends with that answer; or, when the claim goes with
+    /// nothing kept (that call failed, or its instance went away) or the
+    /// request's deadline comes, with a call of this request's own.
+    async fn across(
+        &self,
+        keyed: &Keyed,
+        inbound: &Inbound,
+        plan: &Plan,
+        runtime: &Runtime,
+    ) -> Across {
+        let cache = runtime.cache.as_ref();
+        let deadline = inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
+        let ttl_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
+        match cache.claim(&keyed.base, &inbound.id, ttl_ms).await {
+            Claim::Led => return Across::Call { claimed: true },
+            Claim::Alone => return Across::Call { claimed: false },
+            Claim::Busy => {}
+        }
+        let until = inbound.received + deadline;
+        let mut pause = POLL_FIRST;
+        while Instant::now() + pause < until {
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(POLL_MAX);
+            match cache.poll(&keyed.keys, &keyed.base).await {
+                Polled::Busy => {}
+                Polled::Free => break,
+                Polled::Answer(i, bytes) => {
+                    if let (Some(response), true) =
+                        (serde_json::from_slice(&bytes).ok(), i < plan.candidates.len())
+                    {
+                        return Across::Answered(i, response);
+                    }
+                    break;
+                }
+            }
+        }
+        Across::Call { claimed: false }
     }
 
     fn count_cache(&self, status: CacheStatus) {
@@ -416,6 +472,37 @@ impl Snapshot {
             cache: Some(status),
         }
     }
+}
+
+/// How the wait for another instance's call ended.
+enum Across {
+    /// With its answer, kept under the `usize`th candidate's key.
+    Answered(usize, Response),
+    /// With a call of this request's own; `claimed`: its claim to release.
+    Call { claimed: bool },
+}
+
+/// The first wait for another instance's answer, doubled up to [`POLL_MAX`]:
+/// a call takes hundreds of milliseconds to seconds, so the wait adds a few
+/// percent at most, and a waiting request costs one Redis step per interval.
+const POLL_FIRST: Duration = Duration::from_millis(10);
+const POLL_MAX: Duration = Duration::from_millis(100);
+
+/// The deployment the `i`th candidate names, as the answer's `served`.
+fn served_by(plan: &Plan, i: usize) -> Served {
+    let cand = plan.candidates.get(i);
+    Served {
+        provider: cand.map(|c| c.provider.name.clone()).unwrap_or_default(),
+        model: plan.public_model.clone(),
+        upstream_model: cand.map(|c| c.upstream_model.clone()).unwrap_or_default(),
+        dropped_tools: Vec::new(),
+    }
+}
+
+/// Whether the request was answered by another instance's call (its answer is
+/// kept already).
+fn was_coalesced(result: &Result<Success, GatewayError>) -> bool {
+    matches!(result, Ok(s) if s.cache == Some(CacheStatus::Coalesced))
 }
 
 impl Shared {
