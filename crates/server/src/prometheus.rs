@@ -137,9 +137,9 @@ async fn budget_gauges(state: &AppState) {
     for spec in &snapshot.catalog.budgets {
         let b = switchyard_core::limits::Budgeted::now(spec, now);
         let scope = spec.scope.to_string();
-        let period = spec.period.as_str();
+        let period = spec.period.label();
         let gauge = |kind: &'static str, usd: f64| {
-            metrics::gauge!("gateway_budget_usd", "scope" => scope.clone(), "period" => period, "kind" => kind)
+            metrics::gauge!("gateway_budget_usd", "scope" => scope.clone(), "period" => period.clone(), "kind" => kind)
                 .set(usd);
         };
         gauge("limit", spec.limit_usd);

@@ -6,7 +6,7 @@
 
 use super::Problem;
 use crate::config::raw::{self, RawConfig};
-use crate::limits::{BudgetScope, BudgetSpec};
+use crate::limits::{BudgetScope, BudgetSpec, Period, PeriodName};
 
 /// Every number of the file that has a range, checked; problems appended.
 pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
@@ -132,8 +132,8 @@ fn bad_prices(p: &raw::Pricing, field: &str) -> Vec<String> {
 /// where Redis is the backend.
 fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
     check_budgets(raw, problems);
-    let mut say = |message: String| problems.push(Problem { line: None, message });
-    let st = &raw.state;
+    let mut say = |message: String| problems.push(Problem::at(&raw.state, message));
+    let st = &raw.state.value;
     if st.expected_instances == 0 {
         say("state.expected_instances: must be greater than 0".into());
     }
@@ -167,11 +167,13 @@ fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
         }
         (raw::StateBackend::Local, None) => {}
     }
-    let q = raw.limits.queue;
+    let mut say = |message: String| problems.push(Problem::at(&raw.limits, message));
+    let limits = &raw.limits.value;
+    let q = limits.queue;
     if q.max_wait_ms > 0 && q.max_waiting == 0 {
         say("limits.queue.max_waiting: must be greater than 0 when max_wait_ms is set".into());
     }
-    for (kind, map) in [("projects", &raw.limits.projects), ("users", &raw.limits.users)] {
+    for (kind, map) in [("projects", &limits.projects), ("users", &limits.users)] {
         for (name, l) in map {
             for message in l.problems(&format!("limits.{kind}[{name}]")) {
                 say(message);
@@ -197,8 +199,34 @@ fn check_budgets(raw: &RawConfig, problems: &mut Vec<Problem>) {
                 problems.push(at(format!("budgets[{i}].{field}: must be a number greater than 0")));
             }
         }
+        match (b.period, &b.window_hours) {
+            (PeriodName::Rolling, None) => problems.push(at(format!(
+                "budgets[{i}].window_hours: required by `period: rolling` (the window's length)"
+            ))),
+            (PeriodName::Rolling, Some(h)) if h.value == 0 || h.value > MAX_WINDOW_HOURS => {
+                problems.push(Problem::at(
+                    h,
+                    format!("budgets[{i}].window_hours: must be 1 to {MAX_WINDOW_HOURS} (a year)"),
+                ));
+            }
+            (PeriodName::Rolling, Some(_)) if raw.storage.url.trim() == "none" => {
+                problems.push(at(format!(
+                    "budgets[{i}].period: a rolling window is rebuilt from the request records \
+                     at each step, and `storage.url: none` keeps none"
+                )));
+            }
+            (PeriodName::Rolling, Some(_)) => {}
+            (_, Some(h)) => problems.push(Problem::at(
+                h,
+                format!("budgets[{i}].window_hours: only with `period: rolling`"),
+            )),
+            (_, None) => {}
+        }
     }
 }
+
+/// The longest rolling window: a leap year, in hours.
+const MAX_WINDOW_HOURS: u64 = 8784;
 
 /// The budgets of a checked file, compiled.
 pub(super) fn budgets(raw: &RawConfig) -> Vec<BudgetSpec> {
@@ -208,7 +236,14 @@ pub(super) fn budgets(raw: &RawConfig) -> Vec<BudgetSpec> {
             Some(BudgetSpec {
                 scope: BudgetScope::parse(&b.scope.value)?,
                 limit_usd: b.limit_usd,
-                period: b.period,
+                period: match b.period {
+                    PeriodName::Day => Period::Day,
+                    PeriodName::Week => Period::Week,
+                    PeriodName::Month => Period::Month,
+                    PeriodName::Rolling => Period::Rolling {
+                        hours: u32::try_from(b.window_hours.as_ref()?.value).ok()?,
+                    },
+                },
                 mode: b.mode,
                 max_reservation_usd: b.max_reservation_usd,
             })

@@ -726,11 +726,11 @@ models:
     let text = problems(yaml);
     for want in [
         "t.yaml:11: models[m].deployments[a].limits.tpm: must be greater than 0",
-        "t.yaml: state.expected_instances: must be greater than 0",
-        "t.yaml: state.lease_ttl_ms: must be greater than 0",
-        "t.yaml: state.redis.url: required by `backend: redis`",
-        "t.yaml: limits.projects[research].rpm: must be greater than 0",
-        "t.yaml: limits.users[a@example.com].concurrent: must be greater than 0",
+        "t.yaml:2: state.expected_instances: must be greater than 0",
+        "t.yaml:2: state.lease_ttl_ms: must be greater than 0",
+        "t.yaml:2: state.redis.url: required by `backend: redis`",
+        "t.yaml:4: limits.projects[research].rpm: must be greater than 0",
+        "t.yaml:4: limits.users[a@example.com].concurrent: must be greater than 0",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
@@ -745,6 +745,34 @@ state: { backend: redis, redis: { url: "http://127.0.0.1:6379", timeout_ms: 0 } 
     let typo = "limits: { projects: { p: { rpn: 5 } } }\n";
     let err = crate::ConfigSource::from_text("t.yaml", typo).parse().unwrap_err();
     assert!(err.to_string().contains("unknown field `rpn`"), "{err}");
+}
+
+#[test]
+fn budgets_are_refused_by_line_when_their_period_cannot_be_counted() {
+    let yaml = r#"
+budgets:
+  - { scope: gateway, limit_usd: 5, period: rolling }
+  - { scope: gateway, limit_usd: 5, period: rolling, window_hours: 0 }
+  - { scope: gateway, limit_usd: 5, period: day, window_hours: 24 }
+  - { scope: gateway, limit_usd: 0, period: rolling, window_hours: 24 }
+"#;
+    let text = problems(yaml);
+    for want in [
+        "t.yaml:3: budgets[0].window_hours: required by `period: rolling`",
+        "t.yaml:4: budgets[1].window_hours: must be 1 to 8784",
+        "t.yaml:5: budgets[2].window_hours: only with `period: rolling`",
+        "t.yaml:6: budgets[3].limit_usd: must be a number greater than 0",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    // A rolling window is rebuilt from the records: none kept, none counted.
+    let unrecorded = "storage: { url: none }\nbudgets:\n  - { scope: gateway, limit_usd: 5, period: rolling, window_hours: 24 }\n";
+    let text = problems(unrecorded);
+    assert!(text.contains("t.yaml:3: budgets[0].period: a rolling window is rebuilt"), "{text}");
+    let fine =
+        "budgets:\n  - { scope: gateway, limit_usd: 5, period: rolling, window_hours: 720 }\n";
+    let c = compile(fine).unwrap();
+    assert_eq!(c.budgets[0].period, crate::limits::Period::Rolling { hours: 720 });
 }
 
 #[test]
@@ -764,8 +792,8 @@ routes:
     for want in [
         "t.yaml:8: models[m].cache.ttl_ms: must be greater than 0",
         "t.yaml:10: routes[r].cache.ttl_ms: must be greater than 0",
-        "t.yaml: state.cache.max_entries: must be greater than 0",
-        "t.yaml: state.cache.max_entry_bytes: larger than state.cache.max_bytes",
+        "t.yaml:2: state.cache.max_entries: must be greater than 0",
+        "t.yaml:2: state.cache.max_entry_bytes: larger than state.cache.max_bytes",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }

@@ -61,6 +61,13 @@ impl<T> Spanned<T> {
     }
 }
 
+/// A default value is from no file (a block left out, say).
+impl<T: Default> Default for Spanned<T> {
+    fn default() -> Self {
+        Self::unlocated(T::default())
+    }
+}
+
 #[cfg(feature = "yaml")]
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

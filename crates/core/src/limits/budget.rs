@@ -81,9 +81,9 @@ impl std::fmt::Display for BudgetScope {
     }
 }
 
-/// A budget's period: a UTC calendar day, ISO week (from Monday) or month.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A budget's period: a UTC calendar day, ISO week (from Monday) or month, or
+/// a rolling window of some hours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Period {
     /// 00:00 to 24:00 UTC.
     Day,
@@ -91,16 +91,46 @@ pub enum Period {
     Week,
     /// The first of the month 00:00 UTC to the first of the next.
     Month,
+    /// The last `hours` hours, moving in [`ROLLING_STEPS`] steps: spend leaves
+    /// the window between `hours - hours / 24` and `hours` hours after it was
+    /// made. Each step's counter starts from the ledger (what the requests of
+    /// the steps before it in the window cost), so a rolling budget needs the
+    /// request records.
+    Rolling {
+        /// The window's length.
+        hours: u32,
+    },
+}
+
+/// The steps a rolling window moves in: a 24-hour window moves by the hour.
+pub const ROLLING_STEPS: u64 = 24;
+
+/// How a period is written in `budgets:` (a rolling window's length is
+/// `window_hours`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeriodName {
+    /// [`Period::Day`].
+    Day,
+    /// [`Period::Week`].
+    Week,
+    /// [`Period::Month`].
+    Month,
+    /// [`Period::Rolling`].
+    Rolling,
 }
 
 /// One period: its name (in counter keys) and its bounds, unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
-    /// `d2026-12-02`, `w2026-11-30` (the Monday), `m2026-12`.
+    /// `d2026-12-02`, `w2026-11-30` (the Monday), `m2026-12`; a rolling
+    /// window's current step, `r24h-493271` (the window's length, and the
+    /// step's number since 1970).
     pub id: String,
-    /// Its first millisecond.
+    /// Its first millisecond (a rolling window's: the first of its oldest step).
     pub start: UnixMs,
-    /// The first millisecond after it.
+    /// The first millisecond after it (a rolling window's: after its current
+    /// step, when its counter is replaced by the next step's).
     pub end: UnixMs,
 }
 
@@ -111,6 +141,16 @@ impl Period {
     pub fn window(self, now: UnixMs) -> Window {
         let day = now.0 / DAY_MS;
         match self {
+            Period::Rolling { hours } => {
+                let step_ms = (u64::from(hours.max(1)) * 3_600_000 / ROLLING_STEPS).max(1);
+                let step = now.0 / step_ms;
+                let first = step.saturating_sub(ROLLING_STEPS - 1);
+                Window {
+                    id: format!("r{hours}h-{step}"),
+                    start: UnixMs(first * step_ms),
+                    end: UnixMs((step + 1) * step_ms),
+                }
+            }
             Period::Day => {
                 let (y, m, d) = civil(day);
                 Window {
@@ -148,6 +188,15 @@ impl Period {
             Period::Day => "day",
             Period::Week => "week",
             Period::Month => "month",
+            Period::Rolling { .. } => "rolling",
+        }
+    }
+
+    /// As operators read it: `day`, `week`, `month`, `rolling 24h`.
+    pub fn label(self) -> String {
+        match self {
+            Period::Rolling { hours } => format!("rolling {hours}h"),
+            other => other.as_str().to_owned(),
         }
     }
 }

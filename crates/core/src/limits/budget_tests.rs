@@ -46,3 +46,20 @@ fn micros_round_up_and_refuse_nonsense() {
     assert_eq!(micros(-1.0), 0);
     assert_eq!(micros(f64::NAN), 0);
 }
+
+#[test]
+fn a_rolling_window_moves_in_24_steps() {
+    let p = Period::Rolling { hours: 24 };
+    let now = at(2026, 12, 2, 18);
+    let w = p.window(now);
+    // An hour a step: the current hour and the 23 before it.
+    assert_eq!(w.end.0 - w.start.0, 24 * 3_600_000);
+    assert!(w.start.0 <= now.0 - 23 * 3_600_000 && now.0 < w.end.0);
+    assert!(w.id.starts_with("r24h-"), "{}", w.id);
+    // The next step has a counter of its own.
+    assert_ne!(p.window(UnixMs(now.0 + 3_600_000)).id, w.id);
+    assert_eq!(p.label(), "rolling 24h");
+    // A 30-day window moves by 30 hours.
+    let month = Period::Rolling { hours: 720 }.window(now);
+    assert_eq!(month.end.0 - month.start.0, 720 * 3_600_000);
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use switchyard_protocol::{ErrorCode, Usage};
 
-use super::budget::{self, BudgetMode, Budgeted, Ledger};
+use super::budget::{self, BudgetMode, Budgeted, Ledger, Period};
 use super::counters::{Acquired, BackendError, Charge, Counters, GiveBack, Level, Meter, NO_LIMIT};
 use super::local::LocalCounters;
 use super::{MINUTE_MS, Scoped};
@@ -514,12 +514,16 @@ impl Inner {
         }
         match what.get(index) {
             Some(What::Budget(b)) => {
-                let (scope, period) = budgets
-                    .get(*b)
-                    .map_or((String::new(), ""), |b| (b.scope.to_string(), b.spec.period.as_str()));
+                let (scope, period) = budgets.get(*b).map_or((String::new(), String::new()), |b| {
+                    let period = match b.spec.period {
+                        Period::Rolling { hours } => format!("in any {hours} hours"),
+                        calendar => format!("per {}", calendar.as_str()),
+                    };
+                    (b.scope.to_string(), period)
+                });
                 Refusal {
                     code: ErrorCode::BudgetExceeded,
-                    message: format!("the budget of {scope} is spent: {} per {period}", usd(limit)),
+                    message: format!("the budget of {scope} is spent: {} {period}", usd(limit)),
                     retry_after_ms: None,
                 }
             }

@@ -232,3 +232,38 @@ async fn a_budget_counter_starts_from_the_ledger_not_from_zero() {
     let small = [budget("user:u", 1.0, BudgetMode::Enforce, 0.1)];
     l.take(&[], 0, &small).await.expect("0.9 + 0.1 fits");
 }
+
+/// Records at fixed times: the spend since a window's start is theirs.
+#[derive(Debug)]
+struct Records(Vec<(u64, f64)>);
+
+impl Ledger for Records {
+    fn spent<'a>(&'a self, b: &'a Budgeted) -> BoxFuture<'a, Result<f64, BackendError>> {
+        let since = b.window.start.0;
+        let sum = self.0.iter().filter(|(t, _)| *t >= since).map(|(_, c)| c).sum();
+        Box::pin(std::future::ready(Ok(sum)))
+    }
+}
+
+#[tokio::test]
+async fn a_rolling_budget_counts_the_last_hours_and_lets_old_spend_go() {
+    const HOUR: u64 = 3_600_000;
+    let period = budget::Period::Rolling { hours: 24 };
+    let at = |ms: u64| {
+        let mut b = budget("gateway", 1.0, BudgetMode::Enforce, 0.3);
+        b.spec.period = period;
+        b.window = period.window(crate::clock::UnixMs(ms));
+        [b]
+    };
+    let t0 = 1_000 * HOUR;
+    // $0.8 was spent an hour before t0.
+    let l = Limiter::local().with_ledger(Arc::new(Records(vec![(t0 - HOUR, 0.8)])));
+    let refusal = l.take(&[], 0, &at(t0)).await.expect_err("0.8 + 0.3 > 1");
+    assert_eq!(refusal.message, "the budget of gateway is spent: $1.00 in any 24 hours");
+    // 22 hours later it is still in the window.
+    assert!(l.take(&[], 0, &at(t0 + 22 * HOUR)).await.is_err());
+    // A day after it was spent it has left: the next step's counter starts
+    // from the records still in the window.
+    let held = l.take(&[], 0, &at(t0 + 24 * HOUR)).await.expect("the old spend left");
+    l.give_back(held, &Usage::default(), Some(0.3)).await;
+}

@@ -31,7 +31,9 @@ mod counters;
 mod limiter;
 mod local;
 
-pub use budget::{BudgetMode, BudgetScope, BudgetSpec, Budgeted, Ledger, Period};
+pub use budget::{
+    BudgetMode, BudgetScope, BudgetSpec, Budgeted, Ledger, Period, PeriodName, ROLLING_STEPS,
+};
 pub use counters::{
     Acquired, BackendError, Charge, Counters, GiveBack, Level, Meter, NO_LIMIT, Spent,
 };

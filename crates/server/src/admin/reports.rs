@@ -144,7 +144,7 @@ pub(crate) async fn budgets(State(state): State<Arc<AppState>>, Db { store, .. }
         };
         data.push(json!({
             "scope": spec.scope.to_string(),
-            "period": spec.period.as_str(),
+            "period": spec.period.label(),
             "window": b.window.id,
             "mode": if spec.mode == BudgetMode::Warn { "warn" } else { "enforce" },
             "limit_usd": spec.limit_usd,

@@ -26,7 +26,7 @@ pub struct BudgetsArgs {
 #[derive(Serialize)]
 struct Row {
     scope: String,
-    period: &'static str,
+    period: String,
     window: String,
     mode: &'static str,
     limit_usd: f64,
@@ -64,7 +64,7 @@ pub async fn run(ctx: &Ctx, a: BudgetsArgs) -> Result<()> {
         };
         rows.push(Row {
             scope: spec.scope.to_string(),
-            period: spec.period.as_str(),
+            period: spec.period.label(),
             window: b.window.id.clone(),
             mode: if spec.mode == BudgetMode::Warn { "warn" } else { "enforce" },
             limit_usd: spec.limit_usd,

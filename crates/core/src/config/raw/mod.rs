@@ -43,12 +43,14 @@ pub struct RawConfig {
     /// `security:`: which variables hold the gateway's secrets.
     #[serde(default)]
     pub security: SecurityConfig,
-    /// `state:`: where limits' counters live (this process, or Redis).
+    /// `state:`: where limits' counters live (this process, or Redis). Its
+    /// problems are reported at the block's line.
     #[serde(default)]
-    pub state: StateConfig,
-    /// `limits:`: rate limits of projects and users.
+    pub state: Spanned<StateConfig>,
+    /// `limits:`: rate limits of projects and users (problems at the block's
+    /// line).
     #[serde(default)]
-    pub limits: LimitsConfig,
+    pub limits: Spanned<LimitsConfig>,
     /// `budgets:`: USD per period, per scope.
     #[serde(default)]
     pub budgets: Vec<BudgetConfig>,

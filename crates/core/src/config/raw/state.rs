@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::config::Spanned;
-use crate::limits::{BudgetMode, FailureMode, Limits, Period};
+use crate::limits::{BudgetMode, FailureMode, Limits, PeriodName};
 
 /// `state:`: where counters shared by instances live. Read at start-up (a
 /// reload keeps the backend it started with).
@@ -138,8 +138,12 @@ pub struct BudgetConfig {
     pub scope: Spanned<String>,
     /// USD per period.
     pub limit_usd: f64,
-    /// `day`, `week` or `month` (UTC calendar).
-    pub period: Period,
+    /// `day`, `week` or `month` (UTC calendar), or `rolling` (the last
+    /// `window_hours`).
+    pub period: PeriodName,
+    /// A rolling window's length, in hours (with `period: rolling` only).
+    #[serde(default)]
+    pub window_hours: Option<Spanned<u64>>,
     /// `enforce` (the default: 402 once spent) or `warn` (record, never refuse).
     #[serde(default)]
     pub mode: BudgetMode,
