@@ -197,6 +197,26 @@ async fn a_keys_request_limit_refuses_past_it_in_the_callers_format_and_spares_o
 }
 
 #[tokio::test]
+async fn a_token_count_that_calls_the_upstream_is_one_of_the_keys_requests() {
+    let env = Env::start("").await;
+    let ana = env.user("ana@example.com").await;
+    let one = env.key(&ana, None, Some(Limits::default().rpm(1))).await;
+    let count = json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "hi"}]});
+    let a = env.post(&one, "/v1/messages/count_tokens", &count).await;
+    assert_eq!(a.status, 200, "{}", a.json);
+    assert_eq!(env.anthropic.request_count(), 1, "counted by the upstream");
+    // The count was the key's one request this minute: a generation waits too.
+    let body = json!({"model": "m-anthropic", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]});
+    let refused = env.post(&one, "/v1/messages", &body).await;
+    assert_eq!(refused.status, 429, "{}", refused.json);
+    let refused = env.post(&one, "/v1/messages/count_tokens", &count).await;
+    assert_eq!(refused.status, 429, "{}", refused.json);
+    assert_eq!(refused.json["error"]["type"], "rate_limit_error");
+    retry_after(&refused);
+    assert_eq!(env.anthropic.request_count(), 1, "nothing more reached the upstream");
+}
+
+#[tokio::test]
 async fn a_keys_token_limit_shows_the_token_headers() {
     let env = Env::start("").await;
     let ana = env.user("ana@example.com").await;

@@ -32,17 +32,48 @@ pub(super) async fn admit(
         limits: &limits,
         budgets: &budgets,
     };
-    admission.reserve(&ask).await.map_err(|refusal| {
-        let mut message = refusal.message;
-        if let Some(ms) = refusal.retry_after_ms {
-            message.push_str(&format!(" (retry after {} s)", ms.div_ceil(1000)));
+    admission.reserve(&ask).await.map_err(refused)
+}
+
+/// Admit a token count that may call an upstream: one request against the
+/// caller's request rate and concurrency, no tokens, no budget. Given back
+/// when the returned hold drops.
+pub(super) async fn admit_count(
+    admission: &Arc<dyn Admission>,
+    snapshot: &Snapshot,
+    inbound: &Inbound,
+    plan: &Plan,
+) -> Result<Taken, GatewayError> {
+    let limits = caller_limits(snapshot, inbound);
+    let ask = Ask {
+        key_id: inbound.principal.key_id.as_deref(),
+        user: inbound.principal.user_id.as_deref(),
+        project: inbound.project.as_deref(),
+        model: &plan.public_model,
+        tokens: 0,
+        cost_usd: None,
+        limits: &limits,
+        budgets: &[],
+    };
+    match admission.reserve(&ask).await {
+        Ok(reservation) => {
+            Ok(Taken { admission: Arc::clone(admission), reservation: Some(reservation) })
         }
-        let err = GatewayError::new(refusal.code, message);
-        match refusal.retry_after_ms {
-            Some(ms) => err.with_retry_after(Duration::from_millis(ms)),
-            None => err,
-        }
-    })
+        Err(refusal) => Err(refused(refusal)),
+    }
+}
+
+/// The caller's error for a refusal, with its wait.
+fn refused(refusal: crate::state::Refusal) -> GatewayError {
+    let mut message = refusal.message;
+    if let Some(ms) = refusal.retry_after_ms {
+        message.push_str(&format!(" (retry after {} s)", ms.div_ceil(1000)));
+    }
+    let err = GatewayError::new(refusal.code, message);
+    match refusal.retry_after_ms {
+        Some(ms) => err.with_retry_after(Duration::from_millis(ms)),
+        None => err,
+    }
 }
 
 /// The tokens a request is expected to use: its input (estimated) plus the

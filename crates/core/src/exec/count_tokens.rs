@@ -13,8 +13,10 @@
 //! estimate ([`crate::estimate`]), marked as such; so is a request whose every
 //! candidate failed, since a count that is close serves a client better than none.
 //!
-//! Counts never report to the breakers: a provider whose counting endpoint is
-//! missing or broken must not lose its generations. They are not request records
+//! A count that may call an upstream counts against the caller's request rate
+//! and concurrency (`limits:` of its key, user and project), not its tokens or
+//! budgets. Counts never report to the breakers: a provider whose counting
+//! endpoint is missing or broken must not lose its generations. They are not request records
 //! either (they cost nothing); each one is logged, estimated or not.
 
 use super::*;
@@ -50,6 +52,19 @@ impl Snapshot {
         // Counts are not recorded: the plan's notes go nowhere.
         let mut scratch = RequestRecord::default();
         let plan = self.plan_for(inbound, runtime, &mut scratch, Purpose::Count)?;
+        // A count that may call an upstream is a request of the caller's: it
+        // counts against its request rate and concurrency (given back when
+        // `_admitted` drops). Not its tokens, nor a budget (counting is free),
+        // nor a deployment's capacity (providers limit counting apart from
+        // generation).
+        let calls = plan
+            .candidates
+            .iter()
+            .any(|c| c.provider.wire().is_some_and(|w| w.spec().count.is_some()));
+        let _admitted = match &runtime.admission {
+            Some(admission) if calls => Some(admit_count(admission, self, inbound, &plan).await?),
+            _ => None,
+        };
         let request = restored(inbound, &plan, runtime).await;
         let deadline = inbound.received
             + inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
