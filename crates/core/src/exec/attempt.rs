@@ -225,20 +225,15 @@ impl Snapshot {
                                     elapsed.as_secs_f64() * 1000.0,
                                 );
                             }
-                            let mut keep = Vec::new();
-                            let success = self.deliver(
-                                inbound,
-                                plan,
-                                i,
-                                &dropped,
-                                &tried,
+                            let won = Won {
+                                index: i,
+                                dropped,
                                 answer,
-                                guard_in_flight,
-                                runtime,
-                                guard,
+                                in_flight: guard_in_flight,
                                 elapsed,
-                                &mut keep,
-                            );
+                            };
+                            let (success, keep) =
+                                self.deliver(inbound, plan, &tried, won, runtime, guard);
                             for (key, value) in keep {
                                 runtime.continuity.put(key, value, continuity::TTL).await;
                             }

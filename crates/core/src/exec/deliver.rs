@@ -3,40 +3,50 @@
 
 use super::*;
 
+/// The attempt that answered: which candidate, what it was sent without, its
+/// answer and how long it took.
+pub(super) struct Won {
+    /// The candidate's index in the plan.
+    pub(super) index: usize,
+    /// The offered tools it does not run (it was sent the request without them).
+    pub(super) dropped: Dropped,
+    pub(super) answer: Answer,
+    /// Its slot among the deployment's requests in flight, held while it answers.
+    pub(super) in_flight: InFlightGuard,
+    /// The attempt's time to its answer (a stream's: to its first content).
+    pub(super) elapsed: Duration,
+}
+
 impl Snapshot {
-    #[allow(clippy::too_many_arguments)]
-    /// `keep`: continuity state to remember for the next turn (the caller awaits
+    /// The answer of the attempt `won`, for the caller: renamed to the model it
+    /// asked for, metered and recorded (a stream's pump records it when it ends).
+    /// `tried`: the providers attempts were sent to, for the descriptor. Returns
+    /// the continuity state to remember for the next turn too (the caller awaits
     /// the writes, so this stays a plain function and the request's future small).
     pub(super) fn deliver(
         self: &Arc<Self>,
         inbound: &Inbound,
         plan: &Plan,
-        index: usize,
-        dropped: &Dropped,
         tried: &[String],
-        answer: Answer,
-        in_flight: InFlightGuard,
+        won: Won,
         runtime: &Arc<Runtime>,
         guard: &mut RecordGuard,
-        attempt_time: Duration,
-        keep: &mut Vec<(String, Vec<u8>)>,
-    ) -> Success {
+    ) -> (Success, Vec<(String, Vec<u8>)>) {
+        let Won { index, dropped, answer, in_flight, elapsed: attempt_time } = won;
+        let dropped = &dropped;
+        let mut keep = Vec::new();
         let rate = guard.reservation.as_ref().and_then(|(_, r)| r.status);
         let Some(cand) = plan.candidates.get(index) else {
             // Unreachable by construction: `index` comes from iterating the plan.
-            return Success {
-                served: Served {
-                    provider: String::new(),
-                    model: plan.public_model.clone(),
-                    upstream_model: String::new(),
-                    dropped_tools: Vec::new(),
-                },
-                descriptor: String::new(),
-                request: Arc::clone(&inbound.request),
-                delivery: Delivery::Passthrough { format: inbound.format, body: Bytes::new() },
-                rate,
-                cache: None,
+            let served = Served {
+                provider: String::new(),
+                model: plan.public_model.clone(),
+                upstream_model: String::new(),
+                dropped_tools: Vec::new(),
             };
+            let delivery = Delivery::Passthrough { format: inbound.format, body: Bytes::new() };
+            let success = Success::new(served, String::new(), inbound, delivery, rate);
+            return (success, keep);
         };
         let descriptor = descriptor(plan, tried);
         // The answer names the model as the client asked for it: agents compare it
@@ -67,14 +77,7 @@ impl Snapshot {
                 guard.record_metrics();
                 guard.write(200, None);
                 let delivery = Delivery::Passthrough { format: inbound.format, body };
-                Success {
-                    served,
-                    descriptor,
-                    request: Arc::clone(&inbound.request),
-                    delivery,
-                    rate,
-                    cache: None,
-                }
+                (Success::new(served, descriptor, inbound, delivery, rate), keep)
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
@@ -113,14 +116,7 @@ impl Snapshot {
                     },
                     _ => Delivery::Response { response: Box::new(response), record },
                 };
-                Success {
-                    served,
-                    descriptor,
-                    request: Arc::clone(&inbound.request),
-                    delivery,
-                    rate,
-                    cache: None,
-                }
+                (Success::new(served, descriptor, inbound, delivery, rate), keep)
             }
             Answer::Stream(mut committed) => {
                 let report = StreamReport {
@@ -181,14 +177,7 @@ impl Snapshot {
                     pump.outlet.try_flush();
                 }
                 tokio::spawn(pump.run(source, ended));
-                Success {
-                    served,
-                    descriptor,
-                    request: Arc::clone(&inbound.request),
-                    delivery,
-                    rate,
-                    cache: None,
-                }
+                (Success::new(served, descriptor, inbound, delivery, rate), keep)
             }
         }
     }

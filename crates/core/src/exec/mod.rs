@@ -333,6 +333,20 @@ pub struct Success {
     pub cache: Option<CacheStatus>,
 }
 
+impl Success {
+    /// An answer the upstream gave now (not the cache's).
+    pub(super) fn new(
+        served: Served,
+        descriptor: String,
+        inbound: &Inbound,
+        delivery: Delivery,
+        rate: Option<crate::limits::RateStatus>,
+    ) -> Self {
+        let request = Arc::clone(&inbound.request);
+        Self { served, descriptor, request, delivery, rate, cache: None }
+    }
+}
+
 mod admit;
 mod affinity;
 mod attempt;
