@@ -1,6 +1,7 @@
 //! Three gateway processes on one Redis behave as one: a deployment's rate and
 //! concurrency limits and a budget hold across them exactly, counted on Redis's
-//! clock, and identical cacheable requests make one upstream call. And
+//! clock, identical cacheable requests make one upstream call, and a crashed
+//! instance's concurrency slots come back within their lease. And
 //! when Redis stops, each follows its configured failure mode, then recovers.
 //! Needs Redis (`SWITCHYARD_TEST_REDIS_URL`; CI sets it and requires it) and, for
 //! the outage, `redis-server` on the PATH to run a server of the test's own.
@@ -32,6 +33,8 @@ models:
     deployments: [{{ provider: openai, model: up-rpm, limits: {{ rpm: 10 }} }}]
   - id: m-conc
     deployments: [{{ provider: openai, model: up-conc, limits: {{ concurrent: 2 }} }}]
+  - id: m-one
+    deployments: [{{ provider: openai, model: up-one, limits: {{ concurrent: 1 }} }}]
   - id: m-cached
     cache: {{ ttl_ms: 60000 }}
     deployments: [{{ provider: openai, model: up-cached }}]
@@ -165,6 +168,29 @@ fn three_instances_make_one_upstream_call_for_identical_cacheable_requests() {
     let misses = answers.iter().filter(|(_, a)| said(a, "miss")).count();
     let shared = answers.iter().filter(|(_, a)| said(a, "coalesced") || said(a, "hit")).count();
     assert_eq!((misses, shared), (1, 8), "{answers:?}");
+    drop(f);
+}
+
+#[test]
+fn a_crashed_instances_concurrency_slot_comes_back_within_its_lease() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((redis, prefix)) = rt.block_on(switchyard_store::testing::redis()) else { return };
+    let fake = rt.block_on(FakeUpstream::start(Vendor::OpenAi)).unwrap();
+    let short = "  lease_ttl_ms: 1500\n";
+    let f = fleet(2, "crash", &config(&fake.base_url(), &redis, &prefix, short));
+    // Instance 0 takes the one slot with a slow answer, then dies holding it.
+    fake.push(Reply::auto().first_byte_delay(Duration::from_secs(60)));
+    let addr = f.addrs[0].clone();
+    let _held =
+        std::thread::spawn(move || post(&addr, "/v1/chat/completions", &chat("m-one"), &[]));
+    rt.block_on(async {
+        tokio::time::timeout(WAIT, fake.wait_for_requests(1)).await.unwrap();
+    });
+    // Held across instances while its holder lives (renewed every third of the TTL).
+    assert_eq!(burst(&[f.addrs[1].clone()], "m-one"), [429]);
+    f.gateways[0].signal("KILL");
+    // No one gives it back: it lapses by its TTL, on Redis's clock.
+    until(200, || post(&f.addrs[1], "/v1/chat/completions", &chat("m-one"), &[]).0);
     drop(f);
 }
 
