@@ -81,3 +81,28 @@ async fn a_warn_mode_budget_never_refuses_and_the_record_says_it_was_passed() {
     assert!(!records[0].descriptor.contains("budget_over"), "{}", records[0].descriptor);
     assert!(records[2].descriptor.contains("budget_over:gateway"), "{}", records[2].descriptor);
 }
+
+#[tokio::test]
+async fn a_budget_may_lower_max_tokens_to_what_it_can_still_pay_for() {
+    // $0.001 an output token, no input price: $0.25 pays for 250 tokens.
+    let mut o = options(
+        "budgets:\n  - { scope: gateway, limit_usd: 0.25, period: day, lower_max_tokens: true }\n",
+    );
+    o.extra_models.push_str(
+        "  - id: m-priced\n    deployments: [{ provider: anthropic, model: up-priced }]\n    pricing: { input: 0, output: 1000 }\n",
+    );
+    let h = Harness::start_with(o).await;
+    let ask = |n: u64| json!({"model": "m-priced", "max_tokens": n, "messages": [{"role": "user", "content": "hi"}]});
+    // 100 tokens fit: sent as asked, the client's own body.
+    assert_eq!(h.post("/v1/messages", &ask(100)).await.status(), 200);
+    assert_eq!(h.anthropic.received()[0].body["max_tokens"], 100);
+    // 1000 do not: sent with what is left of the $0.25 once the first
+    // answer's cost is settled (at most 250 tokens), not refused.
+    let r = h.post("/v1/messages", &ask(1000)).await;
+    assert_eq!(r.status(), 200);
+    let sent = h.anthropic.received()[1].body["max_tokens"].as_u64().unwrap();
+    assert!((1..=250).contains(&sent), "lowered to what the budget pays for: {sent}");
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(2)).await.unwrap();
+    let lowered = format!("budget_lowered:gateway:{sent}");
+    assert!(records[1].descriptor.contains(&lowered), "{}", records[1].descriptor);
+}

@@ -75,6 +75,7 @@ async fn a_lost_budget_counter_is_rebuilt_from_the_records() {
         period: Period::Month,
         mode: BudgetMode::Enforce,
         max_reservation_usd: 1.0,
+        lower_max_tokens: false,
     };
     let ask = |usd: f64| {
         let mut b = Budgeted::now(&spec, now);

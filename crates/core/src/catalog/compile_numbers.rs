@@ -199,6 +199,11 @@ fn check_budgets(raw: &RawConfig, problems: &mut Vec<Problem>) {
                 problems.push(at(format!("budgets[{i}].{field}: must be a number greater than 0")));
             }
         }
+        if b.lower_max_tokens && b.mode == crate::limits::BudgetMode::Warn {
+            problems.push(at(format!(
+                "budgets[{i}].lower_max_tokens: only in `mode: enforce` (warn never refuses)"
+            )));
+        }
         match (b.period, &b.window_hours) {
             (PeriodName::Rolling, None) => problems.push(at(format!(
                 "budgets[{i}].window_hours: required by `period: rolling` (the window's length)"
@@ -246,6 +251,7 @@ pub(super) fn budgets(raw: &RawConfig) -> Vec<BudgetSpec> {
                 },
                 mode: b.mode,
                 max_reservation_usd: b.max_reservation_usd,
+                lower_max_tokens: b.lower_max_tokens,
             })
         })
         .collect()

@@ -35,6 +35,63 @@ pub(super) async fn admit(
     admission.reserve(&ask).await.map_err(refused)
 }
 
+/// Where a budget of the caller's asks for it (`lower_max_tokens`), lower the
+/// request's `max_tokens` to the output the rest of that budget can pay for, at
+/// the first candidate's price: the scope that lowered it and the new ceiling.
+/// `None`: nothing to lower (the output fits, a budget that is not counted yet
+/// or a model without prices says nothing, or nothing at all fits, which the
+/// admission refuses). The request is then sent from its canonical form: the
+/// client's own body names the ceiling it asked for.
+pub(super) async fn lower_to_budget(
+    admission: &dyn Admission,
+    snapshot: &Snapshot,
+    inbound: &mut Inbound,
+    plan: &Plan,
+) -> Option<(String, u64)> {
+    if !snapshot.catalog.budgets.iter().any(|b| b.lower_max_tokens) {
+        return None;
+    }
+    let cand = plan.candidates.first()?;
+    let price = cand.pricing.as_ref()?;
+    let (input_price, output_price) = (price.input?, price.output?);
+    let per_token = output_price * cand.provider.markup / 1_000_000.0;
+    if per_token <= 0.0 {
+        return None;
+    }
+    let input_usd =
+        inbound.input_estimate() as f64 * input_price * cand.provider.markup / 1_000_000.0;
+    let asked = output_ceiling(inbound, cand.model.as_deref());
+    let mut lowest: Option<(String, u64)> = None;
+    for b in caller_budgets(snapshot, inbound, plan) {
+        if !b.spec.lower_max_tokens || b.spec.mode != crate::limits::BudgetMode::Enforce {
+            continue;
+        }
+        // Not counted yet (its first request this period): nothing spent is known.
+        let Ok(spent) = admission.read_budget(&b).await else { continue };
+        let spent = spent.unwrap_or_default();
+        let left = b.spec.limit_usd - spent.total() as f64 / crate::limits::budget::MICROS_PER_USD;
+        let n = ((left - input_usd) / per_token).floor();
+        let n = if n.is_finite() && n > 0.0 { n as u64 } else { 0 };
+        if lowest.as_ref().is_none_or(|(_, m)| n < *m) {
+            lowest = Some((b.scope.to_string(), n));
+        }
+    }
+    let (scope, n) = lowest.filter(|(_, n)| *n > 0 && *n < asked)?;
+    Arc::make_mut(&mut inbound.request).max_tokens = Some(n);
+    inbound.raw = None;
+    Some((scope, n))
+}
+
+/// The output a request may produce: `max_tokens` capped by the model's
+/// maximum (the model's maximum where it asks for none, else 4096).
+fn output_ceiling(inbound: &Inbound, model: Option<&ModelEntry>) -> u64 {
+    match (inbound.request.max_tokens, model.and_then(|m| m.max_output_tokens)) {
+        (Some(asked), Some(cap)) => asked.min(cap),
+        (Some(n), None) | (None, Some(n)) => n,
+        (None, None) => 4096,
+    }
+}
+
 /// Admit a token count that may call an upstream: one request against the
 /// caller's request rate and concurrency, no tokens, no budget. Given back
 /// when the returned hold drops.
@@ -132,12 +189,7 @@ pub(super) fn caller_budgets(snapshot: &Snapshot, inbound: &Inbound, plan: &Plan
     let p = &inbound.principal;
     let estimate = plan.candidates.first().and_then(|c| {
         let price = c.pricing.as_ref()?;
-        let model = c.model.as_deref();
-        let output = match (inbound.request.max_tokens, model.and_then(|m| m.max_output_tokens)) {
-            (Some(asked), Some(cap)) => asked.min(cap),
-            (Some(n), None) | (None, Some(n)) => n,
-            (None, None) => 4096,
-        };
+        let output = output_ceiling(inbound, c.model.as_deref());
         let usd = (inbound.input_estimate() as f64 * price.input? + output as f64 * price.output?)
             / 1_000_000.0;
         Some(usd * c.provider.markup)

@@ -321,28 +321,33 @@ impl Snapshot {
                     // The answer is shared and kept canonical: the leader's own
                     // caller gets it as every follower does.
                     inbound.output = Output::Canonical;
-                    let (result, claimed) =
-                        match this.across(&keyed, &inbound, &plan, &runtime).await {
-                            Across::Answered(i, response) => {
-                                let served = served_by(&plan, i);
-                                let status = CacheStatus::Coalesced;
-                                let success = this.serve_kept(
-                                    &inbound, &plan, response, served, status, &mut guard,
-                                );
-                                (Ok(success), false)
-                            }
-                            Across::Call { claimed } => {
-                                this.count_cache(CacheStatus::Miss);
-                                let result = this
-                                    .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
-                                    .await;
-                                (result, claimed)
-                            }
-                        };
+                    let (result, claimed) = match this
+                        .across(&keyed, &inbound, &plan, &runtime)
+                        .await
+                    {
+                        Across::Answered(i, response) => {
+                            let served = served_by(&plan, i);
+                            let status = CacheStatus::Coalesced;
+                            let success = this
+                                .serve_kept(&inbound, &plan, response, served, status, &mut guard);
+                            (Ok(success), false)
+                        }
+                        Across::Call { claimed } => {
+                            this.count_cache(CacheStatus::Miss);
+                            let result = this
+                                .admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard)
+                                .await;
+                            (result, claimed)
+                        }
+                    };
                     let landing = match &result {
                         Ok(success) => shareable(success),
                         Err(_) => None,
                     };
+                    // An answer cut short by a budget is not the request's answer
+                    // (nor one kept under its key).
+                    let lowered = plan.descriptor.iter().any(|d| d.starts_with(super::LOWERED));
+                    let landing = landing.filter(|_| !lowered);
                     let kept = landing.clone().filter(|_| !was_coalesced(&result));
                     publisher.land(landing);
                     // The leader's caller may have gone: its answer is still kept.

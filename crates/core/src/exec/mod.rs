@@ -43,6 +43,10 @@ use crate::upstream::{self, Failure, Outgoing, RawBody, Source, TransportClass};
 use crate::util::{Date, Redactor, Secret};
 use crate::{Snapshot, continuity, estimate, mock};
 
+/// The descriptor's note that a budget lowered the request's `max_tokens`
+/// (`budget_lowered:<scope>:<tokens>`).
+const LOWERED: &str = "budget_lowered:";
+
 /// Bounded channel between the stream pump and the client connection: a slow client
 /// slows the upstream read (back-pressure) instead of growing a buffer.
 const STREAM_CHANNEL: usize = 32;
@@ -464,14 +468,14 @@ impl Snapshot {
                         Err(back) => (inbound, plan, guard) = back,
                     }
                     break 'answered self
-                        .admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard)
+                        .admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard)
                         .await
                         .map(|mut success| {
                             success.cache = Some(CacheStatus::Miss);
                             success
                         });
                 }
-                self.admit_and_attempt(&inbound, &mut plan, &runtime, &mut guard).await
+                self.admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard).await
             };
             if let (Some(pin), Ok(success)) = (pin, &answered) {
                 affinity::remember(pin, &success.served, &runtime);
@@ -483,12 +487,16 @@ impl Snapshot {
     /// Admission, then the attempt loop.
     async fn admit_and_attempt(
         self: &Arc<Self>,
-        inbound: &Inbound,
+        inbound: &mut Inbound,
         plan: &mut Plan,
         runtime: &Arc<Runtime>,
         guard: &mut RecordGuard,
     ) -> Result<Success, GatewayError> {
         if let Some(admission) = &runtime.admission {
+            if let Some((scope, n)) = lower_to_budget(admission.as_ref(), self, inbound, plan).await
+            {
+                plan.descriptor.push(format!("{LOWERED}{scope}:{n}"));
+            }
             match admit(admission.as_ref(), self, inbound, plan).await {
                 Ok(reservation) => {
                     // A warn-mode budget passed: said in the record.

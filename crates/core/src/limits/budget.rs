@@ -254,6 +254,10 @@ pub struct BudgetSpec {
     /// request with no `max_tokens` cannot hold a whole budget; the reservation
     /// for a model without prices).
     pub max_reservation_usd: f64,
+    /// A request whose output the rest of the budget cannot pay for is sent
+    /// with `max_tokens` lowered to what it can (enforce mode, priced models),
+    /// instead of refused.
+    pub lower_max_tokens: bool,
 }
 
 /// A budget a request is charged against, resolved for its scope and period.

@@ -177,6 +177,7 @@ fn budget(scope: &str, limit_usd: f64, mode: BudgetMode, reserve_usd: f64) -> Bu
             period,
             mode,
             max_reservation_usd: 1.0,
+            lower_max_tokens: false,
         },
         window: period.window(crate::clock::UnixMs::now()),
         reserve_usd,

@@ -151,6 +151,10 @@ pub struct BudgetConfig {
     /// here; a model without prices reserves this much).
     #[serde(default = "default_max_reservation")]
     pub max_reservation_usd: f64,
+    /// Lower a request's `max_tokens` to what the rest of the budget can pay
+    /// for, instead of refusing it (enforce mode).
+    #[serde(default)]
+    pub lower_max_tokens: bool,
 }
 
 fn default_max_reservation() -> f64 {
