@@ -755,6 +755,7 @@ budgets:
   - { scope: gateway, limit_usd: 5, period: rolling, window_hours: 0 }
   - { scope: gateway, limit_usd: 5, period: day, window_hours: 24 }
   - { scope: gateway, limit_usd: 0, period: rolling, window_hours: 24 }
+  - { scope: gateway, limit_usd: 5, period: day, mode: warn, lower_max_tokens: true }
 "#;
     let text = problems(yaml);
     for want in [
@@ -762,6 +763,7 @@ budgets:
         "t.yaml:4: budgets[1].window_hours: must be 1 to 8784",
         "t.yaml:5: budgets[2].window_hours: only with `period: rolling`",
         "t.yaml:6: budgets[3].limit_usd: must be a number greater than 0",
+        "t.yaml:7: budgets[4].lower_max_tokens: only in `mode: enforce`",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
