@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod carry;
 pub mod compaction;
 pub mod continuity;

@@ -99,7 +99,7 @@ pub enum Framing {
     /// Server-sent events ([`crate::sse`]): every wire so far.
     Sse,
     /// AWS event-stream binary frames: for Amazon Bedrock's streaming APIs
-    /// (`ConverseStream`, `InvokeModelWithResponseStream`), not yet a wire.
+    /// (`ConverseStream`, [`crate::bedrock`]; `InvokeModelWithResponseStream`).
     AwsEventStream,
     /// One JSON object per line: for Ollama's native API (`/api/chat`), not yet a
     /// wire.
@@ -127,8 +127,11 @@ pub enum Auth {
     /// An OAuth 2 access token minted from service-account credentials, sent as a
     /// bearer token: for Google Vertex AI, not yet a wire.
     OAuthToken,
-    /// AWS Signature Version 4 over the whole request: for Amazon Bedrock, not yet
-    /// a wire.
+    /// AWS Signature Version 4 over the whole request: for Amazon Bedrock
+    /// ([`crate::bedrock`], signing name `bedrock`, the region the endpoint's), not
+    /// yet signed by the core. A model in the path of such a wire is encoded as the
+    /// AWS SDKs encode a path label ([`aws_path_label`]), since the signature
+    /// covers the path exactly as sent.
     SigV4,
 }
 
@@ -153,13 +156,13 @@ impl WireSpec {
 
     /// The URL of a generation at `endpoint` (written without a trailing `/`) for
     /// the upstream `model`, which is percent-encoded where it goes in the path
-    /// ([`path_segment`]): a model cannot leave its segment.
+    /// ([`WireSpec::model_segment`]): a model cannot leave its segment.
     pub fn url(&self, endpoint: &str, model: &str, stream: bool) -> String {
         let path = self.path(stream);
         match self.model {
             ModelPlacement::Body => format!("{endpoint}{path}"),
             ModelPlacement::Path => {
-                format!("{endpoint}{}", path.replace("{model}", &path_segment(model)))
+                format!("{endpoint}{}", path.replace("{model}", &self.model_segment(model)))
             }
         }
     }
@@ -171,9 +174,19 @@ impl WireSpec {
         Some(match self.model {
             ModelPlacement::Body => format!("{endpoint}{}", count.path),
             ModelPlacement::Path => {
-                format!("{endpoint}{}", count.path.replace("{model}", &path_segment(model)))
+                format!("{endpoint}{}", count.path.replace("{model}", &self.model_segment(model)))
             }
         })
+    }
+
+    /// `model` as it stands in this wire's path: [`aws_path_label`] for a SigV4
+    /// wire (the signature covers the path, and Bedrock's routes are what the AWS
+    /// SDKs send), [`path_segment`] for the others.
+    pub fn model_segment<'a>(&self, model: &'a str) -> Cow<'a, str> {
+        match self.auth {
+            Auth::SigV4 => aws_path_label(model),
+            _ => path_segment(model),
+        }
     }
 
     /// Whether every request goes to the same URL (no model in the path, no path
@@ -186,9 +199,10 @@ impl WireSpec {
 /// `value` as it may stand inside one URL path segment: every byte percent-encoded
 /// but RFC 3986's unreserved ones (ASCII letters, digits, `-._~`) and `:` and `@`
 /// (which a segment takes as they are, and which model ids use: Vertex AI's
-/// `claude-x@20250101`, Bedrock's `anthropic.claude-v2:1`). So `/`, `?`, `#` and
-/// `%` are encoded, and a value can neither end its segment, start a query or a
-/// fragment, nor carry an encoding of its own for the upstream to decode.
+/// `claude-x@20250101`; a SigV4 wire encodes them too, see [`aws_path_label`]).
+/// So `/`, `?`, `#` and `%` are encoded, and a value can neither end its segment,
+/// start a query or a fragment, nor carry an encoding of its own for the upstream
+/// to decode.
 ///
 /// A value of only dots would still read as a dot segment where it stood alone
 /// in one (URL parsers take `%2E` as `.` too); the gateway refuses such model
@@ -204,9 +218,37 @@ impl WireSpec {
 /// assert_eq!(path_segment("x?key=1&y=%2F"), "x%3Fkey%3D1%26y%3D%252F");
 /// ```
 pub fn path_segment(value: &str) -> Cow<'_, str> {
-    let keep =
-        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b':' | b'@');
-    if value.bytes().all(keep) {
+    encode_except(value, |b| unreserved(b) || matches!(b, b':' | b'@'))
+}
+
+/// `value` as the AWS SDKs write a URI path label (Bedrock's `{modelId}`): every
+/// byte but RFC 3986's unreserved ones percent-encoded, `:` and `@` too. An
+/// inference profile's id (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`) or an
+/// ARN (`arn:aws:bedrock:…:inference-profile/…`) then stays one segment, written
+/// as the SDKs write it, which is what a SigV4 signer must sign.
+///
+/// ```
+/// use switchyard_protocol::spec::aws_path_label;
+///
+/// assert_eq!(aws_path_label("amazon.nova-pro-v1"), "amazon.nova-pro-v1");
+/// assert_eq!(
+///     aws_path_label("arn:aws:bedrock:us-east-1:1:inference-profile/us.x-v1:0"),
+///     "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.x-v1%3A0"
+/// );
+/// ```
+pub fn aws_path_label(value: &str) -> Cow<'_, str> {
+    encode_except(value, unreserved)
+}
+
+/// RFC 3986's unreserved bytes: ASCII letters, digits, `-._~`.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// `value` with every byte but those `keep` takes percent-encoded; borrowed when
+/// nothing needs encoding.
+fn encode_except(value: &str, keep: impl Fn(u8) -> bool) -> Cow<'_, str> {
+    if value.bytes().all(&keep) {
         return Cow::Borrowed(value);
     }
     const HEX: &[u8; 16] = b"0123456789ABCDEF";

@@ -121,3 +121,35 @@ fn a_model_in_the_path_cannot_leave_its_segment() {
     assert!(matches!(path_segment("gemini-2.5-pro"), Cow::Borrowed(_)));
     assert_eq!(path_segment("anthropic.claude-v2:1@x~y_z"), "anthropic.claude-v2:1@x~y_z");
 }
+
+#[test]
+fn a_sigv4_wire_encodes_its_model_as_the_aws_sdks_do() {
+    let bedrock = crate::bedrock::SPEC;
+    assert_eq!(bedrock.auth, crate::Auth::SigV4);
+    assert_eq!(bedrock.framing, crate::Framing::AwsEventStream);
+    let base = "https://bedrock-runtime.us-east-1.amazonaws.com";
+    // An inference profile's `:` is encoded, as the SDKs (and so SigV4) have it.
+    assert_eq!(
+        bedrock.url(base, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", false),
+        format!("{base}/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse")
+    );
+    // An ARN stays one segment.
+    assert_eq!(
+        bedrock.url(
+            base,
+            "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2",
+            true
+        ),
+        format!(
+            "{base}/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fa1b2/converse-stream"
+        )
+    );
+    assert_eq!(bedrock.count_url(base, "m"), None);
+    assert!(bedrock.default_endpoint.contains("{region}"), "the region must be configured");
+    // The other wires keep `:` and `@` as they are.
+    assert_eq!(
+        Wire::Gemini.spec().url("https://g", "tuned:1@x", false),
+        "https://g/v1beta/models/tuned:1@x:generateContent"
+    );
+    assert!(matches!(crate::spec::aws_path_label("amazon.nova-pro-v1"), Cow::Borrowed(_)));
+}

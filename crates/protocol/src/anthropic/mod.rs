@@ -41,6 +41,8 @@ mod wire;
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub(crate) use request::history_tools;
+// What Claude takes on Bedrock too (`crate::bedrock`): one statement of its rules.
+pub(crate) use request::{DEFAULT_MAX_TOKENS, Samplers, anthropic_effort, budget_within};
 pub use request::{
     continues_without_thinking, encode_request, parse_request, sampling_edits, tool_id,
 };

@@ -21,7 +21,7 @@ use super::wire::{
 };
 
 /// `max_tokens` is mandatory on the Anthropic wire; used when the client gave none.
-pub(super) const DEFAULT_MAX_TOKENS: u64 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 /// The smallest thinking budget the API accepts.
 const MIN_THINKING_BUDGET: u64 = 1024;
@@ -355,7 +355,7 @@ pub fn continues_without_thinking(req: &Request) -> bool {
 // ---------------------------------------------------------------------------------
 
 /// The `output_config.effort` level for an effort (Anthropic has no `minimal`).
-pub(super) fn anthropic_effort(effort: Effort) -> &'static str {
+pub(crate) fn anthropic_effort(effort: Effort) -> &'static str {
     match effort {
         Effort::Minimal | Effort::Low => "low",
         Effort::Medium => "medium",
@@ -367,7 +367,7 @@ pub(super) fn anthropic_effort(effort: Effort) -> &'static str {
 
 /// A thinking budget the API accepts (at least its minimum) and a `max_tokens` above
 /// it (the API requires the budget to be strictly below), raised only if needed.
-pub(super) fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
+pub(crate) fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
     let budget = budget.max(MIN_THINKING_BUDGET);
     let max_tokens =
         if max_tokens <= budget { budget.saturating_add(MIN_THINKING_BUDGET) } else { max_tokens };
@@ -376,7 +376,7 @@ pub(super) fn budget_within(budget: u64, max_tokens: u64) -> (u64, u64) {
 
 /// Sampling parameters: those a request asks for, or those an Anthropic body carries.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub(super) struct Samplers {
+pub(crate) struct Samplers {
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
     pub top_k: Option<u64>,
