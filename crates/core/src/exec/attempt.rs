@@ -86,17 +86,14 @@ async fn occupy(
     }
 }
 
-impl Snapshot {
-    pub(super) async fn attempt_loop(
-        self: &Arc<Self>,
-        inbound: &Inbound,
-        plan: &mut Plan,
-        runtime: &Arc<Runtime>,
-        guard: &mut RecordGuard,
-    ) -> Result<Success, GatewayError> {
+impl Flow {
+    /// The attempt loop: each candidate in the plan's order, with retries and
+    /// failover, until one answers (delivered) or none can.
+    pub(super) async fn attempt_loop(&mut self) -> Result<Success, GatewayError> {
+        let Flow { snapshot: this, runtime, inbound, plan, guard } = self;
         let limits = &inbound.limits;
         let deadline =
-            inbound.received + limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
+            inbound.received + limits.deadline.unwrap_or(this.catalog.settings.request_timeout);
         // The request's own bounds replace the route's, within the hard maximums.
         let overridden;
         let policy = if limits.max_retries.is_some() || limits.max_attempts.is_some() {
@@ -140,7 +137,7 @@ impl Snapshot {
                     } else {
                         "failover"
                     };
-                    let Tried { result, credential, reported, occupied } = self
+                    let Tried { result, credential, reported, occupied } = this
                         .attempt(
                             inbound,
                             &request,
@@ -200,7 +197,7 @@ impl Snapshot {
                             cost_usd: failed_cost,
                         });
                     }
-                    self.provider_meters(&cand.provider.name, |m| {
+                    this.provider_meters(&cand.provider.name, |m| {
                         m.attempt_seconds.record(elapsed.as_secs_f64());
                     });
                     match &result {
@@ -233,7 +230,7 @@ impl Snapshot {
                                 elapsed,
                             };
                             let (success, keep) =
-                                self.deliver(inbound, plan, &tried, won, runtime, guard);
+                                this.deliver(inbound, plan, &tried, won, runtime, guard);
                             for (key, value) in keep {
                                 runtime.continuity.put(key, value, continuity::TTL).await;
                             }
@@ -256,7 +253,7 @@ impl Snapshot {
                                     if let Some(next) = plan
                                         .candidates
                                         .get(i + 1)
-                                        .filter(|_| self.catalog.settings.metrics)
+                                        .filter(|_| this.catalog.settings.metrics)
                                     {
                                         let reason = match &f {
                                             Failure::Status { status, .. } => {
@@ -275,7 +272,7 @@ impl Snapshot {
                     }
                 }
             }
-            let queue = self.catalog.limits.queue;
+            let queue = this.catalog.limits.queue;
             match super::queue::wait_for_capacity(
                 &failures,
                 queue,
@@ -308,7 +305,9 @@ impl Snapshot {
         guard.rec.descriptor = descriptor(plan, &tried);
         Err(guard.fail(inbound.format, err))
     }
+}
 
+impl Snapshot {
     /// One attempt on one candidate: pick a healthy credential, pass its breaker,
     /// call, and report the outcome to the breaker. `request`: the inbound one,
     /// less the offered tools `dropped` (the candidate does not run them).

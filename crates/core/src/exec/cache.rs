@@ -264,80 +264,56 @@ fn shareable(success: &Success) -> Landing {
     }
 }
 
-impl Snapshot {
-    /// The cache phase: `Ok(success)` when the request was answered (from the
-    /// cache, by a flight it followed or led); `Err` hands everything back for
-    /// the uncached path.
-    #[allow(clippy::type_complexity)]
+impl Flow {
+    /// The cache phase: `Ok` when the request was answered (from the cache, by
+    /// a flight it followed or led); `Err` hands the request back for the
+    /// uncached path.
     pub(super) async fn cached(
-        self: &Arc<Self>,
+        mut self,
         keyed: Keyed,
-        inbound: Inbound,
-        plan: Plan,
-        runtime: &Arc<Runtime>,
-        mut guard: RecordGuard,
-    ) -> Result<Result<Success, GatewayError>, (Inbound, Plan, RecordGuard)> {
+    ) -> Result<Result<Success, GatewayError>, Flow> {
+        let runtime = Arc::clone(&self.runtime);
         if keyed.mode == CacheMode::Use
             && let Some((i, response)) = lookup(runtime.cache.as_ref(), &keyed).await
-            && i < plan.candidates.len()
+            && i < self.plan.candidates.len()
         {
-            let served = served_by(&plan, i);
-            let success =
-                self.serve_kept(&inbound, &plan, response, served, CacheStatus::Hit, &mut guard);
-            return Ok(Ok(success));
+            let served = served_by(&self.plan, i);
+            return Ok(Ok(self.serve_kept(response, served, CacheStatus::Hit)));
         }
-        guard.rec.cache = Some(CacheStatus::Miss.as_str().into());
-        if inbound.request.stream {
+        self.guard.rec.cache = Some(CacheStatus::Miss.as_str().into());
+        if self.inbound.request.stream {
             self.count_cache(CacheStatus::Miss);
-            return Err((inbound, plan, guard));
+            return Err(self);
         }
         match runtime.flights.join(&keyed.base) {
             Joined::Follow(flight) => match flight.wait().await {
                 Some(shared) => {
                     let Shared { response, served } = Shared::clone_of(&shared);
-                    let success = self.serve_kept(
-                        &inbound,
-                        &plan,
-                        response,
-                        served,
-                        CacheStatus::Coalesced,
-                        &mut guard,
-                    );
-                    Ok(Ok(success))
+                    Ok(Ok(self.serve_kept(response, served, CacheStatus::Coalesced)))
                 }
                 // The leader has no answer to share: this request goes on its own.
                 None => {
                     self.count_cache(CacheStatus::Miss);
-                    Err((inbound, plan, guard))
+                    Err(self)
                 }
             },
             Joined::Lead { flight, publisher } => {
-                let output = inbound.output;
+                let output = self.inbound.output;
                 let (tx, rx) = oneshot::channel();
-                let this = Arc::clone(self);
-                let runtime = Arc::clone(runtime);
                 let task = tokio::spawn(async move {
-                    let (mut inbound, mut plan, mut guard) = (inbound, plan, guard);
+                    let mut flow = self;
                     // The answer is shared and kept canonical: the leader's own
                     // caller gets it as every follower does.
-                    inbound.output = Output::Canonical;
-                    let (result, claimed) = match this
-                        .across(&keyed, &inbound, &plan, &runtime)
-                        .await
-                    {
+                    flow.inbound.output = Output::Canonical;
+                    let (result, claimed) = match flow.across(&keyed).await {
                         Across::Answered(i, response) => {
-                            let served = served_by(&plan, i);
+                            let served = served_by(&flow.plan, i);
                             let status = CacheStatus::Coalesced;
-                            let success = this
-                                .serve_kept(&inbound, &plan, response, served, status, &mut guard);
-                            (Ok(success), false)
+                            (Ok(flow.serve_kept(response, served, status)), false)
                         }
                         Across::Call { claimed } => {
-                            this.count_cache(CacheStatus::Miss);
-                            let result = this
-                                .admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard)
-                                .await;
-                            (result, claimed)
+                            flow.count_cache(CacheStatus::Miss);
+                            (flow.admit_and_attempt().await, claimed)
                         }
                     };
                     let landing = match &result {
@@ -346,20 +322,22 @@ impl Snapshot {
                     };
                     // An answer cut short by a budget is not the request's answer
                     // (nor one kept under its key).
-                    let lowered = plan.descriptor.iter().any(|d| d.starts_with(super::LOWERED));
+                    let lowered =
+                        flow.plan.descriptor.iter().any(|d| d.starts_with(super::LOWERED));
                     let landing = landing.filter(|_| !lowered);
                     let kept = landing.clone().filter(|_| !was_coalesced(&result));
                     publisher.land(landing);
                     // The leader's caller may have gone: its answer is still kept.
                     let _ = tx.send(result);
+                    let cache = flow.runtime.cache.as_ref();
                     if let Some(shared) = kept {
-                        let max = this.catalog.state.cache.max_entry_bytes;
-                        keep(runtime.cache.as_ref(), &keyed, &plan, &shared, max).await;
+                        let max = flow.snapshot.catalog.state.cache.max_entry_bytes;
+                        keep(cache, &keyed, &flow.plan, &shared, max).await;
                     }
                     // Released after the answer is kept: an identical request
                     // elsewhere finds the claim or the answer, never neither.
                     if claimed {
-                        runtime.cache.release(&keyed.base, &inbound.id).await;
+                        cache.release(&keyed.base, &flow.inbound.id).await;
                     }
                 });
                 flight.started(task.abort_handle());
@@ -385,15 +363,11 @@ impl Snapshot {
     /// its answer. The wait ends with that answer; or, when the claim goes with
     /// nothing kept (that call failed, or its instance went away) or the
     /// request's deadline comes, with a call of this request's own.
-    async fn across(
-        &self,
-        keyed: &Keyed,
-        inbound: &Inbound,
-        plan: &Plan,
-        runtime: &Runtime,
-    ) -> Across {
-        let cache = runtime.cache.as_ref();
-        let deadline = inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
+    async fn across(&self, keyed: &Keyed) -> Across {
+        let (inbound, plan) = (&self.inbound, &self.plan);
+        let cache = self.runtime.cache.as_ref();
+        let settings = &self.snapshot.catalog.settings;
+        let deadline = inbound.limits.deadline.unwrap_or(settings.request_timeout);
         let ttl_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
         match cache.claim(&keyed.base, &inbound.id, ttl_ms).await {
             Claim::Led => return Across::Call { claimed: true },
@@ -422,7 +396,7 @@ impl Snapshot {
     }
 
     fn count_cache(&self, status: CacheStatus) {
-        if self.catalog.settings.metrics {
+        if self.snapshot.catalog.settings.metrics {
             crate::telemetry::counter!("gateway_cache_total", "result" => status.as_str())
                 .increment(1);
         }
@@ -431,15 +405,13 @@ impl Snapshot {
     /// Answer with a kept (or shared) answer: no upstream call, no cost, the
     /// usage as it was; a stream of its events when the caller asked for one.
     fn serve_kept(
-        &self,
-        inbound: &Inbound,
-        plan: &Plan,
+        &mut self,
         mut response: Response,
         served: Served,
         status: CacheStatus,
-        guard: &mut RecordGuard,
     ) -> Success {
         self.count_cache(status);
+        let Flow { inbound, plan, guard, .. } = self;
         inbound.request.model.clone_into(&mut response.model);
         let mut descriptor = descriptor(plan, &[]);
         if !descriptor.is_empty() {

@@ -19,6 +19,24 @@ pub(super) struct RecordGuard {
 }
 
 impl RecordGuard {
+    /// The record of `inbound`, begun: written to `sink` when the request ends.
+    pub(super) fn open(inbound: &Inbound, sink: SharedSink, metrics: bool) -> Self {
+        let rec = RequestRecord {
+            id: inbound.id.clone(),
+            time_ms: inbound.time_ms,
+            key_prefix: inbound.principal.key_prefix.clone(),
+            user: inbound.principal.user_id.clone(),
+            project: inbound.project.clone(),
+            client_format: inbound.format.as_str().into(),
+            requested_model: inbound.request.model.clone(),
+            stream: inbound.request.stream,
+            session_id: inbound.request.extras.session_id.clone(),
+            ..RequestRecord::default()
+        };
+        let started = inbound.received;
+        Self { rec, sink, started, done: false, reservation: None, occupied: None, metrics }
+    }
+
     pub(super) fn finish(mut self, status: u16, error_code: Option<ErrorCode>) {
         self.write(status, error_code);
     }

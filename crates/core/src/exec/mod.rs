@@ -1,13 +1,17 @@
-//! The execution pipeline after parsing, one stage a file:
+//! The execution pipeline after parsing, one stage a file. `Snapshot::run` reads
+//! as the request's path: it plans the request, then hands one per-request
+//! context (`Flow`: the snapshot, the runtime, the request, its plan and its
+//! record) through the phases, in order.
 //!
-//! | stage | file |
+//! | phase | file |
 //! |---|---|
 //! | plan: resolve, authorize, filter, order | `prepare.rs` |
-//! | cache: answer from the response cache, or share an identical request's call | `cache.rs`, `flight.rs` |
-//! | admit: limits and budgets (reserve, later settle) | `admit.rs` |
-//! | attempt loop: credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`) |
+//! | affinity: a conversation's turns back to the deployment of the last | `affinity.rs` |
+//! | cache: answer from the response cache, or share an identical request's call (in this instance or another) | `cache.rs`, `flight.rs` |
+//! | admit: limits and budgets (reserve, later settle; a budget may lower `max_tokens`) | `admit.rs` |
+//! | attempt loop: capacity, credential, breaker, translate, send, classify | `attempt.rs` (decisions in `policy.rs`, the queue in `queue.rs`) |
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
-//! | meter and record, exactly once | `deliver.rs`, `guard.rs` |
+//! | meter and record, exactly once; settle what admission took | `deliver.rs`, `guard.rs` |
 //! | token counts: planned the same way, then each candidate's counting endpoint | `count_tokens.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
@@ -427,77 +431,83 @@ impl Snapshot {
                 let request = Arc::make_mut(&mut inbound.request);
                 continuity::restore_from(runtime.continuity.as_ref(), request).await;
             }
-            let mut guard = RecordGuard {
-                rec: RequestRecord {
-                    id: inbound.id.clone(),
-                    time_ms: inbound.time_ms,
-                    key_prefix: inbound.principal.key_prefix.clone(),
-                    user: inbound.principal.user_id.clone(),
-                    project: inbound.project.clone(),
-                    client_format: inbound.format.as_str().into(),
-                    requested_model: inbound.request.model.clone(),
-                    stream: inbound.request.stream,
-                    session_id: inbound.request.extras.session_id.clone(),
-                    ..RequestRecord::default()
-                },
-                sink,
-                started: inbound.received,
-                done: false,
-                reservation: None,
-                occupied: None,
-                metrics: self.catalog.settings.metrics,
-            };
+            let metrics = self.catalog.settings.metrics;
+            let mut guard = RecordGuard::open(&inbound, sink, metrics);
+            // Plan: resolve, authorize, filter and order the candidates.
             let mut plan = match self.prepare(&inbound, &runtime, &mut guard.rec) {
                 Ok(p) => p,
                 Err(err) => return Err(guard.fail(inbound.format, err)),
             };
             plan.descriptor.extend(purpose.map(str::to_owned));
-            // Gemini needs each call's signature back; clients have no field for it.
-            if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
-                && continuity::lacks_signatures(&inbound.request)
-            {
-                let request = Arc::make_mut(&mut inbound.request);
-                continuity::restore_signatures(runtime.continuity.as_ref(), request).await;
-            }
-            let pin = affinity::steer(&inbound, &mut plan, &runtime).await;
-            let answered = 'answered: {
-                // Answered from the cache, or by an identical request's upstream call.
-                if let Some(keyed) = cache::keyed(&inbound, &plan, purpose) {
-                    match self.cached(keyed, inbound, plan, &runtime, guard).await {
-                        Ok(answered) => break 'answered answered,
-                        Err(back) => (inbound, plan, guard) = back,
-                    }
-                    break 'answered self
-                        .admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard)
-                        .await
-                        .map(|mut success| {
-                            success.cache = Some(CacheStatus::Miss);
-                            success
-                        });
-                }
-                self.admit_and_attempt(&mut inbound, &mut plan, &runtime, &mut guard).await
-            };
+            let mut flow = Flow { snapshot: self, runtime, inbound, plan, guard };
+            flow.restore_signatures().await;
+            // Affinity: a conversation's turns go back where the last one went.
+            let pin = affinity::steer(&flow.inbound, &mut flow.plan, &flow.runtime).await;
+            let runtime = Arc::clone(&flow.runtime);
+            // The cache, admission, the attempt loop and delivery.
+            let answered = flow.answer(purpose).await;
             if let (Some(pin), Ok(success)) = (pin, &answered) {
                 affinity::remember(pin, &success.served, &runtime);
             }
             answered
         }
     }
+}
 
-    /// Admission, then the attempt loop.
-    async fn admit_and_attempt(
-        self: &Arc<Self>,
-        inbound: &mut Inbound,
-        plan: &mut Plan,
-        runtime: &Arc<Runtime>,
-        guard: &mut RecordGuard,
-    ) -> Result<Success, GatewayError> {
+/// One request on its way through the pipeline, made once it is planned: what
+/// every later phase reads and writes (pingora's per-request context). Its
+/// phases, in order: [`Flow::answer`] (the cache, `cache.rs`), admission
+/// ([`Flow::admit_and_attempt`], `admit.rs`), the attempt loop
+/// ([`Flow::attempt_loop`], `attempt.rs`) and delivery (`deliver.rs`; a
+/// stream's pump, `stream.rs`). Its record is written exactly once, whatever
+/// happens ([`RecordGuard`]).
+struct Flow {
+    /// The configuration the request runs under, whole: a reload while it runs
+    /// changes nothing for it.
+    snapshot: Arc<Snapshot>,
+    /// The state shared with other requests: health, limits, caches.
+    runtime: Arc<Runtime>,
+    inbound: Inbound,
+    plan: Plan,
+    guard: RecordGuard,
+}
+
+impl Flow {
+    /// Gemini needs each call's signature back; clients have no field for it.
+    async fn restore_signatures(&mut self) {
+        let gemini = self.plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini));
+        if gemini && continuity::lacks_signatures(&self.inbound.request) {
+            let request = Arc::make_mut(&mut self.inbound.request);
+            continuity::restore_signatures(self.runtime.continuity.as_ref(), request).await;
+        }
+    }
+
+    /// Answered from the cache, by an identical request's upstream call, or by
+    /// admission and the attempt loop.
+    async fn answer(self, purpose: Option<&str>) -> Result<Success, GatewayError> {
+        let Some(keyed) = cache::keyed(&self.inbound, &self.plan, purpose) else {
+            let mut flow = self;
+            return flow.admit_and_attempt().await;
+        };
+        match self.cached(keyed).await {
+            Ok(answered) => answered,
+            Err(mut flow) => flow.admit_and_attempt().await.map(|mut success| {
+                success.cache = Some(CacheStatus::Miss);
+                success
+            }),
+        }
+    }
+
+    /// Admission (a budget may lower `max_tokens` first), then the attempt loop.
+    async fn admit_and_attempt(&mut self) -> Result<Success, GatewayError> {
+        let Flow { snapshot, runtime, inbound, plan, guard } = self;
         if let Some(admission) = &runtime.admission {
-            if let Some((scope, n)) = lower_to_budget(admission.as_ref(), self, inbound, plan).await
+            if let Some((scope, n)) =
+                lower_to_budget(admission.as_ref(), snapshot, inbound, plan).await
             {
                 plan.descriptor.push(format!("{LOWERED}{scope}:{n}"));
             }
-            match admit(admission.as_ref(), self, inbound, plan).await {
+            match admit(admission.as_ref(), snapshot, inbound, plan).await {
                 Ok(reservation) => {
                     // A warn-mode budget passed: said in the record.
                     for scope in &reservation.over_budget {
@@ -508,6 +518,6 @@ impl Snapshot {
                 Err(err) => return Err(guard.fail(inbound.format, err)),
             }
         }
-        self.attempt_loop(inbound, plan, runtime, guard).await
+        self.attempt_loop().await
     }
 }
