@@ -97,7 +97,9 @@ impl fmt::Debug for Clock {
 /// reads the process environment; tests give a map ([`Env::from_pairs`]) rather
 /// than change the process's, which other tests running in parallel share.
 #[derive(Clone)]
-pub struct Env(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
+pub struct Env(Arc<Lookup>);
+
+type Lookup = dyn Fn(&str) -> Option<String> + Send + Sync;
 
 impl Env {
     /// The process environment.
@@ -143,7 +145,7 @@ const MAX_ANSWER: usize = 64 * 1024;
 /// one for token endpoints (shaped by [`ClientOptions`]: roots, proxy) and one
 /// for link-local metadata services (never through a proxy), and a deadline
 /// for each request, answer included (10 s unless set). Every request any
-/// source makes goes through [`Http::call`].
+/// source makes goes through one function of it (`Http::call`).
 #[derive(Clone, Debug)]
 pub struct Http {
     client: reqwest::Client,
