@@ -17,6 +17,7 @@
 //! its own variables and its own time. All HTTP goes through [`Http`], one small
 //! function over the core's reqwest client.
 
+pub mod aws;
 pub mod google;
 mod refreshing;
 
