@@ -36,6 +36,7 @@ pub mod clock;
 mod compaction;
 pub mod config;
 pub mod continuity;
+pub mod credentials;
 pub mod embed;
 pub mod error;
 pub mod estimate;
