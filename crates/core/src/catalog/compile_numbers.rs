@@ -161,8 +161,12 @@ fn check_state(raw: &RawConfig, problems: &mut Vec<Problem>) {
             if r.timeout_ms == 0 {
                 say("state.redis.timeout_ms: must be greater than 0".into());
             }
-            if !(r.url.starts_with("redis://") || r.url.starts_with("rediss://")) {
-                say("state.redis.url: must start with redis:// or rediss://".into());
+            if r.url.starts_with("rediss://") {
+                say("state.redis.url: TLS to Redis (rediss://) is not supported yet: reach \
+                     Redis over a private network or a TLS tunnel, with redis://"
+                    .into());
+            } else if !r.url.starts_with("redis://") {
+                say("state.redis.url: must start with redis://".into());
             }
         }
         (raw::StateBackend::Local, None) => {}

@@ -740,6 +740,8 @@ state: { backend: redis, redis: { url: "http://127.0.0.1:6379", timeout_ms: 0 } 
 "#;
     let text = problems(bad_url);
     assert!(text.contains("state.redis.url: must start with redis://"), "{text}");
+    let tls = "state: { backend: redis, redis: { url: \"rediss://cache:6380\" } }\n";
+    assert!(problems(tls).contains("TLS to Redis (rediss://) is not supported yet"));
     assert!(text.contains("state.redis.timeout_ms: must be greater than 0"), "{text}");
     // An unknown field in a limit is refused by name (a typo is not a no-limit).
     let typo = "limits: { projects: { p: { rpn: 5 } } }\n";

@@ -79,7 +79,7 @@ pub enum StateBackend {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RedisConfig {
-    /// `redis://host:port/db` (`rediss://` for TLS); `${VAR}` may supply it.
+    /// `redis://[:password@]host:port/db`; `${VAR}` may supply it (`rediss://`, TLS, is refused: not supported yet).
     pub url: String,
     /// One Redis step may take this long before it counts as a failure.
     #[serde(default = "default_redis_timeout")]
