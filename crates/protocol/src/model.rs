@@ -603,6 +603,25 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// The usage of a wire that counts its input without the cached part
+    /// (Anthropic, Bedrock): `uncached` input plus cache `read` and `write`
+    /// make the whole prompt, counted once.
+    pub fn with_cache_apart(
+        uncached: Option<u64>,
+        read: Option<u64>,
+        write: Option<u64>,
+        output: Option<u64>,
+    ) -> Usage {
+        Usage {
+            input_tokens: uncached
+                .map(|n| n.saturating_add(read.unwrap_or(0)).saturating_add(write.unwrap_or(0))),
+            output_tokens: output,
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+            reasoning_tokens: None,
+        }
+    }
+
     /// Fold a later report into this one: fields the later report carries win.
     pub fn merge(&mut self, later: &Usage) {
         fn pick(a: &mut Option<u64>, b: Option<u64>) {

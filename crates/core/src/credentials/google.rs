@@ -329,11 +329,21 @@ async fn jwt_grant(
         ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
         ("assertion", assertion.expose()),
     ]);
-    let what = "Google token endpoint (service account)";
+    grant(http, &sa.token_uri, "Google token endpoint (service account)", body, clock).await
+}
+
+/// POST a grant (`body`, form-encoded) to a token endpoint: its access token.
+async fn grant(
+    http: &Http,
+    url: &str,
+    what: &'static str,
+    body: Vec<u8>,
+    clock: &Clock,
+) -> Result<AccessToken, CredentialError> {
     let answer = http
         .call(Call {
             method: reqwest::Method::POST,
-            url: &sa.token_uri,
+            url,
             headers: vec![("content-type", "application/x-www-form-urlencoded".to_owned())],
             body: Some(body),
             metadata: false,
@@ -355,18 +365,7 @@ async fn refresh_grant(
         ("client_secret", user.client_secret.expose()),
         ("refresh_token", user.refresh_token.expose()),
     ]);
-    let what = "Google token endpoint (authorized user)";
-    let answer = http
-        .call(Call {
-            method: reqwest::Method::POST,
-            url: &user.token_uri,
-            headers: vec![("content-type", "application/x-www-form-urlencoded".to_owned())],
-            body: Some(body),
-            metadata: false,
-            what,
-        })
-        .await?;
-    token_answer(what, &answer, clock)
+    grant(http, &user.token_uri, "Google token endpoint (authorized user)", body, clock).await
 }
 
 /// Metadata server: the default service account's token.

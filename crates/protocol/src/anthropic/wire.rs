@@ -198,17 +198,8 @@ impl WireUsage {
     }
 
     pub(super) fn to_canonical(self) -> Usage {
-        let read = self.cache_read_input_tokens;
-        let write = self.cache_creation_input_tokens;
-        Usage {
-            input_tokens: self.input_tokens.map(|uncached| {
-                uncached.saturating_add(read.unwrap_or(0)).saturating_add(write.unwrap_or(0))
-            }),
-            output_tokens: self.output_tokens,
-            cache_read_tokens: read,
-            cache_write_tokens: write,
-            reasoning_tokens: None,
-        }
+        let (read, write) = (self.cache_read_input_tokens, self.cache_creation_input_tokens);
+        Usage::with_cache_apart(self.input_tokens, read, write, self.output_tokens)
     }
 }
 
