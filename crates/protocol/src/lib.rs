@@ -22,6 +22,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod behaviour;
 pub mod carry;
 pub mod compaction;
 pub mod continuity;
@@ -36,6 +37,7 @@ pub mod spec;
 pub mod sse;
 pub mod util;
 
+pub use behaviour::{OutputLimit, WireBehaviour};
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
@@ -161,23 +163,26 @@ pub enum Wire {
 }
 
 impl Wire {
+    /// What the wire does: the one place a [`Wire`] is mapped to its folder's
+    /// [`WireBehaviour`]. A new wire is registered here, and the compiler then
+    /// asks for each of its rules.
+    pub fn behaviour(self) -> &'static dyn WireBehaviour {
+        match self {
+            Wire::OpenAiChat => &openai_chat::OpenAiChatWire,
+            Wire::Anthropic => &anthropic::AnthropicWire,
+            Wire::Gemini => &gemini::GeminiWire,
+        }
+    }
+
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Wire::OpenAiChat => "openai-chat",
-            Wire::Anthropic => "anthropic",
-            Wire::Gemini => "gemini",
-        }
+        self.behaviour().name()
     }
 
     /// How an upstream of this wire is called: paths, where the model goes,
     /// framing, auth, required headers, default endpoint.
     pub fn spec(self) -> &'static WireSpec {
-        match self {
-            Wire::OpenAiChat => &openai_chat::SPEC,
-            Wire::Anthropic => &anthropic::SPEC,
-            Wire::Gemini => &gemini::SPEC,
-        }
+        self.behaviour().spec()
     }
 
     /// The body for this wire, for the model named in `req.model` (its traits
@@ -216,20 +221,16 @@ impl Wire {
     /// path) needs for a target model with `traits`: reasoning in the form the
     /// model takes, no sampling parameters where it refuses them, no blank text
     /// blocks where the wire refuses them (Anthropic). Empty when the body can go
-    /// as it is. Everything else in the body is left alone.
+    /// as it is (a Gemini body: it names no model, and the client chose the
+    /// thinking settings for the model it named). Everything else in the body is
+    /// left alone.
     pub fn adapt_native(
         self,
         body: &serde_json::Map<String, serde_json::Value>,
         req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        match self {
-            Wire::Anthropic => anthropic::adapt_native(body, req, traits),
-            Wire::OpenAiChat => openai_chat::adapt_native(body, traits),
-            // A Gemini body goes as it is: it names no model, and the client chose
-            // the thinking settings for the model it named.
-            Wire::Gemini => Vec::new(),
-        }
+        self.behaviour().adapt_native(body, req, traits)
     }
 
     /// For the record: the sampling parameters of `req` this wire's body leaves out
@@ -237,10 +238,7 @@ impl Wire {
     /// model takes temperature or top_p, not both)`), translated or, with `native`,
     /// the client's own body on the fast path. Only Anthropic's models refuse any.
     pub fn sampling_edits(self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
-        match self {
-            Wire::Anthropic => anthropic::sampling_edits(req, traits, native),
-            Wire::OpenAiChat | Wire::Gemini => Vec::new(),
-        }
+        self.behaviour().sampling_edits(req, traits, native)
     }
 
     /// Edits that take `dropped` (hosted tools a request offered, which the target
@@ -253,27 +251,14 @@ impl Wire {
         req: &Request,
         dropped: &[&HostedTool],
     ) -> Vec<FieldEdit> {
-        let mut edits = carry::without(body, dropped);
-        if self == Wire::Anthropic
-            && edits.iter().any(|(field, v)| *field == "tools" && v.is_none())
-            && let Some(tools) = anthropic::history_tools(req)
-        {
-            edits.retain(|(field, _)| !matches!(*field, "tools" | "tool_choice"));
-            edits.push(("tools", Some(tools)));
-            edits.push(("tool_choice", Some(serde_json::json!({"type": "none"}))));
-        }
-        edits
+        self.behaviour().drop_hosted(carry::without(body, dropped), body, req)
     }
 
     /// Whether [`Wire::adapt_native`] might edit a client's body (`body`, parsed as
     /// `req`); false means it can be forwarded as it is (model aside) without being
     /// parsed as an object.
     pub fn may_adapt(self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
-        match self {
-            Wire::Anthropic => anthropic::may_adapt(req, traits),
-            Wire::OpenAiChat => openai_chat::may_adapt(body, traits),
-            Wire::Gemini => false,
-        }
+        self.behaviour().may_adapt(req, body, traits)
     }
 
     /// The body for this wire, for a model with the given traits.
@@ -282,50 +267,30 @@ impl Wire {
         req: &Request,
         traits: ModelTraits,
     ) -> Result<serde_json::Value, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::encode_request(req),
-            Wire::Anthropic => anthropic::encode_request(req, traits),
-            Wire::Gemini => gemini::encode_request(req, traits),
-        }
+        self.behaviour().encode_request_for(req, traits)
     }
 
     /// Parse an upstream's whole (non-streamed) response body.
     pub fn parse_response(self, body: &[u8]) -> Result<Response, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_response(body),
-            Wire::Anthropic => anthropic::parse_response(body),
-            Wire::Gemini => gemini::parse_response(body),
-        }
+        self.behaviour().parse_response(body)
     }
 
     /// The usage of a response body that is forwarded as it is (same-format fast
     /// path), without building the canonical response. `Ok(None)`: the body
     /// reports no usage, or this wire has no such shortcut (parse it whole).
     pub fn parse_usage(self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_usage(body),
-            Wire::Anthropic => anthropic::parse_usage(body),
-            Wire::Gemini => Ok(None),
-        }
+        self.behaviour().parse_usage(body)
     }
 
     /// A fresh decoder for one upstream stream of this wire.
     pub fn stream_decoder(self) -> Box<dyn StreamDecoder> {
-        match self {
-            Wire::OpenAiChat => Box::new(openai_chat::Decoder::new()),
-            Wire::Anthropic => Box::new(anthropic::Decoder::new()),
-            Wire::Gemini => Box::new(gemini::Decoder::new()),
-        }
+        self.behaviour().stream_decoder()
     }
 
     /// The message of an upstream error body of this wire; `None` when the body
     /// is not one this wire writes.
     pub fn parse_error(self, body: &[u8]) -> Option<String> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_error(body),
-            Wire::Anthropic => anthropic::parse_error(body),
-            Wire::Gemini => gemini::parse_error(body),
-        }
+        self.behaviour().parse_error(body)
     }
 }
 

@@ -1,0 +1,139 @@
+//! What an upstream wire does, as one object per wire ([`WireBehaviour`]): each
+//! wire's folder implements it (`openai_chat::OpenAiChatWire`, …) and
+//! [`crate::Wire::behaviour`] is the one place that maps the [`crate::Wire`]
+//! identity to it. Every method is required, so a new wire cannot be added
+//! without the compiler asking for each of its rules; nothing falls through to a
+//! default that was written for another wire.
+
+use serde_json::{Map, Value};
+
+use crate::carry::{Carriage, Placement};
+use crate::{
+    FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTools,
+    StreamDecoder, Usage, WireSpec,
+};
+
+/// One upstream wire's behaviour: translation, the fast path's edits of a
+/// client's own body, what it carries of a request's settings, and the few
+/// rules the core applies per wire. [`crate::Wire`]'s methods of the same names
+/// delegate here; their docs describe the contract.
+pub trait WireBehaviour: Sync {
+    /// The configuration's name for the wire (`openai-chat`, `anthropic`, `gemini`).
+    fn name(&self) -> &'static str;
+
+    /// How an upstream of this wire is called (the folder's `SPEC`).
+    fn spec(&self) -> &'static WireSpec;
+
+    /// See [`crate::Wire::encode_request_for`].
+    fn encode_request_for(
+        &self,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Result<Value, ProtocolError>;
+
+    /// See [`crate::Wire::parse_response`].
+    fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError>;
+
+    /// See [`crate::Wire::parse_usage`].
+    fn parse_usage(&self, body: &[u8]) -> Result<Option<Usage>, ProtocolError>;
+
+    /// See [`crate::Wire::stream_decoder`].
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder>;
+
+    /// See [`crate::Wire::parse_error`].
+    fn parse_error(&self, body: &[u8]) -> Option<String>;
+
+    /// See [`crate::Wire::adapt_native`].
+    fn adapt_native(
+        &self,
+        body: &Map<String, Value>,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Vec<FieldEdit>;
+
+    /// See [`crate::Wire::sampling_edits`].
+    fn sampling_edits(&self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String>;
+
+    /// See [`crate::Wire::may_adapt`].
+    fn may_adapt(&self, req: &Request, body: &[u8], traits: ModelTraits) -> bool;
+
+    /// See [`crate::Wire::drop_hosted`]: `edits` are the shared ones
+    /// (`carry::without`); a wire adds what its API needs beyond them.
+    fn drop_hosted(
+        &self,
+        edits: Vec<FieldEdit>,
+        body: &Map<String, Value>,
+        req: &Request,
+    ) -> Vec<FieldEdit>;
+
+    /// See [`crate::carry::runnable`].
+    fn runnable(&self) -> ServerTools;
+
+    /// What a provider of this wire runs when its configuration names no server
+    /// tools: what the API runs on its current models.
+    fn default_server_tools(&self) -> ServerTools;
+
+    /// See [`crate::carry::place`].
+    fn place(&self, tool: &HostedTool) -> Result<Placement, String>;
+
+    /// See [`crate::carry::forces`].
+    fn forces(&self, tool: &HostedTool) -> bool;
+
+    /// See [`crate::carry::service_tier`].
+    fn service_tier<'a>(&self, tier: &'a str) -> Option<&'a str>;
+
+    /// What the wire's body carries of the settings OpenAI defined
+    /// (`prompt_cache_key`, `prompt_cache_retention`, `store`,
+    /// `safety_identifier`), recorded in `c` ([`crate::carry::carriage`]).
+    fn carry_settings(&self, req: &Request, c: &mut Carriage);
+
+    /// What the wire's body carries of the request's `user` and `metadata`,
+    /// recorded in `c` ([`crate::carry::carriage`]).
+    fn carry_user(&self, req: &Request, c: &mut Carriage);
+
+    /// Where a client's own body asks for a stream's usage, when the wire reports
+    /// it only if asked: `(field, key)`, the gateway setting `body[field][key]` to
+    /// `true` on a stream it forwards, and taking the usage back out of what it
+    /// passes through when the client did not ask. `None`: the wire always reports
+    /// it.
+    fn stream_usage_option(&self) -> Option<(&'static str, &'static str)>;
+
+    /// Where a client's own body states its output limit, for the deployment's
+    /// ceiling to be written there (`max_tokens_cap`).
+    fn output_limit(&self) -> OutputLimit;
+
+    /// A note for the request's descriptor when this wire sends `req` without the
+    /// thinking the client asked for (Anthropic in a tool loop continued from
+    /// another family); `None` otherwise.
+    fn thinking_note(&self, req: &Request) -> Option<&'static str>;
+
+    /// The wire needs each tool call's signature back, which clients have no
+    /// field for: the gateway restores them before sending (Gemini).
+    fn needs_call_signatures(&self) -> bool;
+}
+
+/// Where a client's own body states its output limit ([`WireBehaviour::output_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputLimit {
+    /// Top-level fields: each one the body has takes the ceiling.
+    TopLevel(&'static [&'static str]),
+    /// A field of a top-level object (`generationConfig.maxOutputTokens`), set
+    /// whether the body had it or not.
+    Nested {
+        /// The top-level object.
+        object: &'static str,
+        /// The field in it.
+        field: &'static str,
+    },
+}
+
+impl OutputLimit {
+    /// Whether a top-level `field` holds the limit.
+    pub fn is_top_level(self, field: &str) -> bool {
+        matches!(self, OutputLimit::TopLevel(fields) if fields.contains(&field))
+    }
+}
+
+/// The output limits of the wires that speak OpenAI's or Anthropic's names: a
+/// client's body may have either.
+pub(crate) const MAX_TOKENS_FIELDS: &[&str] = &["max_tokens", "max_completion_tokens"];
