@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::carry::{Carriage, Placement};
 use crate::{
-    FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTools,
+    Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTools,
     StreamDecoder, Usage, WireSpec,
 };
 
@@ -23,6 +23,11 @@ pub trait WireBehaviour: Sync {
 
     /// How an upstream of this wire is called (the folder's `SPEC`).
     fn spec(&self) -> &'static WireSpec;
+
+    /// The traits a model of `family` (`model`, its id) has on this wire when the
+    /// catalog does not say ([`ModelTraits::infer`]): the family's rules where the
+    /// wire's API enforces its vendor's, the wire's own otherwise.
+    fn model_traits(&self, family: Family, model: &str) -> ModelTraits;
 
     /// See [`crate::Wire::encode_request_for`].
     fn encode_request_for(

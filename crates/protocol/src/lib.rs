@@ -28,6 +28,7 @@ pub mod compaction;
 pub mod continuity;
 pub mod error;
 pub mod error_code;
+pub mod family;
 pub mod frame;
 pub mod gemini;
 pub mod model;
@@ -42,6 +43,7 @@ pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use error_code::ErrorCode;
+pub use family::Family;
 pub use frame::{Frame, FrameError, Framer};
 pub use model::*;
 pub use spec::{

@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 use crate::behaviour::{MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search};
 use crate::{
-    FieldEdit, HostedTool, MCP_SERVER, ModelTraits, ProtocolError, Request, Response, ServerTool,
-    ServerTools, StreamDecoder, Usage, Wire, WireSpec,
+    Family, FieldEdit, HostedTool, MCP_SERVER, ModelTraits, ProtocolError, Request, Response,
+    ServerTool, ServerTools, StreamDecoder, Usage, Wire, WireSpec,
 };
 
 /// Anthropic Messages.
@@ -20,6 +20,15 @@ impl WireBehaviour for AnthropicWire {
 
     fn spec(&self) -> &'static WireSpec {
         &super::SPEC
+    }
+
+    fn model_traits(&self, family: Family, model: &str) -> ModelTraits {
+        // Anthropic's API enforces Claude's rules; anything else it serves (a
+        // compatible server's own model) is taken to want a budget.
+        match family {
+            Family::Claude => ModelTraits::claude(model),
+            _ => ModelTraits::BUDGET,
+        }
     }
 
     fn encode_request_for(

@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 use crate::behaviour::{OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search};
 use crate::{
-    Dialect, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTool,
-    ServerTools, StreamDecoder, Usage, Wire, WireSpec,
+    Dialect, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response,
+    ServerTool, ServerTools, StreamDecoder, Usage, Wire, WireSpec,
 };
 
 /// Google Gemini `generateContent`.
@@ -20,6 +20,12 @@ impl WireBehaviour for GeminiWire {
 
     fn spec(&self) -> &'static WireSpec {
         &super::SPEC
+    }
+
+    fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
+        // Gemini's API serves Gemini models, tuned ones under names of their own:
+        // the version is read wherever the id has it.
+        ModelTraits::gemini(model)
     }
 
     fn encode_request_for(

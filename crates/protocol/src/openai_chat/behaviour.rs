@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 use crate::behaviour::{MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search, WEB_SEARCH_OPTIONS};
 use crate::{
-    FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTool, ServerTools,
-    StreamDecoder, Usage, Wire, WireSpec,
+    Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTool,
+    ServerTools, StreamDecoder, Usage, Wire, WireSpec,
 };
 
 /// OpenAI Chat Completions, and every server compatible with it.
@@ -20,6 +20,12 @@ impl WireBehaviour for OpenAiChatWire {
 
     fn spec(&self) -> &'static WireSpec {
         &super::SPEC
+    }
+
+    fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
+        // A Claude or Gemini id behind an OpenAI-compatible server is the
+        // server's business: it takes Chat Completions' fields for every model.
+        ModelTraits::openai_chat(model)
     }
 
     fn encode_request_for(
