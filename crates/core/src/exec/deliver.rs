@@ -159,8 +159,10 @@ impl Snapshot {
                     continuity: (!passthrough).then(|| {
                         continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
                     }),
+                    // The gateway asked the wire for the usage the client did
+                    // not ask for (`upstream::splice`): it goes no further.
                     strip_usage: passthrough
-                        && wire == Wire::OpenAiChat
+                        && wire.behaviour().stream_usage_option().is_some()
                         && !inbound.request.stream_usage,
                     report,
                     _in_flight: in_flight,
