@@ -3,14 +3,15 @@
 //! [`crate::Wire::behaviour`] is the one place that maps the [`crate::Wire`]
 //! identity to it. Every method is required, so a new wire cannot be added
 //! without the compiler asking for each of its rules; nothing falls through to a
-//! default that was written for another wire.
+//! default that was written for another wire. A client format is the same
+//! ([`ClientBehaviour`], [`crate::ClientFormat::behaviour`]).
 
 use serde_json::{Map, Value};
 
 use crate::carry::{Carriage, Placement};
 use crate::{
-    Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTools,
-    StreamDecoder, Usage, WireSpec,
+    ErrorBody, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, Seal,
+    ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire, WireSpec,
 };
 
 /// One upstream wire's behaviour: translation, the fast path's edits of a
@@ -142,3 +143,53 @@ impl OutputLimit {
 /// The output limits of the wires that speak OpenAI's or Anthropic's names: a
 /// client's body may have either.
 pub(crate) const MAX_TOKENS_FIELDS: &[&str] = &["max_tokens", "max_completion_tokens"];
+
+/// One client format's behaviour: how the gateway reads its requests and writes
+/// its answers. [`crate::ClientFormat`]'s methods of the same names delegate
+/// here; their docs describe the contract.
+pub trait ClientBehaviour: Sync {
+    /// The name records, metrics and logs use (`openai-chat`, …).
+    fn name(&self) -> &'static str;
+
+    /// See [`crate::ClientFormat::native_wire`].
+    fn native_wire(&self) -> Option<Wire>;
+
+    /// See [`crate::ClientFormat::parse_request`].
+    fn parse_request(&self, body: &[u8], seal: Option<&dyn Seal>)
+    -> Result<Request, ProtocolError>;
+
+    /// See [`crate::ClientFormat::encode_response`].
+    fn encode_response(&self, resp: &Response, tools: &[Tool], seal: Option<&dyn Seal>) -> Value;
+
+    /// See [`crate::ClientFormat::stream_encoder`].
+    fn stream_encoder(
+        &self,
+        req: &Request,
+        seal: Option<std::sync::Arc<dyn Seal>>,
+    ) -> Box<dyn StreamEncoder>;
+
+    /// See [`crate::ClientFormat::error_json`].
+    fn error_json(&self, err: &ErrorBody) -> Value;
+
+    /// See [`crate::ClientFormat::keepalive`].
+    fn keepalive(&self) -> &'static [u8];
+
+    /// See [`crate::ClientFormat::loses_signed_thinking`].
+    fn loses_signed_thinking(&self) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ClientFormat, sse};
+
+    #[test]
+    fn anthropic_keepalive_is_its_ping_event() {
+        let mut ping = Vec::new();
+        sse::write_event(&mut ping, Some("ping"), r#"{"type": "ping"}"#);
+        assert_eq!(ClientFormat::Anthropic.keepalive(), ping.as_slice());
+        assert_eq!(ClientFormat::Gemini.keepalive(), b"\n");
+        for format in [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses] {
+            assert_eq!(format.keepalive(), b": keep-alive\n\n");
+        }
+    }
+}

@@ -1,8 +1,8 @@
 //! Switchyard's protocol layer: wire types, the canonical model, translators and
 //! stream state machines. Pure functions and state machines only: no IO, no async.
 //!
-//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`) exposes
-//! the same surface, so the layers above pick one by [`ClientFormat`] / [`Wire`]:
+//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`, and
+//! `bedrock`, which has no [`Wire`] yet) is a folder that exposes the same surface:
 //!
 //! | item | direction |
 //! |---|---|
@@ -14,9 +14,20 @@
 //! | `Encoder` ([`StreamEncoder`]) | canonical events → wire SSE bytes |
 //! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
 //! | `SPEC` ([`WireSpec`]) | paths, model placement, framing, auth, headers, default endpoint |
+//! | `XxxWire` ([`WireBehaviour`]) | what the wire does: the above, the fast path's edits, the hosted tools and settings it carries, the rules the core applies per wire |
+//! | `XxxClient` ([`ClientBehaviour`]) | what a client of the format gets: parsing, answers, stream encoder, errors, keep-alive |
 //!
-//! Each wire lives in its folder: `wire.rs` (its types), `request.rs`, `response.rs`,
-//! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
+//! [`Wire`] and [`ClientFormat`] are identities: [`Wire::behaviour`] and
+//! [`ClientFormat::behaviour`] are the one place each is mapped to its folder's
+//! object, and their methods delegate to it. The traits have no default methods,
+//! so a new wire is its folder, one line in [`Wire::behaviour`], and whatever the
+//! compiler then asks for. What a model can take is its [`Family`]'s (read from
+//! its id as each platform writes it), where the wire's API enforces its
+//! vendor's rules ([`ModelTraits::infer`]).
+//!
+//! Each wire lives in its folder: `behaviour.rs` (its behaviour objects), `wire.rs`
+//! (its types), `request.rs`, `response.rs`, `stream_decode.rs`,
+//! `stream_encode.rs`, and its tests beside them.
 
 #![warn(missing_docs)]
 
@@ -38,7 +49,7 @@ pub mod spec;
 pub mod sse;
 pub mod util;
 
-pub use behaviour::{OutputLimit, WireBehaviour};
+pub use behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
@@ -67,25 +78,26 @@ pub enum ClientFormat {
 }
 
 impl ClientFormat {
+    /// What the format does: the one place a [`ClientFormat`] is mapped to its
+    /// folder's [`ClientBehaviour`].
+    pub fn behaviour(self) -> &'static dyn ClientBehaviour {
+        match self {
+            ClientFormat::OpenAiChat => &openai_chat::OpenAiChatClient,
+            ClientFormat::OpenAiResponses => &responses::ResponsesClient,
+            ClientFormat::Anthropic => &anthropic::AnthropicClient,
+            ClientFormat::Gemini => &gemini::GeminiClient,
+        }
+    }
+
     /// The name records, metrics and logs use (`openai-chat`, `openai-responses`,
     /// `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            ClientFormat::OpenAiChat => "openai-chat",
-            ClientFormat::OpenAiResponses => "openai-responses",
-            ClientFormat::Anthropic => "anthropic",
-            ClientFormat::Gemini => "gemini",
-        }
+        self.behaviour().name()
     }
 
     /// The upstream wire that speaks this format natively (for the fast path).
     pub fn native_wire(self) -> Option<Wire> {
-        match self {
-            ClientFormat::OpenAiChat => Some(Wire::OpenAiChat),
-            ClientFormat::Anthropic => Some(Wire::Anthropic),
-            ClientFormat::Gemini => Some(Wire::Gemini),
-            ClientFormat::OpenAiResponses => None,
-        }
+        self.behaviour().native_wire()
     }
 
     /// Parse a client's request body of this format into the canonical request.
@@ -98,12 +110,7 @@ impl ClientFormat {
         body: &[u8],
         seal: Option<&dyn Seal>,
     ) -> Result<Request, ProtocolError> {
-        match self {
-            ClientFormat::OpenAiChat => openai_chat::parse_request(body),
-            ClientFormat::OpenAiResponses => responses::parse_request_sealed(body, seal),
-            ClientFormat::Anthropic => anthropic::parse_request(body),
-            ClientFormat::Gemini => gemini::parse_client_request(body),
-        }
+        self.behaviour().parse_request(body, seal)
     }
 
     /// Render a whole canonical answer as this format's response body.
@@ -116,12 +123,7 @@ impl ClientFormat {
         tools: &[Tool],
         seal: Option<&dyn Seal>,
     ) -> serde_json::Value {
-        match self {
-            ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
-            ClientFormat::OpenAiResponses => responses::encode_response_sealed(resp, tools, seal),
-            ClientFormat::Anthropic => anthropic::encode_response(resp),
-            ClientFormat::Gemini => gemini::encode_client_response(resp),
-        }
+        self.behaviour().encode_response(resp, tools, seal)
     }
 
     /// The encoder for a stream answering `req`: a Responses client gets its
@@ -133,23 +135,26 @@ impl ClientFormat {
         req: &Request,
         seal: Option<std::sync::Arc<dyn Seal>>,
     ) -> Box<dyn StreamEncoder> {
-        match self {
-            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new(req.stream_usage)),
-            ClientFormat::OpenAiResponses => {
-                Box::new(responses::Encoder::for_tools(&req.tools).with_seal(seal))
-            }
-            ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
-            ClientFormat::Gemini => Box::new(gemini::Encoder::for_client()),
-        }
+        self.behaviour().stream_encoder(req, seal)
     }
 
     /// The error object this format's clients expect.
     pub fn error_json(self, err: &ErrorBody) -> serde_json::Value {
-        match self {
-            ClientFormat::Anthropic => err.to_anthropic(),
-            ClientFormat::Gemini => err.to_google(),
-            ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => err.to_openai(),
-        }
+        self.behaviour().error_json(err)
+    }
+
+    /// The bytes of a keep-alive on a stream of this format, which its readers
+    /// skip: Anthropic's own `ping` event, an empty line for Gemini's (Google's
+    /// SDKs read `data:` lines only and would wait forever on a comment), an SSE
+    /// comment otherwise.
+    pub fn keepalive(self) -> &'static [u8] {
+        self.behaviour().keepalive()
+    }
+
+    /// Whether answers in this format lose the upstream's signed thinking (no
+    /// field carries it back), so the gateway remembers it for the next turn.
+    pub fn loses_signed_thinking(self) -> bool {
+        self.behaviour().loses_signed_thinking()
     }
 }
 

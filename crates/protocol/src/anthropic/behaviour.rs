@@ -1,12 +1,14 @@
-//! What an Anthropic upstream does ([`WireBehaviour`]).
+//! What an Anthropic upstream does ([`WireBehaviour`]) and what an Anthropic
+//! client gets ([`ClientBehaviour`]).
 
 use serde_json::{Map, Value, json};
 
-use crate::behaviour::{MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
+use crate::behaviour::{ClientBehaviour, MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search};
 use crate::{
-    Family, FieldEdit, HostedTool, MCP_SERVER, ModelTraits, ProtocolError, Request, Response,
-    ServerTool, ServerTools, StreamDecoder, Usage, Wire, WireSpec,
+    ErrorBody, Family, FieldEdit, HostedTool, MCP_SERVER, ModelTraits, ProtocolError, Request,
+    Response, Seal, ServerTool, ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire,
+    WireSpec,
 };
 
 /// Anthropic Messages.
@@ -209,4 +211,52 @@ fn web_search(search: &Search) -> Value {
         tool.insert("max_uses".into(), max.clone());
     }
     Value::Object(tool)
+}
+
+/// An Anthropic Messages client.
+#[derive(Debug, Clone, Copy)]
+pub struct AnthropicClient;
+
+impl ClientBehaviour for AnthropicClient {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn native_wire(&self) -> Option<Wire> {
+        Some(Wire::Anthropic)
+    }
+
+    fn parse_request(
+        &self,
+        body: &[u8],
+        _seal: Option<&dyn Seal>,
+    ) -> Result<Request, ProtocolError> {
+        super::parse_request(body)
+    }
+
+    fn encode_response(&self, resp: &Response, _tools: &[Tool], _seal: Option<&dyn Seal>) -> Value {
+        super::encode_response(resp)
+    }
+
+    fn stream_encoder(
+        &self,
+        _req: &Request,
+        _seal: Option<std::sync::Arc<dyn Seal>>,
+    ) -> Box<dyn StreamEncoder> {
+        Box::new(super::Encoder::new())
+    }
+
+    fn error_json(&self, err: &ErrorBody) -> Value {
+        err.to_anthropic()
+    }
+
+    fn keepalive(&self) -> &'static [u8] {
+        // Anthropic's own keep-alive, which its SDKs expect and skip.
+        b"event: ping\ndata: {\"type\": \"ping\"}\n\n"
+    }
+
+    fn loses_signed_thinking(&self) -> bool {
+        // Its thinking blocks carry their signatures.
+        false
+    }
 }

@@ -1,13 +1,15 @@
-//! What a Gemini upstream does ([`WireBehaviour`]).
+//! What a Gemini upstream does ([`WireBehaviour`]) and what a Gemini client gets
+//! ([`ClientBehaviour`]).
 
 use serde_json::{Map, Value, json};
 
-use crate::behaviour::{OutputLimit, WireBehaviour};
+use crate::behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search};
 use crate::{
     Dialect, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response,
     ServerTool, ServerTools, StreamDecoder, Usage, Wire, WireSpec,
 };
+use crate::{ErrorBody, Seal, StreamEncoder, Tool};
 
 /// Google Gemini `generateContent`.
 #[derive(Debug, Clone, Copy)]
@@ -156,6 +158,57 @@ impl WireBehaviour for GeminiWire {
     }
 
     fn needs_call_signatures(&self) -> bool {
+        true
+    }
+}
+
+/// A Gemini `generateContent` client.
+#[derive(Debug, Clone, Copy)]
+pub struct GeminiClient;
+
+impl ClientBehaviour for GeminiClient {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn native_wire(&self) -> Option<Wire> {
+        Some(Wire::Gemini)
+    }
+
+    fn parse_request(
+        &self,
+        body: &[u8],
+        _seal: Option<&dyn Seal>,
+    ) -> Result<Request, ProtocolError> {
+        super::parse_client_request(body)
+    }
+
+    fn encode_response(&self, resp: &Response, _tools: &[Tool], _seal: Option<&dyn Seal>) -> Value {
+        super::encode_client_response(resp)
+    }
+
+    fn stream_encoder(
+        &self,
+        _req: &Request,
+        _seal: Option<std::sync::Arc<dyn Seal>>,
+    ) -> Box<dyn StreamEncoder> {
+        Box::new(super::Encoder::for_client())
+    }
+
+    fn error_json(&self, err: &ErrorBody) -> Value {
+        err.to_google()
+    }
+
+    fn keepalive(&self) -> &'static [u8] {
+        // An empty line: SSE readers skip it, and Google's SDKs, which read
+        // `data:` lines only and would wait forever on a comment, skip leading
+        // whitespace.
+        b"\n"
+    }
+
+    fn loses_signed_thinking(&self) -> bool {
+        // Its thought parts carry no signature (its calls come back with the
+        // ids the gateway gave them).
         true
     }
 }

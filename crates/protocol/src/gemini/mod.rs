@@ -47,7 +47,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
-pub use behaviour::GeminiWire;
+pub use behaviour::{GeminiClient, GeminiWire};
 pub use ids::SKIP_SIGNATURE;
 pub use request::{encode_request, parse_client_request, parse_request};
 pub use response::{encode_client_response, encode_response, parse_error, parse_response};

@@ -1,12 +1,13 @@
-//! What an OpenAI-compatible upstream does ([`WireBehaviour`]).
+//! What an OpenAI-compatible upstream does ([`WireBehaviour`]) and what a Chat
+//! Completions client gets ([`ClientBehaviour`]).
 
 use serde_json::{Map, Value};
 
-use crate::behaviour::{MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
+use crate::behaviour::{ClientBehaviour, MAX_TOKENS_FIELDS, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement, Search, WEB_SEARCH_OPTIONS};
 use crate::{
-    Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTool,
-    ServerTools, StreamDecoder, Usage, Wire, WireSpec,
+    ErrorBody, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, Seal,
+    ServerTool, ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire, WireSpec,
 };
 
 /// OpenAI Chat Completions, and every server compatible with it.
@@ -157,4 +158,52 @@ fn search_options(search: &Search) -> Value {
         );
     }
     Value::Object(options)
+}
+
+/// A Chat Completions client.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAiChatClient;
+
+impl ClientBehaviour for OpenAiChatClient {
+    fn name(&self) -> &'static str {
+        "openai-chat"
+    }
+
+    fn native_wire(&self) -> Option<Wire> {
+        Some(Wire::OpenAiChat)
+    }
+
+    fn parse_request(
+        &self,
+        body: &[u8],
+        _seal: Option<&dyn Seal>,
+    ) -> Result<Request, ProtocolError> {
+        super::parse_request(body)
+    }
+
+    fn encode_response(&self, resp: &Response, _tools: &[Tool], _seal: Option<&dyn Seal>) -> Value {
+        super::encode_response(resp)
+    }
+
+    fn stream_encoder(
+        &self,
+        req: &Request,
+        _seal: Option<std::sync::Arc<dyn Seal>>,
+    ) -> Box<dyn StreamEncoder> {
+        // The usage chunk only if the client asked for it.
+        Box::new(super::Encoder::new(req.stream_usage))
+    }
+
+    fn error_json(&self, err: &ErrorBody) -> Value {
+        err.to_openai()
+    }
+
+    fn keepalive(&self) -> &'static [u8] {
+        crate::sse::KEEPALIVE_COMMENT
+    }
+
+    fn loses_signed_thinking(&self) -> bool {
+        // No field carries signed thinking back.
+        true
+    }
 }

@@ -14,7 +14,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
-pub use behaviour::OpenAiChatWire;
+pub use behaviour::{OpenAiChatClient, OpenAiChatWire};
 pub use native::{adapt_native, fast_path, may_adapt};
 pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
