@@ -180,7 +180,47 @@ pub trait ClientBehaviour: Sync {
 
 #[cfg(test)]
 mod tests {
-    use crate::{ClientFormat, sse};
+    use super::OutputLimit;
+    use crate::{ClientFormat, ServerTools, Wire, sse};
+
+    #[test]
+    fn each_wire_states_the_rules_the_core_applies() {
+        let chat = Wire::OpenAiChat.behaviour();
+        let anthropic = Wire::Anthropic.behaviour();
+        let gemini = Wire::Gemini.behaviour();
+        // Only Chat Completions reports a stream's usage when asked, and only there
+        // does the gateway ask (and take it back out for a client that did not).
+        assert_eq!(chat.stream_usage_option(), Some(("stream_options", "include_usage")));
+        assert_eq!(anthropic.stream_usage_option(), None);
+        assert_eq!(gemini.stream_usage_option(), None);
+        for wire in [chat, anthropic] {
+            assert!(wire.output_limit().is_top_level("max_tokens"));
+            assert!(wire.output_limit().is_top_level("max_completion_tokens"));
+        }
+        assert_eq!(
+            gemini.output_limit(),
+            OutputLimit::Nested { object: "generationConfig", field: "maxOutputTokens" }
+        );
+        assert!(!gemini.output_limit().is_top_level("max_tokens"));
+        assert!(gemini.needs_call_signatures());
+        assert!(!chat.needs_call_signatures() && !anthropic.needs_call_signatures());
+        assert_eq!(chat.default_server_tools(), ServerTools::NONE);
+        assert_eq!(anthropic.default_server_tools(), anthropic.runnable());
+        assert_eq!(gemini.default_server_tools(), gemini.runnable());
+        let names: Vec<&str> =
+            [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini].map(Wire::as_str).into();
+        assert_eq!(names, ["openai-chat", "anthropic", "gemini"]);
+        let formats = [
+            ClientFormat::OpenAiChat,
+            ClientFormat::OpenAiResponses,
+            ClientFormat::Anthropic,
+            ClientFormat::Gemini,
+        ];
+        let names: Vec<&str> = formats.map(ClientFormat::as_str).into();
+        assert_eq!(names, ["openai-chat", "openai-responses", "anthropic", "gemini"]);
+        let stored: Vec<bool> = formats.map(ClientFormat::loses_signed_thinking).into();
+        assert_eq!(stored, [true, false, false, true]);
+    }
 
     #[test]
     fn anthropic_keepalive_is_its_ping_event() {
