@@ -126,7 +126,7 @@ impl ContinuityStore for LocalContinuity {
 /// it back): only those are remembered. (A Gemini client's thought parts carry
 /// no signature; its calls come back with the ids the gateway gave them.)
 pub fn needs_store(format: ClientFormat) -> bool {
-    matches!(format, ClientFormat::OpenAiChat | ClientFormat::Gemini)
+    format.loses_signed_thinking()
 }
 
 /// The key of a turn's thinking: its first tool call.

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, ProtocolError, Request, Wire,
-    carry, util,
+    Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError,
+    Request, Wire, carry, util,
 };
 
 use crate::catalog::{ProviderSpec, Settings};
@@ -210,17 +210,26 @@ fn splice(
         return None;
     }
     let body = util::replace_top_level_string(raw.bytes(), "model", upstream_model)?;
-    if wire == Wire::OpenAiChat && request.stream {
-        return util::insert_top_level(&body, "stream_options", br#"{"include_usage":true}"#);
+    if request.stream
+        && let Some((field, key)) = wire.behaviour().stream_usage_option()
+    {
+        let asked = serde_json::json!({ key: true }).to_string();
+        return util::insert_top_level(&body, field, asked.as_bytes());
     }
     Some(body)
 }
 
 /// The client's body for a wire that takes the model in the URL (Gemini): nothing
 /// names the model, so it goes as the client sent it, unless the deployment's
-/// output ceiling (`generationConfig.maxOutputTokens`), its dropped fields or the
-/// `switchyard` extension need the parsed object. `None`: not a JSON object.
-fn path_model_body(raw: &RawBody, spec: &ProviderSpec, clamp: Option<u64>) -> Option<Vec<u8>> {
+/// output ceiling (where the wire's [`OutputLimit`] says, Gemini's
+/// `generationConfig.maxOutputTokens`), its dropped fields or the `switchyard`
+/// extension need the parsed object. `None`: not a JSON object.
+fn path_model_body(
+    raw: &RawBody,
+    wire: Wire,
+    spec: &ProviderSpec,
+    clamp: Option<u64>,
+) -> Option<Vec<u8>> {
     if clamp.is_none()
         && spec.drop_fields.is_empty()
         && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none()
@@ -230,13 +239,28 @@ fn path_model_body(raw: &RawBody, spec: &ProviderSpec, clamp: Option<u64>) -> Op
     let object = raw.object()?;
     let mut overrides: Vec<(&str, Value)> = Vec::new();
     if let Some(cap) = clamp {
-        let mut config =
-            object.get("generationConfig").and_then(Value::as_object).cloned().unwrap_or_default();
-        config.insert("maxOutputTokens".into(), Value::from(cap));
-        overrides.push(("generationConfig", Value::Object(config)));
+        overrides.extend(ceiling(wire.behaviour().output_limit(), object, cap));
     }
     let drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
     Some(write_object(object, &overrides, &drop))
+}
+
+/// The overrides that write the deployment's output ceiling `cap` where `limit`
+/// says a client's body states its output limit.
+fn ceiling(limit: OutputLimit, body: &Map<String, Value>, cap: u64) -> Vec<(&'static str, Value)> {
+    match limit {
+        OutputLimit::TopLevel(fields) => fields
+            .iter()
+            .filter(|field| body.contains_key(**field))
+            .map(|field| (*field, Value::from(cap)))
+            .collect(),
+        OutputLimit::Nested { object, field } => {
+            let mut inner =
+                body.get(object).and_then(Value::as_object).cloned().unwrap_or_default();
+            inner.insert(field.into(), Value::from(cap));
+            vec![(object, Value::Object(inner))]
+        }
+    }
 }
 
 /// The body to send to `wire` for this candidate.
@@ -261,7 +285,7 @@ pub(crate) fn build_body(
     let on_bytes = fast.filter(|_| out.dropped.is_empty());
     if let Some(raw) = on_bytes
         && wire.spec().model == ModelPlacement::Path
-        && let Some(body) = path_model_body(raw, spec, clamp)
+        && let Some(body) = path_model_body(raw, wire, spec, clamp)
     {
         return Ok(body);
     }
@@ -273,18 +297,19 @@ pub(crate) fn build_body(
     if let Some(raw) = fast.and_then(RawBody::object) {
         let mut overrides: Vec<(&str, Value)> =
             vec![("model", Value::String(upstream_model.to_owned()))];
-        if let Some(cap) = clamp {
-            for field in ["max_tokens", "max_completion_tokens"] {
-                if raw.contains_key(field) {
-                    overrides.push((field, Value::from(cap)));
-                }
-            }
+        let behaviour = wire.behaviour();
+        let limit = behaviour.output_limit();
+        // Top-level limits only, as before: a nested one (Gemini's) is written on
+        // the path above, which this one is for a body with dropped tools.
+        if let (Some(cap), OutputLimit::TopLevel(_)) = (clamp, limit) {
+            overrides.extend(ceiling(limit, raw, cap));
         }
-        if wire == Wire::OpenAiChat && raw.get("stream").and_then(Value::as_bool) == Some(true) {
-            let mut opts =
-                raw.get("stream_options").and_then(Value::as_object).cloned().unwrap_or_default();
-            opts.insert("include_usage".into(), Value::Bool(true));
-            overrides.push(("stream_options", Value::Object(opts)));
+        if let Some((field, key)) = behaviour.stream_usage_option()
+            && raw.get("stream").and_then(Value::as_bool) == Some(true)
+        {
+            let mut opts = raw.get(field).and_then(Value::as_object).cloned().unwrap_or_default();
+            opts.insert(key.into(), Value::Bool(true));
+            overrides.push((field, Value::Object(opts)));
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
         let mut edits = wire.adapt_native(raw, out.request, traits);
@@ -300,8 +325,8 @@ pub(crate) fn build_body(
                 }
                 Some(v) => {
                     // The deployment's output ceiling stays the ceiling.
-                    let v = match (field, clamp) {
-                        ("max_tokens" | "max_completion_tokens", Some(cap)) => Value::from(cap),
+                    let v = match clamp {
+                        Some(cap) if limit.is_top_level(field) => Value::from(cap),
                         _ => v,
                     };
                     match overrides.iter_mut().find(|(k, _)| *k == field) {

@@ -1,7 +1,11 @@
 //! What each upstream wire does with a request's [`Extras`](crate::Extras): how it declares a
 //! hosted tool ([`place`]), or why it cannot; which settings it takes, maps or
 //! drops ([`carriage`]). The encoders write what these functions say and the core
-//! records it, so the record and the body never disagree.
+//! records it, so the record and the body never disagree. Each wire states its
+//! own rules in its folder's [`WireBehaviour`](crate::WireBehaviour) (`place`,
+//! `service_tier`, `carry_settings`, …); what every wire shares (reading a
+//! search's settings, the fast path's removal of dropped tools, the record) is
+//! here.
 //!
 //! The rules, from the providers' API references:
 //! - OpenAI Chat Completions takes `prompt_cache_key`, `prompt_cache_retention`,
@@ -18,7 +22,7 @@
 //!   execution `codeExecution`, a web fetch `urlContext` (none with domain filters
 //!   or OpenAI-side files).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::{
     Dialect, FieldEdit, HostedTool, MCP_SERVER, ProtocolError, Request, ServerTool, ServerTools,
@@ -39,67 +43,32 @@ pub enum Placement {
 /// The server tools a deployment of `wire` can run at all (what its encoder can
 /// declare); the catalog refuses to promise others.
 pub fn runnable(wire: Wire) -> ServerTools {
-    use ServerTool::*;
-    match wire {
-        Wire::Anthropic => ServerTools::of([
-            WebSearch,
-            WebFetch,
-            CodeExecution,
-            Mcp,
-            ToolSearch,
-            Bash,
-            TextEditor,
-            ComputerUse,
-            Memory,
-        ]),
-        Wire::OpenAiChat => ServerTools::of([WebSearch]),
-        Wire::Gemini => ServerTools::of([WebSearch, WebFetch, CodeExecution]),
-    }
+    wire.behaviour().runnable()
 }
 
 /// `tool` as `wire` declares it, or why it cannot be declared there.
 pub fn place(wire: Wire, tool: &HostedTool) -> Result<Placement, String> {
-    if tool.dialect.native_wire() == Some(wire) {
-        // The client's own declaration, for the API it was written for.
-        return Ok(match (wire, tool.tool_type.as_str()) {
-            (Wire::Anthropic, MCP_SERVER) => Placement::McpServer(tool.config.clone()),
-            (Wire::OpenAiChat, _) => Placement::Field(WEB_SEARCH_OPTIONS, tool.config.clone()),
-            _ => Placement::Tool(tool.config.clone()),
-        });
-    }
-    let kind =
-        tool.kind.ok_or("the gateway does not know this tool, so only its own API takes it")?;
-    match (wire, kind) {
-        (_, ServerTool::WebSearch) => {
-            let search = Search::read(tool);
-            match wire {
-                Wire::Anthropic => Ok(Placement::Tool(search.anthropic())),
-                Wire::OpenAiChat => {
-                    search.no_filters("web_search_options has no domain filters")?;
-                    Ok(Placement::Field(WEB_SEARCH_OPTIONS, search.chat()))
-                }
-                Wire::Gemini => {
-                    search.no_filters("googleSearch has no domain filters")?;
-                    Ok(Placement::Tool(json!({"googleSearch": {}})))
-                }
-            }
-        }
-        (Wire::Gemini, ServerTool::CodeExecution) => {
-            if tool.dialect == Dialect::OpenAiResponses && !auto_container(&tool.config) {
-                return Err("its container and files are kept by OpenAI".into());
-            }
-            Ok(Placement::Tool(json!({"codeExecution": {}})))
-        }
-        (Wire::Gemini, ServerTool::WebFetch) => {
-            Search::read(tool).no_filters("urlContext has no domain filters")?;
-            Ok(Placement::Tool(json!({"urlContext": {}})))
-        }
-        (Wire::Anthropic, _) => Err(format!(
-            "Anthropic runs {} only as its own tool, declared (with its beta) by an Anthropic client",
-            kind.as_str()
-        )),
-        _ => Err(format!("the wire has no {} tool", kind.as_str())),
-    }
+    wire.behaviour().place(tool)
+}
+
+/// The gateway's kind of `tool`, for a wire that declares it from another
+/// format's declaration: one it does not know only its own API takes.
+pub(crate) fn kind(tool: &HostedTool) -> Result<ServerTool, String> {
+    tool.kind
+        .ok_or_else(|| "the gateway does not know this tool, so only its own API takes it".into())
+}
+
+/// The settings OpenAI defined that `req` has, of those a wire either takes as
+/// they are or drops (`prompt_cache_key`, `prompt_cache_retention`, `store`).
+pub(crate) fn plain_settings(req: &Request) -> impl Iterator<Item = &'static str> {
+    let x = &req.extras;
+    [
+        ("prompt_cache_key", x.prompt_cache_key.is_some()),
+        ("prompt_cache_retention", x.prompt_cache_retention.is_some()),
+        ("store", x.store.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(field, present)| present.then_some(field))
 }
 
 /// Whether `wire` can declare `tool`.
@@ -112,13 +81,7 @@ pub fn takes(wire: Wire, tool: &HostedTool) -> bool {
 /// with; Chat Completions' search models search on every request; Gemini's
 /// calling modes name functions only, so its own tools cannot be forced.
 pub fn forces(wire: Wire, tool: &HostedTool) -> bool {
-    match (wire, place(wire, tool)) {
-        (Wire::Anthropic, Ok(Placement::Tool(declared))) => {
-            declared.get("name").is_some_and(Value::is_string)
-        }
-        (Wire::OpenAiChat, Ok(_)) => true,
-        _ => false,
-    }
+    wire.behaviour().forces(tool)
 }
 
 /// The edits that take `dropped` (hosted tools of a client's own body, by their
@@ -173,21 +136,23 @@ pub(crate) fn placements(
         .collect()
 }
 
-const WEB_SEARCH_OPTIONS: &str = "web_search_options";
+/// Chat Completions' field for a web search.
+pub(crate) const WEB_SEARCH_OPTIONS: &str = "web_search_options";
 
-/// A web search's settings, whichever format declared it.
+/// A web search's settings, whichever format declared it; each wire writes them
+/// in its own form.
 #[derive(Debug, Default)]
-struct Search {
-    allowed: Vec<Value>,
-    blocked: Vec<Value>,
+pub(crate) struct Search {
+    pub(crate) allowed: Vec<Value>,
+    pub(crate) blocked: Vec<Value>,
     /// `city`, `region`, `country`, `timezone`.
-    location: Map<String, Value>,
-    context_size: Option<Value>,
-    max_uses: Option<Value>,
+    pub(crate) location: Map<String, Value>,
+    pub(crate) context_size: Option<Value>,
+    pub(crate) max_uses: Option<Value>,
 }
 
 impl Search {
-    fn read(tool: &HostedTool) -> Search {
+    pub(crate) fn read(tool: &HostedTool) -> Search {
         let c = &tool.config;
         let list = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
         let location = match tool.dialect {
@@ -222,53 +187,18 @@ impl Search {
 
     /// Domain filters narrow what may be read: a wire without them cannot honour
     /// the request, so it is refused rather than searched unfiltered.
-    fn no_filters(&self, why: &str) -> Result<(), String> {
+    pub(crate) fn no_filters(&self, why: &str) -> Result<(), String> {
         if self.allowed.is_empty() && self.blocked.is_empty() {
             Ok(())
         } else {
             Err(format!("the search is limited to or from some domains, and {why}"))
         }
     }
-
-    fn anthropic(&self) -> Value {
-        let mut tool = Map::new();
-        tool.insert("type".into(), json!("web_search_20250305"));
-        tool.insert("name".into(), json!("web_search"));
-        if !self.allowed.is_empty() {
-            tool.insert("allowed_domains".into(), Value::Array(self.allowed.clone()));
-        }
-        if !self.blocked.is_empty() {
-            tool.insert("blocked_domains".into(), Value::Array(self.blocked.clone()));
-        }
-        if !self.location.is_empty() {
-            let mut location = self.location.clone();
-            location.insert("type".into(), json!("approximate"));
-            tool.insert("user_location".into(), Value::Object(location));
-        }
-        if let Some(max) = &self.max_uses {
-            tool.insert("max_uses".into(), max.clone());
-        }
-        Value::Object(tool)
-    }
-
-    fn chat(&self) -> Value {
-        let mut options = Map::new();
-        if let Some(size) = &self.context_size {
-            options.insert("search_context_size".into(), size.clone());
-        }
-        if !self.location.is_empty() {
-            options.insert(
-                "user_location".into(),
-                json!({"type": "approximate", "approximate": self.location}),
-            );
-        }
-        Value::Object(options)
-    }
 }
 
 /// A Responses `code_interpreter` that asks only for a fresh container: no
 /// container of OpenAI's by id, no files uploaded there.
-fn auto_container(config: &Value) -> bool {
+pub(crate) fn auto_container(config: &Value) -> bool {
     match config.get("container") {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => s == "auto",
@@ -282,15 +212,7 @@ fn auto_container(config: &Value) -> bool {
 
 /// `service_tier` as `wire` takes it; `None` where it has no such setting.
 pub fn service_tier(wire: Wire, tier: &str) -> Option<&str> {
-    match wire {
-        Wire::OpenAiChat => Some(if tier == "standard_only" { "default" } else { tier }),
-        Wire::Anthropic => match tier {
-            "auto" | "priority" | "scale" => Some("auto"),
-            "standard_only" | "default" | "flex" => Some("standard_only"),
-            _ => None,
-        },
-        Wire::Gemini => None,
-    }
+    wire.behaviour().service_tier(tier)
 }
 
 /// What a translated request's body carries of its [`Extras`](crate::Extras) and what became of
@@ -306,7 +228,8 @@ pub struct Carriage {
 }
 
 impl Carriage {
-    fn drop(&mut self, field: &str) {
+    /// `field` is left out.
+    pub(crate) fn drop(&mut self, field: &str) {
         self.edits.push(format!("{field}: dropped"));
     }
 }
@@ -314,32 +237,11 @@ impl Carriage {
 /// What `wire`'s encoder does with `req`'s settings ([`crate::Extras`], and the
 /// `user` and `metadata` a wire may have no place for).
 pub fn carriage(wire: Wire, req: &Request) -> Carriage {
-    let x = &req.extras;
+    let behaviour = wire.behaviour();
     let mut c = Carriage::default();
-    let plain = [
-        ("prompt_cache_key", x.prompt_cache_key.is_some()),
-        ("prompt_cache_retention", x.prompt_cache_retention.is_some()),
-        ("store", x.store.is_some()),
-    ];
-    for (field, present) in plain {
-        match (present, wire) {
-            (false, _) => {}
-            (true, Wire::OpenAiChat) => c.sent.push(field),
-            (true, _) => c.drop(field),
-        }
-    }
-    if x.safety_identifier.is_some() {
-        match wire {
-            Wire::OpenAiChat => c.sent.push("safety_identifier"),
-            Wire::Anthropic if req.user.is_none() => {
-                c.sent.push("metadata");
-                c.edits.push("safety_identifier: -> metadata.user_id".into());
-            }
-            _ => c.drop("safety_identifier"),
-        }
-    }
-    if let Some(tier) = &x.service_tier {
-        match service_tier(wire, tier) {
+    behaviour.carry_settings(req, &mut c);
+    if let Some(tier) = &req.extras.service_tier {
+        match behaviour.service_tier(tier) {
             Some(to) => {
                 c.sent.push("service_tier");
                 if to != tier {
@@ -349,28 +251,7 @@ pub fn carriage(wire: Wire, req: &Request) -> Carriage {
             None => c.drop("service_tier"),
         }
     }
-    match wire {
-        Wire::OpenAiChat => {
-            c.sent.extend(req.user.as_ref().map(|_| "user"));
-            c.sent.extend(req.metadata.as_ref().map(|_| "metadata"));
-        }
-        Wire::Anthropic => {
-            if req.user.is_some() {
-                c.sent.push("metadata");
-            }
-            if req.metadata.is_some() {
-                c.drop("metadata");
-            }
-        }
-        Wire::Gemini => {
-            if req.user.is_some() {
-                c.drop("user");
-            }
-            if req.metadata.is_some() {
-                c.drop("metadata");
-            }
-        }
-    }
+    behaviour.carry_user(req, &mut c);
     c.sent.sort_unstable();
     c.sent.dedup();
     c

@@ -1,8 +1,8 @@
 //! Switchyard's protocol layer: wire types, the canonical model, translators and
 //! stream state machines. Pure functions and state machines only: no IO, no async.
 //!
-//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`) exposes
-//! the same surface, so the layers above pick one by [`ClientFormat`] / [`Wire`]:
+//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`, and
+//! `bedrock`, which has no [`Wire`] yet) is a folder that exposes the same surface:
 //!
 //! | item | direction |
 //! |---|---|
@@ -14,19 +14,32 @@
 //! | `Encoder` ([`StreamEncoder`]) | canonical events → wire SSE bytes |
 //! | `parse_error(&[u8]) -> Option<String>` | the message of a wire error body |
 //! | `SPEC` ([`WireSpec`]) | paths, model placement, framing, auth, headers, default endpoint |
+//! | `XxxWire` ([`WireBehaviour`]) | what the wire does: the above, the fast path's edits, the hosted tools and settings it carries, the rules the core applies per wire |
+//! | `XxxClient` ([`ClientBehaviour`]) | what a client of the format gets: parsing, answers, stream encoder, errors, keep-alive |
 //!
-//! Each wire lives in its folder: `wire.rs` (its types), `request.rs`, `response.rs`,
-//! `stream_decode.rs`, `stream_encode.rs`, and its tests beside them.
+//! [`Wire`] and [`ClientFormat`] are identities: [`Wire::behaviour`] and
+//! [`ClientFormat::behaviour`] are the one place each is mapped to its folder's
+//! object, and their methods delegate to it. The traits have no default methods,
+//! so a new wire is its folder, one line in [`Wire::behaviour`], and whatever the
+//! compiler then asks for. What a model can take is its [`Family`]'s (read from
+//! its id as each platform writes it), where the wire's API enforces its
+//! vendor's rules ([`ModelTraits::infer`]).
+//!
+//! Each wire lives in its folder: `behaviour.rs` (its behaviour objects), `wire.rs`
+//! (its types), `request.rs`, `response.rs`, `stream_decode.rs`,
+//! `stream_encode.rs`, and its tests beside them.
 
 #![warn(missing_docs)]
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod behaviour;
 pub mod carry;
 pub mod compaction;
 pub mod continuity;
 pub mod error;
 pub mod error_code;
+pub mod family;
 pub mod frame;
 pub mod gemini;
 pub mod model;
@@ -36,10 +49,12 @@ pub mod spec;
 pub mod sse;
 pub mod util;
 
+pub use behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};
 pub use error_code::ErrorCode;
+pub use family::Family;
 pub use frame::{Frame, FrameError, Framer};
 pub use model::*;
 pub use spec::{
@@ -63,25 +78,26 @@ pub enum ClientFormat {
 }
 
 impl ClientFormat {
+    /// What the format does: the one place a [`ClientFormat`] is mapped to its
+    /// folder's [`ClientBehaviour`].
+    pub fn behaviour(self) -> &'static dyn ClientBehaviour {
+        match self {
+            ClientFormat::OpenAiChat => &openai_chat::OpenAiChatClient,
+            ClientFormat::OpenAiResponses => &responses::ResponsesClient,
+            ClientFormat::Anthropic => &anthropic::AnthropicClient,
+            ClientFormat::Gemini => &gemini::GeminiClient,
+        }
+    }
+
     /// The name records, metrics and logs use (`openai-chat`, `openai-responses`,
     /// `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            ClientFormat::OpenAiChat => "openai-chat",
-            ClientFormat::OpenAiResponses => "openai-responses",
-            ClientFormat::Anthropic => "anthropic",
-            ClientFormat::Gemini => "gemini",
-        }
+        self.behaviour().name()
     }
 
     /// The upstream wire that speaks this format natively (for the fast path).
     pub fn native_wire(self) -> Option<Wire> {
-        match self {
-            ClientFormat::OpenAiChat => Some(Wire::OpenAiChat),
-            ClientFormat::Anthropic => Some(Wire::Anthropic),
-            ClientFormat::Gemini => Some(Wire::Gemini),
-            ClientFormat::OpenAiResponses => None,
-        }
+        self.behaviour().native_wire()
     }
 
     /// Parse a client's request body of this format into the canonical request.
@@ -94,12 +110,7 @@ impl ClientFormat {
         body: &[u8],
         seal: Option<&dyn Seal>,
     ) -> Result<Request, ProtocolError> {
-        match self {
-            ClientFormat::OpenAiChat => openai_chat::parse_request(body),
-            ClientFormat::OpenAiResponses => responses::parse_request_sealed(body, seal),
-            ClientFormat::Anthropic => anthropic::parse_request(body),
-            ClientFormat::Gemini => gemini::parse_client_request(body),
-        }
+        self.behaviour().parse_request(body, seal)
     }
 
     /// Render a whole canonical answer as this format's response body.
@@ -112,12 +123,7 @@ impl ClientFormat {
         tools: &[Tool],
         seal: Option<&dyn Seal>,
     ) -> serde_json::Value {
-        match self {
-            ClientFormat::OpenAiChat => openai_chat::encode_response(resp),
-            ClientFormat::OpenAiResponses => responses::encode_response_sealed(resp, tools, seal),
-            ClientFormat::Anthropic => anthropic::encode_response(resp),
-            ClientFormat::Gemini => gemini::encode_client_response(resp),
-        }
+        self.behaviour().encode_response(resp, tools, seal)
     }
 
     /// The encoder for a stream answering `req`: a Responses client gets its
@@ -129,23 +135,26 @@ impl ClientFormat {
         req: &Request,
         seal: Option<std::sync::Arc<dyn Seal>>,
     ) -> Box<dyn StreamEncoder> {
-        match self {
-            ClientFormat::OpenAiChat => Box::new(openai_chat::Encoder::new(req.stream_usage)),
-            ClientFormat::OpenAiResponses => {
-                Box::new(responses::Encoder::for_tools(&req.tools).with_seal(seal))
-            }
-            ClientFormat::Anthropic => Box::new(anthropic::Encoder::new()),
-            ClientFormat::Gemini => Box::new(gemini::Encoder::for_client()),
-        }
+        self.behaviour().stream_encoder(req, seal)
     }
 
     /// The error object this format's clients expect.
     pub fn error_json(self, err: &ErrorBody) -> serde_json::Value {
-        match self {
-            ClientFormat::Anthropic => err.to_anthropic(),
-            ClientFormat::Gemini => err.to_google(),
-            ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => err.to_openai(),
-        }
+        self.behaviour().error_json(err)
+    }
+
+    /// The bytes of a keep-alive on a stream of this format, which its readers
+    /// skip: Anthropic's own `ping` event, an empty line for Gemini's (Google's
+    /// SDKs read `data:` lines only and would wait forever on a comment), an SSE
+    /// comment otherwise.
+    pub fn keepalive(self) -> &'static [u8] {
+        self.behaviour().keepalive()
+    }
+
+    /// Whether answers in this format lose the upstream's signed thinking (no
+    /// field carries it back), so the gateway remembers it for the next turn.
+    pub fn loses_signed_thinking(self) -> bool {
+        self.behaviour().loses_signed_thinking()
     }
 }
 
@@ -161,23 +170,26 @@ pub enum Wire {
 }
 
 impl Wire {
+    /// What the wire does: the one place a [`Wire`] is mapped to its folder's
+    /// [`WireBehaviour`]. A new wire is registered here, and the compiler then
+    /// asks for each of its rules.
+    pub fn behaviour(self) -> &'static dyn WireBehaviour {
+        match self {
+            Wire::OpenAiChat => &openai_chat::OpenAiChatWire,
+            Wire::Anthropic => &anthropic::AnthropicWire,
+            Wire::Gemini => &gemini::GeminiWire,
+        }
+    }
+
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Wire::OpenAiChat => "openai-chat",
-            Wire::Anthropic => "anthropic",
-            Wire::Gemini => "gemini",
-        }
+        self.behaviour().name()
     }
 
     /// How an upstream of this wire is called: paths, where the model goes,
     /// framing, auth, required headers, default endpoint.
     pub fn spec(self) -> &'static WireSpec {
-        match self {
-            Wire::OpenAiChat => &openai_chat::SPEC,
-            Wire::Anthropic => &anthropic::SPEC,
-            Wire::Gemini => &gemini::SPEC,
-        }
+        self.behaviour().spec()
     }
 
     /// The body for this wire, for the model named in `req.model` (its traits
@@ -216,20 +228,16 @@ impl Wire {
     /// path) needs for a target model with `traits`: reasoning in the form the
     /// model takes, no sampling parameters where it refuses them, no blank text
     /// blocks where the wire refuses them (Anthropic). Empty when the body can go
-    /// as it is. Everything else in the body is left alone.
+    /// as it is (a Gemini body: it names no model, and the client chose the
+    /// thinking settings for the model it named). Everything else in the body is
+    /// left alone.
     pub fn adapt_native(
         self,
         body: &serde_json::Map<String, serde_json::Value>,
         req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        match self {
-            Wire::Anthropic => anthropic::adapt_native(body, req, traits),
-            Wire::OpenAiChat => openai_chat::adapt_native(body, traits),
-            // A Gemini body goes as it is: it names no model, and the client chose
-            // the thinking settings for the model it named.
-            Wire::Gemini => Vec::new(),
-        }
+        self.behaviour().adapt_native(body, req, traits)
     }
 
     /// For the record: the sampling parameters of `req` this wire's body leaves out
@@ -237,10 +245,7 @@ impl Wire {
     /// model takes temperature or top_p, not both)`), translated or, with `native`,
     /// the client's own body on the fast path. Only Anthropic's models refuse any.
     pub fn sampling_edits(self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
-        match self {
-            Wire::Anthropic => anthropic::sampling_edits(req, traits, native),
-            Wire::OpenAiChat | Wire::Gemini => Vec::new(),
-        }
+        self.behaviour().sampling_edits(req, traits, native)
     }
 
     /// Edits that take `dropped` (hosted tools a request offered, which the target
@@ -253,27 +258,14 @@ impl Wire {
         req: &Request,
         dropped: &[&HostedTool],
     ) -> Vec<FieldEdit> {
-        let mut edits = carry::without(body, dropped);
-        if self == Wire::Anthropic
-            && edits.iter().any(|(field, v)| *field == "tools" && v.is_none())
-            && let Some(tools) = anthropic::history_tools(req)
-        {
-            edits.retain(|(field, _)| !matches!(*field, "tools" | "tool_choice"));
-            edits.push(("tools", Some(tools)));
-            edits.push(("tool_choice", Some(serde_json::json!({"type": "none"}))));
-        }
-        edits
+        self.behaviour().drop_hosted(carry::without(body, dropped), body, req)
     }
 
     /// Whether [`Wire::adapt_native`] might edit a client's body (`body`, parsed as
     /// `req`); false means it can be forwarded as it is (model aside) without being
     /// parsed as an object.
     pub fn may_adapt(self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
-        match self {
-            Wire::Anthropic => anthropic::may_adapt(req, traits),
-            Wire::OpenAiChat => openai_chat::may_adapt(body, traits),
-            Wire::Gemini => false,
-        }
+        self.behaviour().may_adapt(req, body, traits)
     }
 
     /// The body for this wire, for a model with the given traits.
@@ -282,50 +274,30 @@ impl Wire {
         req: &Request,
         traits: ModelTraits,
     ) -> Result<serde_json::Value, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::encode_request(req),
-            Wire::Anthropic => anthropic::encode_request(req, traits),
-            Wire::Gemini => gemini::encode_request(req, traits),
-        }
+        self.behaviour().encode_request_for(req, traits)
     }
 
     /// Parse an upstream's whole (non-streamed) response body.
     pub fn parse_response(self, body: &[u8]) -> Result<Response, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_response(body),
-            Wire::Anthropic => anthropic::parse_response(body),
-            Wire::Gemini => gemini::parse_response(body),
-        }
+        self.behaviour().parse_response(body)
     }
 
     /// The usage of a response body that is forwarded as it is (same-format fast
     /// path), without building the canonical response. `Ok(None)`: the body
     /// reports no usage, or this wire has no such shortcut (parse it whole).
     pub fn parse_usage(self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_usage(body),
-            Wire::Anthropic => anthropic::parse_usage(body),
-            Wire::Gemini => Ok(None),
-        }
+        self.behaviour().parse_usage(body)
     }
 
     /// A fresh decoder for one upstream stream of this wire.
     pub fn stream_decoder(self) -> Box<dyn StreamDecoder> {
-        match self {
-            Wire::OpenAiChat => Box::new(openai_chat::Decoder::new()),
-            Wire::Anthropic => Box::new(anthropic::Decoder::new()),
-            Wire::Gemini => Box::new(gemini::Decoder::new()),
-        }
+        self.behaviour().stream_decoder()
     }
 
     /// The message of an upstream error body of this wire; `None` when the body
     /// is not one this wire writes.
     pub fn parse_error(self, body: &[u8]) -> Option<String> {
-        match self {
-            Wire::OpenAiChat => openai_chat::parse_error(body),
-            Wire::Anthropic => anthropic::parse_error(body),
-            Wire::Gemini => gemini::parse_error(body),
-        }
+        self.behaviour().parse_error(body)
     }
 }
 

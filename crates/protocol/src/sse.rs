@@ -287,6 +287,9 @@ fn len(field: &Option<String>) -> usize {
     field.as_ref().map_or(0, String::len)
 }
 
+/// A keep-alive as an SSE comment: every SSE reader ignores it.
+pub const KEEPALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
+
 /// Append one event to `out`. `data` may contain newlines (split into data lines).
 pub fn write_event(out: &mut Vec<u8>, event: Option<&str>, data: &str) {
     if let Some(event) = event {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use switchyard_core::exec::{Chunk, ChunkStream};
 use switchyard_protocol::{
-    ClientFormat, Compaction, Part, Request, Response, Seal, StreamEncoder, responses, sse,
+    ClientFormat, Compaction, Part, Request, Response, Seal, StreamEncoder, responses,
 };
 
 /// A whole canonical answer as the client's format writes it. A compaction asked
@@ -88,22 +88,9 @@ impl StreamWriter {
     }
 }
 
-/// A keep-alive the format's readers skip.
+/// A keep-alive the format's readers skip ([`ClientFormat::keepalive`]).
 fn keepalive(format: ClientFormat) -> Bytes {
-    match format {
-        // Anthropic's own keep-alive, which its SDKs expect and skip.
-        ClientFormat::Anthropic => {
-            let mut out = Vec::new();
-            sse::write_event(&mut out, Some("ping"), r#"{"type": "ping"}"#);
-            Bytes::from(out)
-        }
-        // An empty line: SSE readers skip it, and Google's SDKs, which read
-        // `data:` lines only and would wait forever on a comment, skip leading
-        // whitespace.
-        ClientFormat::Gemini => Bytes::from_static(b"\n"),
-        // An SSE comment: every SSE reader ignores it.
-        _ => Bytes::from_static(b": keep-alive\n\n"),
-    }
+    Bytes::from_static(format.keepalive())
 }
 
 /// An SSE response body: the stream's chunks as the client's format writes them.

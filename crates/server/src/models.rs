@@ -177,7 +177,7 @@ pub(crate) async fn retrieve_as(
     let body = match format {
         ClientFormat::Anthropic => anthropic_model(m, name),
         ClientFormat::Gemini => gemini_model(m, name),
-        _ => openai_model(m, name),
+        ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => openai_model(m, name),
     };
     json_response(&body)
 }

@@ -214,7 +214,11 @@ fn compile_providers(
             Some(list) => server_tools(list, &kind, &format!("providers.{name}"), problems),
             None => default_server_tools(&kind),
         };
-        if p.anthropic_betas.is_some() && kind != ProviderKind::Wire(Wire::Anthropic) {
+        // Beta flags are what an Anthropic client's `anthropic-beta` header carries:
+        // only a wire that passes that header on takes them.
+        let takes_betas = matches!(&kind, ProviderKind::Wire(wire)
+            if wire.spec().passthrough_headers.contains(&ANTHROPIC_BETA));
+        if p.anthropic_betas.is_some() && !takes_betas {
             problems.push(Problem::located(
                 written.location(),
                 format!(
@@ -653,13 +657,17 @@ fn default_endpoint(kind: &ProviderKind) -> &'static str {
 /// what its API runs on its current models, as Anthropic's (its own tools) and
 /// Gemini's (Google Search, URL context, code execution) do; none on an
 /// OpenAI-compatible server, where Chat Completions searches only on search
-/// models (a deployment of one says so).
+/// models (a deployment of one says so). The wire says
+/// ([`switchyard_protocol::WireBehaviour::default_server_tools`]).
 fn default_server_tools(kind: &ProviderKind) -> ServerTools {
     match kind {
-        ProviderKind::Wire(wire @ (Wire::Anthropic | Wire::Gemini)) => carry::runnable(*wire),
-        _ => ServerTools::NONE,
+        ProviderKind::Wire(wire) => wire.behaviour().default_server_tools(),
+        ProviderKind::Mock { .. } => ServerTools::NONE,
     }
 }
+
+/// The header an Anthropic client's beta flags come in.
+const ANTHROPIC_BETA: &str = "anthropic-beta";
 
 /// A `server_tools` list (at `at`), each name checked against what the wire can
 /// declare at all: a promise the encoder could not keep is a problem at its line.

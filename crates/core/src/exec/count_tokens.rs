@@ -222,9 +222,7 @@ async fn restored<'a>(inbound: &'a Inbound, plan: &Plan, runtime: &Runtime) -> C
     if continuity::needs_store(inbound.format) && !continuity::wanted(&request).is_empty() {
         continuity::restore_from(runtime.continuity.as_ref(), request.to_mut()).await;
     }
-    if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini))
-        && continuity::lacks_signatures(&request)
-    {
+    if super::needs_call_signatures(plan) && continuity::lacks_signatures(&request) {
         continuity::restore_signatures(runtime.continuity.as_ref(), request.to_mut()).await;
     }
     request

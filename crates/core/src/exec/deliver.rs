@@ -126,9 +126,10 @@ impl Snapshot {
                     attempt_ms: attempt_time.as_secs_f64() * 1000.0,
                     ttft_ms: ttft.as_secs_f64() * 1000.0,
                 };
-                let wire = cand.provider.wire().unwrap_or(Wire::Gemini);
+                // A mock provider has no wire, and its stream is never passed through.
+                let wire = cand.provider.wire();
                 let passthrough = inbound.output == Output::Client
-                    && inbound.fast_path(wire)
+                    && wire.is_some_and(|wire| inbound.fast_path(wire))
                     && matches!(committed.source, Source::Http { .. });
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
                 let delivery = Delivery::Stream(ChunkStream {
@@ -159,8 +160,10 @@ impl Snapshot {
                     continuity: (!passthrough).then(|| {
                         continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
                     }),
+                    // The gateway asked the wire for the usage the client did
+                    // not ask for (`upstream::splice`): it goes no further.
                     strip_usage: passthrough
-                        && wire == Wire::OpenAiChat
+                        && wire.is_some_and(|w| w.behaviour().stream_usage_option().is_some())
                         && !inbound.request.stream_usage,
                     report,
                     _in_flight: in_flight,

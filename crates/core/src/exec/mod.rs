@@ -472,11 +472,20 @@ struct Flow {
     guard: RecordGuard,
 }
 
+/// Whether a candidate's wire needs each tool call's signature back (Gemini),
+/// which clients have no field for: the gateway restores them before sending.
+fn needs_call_signatures(plan: &Plan) -> bool {
+    plan.candidates
+        .iter()
+        .filter_map(|c| c.provider.wire())
+        .any(|wire| wire.behaviour().needs_call_signatures())
+}
+
 impl Flow {
     /// Gemini needs each call's signature back; clients have no field for it.
     async fn restore_signatures(&mut self) {
-        let gemini = self.plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Gemini));
-        if gemini && continuity::lacks_signatures(&self.inbound.request) {
+        if needs_call_signatures(&self.plan) && continuity::lacks_signatures(&self.inbound.request)
+        {
             let request = Arc::make_mut(&mut self.inbound.request);
             continuity::restore_signatures(self.runtime.continuity.as_ref(), request).await;
         }

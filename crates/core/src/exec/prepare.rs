@@ -76,12 +76,16 @@ impl Snapshot {
         }
         // A context-window fallback serves the request's hosted tools too, or not at all.
         plan.tools.filter(&mut plan, &inbound.request)?;
-        // Anthropic refuses thinking in a tool loop whose continued turn has none of
-        // its own (it came from another family): such requests go without it there.
-        if plan.candidates.iter().any(|c| c.provider.wire() == Some(Wire::Anthropic))
-            && switchyard_protocol::anthropic::continues_without_thinking(&inbound.request)
+        // A wire that sends the request without the thinking asked for says so
+        // in the descriptor (Anthropic, in a tool loop continued from another
+        // family), once.
+        if let Some(note) = plan
+            .candidates
+            .iter()
+            .filter_map(|c| c.provider.wire())
+            .find_map(|wire| wire.behaviour().thinking_note(&inbound.request))
         {
-            plan.descriptor.push("thinking_off:anthropic_tool_loop".to_owned());
+            plan.descriptor.push(note.to_owned());
         }
 
         let now = UnixMs::now();

@@ -30,6 +30,7 @@
 //!
 //! [`Part::Untranslatable`]: crate::Part::Untranslatable
 
+mod behaviour;
 mod extras;
 mod native;
 mod request;
@@ -38,6 +39,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
+pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub(crate) use request::history_tools;

@@ -10,7 +10,7 @@ use crate::anthropic::{
     tool_id,
 };
 use crate::{
-    Document, DocumentSource, Effort, Image, ImageSource, Message, ModelTraits, Part,
+    Document, DocumentSource, Effort, Family, Image, ImageSource, Message, ModelTraits, Part,
     ProtocolError, ReasoningControl, Request, ResponseFormat, Role, ToolChoice, ToolResult, util,
 };
 
@@ -34,35 +34,14 @@ pub(super) const EMPTY_RESULT: &str = "(no output)";
 /// The longest document name Converse takes.
 const MAX_DOCUMENT_NAME: usize = 200;
 
-/// The model families whose Converse fields differ, read from the model id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Family {
-    /// Anthropic's Claude (`anthropic.claude-…`, `us.anthropic.claude-…`).
-    Claude,
-    /// Amazon Nova (`amazon.nova-…`, `us.amazon.nova-…`).
-    Nova,
-    /// Every other model (Llama, Mistral, DeepSeek, …) and ids that name no
-    /// family (an application inference profile's ARN).
-    Other,
-}
-
-impl Family {
-    pub(super) fn of(model: &str) -> Self {
-        let model = model.to_ascii_lowercase();
-        if model.contains("anthropic.") || model.contains("claude") {
-            Family::Claude
-        } else if model.contains("amazon.nova") {
-            Family::Nova
-        } else {
-            Family::Other
-        }
-    }
-
-    /// The family has prompt caching, so cache points mean something to it (and
-    /// are not refused).
-    fn caches(self) -> bool {
-        matches!(self, Family::Claude | Family::Nova)
-    }
+/// The model families whose Converse fields differ are read from the model id
+/// by [`Family::of`] (Bedrock's `anthropic.claude-…`, `us.amazon.nova-…`, an
+/// ARN): Claude takes Anthropic's fields, and Claude and Nova cache prompts, so
+/// cache points mean something to them (and are not refused). Every other
+/// family (Llama, Mistral, DeepSeek, …) and an id that names none (an
+/// application inference profile's ARN) takes Converse's common fields only.
+fn caches(family: Family) -> bool {
+    matches!(family, Family::Claude | Family::Nova)
 }
 
 /// What the encoding of parts needs beyond the part.
@@ -77,7 +56,7 @@ struct Ctx {
 impl Ctx {
     /// A `cachePoint` block for a part with this marker, where the family caches.
     fn cache_point(&self, marker: Option<&Value>) -> Option<Value> {
-        let marker = marker.filter(|_| self.family.caches())?;
+        let marker = marker.filter(|_| caches(self.family))?;
         let mut point = Map::new();
         point.insert("type".into(), json!("default"));
         // Anthropic's `ttl` is Converse's too; other values are left to the default.

@@ -651,7 +651,7 @@ fn families_are_read_from_the_upstream_id() {
         ),
         (NOVA, Family::Nova),
         ("amazon.nova-2-lite-v1:0", Family::Nova),
-        (LLAMA, Family::Other),
+        (LLAMA, Family::Llama),
         (
             "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3",
             Family::Other,

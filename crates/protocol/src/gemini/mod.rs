@@ -39,6 +39,7 @@
 //!
 //! [`ToolCall::signature`]: crate::ToolCall::signature
 
+mod behaviour;
 mod ids;
 mod request;
 mod response;
@@ -46,6 +47,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
+pub use behaviour::{GeminiClient, GeminiWire};
 pub use ids::SKIP_SIGNATURE;
 pub use request::{encode_request, parse_client_request, parse_request};
 pub use response::{encode_client_response, encode_response, parse_error, parse_response};

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Family;
+
 /// A reasoning level, as effort-based wires take it (OpenAI `reasoning_effort`,
 /// Anthropic `output_config.effort`, Gemini 3 `thinkingLevel`). Serialized by the
 /// names [`Effort::as_str`] gives.
@@ -93,18 +95,9 @@ pub enum ReasoningControl {
 impl ReasoningControl {
     /// The control a model takes, from its upstream id, when the catalog does not
     /// say: effort for Claude 4.6 and later and for Gemini 3 and later, a budget for
-    /// earlier (and unrecognised) models of those wires.
+    /// earlier (and unrecognised) models of those wires ([`ModelTraits::infer`]).
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
-        Self::from_generation(wire, upstream_model, claude_version(upstream_model))
-    }
-
-    fn from_generation(wire: crate::Wire, model: &str, claude: Option<(u32, u32)>) -> Self {
-        let newer = match wire {
-            crate::Wire::Anthropic => claude.is_some_and(|v| v >= (4, 6)),
-            crate::Wire::Gemini => gemini_major(model).is_some_and(|v| v >= 3),
-            crate::Wire::OpenAiChat => true,
-        };
-        if newer { ReasoningControl::Effort } else { ReasoningControl::Budget }
+        ModelTraits::infer(wire, upstream_model).reasoning
     }
 
     /// The configuration's name for it (`budget`, `effort`).
@@ -139,20 +132,65 @@ pub struct ModelTraits {
 }
 
 impl ModelTraits {
-    /// The traits of `upstream_model` on `wire`, from its id alone:
-    /// [`ReasoningControl::infer`]; sampling refused by Claude 4.7 and later only;
-    /// one sampler from Claude Opus 4.1 on (4.0 and 3.x take both); `max_tokens`
-    /// refused by OpenAI's reasoning models only.
+    /// The traits of `upstream_model` on `wire`, from its id alone. The wire says
+    /// whose rules apply ([`crate::WireBehaviour::model_traits`]): the model
+    /// family's ([`Family::of`]) where the wire's API enforces its vendor's rules
+    /// (Claude's on Anthropic's API, [`ModelTraits::claude`]), its own otherwise
+    /// (an OpenAI-compatible server takes `reasoning_effort` whatever it serves,
+    /// [`ModelTraits::openai_chat`]).
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
-        // Parsed once: this runs for every attempt.
-        let claude = (wire == crate::Wire::Anthropic).then(|| claude_version(upstream_model));
-        let claude = claude.flatten();
+        wire.behaviour().model_traits(Family::of(upstream_model), upstream_model)
+    }
+
+    /// A model whose rules are not known, on a wire that takes a reasoning budget:
+    /// a budget, every sampling parameter, `max_tokens`.
+    pub const BUDGET: ModelTraits = ModelTraits {
+        reasoning: ReasoningControl::Budget,
+        sampling: true,
+        one_sampler: false,
+        takes_max_tokens: true,
+    };
+
+    /// Claude's rules, by the version its id names however the platform writes
+    /// it (`claude-opus-4-7`, `us.anthropic.claude-sonnet-4-5-20250929-v1:0`,
+    /// `claude-opus-4-1@20250805`): effort from 4.6 on, a budget before (and for
+    /// an id whose version cannot be read); sampling refused from 4.7 on; one
+    /// sampler from Opus 4.1 on (4.0 and 3.x take both).
+    pub fn claude(upstream_model: &str) -> Self {
+        let Some(version) = claude_version(upstream_model) else {
+            return Self::BUDGET;
+        };
         Self {
-            reasoning: ReasoningControl::from_generation(wire, upstream_model, claude),
-            sampling: wire != crate::Wire::Anthropic || claude.is_none_or(|v| v < (4, 7)),
-            one_sampler: claude.is_some_and(|v| v >= (4, 1)),
-            takes_max_tokens: wire != crate::Wire::OpenAiChat
-                || !openai_reasoning_model(upstream_model),
+            reasoning: if version >= (4, 6) {
+                ReasoningControl::Effort
+            } else {
+                ReasoningControl::Budget
+            },
+            sampling: version < (4, 7),
+            one_sampler: version >= (4, 1),
+            takes_max_tokens: true,
+        }
+    }
+
+    /// Gemini's rules: a level (`thinkingLevel`) from Gemini 3 on, a budget before
+    /// (and for an id whose version cannot be read).
+    pub fn gemini(upstream_model: &str) -> Self {
+        let newer = gemini_major(upstream_model).is_some_and(|v| v >= 3);
+        Self {
+            reasoning: if newer { ReasoningControl::Effort } else { ReasoningControl::Budget },
+            ..Self::BUDGET
+        }
+    }
+
+    /// An OpenAI-compatible server's: `reasoning_effort` and every sampling
+    /// parameter whatever model it serves (a Claude id behind it is the server's
+    /// business); `max_tokens` refused by OpenAI's reasoning models only.
+    pub fn openai_chat(upstream_model: &str) -> Self {
+        Self {
+            reasoning: ReasoningControl::Effort,
+            sampling: true,
+            one_sampler: false,
+            takes_max_tokens: !openai_reasoning_model(upstream_model),
         }
     }
 }
@@ -162,10 +200,7 @@ impl ModelTraits {
 /// `gpt-oss-120b`.
 fn openai_reasoning_model(model: &str) -> bool {
     let name = model.rsplit('/').next().unwrap_or(model);
-    let o_series = name.strip_prefix('o').is_some_and(|rest| {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        digits > 0 && rest[digits..].chars().next().is_none_or(|c| c == '-')
-    });
+    let o_series = crate::family::o_series(name);
     let gpt_major = name
         .strip_prefix("gpt-")
         .and_then(|rest| rest.split(['.', '-']).next())

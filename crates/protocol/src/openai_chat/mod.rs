@@ -6,6 +6,7 @@
 //! servers use `reasoning_content` (DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
 //! Both are read; `reasoning_content` is written.
 
+mod behaviour;
 mod native;
 mod request;
 mod response;
@@ -13,6 +14,7 @@ mod stream_decode;
 mod stream_encode;
 mod wire;
 
+pub use behaviour::{OpenAiChatClient, OpenAiChatWire};
 pub use native::{adapt_native, fast_path, may_adapt};
 pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};

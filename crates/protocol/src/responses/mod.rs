@@ -71,6 +71,7 @@
 //! [`Part::Thinking`]: crate::Part::Thinking
 //! [`StopReason::ToolUse`]: crate::StopReason::ToolUse
 
+mod behaviour;
 mod compaction;
 mod items;
 mod request;
@@ -80,6 +81,7 @@ mod stream_encode;
 mod tools;
 mod wire;
 
+pub use behaviour::ResponsesClient;
 pub use compaction::{encode_compacted, parse_compact_request};
 pub use request::{encode_request, parse_request, parse_request_sealed};
 pub use response::{
