@@ -302,6 +302,13 @@ pub trait ResponseCache: Send + Sync + Debug {
         })
     }
 
+    /// Keep the claim on `key` taken as `token` for `ttl_ms` more, while its
+    /// call runs (a claim lost meanwhile is not taken back).
+    fn renew<'a>(&'a self, key: &'a str, token: &'a str, ttl_ms: u64) -> BoxFuture<'a, ()> {
+        let _ = (key, token, ttl_ms);
+        Box::pin(std::future::ready(()))
+    }
+
     /// Give back the claim on `key` taken as `token` (after the answer was kept,
     /// or when there is none to keep); a claim since taken by another is left.
     fn release<'a>(&'a self, key: &'a str, token: &'a str) -> BoxFuture<'a, ()> {

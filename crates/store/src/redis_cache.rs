@@ -9,8 +9,8 @@
 //! (`allkeys-lru` suits a cache).
 //!
 //! Identical requests on several instances share one upstream call: the first
-//! claims it (`<prefix>:v1:cache:flight:<key>`, `SET NX PX` for the request's
-//! deadline, released after its answer is kept), and the others poll the
+//! claims it (`<prefix>:v1:cache:flight:<key>`, `SET NX PX`, renewed while
+//! its call runs and released after its answer is kept), and the others poll the
 //! answers' keys and the claim in one `MGET` until the answer is there or the
 //! claim is gone.
 //!
@@ -123,6 +123,10 @@ impl RedisCache {
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
     return redis.call('DEL', KEYS[1]) end return 0";
 
+/// Extend a claim only if it is still the renewer's.
+const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+
 impl RedisCache {
     /// The claim on a request's upstream call: beside the answers, never equal
     /// to one's key (those are digests).
@@ -157,10 +161,24 @@ impl RedisCache {
     }
 
     async fn release_claim(&self, key: &str, token: &str) -> Result<(), BackendError> {
+        self.if_claimed(RELEASE, key, token, None).await
+    }
+
+    /// Run `script` (RELEASE or RENEW) on the claim on `key` as `token`.
+    async fn if_claimed(
+        &self,
+        script: &str,
+        key: &str,
+        token: &str,
+        ttl_ms: Option<u64>,
+    ) -> Result<(), BackendError> {
         let mut conn = self.link.connection().await?;
-        let script = redis::Script::new(RELEASE);
+        let script = redis::Script::new(script);
         let mut call = script.key(self.claim_key(key));
         call.arg(token);
+        if let Some(ttl) = ttl_ms {
+            call.arg(ttl.max(1));
+        }
         self.link
             .bounded(call.invoke_async::<i64>(&mut conn))
             .await?
@@ -212,6 +230,12 @@ impl ResponseCache for RedisCache {
                 None if claimed => Polled::Busy,
                 None => Polled::Free,
             }
+        })
+    }
+
+    fn renew<'a>(&'a self, key: &'a str, token: &'a str, ttl_ms: u64) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self.outcome(self.if_claimed(RENEW, key, token, Some(ttl_ms)).await);
         })
     }
 

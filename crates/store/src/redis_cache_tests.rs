@@ -64,3 +64,23 @@ async fn an_unreachable_redis_leaves_each_request_alone() {
     assert_eq!(c.claim("base", "req", 1000).await, Claim::Alone);
     assert_eq!(c.poll(&keys(&["k"]), "base").await, Polled::Free);
 }
+
+#[tokio::test]
+async fn only_the_claims_holder_renews_it() {
+    let Some((url, prefix)) = crate::testing::redis().await else { return };
+    let c = RedisCache::new(&url, &prefix, Duration::from_secs(2), false).expect("cache");
+    let pttl = |c: &RedisCache| {
+        let key = c.claim_key("base");
+        let url = url.clone();
+        async move {
+            let client = redis::Client::open(url).expect("url");
+            let mut conn = client.get_multiplexed_async_connection().await.expect("redis");
+            redis::cmd("PTTL").arg(key).query_async::<i64>(&mut conn).await.expect("pttl")
+        }
+    };
+    assert_eq!(c.claim("base", "req-a", 1_000).await, Claim::Led);
+    c.renew("base", "req-b", 60_000).await;
+    assert!(pttl(&c).await <= 1_000, "another's token renews nothing");
+    c.renew("base", "req-a", 60_000).await;
+    assert!(pttl(&c).await > 1_000, "the holder's renewal extends it");
+}

@@ -313,6 +313,9 @@ impl Flow {
                         }
                         Across::Call { claimed } => {
                             flow.count_cache(CacheStatus::Miss);
+                            // Renewed while the call runs; stops when it ends
+                            // (or this task is aborted).
+                            let _renewal = claimed.then(|| Renewal::start(&flow, &keyed));
                             (flow.admit_and_attempt().await, claimed)
                         }
                     };
@@ -368,8 +371,7 @@ impl Flow {
         let cache = self.runtime.cache.as_ref();
         let settings = &self.snapshot.catalog.settings;
         let deadline = inbound.limits.deadline.unwrap_or(settings.request_timeout);
-        let ttl_ms = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
-        match cache.claim(&keyed.base, &inbound.id, ttl_ms).await {
+        match cache.claim(&keyed.base, &inbound.id, CLAIM_TTL_MS).await {
             Claim::Led => return Across::Call { claimed: true },
             Claim::Alone => return Across::Call { claimed: false },
             Claim::Busy => {}
@@ -457,6 +459,36 @@ enum Across {
     Answered(usize, Response),
     /// With a call of this request's own; `claimed`: its claim to release.
     Call { claimed: bool },
+}
+
+/// A claim on an upstream call lapses this long after it was taken or last
+/// renewed: identical requests elsewhere wait at most this long for a leader
+/// whose instance died, or whose release was lost.
+const CLAIM_TTL_MS: u64 = 10_000;
+/// The leader renews its claim this often while its call runs.
+const CLAIM_RENEW: Duration = Duration::from_secs(3);
+
+/// The renewal of a claim while its call runs: stopped when dropped.
+struct Renewal(tokio::task::AbortHandle);
+
+impl Renewal {
+    fn start(flow: &Flow, keyed: &Keyed) -> Self {
+        let runtime = Arc::clone(&flow.runtime);
+        let (key, token) = (keyed.base.clone(), flow.inbound.id.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(CLAIM_RENEW).await;
+                runtime.cache.renew(&key, &token, CLAIM_TTL_MS).await;
+            }
+        });
+        Renewal(task.abort_handle())
+    }
+}
+
+impl Drop for Renewal {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The first wait for another instance's answer, doubled up to [`POLL_MAX`]:
