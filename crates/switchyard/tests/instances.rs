@@ -24,7 +24,7 @@ fn config(fake: &str, redis: &str, prefix: &str, state_extra: &str) -> String {
 storage: {{ url: none }}
 state:
   backend: redis
-  redis: {{ url: "{redis}", prefix: "{prefix}", timeout_ms: 500 }}
+  redis: {{ url: "{redis}", prefix: "{prefix}", timeout_ms: 2000 }}
 {state_extra}
 providers:
   openai: {{ wire: openai-chat, endpoint: "{fake}/v1", credentials: {{ keys: ["{UPSTREAM_KEY}"] }} }}
