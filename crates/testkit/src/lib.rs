@@ -84,6 +84,7 @@ mod fake;
 mod script;
 
 pub mod canned;
+pub mod sigv4;
 pub mod tool_loop;
 pub mod validate;
 
