@@ -6,6 +6,34 @@
 //! (`/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse`); the
 //! fake records the path as sent (SigV4 signs it so) and
 //! [`Received::bedrock_model`](crate::Received::bedrock_model) decodes it.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::SystemTime;
+//! use switchyard_core::credentials::aws::{AwsCredentials, sign};
+//! use switchyard_testkit::{BedrockAuth, FakeUpstream};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let fake = FakeUpstream::start_bedrock(BedrockAuth::sigv4("AKIDTEST", "s3cret", "eu-west-1"))
+//!     .await?;
+//! let url = format!("{}/model/amazon.nova-pro-v1%3A0/converse", fake.base_url());
+//! let body = br#"{"messages":[{"role":"user","content":[{"text":"hi"}]}]}"#;
+//! let creds = AwsCredentials::new("AKIDTEST", "s3cret", None);
+//! let signed = sign("POST", &url, &[], body, &creds, "eu-west-1", "bedrock", SystemTime::now())?;
+//!
+//! # let _ = rustls::crypto::ring::default_provider().install_default();
+//! let mut request = reqwest::Client::new().post(&url).body(&body[..]);
+//! for (name, value) in &signed {
+//!     request = request.header(name, value);
+//! }
+//! let answer: serde_json::Value = serde_json::from_slice(&request.send().await?.bytes().await?)?;
+//! assert_eq!(answer["output"]["message"]["content"][0]["text"], "echo: hi");
+//! assert_eq!(fake.received()[0].bedrock_model().as_deref(), Some("amazon.nova-pro-v1:0"));
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod answer;
 pub mod eventstream;
@@ -133,7 +161,7 @@ pub fn authenticate(
             Some(key) if key == token.trim() => Ok(()),
             _ => forbidden(
                 "UnrecognizedClientException",
-                "Invalid API Key format: Must start with pre-defined prefix".into(),
+                "The security token included in the request is invalid.".into(),
             ),
         };
     }
