@@ -551,6 +551,7 @@ async fn codex_additional_tools_are_taken() {
                 .iter()
                 .map(|t| t["name"].as_str().unwrap().to_owned())
                 .collect(),
+            Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
         };
         assert_eq!(names, ["collab__send_message", "exec"], "{model}");
     }

@@ -186,6 +186,7 @@ async fn text_turns_on_every_wire() {
                     assert_eq!(rx.body["system"][0]["text"], "Be brief.", "{at}: {}", rx.body);
                     assert_eq!(rx.body["max_tokens"], 256, "{at}");
                 }
+                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
             }
             assert_eq!(rx.body["stream"].as_bool().unwrap_or(false), stream && v != Vendor::Gemini);
         }
@@ -307,6 +308,7 @@ async fn a_tool_round_trip_on_every_wire() {
                     Vendor::Gemini => {
                         assert_eq!(rx.raw, history.to_string().as_bytes(), "{at}: as sent");
                     }
+                    Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
                 }
             }
         }

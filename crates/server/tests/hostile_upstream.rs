@@ -142,6 +142,7 @@ fn split_error_stream(vendor: Vendor, model: &str, key: &str) -> Vec<String> {
         Vendor::Gemini => {
             json!({"error": {"code": 401, "message": message, "status": "UNAUTHENTICATED"}})
         }
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     };
     let error = canned::sse_frame(vendor, "error", &data.to_string());
     let cut = error.find(key).unwrap() + key.len() / 2;

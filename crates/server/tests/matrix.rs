@@ -88,6 +88,7 @@ fn provider(v: Vendor) -> &'static str {
         Vendor::OpenAi => "openai",
         Vendor::Anthropic => "anthropic",
         Vendor::Gemini => "gemini",
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -96,6 +97,7 @@ fn upstream_key(v: Vendor) -> &'static str {
         Vendor::OpenAi => OPENAI_KEY,
         Vendor::Anthropic => ANTHROPIC_KEY,
         Vendor::Gemini => GEMINI_KEY,
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -794,6 +796,7 @@ fn view_of(vendor: Vendor, body: &Value) -> View {
         Vendor::OpenAi => openai_view(body),
         Vendor::Anthropic => anthropic_view(body),
         Vendor::Gemini => gemini_view(body),
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -886,6 +889,7 @@ fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
             let got = body["generationConfig"]["maxOutputTokens"].as_u64();
             p.eq("upstream generationConfig.maxOutputTokens", got, want);
         }
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -942,6 +946,7 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
             );
             p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
         }
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
     // No other secret travels: not the gateway key, not another provider's key.
     for (name, value) in &rx.headers {
@@ -1001,6 +1006,7 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
                 p.eq("upstream thinkingConfig", config, &Value::Null);
             }
         }
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -1362,6 +1368,7 @@ fn check_client(
                 Vendor::OpenAi => p.eq("tool call id", c.id.as_str(), OPENAI_TOOL_CALL_ID),
                 Vendor::Anthropic => p.eq("tool call id", c.id.as_str(), ANTHROPIC_TOOL_USE_ID),
                 Vendor::Gemini => p.check(!c.id.is_empty(), || "tool call without an id".into()),
+                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
             }
         }
         // An Anthropic client of an Anthropic upstream gets the signature untouched.

@@ -49,7 +49,8 @@ pub const ECHO_PREFIX: &str = "echo: ";
 /// A complete answer with `text`, finish reason `stop` / `end_turn` / `STOP`.
 ///
 /// Not streamed: [`ReplyBody::Json`]. Streamed: [`ReplyBody::Sse`] with the
-/// text split into word deltas ([`split_deltas`]).
+/// text split into word deltas ([`split_deltas`]); for Bedrock,
+/// [`ReplyBody::Frames`] of event-stream messages (the same deltas).
 pub fn text(vendor: Vendor, model: &str, text: &str, stream: bool) -> ReplyBody {
     render(
         vendor,
@@ -131,11 +132,14 @@ pub fn malformed_frame() -> String {
     "data: {not json\n\n".to_owned()
 }
 
+/// The content type of Bedrock's event streams.
+pub const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
+
 /// An SSE frame as `vendor` writes it: Anthropic names the event, Gemini ends
-/// lines with CRLF.
+/// lines with CRLF. Bedrock streams no SSE: its frame here is OpenAI's.
 pub fn sse_frame(vendor: Vendor, event: &str, data: &str) -> String {
     match vendor {
-        Vendor::OpenAi => format!("data: {data}\n\n"),
+        Vendor::OpenAi | Vendor::Bedrock => format!("data: {data}\n\n"),
         Vendor::Anthropic => format!("event: {event}\ndata: {data}\n\n"),
         Vendor::Gemini => format!("data: {data}\r\n\r\n"),
     }
@@ -162,15 +166,18 @@ pub fn count_answer(vendor: Vendor, body: &Value) -> Value {
         Vendor::OpenAi => json!({"object": "response.input_tokens", "input_tokens": n}),
         Vendor::Anthropic => json!({"input_tokens": n}),
         Vendor::Gemini => json!({"totalTokens": n}),
+        Vendor::Bedrock => json!({"inputTokens": n}),
     }
 }
 
 /// The vendor's error body for `status`:
 /// OpenAI `{"error":{"message","type","param","code"}}`,
 /// Anthropic `{"type":"error","error":{"type","message"}}`,
-/// Gemini `{"error":{"code","message","status"}}`.
+/// Gemini `{"error":{"code","message","status"}}`,
+/// Bedrock `{"message"}` (its type is a header, see [`crate::bedrock::error_type`]).
 pub fn error_body(vendor: Vendor, status: u16, message: &str) -> Value {
     match vendor {
+        Vendor::Bedrock => crate::bedrock::error_body(message),
         Vendor::OpenAi => {
             let (kind, code) = match status {
                 401 => ("invalid_request_error", Value::from("invalid_api_key")),
@@ -221,12 +228,15 @@ pub fn error_body(vendor: Vendor, status: u16, message: &str) -> Value {
 /// The text of the last user turn that has any, in the vendor's request shape:
 /// OpenAI `messages[].content` (a string, or `text` parts), Anthropic
 /// `messages[].content` (a string, or `text` blocks), Gemini
-/// `contents[].parts[].text` (role `user` or no role; thought parts skipped).
+/// `contents[].parts[].text` (role `user` or no role; thought parts skipped),
+/// Bedrock `messages[].content[].text`.
 /// Several text parts are joined with `\n`.
 pub fn last_user_text(vendor: Vendor, request: &Value) -> Option<String> {
     let (list, content_key) = match vendor {
         Vendor::OpenAi | Vendor::Anthropic => ("messages", "content"),
         Vendor::Gemini => ("contents", "parts"),
+        // Blocks keyed by kind, no `type`: read apart.
+        Vendor::Bedrock => return crate::bedrock::answer::last_user_text(request),
     };
     let turns = request.get(list)?.as_array()?;
     turns.iter().rev().find_map(|turn| {
@@ -326,7 +336,9 @@ impl Event {
 }
 
 fn render(vendor: Vendor, a: &Answer<'_>, stream: bool) -> ReplyBody {
-    if stream {
+    if stream && vendor == Vendor::Bedrock {
+        ReplyBody::Frames(crate::bedrock::answer::frames(a), EVENT_STREAM)
+    } else if stream {
         ReplyBody::Sse(sse_frames(vendor, a))
     } else {
         ReplyBody::Json(complete(vendor, a))
@@ -339,13 +351,15 @@ pub(crate) fn complete(vendor: Vendor, a: &Answer<'_>) -> Value {
         Vendor::OpenAi => openai_complete(a),
         Vendor::Anthropic => anthropic_complete(a),
         Vendor::Gemini => gemini_complete(a),
+        Vendor::Bedrock => crate::bedrock::answer::complete(a),
     }
 }
 
-/// The streamed response as SSE frames.
+/// The streamed response as SSE frames (Bedrock streams binary frames, see
+/// [`crate::bedrock::answer`]: OpenAI's here).
 pub(crate) fn sse_frames(vendor: Vendor, a: &Answer<'_>) -> Vec<String> {
     let events = match vendor {
-        Vendor::OpenAi => openai_events(a),
+        Vendor::OpenAi | Vendor::Bedrock => openai_events(a),
         Vendor::Anthropic => anthropic_events(a),
         Vendor::Gemini => gemini_events(a),
     };

@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Body;
@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 use crate::Vendor;
+use crate::bedrock::{self, BedrockAuth};
 use crate::canned::{self, Answer, DEFAULT_MODEL};
 use crate::script::{Reply, ReplyBody};
 use crate::tool_loop;
@@ -49,6 +50,12 @@ impl Received {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
+
+    /// The model ID of a Bedrock route, decoded (`…-v1%3A0` in the path is
+    /// `…-v1:0` here); `None` for any other path.
+    pub fn bedrock_model(&self) -> Option<String> {
+        bedrock::route(&self.path).map(|(model, _)| model)
+    }
 }
 
 /// A running fake upstream. Cheap to clone; the server stops when the last
@@ -69,6 +76,8 @@ struct Handle {
 #[derive(Debug)]
 struct Shared {
     vendor: Vendor,
+    /// What a Bedrock fake accepts (unused by the other vendors).
+    bedrock: BedrockAuth,
     state: Mutex<ScriptState>,
     arrived: Notify,
     in_flight: AtomicUsize,
@@ -134,13 +143,24 @@ impl Drop for InFlight {
 }
 
 impl FakeUpstream {
-    /// Binds `127.0.0.1:0` and serves `vendor`'s routes in a tokio task.
+    /// Binds `127.0.0.1:0` and serves `vendor`'s routes in a tokio task. A
+    /// Bedrock fake accepts the default credentials ([`BedrockAuth::default`]).
     pub async fn start(vendor: Vendor) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_with(vendor, BedrockAuth::default()).await
+    }
+
+    /// A [`Vendor::Bedrock`] fake accepting exactly `auth`'s credentials.
+    pub async fn start_bedrock(auth: BedrockAuth) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_with(Vendor::Bedrock, auth).await
+    }
+
+    async fn start_with(vendor: Vendor, bedrock: BedrockAuth) -> io::Result<FakeUpstream> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
         let shared = Arc::new(Shared {
             vendor,
+            bedrock,
             state: Mutex::new(ScriptState {
                 script: VecDeque::new(),
                 default: Reply::auto(),
@@ -327,6 +347,12 @@ fn route(vendor: Vendor, method: &Method, rx: &Received) -> Route {
             _ => None,
         },
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
+        Vendor::Bedrock => bedrock::route(&rx.path).map(|(model, stream)| Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+        }),
     };
     match call {
         None => Route::NotFound,
@@ -388,10 +414,32 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             let message =
                 format!("fake {vendor:?} upstream: {what}: {} {}", received.method, received.path);
             shared.record(&received, false);
-            let body = canned::error_body(vendor, status, &message).to_string();
-            return plain(status, "application/json", body);
+            return vendor_error(vendor, status, None, &message);
         }
     };
+    if vendor == Vendor::Bedrock {
+        let target = match &received.query {
+            Some(q) => format!("{}?{q}", received.path),
+            None => received.path.clone(),
+        };
+        let authenticated = bedrock::authenticate(
+            &shared.bedrock,
+            &received.method,
+            &target,
+            &received.headers,
+            &received.raw,
+            SystemTime::now(),
+        );
+        if let Err(refusal) = authenticated {
+            shared.record(&received, false);
+            return vendor_error(
+                vendor,
+                refusal.status,
+                Some(refusal.error_type),
+                &refusal.message,
+            );
+        }
+    }
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
     let checked = if call.count {
@@ -401,8 +449,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     if let Err(message) = checked {
         shared.record(&received, false);
-        let body = canned::error_body(vendor, 400, &message).to_string();
-        return plain(400, "application/json", body);
+        return vendor_error(vendor, 400, None, &message);
     }
     let Some(reply) = shared.record(&received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());
@@ -428,6 +475,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
 /// A reply's body made concrete: its frames and default content type.
 struct Prepared {
     content_type: &'static str,
+    /// Bedrock's `x-amzn-ErrorType` for an error body.
+    error_type: Option<&'static str>,
     frames: Vec<Bytes>,
     /// Sent as a stream (chunked) even without faults.
     streamed: bool,
@@ -437,22 +486,37 @@ struct Prepared {
 fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Option<Prepared> {
     let json = |v: &Value| Prepared {
         content_type: "application/json",
+        error_type: None,
         frames: vec![Bytes::from(v.to_string())],
         streamed: false,
     };
     let sse = |frames: &[String]| Prepared {
         content_type: "text/event-stream",
+        error_type: None,
         frames: frames.iter().map(|f| Bytes::from(f.clone())).collect(),
+        streamed: true,
+    };
+    let binary = |frames: Vec<Bytes>, content_type| Prepared {
+        content_type,
+        error_type: None,
+        frames,
         streamed: true,
     };
     Some(match &reply.body {
         ReplyBody::Hang => return None,
         ReplyBody::Json(v) => json(v),
-        ReplyBody::Raw(b, ct) => {
-            Prepared { content_type: ct, frames: vec![b.clone()], streamed: false }
-        }
+        ReplyBody::Raw(b, ct) => Prepared {
+            content_type: ct,
+            error_type: None,
+            frames: vec![b.clone()],
+            streamed: false,
+        },
         ReplyBody::Sse(frames) => sse(frames),
-        ReplyBody::VendorError(message) => json(&canned::error_body(vendor, reply.status, message)),
+        ReplyBody::Frames(frames, ct) => binary(frames.clone(), ct),
+        ReplyBody::VendorError(message) => Prepared {
+            error_type: (vendor == Vendor::Bedrock).then(|| bedrock::error_type(reply.status)),
+            ..json(&canned::error_body(vendor, reply.status, message))
+        },
         ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
         ReplyBody::Auto => {
             // The scripted tool loop when the prompt asks for it, else the echo.
@@ -473,9 +537,12 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             };
             if !call.stream {
                 json(&canned::complete(vendor, &answer))
+            } else if vendor == Vendor::Bedrock {
+                binary(bedrock::answer::frames(&answer), canned::EVENT_STREAM)
             } else if call.json_array {
                 Prepared {
                     content_type: "application/json",
+                    error_type: None,
                     frames: canned::gemini_json_array_frames(&answer)
                         .into_iter()
                         .map(Bytes::from)
@@ -496,6 +563,11 @@ fn respond(reply: &Reply, prepared: Prepared, guard: InFlight) -> Response {
     let headers = response.headers_mut();
     if !reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(prepared.content_type));
+    }
+    if let Some(kind) = prepared.error_type
+        && !reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(ERROR_TYPE))
+    {
+        headers.insert(HeaderName::from_static(ERROR_TYPE), HeaderValue::from_static(kind));
     }
     for (k, v) in &reply.headers {
         if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
@@ -560,6 +632,33 @@ fn frame_stream(
         p.sent += 1;
         Some((Ok(frame), p))
     })
+}
+
+/// Bedrock's error-type header (lowercase, as `HeaderName` wants it).
+const ERROR_TYPE: &str = "x-amzn-errortype";
+
+/// An error the fake itself answers (no route, a refused body or credentials),
+/// in the vendor's shape; Bedrock's type (`error_type`, else the status's) goes
+/// in `x-amzn-ErrorType`.
+fn vendor_error(
+    vendor: Vendor,
+    status: u16,
+    error_type: Option<&'static str>,
+    message: &str,
+) -> Response {
+    let body = canned::error_body(vendor, status, message).to_string();
+    let mut response = plain(status, "application/json", body);
+    if vendor == Vendor::Bedrock {
+        let kind = error_type.unwrap_or_else(|| match status {
+            // What AWS answers for a path no operation has.
+            404 => "UnknownOperationException",
+            _ => bedrock::error_type(status),
+        });
+        response
+            .headers_mut()
+            .insert(HeaderName::from_static(ERROR_TYPE), HeaderValue::from_static(kind));
+    }
+    response
 }
 
 fn plain(status: u16, content_type: &'static str, body: String) -> Response {

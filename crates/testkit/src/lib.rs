@@ -2,7 +2,8 @@
 //! end-to-end tests and benchmark.
 //!
 //! A [`FakeUpstream`] is a real HTTP server on `127.0.0.1:0` that speaks one
-//! vendor's wire ([`Vendor::OpenAi`], [`Vendor::Anthropic`], [`Vendor::Gemini`]).
+//! vendor's wire ([`Vendor::OpenAi`], [`Vendor::Anthropic`], [`Vendor::Gemini`],
+//! [`Vendor::Bedrock`]).
 //! Each request on a generation route takes the next [`Reply`] from a FIFO
 //! script, or the default reply when the script is empty (initially
 //! [`Reply::auto`]: a canned answer echoing the last user text, or a step of the
@@ -23,6 +24,16 @@
 //! | Anthropic | `/v1/messages/count_tokens` | never |
 //! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |
 //! | Gemini | `/v1beta/models/{model}:countTokens` | never |
+//! | Bedrock | `/model/{modelId}/converse` | never |
+//! | Bedrock | `/model/{modelId}/converse-stream` | always; AWS event-stream binary frames |
+//!
+//! A Bedrock fake also authenticates every request as AWS does (see
+//! [`bedrock::authenticate`]): start it with [`FakeUpstream::start_bedrock`]
+//! and the credentials it accepts, or with [`FakeUpstream::start`] and the
+//! defaults of [`BedrockAuth`]. A refused request answers 403 in Bedrock's
+//! shape (`{"message"}` and `x-amzn-ErrorType`), is recorded, and takes
+//! nothing from the script; so does a body Converse refuses (400
+//! `ValidationException`, see [`bedrock::validate`]).
 //!
 //! The counting routes take replies from the script like the others; their
 //! [`Reply::auto`] is the vendor's count answer with a deterministic count derived
@@ -83,10 +94,13 @@
 mod fake;
 mod script;
 
+pub mod bedrock;
 pub mod canned;
+pub mod sigv4;
 pub mod tool_loop;
 pub mod validate;
 
+pub use bedrock::BedrockAuth;
 pub use fake::{FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};
 
@@ -99,4 +113,7 @@ pub enum Vendor {
     Anthropic,
     /// Google Gemini `generateContent`.
     Gemini,
+    /// AWS Bedrock Converse / ConverseStream, authenticated like AWS (SigV4 or
+    /// a Bedrock API key; see [`BedrockAuth`]).
+    Bedrock,
 }

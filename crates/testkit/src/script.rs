@@ -24,6 +24,10 @@ pub enum ReplyBody {
     /// yourself); `content-type: text/event-stream`. Each frame is one pacing
     /// unit for [`Reply::chunk_delay`] and [`Reply::break_after`].
     Sse(Vec<String>),
+    /// Binary frames with this content type, each written as-is and each one
+    /// pacing unit, like [`ReplyBody::Sse`]'s: e.g. Bedrock's event-stream
+    /// messages ([`bedrock::eventstream`](crate::bedrock::eventstream)).
+    Frames(Vec<Bytes>, &'static str),
     /// Never answer. The handler ends when the client goes away (or the fake is
     /// dropped).
     Hang,
@@ -116,6 +120,18 @@ impl Reply {
     /// 200 with these SSE frames, each written as-is.
     pub fn sse(frames: Vec<String>) -> Reply {
         ReplyBody::Sse(frames).into()
+    }
+
+    /// 200 with these binary frames ([`ReplyBody::Frames`]).
+    pub fn frames(frames: Vec<Bytes>, content_type: &'static str) -> Reply {
+        ReplyBody::Frames(frames, content_type).into()
+    }
+
+    /// 200 with a ConverseStream's event-stream messages, e.g. a few
+    /// [`event`](crate::bedrock::eventstream::event)s then an
+    /// [`exception`](crate::bedrock::eventstream::exception).
+    pub fn event_stream(frames: Vec<Bytes>) -> Reply {
+        Reply::frames(frames, crate::canned::EVENT_STREAM)
     }
 
     /// Never answer ([`ReplyBody::Hang`]).

@@ -173,6 +173,26 @@ fn scan(vendor: Vendor, request: &Value) -> History {
                 }
             }
         }
+        Vendor::Bedrock => {
+            for m in request["messages"].as_array().into_iter().flatten() {
+                if m["role"] != "user" {
+                    continue;
+                }
+                let blocks = m["content"].as_array().map_or(&[][..], Vec::as_slice);
+                let results: Vec<String> = blocks
+                    .iter()
+                    .filter_map(|b| b.get("toolResult"))
+                    .map(|r| bedrock_result(&r["content"]))
+                    .collect();
+                if results.is_empty() {
+                    let texts: Vec<&str> =
+                        blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+                    h.prompt(texts.join("\n"));
+                } else {
+                    h.results.extend(results);
+                }
+            }
+        }
         Vendor::Gemini => {
             for c in request["contents"].as_array().into_iter().flatten() {
                 if c["role"].as_str().is_some_and(|r| r != "user") {
@@ -215,6 +235,16 @@ fn text_of(content: &Value) -> String {
     }
 }
 
+/// A Bedrock `toolResult.content`: its text blocks, else its `json` blocks as JSON.
+fn bedrock_result(content: &Value) -> String {
+    let blocks = content.as_array().map_or(&[][..], Vec::as_slice);
+    blocks
+        .iter()
+        .map(|b| b["text"].as_str().map_or_else(|| b["json"].to_string(), str::to_owned))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A `functionResponse.response`: its text when it holds one under a usual key,
 /// else the object as JSON.
 fn gemini_result(response: &Value) -> String {
@@ -239,6 +269,15 @@ fn declared_tools(vendor: Vendor, request: &Value) -> Vec<(&str, &Value)> {
             .filter(|t| t["type"].as_str().is_none_or(|k| k == "custom"))
             .filter_map(|t| Some((t["name"].as_str()?, &t["input_schema"])))
             .collect(),
+        Vendor::Bedrock => request["toolConfig"]["tools"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(|t| {
+                let spec = &t["toolSpec"];
+                Some((spec["name"].as_str()?, &spec["inputSchema"]["json"]))
+            })
+            .collect(),
         Vendor::Gemini => tools
             .iter()
             .flat_map(|t| t["functionDeclarations"].as_array().map_or(&[][..], Vec::as_slice))
@@ -258,6 +297,11 @@ fn thinking_on(vendor: Vendor, request: &Value) -> bool {
         Vendor::Anthropic => {
             matches!(request["thinking"]["type"].as_str(), Some("enabled" | "adaptive"))
         }
+        // Claude on Bedrock thinks when asked through the model's own fields.
+        Vendor::Bedrock => matches!(
+            request["additionalModelRequestFields"]["thinking"]["type"].as_str(),
+            Some("enabled" | "adaptive")
+        ),
         Vendor::OpenAi => request["reasoning_effort"].as_str().is_some_and(|e| e != "none"),
         Vendor::Gemini => {
             request["generationConfig"]["thinkingConfig"]["includeThoughts"] == true

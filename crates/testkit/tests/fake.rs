@@ -285,6 +285,7 @@ async fn status_replies_in_vendor_shape() {
                 format!("{}/v1beta/models/g:streamGenerateContent?alt=sse", fake.base_url()),
                 gemini_req("x"),
             ),
+            Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
         };
         let r = post(&url, &req).await;
         assert_eq!(r.status(), 429);
@@ -302,6 +303,7 @@ async fn status_replies_in_vendor_shape() {
                 assert_eq!(v["error"]["code"], 429);
                 assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED");
             }
+            Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
         }
         let r = post(&url, &req).await;
         assert_eq!(r.status(), 503);
@@ -585,6 +587,7 @@ fn loop_request(vendor: Vendor, stream: bool, thinking: bool) -> Value {
             }
             r
         }
+        Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
     }
 }
 
@@ -596,6 +599,7 @@ fn loop_url(fake: &FakeUpstream, stream: bool) -> String {
             format!("{}/v1beta/models/gemini-3-x:streamGenerateContent?alt=sse", fake.base_url())
         }
         Vendor::Gemini => format!("{}/v1beta/models/gemini-3-x:generateContent", fake.base_url()),
+        Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
     }
 }
 
@@ -658,6 +662,7 @@ async fn turn(fake: &FakeUpstream, stream: bool, body: &Value) -> Turn {
                     }
                 }
             }
+            Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
         }
     }
     if let Some((_, _, input)) = &mut t.call
@@ -702,6 +707,7 @@ fn with_result(vendor: Vendor, mut request: Value, t: &Turn, output: &str) -> Va
             c.push(json!({"role": "user", "parts": [
                 {"functionResponse": {"name": name, "response": {"output": output}}}]}));
         }
+        Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
     }
     request
 }
@@ -721,6 +727,7 @@ async fn tool_loop_calls_the_shell_then_quotes_its_result_on_every_wire() {
                     Vendor::OpenAi => ("exec_command", "cmd"),
                     Vendor::Anthropic => ("Bash", "command"),
                     Vendor::Gemini => ("run_shell_command", "command"),
+                    Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
                 };
                 assert_eq!(name, shell, "{case}");
                 // The schema's required properties, and nothing it does not ask for.
@@ -734,6 +741,7 @@ async fn tool_loop_calls_the_shell_then_quotes_its_result_on_every_wire() {
                     Vendor::OpenAi => assert_eq!(id, canned::OPENAI_TOOL_CALL_ID),
                     Vendor::Anthropic => assert_eq!(id, canned::ANTHROPIC_TOOL_USE_ID),
                     Vendor::Gemini => {}
+                    Vendor::Bedrock => unreachable!("Bedrock is tested in tests/bedrock.rs"),
                 }
                 let thought = if thinking { tool_loop::THINKING } else { "" };
                 assert_eq!(t.thinking.trim_end(), thought, "{case}");

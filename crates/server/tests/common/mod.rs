@@ -265,6 +265,7 @@ impl Harness {
             Vendor::OpenAi => &self.openai,
             Vendor::Anthropic => &self.anthropic,
             Vendor::Gemini => &self.gemini,
+            Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
         }
     }
 
@@ -415,6 +416,7 @@ pub fn catalog_model(v: Vendor) -> &'static str {
         Vendor::OpenAi => "m-openai",
         Vendor::Anthropic => "m-anthropic",
         Vendor::Gemini => "m-gemini",
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }
 
@@ -424,5 +426,6 @@ pub fn upstream_model(v: Vendor) -> &'static str {
         Vendor::OpenAi => "up-openai",
         Vendor::Anthropic => "up-anthropic",
         Vendor::Gemini => "up-gemini",
+        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
     }
 }

@@ -32,8 +32,11 @@ async fn main() -> std::io::Result<()> {
             "openai" => Vendor::OpenAi,
             "anthropic" => Vendor::Anthropic,
             "gemini" => Vendor::Gemini,
+            "bedrock" => Vendor::Bedrock,
             other => {
-                eprintln!("unknown vendor {other:?}: expected openai, anthropic or gemini");
+                eprintln!(
+                    "unknown vendor {other:?}: expected openai, anthropic, gemini or bedrock"
+                );
                 std::process::exit(2);
             }
         };

@@ -24,6 +24,8 @@ pub fn refusal(vendor: Vendor, model: &str, body: &Value) -> Option<String> {
         Vendor::Anthropic => anthropic(body),
         Vendor::OpenAi => openai(body),
         Vendor::Gemini => gemini(model, body),
+        // Checked with the rest of Converse's rules (`crate::bedrock::validate`).
+        Vendor::Bedrock => None,
     }
 }
 

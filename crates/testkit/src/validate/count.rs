@@ -34,6 +34,8 @@ pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
         Vendor::Gemini => gemini(model, body),
         // Chat Completions has no counting endpoint (the fake routes none).
         Vendor::OpenAi => Ok(()),
+        // The fake routes no Bedrock counting endpoint.
+        Vendor::Bedrock => Ok(()),
     }
 }
 

@@ -506,7 +506,7 @@ async fn bedrock_auth_prefers_an_api_key_and_else_signs_in_a_region() {
     ];
     received.extend(signed);
     let target = url.trim_start_matches("https://bedrock-runtime.us-east-1.amazonaws.com");
-    let verified = super::sign::tests::verify(
+    let verified = switchyard_testkit::sigv4::verify(
         "POST",
         target,
         &received,

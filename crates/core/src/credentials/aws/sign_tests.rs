@@ -1,8 +1,8 @@
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
+// The one independent SigV4 verifier, shared with the Bedrock fake.
+use switchyard_testkit::sigv4::verify;
 
 use super::super::super::testing::{Seen, fake, http};
 use super::*;
@@ -20,126 +20,6 @@ fn suite_time() -> SystemTime {
 
 fn creds(token: Option<&str>) -> AwsCredentials {
     AwsCredentials::new(AKID, SECRET, token.map(Secret::new))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn hmac(key: &[u8], data: &str) -> Vec<u8> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
-    mac.update(data.as_bytes());
-    mac.finalize().into_bytes().to_vec()
-}
-
-/// RFC 3986 encoding as SigV4 wants it: all but the unreserved characters.
-fn uri_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// An independent SigV4 verifier, written from AWS's description of the
-/// algorithm (not with the crate under test): recomputes the signature of a
-/// request as received (`target`: path and query as sent) and compares it
-/// with its `authorization` header. Returns the access key ID.
-pub(crate) fn verify(
-    method: &str,
-    target: &str,
-    headers: &[(String, String)],
-    body: &[u8],
-    secret: &str,
-    region: &str,
-    service: &str,
-) -> Result<String, String> {
-    let header = |name: &str| -> Vec<&str> {
-        headers
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-            .collect()
-    };
-    let authorization = *header("authorization").first().ok_or("no authorization")?;
-    let rest = authorization.strip_prefix("AWS4-HMAC-SHA256 ").ok_or("not AWS4-HMAC-SHA256")?;
-    let mut parts = rest.split(", ");
-    let credential =
-        parts.next().and_then(|p| p.strip_prefix("Credential=")).ok_or("no Credential")?;
-    let signed =
-        parts.next().and_then(|p| p.strip_prefix("SignedHeaders=")).ok_or("no SignedHeaders")?;
-    let signature =
-        parts.next().and_then(|p| p.strip_prefix("Signature=")).ok_or("no Signature")?;
-    let scope: Vec<&str> = credential.split('/').collect();
-    let [akid, date, scope_region, scope_service, "aws4_request"] = scope[..] else {
-        return Err(format!("bad scope {credential}"));
-    };
-    if (scope_region, scope_service) != (region, service) {
-        return Err(format!("signed for {scope_region}/{scope_service}"));
-    }
-    let amz_date = *header("x-amz-date").first().ok_or("no x-amz-date")?;
-    if !amz_date.starts_with(date) || amz_date.len() != 16 {
-        return Err(format!("x-amz-date {amz_date} does not match the scope's {date}"));
-    }
-    let signed_names: Vec<&str> = signed.split(';').collect();
-    let mut must_sign = vec!["host", "x-amz-date"];
-    if !header("x-amz-security-token").is_empty() {
-        must_sign.push("x-amz-security-token");
-    }
-    if let Some(missing) = must_sign.iter().find(|n| !signed_names.contains(n)) {
-        return Err(format!("{missing} is not signed"));
-    }
-    let mut sorted = signed_names.clone();
-    sorted.sort_unstable();
-    if sorted != signed_names {
-        return Err("SignedHeaders not sorted".to_owned());
-    }
-
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let canonical_uri = if path.is_empty() {
-        "/".to_owned()
-    } else {
-        path.split('/').map(uri_encode).collect::<Vec<_>>().join("/")
-    };
-    let mut pairs: Vec<(String, String)> = query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            let dec = |s: &str| crate::util::percent_decode(s);
-            (uri_encode(&dec(k)), uri_encode(&dec(v)))
-        })
-        .collect();
-    pairs.sort();
-    let canonical_query =
-        pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&");
-    let mut canonical_headers = String::new();
-    for name in &signed_names {
-        let values: Vec<String> = header(name)
-            .iter()
-            .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect();
-        if values.is_empty() {
-            return Err(format!("signed header {name} not sent"));
-        }
-        canonical_headers.push_str(&format!("{name}:{}\n", values.join(",")));
-    }
-    let canonical_request = format!(
-        "{method}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{signed}\n{}",
-        hex(&Sha256::digest(body))
-    );
-    let string_to_sign = format!(
-        "AWS4-HMAC-SHA256\n{amz_date}\n{date}/{region}/{service}/aws4_request\n{}",
-        hex(&Sha256::digest(canonical_request.as_bytes()))
-    );
-    let key = [date, region, service, "aws4_request"]
-        .iter()
-        .fold(format!("AWS4{secret}").into_bytes(), |key, part| hmac(&key, part));
-    let expected = hex(&hmac(&key, &string_to_sign));
-    if expected == signature { Ok(akid.to_owned()) } else { Err("signature mismatch".to_owned()) }
 }
 
 fn signed_headers(out: &[(String, String)]) -> Vec<(&str, &str)> {
