@@ -295,13 +295,15 @@ pub(crate) fn build_body(
         return Ok(body);
     }
     if let Some(raw) = fast.and_then(RawBody::object) {
-        let mut overrides: Vec<(&str, Value)> =
-            vec![("model", Value::String(upstream_model.to_owned()))];
+        let mut overrides: Vec<(&str, Value)> = Vec::new();
+        // A wire that takes the model in its URL refuses it in the body (Gemini
+        // refuses unknown fields).
+        if wire.spec().model == ModelPlacement::Body {
+            overrides.push(("model", Value::String(upstream_model.to_owned())));
+        }
         let behaviour = wire.behaviour();
         let limit = behaviour.output_limit();
-        // Top-level limits only, as before: a nested one (Gemini's) is written on
-        // the path above, which this one is for a body with dropped tools.
-        if let (Some(cap), OutputLimit::TopLevel(_)) = (clamp, limit) {
+        if let Some(cap) = clamp {
             overrides.extend(ceiling(limit, raw, cap));
         }
         if let Some((field, key)) = behaviour.stream_usage_option()

@@ -176,9 +176,17 @@ impl Search {
             Dialect::OpenAiResponses => list(c.pointer("/filters/allowed_domains")),
             _ => list(c.get("allowed_domains")),
         };
+        let blocked = match tool.dialect {
+            // Vertex AI's Google Search excludes domains; it has no allow list.
+            Dialect::Gemini => list(
+                c.pointer("/googleSearch/excludeDomains")
+                    .or_else(|| c.pointer("/google_search/exclude_domains")),
+            ),
+            _ => list(c.get("blocked_domains")),
+        };
         Search {
             allowed,
-            blocked: list(c.get("blocked_domains")),
+            blocked,
             location,
             context_size: c.get("search_context_size").filter(|v| !v.is_null()).cloned(),
             max_uses: c.get("max_uses").filter(|v| !v.is_null()).cloned(),

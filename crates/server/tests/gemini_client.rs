@@ -216,6 +216,38 @@ async fn the_output_ceiling_is_kept_on_the_fast_path() {
     );
 }
 
+/// A Gemini client's Google Search is a hosted tool like any other format's:
+/// taken out of its own body for a deployment that does not run it (and said
+/// so), and declared as Anthropic's web search for a Claude deployment.
+#[tokio::test]
+async fn a_gemini_clients_google_search_goes_where_it_can_run_and_nowhere_else() {
+    let extra = "  - id: m-gemini-bare\n    max_output_tokens: 100\n    \
+                 deployments: [{ provider: gemini, model: up-gemini, server_tools: [] }]\n";
+    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+    let body = json!({"contents": [user("news?")], "tools": [{"googleSearch": {}}],
+        "generationConfig": {"temperature": 0.2, "maxOutputTokens": 5000}});
+    let (status, bytes) = generate(&h, "m-gemini-bare", false, &body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let rx = last_request(&h, Vendor::Gemini, 0).await;
+    // Still a Gemini body: no `model` (Gemini refuses unknown fields), the
+    // deployment's ceiling nested where Gemini reads it, the search gone.
+    assert_eq!(
+        rx.body,
+        json!({"contents": [user("news?")],
+               "generationConfig": {"temperature": 0.2, "maxOutputTokens": 100}})
+    );
+    let before = h.fake(Vendor::Anthropic).request_count();
+    let (status, bytes) = generate(&h, "m-anthropic", false, &body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let rx = last_request(&h, Vendor::Anthropic, before).await;
+    let tools = rx.body["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["type"].as_str().is_some_and(|t| t.starts_with("web_search"))),
+        "declared as Anthropic's web search: {}",
+        rx.body
+    );
+}
+
 /// A stream whose upstream pauses gets keep-alives a Google SDK reads past (an
 /// SSE comment would stall it: it reads only `data:` lines), translated and
 /// passed through.

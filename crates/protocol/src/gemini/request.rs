@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::model::{
     DEFAULT_DOCUMENT_TYPE, Document, DocumentSource, Effort, Image, ImageSource, Message,
     ModelTraits, Part, Reasoning, ReasoningControl, Request, ResponseFormat, Role, TextBlock, Tool,
     ToolCall, ToolChoice, ToolResult,
 };
-use crate::{ProtocolError, util};
+use crate::{Dialect, HostedTool, ProtocolError, ServerTool, util};
 
 use super::ids::{
     SKIP_SIGNATURE, call_base, client_id, real_signature, split_call_id, valid_gemini_id,
@@ -109,7 +109,7 @@ pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, Proto
     let tools = if declarations.is_empty() {
         Vec::new()
     } else {
-        vec![WireTool { function_declarations: declarations }]
+        vec![WireTool { function_declarations: declarations, hosted: Map::new() }]
     };
 
     let wire = WireRequest {
@@ -453,6 +453,20 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     parse(body, RequestIds::default())
 }
 
+/// What a Gemini `tools` member the API runs itself does, as the gateway
+/// names it; `None` for members it does not carry to other wires (they go only
+/// to Gemini, as the client wrote them). Both spellings the API reads.
+fn hosted_kind(member: &str) -> Option<ServerTool> {
+    match member {
+        "googleSearch" | "google_search" | "googleSearchRetrieval" | "google_search_retrieval" => {
+            Some(ServerTool::WebSearch)
+        }
+        "urlContext" | "url_context" => Some(ServerTool::WebFetch),
+        "codeExecution" | "code_execution" => Some(ServerTool::CodeExecution),
+        _ => None,
+    }
+}
+
 /// A Gemini client's own body (the model and streaming are in its URL: the caller
 /// sets them). A call's `id` is taken as it is where every upstream takes it, since
 /// the gateway gave it (answers to Gemini clients carry each call's id as is, see
@@ -490,7 +504,21 @@ fn parse(body: &[u8], mut ids: RequestIds) -> Result<Request, ProtocolError> {
         req.messages.push(Message { role, content: parts });
     }
 
-    for tool in &wire.tools {
+    for (i, tool) in wire.tools.iter().enumerate() {
+        // An entry of a tool Gemini runs itself, apart from the functions (an
+        // entry mixing both stays as it is: dropping it would drop functions).
+        if tool.function_declarations.is_empty() {
+            for (member, config) in &tool.hosted {
+                let Some(kind) = hosted_kind(member) else { continue };
+                req.extras.hosted_tools.push(HostedTool {
+                    kind: Some(kind),
+                    dialect: Dialect::Gemini,
+                    tool_type: member.clone(),
+                    path: format!("tools[{i}]"),
+                    config: json!({ member.as_str(): config }),
+                });
+            }
+        }
         for decl in &tool.function_declarations {
             req.tools.push(Tool {
                 name: decl.name.clone(),

@@ -537,3 +537,43 @@ fn parses_a_gemini_clients_ids_as_they_are() {
     let req = parse_request(body.to_string().as_bytes()).unwrap();
     assert_eq!(req.messages[2].content[2], result("call_2", Some("g"), "c", false));
 }
+
+#[test]
+fn a_clients_own_gemini_tools_are_hosted_tools_another_wire_can_run() {
+    let body = json!({
+        "contents": [{"role": "user", "parts": [{"text": "news?"}]}],
+        "tools": [
+            {"functionDeclarations": [{"name": "f", "parameters": {"type": "object"}}]},
+            {"googleSearch": {}},
+            {"url_context": {}},
+            {"codeExecution": {}},
+            {"googleMaps": {}}
+        ]
+    });
+    let req = super::parse_client_request(body.to_string().as_bytes()).unwrap();
+    assert_eq!(req.tools.len(), 1, "the function stays a function");
+    let hosted: Vec<(Option<crate::ServerTool>, &str, &str)> = req
+        .extras
+        .hosted_tools
+        .iter()
+        .map(|t| (t.kind, t.tool_type.as_str(), t.path.as_str()))
+        .collect();
+    use crate::ServerTool::{CodeExecution, WebFetch, WebSearch};
+    assert_eq!(
+        hosted,
+        [
+            (Some(WebSearch), "googleSearch", "tools[1]"),
+            (Some(WebFetch), "url_context", "tools[2]"),
+            (Some(CodeExecution), "codeExecution", "tools[3]"),
+        ],
+        "a member the gateway does not carry stays Gemini's own (googleMaps)"
+    );
+    assert!(req.extras.hosted_tools.iter().all(|t| t.dialect == crate::Dialect::Gemini));
+    // Declared to Anthropic as its own web search.
+    let search = &req.extras.hosted_tools[0];
+    let placed = crate::carry::place(crate::Wire::Anthropic, search).unwrap();
+    assert!(format!("{placed:?}").contains("web_search"), "{placed:?}");
+    // Back to Gemini as the client wrote it.
+    let placed = crate::carry::place(crate::Wire::Gemini, search).unwrap();
+    assert!(format!("{placed:?}").contains("googleSearch"), "{placed:?}");
+}

@@ -2,7 +2,7 @@
 //! optional).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -84,6 +84,10 @@ pub(super) struct FunctionResponse {
 pub(super) struct WireTool {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) function_declarations: Vec<FunctionDeclaration>,
+    /// The entry's other members: a tool Gemini runs itself (`googleSearch`,
+    /// `urlContext`, `codeExecution`, …), read from a client's request.
+    #[serde(flatten, skip_serializing)]
+    pub(super) hosted: Map<String, Value>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -265,6 +265,9 @@ pub enum Dialect {
     OpenAiResponses,
     /// Anthropic Messages (`tools` entries of a server type, `mcp_servers`).
     Anthropic,
+    /// Gemini `generateContent` (`tools` entries `googleSearch`, `urlContext`,
+    /// `codeExecution`, …).
+    Gemini,
 }
 
 impl Dialect {
@@ -273,6 +276,7 @@ impl Dialect {
         match self {
             Dialect::OpenAiChat => Some(Wire::OpenAiChat),
             Dialect::Anthropic => Some(Wire::Anthropic),
+            Dialect::Gemini => Some(Wire::Gemini),
             Dialect::OpenAiResponses => None,
         }
     }
