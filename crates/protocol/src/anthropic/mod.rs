@@ -35,6 +35,7 @@ mod extras;
 mod native;
 mod request;
 mod response;
+mod rules;
 mod stream_decode;
 mod stream_encode;
 mod wire;
@@ -43,12 +44,11 @@ pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub(crate) use request::history_tools;
+pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
 // What Claude takes on Bedrock too (`crate::bedrock`): one statement of its rules.
-pub(crate) use request::{DEFAULT_MAX_TOKENS, Samplers, anthropic_effort, budget_within};
-pub use request::{
-    continues_without_thinking, encode_request, parse_request, sampling_edits, tool_id,
-};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
+pub use rules::sampling_edits;
+pub(crate) use rules::{DEFAULT_MAX_TOKENS, Samplers, anthropic_effort, budget_within};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 

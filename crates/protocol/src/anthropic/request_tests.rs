@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::anthropic::sampling_edits;
 use crate::anthropic::test_support::{SIGNATURE, parse_value};
 use crate::{
     Document, DocumentSource, Effort, Image, ImageSource, Message, ModelTraits, Part,
