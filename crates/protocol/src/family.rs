@@ -3,8 +3,10 @@
 //! sampling refusals): Claude is the same model on Anthropic's API, Bedrock and
 //! Vertex AI, under three spellings of its id.
 
-/// A model's family ([`Family::of`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A model's family ([`Family::of`]; in configuration by its lowercase name,
+/// `claude`, `gpt`, `deepseek`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Family {
     /// Anthropic's Claude: `claude-…`, Bedrock's `anthropic.claude-…` and its
@@ -40,6 +42,20 @@ const GEOGRAPHIES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "ca", "
 const VENDORS: &[&str] = &["amazon", "meta", "mistral", "deepseek", "openai", "google"];
 
 impl Family {
+    /// The configuration's name for it (`claude`, `gpt`, `deepseek`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Claude => "claude",
+            Family::Gemini => "gemini",
+            Family::Gpt => "gpt",
+            Family::Llama => "llama",
+            Family::Nova => "nova",
+            Family::Mistral => "mistral",
+            Family::DeepSeek => "deepseek",
+            Family::Other => "other",
+        }
+    }
+
     /// The family of `model_id`, case aside. A path (Vertex AI's
     /// `publishers/anthropic/models/…`, Gemini's `models/…`, a Bedrock ARN's
     /// `…/foundation-model/…`) and a routing prefix (`openai/`) are skipped, and so

@@ -93,7 +93,13 @@ fn claude_traits_read_the_version_however_the_platform_writes_it() {
     ];
     for (id, reasoning, sampling, one_sampler) in cases {
         assert_eq!(Family::of(id), Claude, "{id}");
-        let want = ModelTraits { reasoning, sampling, one_sampler, takes_max_tokens: true };
+        let want = ModelTraits {
+            family: Family::Claude,
+            reasoning,
+            sampling,
+            one_sampler,
+            takes_max_tokens: true,
+        };
         assert_eq!(ModelTraits::claude(id), want, "{id}");
         // Anthropic's wire applies Claude's rules to every spelling.
         assert_eq!(ModelTraits::infer(Wire::Anthropic, id), want, "{id}");

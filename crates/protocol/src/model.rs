@@ -898,7 +898,9 @@ mod tests {
             (Wire::OpenAiChat, "claude-sonnet-4-5", Effort, true, false),
         ];
         for (wire, model, reasoning, sampling, one_sampler) in cases {
-            let want = ModelTraits { reasoning, sampling, one_sampler, takes_max_tokens: true };
+            let family = crate::Family::of(model);
+            let want =
+                ModelTraits { family, reasoning, sampling, one_sampler, takes_max_tokens: true };
             assert_eq!(ModelTraits::infer(wire, model), want, "{model}");
         }
     }
@@ -923,6 +925,7 @@ mod tests {
             let openai = Wire::OpenAiChat.encode_request(&req).unwrap();
             assert_eq!(openai["reasoning_effort"], name);
             let adaptive = ModelTraits {
+                family: crate::Family::Other,
                 reasoning: Effort,
                 sampling: true,
                 one_sampler: false,

@@ -391,6 +391,7 @@ fn compile_models(
             context_window: m.context_window,
             max_output_tokens: m.max_output_tokens,
             capabilities: m.capabilities.as_deref().map(capabilities),
+            family: m.family,
             reasoning_control: m.reasoning_control,
             sampling: m.sampling,
             one_sampler: m.one_sampler,

@@ -127,6 +127,9 @@ pub struct ModelEntry {
     pub max_output_tokens: Option<u64>,
     /// `None` when the catalog does not say (nothing is filtered).
     pub capabilities: Option<Capabilities>,
+    /// The catalog's word on the model's family (None: read from each
+    /// deployment's upstream id).
+    pub family: Option<switchyard_protocol::Family>,
     /// The catalog's word on how the model takes reasoning (None: inferred per
     /// deployment from the upstream id).
     pub reasoning_control: Option<switchyard_protocol::ReasoningControl>,
@@ -187,8 +190,11 @@ impl ModelEntry {
         wire: switchyard_protocol::Wire,
         upstream_model: &str,
     ) -> switchyard_protocol::ModelTraits {
-        let inferred = switchyard_protocol::ModelTraits::infer(wire, upstream_model);
+        use switchyard_protocol::{Family, ModelTraits};
+        let family = self.family.unwrap_or_else(|| Family::of(upstream_model));
+        let inferred = ModelTraits::infer_as(wire, family, upstream_model);
         switchyard_protocol::ModelTraits {
+            family: inferred.family,
             reasoning: self.reasoning_control.unwrap_or(inferred.reasoning),
             sampling: self.sampling.unwrap_or(inferred.sampling),
             one_sampler: self.one_sampler.unwrap_or(inferred.one_sampler),

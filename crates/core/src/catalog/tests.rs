@@ -711,3 +711,25 @@ fn unrunnable_server_tools_is_the_routes_else_the_models_else_drop() {
 // The controls' configuration (`state:`, `limits:`, `budgets:`, caches).
 #[path = "controls_tests.rs"]
 mod controls;
+
+#[test]
+fn the_catalog_names_the_family_of_an_id_that_names_none() {
+    use switchyard_protocol::{Family, ReasoningControl, Wire};
+    let arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3";
+    let models = format!(
+        "models:\n  - id: profiled\n    family: claude\n    deployments: [{{ provider: b, model: \"{arn}\" }}]\n  \
+         - id: unnamed\n    deployments: [{{ provider: b, model: \"{arn}\" }}]\n"
+    );
+    let yaml = BASE.replacen("models:\n", &models, 1);
+    let c = compile(&yaml).unwrap();
+    let today = Date::parse("2026-11-30").unwrap();
+    let traits = |name: &str| {
+        let plan = c.plan(name, today, &Scope::default()).unwrap();
+        plan.candidates[0].traits(Wire::Anthropic)
+    };
+    assert_eq!(traits("profiled").family, Family::Claude);
+    assert_eq!(traits("unnamed").family, Family::Other);
+    // Read from the id where it names one.
+    assert_eq!(traits("m2").family, Family::Other);
+    assert_eq!(traits("m2").reasoning, ReasoningControl::Budget);
+}

@@ -150,6 +150,13 @@ impl Model {
         self
     }
 
+    /// Whose model it is (unset: read from each deployment's model id).
+    #[must_use]
+    pub fn family(mut self, family: switchyard_protocol::Family) -> Self {
+        self.config.family = Some(family);
+        self
+    }
+
     /// How it takes its reasoning setting (unset: inferred per deployment).
     #[must_use]
     pub fn reasoning_control(mut self, control: ReasoningControl) -> Self {

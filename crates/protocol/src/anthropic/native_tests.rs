@@ -43,12 +43,14 @@ fn a_clients_own_blank_text_leaves_its_body_on_the_fast_path() {
 #[test]
 fn native_bodies_get_the_thinking_form_of_the_target_model() {
     let effort = ModelTraits {
+        family: crate::Family::Claude,
         reasoning: ReasoningControl::Effort,
         sampling: false,
         one_sampler: true,
         takes_max_tokens: true,
     };
     let budget = ModelTraits {
+        family: crate::Family::Claude,
         reasoning: ReasoningControl::Budget,
         sampling: true,
         one_sampler: false,

@@ -645,12 +645,14 @@ fn malformed_requests_name_the_field() {
 #[test]
 fn effort_controlled_models_get_adaptive_thinking_and_no_refused_sampling() {
     let adaptive = ModelTraits {
+        family: crate::Family::Claude,
         reasoning: ReasoningControl::Effort,
         sampling: true,
         one_sampler: false,
         takes_max_tokens: true,
     };
     let strict = ModelTraits {
+        family: crate::Family::Claude,
         reasoning: ReasoningControl::Effort,
         sampling: false,
         one_sampler: true,

@@ -6,17 +6,17 @@
 //! region's endpoint are the caller's ([`SPEC`]).
 //!
 //! Choices worth knowing:
-//! - **The model family is read from [`Request::model`]**, which must hold the
-//!   upstream model id (inference profile, foundation model or ARN) when the body
-//!   is built: Converse is one API over many families, and what only Claude takes
-//!   is sent only to a Claude id (`anthropic.` / `claude` in it): its reasoning
-//!   (`reasoningContent`, signed, or redacted), thinking and `top_k` in
-//!   `additionalModelRequestFields` (budget or adaptive, as [`ModelTraits`] says,
-//!   with Anthropic's own rules for sampling and `max_tokens`), a tool result's
-//!   `status`, `strict` tools, and the matched stop sequence asked back through
-//!   `additionalModelResponseFieldPaths`. Cache points go to Claude and Amazon
-//!   Nova, the families with prompt caching. An application inference profile's
-//!   ARN names no family, so it is taken as neither.
+//! - **The model family is the traits'** ([`ModelTraits::family`]: read from
+//!   the upstream id, `anthropic.` / `claude` in it for Claude, unless the
+//!   catalog says): Converse is one API over many families, and what only Claude
+//!   takes is sent only to Claude: its reasoning (`reasoningContent`, signed, or
+//!   redacted), thinking and `top_k` in `additionalModelRequestFields` (budget or
+//!   adaptive, as [`ModelTraits`] says, with Anthropic's own rules for sampling
+//!   and `max_tokens`), a tool result's `status`, `strict` tools, and the matched
+//!   stop sequence asked back through `additionalModelResponseFieldPaths`. Cache
+//!   points go to Claude and Amazon Nova, the families with prompt caching. An
+//!   application inference profile's ARN names no family: the catalog's
+//!   `family:` says which it serves.
 //! - Thinking is sent back only with its signature, and only to Claude, as
 //!   [`crate::anthropic`] does; a Claude tool loop that has no thinking of its own
 //!   goes on without thinking ([`crate::anthropic::continues_without_thinking`]).
@@ -50,7 +50,6 @@
 //!   its `:exception-type`; [`error_kind`] gives either the class the gateway
 //!   reads (`overloaded_error`, `rate_limit_error`, …).
 //!
-//! [`Request::model`]: crate::Request::model
 //! [`ModelTraits`]: crate::ModelTraits
 
 mod request;

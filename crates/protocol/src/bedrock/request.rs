@@ -98,14 +98,13 @@ impl Block {
     }
 }
 
-/// Build the Converse body for the model named in `req.model` (the upstream id:
-/// its family decides what goes, see [`super`]) with `traits`. The body names no
-/// model: it goes in the URL. `Unsupported` for what Converse cannot take.
+/// Build the Converse body for a model with `traits` (its family decides what
+/// goes, see [`super`]). The body names no model: it goes in the URL. `Unsupported` for what Converse cannot take.
 pub fn encode_request(req: &Request, traits: ModelTraits) -> Result<Value, ProtocolError> {
     if let Some(tool) = req.extras.hosted_tools.first() {
         return Err(crate::cannot_send(&tool.describe(), TARGET, "Converse runs no hosted tools"));
     }
-    let family = Family::of(&req.model);
+    let family = traits.family;
     let claude = family == Family::Claude;
     let tool_blocks = !req.tools.is_empty() && req.tool_choice != Some(ToolChoice::None);
     let mut ctx = Ctx { family, tool_blocks, names: HashSet::new() };

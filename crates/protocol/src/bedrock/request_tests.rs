@@ -665,3 +665,19 @@ fn families_are_read_from_the_upstream_id() {
         crate::ReasoningControl::Effort
     );
 }
+
+#[test]
+fn the_traits_family_decides_what_only_claude_takes() {
+    // An application inference profile's ARN names no family: what the catalog
+    // says it serves decides, not the id.
+    let arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3";
+    let mut request = req(arn, vec![Message::user("think")]);
+    request.reasoning =
+        Some(crate::Reasoning { enabled: true, effort: None, budget_tokens: Some(2048) });
+    request.max_tokens = Some(4096);
+    let unnamed = encode(&request).unwrap();
+    assert!(unnamed.get("additionalModelRequestFields").is_none(), "{unnamed}");
+    let claude = crate::ModelTraits::infer_as(Wire::Anthropic, Family::Claude, arn);
+    let body = encode_request(&request, claude).unwrap();
+    assert_eq!(body["additionalModelRequestFields"]["thinking"]["budget_tokens"], 2048, "{body}");
+}

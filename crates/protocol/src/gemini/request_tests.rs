@@ -196,6 +196,7 @@ fn encodes_a_multi_turn_tool_conversation() {
 #[test]
 fn gemini_3_and_later_get_a_thinking_level_never_a_budget() {
     let level = ModelTraits {
+        family: crate::Family::Gemini,
         reasoning: ReasoningControl::Effort,
         sampling: true,
         one_sampler: false,

@@ -114,6 +114,10 @@ impl ReasoningControl {
 /// say otherwise per model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ModelTraits {
+    /// Whose model it is ([`Family::of`] its id, unless the catalog says): what
+    /// only one family takes (Claude's thinking on Bedrock's Converse, its cache
+    /// points) is sent by the family, whatever wire carries it.
+    pub family: Family,
     /// How the model takes its reasoning setting.
     pub reasoning: ReasoningControl,
     /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
@@ -139,12 +143,19 @@ impl ModelTraits {
     /// (an OpenAI-compatible server takes `reasoning_effort` whatever it serves,
     /// [`ModelTraits::openai_chat`]).
     pub fn infer(wire: crate::Wire, upstream_model: &str) -> Self {
-        wire.behaviour().model_traits(Family::of(upstream_model), upstream_model)
+        Self::infer_as(wire, Family::of(upstream_model), upstream_model)
+    }
+
+    /// [`ModelTraits::infer`] for a model known to be of `family` (the catalog's
+    /// word, for an id that names none: an application inference profile's ARN).
+    pub fn infer_as(wire: crate::Wire, family: Family, upstream_model: &str) -> Self {
+        Self { family, ..wire.behaviour().model_traits(family, upstream_model) }
     }
 
     /// A model whose rules are not known, on a wire that takes a reasoning budget:
     /// a budget, every sampling parameter, `max_tokens`.
     pub const BUDGET: ModelTraits = ModelTraits {
+        family: Family::Other,
         reasoning: ReasoningControl::Budget,
         sampling: true,
         one_sampler: false,
@@ -158,9 +169,10 @@ impl ModelTraits {
     /// sampler from Opus 4.1 on (4.0 and 3.x take both).
     pub fn claude(upstream_model: &str) -> Self {
         let Some(version) = claude_version(upstream_model) else {
-            return Self::BUDGET;
+            return Self { family: Family::Claude, ..Self::BUDGET };
         };
         Self {
+            family: Family::Claude,
             reasoning: if version >= (4, 6) {
                 ReasoningControl::Effort
             } else {
@@ -177,6 +189,7 @@ impl ModelTraits {
     pub fn gemini(upstream_model: &str) -> Self {
         let newer = gemini_major(upstream_model).is_some_and(|v| v >= 3);
         Self {
+            family: Family::Gemini,
             reasoning: if newer { ReasoningControl::Effort } else { ReasoningControl::Budget },
             ..Self::BUDGET
         }
@@ -187,6 +200,7 @@ impl ModelTraits {
     /// business); `max_tokens` refused by OpenAI's reasoning models only.
     pub fn openai_chat(upstream_model: &str) -> Self {
         Self {
+            family: Family::of(upstream_model),
             reasoning: ReasoningControl::Effort,
             sampling: true,
             one_sampler: false,

@@ -123,6 +123,12 @@ pub struct ModelConfig {
     /// request needing a capability not listed skips this model.
     #[serde(default)]
     pub capabilities: Option<Vec<Capability>>,
+    /// Whose model it is (`claude`, `gemini`, `gpt`, `llama`, `nova`, `mistral`,
+    /// `deepseek`, `other`): the family's rules apply on every wire that carries
+    /// it. Absent: read from each deployment's model id (an application
+    /// inference profile's ARN names none).
+    #[serde(default)]
+    pub family: Option<switchyard_protocol::Family>,
     /// How the model takes its reasoning setting (`budget` or `effort`). Absent:
     /// inferred from each deployment's model id (Claude 4.6+ and Gemini 3+: effort).
     #[serde(default)]
@@ -207,6 +213,7 @@ impl ModelConfig {
             context_window: None,
             max_output_tokens: None,
             capabilities: None,
+            family: None,
             reasoning_control: None,
             sampling: None,
             one_sampler: None,
