@@ -107,15 +107,13 @@ fn within(runtime: &Runtime, spec: &AffinitySpec, best: &Candidate, pinned: &Can
     }
 }
 
-/// Pin the conversation to the deployment that served it (off the request's
-/// path).
-pub(super) fn remember(pin: Pin, served: &Served, runtime: &Arc<Runtime>) {
+/// Pin the conversation to the deployment that served it, before the answer
+/// goes back: a client's next turn, sent the moment it has this one, finds the
+/// pin (written off the path, it could come second, and the turn go elsewhere).
+pub(super) async fn remember(pin: Pin, served: &Served, runtime: &Runtime) {
     if served.provider.is_empty() {
         return;
     }
     let value: Arc<[u8]> = pinned_as(&served.provider, &served.upstream_model).into_bytes().into();
-    let store = Arc::clone(&runtime.affinity);
-    if let Ok(rt) = tokio::runtime::Handle::try_current() {
-        rt.spawn(async move { store.put(pin.key, value, pin.ttl_ms).await });
-    }
+    runtime.affinity.put(pin.key, value, pin.ttl_ms).await;
 }

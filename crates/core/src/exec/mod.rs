@@ -447,7 +447,7 @@ impl Snapshot {
             // The cache, admission, the attempt loop and delivery.
             let answered = flow.answer(purpose).await;
             if let (Some(pin), Ok(success)) = (pin, &answered) {
-                affinity::remember(pin, &success.served, &runtime);
+                affinity::remember(pin, &success.served, &runtime).await;
             }
             answered
         }
