@@ -507,6 +507,11 @@ pub(crate) enum Failure {
     },
     /// The candidate cannot be used (no credentials, cannot express the request).
     Unavailable(String),
+    /// The provider's cloud credential could not be had: its token endpoint or
+    /// metadata service failed. Nothing was sent; it counts against the
+    /// provider's breaker (every request would wait on the same dead service)
+    /// and the next candidate is tried.
+    Credential(String),
     Unsupported(String),
     /// Every credential of the provider is blocked by its breaker (open, throttled,
     /// quarantined, or a half-open probe already in flight).
@@ -533,6 +538,7 @@ impl Failure {
             Failure::Malformed(_) => "malformed".into(),
             Failure::UpstreamError { .. } => "upstream_error".into(),
             Failure::Unavailable(_) => "unavailable".into(),
+            Failure::Credential(_) => "credential".into(),
             Failure::Unsupported(_) => "unsupported".into(),
             Failure::CircuitOpen(_) => "circuit_open".into(),
             Failure::Capacity { .. } => "capacity".into(),
@@ -552,6 +558,7 @@ impl Failure {
             | Failure::Malformed(message)
             | Failure::UpstreamError { message, .. }
             | Failure::Unavailable(message)
+            | Failure::Credential(message)
             | Failure::Unsupported(message)
             | Failure::CircuitOpen(message)
             | Failure::Capacity { message, .. } => {
@@ -613,11 +620,21 @@ pub(crate) async fn send(
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
     let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
-    let req = match &rt.fixed_url {
-        Some(u) => rt.client.post(u.clone()),
-        None => rt.client.post(wire.spec().url(&spec.endpoint, upstream_model, stream)),
+    let url = match &rt.fixed_url {
+        Some(u) => u.clone(),
+        None => {
+            let url = wire.spec().url(&spec.endpoint, upstream_model, stream);
+            reqwest::Url::parse(&url).map_err(|e| {
+                Failure::Unavailable(format!(
+                    "{}: the request URL is not valid: {e}",
+                    crate::util::redact_userinfo(&url)
+                ))
+            })?
+        }
     };
-    let req = with_headers(req, dest, out, stream)?;
+    let signed = cloud_headers(dest, &url, &body).await?;
+    let req = with_headers(rt.client.post(url), dest, out, stream)?;
+    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
 }
 
@@ -629,8 +646,32 @@ pub(crate) async fn send_to(
     url: &str,
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
+    let url = reqwest::Url::parse(url)
+        .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
+    let signed = cloud_headers(dest, &url, &body).await?;
     let req = with_headers(dest.runtime.client.post(url), dest, out, false)?;
+    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+}
+
+/// The headers the provider's cloud credential gives a request that carries no
+/// key: a SigV4 signature over the exact URL, content type and body, or a
+/// Google access token. A credential that cannot be had fails the attempt
+/// ([`Failure::Credential`]).
+async fn cloud_headers(
+    dest: Dest<'_>,
+    url: &reqwest::Url,
+    body: &[u8],
+) -> Result<Vec<(String, String)>, Failure> {
+    let (Some(cloud), None) = (&dest.spec.cloud, dest.key) else {
+        return Ok(Vec::new());
+    };
+    // What `with_headers` sets and the signature covers.
+    let signed = [("content-type", "application/json")];
+    cloud
+        .headers("POST", url.as_str(), &signed, body)
+        .await
+        .map_err(|e| Failure::Credential(format!("{}: {e}", dest.spec.name)))
 }
 
 /// The headers of a request to the wire: content type, what a stream accepts,
@@ -652,13 +693,9 @@ fn with_headers(
         req = match api.auth {
             Auth::Bearer => req.bearer_auth(k.expose()),
             Auth::Header(name) => req.header(name, k.expose()),
-            // Kept for Vertex AI and Bedrock; no wire signs its requests so yet.
-            Auth::OAuthToken | Auth::SigV4 => {
-                return Err(Failure::Unavailable(format!(
-                    "the gateway cannot authenticate to a {} upstream yet",
-                    wire.as_str()
-                )));
-            }
+            // A key given where the wire is signed or takes a minted token is a
+            // bearer token of its own: a Bedrock API key, a Google access token.
+            Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),
         };
     }
     for header in api.headers {

@@ -124,15 +124,18 @@ pub enum Auth {
     Bearer,
     /// The key as the value of this header.
     Header(&'static str),
-    /// An OAuth 2 access token minted from service-account credentials, sent as a
-    /// bearer token: for Google Vertex AI, not yet a wire.
+    /// An OAuth 2 access token, sent as a bearer token: minted from the
+    /// provider's Google credentials (Vertex AI), or a key given as it is.
     OAuthToken,
-    /// AWS Signature Version 4 over the whole request: for Amazon Bedrock
-    /// ([`crate::bedrock`], signing name `bedrock`, the region the endpoint's), not
-    /// yet signed by the core. A model in the path of such a wire is encoded as the
-    /// AWS SDKs encode a path label ([`aws_path_label`]), since the signature
-    /// covers the path exactly as sent.
-    SigV4,
+    /// AWS Signature Version 4 over the whole request, with the provider's AWS
+    /// credentials, in its region: Amazon Bedrock ([`crate::bedrock`]). A key
+    /// given instead (a Bedrock API key) goes as a bearer token. A model in the
+    /// path of such a wire is encoded as the AWS SDKs encode a path label
+    /// ([`aws_path_label`]), since the signature covers the path exactly as sent.
+    SigV4 {
+        /// The signing name of the service (`bedrock`).
+        service: &'static str,
+    },
 }
 
 /// A header every request of a wire carries.
@@ -184,7 +187,7 @@ impl WireSpec {
     /// SDKs send), [`path_segment`] for the others.
     pub fn model_segment<'a>(&self, model: &'a str) -> Cow<'a, str> {
         match self.auth {
-            Auth::SigV4 => aws_path_label(model),
+            Auth::SigV4 { .. } => aws_path_label(model),
             _ => path_segment(model),
         }
     }

@@ -125,7 +125,7 @@ fn a_model_in_the_path_cannot_leave_its_segment() {
 #[test]
 fn a_sigv4_wire_encodes_its_model_as_the_aws_sdks_do() {
     let bedrock = crate::bedrock::SPEC;
-    assert_eq!(bedrock.auth, crate::Auth::SigV4);
+    assert_eq!(bedrock.auth, crate::Auth::SigV4 { service: "bedrock" });
     assert_eq!(bedrock.framing, crate::Framing::AwsEventStream);
     let base = "https://bedrock-runtime.us-east-1.amazonaws.com";
     // An inference profile's `:` is encoded, as the SDKs (and so SigV4) have it.

@@ -10,13 +10,14 @@ use std::time::Duration;
 use crate::config::{Span, Spanned};
 use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
+use super::compile_auth::{PlatformKeys, credentials_for, fill_region};
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::{
     AttemptPolicy, CacheSpec, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
     ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
 };
-use crate::config::raw::{self, Capability, Credentials, RawConfig, WireName};
+use crate::config::raw::{self, Capability, RawConfig, WireName};
 use crate::util::{Date, Secret, glob_match};
 
 /// One problem found while compiling, with its position in the file when known.
@@ -162,12 +163,15 @@ fn compile_providers(
             WireName::Gemini => ProviderKind::Wire(Wire::Gemini),
             WireName::Mock => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
         };
-        let PlatformKeys { keys, unavailable, refuse, first_missing } = if p.wire == WireName::Mock
-        {
-            PlatformKeys { keys: Vec::new(), unavailable: None, refuse: false, first_missing: None }
-        } else {
-            keys_for(name, &p.credentials.value, env)
-        };
+        let client =
+            compile_client(name, written.location(), p, &kind, raw.base_dir.as_deref(), problems);
+        let PlatformKeys { keys, cloud, unavailable, refuse, first_missing } =
+            if p.wire == WireName::Mock {
+                PlatformKeys::none()
+            } else {
+                let base = raw.base_dir.as_deref();
+                credentials_for(name, p, &kind, &client, base, env, problems)
+            };
         if let Some(why) = &unavailable {
             if refuse {
                 let at = first_known(&[
@@ -188,6 +192,9 @@ fn compile_providers(
             .map_or(default_endpoint(&kind), |e| e.value.as_str())
             .trim_end_matches('/')
             .to_owned();
+        let endpoint_at =
+            first_known(&[p.endpoint.as_ref().map(|e| e.span), Some(written.location())]);
+        let endpoint = fill_region(name, &endpoint, p, cloud.as_deref(), endpoint_at, problems);
         if let Some(m) = &p.markup
             && (!m.value.is_finite() || m.value < 0.0)
         {
@@ -226,8 +233,6 @@ fn compile_providers(
                 ),
             ));
         }
-        let client =
-            compile_client(name, written.location(), p, &kind, raw.base_dir.as_deref(), problems);
         provider_index.insert(name.to_owned(), providers.len());
         let secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         providers.push(Arc::new(ProviderSpec {
@@ -235,6 +240,7 @@ fn compile_providers(
             kind,
             endpoint,
             keys,
+            cloud,
             secrets,
             unavailable,
             headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -711,51 +717,6 @@ fn capabilities(list: &[Capability]) -> Capabilities {
         }
     }
     c
-}
-
-/// A provider's platform keys, and why it is unusable when it is.
-struct PlatformKeys {
-    keys: Vec<Secret>,
-    unavailable: Option<String>,
-    /// Whether the missing key is a configuration error (it is unless the provider
-    /// is marked `optional` or `byok_only`).
-    refuse: bool,
-    /// The first unset variable's position, where a refusal is reported.
-    first_missing: Option<Span>,
-}
-
-fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {
-    let none = |keys| PlatformKeys { keys, unavailable: None, refuse: false, first_missing: None };
-    if creds.none {
-        return none(Vec::new());
-    }
-    let mut keys: Vec<Secret> =
-        creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
-    let mut missing: Vec<&Spanned<String>> = Vec::new();
-    for var in &creds.env {
-        match env(&var.value).filter(|v| !v.is_empty()) {
-            Some(v) => keys.push(Secret::new(v)),
-            None => missing.push(var),
-        }
-    }
-    if !keys.is_empty() {
-        return none(keys);
-    }
-    let first_missing = missing.first().map(|v| v.span);
-    if creds.byok_only {
-        let why =
-            format!("provider {name} takes users' own keys only (byok_only) and none was given");
-        return PlatformKeys { keys, unavailable: Some(why), refuse: false, first_missing };
-    }
-    let why = if missing.is_empty() {
-        format!(
-            "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
-        )
-    } else {
-        let names: Vec<&str> = missing.iter().map(|v| v.value.as_str()).collect();
-        format!("provider {name} is disabled: {} is not set", names.join(", "))
-    };
-    PlatformKeys { keys, unavailable: Some(why), refuse: !creds.optional, first_missing }
 }
 
 /// The closest known position of the first of `candidates`: a problem is reported

@@ -137,7 +137,7 @@ fn read(base: Option<&Path>, path: &str) -> Result<Vec<u8>, String> {
 }
 
 /// `path` as written if absolute, else under `base` (when there is one).
-fn resolve(base: Option<&Path>, path: &str) -> PathBuf {
+pub(super) fn resolve(base: Option<&Path>, path: &str) -> PathBuf {
     let path = Path::new(path);
     match base {
         Some(dir) if path.is_relative() => dir.join(path),

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use crate::config::raw;
 
 mod compile;
+mod compile_auth;
 mod compile_client;
 mod compile_numbers;
 mod compile_routes;

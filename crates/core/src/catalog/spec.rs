@@ -39,8 +39,12 @@ pub struct ProviderSpec {
     pub kind: ProviderKind,
     /// Base URL without a trailing slash.
     pub endpoint: String,
-    /// Platform keys, in order. Empty for credential-free providers.
+    /// Platform keys, in order. Empty for credential-free providers and for
+    /// those with a cloud credential.
     pub keys: Vec<Secret>,
+    /// Its cloud credential (`credentials.aws`, `credentials.google`), which
+    /// signs or authorizes each request that carries no key.
+    pub cloud: Option<Arc<crate::credentials::CloudAuth>>,
     /// Every secret its requests carry besides a caller's own key: the platform
     /// keys, the values of credential-like `headers`, the endpoint's userinfo
     /// (as written, decoded, and as the Basic credentials sent). Whatever an

@@ -1,12 +1,11 @@
 //! Credentials for cloud providers: Google OAuth access tokens (Vertex AI) and
 //! AWS credentials with SigV4 signing (Bedrock).
 //!
-//! Self-contained: nothing here is wired into the request pipeline yet. A
-//! provider that needs a credential builds its source once, at start-up
-//! ([`google::GoogleAuth::application_default`], [`aws::AwsAuth::from_env`],
-//! …), where an unusable configuration is refused
-//! ([`CredentialError::Config`]); each attempt then asks it for a current
-//! credential, which fails as the provider being unavailable when a token
+//! A provider that needs a credential builds its source when its configuration
+//! is compiled ([`CloudAuth::build`], from `credentials.aws` or
+//! `credentials.google`), where an unusable configuration is refused
+//! ([`CredentialError::Config`]); each attempt then asks it for the request's
+//! headers, which fails as the provider being unavailable when a token
 //! endpoint or metadata service does ([`CredentialError::Fetch`]).
 //!
 //! Expiring credentials are cached in a [`Refreshing`]: served until shortly
@@ -19,6 +18,7 @@
 
 pub mod aws;
 pub mod google;
+mod provider;
 mod refreshing;
 
 use std::collections::HashMap;
@@ -32,6 +32,7 @@ use bytes::Bytes;
 use crate::client::ClientOptions;
 use crate::clock::UnixMs;
 
+pub use provider::{CloudAuth, CloudSource, GoogleSource};
 pub use refreshing::{DEFAULT_REFRESH_AHEAD, Refreshing};
 
 /// Why a credential could not be had. No variant's message ever contains a

@@ -157,6 +157,7 @@ impl Flow {
                     let sent_upstream = !matches!(
                         &result,
                         Err(Failure::Unavailable(_)
+                            | Failure::Credential(_)
                             | Failure::Unsupported(_)
                             | Failure::CircuitOpen(_)
                             | Failure::Capacity { .. })
@@ -204,6 +205,10 @@ impl Flow {
                         // No caller key and no platform key for this deployment: skipped.
                         Err(Failure::Unavailable(_)) => {
                             plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
+                        }
+                        Err(Failure::Credential(_)) => {
+                            plan.descriptor
+                                .push(format!("credential_failed:{}", cand.provider.name));
                         }
                         Err(Failure::Capacity { .. }) if !requeued => {
                             plan.descriptor.push(format!("capacity:{}", cand.label()));

@@ -105,7 +105,10 @@ impl Snapshot {
                 }
                 Err(f) => f,
             };
-            sent += usize::from(!matches!(f, Failure::Unavailable(_) | Failure::Unsupported(_)));
+            sent += usize::from(!matches!(
+                f,
+                Failure::Unavailable(_) | Failure::Credential(_) | Failure::Unsupported(_)
+            ));
             tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "token count failed");
             let remaining = deadline.saturating_duration_since(Instant::now());
             // No retries: the next candidate, or the estimate, is as good an answer.

@@ -12,7 +12,8 @@ pub(super) fn rank(f: &Failure) -> u8 {
         Failure::Transport { .. }
         | Failure::Redirect { .. }
         | Failure::BrokenStream(_)
-        | Failure::Malformed(_) => 3,
+        | Failure::Malformed(_)
+        | Failure::Credential(_) => 3,
         Failure::Unavailable(_) | Failure::CircuitOpen(_) | Failure::Capacity { .. } => 2,
         Failure::Unsupported(_) => 1,
     }
@@ -80,7 +81,9 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
                 None => err,
             }
         }
-        Failure::Unavailable(m) => GatewayError::new(ErrorCode::ProviderUnavailable, m.clone()),
+        Failure::Unavailable(m) | Failure::Credential(m) => {
+            GatewayError::new(ErrorCode::ProviderUnavailable, m.clone())
+        }
         Failure::Unsupported(m) => GatewayError::new(ErrorCode::UnsupportedRequest, m.clone()),
     }
 }
@@ -124,6 +127,7 @@ pub(super) fn next_step(
         | Failure::Malformed(_)
         | Failure::UpstreamError { .. }
         | Failure::Unavailable(_)
+        | Failure::Credential(_)
         | Failure::Unsupported(_)
         | Failure::CircuitOpen(_)
         | Failure::Capacity { .. } => Next::Failover,
@@ -147,7 +151,8 @@ pub(super) fn health_outcome(f: &Failure) -> Option<Outcome> {
         | Failure::Redirect { .. }
         | Failure::BrokenStream(_)
         | Failure::Malformed(_)
-        | Failure::UpstreamError { .. } => Some(Outcome::Failure { retry_after: None }),
+        | Failure::UpstreamError { .. }
+        | Failure::Credential(_) => Some(Outcome::Failure { retry_after: None }),
         Failure::Unavailable(_)
         | Failure::Unsupported(_)
         | Failure::CircuitOpen(_)

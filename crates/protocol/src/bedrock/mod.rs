@@ -81,7 +81,7 @@ pub const SPEC: WireSpec = WireSpec {
     streaming: Streaming::Path("/model/{model}/converse-stream"),
     model: ModelPlacement::Path,
     framing: Framing::AwsEventStream,
-    auth: Auth::SigV4,
+    auth: Auth::SigV4 { service: "bedrock" },
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",

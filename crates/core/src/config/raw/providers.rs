@@ -126,6 +126,11 @@ pub struct ProviderConfig {
     /// certificate, a proxy, the connection pool). Absent: the defaults.
     #[serde(default)]
     pub client: Option<Spanned<ClientConfig>>,
+    /// The cloud region it is called in, where its wire's endpoint names one
+    /// (Bedrock: the AWS region, `us-east-1`). Absent: the credentials' own
+    /// (`AWS_REGION`, the profile's `region`).
+    #[serde(default)]
+    pub region: Option<Spanned<String>>,
 }
 
 /// No `credentials` block was written: defaults, at no position in the file.
@@ -157,6 +162,7 @@ impl ProviderConfig {
             anthropic_betas: None,
             allow_unlisted_models: false,
             client: None,
+            region: None,
         }
     }
 }
@@ -232,6 +238,41 @@ pub struct Credentials {
     /// configuration. The embedded default uses this.
     #[serde(default)]
     pub optional: bool,
+    /// AWS credentials, for a wire signed with SigV4 (Bedrock): `{}` for the
+    /// AWS SDKs' default chain, `{ profile: NAME }` for a profile of the
+    /// shared files. Instead of keys (a Bedrock API key is a key).
+    #[serde(default)]
+    pub aws: Option<Spanned<AwsCredentialsConfig>>,
+    /// Google credentials, for a wire that takes an OAuth access token
+    /// (Vertex AI): a service account's JSON from a file or a variable, or
+    /// `{}` for Application Default Credentials. Instead of keys.
+    #[serde(default)]
+    pub google: Option<Spanned<GoogleCredentialsConfig>>,
+}
+
+/// `credentials.aws`: where AWS credentials come from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsCredentialsConfig {
+    /// A profile of the shared config and credentials files, holding keys.
+    /// Absent: the default chain (the environment's keys, `AWS_PROFILE` or
+    /// `default`, web identity, container, instance metadata).
+    #[serde(default)]
+    pub profile: Option<Spanned<String>>,
+}
+
+/// `credentials.google`: where Google access tokens come from. At most one
+/// field; none: Application Default Credentials.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoogleCredentialsConfig {
+    /// A service account's (or a user's) credential JSON file, relative to the
+    /// configuration file.
+    #[serde(default)]
+    pub service_account_file: Option<Spanned<String>>,
+    /// The environment variable that holds the credential JSON itself.
+    #[serde(default)]
+    pub service_account_env: Option<Spanned<String>>,
 }
 
 impl std::fmt::Debug for ClientConfig {

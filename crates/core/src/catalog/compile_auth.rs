@@ -1,0 +1,232 @@
+//! A provider's `credentials:`, compiled: its platform keys (`env`, `keys`),
+//! or its cloud credential (`aws`, `google`) built and checked against its
+//! wire, and why it is unusable when it is.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::ProviderKind;
+use super::compile::Problem;
+use super::compile_client::resolve;
+use crate::client::ClientOptions;
+use crate::config::raw::{Credentials, ProviderConfig};
+use crate::config::{Span, Spanned};
+use crate::credentials::{CloudAuth, CloudSource, CredentialError, Env, GoogleSource};
+use crate::util::Secret;
+
+/// A provider's credentials, and why it is unusable when it is.
+pub(super) struct PlatformKeys {
+    pub keys: Vec<Secret>,
+    pub cloud: Option<Arc<CloudAuth>>,
+    pub unavailable: Option<String>,
+    /// Whether the missing credential is a configuration error (it is unless
+    /// the provider is marked `optional` or `byok_only`).
+    pub refuse: bool,
+    /// Where a refusal is reported: the first unset variable, the cloud block.
+    pub first_missing: Option<Span>,
+}
+
+impl PlatformKeys {
+    pub(super) fn none() -> Self {
+        Self {
+            keys: Vec::new(),
+            cloud: None,
+            unavailable: None,
+            refuse: false,
+            first_missing: None,
+        }
+    }
+}
+
+/// What a provider on `kind` (a wire) authenticates with: its cloud credential
+/// when `credentials` has `aws` or `google`, else its keys. `client`: the
+/// provider's HTTP options, which a credential's token requests use too;
+/// `base`: the configuration's folder, for relative files.
+pub(super) fn credentials_for(
+    name: &str,
+    p: &ProviderConfig,
+    kind: &ProviderKind,
+    client: &ClientOptions,
+    base: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<Problem>,
+) -> PlatformKeys {
+    let creds = &p.credentials.value;
+    let Some((source, at)) = cloud_source(name, creds, base, problems) else {
+        return keys_for(name, creds, env);
+    };
+    let auth = match kind {
+        ProviderKind::Wire(wire) => wire.spec().auth,
+        ProviderKind::Mock { .. } => return PlatformKeys::none(),
+    };
+    if !creds.env.is_empty() || !creds.keys.is_empty() || creds.none {
+        problems.push(Problem::located(
+            at,
+            format!(
+                "providers.{name}.credentials: a cloud credential (aws, google) is instead of \
+                 keys (env, keys, none), not with them"
+            ),
+        ));
+    }
+    let region = p.region.as_ref().map(|r| r.value.as_str());
+    match CloudAuth::build(auth, &source, region, &Env::capture(env), client) {
+        Ok(cloud) => PlatformKeys { cloud: Some(Arc::new(cloud)), ..PlatformKeys::none() },
+        Err(e) => {
+            let why = match &e {
+                CredentialError::Config { source_name, message } => {
+                    format!("provider {name} is disabled: {source_name}: {message}")
+                }
+                CredentialError::Fetch(m) => format!("provider {name} is disabled: {m}"),
+            };
+            PlatformKeys {
+                unavailable: Some(why),
+                refuse: !creds.optional,
+                first_missing: Some(at),
+                ..PlatformKeys::none()
+            }
+        }
+    }
+}
+
+/// The cloud source `credentials` names, and where it is written; `None` when
+/// it names none. Two at once, or a Google block with both a file and a
+/// variable, is a problem (the first is kept, so the rest is still checked).
+fn cloud_source(
+    name: &str,
+    creds: &Credentials,
+    base: Option<&Path>,
+    problems: &mut Vec<Problem>,
+) -> Option<(CloudSource, Span)> {
+    if let (Some(_), Some(google)) = (&creds.aws, &creds.google) {
+        problems.push(Problem::at(
+            google,
+            format!("providers.{name}.credentials: aws or google, not both"),
+        ));
+    }
+    if let Some(aws) = &creds.aws {
+        let profile = aws.value.profile.as_ref().map(|p| p.value.clone());
+        return Some((CloudSource::Aws { profile }, aws.span));
+    }
+    let google = creds.google.as_ref()?;
+    let g = &google.value;
+    let source = match (&g.service_account_file, &g.service_account_env) {
+        (Some(file), env) => {
+            if let Some(var) = env {
+                problems.push(Problem::at(
+                    var,
+                    format!(
+                        "providers.{name}.credentials.google: service_account_file or \
+                         service_account_env, not both"
+                    ),
+                ));
+            }
+            GoogleSource::File(resolve(base, &file.value))
+        }
+        (None, Some(var)) => GoogleSource::Env(var.value.clone()),
+        (None, None) => GoogleSource::ApplicationDefault,
+    };
+    let at = [g.service_account_file.as_ref(), g.service_account_env.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|s: &Spanned<String>| s.span)
+        .find(|s| s.line() > 0)
+        .unwrap_or(google.span);
+    Some((CloudSource::Google(source), at))
+}
+
+/// Where the wire's endpoint has a `{region}`, the provider's region: its
+/// `region:`, else its cloud credential's. `None` with a problem when neither
+/// says.
+pub(super) fn fill_region(
+    name: &str,
+    endpoint: &str,
+    p: &ProviderConfig,
+    cloud: Option<&CloudAuth>,
+    at: Span,
+    problems: &mut Vec<Problem>,
+) -> String {
+    if !endpoint.contains("{region}") {
+        return endpoint.to_owned();
+    }
+    let region =
+        p.region.as_ref().map(|r| r.value.as_str()).or_else(|| cloud.and_then(|c| c.region()));
+    match region {
+        Some(region) if region_ok(region) => endpoint.replace("{region}", region),
+        Some(region) => {
+            let at = p.region.as_ref().map_or(at, |r| r.span);
+            problems.push(Problem::located(
+                at,
+                format!(
+                    "providers.{name}.region: {:?} is not a region name (letters, digits, `-`)",
+                    crate::util::excerpt(region)
+                ),
+            ));
+            endpoint.to_owned()
+        }
+        None => {
+            problems.push(Problem::located(
+                at,
+                format!(
+                    "providers.{name}.region: the endpoint {endpoint} needs a region: set \
+                     `region` (or AWS_REGION for AWS credentials), or the whole `endpoint`"
+                ),
+            ));
+            endpoint.to_owned()
+        }
+    }
+}
+
+/// A region goes into a host name: `us-east-1`, `eu-west-3`, `global`.
+fn region_ok(region: &str) -> bool {
+    !region.is_empty()
+        && region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {
+    let none = |keys| PlatformKeys { keys, ..PlatformKeys::none() };
+    if creds.none {
+        return none(Vec::new());
+    }
+    let mut keys: Vec<Secret> =
+        creds.keys.iter().filter(|k| !k.is_empty()).map(|k| Secret::new(k.clone())).collect();
+    let mut missing: Vec<&Spanned<String>> = Vec::new();
+    for var in &creds.env {
+        match env(&var.value).filter(|v| !v.is_empty()) {
+            Some(v) => keys.push(Secret::new(v)),
+            None => missing.push(var),
+        }
+    }
+    if !keys.is_empty() {
+        return none(keys);
+    }
+    let first_missing = missing.first().map(|v| v.span);
+    if creds.byok_only {
+        let why =
+            format!("provider {name} takes users' own keys only (byok_only) and none was given");
+        return PlatformKeys {
+            keys,
+            unavailable: Some(why),
+            first_missing,
+            ..PlatformKeys::none()
+        };
+    }
+    let why = if missing.is_empty() {
+        format!(
+            "provider {name} declares no credentials (set credentials.env, credentials.keys, or credentials.none: true)"
+        )
+    } else {
+        let names: Vec<&str> = missing.iter().map(|v| v.value.as_str()).collect();
+        format!("provider {name} is disabled: {} is not set", names.join(", "))
+    };
+    PlatformKeys {
+        keys,
+        unavailable: Some(why),
+        refuse: !creds.optional,
+        first_missing,
+        ..PlatformKeys::none()
+    }
+}
+
+#[cfg(all(test, feature = "yaml"))]
+#[path = "compile_auth_tests.rs"]
+mod tests;

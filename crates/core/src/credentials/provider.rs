@@ -1,0 +1,236 @@
+//! A provider's cloud credential, as its configuration (`credentials.aws`,
+//! `credentials.google`) builds it: what signs or authorizes each request to
+//! a wire whose [`Auth`] is [`Auth::SigV4`] or [`Auth::OAuthToken`].
+//!
+//! Built when the configuration is compiled, where a file, profile or variable
+//! that cannot work refuses it, naming the file and field; held by the compiled
+//! provider, so a reload builds it again (a rotated service-account file takes
+//! effect) and its first request after one fetches a fresh token. Each attempt
+//! asks it for the request's headers; a token endpoint or metadata service
+//! that fails fails the attempt as the provider being unavailable.
+
+use std::fmt;
+
+use switchyard_protocol::Auth;
+
+use super::aws::{AwsAuth, AwsChain};
+use super::google::{GoogleAuth, GoogleCredentials};
+use super::{Clock, CredentialError, Env, Http};
+use crate::client::ClientOptions;
+
+/// The environment variables the credential sources read, captured when a
+/// configuration is compiled (through the compiler's own lookup, which tests
+/// replace).
+const VARIABLES: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GCE_METADATA_HOST",
+    "CLOUDSDK_CONFIG",
+    "APPDATA",
+    "HOME",
+    "USERPROFILE",
+];
+
+impl Env {
+    /// The variables the credential sources read, as `lookup` gives them now.
+    pub fn capture(lookup: &dyn Fn(&str) -> Option<String>) -> Self {
+        Env::from_pairs(VARIABLES.iter().filter_map(|&name| lookup(name).map(|v| (name, v))))
+    }
+}
+
+/// Where a provider's cloud credential comes from, as configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloudSource {
+    /// AWS: the SDKs' default chain (`AWS_BEARER_TOKEN_BEDROCK` first, as they
+    /// take it for Bedrock), or the keys of a profile of the shared files.
+    Aws {
+        /// The profile; `None`: the default chain.
+        profile: Option<String>,
+    },
+    /// Google: a credential JSON file (service account or user), the JSON in
+    /// an environment variable, or Application Default Credentials.
+    Google(GoogleSource),
+}
+
+/// Where Google credentials are read from ([`CloudSource::Google`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoogleSource {
+    /// A credential JSON file (resolved against the configuration's folder).
+    File(std::path::PathBuf),
+    /// An environment variable holding the JSON.
+    Env(String),
+    /// Application Default Credentials.
+    ApplicationDefault,
+}
+
+/// A provider's built cloud credential. Cheap to clone (clones share caches).
+#[derive(Clone)]
+pub enum CloudAuth {
+    /// AWS: SigV4 with a credential chain, or a Bedrock API key.
+    Aws {
+        /// The credentials.
+        auth: AwsAuth,
+        /// The service signed for (`bedrock`).
+        service: &'static str,
+        /// The region: the provider's, else the chain's, else the
+        /// environment's (`AWS_REGION`, `AWS_DEFAULT_REGION`).
+        region: Option<String>,
+    },
+    /// A Google OAuth access token, as a bearer token.
+    Google(GoogleAuth),
+}
+
+impl fmt::Debug for CloudAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl CloudAuth {
+    /// The credential for a wire authenticated by `auth`, from `source`, its
+    /// HTTP shaped by `client`. `region`: the provider's (AWS: else the
+    /// chain's). Reads files and variables, fetches nothing. Refused
+    /// ([`CredentialError::Config`]) when the source does not fit the wire or
+    /// cannot work; the message names the file, variable or profile and the
+    /// field.
+    pub fn build(
+        auth: Auth,
+        source: &CloudSource,
+        region: Option<&str>,
+        env: &Env,
+        client: &ClientOptions,
+    ) -> Result<Self, CredentialError> {
+        let http = Http::new(client)?;
+        let clock = Clock::system();
+        match (auth, source) {
+            (Auth::SigV4 { service }, CloudSource::Aws { profile: None }) => {
+                let auth = AwsAuth::from_env(env, http, clock, region)?;
+                let region = match &auth {
+                    AwsAuth::SigV4 { region, .. } => Some(region.clone()),
+                    AwsAuth::Bearer(_) => region
+                        .map(str::to_owned)
+                        .or_else(|| env.get("AWS_REGION"))
+                        .or_else(|| env.get("AWS_DEFAULT_REGION")),
+                };
+                Ok(CloudAuth::Aws { auth, service, region })
+            }
+            (Auth::SigV4 { service }, CloudSource::Aws { profile: Some(name) }) => {
+                let chain = AwsChain::from_profile(env, name)?;
+                let region =
+                    region.map(str::to_owned).or_else(|| chain.region().map(str::to_owned));
+                let region = region.ok_or_else(|| {
+                    CredentialError::config(
+                        format!("AWS profile {name:?}"),
+                        "no region: set the provider's `region`, AWS_REGION, or the profile's `region`",
+                    )
+                })?;
+                let auth = AwsAuth::SigV4 { chain, region: region.clone() };
+                Ok(CloudAuth::Aws { auth, service, region: Some(region) })
+            }
+            (Auth::OAuthToken, CloudSource::Google(google)) => {
+                let credentials = match google {
+                    GoogleSource::File(path) => GoogleCredentials::from_file(path)?,
+                    GoogleSource::Env(var) => GoogleCredentials::from_env_json(env, var)?,
+                    GoogleSource::ApplicationDefault => {
+                        GoogleCredentials::application_default(env)?
+                    }
+                };
+                Ok(CloudAuth::Google(GoogleAuth::new(credentials, http, clock)))
+            }
+            (Auth::SigV4 { .. }, CloudSource::Google(_)) => Err(CredentialError::config(
+                "credentials.google",
+                "the wire is signed with AWS SigV4: use credentials.aws",
+            )),
+            (Auth::OAuthToken, CloudSource::Aws { .. }) => Err(CredentialError::config(
+                "credentials.aws",
+                "the wire takes a Google access token: use credentials.google",
+            )),
+            (Auth::Bearer | Auth::Header(_), _) => Err(CredentialError::config(
+                match source {
+                    CloudSource::Aws { .. } => "credentials.aws",
+                    CloudSource::Google(_) => "credentials.google",
+                },
+                "the wire takes an API key: use credentials.env or credentials.keys",
+            )),
+        }
+    }
+
+    /// The region its requests go to (AWS), when one is known.
+    pub fn region(&self) -> Option<&str> {
+        match self {
+            CloudAuth::Aws { region, .. } => region.as_deref(),
+            CloudAuth::Google(_) => None,
+        }
+    }
+
+    /// The project of a Google credential, when it says (a service account's).
+    pub fn project_id(&self) -> Option<&str> {
+        match self {
+            CloudAuth::Google(auth) => auth.project_id(),
+            CloudAuth::Aws { .. } => None,
+        }
+    }
+
+    /// What it is, for logs and pages: never a key or token.
+    pub fn describe(&self) -> String {
+        match self {
+            CloudAuth::Aws { auth: AwsAuth::SigV4 { chain, region }, .. } => {
+                format!("AWS SigV4 ({}, {region})", chain.origin())
+            }
+            CloudAuth::Aws { auth: AwsAuth::Bearer(_), .. } => {
+                "a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK)".to_owned()
+            }
+            CloudAuth::Google(auth) => match auth.credentials() {
+                GoogleCredentials::ServiceAccount(sa) => {
+                    format!("Google service account {}", sa.client_email())
+                }
+                GoogleCredentials::AuthorizedUser(_) => "Google user credentials".to_owned(),
+                GoogleCredentials::Metadata(_) => "Google metadata server".to_owned(),
+            },
+        }
+    }
+
+    /// The headers that authenticate one request: `method` to the exact `url`
+    /// with these `headers` (signed, for SigV4) over the exact `body`. Fails as
+    /// a fetch ([`CredentialError::Fetch`]) when a token endpoint or metadata
+    /// service does.
+    pub async fn headers(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Vec<(String, String)>, CredentialError> {
+        match self {
+            CloudAuth::Aws { auth, service, .. } => {
+                auth.headers(method, url, headers, body, service).await
+            }
+            CloudAuth::Google(auth) => {
+                let token = auth.token().await?;
+                Ok(vec![("authorization".to_owned(), format!("Bearer {}", token.token.expose()))])
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "provider_tests.rs"]
+mod tests;
