@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Span, Spanned};
-use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
+use switchyard_protocol::{ServerTool, ServerTools, carry};
 
 use super::compile_auth::{PlatformKeys, credentials_for, fill_region};
 use super::compile_client::compile_client;
@@ -157,11 +157,9 @@ fn compile_providers(
     let mut provider_index = HashMap::new();
     for (written, p) in &raw.providers {
         let name = written.as_str();
-        let kind = match p.wire {
-            WireName::OpenaiChat => ProviderKind::Wire(Wire::OpenAiChat),
-            WireName::Anthropic => ProviderKind::Wire(Wire::Anthropic),
-            WireName::Gemini => ProviderKind::Wire(Wire::Gemini),
-            WireName::Mock => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
+        let kind = match p.wire.wire() {
+            Some(wire) => ProviderKind::Wire(wire),
+            None => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
         };
         let client =
             compile_client(name, written.location(), p, &kind, raw.base_dir.as_deref(), problems);

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use crate::catalog::{Catalog, InvalidRegistry};
 use crate::config::ConfigSource;
 

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use switchyard_protocol::Auth;
 
 use super::{CloudAuth, CloudSource, GoogleSource};

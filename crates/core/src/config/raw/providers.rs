@@ -16,6 +16,19 @@ pub enum WireName {
     Mock,
 }
 
+impl WireName {
+    /// The wire it names; `None` for the mock, which calls nothing.
+    pub fn wire(self) -> Option<switchyard_protocol::Wire> {
+        use switchyard_protocol::Wire;
+        match self {
+            WireName::OpenaiChat => Some(Wire::OpenAiChat),
+            WireName::Anthropic => Some(Wire::Anthropic),
+            WireName::Gemini => Some(Wire::Gemini),
+            WireName::Mock => None,
+        }
+    }
+}
+
 /// A provider's name as written under `providers:`, with where it was written (a
 /// problem with the provider names this line when nothing closer has one). Compared,
 /// ordered and looked up by the name alone, so the map reads like one keyed by
