@@ -108,10 +108,10 @@ pub trait WireBehaviour: Sync {
     /// ceiling to be written there (`max_tokens_cap`).
     fn output_limit(&self) -> OutputLimit;
 
-    /// A note for the request's descriptor when this wire sends `req` without the
-    /// thinking the client asked for (Anthropic in a tool loop continued from
-    /// another family); `None` otherwise.
-    fn thinking_note(&self, req: &Request) -> Option<&'static str>;
+    /// A note for the request's descriptor when this wire sends `req` to a
+    /// model with `traits` without the thinking the client asked for (Claude in
+    /// a tool loop continued from another family); `None` otherwise.
+    fn thinking_note(&self, req: &Request, traits: ModelTraits) -> Option<&'static str>;
 
     /// The wire needs each tool call's signature back, which clients have no
     /// field for: the gateway restores them before sending (Gemini).

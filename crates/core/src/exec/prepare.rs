@@ -79,12 +79,10 @@ impl Snapshot {
         // A wire that sends the request without the thinking asked for says so
         // in the descriptor (Anthropic, in a tool loop continued from another
         // family), once.
-        if let Some(note) = plan
-            .candidates
-            .iter()
-            .filter_map(|c| c.provider.wire())
-            .find_map(|wire| wire.behaviour().thinking_note(&inbound.request))
-        {
+        if let Some(note) = plan.candidates.iter().find_map(|c| {
+            let wire = c.provider.wire()?;
+            wire.behaviour().thinking_note(&inbound.request, c.traits(wire))
+        }) {
             plan.descriptor.push(note.to_owned());
         }
 

@@ -180,7 +180,7 @@ impl WireBehaviour for AnthropicWire {
         OutputLimit::TopLevel(MAX_TOKENS_FIELDS)
     }
 
-    fn thinking_note(&self, req: &Request) -> Option<&'static str> {
+    fn thinking_note(&self, req: &Request, _traits: ModelTraits) -> Option<&'static str> {
         // Anthropic refuses thinking in a tool loop whose continued turn has none
         // of its own (it came from another family).
         super::continues_without_thinking(req).then_some("thinking_off:anthropic_tool_loop")

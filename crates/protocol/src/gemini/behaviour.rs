@@ -153,7 +153,7 @@ impl WireBehaviour for GeminiWire {
         OutputLimit::Nested { object: "generationConfig", field: "maxOutputTokens" }
     }
 
-    fn thinking_note(&self, _req: &Request) -> Option<&'static str> {
+    fn thinking_note(&self, _req: &Request, _traits: ModelTraits) -> Option<&'static str> {
         None
     }
 

@@ -136,7 +136,7 @@ impl WireBehaviour for OpenAiChatWire {
         OutputLimit::TopLevel(MAX_TOKENS_FIELDS)
     }
 
-    fn thinking_note(&self, _req: &Request) -> Option<&'static str> {
+    fn thinking_note(&self, _req: &Request, _traits: ModelTraits) -> Option<&'static str> {
         None
     }
 
