@@ -9,9 +9,10 @@ use super::ProviderKind;
 use super::compile::Problem;
 use super::compile_client::resolve;
 use crate::client::ClientOptions;
-use crate::config::raw::{Credentials, ProviderConfig};
+use crate::config::raw::{AwsCredentialsConfig, Credentials, ProviderConfig};
 use crate::config::{Span, Spanned};
-use crate::credentials::{CloudAuth, CloudSource, CredentialError, Env, GoogleSource};
+use crate::credentials::aws::AwsCredentials;
+use crate::credentials::{AwsSource, CloudAuth, CloudSource, CredentialError, Env, GoogleSource};
 use crate::util::Secret;
 
 /// A provider's credentials, and why it is unusable when it is.
@@ -104,8 +105,7 @@ fn cloud_source(
         ));
     }
     if let Some(aws) = &creds.aws {
-        let profile = aws.value.profile.as_ref().map(|p| p.value.clone());
-        return Some((CloudSource::Aws { profile }, aws.span));
+        return Some((CloudSource::Aws(aws_source(name, aws, problems)), aws.span));
     }
     let google = creds.google.as_ref()?;
     let g = &google.value;
@@ -132,6 +132,38 @@ fn cloud_source(
         .find(|s| s.line() > 0)
         .unwrap_or(google.span);
     Some((CloudSource::Google(source), at))
+}
+
+/// `credentials.aws` as written: a profile, keys, or (neither) the default
+/// chain. Keys need their secret; a profile and keys at once is a problem.
+fn aws_source(
+    name: &str,
+    aws: &Spanned<AwsCredentialsConfig>,
+    problems: &mut Vec<Problem>,
+) -> AwsSource {
+    let a = &aws.value;
+    let at = format!("providers.{name}.credentials.aws");
+    match (&a.profile, &a.access_key_id, &a.secret_access_key) {
+        (Some(profile), keys, _) => {
+            if let Some(id) = keys {
+                problems.push(Problem::at(id, format!("{at}: a profile or keys, not both")));
+            }
+            AwsSource::Profile(profile.value.clone())
+        }
+        (None, Some(id), Some(secret)) if !secret.value.is_empty() => {
+            let token = a.session_token.clone().filter(|t| !t.is_empty()).map(Secret::new);
+            AwsSource::Keys(AwsCredentials::new(id.value.clone(), secret.value.clone(), token))
+        }
+        (None, Some(id), _) => {
+            problems.push(Problem::at(id, format!("{at}.secret_access_key: missing or empty")));
+            AwsSource::DefaultChain
+        }
+        (None, None, Some(secret)) => {
+            problems.push(Problem::at(secret, format!("{at}.access_key_id: missing")));
+            AwsSource::DefaultChain
+        }
+        (None, None, None) => AwsSource::DefaultChain,
+    }
 }
 
 /// Where the wire's endpoint has a `{region}`, the provider's region: its

@@ -73,3 +73,23 @@ fn a_region_fills_the_endpoint_and_must_be_a_host_label() {
     assert!(found[0].starts_with("t.yaml:4:"), "{found:?}");
     assert!(found[0].contains("needs a region"), "{found:?}");
 }
+
+#[test]
+fn aws_keys_need_their_secret_and_are_not_a_profile() {
+    let yaml = "providers:\n  a:\n    wire: anthropic\n    credentials:\n      aws:\n        \
+                access_key_id: AKID\n";
+    let found = problems(yaml, &[]).join("\n");
+    assert!(
+        found.contains("t.yaml:6: providers.a.credentials.aws.secret_access_key: missing"),
+        "{found}"
+    );
+    let yaml = "providers:\n  a:\n    wire: anthropic\n    credentials:\n      aws:\n        \
+                profile: prod\n        access_key_id: AKID\n        secret_access_key: s\n";
+    let found = problems(yaml, &[]).join("\n");
+    assert!(
+        found.contains("t.yaml:7: providers.a.credentials.aws: a profile or keys, not both"),
+        "{found}"
+    );
+    // The secret is never shown.
+    assert!(!found.contains(": s\n") && !found.ends_with(": s"), "{found}");
+}

@@ -32,7 +32,7 @@ use bytes::Bytes;
 use crate::client::ClientOptions;
 use crate::clock::UnixMs;
 
-pub use provider::{CloudAuth, CloudSource, GoogleSource};
+pub use provider::{AwsSource, CloudAuth, CloudSource, GoogleSource};
 pub use refreshing::{DEFAULT_REFRESH_AHEAD, Refreshing};
 
 /// Why a credential could not be had. No variant's message ever contains a

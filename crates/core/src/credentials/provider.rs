@@ -13,7 +13,7 @@ use std::fmt;
 
 use switchyard_protocol::Auth;
 
-use super::aws::{AwsAuth, AwsChain};
+use super::aws::{AwsAuth, AwsChain, AwsCredentials};
 use super::google::{GoogleAuth, GoogleCredentials};
 use super::{Clock, CredentialError, Env, Http};
 use crate::client::ClientOptions;
@@ -60,14 +60,23 @@ impl Env {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CloudSource {
     /// AWS: the SDKs' default chain (`AWS_BEARER_TOKEN_BEDROCK` first, as they
-    /// take it for Bedrock), or the keys of a profile of the shared files.
-    Aws {
-        /// The profile; `None`: the default chain.
-        profile: Option<String>,
-    },
+    /// take it for Bedrock), the keys of a profile of the shared files, or keys
+    /// given in the configuration.
+    Aws(AwsSource),
     /// Google: a credential JSON file (service account or user), the JSON in
     /// an environment variable, or Application Default Credentials.
     Google(GoogleSource),
+}
+
+/// Where AWS credentials are read from ([`CloudSource::Aws`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AwsSource {
+    /// The default chain.
+    DefaultChain,
+    /// A profile of the shared files.
+    Profile(String),
+    /// Keys given in the configuration.
+    Keys(AwsCredentials),
 }
 
 /// Where Google credentials are read from ([`CloudSource::Google`]).
@@ -121,29 +130,8 @@ impl CloudAuth {
         let http = Http::new(client)?;
         let clock = Clock::system();
         match (auth, source) {
-            (Auth::SigV4 { service }, CloudSource::Aws { profile: None }) => {
-                let auth = AwsAuth::from_env(env, http, clock, region)?;
-                let region = match &auth {
-                    AwsAuth::SigV4 { region, .. } => Some(region.clone()),
-                    AwsAuth::Bearer(_) => region
-                        .map(str::to_owned)
-                        .or_else(|| env.get("AWS_REGION"))
-                        .or_else(|| env.get("AWS_DEFAULT_REGION")),
-                };
-                Ok(CloudAuth::Aws { auth, service, region })
-            }
-            (Auth::SigV4 { service }, CloudSource::Aws { profile: Some(name) }) => {
-                let chain = AwsChain::from_profile(env, name)?;
-                let region =
-                    region.map(str::to_owned).or_else(|| chain.region().map(str::to_owned));
-                let region = region.ok_or_else(|| {
-                    CredentialError::config(
-                        format!("AWS profile {name:?}"),
-                        "no region: set the provider's `region`, AWS_REGION, or the profile's `region`",
-                    )
-                })?;
-                let auth = AwsAuth::SigV4 { chain, region: region.clone() };
-                Ok(CloudAuth::Aws { auth, service, region: Some(region) })
+            (Auth::SigV4 { service }, CloudSource::Aws(aws)) => {
+                aws_auth(service, aws, region, env, http, clock)
             }
             (Auth::OAuthToken, CloudSource::Google(google)) => {
                 let credentials = match google {
@@ -159,13 +147,13 @@ impl CloudAuth {
                 "credentials.google",
                 "the wire is signed with AWS SigV4: use credentials.aws",
             )),
-            (Auth::OAuthToken, CloudSource::Aws { .. }) => Err(CredentialError::config(
+            (Auth::OAuthToken, CloudSource::Aws(_)) => Err(CredentialError::config(
                 "credentials.aws",
                 "the wire takes a Google access token: use credentials.google",
             )),
             (Auth::Bearer | Auth::Header(_), _) => Err(CredentialError::config(
                 match source {
-                    CloudSource::Aws { .. } => "credentials.aws",
+                    CloudSource::Aws(_) => "credentials.aws",
                     CloudSource::Google(_) => "credentials.google",
                 },
                 "the wire takes an API key: use credentials.env or credentials.keys",
@@ -229,6 +217,47 @@ impl CloudAuth {
             }
         }
     }
+}
+
+/// AWS credentials from `source`, signing for `service` in `region` (else
+/// the chain's, else the environment's).
+fn aws_auth(
+    service: &'static str,
+    source: &AwsSource,
+    region: Option<&str>,
+    env: &Env,
+    http: Http,
+    clock: Clock,
+) -> Result<CloudAuth, CredentialError> {
+    let env_region = || env.get("AWS_REGION").or_else(|| env.get("AWS_DEFAULT_REGION"));
+    let (chain, name) = match source {
+        AwsSource::DefaultChain => {
+            let auth = AwsAuth::from_env(env, http, clock, region)?;
+            let region = match &auth {
+                AwsAuth::SigV4 { region, .. } => Some(region.clone()),
+                AwsAuth::Bearer(_) => region.map(str::to_owned).or_else(env_region),
+            };
+            return Ok(CloudAuth::Aws { auth, service, region });
+        }
+        AwsSource::Profile(name) => {
+            (AwsChain::from_profile(env, name)?, format!("AWS profile {name:?}"))
+        }
+        AwsSource::Keys(keys) => {
+            (AwsChain::from_static(keys.clone()).with_clock(clock), "credentials.aws".to_owned())
+        }
+    };
+    let region = region
+        .map(str::to_owned)
+        .or_else(|| chain.region().map(str::to_owned))
+        .or_else(env_region)
+        .ok_or_else(|| {
+            CredentialError::config(
+                name,
+                "no region: set the provider's `region`, AWS_REGION, or the profile's `region`",
+            )
+        })?;
+    let auth = AwsAuth::SigV4 { chain, region: region.clone() };
+    Ok(CloudAuth::Aws { auth, service, region: Some(region) })
 }
 
 #[cfg(test)]

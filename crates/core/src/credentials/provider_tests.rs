@@ -2,7 +2,7 @@
 
 use switchyard_protocol::Auth;
 
-use super::{CloudAuth, CloudSource, GoogleSource};
+use super::{AwsSource, CloudAuth, CloudSource, GoogleSource};
 use crate::client::ClientOptions;
 use crate::credentials::{CredentialError, Env};
 
@@ -20,7 +20,7 @@ fn build(
 #[test]
 fn the_source_must_fit_the_wire() {
     let env = Env::from_pairs([("SA", "{}")]);
-    let aws = CloudSource::Aws { profile: None };
+    let aws = CloudSource::Aws(AwsSource::DefaultChain);
     let google = CloudSource::Google(GoogleSource::Env("SA".into()));
     let cases = [
         (Auth::Bearer, &aws, "credentials.aws: the wire takes an API key"),
@@ -41,7 +41,7 @@ async fn aws_keys_from_the_environment_sign_in_the_providers_region() {
         ("AWS_SECRET_ACCESS_KEY", "provider-secret"),
         ("AWS_REGION", "us-west-2"),
     ]);
-    let aws = CloudSource::Aws { profile: None };
+    let aws = CloudSource::Aws(AwsSource::DefaultChain);
     let auth = build(SIGV4, &aws, Some("eu-west-3"), &env).unwrap();
     assert_eq!(auth.region(), Some("eu-west-3"), "the provider's region wins");
     assert_eq!(auth.describe(), "AWS SigV4 (environment variables, eu-west-3)");
@@ -66,7 +66,7 @@ async fn a_bedrock_api_key_in_the_environment_is_a_bearer_token() {
         ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key"),
         ("AWS_DEFAULT_REGION", "ap-south-1"),
     ]);
-    let auth = build(SIGV4, &CloudSource::Aws { profile: None }, None, &env).unwrap();
+    let auth = build(SIGV4, &CloudSource::Aws(AwsSource::DefaultChain), None, &env).unwrap();
     assert_eq!(auth.region(), Some("ap-south-1"));
     let headers = auth.headers("POST", "https://h/model/m/converse", &[], b"{}").await.unwrap();
     assert_eq!(headers, [("authorization".to_owned(), "Bearer bedrock-api-key".to_owned())]);
@@ -80,7 +80,7 @@ fn a_missing_profile_or_service_account_names_what_was_read() {
         ("HOME", dir.path().to_str().unwrap()),
         ("AWS_EC2_METADATA_DISABLED", "true"),
     ]);
-    let err = build(SIGV4, &CloudSource::Aws { profile: Some("prod".into()) }, None, &env)
+    let err = build(SIGV4, &CloudSource::Aws(AwsSource::Profile("prod".into())), None, &env)
         .unwrap_err()
         .to_string();
     assert!(err.contains("AWS profile \"prod\""), "{err}");
@@ -101,4 +101,19 @@ fn capture_keeps_only_what_the_sources_read() {
     let env = Env::capture(&|name| Some(format!("value of {name}")));
     assert_eq!(env.get("AWS_PROFILE").as_deref(), Some("value of AWS_PROFILE"));
     assert_eq!(env.get("OPENAI_API_KEY"), None);
+}
+
+#[tokio::test]
+async fn keys_in_the_configuration_sign_and_need_a_region() {
+    let keys =
+        crate::credentials::aws::AwsCredentials::new("AKIDCONFIGURED", "configured-secret", None);
+    let source = CloudSource::Aws(AwsSource::Keys(keys));
+    let none = Env::from_pairs([("UNRELATED", "x")]);
+    let err = build(SIGV4, &source, None, &none).unwrap_err().to_string();
+    assert!(err.starts_with("credentials.aws: no region"), "{err}");
+    let auth = build(SIGV4, &source, Some("us-east-2"), &none).unwrap();
+    let headers = auth.headers("POST", "https://h/model/m/converse", &[], b"{}").await.unwrap();
+    let authorization = &headers.iter().find(|(k, _)| k == "authorization").unwrap().1;
+    assert!(authorization.contains("Credential=AKIDCONFIGURED/"), "{authorization}");
+    assert!(authorization.contains("/us-east-2/bedrock/aws4_request"), "{authorization}");
 }

@@ -263,15 +263,35 @@ pub struct Credentials {
     pub google: Option<Spanned<GoogleCredentialsConfig>>,
 }
 
-/// `credentials.aws`: where AWS credentials come from.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `credentials.aws`: where AWS credentials come from. Nothing given: the
+/// default chain (the environment's keys, `AWS_PROFILE` or `default`, web
+/// identity, container, instance metadata).
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AwsCredentialsConfig {
     /// A profile of the shared config and credentials files, holding keys.
-    /// Absent: the default chain (the environment's keys, `AWS_PROFILE` or
-    /// `default`, web identity, container, instance metadata).
     #[serde(default)]
     pub profile: Option<Spanned<String>>,
+    /// An access key ID, with `secret_access_key` (write the secret as
+    /// `${VAR}`): keys of the provider's own, as Vector's `auth` takes them.
+    #[serde(default)]
+    pub access_key_id: Option<Spanned<String>>,
+    /// The secret of `access_key_id`.
+    #[serde(default)]
+    pub secret_access_key: Option<Spanned<String>>,
+    /// A session token, for temporary keys.
+    #[serde(default)]
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for AwsCredentialsConfig {
+    // The secret and the token never.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AwsCredentialsConfig")
+            .field("profile", &self.profile.as_ref().map(|p| &p.value))
+            .field("access_key_id", &self.access_key_id.as_ref().map(|k| &k.value))
+            .finish_non_exhaustive()
+    }
 }
 
 /// `credentials.google`: where Google access tokens come from. At most one
