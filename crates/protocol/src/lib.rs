@@ -1,8 +1,8 @@
 //! Switchyard's protocol layer: wire types, the canonical model, translators and
 //! stream state machines. Pure functions and state machines only: no IO, no async.
 //!
-//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `responses`, and
-//! `bedrock`, which has no [`Wire`] yet) is a folder that exposes the same surface:
+//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `bedrock`, and
+//! `responses`, a client format only) is a folder that exposes the same surface:
 //!
 //! | item | direction |
 //! |---|---|
@@ -167,6 +167,8 @@ pub enum Wire {
     Anthropic,
     /// Google Gemini `generateContent`.
     Gemini,
+    /// Amazon Bedrock's Converse.
+    Bedrock,
 }
 
 impl Wire {
@@ -178,10 +180,11 @@ impl Wire {
             Wire::OpenAiChat => &openai_chat::OpenAiChatWire,
             Wire::Anthropic => &anthropic::AnthropicWire,
             Wire::Gemini => &gemini::GeminiWire,
+            Wire::Bedrock => &bedrock::BedrockWire,
         }
     }
 
-    /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`).
+    /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`, `bedrock`).
     pub fn as_str(self) -> &'static str {
         self.behaviour().name()
     }

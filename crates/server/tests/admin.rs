@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::ws::{self, Next};
-use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, WAIT, config_yaml};
+use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, Upstreams, WAIT, config_yaml};
 use reqwest::Method;
 use serde_json::{Value, json};
 use switchyard_core::util::Secret;
@@ -149,6 +149,7 @@ struct Env {
     openai: FakeUpstream,
     anthropic: FakeUpstream,
     _gemini: FakeUpstream,
+    bedrock: FakeUpstream,
     dir: PathBuf,
     shutdown: Option<oneshot::Sender<()>>,
     /// Every admin answer: (may it carry a key secret, body text).
@@ -182,8 +183,14 @@ impl Env {
         let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
         let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
         let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
-        let yaml =
-            config_yaml(&openai.base_url(), &anthropic.base_url(), &gemini.base_url(), options);
+        let bedrock = FakeUpstream::start(Vendor::Bedrock).await.unwrap();
+        let urls = Upstreams {
+            openai: &openai.base_url(),
+            anthropic: &anthropic.base_url(),
+            gemini: &gemini.base_url(),
+            bedrock: &bedrock.base_url(),
+        };
+        let yaml = config_yaml(&urls, options);
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
 
@@ -225,6 +232,7 @@ impl Env {
             openai,
             anthropic,
             _gemini: gemini,
+            bedrock,
             dir,
             shutdown: Some(tx),
             bodies: Mutex::new(Vec::new()),
@@ -846,6 +854,16 @@ async fn case_provider_keys_are_write_only_and_used_upstream(db: TestDb) {
     assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), BYOK_PROJECT);
     assert_eq!(env.chat(&plain, "m-anthropic").await.status, 200);
     assert_eq!(auth_of_last(&env.anthropic, "x-api-key"), ANTHROPIC_KEY);
+    // A caller's own key for a signed wire is a Bedrock API key: a bearer
+    // token, where the platform signs with SigV4.
+    let body = json!({"owner_kind": "user", "owner_id": uid, "provider": "bedrock", "api_key": switchyard_testkit::bedrock::API_KEY});
+    env.expect(200, "PUT", "/admin/credentials", Some(body)).await;
+    assert_eq!(env.chat(&secret, "m-bedrock").await.status, 200);
+    let api_key = format!("Bearer {}", switchyard_testkit::bedrock::API_KEY);
+    assert_eq!(auth_of_last(&env.bedrock, "authorization"), api_key);
+    assert!(env.bedrock.received().last().unwrap().header("x-amz-date").is_none());
+    assert_eq!(env.chat(&plain, "m-bedrock").await.status, 200);
+    assert!(auth_of_last(&env.bedrock, "authorization").starts_with("AWS4-HMAC-SHA256 "));
     // Token counts are sent with the caller's own keys too.
     let count = json!({"model": "m-anthropic", "messages": [{"role": "user", "content": "hi"}]});
     let a = env.call(Some(&secret), "POST", "/v1/messages/count_tokens", Some(&count)).await;

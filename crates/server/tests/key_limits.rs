@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Options, WAIT, config_yaml};
+use common::{Options, Upstreams, WAIT, config_yaml};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use switchyard_core::limits::Limits;
@@ -64,9 +64,15 @@ impl Env {
         let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
         let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
         let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+        let bedrock = FakeUpstream::start(Vendor::Bedrock).await.unwrap();
         let options = Options { limits: limits.to_owned(), ..Options::default() };
-        let yaml =
-            config_yaml(&openai.base_url(), &anthropic.base_url(), &gemini.base_url(), &options);
+        let urls = Upstreams {
+            openai: &openai.base_url(),
+            anthropic: &anthropic.base_url(),
+            gemini: &gemini.base_url(),
+            bedrock: &bedrock.base_url(),
+        };
+        let yaml = config_yaml(&urls, &options);
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
         // The default runtime counts limits in this process, as `state.backend:

@@ -51,12 +51,15 @@
 //!   reads (`overloaded_error`, `rate_limit_error`, …).
 //!
 //! [`ModelTraits`]: crate::ModelTraits
+//! [`ModelTraits::family`]: crate::ModelTraits::family
 
+mod behaviour;
 mod request;
 mod response;
 mod stream_decode;
 mod wire;
 
+pub use behaviour::BedrockWire;
 pub use request::encode_request;
 pub use response::{error_kind, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;

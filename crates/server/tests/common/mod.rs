@@ -20,6 +20,11 @@ pub const GATEWAY_KEY: &str = "sk-gw-test-0123456789abcdef";
 pub const OPENAI_KEY: &str = "sk-oa-upstream-secret-0001";
 pub const ANTHROPIC_KEY: &str = "sk-ant-upstream-secret-0002";
 pub const GEMINI_KEY: &str = "gm-upstream-secret-0003";
+/// What the Bedrock provider signs with: the key pair its fake accepts.
+pub const BEDROCK_ACCESS_KEY_ID: &str = switchyard_testkit::bedrock::ACCESS_KEY_ID;
+pub const BEDROCK_SECRET: &str = switchyard_testkit::bedrock::SECRET_ACCESS_KEY;
+/// The Bedrock deployment's model: Claude, by an inference profile's id.
+pub const BEDROCK_MODEL: &str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0";
 
 /// Bound every wait in tests (never sleep to synchronise).
 pub const WAIT: Duration = Duration::from_secs(10);
@@ -50,6 +55,7 @@ pub struct Harness {
     pub openai: FakeUpstream,
     pub anthropic: FakeUpstream,
     pub gemini: FakeUpstream,
+    pub bedrock: FakeUpstream,
     pub state: Arc<AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     pub server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -109,7 +115,16 @@ impl Default for Options {
     }
 }
 
-pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> String {
+/// The fakes' base URLs, as [`config_yaml`] writes them in.
+pub struct Upstreams<'a> {
+    pub openai: &'a str,
+    pub anthropic: &'a str,
+    pub gemini: &'a str,
+    pub bedrock: &'a str,
+}
+
+pub fn config_yaml(urls: &Upstreams<'_>, o: &Options) -> String {
+    let Upstreams { openai, anthropic, gemini, bedrock } = *urls;
     let Options {
         first_byte_ms,
         idle_ms,
@@ -132,7 +147,9 @@ pub fn config_yaml(openai: &str, anthropic: &str, gemini: &str, o: &Options) -> 
         .replace("{anthropic}", anthropic)
         .replace("{openai_authority}", openai.trim_start_matches("http://"))
         .replace("{openai}", openai)
-        .replace("{gemini}", gemini);
+        .replace("{gemini}", gemini)
+        .replace("{bedrock}", bedrock);
+    let region = switchyard_testkit::bedrock::REGION;
     format!(
         r#"
 storage: {{ url: none }}
@@ -147,6 +164,11 @@ providers:
   openai: {{ wire: openai-chat, endpoint: "{openai}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
   anthropic: {{ wire: anthropic, endpoint: "{anthropic}", credentials: {{ keys: ["{ANTHROPIC_KEY}"] }} }}
   gemini: {{ wire: gemini, endpoint: "{gemini}", credentials: {{ keys: ["{GEMINI_KEY}"] }} }}
+  bedrock:
+    wire: bedrock
+    endpoint: "{bedrock}"
+    region: {region}
+    credentials: {{ aws: {{ access_key_id: {BEDROCK_ACCESS_KEY_ID}, secret_access_key: "{BEDROCK_SECRET}" }} }}
   mock: {{ wire: mock }}
   # Nothing listens on port 1: connections are refused.
   dead: {{ wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: {{ none: true }} }}
@@ -163,6 +185,10 @@ models:
   - id: m-gemini
     deployments: [{{ provider: gemini, model: up-gemini }}]
     pricing: {{ input: 0.5, output: 1.5 }}
+    capabilities: [vision, tools, structured_output, reasoning]
+  - id: m-bedrock
+    deployments: [{{ provider: bedrock, model: "{BEDROCK_MODEL}" }}]
+    pricing: {{ input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }}
     capabilities: [vision, tools, structured_output, reasoning]
   - id: m-chain
     deployments: [{{ provider: openai, model: up-primary }}, {{ provider: anthropic, model: up-fallback }}]
@@ -209,8 +235,14 @@ impl Harness {
         let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
         let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
         let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
-        let yaml =
-            config_yaml(&openai.base_url(), &anthropic.base_url(), &gemini.base_url(), &options);
+        let bedrock = FakeUpstream::start(Vendor::Bedrock).await.unwrap();
+        let urls = Upstreams {
+            openai: &openai.base_url(),
+            anthropic: &anthropic.base_url(),
+            gemini: &gemini.base_url(),
+            bedrock: &bedrock.base_url(),
+        };
+        let yaml = config_yaml(&urls, &options);
         let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
         let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
         let sink = Arc::new(MemorySink::new(10_000));
@@ -244,6 +276,7 @@ impl Harness {
             openai,
             anthropic,
             gemini,
+            bedrock,
             state,
             shutdown: Some(tx),
             server: Some(server),
@@ -252,12 +285,13 @@ impl Harness {
 
     /// The configuration this harness would write for `options` (fakes' URLs filled in).
     pub fn yaml(&self, options: &Options) -> String {
-        config_yaml(
-            &self.openai.base_url(),
-            &self.anthropic.base_url(),
-            &self.gemini.base_url(),
-            options,
-        )
+        let urls = Upstreams {
+            openai: &self.openai.base_url(),
+            anthropic: &self.anthropic.base_url(),
+            gemini: &self.gemini.base_url(),
+            bedrock: &self.bedrock.base_url(),
+        };
+        config_yaml(&urls, options)
     }
 
     pub fn fake(&self, vendor: Vendor) -> &FakeUpstream {
@@ -265,7 +299,7 @@ impl Harness {
             Vendor::OpenAi => &self.openai,
             Vendor::Anthropic => &self.anthropic,
             Vendor::Gemini => &self.gemini,
-            Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+            Vendor::Bedrock => &self.bedrock,
         }
     }
 
@@ -313,7 +347,10 @@ impl Harness {
 
     /// Total requests all fakes received.
     pub fn upstream_requests(&self) -> usize {
-        self.openai.request_count() + self.anthropic.request_count() + self.gemini.request_count()
+        [&self.openai, &self.anthropic, &self.gemini, &self.bedrock]
+            .iter()
+            .map(|f| f.request_count())
+            .sum()
     }
 }
 
@@ -416,7 +453,7 @@ pub fn catalog_model(v: Vendor) -> &'static str {
         Vendor::OpenAi => "m-openai",
         Vendor::Anthropic => "m-anthropic",
         Vendor::Gemini => "m-gemini",
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => "m-bedrock",
     }
 }
 
@@ -426,6 +463,6 @@ pub fn upstream_model(v: Vendor) -> &'static str {
         Vendor::OpenAi => "up-openai",
         Vendor::Anthropic => "up-anthropic",
         Vendor::Gemini => "up-gemini",
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => BEDROCK_MODEL,
     }
 }

@@ -12,6 +12,8 @@ pub enum WireName {
     Anthropic,
     /// `gemini`: Google Gemini.
     Gemini,
+    /// `bedrock`: Amazon Bedrock's Converse.
+    Bedrock,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -24,6 +26,7 @@ impl WireName {
             WireName::OpenaiChat => Some(Wire::OpenAiChat),
             WireName::Anthropic => Some(Wire::Anthropic),
             WireName::Gemini => Some(Wire::Gemini),
+            WireName::Bedrock => Some(Wire::Bedrock),
             WireName::Mock => None,
         }
     }
