@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Span, Spanned};
+use switchyard_protocol::openai_chat::Compat;
 use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
+use super::presets::{self, Preset};
 use super::{
     AttemptPolicy, CacheSpec, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
     ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
@@ -162,11 +164,13 @@ fn compile_providers(
             WireName::Gemini => ProviderKind::Wire(Wire::Gemini),
             WireName::Mock => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
         };
+        let preset = compile_preset(name, written, p, problems);
+        let implied = preset.and_then(|preset| implied_credentials(preset, &p.credentials.value));
         let PlatformKeys { keys, unavailable, refuse, first_missing } = if p.wire == WireName::Mock
         {
             PlatformKeys { keys: Vec::new(), unavailable: None, refuse: false, first_missing: None }
         } else {
-            keys_for(name, &p.credentials.value, env)
+            keys_for(name, implied.as_ref().unwrap_or(&p.credentials.value), env)
         };
         if let Some(why) = &unavailable {
             if refuse {
@@ -185,7 +189,7 @@ fn compile_providers(
         let endpoint = p
             .endpoint
             .as_ref()
-            .map_or(default_endpoint(&kind), |e| e.value.as_str())
+            .map_or(preset.map_or(default_endpoint(&kind), |p| p.endpoint), |e| e.value.as_str())
             .trim_end_matches('/')
             .to_owned();
         if let Some(m) = &p.markup
@@ -247,9 +251,51 @@ fn compile_providers(
             anthropic_betas: p.anthropic_betas.clone(),
             allow_unlisted_models: p.allow_unlisted_models,
             client,
+            openai: preset.map_or(Compat::OPENAI, |p| p.compat),
         }));
     }
     (providers, provider_index)
+}
+
+/// The provider's preset, if it names one; one on a wire other than
+/// `openai-chat` is a problem at its line (and ignored).
+fn compile_preset(
+    name: &str,
+    written: &raw::ProviderName,
+    p: &raw::ProviderConfig,
+    problems: &mut Vec<Problem>,
+) -> Option<Preset> {
+    let named = p.preset.as_ref()?;
+    if p.wire != WireName::OpenaiChat {
+        let at = first_known(&[Some(named.span), Some(written.location())]);
+        problems.push(Problem::located(
+            at,
+            format!(
+                "providers.{name}.preset: {} is an OpenAI-compatible vendor: only an openai-chat provider takes a preset",
+                presets::preset(named.value).name
+            ),
+        ));
+        return None;
+    }
+    Some(presets::preset(named.value))
+}
+
+/// The credentials a preset implies for a provider that declares none (no
+/// variable, no key, neither `none` nor `byok_only`): the vendor's key variable,
+/// or no key for a local server. Its other settings (`optional`) are kept.
+/// `None`: the provider declares its own.
+fn implied_credentials(preset: Preset, written: &Credentials) -> Option<Credentials> {
+    let declared =
+        !written.env.is_empty() || !written.keys.is_empty() || written.none || written.byok_only;
+    if declared {
+        return None;
+    }
+    let mut implied = written.clone();
+    match preset.key_env {
+        Some(var) => implied.env = vec![raw::unlocated(var.to_owned())],
+        None => implied.none = true,
+    }
+    Some(implied)
 }
 
 /// What a provider's requests carry that an echo must never show: its keys,
