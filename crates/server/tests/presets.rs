@@ -155,6 +155,7 @@ async fn mistral_streams_without_stream_options_and_its_usage_is_still_read() {
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let text = r.text().await.unwrap();
     assert!(text.contains("Bonjour"), "{text}");
+    assert!(text.contains(r#""prompt_tokens":7"#), "the client asked for usage: {text}");
     let got = h.openai.received().pop().unwrap();
     assert_eq!(got.body["stream"], true);
     assert!(got.body.get("stream_options").is_none(), "{}", got.body);

@@ -508,11 +508,9 @@ impl Candidate {
             Some(m) => m.traits(wire, &self.upstream_model),
             None => switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model),
         };
-        // A preset knows which output field its server takes better than a guess
-        // from the id does; the catalog's word on the model still wins.
-        if let Some(field) = self.provider.openai.output_field
-            && self.model.as_ref().is_none_or(|m| m.takes_max_tokens.is_none())
-        {
+        // A preset says which output field its server takes, for every model
+        // (the body's rewrite puts the limit there whatever the model's traits).
+        if let Some(field) = self.provider.openai.output_field {
             traits.takes_max_tokens =
                 field == switchyard_protocol::openai_chat::OutputField::MaxTokens;
         }
