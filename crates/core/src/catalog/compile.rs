@@ -13,7 +13,7 @@ use switchyard_protocol::{ServerTool, ServerTools, Wire, carry};
 
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
-use super::presets::{self, Preset};
+use super::presets::{compile_preset, implied_credentials};
 use super::{
     AttemptPolicy, CacheSpec, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
     ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
@@ -255,47 +255,6 @@ fn compile_providers(
         }));
     }
     (providers, provider_index)
-}
-
-/// The provider's preset, if it names one; one on a wire other than
-/// `openai-chat` is a problem at its line (and ignored).
-fn compile_preset(
-    name: &str,
-    written: &raw::ProviderName,
-    p: &raw::ProviderConfig,
-    problems: &mut Vec<Problem>,
-) -> Option<Preset> {
-    let named = p.preset.as_ref()?;
-    if p.wire != WireName::OpenaiChat {
-        let at = first_known(&[Some(named.span), Some(written.location())]);
-        problems.push(Problem::located(
-            at,
-            format!(
-                "providers.{name}.preset: {} is an OpenAI-compatible vendor: only an openai-chat provider takes a preset",
-                presets::preset(named.value).name
-            ),
-        ));
-        return None;
-    }
-    Some(presets::preset(named.value))
-}
-
-/// The credentials a preset implies for a provider that declares none (no
-/// variable, no key, neither `none` nor `byok_only`): the vendor's key variable,
-/// or no key for a local server. Its other settings (`optional`) are kept.
-/// `None`: the provider declares its own.
-fn implied_credentials(preset: Preset, written: &Credentials) -> Option<Credentials> {
-    let declared =
-        !written.env.is_empty() || !written.keys.is_empty() || written.none || written.byok_only;
-    if declared {
-        return None;
-    }
-    let mut implied = written.clone();
-    match preset.key_env {
-        Some(var) => implied.env = vec![raw::unlocated(var.to_owned())],
-        None => implied.none = true,
-    }
-    Some(implied)
 }
 
 /// What a provider's requests carry that an echo must never show: its keys,

@@ -1,10 +1,13 @@
 //! Presets for OpenAI-compatible vendors (a provider's `preset:`): each one's
 //! endpoint, key variable and departures from OpenAI's Chat Completions, in one
-//! table. `docs/configuration.md` shows the same table: change both together.
+//! table, and what naming one does to a provider as the catalog is compiled
+//! (checked against its wire, credentials implied). `docs/configuration.md`
+//! shows the same table: change both together.
 
 use switchyard_protocol::openai_chat::{Compat, OutputField};
 
-use crate::config::raw::PresetName;
+use super::compile::{Problem, first_known};
+use crate::config::raw::{self, Credentials, PresetName, WireName};
 
 /// What a preset gives a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,47 @@ pub fn preset(name: PresetName) -> Preset {
         ),
         PresetName::Lmstudio => local("lmstudio", "http://localhost:1234/v1", MAX_TOKENS),
     }
+}
+
+/// The provider's preset, if it names one; one on a wire other than
+/// `openai-chat` is a problem at its line (and ignored).
+pub(super) fn compile_preset(
+    name: &str,
+    written: &raw::ProviderName,
+    p: &raw::ProviderConfig,
+    problems: &mut Vec<Problem>,
+) -> Option<Preset> {
+    let named = p.preset.as_ref()?;
+    if p.wire != WireName::OpenaiChat {
+        let at = first_known(&[Some(named.span), Some(written.location())]);
+        problems.push(Problem::located(
+            at,
+            format!(
+                "providers.{name}.preset: {} is an OpenAI-compatible vendor: only an openai-chat provider takes a preset",
+                preset(named.value).name
+            ),
+        ));
+        return None;
+    }
+    Some(preset(named.value))
+}
+
+/// The credentials a preset implies for a provider that declares none (no
+/// variable, no key, neither `none` nor `byok_only`): the vendor's key variable,
+/// or no key for a local server. Its other settings (`optional`) are kept.
+/// `None`: the provider declares its own.
+pub(super) fn implied_credentials(preset: Preset, written: &Credentials) -> Option<Credentials> {
+    let declared =
+        !written.env.is_empty() || !written.keys.is_empty() || written.none || written.byok_only;
+    if declared {
+        return None;
+    }
+    let mut implied = written.clone();
+    match preset.key_env {
+        Some(var) => implied.env = vec![raw::unlocated(var.to_owned())],
+        None => implied.none = true,
+    }
+    Some(implied)
 }
 
 #[cfg(test)]
