@@ -502,7 +502,8 @@ impl Candidate {
     }
 
     /// What the encoder must know about the model behind this deployment: the
-    /// catalog's word where it gives one, else inferred from the upstream id.
+    /// catalog's word where it gives one, else inferred from the upstream id;
+    /// the output field its provider's preset names, if any.
     pub fn traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
         let mut traits = match &self.model {
             Some(m) => m.traits(wire, &self.upstream_model),
