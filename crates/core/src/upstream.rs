@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use switchyard_protocol::{
     Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError,
-    Request, Wire, carry, util,
+    Request, Wire, carry, openai_chat, util,
 };
 
 use crate::catalog::{ProviderSpec, Settings};
@@ -206,11 +206,13 @@ fn splice(
         || wire.may_adapt(request, raw.bytes(), traits)
         || !spec.drop_fields.is_empty()
         || raw.extension
+        || openai_chat::may_edit(&spec.openai, raw.bytes(), request)
     {
         return None;
     }
     let body = util::replace_top_level_string(raw.bytes(), "model", upstream_model)?;
     if request.stream
+        && spec.openai.stream_options
         && let Some((field, key)) = wire.behaviour().stream_usage_option()
     {
         let asked = serde_json::json!({ key: true }).to_string();
@@ -307,6 +309,7 @@ pub(crate) fn build_body(
             overrides.extend(ceiling(limit, raw, cap));
         }
         if let Some((field, key)) = behaviour.stream_usage_option()
+            && spec.openai.stream_options
             && raw.get("stream").and_then(Value::as_bool) == Some(true)
         {
             let mut opts = raw.get(field).and_then(Value::as_object).cloned().unwrap_or_default();
@@ -315,6 +318,10 @@ pub(crate) fn build_body(
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
         let mut edits = wire.adapt_native(raw, out.request, traits);
+        if !spec.openai.is_openai() {
+            // What this OpenAI-compatible server takes differently (its preset).
+            edits.extend(openai_chat::compat_edits(raw, &spec.openai));
+        }
         if !out.dropped.is_empty() {
             // After the model's edits: what the target does not run goes last.
             edits.extend(wire.drop_hosted(raw, out.request, &out.dropped));
@@ -340,13 +347,20 @@ pub(crate) fn build_body(
         }
         return Ok(write_object(raw, &overrides, &drop));
     }
+    // An OpenAI-compatible server with a preset gets its own form of the body.
+    let encode = |req: &Request| match wire {
+        Wire::OpenAiChat if !spec.openai.is_openai() => {
+            openai_chat::encode_request_as(req, &spec.openai)
+        }
+        _ => wire.encode_request_for(req, traits),
+    };
     let mut v = match clamp {
         Some(cap) => {
             let mut req = out.request.clone();
             req.max_tokens = Some(cap);
-            wire.encode_request_for(&req, traits)?
+            encode(&req)?
         }
-        None => wire.encode_request_for(out.request, traits)?,
+        None => encode(out.request)?,
     };
     if let Value::Object(m) = &mut v {
         if wire.spec().model == ModelPlacement::Body {

@@ -27,6 +27,7 @@ use crate::bedrock::{self, BedrockAuth};
 use crate::canned::{self, Answer, DEFAULT_MODEL};
 use crate::script::{Reply, ReplyBody};
 use crate::tool_loop;
+use crate::validate::flavour::{self, Flavour};
 
 /// One request as the fake received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,6 +96,8 @@ struct ScriptState {
     /// Requests arrived, recorded or not.
     count: usize,
     recording: bool,
+    /// An OpenAI fake's vendor rules besides OpenAI's ([`FakeUpstream::set_flavour`]).
+    flavour: Option<Flavour>,
 }
 
 impl Shared {
@@ -167,6 +170,7 @@ impl FakeUpstream {
                 received: Vec::new(),
                 count: 0,
                 recording: true,
+                flavour: None,
             }),
             arrived: Notify::new(),
             in_flight: AtomicUsize::new(0),
@@ -247,6 +251,12 @@ impl FakeUpstream {
     /// [`request_count`](Self::request_count) still counts.
     pub fn set_recording(&self, on: bool) {
         self.handle.shared.lock().recording = on;
+    }
+
+    /// An OpenAI fake that also refuses what `flavour`'s vendor refuses (its
+    /// tool-id form, fields it does not define, …); `None`: OpenAI's rules only.
+    pub fn set_flavour(&self, flavour: Option<Flavour>) {
+        self.handle.shared.lock().flavour = flavour;
     }
 
     /// Forgets the requests recorded so far (the count stays).
@@ -450,6 +460,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     if let Err(message) = checked {
         shared.record(&received, false);
         return vendor_error(vendor, 400, None, &message);
+    }
+    let flavour = shared.lock().flavour.filter(|_| vendor == Vendor::OpenAi && !call.count);
+    if let Some(Err((status, message))) = flavour.map(|f| flavour::check(f, &received.body)) {
+        shared.record(&received, false);
+        return vendor_error(vendor, status, None, &message);
     }
     let Some(reply) = shared.record(&received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());

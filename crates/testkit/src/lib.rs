@@ -103,6 +103,7 @@ pub mod validate;
 pub use bedrock::BedrockAuth;
 pub use fake::{FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};
+pub use validate::flavour::Flavour;
 
 /// The wire a [`FakeUpstream`] speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

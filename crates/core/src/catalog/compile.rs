@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{Span, Spanned};
+use switchyard_protocol::openai_chat::Compat;
 use switchyard_protocol::{ServerTool, ServerTools, carry};
 
 use super::compile_auth::{PlatformKeys, credentials_for, fill_region};
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
+use super::presets::{compile_preset, implied_credentials};
 use super::{
     AttemptPolicy, CacheSpec, Capabilities, Catalog, DeploymentSpec, MODEL_NAME_RULE, ModelEntry,
     ProviderKind, ProviderSpec, Settings, model_name_ok, normalize_model, quote_model,
@@ -161,6 +163,9 @@ fn compile_providers(
             Some(wire) => ProviderKind::Wire(wire),
             None => ProviderKind::Mock { latency: Duration::from_millis(p.latency_ms) },
         };
+        let preset = compile_preset(name, written, p, problems);
+        let implied = preset.and_then(|preset| implied_credentials(preset, &p.credentials.value));
+        let creds = implied.as_ref().unwrap_or(&p.credentials.value);
         let client =
             compile_client(name, written.location(), p, &kind, raw.base_dir.as_deref(), problems);
         let PlatformKeys { keys, cloud, unavailable, refuse, first_missing } =
@@ -168,7 +173,7 @@ fn compile_providers(
                 PlatformKeys::none()
             } else {
                 let base = raw.base_dir.as_deref();
-                credentials_for(name, p, &kind, &client, base, env, problems)
+                credentials_for(name, p, creds, &kind, &client, base, env, problems)
             };
         if let Some(why) = &unavailable {
             if refuse {
@@ -187,7 +192,7 @@ fn compile_providers(
         let endpoint = p
             .endpoint
             .as_ref()
-            .map_or(default_endpoint(&kind), |e| e.value.as_str())
+            .map_or(preset.map_or(default_endpoint(&kind), |p| p.endpoint), |e| e.value.as_str())
             .trim_end_matches('/')
             .to_owned();
         let endpoint_at =
@@ -251,6 +256,7 @@ fn compile_providers(
             anthropic_betas: p.anthropic_betas.clone(),
             allow_unlisted_models: p.allow_unlisted_models,
             client,
+            openai: preset.map_or(Compat::OPENAI, |p| p.compat),
         }));
     }
     (providers, provider_index)

@@ -40,19 +40,21 @@ impl PlatformKeys {
 }
 
 /// What a provider on `kind` (a wire) authenticates with: its cloud credential
-/// when `credentials` has `aws` or `google`, else its keys. `client`: the
+/// when `creds` (its `credentials`, or what its preset implies) has `aws` or
+/// `google`, else its keys. `client`: the
 /// provider's HTTP options, which a credential's token requests use too;
 /// `base`: the configuration's folder, for relative files.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn credentials_for(
     name: &str,
     p: &ProviderConfig,
+    creds: &Credentials,
     kind: &ProviderKind,
     client: &ClientOptions,
     base: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
     problems: &mut Vec<Problem>,
 ) -> PlatformKeys {
-    let creds = &p.credentials.value;
     let Some((source, at)) = cloud_source(name, creds, base, problems) else {
         return keys_for(name, creds, env);
     };

@@ -7,6 +7,7 @@
 //! By stage: `spec` holds the compiled types, `compile` (with `compile_routes`
 //! and `compile_client`)
 //! validates a parsed file into a [`Catalog`], `resolve` answers requests from it.
+//! [`presets`] is the table of OpenAI-compatible vendors a provider may name.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ mod compile_auth;
 mod compile_client;
 mod compile_numbers;
 mod compile_routes;
+pub mod presets;
 mod resolve;
 mod spec;
 

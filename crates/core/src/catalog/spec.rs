@@ -74,6 +74,9 @@ pub struct ProviderSpec {
     /// checked: the PEM parses, the key belongs to the certificate, the proxy is
     /// a URL the client takes.
     pub client: crate::client::ClientOptions,
+    /// `openai-chat` wire: what the server takes differently from OpenAI (its
+    /// `preset`'s; OpenAI's own without one).
+    pub openai: switchyard_protocol::openai_chat::Compat,
 }
 
 impl ProviderSpec {
@@ -503,12 +506,20 @@ impl Candidate {
     }
 
     /// What the encoder must know about the model behind this deployment: the
-    /// catalog's word where it gives one, else inferred from the upstream id.
+    /// catalog's word where it gives one, else inferred from the upstream id;
+    /// the output field its provider's preset names, if any.
     pub fn traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
-        match &self.model {
+        let mut traits = match &self.model {
             Some(m) => m.traits(wire, &self.upstream_model),
             None => switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model),
+        };
+        // A preset says which output field its server takes, for every model
+        // (the body's rewrite puts the limit there whatever the model's traits).
+        if let Some(field) = self.provider.openai.output_field {
+            traits.takes_max_tokens =
+                field == switchyard_protocol::openai_chat::OutputField::MaxTokens;
         }
+        traits
     }
 
     /// Stable identity for runtime state: (public model, provider, provider model).

@@ -7,6 +7,7 @@
 //! Both are read; `reasoning_content` is written.
 
 mod behaviour;
+mod compat;
 mod native;
 mod request;
 mod response;
@@ -15,6 +16,9 @@ mod stream_encode;
 mod wire;
 
 pub use behaviour::{OpenAiChatClient, OpenAiChatWire};
+pub use compat::{
+    Compat, OutputField, compat_edits, encode_request_as, is_tool_id, may_edit, tool_id,
+};
 pub use native::{adapt_native, fast_path, may_adapt};
 pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};

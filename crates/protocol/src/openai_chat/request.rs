@@ -103,7 +103,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
     };
 
     let mut leading = true;
-    for (i, m) in w.messages.into_iter().enumerate() {
+    for (i, mut m) in w.messages.into_iter().enumerate() {
         let role = m.role.as_str();
         // Formatted only when a message names the place: not on every parse.
         let path = || format!("messages[{i}]");
@@ -120,7 +120,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
             "user" => Message { role: Role::User, content: content_parts(m.content, &path)? },
             "assistant" => {
                 let mut content = Vec::new();
-                if let Some(r) = m.reasoning_content.filter(|r| !r.is_empty()) {
+                if let Some(r) = m.reasoning_text() {
                     content.push(Part::Thinking { text: r, signature: None });
                 }
                 content.extend(content_parts(m.content, &path)?);
@@ -255,6 +255,13 @@ fn content_part(p: WirePart, path: &dyn Fn() -> String) -> Result<Part, Protocol
 
 /// Canonical request → Chat Completions body for an upstream.
 pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
+    encode_with(req, None)
+}
+
+/// [`encode_request`], with each tool-calling assistant turn's reasoning written
+/// in the field `echo` names (a server that wants it back, see
+/// [`super::Compat::reasoning_echo`]).
+pub(super) fn encode_with(req: &Request, echo: Option<&str>) -> Result<Value, ProtocolError> {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": join_text(&req.system)}));
@@ -279,7 +286,7 @@ pub fn encode_request(req: &Request) -> Result<Value, ProtocolError> {
                 messages.push(json!({"role": "system", "content": join_text(&text)}));
             }
             Role::User => encode_user(&m.content, &mut messages)?,
-            Role::Assistant => messages.push(encode_assistant(&m.content)?),
+            Role::Assistant => messages.push(encode_assistant(&m.content, echo)?),
         }
     }
 
@@ -506,7 +513,7 @@ fn encode_user(content: &[Part], out: &mut Vec<Value>) -> Result<(), ProtocolErr
     Ok(())
 }
 
-fn encode_assistant(content: &[Part]) -> Result<Value, ProtocolError> {
+fn encode_assistant(content: &[Part], echo: Option<&str>) -> Result<Value, ProtocolError> {
     let mut text = String::new();
     let mut calls = Vec::new();
     for part in content {
@@ -518,7 +525,7 @@ fn encode_assistant(content: &[Part]) -> Result<Value, ProtocolError> {
                 "function": {"name": c.name, "arguments": c.arguments},
             })),
             // Reasoning from any provider is not sent back: OpenAI-compatible servers
-            // either ignore it or refuse it.
+            // either ignore it or refuse it (unless `echo` asks for it, below).
             Part::Thinking { .. } | Part::RedactedThinking { .. } => {}
             other @ (Part::Image(_)
             | Part::Document(_)
@@ -536,6 +543,9 @@ fn encode_assistant(content: &[Part]) -> Result<Value, ProtocolError> {
     let mut m = json!({"role": "assistant"});
     m["content"] = if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) };
     if !calls.is_empty() {
+        if let Some(field) = echo {
+            m[field] = json!(super::compat::reasoning_text(content));
+        }
         m["tool_calls"] = Value::Array(calls);
     }
     Ok(m)

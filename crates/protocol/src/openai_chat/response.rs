@@ -18,8 +18,8 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
     let mut stop_reason = None;
     if let Some(choice) = w.choices.into_iter().next() {
         stop_reason = choice.finish_reason.as_deref().map(StopReason::from_openai);
-        if let Some(m) = choice.message {
-            let reasoning = m.reasoning_content.filter(|r| !r.is_empty());
+        if let Some(mut m) = choice.message {
+            let reasoning = m.reasoning_text();
             if let Some(r) = reasoning {
                 content.push(Part::Thinking { text: r, signature: None });
             }

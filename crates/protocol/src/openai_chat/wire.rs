@@ -71,6 +71,11 @@ pub(super) struct WireMessage {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) reasoning_content: Option<String>,
+    /// vLLM's (and OpenRouter's) name for `reasoning_content`. Read as any value:
+    /// a field only some servers give must not refuse a body where it is
+    /// something else.
+    #[serde(default)]
+    pub(super) reasoning: Option<Value>,
     #[serde(default)]
     pub(super) refusal: Option<String>,
 }
@@ -291,4 +296,15 @@ pub(super) struct WireFunctionDelta {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) arguments: Option<String>,
+}
+
+impl WireMessage {
+    /// Its reasoning text under either name (`reasoning_content` first).
+    pub(super) fn reasoning_text(&mut self) -> Option<String> {
+        let other = match self.reasoning.take() {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        self.reasoning_content.take().or(other).filter(|r| !r.is_empty())
+    }
 }

@@ -11,6 +11,7 @@
 
 pub mod conversation;
 pub mod count;
+pub mod flavour;
 
 use serde_json::Value;
 

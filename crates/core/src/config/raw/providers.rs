@@ -32,6 +32,34 @@ impl WireName {
     }
 }
 
+/// A provider's `preset:`: an OpenAI-compatible vendor whose endpoint, key
+/// variable and departures from OpenAI the gateway knows
+/// ([`crate::catalog::presets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PresetName {
+    /// Groq.
+    Groq,
+    /// Mistral AI (La Plateforme).
+    Mistral,
+    /// DeepSeek.
+    Deepseek,
+    /// Together AI.
+    Together,
+    /// Fireworks AI.
+    Fireworks,
+    /// xAI (Grok).
+    Xai,
+    /// OpenRouter.
+    Openrouter,
+    /// A local Ollama server.
+    Ollama,
+    /// A vLLM server.
+    Vllm,
+    /// A local LM Studio server.
+    Lmstudio,
+}
+
 /// A provider's name as written under `providers:`, with where it was written (a
 /// problem with the provider names this line when nothing closer has one). Compared,
 /// ordered and looked up by the name alone, so the map reads like one keyed by
@@ -95,8 +123,14 @@ impl std::fmt::Display for ProviderName {
 pub struct ProviderConfig {
     /// How it is called.
     pub wire: WireName,
+    /// `openai-chat` wire only: an OpenAI-compatible vendor it is. Gives the
+    /// endpoint when none is written, the key's variable (none for a local
+    /// server) when no credentials are, and the rewrites the vendor needs.
+    #[serde(default)]
+    pub preset: Option<Spanned<PresetName>>,
     /// Base URL. Defaults per wire: `https://api.openai.com/v1`,
-    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`.
+    /// `https://api.anthropic.com`, `https://generativelanguage.googleapis.com`;
+    /// with a `preset`, the vendor's.
     #[serde(default)]
     pub endpoint: Option<Spanned<String>>,
     /// Spanned so that a missing key is reported at the block that declares it.
@@ -166,6 +200,7 @@ impl ProviderConfig {
     pub fn new(wire: WireName) -> Self {
         Self {
             wire,
+            preset: None,
             endpoint: None,
             credentials: unwritten_credentials(),
             headers: BTreeMap::new(),
