@@ -2,7 +2,8 @@
 //! stream state machines. Pure functions and state machines only: no IO, no async.
 //!
 //! Every wire module (`openai_chat`, `anthropic`, `gemini`, `bedrock`, and
-//! `responses`, a client format only) is a folder that exposes the same surface:
+//! `responses`, a client format only) is a folder that exposes the same surface
+//! (`vertex` holds Vertex AI's facts, and takes the rest from its publishers'):
 //!
 //! | item | direction |
 //! |---|---|
@@ -48,6 +49,7 @@ pub mod responses;
 pub mod spec;
 pub mod sse;
 pub mod util;
+pub mod vertex;
 
 pub use behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
 pub use compaction::Compaction;
@@ -169,6 +171,12 @@ pub enum Wire {
     Gemini,
     /// Amazon Bedrock's Converse.
     Bedrock,
+    /// Claude on Google Vertex AI.
+    VertexAnthropic,
+    /// Gemini on Google Vertex AI.
+    VertexGemini,
+    /// Open models on Google Vertex AI's OpenAI-compatible endpoint.
+    VertexOpenAi,
 }
 
 impl Wire {
@@ -181,10 +189,14 @@ impl Wire {
             Wire::Anthropic => &anthropic::AnthropicWire,
             Wire::Gemini => &gemini::GeminiWire,
             Wire::Bedrock => &bedrock::BedrockWire,
+            Wire::VertexAnthropic => &vertex::VERTEX_ANTHROPIC,
+            Wire::VertexGemini => &vertex::VERTEX_GEMINI,
+            Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
         }
     }
 
-    /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`, `bedrock`).
+    /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`,
+    /// `bedrock`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`).
     pub fn as_str(self) -> &'static str {
         self.behaviour().name()
     }

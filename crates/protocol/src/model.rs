@@ -840,7 +840,10 @@ mod tests {
                     Wire::OpenAiChat => crate::openai_chat::parse_request(body.as_bytes()),
                     Wire::Anthropic => crate::anthropic::parse_request(body.as_bytes()),
                     Wire::Gemini => crate::gemini::parse_request(body.as_bytes()),
-                    Wire::Bedrock => unreachable!("Converse's documents: bedrock::proptests"),
+                    Wire::Bedrock
+                    | Wire::VertexAnthropic
+                    | Wire::VertexGemini
+                    | Wire::VertexOpenAi => unreachable!("not in the list: see their folders"),
                 }
                 .unwrap();
                 let docs: Vec<&Document> = back.messages[0]
@@ -862,7 +865,11 @@ mod tests {
                         Some(filename.clone().unwrap_or_else(|| "document.pdf".into()))
                     ),
                     Wire::Anthropic => prop_assert_eq!(&got.title, &filename),
-                    Wire::Gemini | Wire::Bedrock => {}
+                    Wire::Gemini
+                    | Wire::Bedrock
+                    | Wire::VertexAnthropic
+                    | Wire::VertexGemini
+                    | Wire::VertexOpenAi => {}
                 }
             }
         }

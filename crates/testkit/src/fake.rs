@@ -28,6 +28,7 @@ use crate::canned::{self, Answer, DEFAULT_MODEL};
 use crate::script::{Reply, ReplyBody};
 use crate::tool_loop;
 use crate::validate::flavour::{self, Flavour};
+use crate::vertex;
 
 /// One request as the fake received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,6 +80,9 @@ struct Shared {
     vendor: Vendor,
     /// What a Bedrock fake accepts (unused by the other vendors).
     bedrock: BedrockAuth,
+    /// A Vertex AI fake ([`FakeUpstream::start_vertex`]): the tokens its
+    /// `/token` granted, and its own `/token` URL (the JWTs' audience).
+    vertex: Option<(Mutex<vertex::Tokens>, String)>,
     state: Mutex<ScriptState>,
     arrived: Notify,
     in_flight: AtomicUsize,
@@ -98,6 +102,11 @@ struct ScriptState {
     recording: bool,
     /// An OpenAI fake's vendor rules besides OpenAI's ([`FakeUpstream::set_flavour`]).
     flavour: Option<Flavour>,
+}
+
+/// A lock that survives a test thread's panic while it was held.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
@@ -157,13 +166,37 @@ impl FakeUpstream {
         FakeUpstream::start_with(Vendor::Bedrock, auth).await
     }
 
+    /// A fake of `vendor`'s models on Vertex AI (Anthropic: Claude's
+    /// `rawPredict`; Gemini: `generateContent`; OpenAi: the Model-as-a-Service
+    /// Chat Completions endpoint), under `/v1/projects/{PROJECT}/locations/…`,
+    /// with the Google token endpoint its service account names at `/token`
+    /// ([`vertex::service_account_json`]). Every Vertex request must carry a
+    /// token it granted, unexpired.
+    pub async fn start_vertex(vendor: Vendor) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_inner(vendor, BedrockAuth::default(), true).await
+    }
+
+    /// The access tokens a Vertex fake has granted.
+    pub fn tokens_granted(&self) -> usize {
+        self.handle.shared.vertex.as_ref().map_or(0, |(tokens, _)| lock(tokens).count())
+    }
+
     async fn start_with(vendor: Vendor, bedrock: BedrockAuth) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_inner(vendor, bedrock, false).await
+    }
+
+    async fn start_inner(
+        vendor: Vendor,
+        bedrock: BedrockAuth,
+        vertex: bool,
+    ) -> io::Result<FakeUpstream> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
         let shared = Arc::new(Shared {
             vendor,
             bedrock,
+            vertex: vertex.then(|| (Mutex::default(), format!("http://{addr}/token"))),
             state: Mutex::new(ScriptState {
                 script: VecDeque::new(),
                 default: Reply::auto(),
@@ -330,11 +363,23 @@ enum Route {
     MethodNotAllowed,
 }
 
-fn route(vendor: Vendor, method: &Method, rx: &Received) -> Route {
+fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route {
     let body_model =
         || rx.body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
     let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
     let call = match vendor {
+        _ if vertex => {
+            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|(model, stream)| {
+                // Model-as-a-Service names the model (and streams) in the body.
+                let open = model.is_empty();
+                Call {
+                    model: if open { body_model() } else { model },
+                    stream: if open { body_stream() } else { stream },
+                    json_array: false,
+                    count: false,
+                }
+            })
+        }
         Vendor::OpenAi => match rx.path.as_str() {
             "/v1/chat/completions" | "/chat/completions" => Some(Call {
                 model: body_model(),
@@ -414,7 +459,20 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         raw,
     };
     let vendor = shared.vendor;
-    let call = match route(vendor, &parts.method, &received) {
+    if let Some((tokens, token_url)) = &shared.vertex {
+        if received.path == "/token" && parts.method == Method::POST {
+            shared.record(&received, false);
+            let (status, body) = lock(tokens).grant(&received.raw, token_url);
+            return plain(status, "application/json", body.to_string());
+        }
+        if !lock(tokens).authorized(received.header("authorization")) {
+            shared.record(&received, false);
+            let message =
+                "Request had invalid authentication credentials. Expected OAuth 2 access token.";
+            return plain(401, "application/json", vertex::error_body(401, message).to_string());
+        }
+    }
+    let call = match route(vendor, shared.vertex.is_some(), &parts.method, &received) {
         Route::Call(call) => call,
         unrouted => {
             let (status, what) = match unrouted {
@@ -450,12 +508,26 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             );
         }
     }
+    // Claude on Vertex: its own fields, then Anthropic's rules on the rest.
+    let vertex_claude = shared.vertex.is_some() && vendor == Vendor::Anthropic;
+    let stripped = if vertex_claude {
+        match vertex::claude_body(&received.body) {
+            Ok(body) => Some(body),
+            Err(message) => {
+                shared.record(&received, false);
+                return vendor_error(vendor, 400, None, &message);
+            }
+        }
+    } else {
+        None
+    };
+    let validated = stripped.as_ref().unwrap_or(&received.body);
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
     let checked = if call.count {
         crate::validate::count::check(vendor, &call.model, &received.body)
     } else {
-        crate::validate::check(vendor, &call.model, &received.body)
+        crate::validate::check(vendor, &call.model, validated)
     };
     if let Err(message) = checked {
         shared.record(&received, false);

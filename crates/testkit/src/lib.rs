@@ -99,6 +99,7 @@ pub mod canned;
 pub mod sigv4;
 pub mod tool_loop;
 pub mod validate;
+pub mod vertex;
 
 pub use bedrock::BedrockAuth;
 pub use fake::{FakeUpstream, Received};

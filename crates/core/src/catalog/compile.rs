@@ -11,7 +11,7 @@ use crate::config::{Span, Spanned};
 use switchyard_protocol::openai_chat::Compat;
 use switchyard_protocol::{ServerTool, ServerTools, carry};
 
-use super::compile_auth::{PlatformKeys, credentials_for, fill_region};
+use super::compile_auth::{PlatformKeys, credentials_for, fill_place};
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::presets::{compile_preset, implied_credentials};
@@ -197,7 +197,7 @@ fn compile_providers(
             .to_owned();
         let endpoint_at =
             first_known(&[p.endpoint.as_ref().map(|e| e.span), Some(written.location())]);
-        let endpoint = fill_region(name, &endpoint, p, cloud.as_deref(), endpoint_at, problems);
+        let endpoint = fill_place(name, &endpoint, p, cloud.as_deref(), endpoint_at, problems);
         if let Some(m) = &p.markup
             && (!m.value.is_finite() || m.value < 0.0)
         {

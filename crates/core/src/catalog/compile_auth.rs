@@ -168,10 +168,12 @@ fn aws_source(
     }
 }
 
-/// Where the wire's endpoint has a `{region}`, the provider's region: its
-/// `region:`, else its cloud credential's. `None` with a problem when neither
-/// says.
-pub(super) fn fill_region(
+/// The wire's endpoint with its placeholders filled: `{region}` (the
+/// provider's `region:`, else its cloud credential's), `{region_prefix}`
+/// (`{region}-`, nothing for `global`: Google's regional hosts) and
+/// `{project}` (the provider's `project:`, else its credential's). A value a
+/// placeholder needs and nothing gives is a problem naming the field.
+pub(super) fn fill_place(
     name: &str,
     endpoint: &str,
     p: &ProviderConfig,
@@ -179,41 +181,63 @@ pub(super) fn fill_region(
     at: Span,
     problems: &mut Vec<Problem>,
 ) -> String {
-    if !endpoint.contains("{region}") {
-        return endpoint.to_owned();
-    }
-    let region =
-        p.region.as_ref().map(|r| r.value.as_str()).or_else(|| cloud.and_then(|c| c.region()));
-    match region {
-        Some(region) if region_ok(region) => endpoint.replace("{region}", region),
-        Some(region) => {
-            let at = p.region.as_ref().map_or(at, |r| r.span);
-            problems.push(Problem::located(
-                at,
+    let mut filled = endpoint.to_owned();
+    if filled.contains("{region") {
+        let region =
+            p.region.as_ref().map(|r| r.value.as_str()).or_else(|| cloud.and_then(|c| c.region()));
+        match region {
+            Some(region) if label_ok(region) => {
+                let prefix = if region == "global" { String::new() } else { format!("{region}-") };
+                filled = filled.replace("{region_prefix}", &prefix).replace("{region}", region);
+            }
+            Some(region) => problems.push(Problem::located(
+                p.region.as_ref().map_or(at, |r| r.span),
                 format!(
                     "providers.{name}.region: {:?} is not a region name (letters, digits, `-`)",
                     crate::util::excerpt(region)
                 ),
-            ));
-            endpoint.to_owned()
-        }
-        None => {
-            problems.push(Problem::located(
+            )),
+            None => problems.push(Problem::located(
                 at,
                 format!(
                     "providers.{name}.region: the endpoint {endpoint} needs a region: set \
                      `region` (or AWS_REGION for AWS credentials), or the whole `endpoint`"
                 ),
-            ));
-            endpoint.to_owned()
+            )),
         }
     }
+    if filled.contains("{project}") {
+        let project = p
+            .project
+            .as_ref()
+            .map(|r| r.value.as_str())
+            .or_else(|| cloud.and_then(|c| c.project_id()));
+        match project {
+            Some(project) if label_ok(project) => filled = filled.replace("{project}", project),
+            Some(project) => problems.push(Problem::located(
+                p.project.as_ref().map_or(at, |r| r.span),
+                format!(
+                    "providers.{name}.project: {:?} is not a project id (letters, digits, `-`)",
+                    crate::util::excerpt(project)
+                ),
+            )),
+            None => problems.push(Problem::located(
+                at,
+                format!(
+                    "providers.{name}.project: the endpoint {endpoint} needs a project: set \
+                     `project`, use a service account (its `project_id`), or the whole `endpoint`"
+                ),
+            )),
+        }
+    }
+    filled
 }
 
-/// A region goes into a host name: `us-east-1`, `eu-west-3`, `global`.
-fn region_ok(region: &str) -> bool {
-    !region.is_empty()
-        && region.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+/// A region or project goes into a host name or a path segment: `us-east-1`,
+/// `global`, `my-project-123`.
+fn label_ok(value: &str) -> bool {
+    !value.is_empty()
+        && value.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn keys_for(name: &str, creds: &Credentials, env: &dyn Fn(&str) -> Option<String>) -> PlatformKeys {

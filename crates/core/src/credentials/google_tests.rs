@@ -6,10 +6,10 @@ use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use super::super::testing::{ManualClock, Seen, Server, T0, TempDir, fake, http};
 use super::*;
 
-// The test-only RSA key pair (tests/data/credentials/gen.sh): the private key
+// The test-only RSA key pair (`crates/testkit/data/gen.sh`): the private key
 // as a service account's JSON holds it, the public key as Google would know it.
-const TEST_KEY: &str = include_str!("../../tests/data/credentials/rsa-test.key");
-const TEST_PUBLIC_KEY: &[u8] = include_bytes!("../../tests/data/credentials/rsa-test.pub.der");
+const TEST_KEY: &str = include_str!("../../../testkit/data/rsa-test.key");
+const TEST_PUBLIC_KEY: &[u8] = include_bytes!("../../../testkit/data/rsa-test.pub.der");
 
 const EMAIL: &str = "gateway@test-project.iam.gserviceaccount.com";
 const KID: &str = "0123456789abcdef";

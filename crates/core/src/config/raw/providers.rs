@@ -14,6 +14,12 @@ pub enum WireName {
     Gemini,
     /// `bedrock`: Amazon Bedrock's Converse.
     Bedrock,
+    /// `vertex-anthropic`: Claude on Google Vertex AI.
+    VertexAnthropic,
+    /// `vertex-gemini`: Gemini on Google Vertex AI.
+    VertexGemini,
+    /// `vertex-openai`: open models on Vertex AI's OpenAI-compatible endpoint.
+    VertexOpenai,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -27,6 +33,9 @@ impl WireName {
             WireName::Anthropic => Some(Wire::Anthropic),
             WireName::Gemini => Some(Wire::Gemini),
             WireName::Bedrock => Some(Wire::Bedrock),
+            WireName::VertexAnthropic => Some(Wire::VertexAnthropic),
+            WireName::VertexGemini => Some(Wire::VertexGemini),
+            WireName::VertexOpenai => Some(Wire::VertexOpenAi),
             WireName::Mock => None,
         }
     }
@@ -177,10 +186,15 @@ pub struct ProviderConfig {
     #[serde(default)]
     pub client: Option<Spanned<ClientConfig>>,
     /// The cloud region it is called in, where its wire's endpoint names one
-    /// (Bedrock: the AWS region, `us-east-1`). Absent: the credentials' own
-    /// (`AWS_REGION`, the profile's `region`).
+    /// (Bedrock: the AWS region, `us-east-1`; Vertex AI: the location,
+    /// `global` or `us-east5`). Absent: the credentials' own (`AWS_REGION`, the
+    /// profile's `region`).
     #[serde(default)]
     pub region: Option<Spanned<String>>,
+    /// The cloud project, where its wire's endpoint names one (Vertex AI).
+    /// Absent: the service account's `project_id`.
+    #[serde(default)]
+    pub project: Option<Spanned<String>>,
 }
 
 /// No `credentials` block was written: defaults, at no position in the file.
@@ -214,6 +228,7 @@ impl ProviderConfig {
             allow_unlisted_models: false,
             client: None,
             region: None,
+            project: None,
         }
     }
 }

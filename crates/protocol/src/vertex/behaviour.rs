@@ -1,0 +1,170 @@
+//! The Vertex wires' behaviour: their publisher's, with Vertex's facts.
+
+use serde_json::{Map, Value};
+
+use crate::behaviour::{OutputLimit, WireBehaviour};
+use crate::carry::{Carriage, Placement};
+use crate::{
+    Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, ServerTools,
+    StreamDecoder, Usage, WireSpec,
+};
+
+/// A publisher's wire on Vertex AI: its behaviour, Vertex's [`WireSpec`], and
+/// the body edits Vertex needs.
+pub struct VertexWire {
+    name: &'static str,
+    spec: &'static WireSpec,
+    publisher: &'static dyn WireBehaviour,
+    /// Claude's body: the version field, and no `model` (it is in the URL).
+    claude_body: bool,
+}
+
+impl std::fmt::Debug for VertexWire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Claude on Vertex AI.
+pub static VERTEX_ANTHROPIC: VertexWire = VertexWire {
+    name: "vertex-anthropic",
+    spec: &super::ANTHROPIC_SPEC,
+    publisher: &crate::anthropic::AnthropicWire,
+    claude_body: true,
+};
+
+/// Gemini on Vertex AI.
+pub static VERTEX_GEMINI: VertexWire = VertexWire {
+    name: "vertex-gemini",
+    spec: &super::GEMINI_SPEC,
+    publisher: &crate::gemini::GeminiWire,
+    claude_body: false,
+};
+
+/// Open models on Vertex AI's OpenAI-compatible endpoint.
+pub static VERTEX_OPENAI: VertexWire = VertexWire {
+    name: "vertex-openai",
+    spec: &super::OPENAI_SPEC,
+    publisher: &crate::openai_chat::OpenAiChatWire,
+    claude_body: false,
+};
+
+impl WireBehaviour for VertexWire {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn spec(&self) -> &'static WireSpec {
+        self.spec
+    }
+
+    fn model_traits(&self, family: Family, model: &str) -> ModelTraits {
+        self.publisher.model_traits(family, model)
+    }
+
+    fn encode_request_for(
+        &self,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Result<Value, ProtocolError> {
+        let mut body = self.publisher.encode_request_for(req, traits)?;
+        if self.claude_body
+            && let Value::Object(map) = &mut body
+        {
+            map.remove("model");
+            map.insert("anthropic_version".into(), Value::from(super::ANTHROPIC_VERSION));
+        }
+        Ok(body)
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
+        self.publisher.parse_response(body)
+    }
+
+    fn parse_usage(&self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+        self.publisher.parse_usage(body)
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        self.publisher.stream_decoder()
+    }
+
+    fn parse_error(&self, body: &[u8]) -> Option<String> {
+        // Vertex answers its own refusals (auth, quota, an unknown model) in
+        // Google's shape, and passes the publisher's through in theirs.
+        self.publisher.parse_error(body).or_else(|| crate::gemini::parse_error(body))
+    }
+
+    fn adapt_native(
+        &self,
+        body: &Map<String, Value>,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Vec<FieldEdit> {
+        self.publisher.adapt_native(body, req, traits)
+    }
+
+    fn sampling_edits(&self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
+        self.publisher.sampling_edits(req, traits, native)
+    }
+
+    fn may_adapt(&self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
+        self.publisher.may_adapt(req, body, traits)
+    }
+
+    fn drop_hosted(
+        &self,
+        edits: Vec<FieldEdit>,
+        body: &Map<String, Value>,
+        req: &Request,
+    ) -> Vec<FieldEdit> {
+        self.publisher.drop_hosted(edits, body, req)
+    }
+
+    fn runnable(&self) -> ServerTools {
+        self.publisher.runnable()
+    }
+
+    fn default_server_tools(&self) -> ServerTools {
+        // Vertex runs a publisher's tools model by model, and not all of them
+        // (Claude's code execution, say): a provider lists those it runs.
+        ServerTools::NONE
+    }
+
+    fn place(&self, tool: &HostedTool) -> Result<Placement, String> {
+        self.publisher.place(tool)
+    }
+
+    fn forces(&self, tool: &HostedTool) -> bool {
+        self.publisher.forces(tool)
+    }
+
+    fn service_tier<'a>(&self, _tier: &'a str) -> Option<&'a str> {
+        // Vertex has its own provisioned throughput, not a request field.
+        None
+    }
+
+    fn carry_settings(&self, req: &Request, c: &mut Carriage) {
+        self.publisher.carry_settings(req, c);
+    }
+
+    fn carry_user(&self, req: &Request, c: &mut Carriage) {
+        self.publisher.carry_user(req, c);
+    }
+
+    fn stream_usage_option(&self) -> Option<(&'static str, &'static str)> {
+        self.publisher.stream_usage_option()
+    }
+
+    fn output_limit(&self) -> OutputLimit {
+        self.publisher.output_limit()
+    }
+
+    fn thinking_note(&self, req: &Request, traits: ModelTraits) -> Option<&'static str> {
+        self.publisher.thinking_note(req, traits)
+    }
+
+    fn needs_call_signatures(&self) -> bool {
+        self.publisher.needs_call_signatures()
+    }
+}

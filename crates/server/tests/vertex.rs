@@ -1,0 +1,228 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! Vertex AI through the real server, black box: Claude, Gemini and an open
+//! model each on their Vertex wire, from the three client formats, whole and
+//! streamed, authorized with an access token the gateway got for a service
+//! account's JWT (the fake's token endpoint checks its RS256 signature, issuer,
+//! audience and lifetime; its model routes take only a token it granted);
+//! the endpoint's project and region filled in from the configuration; a
+//! token endpoint that fails failing over to Anthropic's own API.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use switchyard_protocol::ClientFormat;
+use switchyard_testkit::{FakeUpstream, Reply, Vendor, vertex};
+
+struct Vertex {
+    h: Harness,
+    claude: FakeUpstream,
+    gemini: FakeUpstream,
+    open: FakeUpstream,
+    _files: ConfigFile,
+}
+
+const CLAUDE_MODEL: &str = "claude-sonnet-4-5@20250929";
+const OPEN_MODEL: &str = "meta/llama-4-maverick-17b-128e-instruct-maas";
+
+async fn start() -> Vertex {
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    let gemini = FakeUpstream::start_vertex(Vendor::Gemini).await.unwrap();
+    let open = FakeUpstream::start_vertex(Vendor::OpenAi).await.unwrap();
+    // One service account per fake: each grants tokens for its own routes.
+    let files = ConfigFile::new("");
+    let account = |name: &str, fake: &FakeUpstream| {
+        let path = files.dir.join(format!("{name}.json"));
+        let token_uri = format!("{}/token", fake.base_url());
+        std::fs::write(&path, vertex::service_account_json(&token_uri)).unwrap();
+        path.display().to_string()
+    };
+    // A token endpoint nothing answers: the provider's attempts fail over.
+    let dead = files.dir.join("dead.json");
+    std::fs::write(&dead, vertex::service_account_json("http://127.0.0.1:1/token")).unwrap();
+    let place = "/v1/projects/{project}/locations/{region}";
+    let providers_extra = format!(
+        r#"  vertex-claude:
+    wire: vertex-anthropic
+    endpoint: "{claude}{place}"
+    region: us-east5
+    credentials: {{ google: {{ service_account_file: "{claude_sa}" }} }}
+  vertex-gemini:
+    wire: vertex-gemini
+    endpoint: "{gemini}{place}"
+    region: global
+    credentials: {{ google: {{ service_account_file: "{gemini_sa}" }} }}
+  vertex-open:
+    wire: vertex-openai
+    endpoint: "{open}{place}"
+    region: us-central1
+    project: test-project
+    credentials: {{ google: {{ service_account_file: "{open_sa}" }} }}
+  vertex-dead:
+    wire: vertex-anthropic
+    endpoint: "{claude}{place}"
+    region: us-east5
+    credentials: {{ google: {{ service_account_file: "{dead}" }} }}
+"#,
+        claude = claude.base_url(),
+        gemini = gemini.base_url(),
+        open = open.base_url(),
+        claude_sa = account("claude", &claude),
+        gemini_sa = account("gemini", &gemini),
+        open_sa = account("open", &open),
+        dead = dead.display(),
+    );
+    let extra_models = format!(
+        r#"  - id: m-vertex-claude
+    deployments: [{{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}]
+  - id: m-vertex-gemini
+    deployments: [{{ provider: vertex-gemini, model: gemini-2.5-pro }}]
+  - id: m-vertex-open
+    deployments: [{{ provider: vertex-open, model: "{OPEN_MODEL}" }}]
+  - id: m-vertex-then-anthropic
+    deployments: [{{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
+  - id: m-dead-vertex
+    deployments: [{{ provider: vertex-dead, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
+"#
+    );
+    let options = Options { providers_extra, extra_models, ..Options::default() };
+    let h = Harness::start_with(options).await;
+    Vertex { h, claude, gemini, open, _files: files }
+}
+
+fn body(format: ClientFormat, model: &str, text: &str, stream: bool) -> Value {
+    let messages = json!([{"role": "user", "content": text}]);
+    match format {
+        ClientFormat::OpenAiChat => json!({"model": model, "stream": stream,
+            "stream_options": {"include_usage": true}, "messages": messages}),
+        ClientFormat::Anthropic => {
+            json!({"model": model, "stream": stream, "max_tokens": 128, "messages": messages})
+        }
+        ClientFormat::OpenAiResponses => json!({"model": model, "stream": stream, "input": text}),
+        ClientFormat::Gemini => unreachable!("the three formats with a fixed path"),
+    }
+}
+
+#[tokio::test]
+async fn every_vertex_wire_answers_every_format_with_one_token_per_account() {
+    let v = start().await;
+    let formats =
+        [ClientFormat::OpenAiChat, ClientFormat::Anthropic, ClientFormat::OpenAiResponses];
+    let cases = [
+        ("m-vertex-claude", "vertex-claude", &v.claude),
+        ("m-vertex-gemini", "vertex-gemini", &v.gemini),
+        ("m-vertex-open", "vertex-open", &v.open),
+    ];
+    for (model, provider, fake) in cases {
+        for format in formats {
+            for stream in [false, true] {
+                let text = format!("hello {provider} from {format:?} stream={stream}");
+                let r = v.h.post(path(format), &body(format, model, &text, stream)).await;
+                let status = r.status();
+                let seen = r.headers().get("x-gateway-provider").cloned();
+                let bytes = r.bytes().await.unwrap();
+                assert_eq!(
+                    status,
+                    200,
+                    "{model} {format:?} {stream}: {}",
+                    String::from_utf8_lossy(&bytes)
+                );
+                assert_eq!(seen.unwrap(), provider);
+                let got = if stream {
+                    decode_stream(format, &bytes)
+                } else {
+                    decode_whole(format, &bytes)
+                };
+                assert!(got.text().contains(&text), "{model} {format:?} {stream}: {}", got.text());
+                let rx = fake.received().pop().unwrap();
+                assert!(
+                    rx.header("authorization").unwrap().starts_with("Bearer ya29.fake-vertex-")
+                );
+                assert!(rx.path.starts_with("/v1/projects/test-project/locations/"), "{}", rx.path);
+            }
+        }
+        // Cached until shortly before it expires: one grant for every request.
+        assert_eq!(fake.tokens_granted(), 1, "{provider}");
+    }
+    // Each wire's facts, as the fakes saw them.
+    let claude = v.claude.received().pop().unwrap();
+    assert_eq!(
+        claude.path,
+        format!(
+            "/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/{CLAUDE_MODEL}:streamRawPredict"
+        )
+    );
+    assert_eq!(claude.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
+    assert!(claude.body.get("model").is_none());
+    let gemini = v.gemini.received().pop().unwrap();
+    assert_eq!(
+        gemini.path,
+        "/v1/projects/test-project/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent"
+    );
+    assert_eq!(gemini.query.as_deref(), Some("alt=sse"));
+    let open = v.open.received().pop().unwrap();
+    assert_eq!(
+        open.path,
+        "/v1/projects/test-project/locations/us-central1/endpoints/openapi/chat/completions"
+    );
+    assert_eq!(open.body["model"], OPEN_MODEL);
+}
+
+#[tokio::test]
+async fn claude_on_vertex_fails_over_to_anthropic_before_the_first_byte() {
+    let v = start().await;
+    v.claude.push(Reply::status(529));
+    let r =
+        v.h.post(
+            "/v1/messages",
+            &body(ClientFormat::Anthropic, "m-vertex-then-anthropic", "overloaded?", true),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
+    assert!(route.contains("failover:vertex-claude->anthropic"), "{route}");
+    let got = decode_stream(ClientFormat::Anthropic, &r.bytes().await.unwrap());
+    assert!(got.text().contains("overloaded?"), "{}", got.text());
+}
+
+#[tokio::test]
+async fn a_token_endpoint_that_fails_fails_over_and_is_recorded() {
+    let v = start().await;
+    let r =
+        v.h.post(
+            "/v1/chat/completions",
+            &body(ClientFormat::OpenAiChat, "m-dead-vertex", "dead token", false),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
+    assert!(route.contains("credential_failed:vertex-dead"), "{route}");
+    let records = tokio::time::timeout(WAIT, v.h.sink.wait_len(1)).await.unwrap();
+    let attempts = &records[0].attempts;
+    assert_eq!(attempts[0].outcome, "credential", "{attempts:?}");
+    assert_eq!(attempts[1].outcome, "ok");
+    // Nothing reached the Vertex fake without a token.
+    assert!(v.claude.received().is_empty());
+}
+
+#[tokio::test]
+async fn a_request_without_a_granted_token_is_refused_by_the_fake() {
+    let v = start().await;
+    let url = format!(
+        "{}/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/{CLAUDE_MODEL}:rawPredict",
+        v.claude.base_url()
+    );
+    let forged = client()
+        .post(url)
+        .bearer_auth("ya29.not-granted")
+        .json(&json!({"anthropic_version": vertex::ANTHROPIC_VERSION, "max_tokens": 8,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    let body: Value = forged.json().await.unwrap();
+    assert_eq!(body["error"]["status"], "UNAUTHENTICATED");
+}
