@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The translation matrix, black box: the real server in front of the three fake
-//! upstreams, driven through every ingress format × upstream wire × {whole, stream}
+//! The translation matrix, black box: the real server in front of the four fake
+//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven through every ingress format × upstream wire × {whole, stream}
 //! for each scenario (text, system, multi-turn, tools, images, reasoning).
 //!
 //! Each case checks both sides:
@@ -13,6 +13,8 @@
 //! fails with the list of every broken case and what is wrong with it.
 
 mod common;
+#[path = "matrix/converse.rs"]
+mod converse;
 
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -25,11 +27,11 @@ use switchyard_testkit::canned::{
     CANNED_CACHE_READ_INPUT_TOKENS, CANNED_INPUT_TOKENS, CANNED_OUTPUT_TOKENS, ECHO_PREFIX,
     OPENAI_TOOL_CALL_ID,
 };
-use switchyard_testkit::{Received, Reply, Vendor};
+use switchyard_testkit::{Received, Reply, Vendor, bedrock};
 
 const FORMATS: [ClientFormat; 3] =
     [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 
 const SYSTEM_TEXT: &str = "You are a terse assistant.";
 /// A valid 1×1 PNG.
@@ -88,17 +90,59 @@ fn provider(v: Vendor) -> &'static str {
         Vendor::OpenAi => "openai",
         Vendor::Anthropic => "anthropic",
         Vendor::Gemini => "gemini",
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => "bedrock",
     }
 }
 
+/// The credential that may travel to a vendor: its key, or for Bedrock the access
+/// key ID that a SigV4 `authorization` header names (never the secret it signs with).
 fn upstream_key(v: Vendor) -> &'static str {
     match v {
         Vendor::OpenAi => OPENAI_KEY,
         Vendor::Anthropic => ANTHROPIC_KEY,
         Vendor::Gemini => GEMINI_KEY,
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => BEDROCK_ACCESS_KEY_ID,
     }
+}
+
+/// Every secret the gateway holds: none but [`upstream_key`]'s may reach an upstream.
+const SECRETS: [&str; 6] =
+    [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, BEDROCK_ACCESS_KEY_ID, BEDROCK_SECRET];
+
+/// Whether a vendor's usage reports cache reads and writes apart (its fake reports
+/// [`CANNED_CACHE_READ_INPUT_TOKENS`] and [`CANNED_CACHE_CREATION_INPUT_TOKENS`]).
+fn reports_cache(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Bedrock => true,
+        Vendor::OpenAi | Vendor::Gemini => false,
+    }
+}
+
+/// Whether a vendor's thinking carries Anthropic's signatures (Claude, on Anthropic's
+/// API or on Bedrock): its fake signs with [`ANTHROPIC_THINKING_SIGNATURE`].
+fn signs_thinking(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Bedrock => true,
+        Vendor::OpenAi | Vendor::Gemini => false,
+    }
+}
+
+/// The id the vendor's fake gives the tool call it answers with (`None`: none, the
+/// gateway mints one).
+fn answer_call_id(v: Vendor) -> Option<&'static str> {
+    match v {
+        Vendor::OpenAi => Some(OPENAI_TOOL_CALL_ID),
+        Vendor::Anthropic => Some(ANTHROPIC_TOOL_USE_ID),
+        Vendor::Gemini => None,
+        Vendor::Bedrock => Some(bedrock::answer::TOOL_USE_ID),
+    }
+}
+
+/// Bedrock's path for the deployment's model: the id as the AWS SDKs encode it
+/// (the inference profile's `:` percent-encoded), then the action.
+fn bedrock_path(stream: bool) -> String {
+    let action = if stream { "converse-stream" } else { "converse" };
+    format!("/model/{}/{action}", BEDROCK_MODEL.replace(':', "%3A"))
 }
 
 /// One cell of the matrix.
@@ -796,7 +840,7 @@ fn view_of(vendor: Vendor, body: &Value) -> View {
         Vendor::OpenAi => openai_view(body),
         Vendor::Anthropic => anthropic_view(body),
         Vendor::Gemini => gemini_view(body),
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => converse::converse_view(body),
     }
 }
 
@@ -889,7 +933,14 @@ fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
             let got = body["generationConfig"]["maxOutputTokens"].as_u64();
             p.eq("upstream generationConfig.maxOutputTokens", got, want);
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        // Optional there, but thinking needs room above its budget: then one is
+        // raised or invented (`check_reasoning_config` checks it is above the budget).
+        Vendor::Bedrock => {
+            let got = body["inferenceConfig"]["maxTokens"].as_u64();
+            if want.is_some() || case.s != Scenario::Reasoning {
+                p.eq("upstream inferenceConfig.maxTokens", got, want);
+            }
+        }
     }
 }
 
@@ -946,18 +997,44 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
             );
             p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => {
+            // The model in the path (none in the body), the stream by the action.
+            p.eq("upstream path", rx.path.as_str(), bedrock_path(stream).as_str());
+            p.eq("upstream model (decoded)", rx.bedrock_model().as_deref(), Some(BEDROCK_MODEL));
+            p.check(body.get("model").is_none(), || "upstream body names a model".into());
+            p.check(body.get("stream").is_none(), || "upstream body has a stream flag".into());
+            // Signed with SigV4 for the provider's key pair and region (the fake
+            // recomputes the signature, so a 200 says it matched), no API key.
+            let auth = rx.header("authorization").unwrap_or_default();
+            let scope = format!("/{}/bedrock/aws4_request", bedrock::REGION);
+            p.check(
+                auth.starts_with(&format!("AWS4-HMAC-SHA256 Credential={BEDROCK_ACCESS_KEY_ID}/"))
+                    && auth.contains(&scope)
+                    && auth.contains("SignedHeaders=")
+                    && auth.contains("Signature="),
+                || format!("upstream authorization is not SigV4 for the provider's key: {auth:?}"),
+            );
+            p.check(rx.header("x-amz-date").is_some_and(|d| !d.is_empty()), || {
+                "upstream x-amz-date header missing".into()
+            });
+            for header in ["x-api-key", "x-goog-api-key", "anthropic-version"] {
+                p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
+            }
+        }
     }
-    // No other secret travels: not the gateway key, not another provider's key.
+    // No other secret travels: not the gateway key, not another provider's key, not
+    // Bedrock's secret access key (it signs, it never travels).
     for (name, value) in &rx.headers {
-        for secret in [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY] {
+        for secret in SECRETS {
             if secret != upstream_key(vendor) && value.contains(secret) {
                 p.push(format!("upstream header {name} carries a foreign secret"));
             }
         }
     }
     let raw = String::from_utf8_lossy(&rx.raw);
-    p.check(!raw.contains(GATEWAY_KEY), || "the gateway key is in the upstream body".into());
+    for secret in SECRETS {
+        p.check(!raw.contains(secret), || "a secret is in the upstream body".into());
+    }
 }
 
 /// The client's reasoning request, in the upstream wire's terms (the canonical mapping
@@ -1006,7 +1083,30 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
                 p.eq("upstream thinkingConfig", config, &Value::Null);
             }
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        // The deployment is Claude Sonnet 4.5: Anthropic's budget form, in Claude's
+        // own fields (`additionalModelRequestFields`), the ceiling in Converse's.
+        Vendor::Bedrock => {
+            let thinking = &body["additionalModelRequestFields"]["thinking"];
+            if wanted {
+                p.eq(
+                    "upstream additionalModelRequestFields.thinking",
+                    thinking,
+                    &json!({"type": "enabled", "budget_tokens": budget}),
+                );
+                let max = body["inferenceConfig"]["maxTokens"].as_u64().unwrap_or(0);
+                p.check(max > budget, || {
+                    format!("upstream maxTokens {max} is not above the thinking budget {budget}")
+                });
+                // Claude refuses sampling parameters beside thinking.
+                p.eq("upstream temperature", &body["inferenceConfig"]["temperature"], &Value::Null);
+            } else {
+                p.eq(
+                    "upstream additionalModelRequestFields",
+                    &body["additionalModelRequestFields"],
+                    &Value::Null,
+                );
+            }
+        }
     }
 }
 
@@ -1170,7 +1270,7 @@ fn count_matches(got: Option<u64>, want: Option<u64>) -> bool {
 fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
     let Case { format, vendor, stream, .. } = case;
     // What the fake reports, in canonical terms (input = the whole prompt).
-    let (read, write) = if vendor == Vendor::Anthropic {
+    let (read, write) = if reports_cache(vendor) {
         (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
     } else {
         (None, None)
@@ -1364,17 +1464,16 @@ fn check_client(
         // The client must get a call id it can answer with: the provider's own id,
         // passed through (the gateway mints one for Gemini, which gives none here).
         if let Part::ToolCall(c) = part {
-            match vendor {
-                Vendor::OpenAi => p.eq("tool call id", c.id.as_str(), OPENAI_TOOL_CALL_ID),
-                Vendor::Anthropic => p.eq("tool call id", c.id.as_str(), ANTHROPIC_TOOL_USE_ID),
-                Vendor::Gemini => p.check(!c.id.is_empty(), || "tool call without an id".into()),
-                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+            match answer_call_id(vendor) {
+                Some(id) => p.eq("tool call id", c.id.as_str(), id),
+                None => p.check(!c.id.is_empty(), || "tool call without an id".into()),
             }
         }
-        // An Anthropic client of an Anthropic upstream gets the signature untouched.
+        // An Anthropic client of a Claude upstream (Anthropic's API, or Claude on
+        // Bedrock: its signatures are Anthropic's) gets the signature untouched.
         if let Part::Thinking { signature, .. } = part
             && format == ClientFormat::Anthropic
-            && vendor == Vendor::Anthropic
+            && signs_thinking(vendor)
         {
             p.eq("thinking signature", signature.as_deref(), Some(ANTHROPIC_THINKING_SIGNATURE));
         }
@@ -1717,14 +1816,23 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
                 &Item::Text("and 3+3?".into()),
             ],
         );
-        if vendor == Vendor::Anthropic {
+        if signs_thinking(vendor) {
             p.check(raw.contains(SIGNATURE), || {
                 format!("{vendor:?}: signature bytes not in the upstream body")
             });
+            // Claude's signatures hold on every platform that serves it: Converse
+            // takes the same block as `reasoningContent`.
+            let block = match vendor {
+                Vendor::Bedrock => json!({"reasoningContent": {"reasoningText":
+                    {"text": PRIOR_THINKING, "signature": SIGNATURE}}}),
+                Vendor::Anthropic | Vendor::OpenAi | Vendor::Gemini => {
+                    json!({"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE})
+                }
+            };
             p.eq(
                 &format!("{vendor:?}: upstream thinking block"),
                 &rx.body["messages"][1]["content"][0],
-                &json!({"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE}),
+                &block,
             );
             p.eq(
                 &format!("{vendor:?}: upstream thinking"),
@@ -1813,6 +1921,16 @@ fn image_elsewhere_request(format: ClientFormat, model: &str, in_tool_result: bo
     body
 }
 
+/// Whether a wire takes an image by an http(s) URL. Converse takes bytes or an
+/// `s3://` location only, and fetches nothing: the gateway refuses such an image by
+/// name rather than fetch it or drop it.
+fn takes_image_urls(v: Vendor) -> bool {
+    match v {
+        Vendor::OpenAi | Vendor::Anthropic | Vendor::Gemini => true,
+        Vendor::Bedrock => false,
+    }
+}
+
 /// An image in the client request reaches the upstream, or the request is refused
 /// (4xx, nothing sent): it is never dropped on a 200. The matrix's `Images` cases
 /// check base64 images in user turns on every path; this adds images by URL and
@@ -1830,7 +1948,20 @@ async fn images_are_never_silently_dropped() {
                 );
                 let needle = if in_tool_result { PNG_B64 } else { IMAGE_URL };
                 let body = image_elsewhere_request(format, catalog_model(vendor), in_tool_result);
+                let before = h.fake(vendor).request_count();
                 let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                if !in_tool_result && !takes_image_urls(vendor) {
+                    // Refused by name, before the upstream: it would fetch nothing.
+                    let sent = h.fake(vendor).request_count() - before;
+                    let text = String::from_utf8_lossy(&bytes);
+                    p.check(status == 400 && sent == 0, || {
+                        format!("{label}: status {status}, {sent} sent, want a 400: {text}")
+                    });
+                    p.check(text.contains(IMAGE_URL) && text.contains("fetches no URL"), || {
+                        format!("{label}: the refusal does not name the image and why: {text}")
+                    });
+                    continue;
+                }
                 match (status, rx) {
                     (200, Some(rx)) => {
                         let raw = String::from_utf8_lossy(&rx.raw);
@@ -2573,12 +2704,20 @@ fn expected_document(format: ClientFormat, form: DocForm, vendor: Vendor) -> Opt
     let native = format.native_wire_vendor() == Some(vendor);
     match form {
         DocForm::Inline | DocForm::InToolResult => Some(inline),
-        // Chat Completions takes no URL for a file, and fetching it is not the
-        // gateway's job.
-        DocForm::Url => (vendor != Vendor::OpenAi).then_some(url),
+        // Chat Completions takes no URL for a file, nor Converse one but `s3://`,
+        // and fetching it is not the gateway's job.
+        DocForm::Url => takes_document_urls(vendor).then_some(url),
         // An uploaded file is the business of the provider that holds it: only the
         // client's own body, forwarded as it is, may carry it.
         DocForm::FileId => native.then_some(file_id),
+    }
+}
+
+/// Whether a wire takes a document by an http(s) URL.
+fn takes_document_urls(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Gemini => true,
+        Vendor::OpenAi | Vendor::Bedrock => false,
     }
 }
 
@@ -2662,6 +2801,15 @@ async fn documents_reach_every_wire_or_are_refused_by_name() {
                                     (form != DocForm::Url).then_some("report.pdf"),
                                 );
                             }
+                            // Converse names every document: the client's file
+                            // name (or title), without its extension.
+                            if vendor == Vendor::Bedrock {
+                                p.eq(
+                                    &format!("{label}: bedrock document name"),
+                                    converse_document(&rx.body)["name"].as_str(),
+                                    Some("report"),
+                                );
+                            }
                             // The file name the client gave travels (Anthropic's
                             // documents have a title instead).
                             if vendor == Vendor::OpenAi
@@ -2705,6 +2853,21 @@ fn document_block(body: &Value) -> Value {
         match v {
             Value::Object(m) if m.get("type") == Some(&json!("document")) => Some(v.clone()),
             Value::Object(m) => m.values().find_map(find),
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&body["messages"]).unwrap_or_default()
+}
+
+/// The first `document` block of a Converse body, in a turn or a tool result.
+fn converse_document(body: &Value) -> Value {
+    fn find(v: &Value) -> Option<Value> {
+        match v {
+            Value::Object(m) => match m.get("document") {
+                Some(d) => Some(d.clone()),
+                None => m.values().find_map(find),
+            },
             Value::Array(a) => a.iter().find_map(find),
             _ => None,
         }
