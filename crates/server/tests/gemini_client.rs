@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Gemini as a client format, black box: the real server in front of the three
-//! strict fakes, driven as Google's SDKs and Gemini CLI drive Gemini's API (the
+//! Gemini as a client format, black box: the real server in front of the four
+//! strict fakes (OpenAI Chat, Anthropic, Gemini, Bedrock Converse), driven as Google's SDKs and Gemini CLI drive Gemini's API (the
 //! model and the method in the path, the key in `x-goog-api-key` or `?key=`).
 
 mod common;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use switchyard_testkit::canned::{self, ECHO_PREFIX};
 use switchyard_testkit::{Received, Reply, ReplyBody, Vendor};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 const TOOL: &str = "get_weather";
 const ARGS: &str = r#"{"city":"Paris"}"#;
 
@@ -186,9 +186,31 @@ async fn text_turns_on_every_wire() {
                     assert_eq!(rx.body["system"][0]["text"], "Be brief.", "{at}: {}", rx.body);
                     assert_eq!(rx.body["max_tokens"], 256, "{at}");
                 }
-                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+                Vendor::Bedrock => {
+                    // Converse: the model and the stream in the path, signed.
+                    let action = if stream { "converse-stream" } else { "converse" };
+                    let model = up.replace(':', "%3A");
+                    assert_eq!(rx.path, format!("/model/{model}/{action}"), "{at}");
+                    assert!(rx.body.get("model").is_none(), "{at}: {}", rx.body);
+                    let auth = rx.header("authorization").unwrap_or_default();
+                    assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential="), "{at}: {auth}");
+                    assert_eq!(rx.body["system"], json!([{"text": "Be brief."}]), "{at}");
+                    assert_eq!(
+                        rx.body["messages"],
+                        json!([{"role": "user", "content": [{"text": "hello gemini"}]}]),
+                        "{at}"
+                    );
+                    let config = &rx.body["inferenceConfig"];
+                    assert_eq!(config["maxTokens"], 256, "{at}: {}", rx.body);
+                    assert_eq!(config["temperature"], 0.5, "{at}: {}", rx.body);
+                }
             }
-            assert_eq!(rx.body["stream"].as_bool().unwrap_or(false), stream && v != Vendor::Gemini);
+            // Only the wires that say it in the body (Gemini and Bedrock by the path).
+            let flagged = match v {
+                Vendor::OpenAi | Vendor::Anthropic => stream,
+                Vendor::Gemini | Vendor::Bedrock => false,
+            };
+            assert_eq!(rx.body["stream"].as_bool().unwrap_or(false), flagged, "{at}");
         }
     }
     let rec = h.sink.records();
@@ -340,7 +362,19 @@ async fn a_tool_round_trip_on_every_wire() {
                     Vendor::Gemini => {
                         assert_eq!(rx.raw, history.to_string().as_bytes(), "{at}: as sent");
                     }
-                    Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+                    Vendor::Bedrock => {
+                        // Blocks (a `toolConfig` goes), the result first in its
+                        // user turn and paired with the call by id.
+                        assert_eq!(b["toolConfig"]["tools"][0]["toolSpec"]["name"], TOOL, "{at}");
+                        let call = &b["messages"][1]["content"][0]["toolUse"];
+                        assert_eq!(call["name"], TOOL, "{at}: {b}");
+                        assert_eq!(call["input"], json!({"city": "Paris"}), "{at}: {b}");
+                        let id = &call["toolUseId"];
+                        assert!(id.is_string(), "{at}: {b}");
+                        let result = &b["messages"][2]["content"][0]["toolResult"];
+                        assert_eq!(&result["toolUseId"], id, "{at}: {b}");
+                        assert!(result["content"].to_string().contains("18C"), "{at}: {b}");
+                    }
                 }
             }
         }
@@ -402,7 +436,7 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
 /// `:countTokens` answers `{"totalTokens": N}` for every wire, for a bare body and
 /// one wrapped in `generateContentRequest`: counted by the Anthropic and Gemini
 /// upstreams' own endpoints (whose fakes refuse a body not of their format),
-/// estimated for OpenAI-chat.
+/// estimated for OpenAI-chat and Bedrock (whose wire states no counting endpoint).
 #[tokio::test]
 async fn count_tokens_answers_in_geminis_shape() {
     let h = Harness::start().await;
@@ -420,7 +454,11 @@ async fn count_tokens_answers_in_geminis_shape() {
             assert!(n > 5, "{v:?} {body}: {answer}");
         }
     }
-    assert_eq!(h.upstream_requests(), 4, "two counts each on Anthropic and Gemini, none on OpenAI");
+    assert_eq!(
+        h.upstream_requests(),
+        4,
+        "two counts each on Anthropic and Gemini, none on OpenAI or Bedrock"
+    );
     let (status, bytes) =
         call(&h, "m-nope", "countTokens", &json!({"contents": contents}), Key::Header(GATEWAY_KEY))
             .await;
