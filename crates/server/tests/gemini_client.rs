@@ -384,17 +384,21 @@ async fn a_tool_round_trip_on_every_wire() {
 /// Gemini CLI's thinking on a Claude upstream through a tool loop: the answer's
 /// thought parts carry no signature, so the gateway keeps the signed thinking by
 /// the call's id, and puts it back in front of the call when the call comes back
-/// (the strict fake refuses a loop with thinking on whose thinking was lost).
+/// (the strict Anthropic fake refuses a loop with thinking on whose thinking was
+/// lost); on Claude by Bedrock the same, as Converse's `reasoningContent`.
 #[tokio::test]
-async fn thinking_survives_a_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let thinking = json!({"thinkingConfig": {"includeThoughts": true, "thinkingBudget": 2048},
                           "maxOutputTokens": 8192});
-    for stream in [false, true] {
-        h.anthropic.push(
+    for (v, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let at = format!("{v:?} stream={stream}");
+        h.fake(v).push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                v,
+                upstream_model(v),
                 "let me look",
                 TOOL,
                 ARGS,
@@ -404,10 +408,10 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
         );
         let question = json!({"contents": [user("weather?")], "tools": tools(),
                               "generationConfig": thinking});
-        let (status, bytes) = generate(&h, "m-anthropic", stream, &question).await;
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        let (status, bytes) = generate(&h, catalog_model(v), stream, &question).await;
+        assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
         let parts = parts(&chunks(&bytes, stream));
-        assert!(parts.iter().any(|p| p["thought"] == true), "{parts:?}");
+        assert!(parts.iter().any(|p| p["thought"] == true), "{at}: {parts:?}");
         // Gemini CLI sends its history without the thoughts.
         let model_parts: Vec<Value> =
             parts.iter().filter(|p| p.get("functionCall").is_some()).cloned().collect();
@@ -418,14 +422,28 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
             {"role": "user", "parts": [{"functionResponse": {
                 "id": response_id(fc), "name": TOOL, "response": {"output": "18C"}}}]},
         ]});
-        let before = h.anthropic.request_count();
-        let (status, bytes) = generate(&h, "m-anthropic", stream, &history).await;
-        assert_eq!(status, 200, "stream={stream}: {}", String::from_utf8_lossy(&bytes));
-        let rx = last_request(&h, Vendor::Anthropic, before).await;
+        let before = h.fake(v).request_count();
+        let (status, bytes) = generate(&h, catalog_model(v), stream, &history).await;
+        assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
+        let rx = last_request(&h, v, before).await;
         let assistant = &rx.body["messages"][1]["content"];
-        assert_eq!(rx.body["thinking"]["type"], "enabled", "{}", rx.body);
-        assert_eq!(assistant[0]["type"], "thinking", "stream={stream}: {assistant}");
-        assert_eq!(assistant[0]["signature"], canned::ANTHROPIC_THINKING_SIGNATURE);
+        let (thinking, block) = match v {
+            Vendor::Anthropic => {
+                assert_eq!(assistant[0]["type"], "thinking", "{at}: {assistant}");
+                assert_eq!(assistant[1]["type"], "tool_use", "{at}: {assistant}");
+                (&rx.body["thinking"], &assistant[0])
+            }
+            Vendor::Bedrock => {
+                assert!(assistant[1]["toolUse"].is_object(), "{at}: {assistant}");
+                (
+                    &rx.body["additionalModelRequestFields"]["thinking"],
+                    &assistant[0]["reasoningContent"]["reasoningText"],
+                )
+            }
+            Vendor::OpenAi | Vendor::Gemini => unreachable!("Claude wires only"),
+        };
+        assert_eq!(thinking["type"], "enabled", "{at}: {}", rx.body);
+        assert_eq!(block["signature"], canned::ANTHROPIC_THINKING_SIGNATURE, "{at}: {assistant}");
     }
 }
 

@@ -127,6 +127,30 @@ fn signs_thinking(v: Vendor) -> bool {
     }
 }
 
+/// Claude's signed thinking as a wire that takes it back writes it (Anthropic's
+/// `thinking` block, Converse's `reasoningContent`); `None` for a wire that takes
+/// no Anthropic signature.
+fn signed_thinking_block(v: Vendor, text: &str, signature: &str) -> Option<Value> {
+    match v {
+        Vendor::Anthropic => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        Vendor::Bedrock => Some(json!({"reasoningContent": {"reasoningText":
+            {"text": text, "signature": signature}}})),
+        Vendor::OpenAi | Vendor::Gemini => None,
+    }
+}
+
+/// Whether a Claude wire's request turns thinking on.
+fn thinking_on(v: Vendor, body: &Value) -> bool {
+    match v {
+        Vendor::Anthropic => body["thinking"].is_object(),
+        Vendor::Bedrock => body["additionalModelRequestFields"]["thinking"].is_object(),
+        Vendor::OpenAi => body["reasoning_effort"].is_string(),
+        Vendor::Gemini => body["generationConfig"]["thinkingConfig"].is_object(),
+    }
+}
+
 /// The id the vendor's fake gives the tool call it answers with (`None`: none, the
 /// gateway mints one).
 fn answer_call_id(v: Vendor) -> Option<&'static str> {
@@ -1822,17 +1846,10 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
             });
             // Claude's signatures hold on every platform that serves it: Converse
             // takes the same block as `reasoningContent`.
-            let block = match vendor {
-                Vendor::Bedrock => json!({"reasoningContent": {"reasoningText":
-                    {"text": PRIOR_THINKING, "signature": SIGNATURE}}}),
-                Vendor::Anthropic | Vendor::OpenAi | Vendor::Gemini => {
-                    json!({"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE})
-                }
-            };
             p.eq(
                 &format!("{vendor:?}: upstream thinking block"),
-                &rx.body["messages"][1]["content"][0],
-                &block,
+                Some(&rx.body["messages"][1]["content"][0]),
+                signed_thinking_block(vendor, PRIOR_THINKING, SIGNATURE).as_ref(),
             );
             p.eq(
                 &format!("{vendor:?}: upstream thinking"),
@@ -2198,20 +2215,25 @@ fn responses_output(bytes: &[u8], stream: bool) -> Vec<Value> {
 /// to the client as a reasoning item whose `encrypted_content` the gateway sealed;
 /// sent back with the tool's result, it becomes the signed thinking block Anthropic
 /// requires before the `tool_use` it continues (the strict fake refuses the turn
-/// otherwise, as Anthropic does).
+/// otherwise, as Anthropic does), or Converse's `reasoningContent` for Claude on
+/// Bedrock.
 #[tokio::test]
-async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
         "parameters": weather_schema()}]);
     let mut p = Problems::default();
-    for stream in [false, true] {
-        let mode = format!("stream={stream}");
-        h.anthropic.clear_script();
-        h.anthropic.push(
+    for (vendor, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let mode = format!("{vendor:?} stream={stream}");
+        let fake = h.fake(vendor);
+        let model = catalog_model(vendor);
+        fake.clear_script();
+        fake.push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                vendor,
+                upstream_model(vendor),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2222,7 +2244,7 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         let user =
             json!({"type": "message", "role": "user", "content": Scenario::Tools.user_text()});
         let first = json!({
-            "model": "m-anthropic", "stream": stream, "store": false,
+            "model": model, "stream": stream, "store": false,
             "reasoning": {"effort": "medium", "summary": "auto"},
             "include": ["reasoning.encrypted_content"],
             "tools": tools, "input": [user],
@@ -2244,9 +2266,9 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         p.eq(&format!("{mode}: summary"), &reasoning["summary"][0]["text"], &json!(THINKING));
 
         // The next turn, as Codex sends it: the items back, then the tool's output.
-        let before = h.anthropic.request_count();
+        let before = fake.request_count();
         let second = json!({
-            "model": "m-anthropic", "stream": stream, "store": false,
+            "model": model, "stream": stream, "store": false,
             "reasoning": {"effort": "medium", "summary": "auto"},
             "include": ["reasoning.encrypted_content"],
             "tools": tools,
@@ -2257,23 +2279,22 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         let status = r.status().as_u16();
         let bytes = r.bytes().await.unwrap();
         p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
-        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
         let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
-            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
-        let assistant = &sent.body["messages"][1];
+        p.check(thinking_on(vendor, &sent.body), || format!("{mode}: thinking not sent"));
+        let turns = view_of(vendor, &sent.body).turns;
+        let assistant = turns.get(1).cloned().unwrap_or_default();
         p.eq(
             &format!("{mode}: restored block"),
-            &assistant["content"][0],
-            &json!({
-            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+            Some(&sent.body["messages"][1]["content"][0]),
+            signed_thinking_block(vendor, THINKING, ANTHROPIC_THINKING_SIGNATURE).as_ref(),
         );
-        p.eq(
-            &format!("{mode}: then the call"),
-            &assistant["content"][1]["type"],
-            &json!("tool_use"),
-        );
+        p.check(matches!(assistant.1.get(1), Some(Item::Call { .. })), || {
+            format!("{mode}: the call does not follow the thinking: {assistant:?}")
+        });
     }
     // A token that does not open (altered, or another gateway's) is not trusted.
     let forged = json!({
@@ -2513,19 +2534,24 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
 /// only echo `reasoning_content` (text, no signature), so the gateway keeps the
 /// signed thinking by tool-call id and puts it back in front of the call on the
 /// next turn; thinking stays on (nothing for Anthropic to refuse, nothing dropped).
+/// The same on Claude by Bedrock, in Converse's `reasoningContent`.
 #[tokio::test]
-async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
         "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
     let mut p = Problems::default();
-    for stream in [false, true] {
-        let mode = format!("stream={stream}");
-        h.anthropic.clear_script();
-        h.anthropic.push(
+    for (vendor, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let mode = format!("{vendor:?} stream={stream}");
+        let fake = h.fake(vendor);
+        let model = catalog_model(vendor);
+        fake.clear_script();
+        fake.push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                vendor,
+                upstream_model(vendor),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2534,7 +2560,7 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
             .into(),
         );
         let user = json!({"role": "user", "content": Scenario::Tools.user_text()});
-        let first = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+        let first = json!({"model": model, "stream": stream, "reasoning_effort": "medium",
             "tools": tools, "messages": [user]});
         let r = h.post(path(ClientFormat::OpenAiChat), &first).await;
         let bytes = r.bytes().await.unwrap();
@@ -2553,8 +2579,8 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
             continue;
         };
         // The next turn, as a Chat client sends it.
-        let before = h.anthropic.request_count();
-        let second = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+        let before = fake.request_count();
+        let second = json!({"model": model, "stream": stream, "reasoning_effort": "medium",
             "tools": tools, "messages": [user,
                 {"role": "assistant", "content": null, "reasoning_content": THINKING,
                  "tool_calls": [{"id": call.id, "type": "function",
@@ -2568,17 +2594,16 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
         p.check(!route.unwrap_or_default().contains("thinking_off"), || {
             format!("{mode}: thinking was turned off")
         });
-        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
         let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
-            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
-        p.check(sent.body.get("thinking").is_some(), || format!("{mode}: thinking not sent"));
+        p.check(thinking_on(vendor, &sent.body), || format!("{mode}: thinking not sent"));
         p.eq(
             &format!("{mode}: restored block"),
-            &sent.body["messages"][1]["content"][0],
-            &json!({
-            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+            Some(&sent.body["messages"][1]["content"][0]),
+            signed_thinking_block(vendor, THINKING, ANTHROPIC_THINKING_SIGNATURE).as_ref(),
         );
     }
     assert!(p.0.is_empty(), "chat thinking round trip problems:\n  - {}", p.0.join("\n  - "));
