@@ -2372,30 +2372,55 @@ fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -
 }
 
 /// Ids other providers and agents make (`functions.get_weather:0`, longer than 64)
-/// reach Anthropic in its pattern, the call and its result mapped alike, from every
-/// client format, translated or on the fast path (the strict fake refuses both an
-/// id outside the pattern and a result that answers no call).
+/// reach Anthropic, and Claude on Bedrock, in their pattern (`[a-zA-Z0-9_-]{1,64}`),
+/// the call and its result mapped alike, from every client format, translated or
+/// on the fast path (the strict fakes refuse both an id outside the pattern and a
+/// result that answers no call).
 #[tokio::test]
-async fn foreign_tool_ids_reach_anthropic_in_its_pattern_and_still_pair() {
+async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
     let h = Harness::start().await;
     let mut p = Problems::default();
     let long = format!("call_{}", "x".repeat(70));
-    for format in FORMATS {
-        for id in ["functions.get_weather:0", long.as_str()] {
-            for stream in [false, true] {
-                let mode = format!("{format:?} id={id} stream={stream}");
-                let body = tool_history(format, id, stream, false);
-                let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
-                if status != 200 {
-                    p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
-                    continue;
+    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+        for format in FORMATS {
+            for id in ["functions.get_weather:0", long.as_str()] {
+                for stream in [false, true] {
+                    let mode = format!("{vendor:?} {format:?} id={id} stream={stream}");
+                    let mut body = tool_history(format, id, stream, false);
+                    body["model"] = json!(catalog_model(vendor));
+                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                    if status != 200 {
+                        p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
+                        continue;
+                    }
+                    let Some(rx) = rx else { continue };
+                    let view = view_of(vendor, &rx.body);
+                    let item = |turn: usize| view.turns.get(turn).and_then(|t| t.1.first());
+                    let call = match item(1) {
+                        Some(Item::Call { id, .. }) => id.clone(),
+                        other => {
+                            p.push(format!("{mode}: no call in turn 1: {other:?}"));
+                            continue;
+                        }
+                    };
+                    let result = match item(2) {
+                        Some(Item::Result { id, .. }) => id.clone(),
+                        other => {
+                            p.push(format!("{mode}: no result in turn 2: {other:?}"));
+                            continue;
+                        }
+                    };
+                    p.eq(&format!("{mode}: the pair"), &call, &result);
+                    p.check(
+                        call.as_deref().is_some_and(|c| {
+                            c != id
+                                && (1..=64).contains(&c.len())
+                                && c.bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                        }),
+                        || format!("{mode}: not in the pattern: {call:?}"),
+                    );
                 }
-                let Some(rx) = rx else { continue };
-                let messages = &rx.body["messages"];
-                let call = &messages[1]["content"][0]["id"];
-                let result = &messages[2]["content"][0]["tool_use_id"];
-                p.eq(&format!("{mode}: the pair"), call, result);
-                p.check(call.as_str().is_some_and(|c| c != id), || format!("{mode}: sent as is"));
             }
         }
     }
@@ -2404,45 +2429,53 @@ async fn foreign_tool_ids_reach_anthropic_in_its_pattern_and_still_pair() {
 
 /// A tool loop whose last assistant turn came from another family (an OpenAI
 /// reasoning model: `reasoning_content`, a reasoning item that is not ours) and
-/// continues on Anthropic with thinking on: Anthropic's rule is to go without
-/// extended thinking for that request; the descriptor says so.
+/// continues on Claude with thinking on: Anthropic's rule (Claude's on Bedrock
+/// too) is to go without extended thinking for that request; the descriptor says so.
 #[tokio::test]
-async fn a_tool_loop_from_another_family_continues_on_anthropic_without_thinking() {
+async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() {
     let h = Harness::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
-        for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let body = tool_history(format, "call_abc123", stream, true);
-            let resp = h.post_with(path(format), &body, &[]).await;
-            let status = resp.status().as_u16();
-            let route =
-                resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
-            let bytes = resp.bytes().await.unwrap();
-            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
-            p.check(
-                route.as_deref().is_some_and(|r| r.contains("thinking_off:anthropic_tool_loop")),
-                || format!("{mode}: the descriptor does not say so: {route:?}"),
-            );
-            let sent = h.anthropic.received().last().map(|r| r.body.clone()).unwrap_or_default();
-            p.check(sent.get("thinking").is_none(), || {
-                format!("{mode}: thinking still sent: {sent}")
-            });
+    for (vendor, note) in [
+        (Vendor::Anthropic, "thinking_off:anthropic_tool_loop"),
+        (Vendor::Bedrock, "thinking_off:bedrock_tool_loop"),
+    ] {
+        for format in FORMATS {
+            for stream in [false, true] {
+                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mut body = tool_history(format, "call_abc123", stream, true);
+                body["model"] = json!(catalog_model(vendor));
+                let resp = h.post_with(path(format), &body, &[]).await;
+                let status = resp.status().as_u16();
+                let route =
+                    resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
+                let bytes = resp.bytes().await.unwrap();
+                p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+                p.check(route.as_deref().is_some_and(|r| r.contains(note)), || {
+                    format!("{mode}: the descriptor does not say so: {route:?}")
+                });
+                let sent =
+                    h.fake(vendor).received().last().map(|r| r.body.clone()).unwrap_or_default();
+                p.check(sent.is_object() && !thinking_on(vendor, &sent), || {
+                    format!("{mode}: thinking still sent: {sent}")
+                });
+            }
         }
+        // With its own signed thinking the same loop keeps thinking on.
+        let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
+        own["model"] = json!(catalog_model(vendor));
+        own["messages"][1]["content"].as_array_mut().unwrap().insert(
+            0,
+            json!(
+            {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+        );
+        let (status, bytes, rx) = exchange(&h, ClientFormat::Anthropic, vendor, &own, &[]).await;
+        p.check(status == 200, || {
+            format!("{vendor:?} own thinking: status {status}: {}", shorten(&bytes))
+        });
+        p.check(rx.is_some_and(|r| thinking_on(vendor, &r.body)), || {
+            format!("{vendor:?} own thinking: thinking dropped")
+        });
     }
-    // With its own signed thinking the same loop keeps thinking on.
-    let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
-    own["messages"][1]["content"].as_array_mut().unwrap().insert(
-        0,
-        json!(
-        {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
-    );
-    let (status, bytes, rx) =
-        exchange(&h, ClientFormat::Anthropic, Vendor::Anthropic, &own, &[]).await;
-    p.check(status == 200, || format!("own thinking: status {status}: {}", shorten(&bytes)));
-    p.check(rx.is_some_and(|r| r.body.get("thinking").is_some()), || {
-        "own thinking: thinking dropped".into()
-    });
     assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
 }
 
@@ -3032,26 +3065,30 @@ fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: b
 
 /// Anthropic refuses text blocks with nothing but whitespace (`text content blocks
 /// must contain non-whitespace text`), and such blocks reach a history from other
-/// providers' answers. On the way to Anthropic they are dropped, and the turns left
-/// empty with them, from every client format (the fast path too). A final turn of
-/// nothing but whitespace is not dropped into another question: it reaches the
-/// upstream, which answers it.
+/// providers' answers. On the way to Anthropic, or Claude on Bedrock, they are
+/// dropped, and the turns left empty with them, from every client format (the fast
+/// path too). A final turn of nothing but whitespace is not dropped into another
+/// question: it reaches the upstream, which answers it.
 #[tokio::test]
-async fn blank_text_never_reaches_anthropic() {
+async fn blank_text_never_reaches_claude() {
     let h = Harness::start().await;
     let mut p = Problems::default();
     let text = |t: &str| Item::Text(t.to_owned());
-    for format in FORMATS {
+    for (vendor, format) in FORMATS.map(|f| [(Vendor::Anthropic, f), (Vendor::Bedrock, f)]).concat()
+    {
         for stream in [false, true] {
-            let label = format!("{format:?} stream={stream}");
-            let body = blank_history(format, catalog_model(Vendor::Anthropic), false, stream);
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            let label = format!("{format:?} -> {vendor:?} stream={stream}");
+            let body = blank_history(format, catalog_model(vendor), false, stream);
+            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
             if status != 200 {
                 p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
             }
             match rx {
                 Some(rx) => {
-                    let view = anthropic_view(&rx.body);
+                    let view = view_of(vendor, &rx.body);
+                    for m in &view.problems {
+                        p.push(format!("{label}: upstream shape: {m}"));
+                    }
                     p.eq(
                         &format!("{label}: upstream conversation"),
                         joined(view.turns),
@@ -3081,14 +3118,14 @@ async fn blank_text_never_reaches_anthropic() {
 
             // The final question is blank: it goes as it is, and the upstream's
             // refusal is the answer.
-            let body = blank_history(format, catalog_model(Vendor::Anthropic), true, stream);
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            let body = blank_history(format, catalog_model(vendor), true, stream);
+            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
             p.check(status == 400, || {
                 format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
             });
             match rx {
                 Some(rx) => {
-                    let turns = joined(anthropic_view(&rx.body).turns);
+                    let turns = joined(view_of(vendor, &rx.body).turns);
                     let last = turns.last().and_then(|(_, items)| items.last().cloned());
                     p.eq(
                         &format!("{label}, blank final turn: last upstream block"),
@@ -3336,25 +3373,65 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
 /// OpenCode's title and summary calls send a history with tool calls and results
 /// but no `tools`. Anthropic refuses that (`must define tools`); every client
 /// format reaches it in a form it takes (the history's tools declared, not to be
-/// called), translated and on the fast path.
+/// called), translated and on the fast path. Converse refuses `toolUse` and
+/// `toolResult` blocks without a `toolConfig` and has no `none` choice: the call
+/// and its result reach Bedrock as text.
 #[tokio::test]
-async fn tool_history_without_tools_reaches_anthropic_in_a_form_it_takes() {
+async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
     let h = Harness::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
-        for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let mut body = tool_history(format, "call_title_1", stream, false);
-            body.as_object_mut().unwrap().remove("tools");
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
-            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
-            let sent = rx.map(|r| r.body).unwrap_or_default();
-            p.eq(&format!("{mode}: declared"), &sent["tools"][0]["name"], &json!(TOOL_NAME));
-            p.eq(
-                &format!("{mode}: not to be called"),
-                &sent["tool_choice"],
-                &json!({"type": "none"}),
-            );
+    let text = |t: String| Item::Text(t);
+    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+        for format in FORMATS {
+            for stream in [false, true] {
+                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mut body = tool_history(format, "call_title_1", stream, false);
+                body.as_object_mut().unwrap().remove("tools");
+                body["model"] = json!(catalog_model(vendor));
+                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+                let sent = rx.map(|r| r.body).unwrap_or_default();
+                match vendor {
+                    Vendor::Bedrock => {
+                        p.eq(&format!("{mode}: no toolConfig"), &sent["toolConfig"], &Value::Null);
+                        let view = converse::converse_view(&sent);
+                        for m in &view.problems {
+                            p.push(format!("{mode}: upstream shape: {m}"));
+                        }
+                        p.eq(
+                            &format!("{mode}: the history as text"),
+                            view.turns,
+                            vec![
+                                ("user".to_owned(), vec![text(Scenario::Tools.user_text().into())]),
+                                (
+                                    "assistant".to_owned(),
+                                    vec![text(format!(
+                                        "[called tool `{TOOL_NAME}` (call call_title_1) with {HISTORY_ARGS}]"
+                                    ))],
+                                ),
+                                (
+                                    "user".to_owned(),
+                                    vec![text(format!(
+                                        "[result of tool call call_title_1]\n{TOOL_OUTPUT}"
+                                    ))],
+                                ),
+                            ],
+                        );
+                    }
+                    Vendor::Anthropic | Vendor::OpenAi | Vendor::Gemini => {
+                        p.eq(
+                            &format!("{mode}: declared"),
+                            &sent["tools"][0]["name"],
+                            &json!(TOOL_NAME),
+                        );
+                        p.eq(
+                            &format!("{mode}: not to be called"),
+                            &sent["tool_choice"],
+                            &json!({"type": "none"}),
+                        );
+                    }
+                }
+            }
         }
     }
     assert!(p.0.is_empty(), "tool history problems:\n  - {}", p.0.join("\n  - "));
