@@ -292,6 +292,94 @@ async fn keepalives_are_ones_google_sdks_skip() {
     }
 }
 
+/// A valid 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// An inline image and a thinking budget, whole and streamed, on every wire: the
+/// image reaches the upstream as its own kind of image block, the budget as its
+/// own reasoning setting, and the answer's thinking comes back as thought parts
+/// before the text.
+#[tokio::test]
+async fn an_image_and_thinking_on_every_wire() {
+    let h = Harness::start().await;
+    let body = json!({
+        "contents": [{"role": "user", "parts": [
+            {"text": "what is in this image?"},
+            {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
+        ]}],
+        "generationConfig": {"maxOutputTokens": 8192,
+            "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 2048}},
+    });
+    for v in VENDORS {
+        for stream in [false, true] {
+            let at = format!("{v:?} stream={stream}");
+            let answer =
+                canned::reasoning_then_text(v, upstream_model(v), "pondering", "a dot", stream);
+            h.fake(v).push(answer.into());
+            let before = h.fake(v).request_count();
+            let (status, bytes) = generate(&h, catalog_model(v), stream, &body).await;
+            assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
+            let parts = parts(&chunks(&bytes, stream));
+            let thought: String = parts
+                .iter()
+                .filter(|p| p["thought"] == true)
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert_eq!(thought, "pondering", "{at}: {parts:?}");
+            let said: String = parts
+                .iter()
+                .filter(|p| p["thought"] != true)
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert_eq!(said, "a dot", "{at}: {parts:?}");
+            let rx = last_request(&h, v, before).await;
+            let b = &rx.body;
+            match v {
+                Vendor::Gemini => {
+                    assert_eq!(rx.raw, body.to_string().as_bytes(), "{at}: as sent");
+                }
+                Vendor::OpenAi => {
+                    let url = &b["messages"][0]["content"][1]["image_url"]["url"];
+                    assert_eq!(
+                        url,
+                        &json!(format!("data:image/png;base64,{PNG_B64}")),
+                        "{at}: {b}"
+                    );
+                    assert!(b["reasoning_effort"].is_string(), "{at}: {b}");
+                }
+                Vendor::Anthropic => {
+                    let source = &b["messages"][0]["content"][1]["source"];
+                    assert_eq!(
+                        source,
+                        &json!({"type": "base64", "media_type": "image/png", "data": PNG_B64}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(
+                        b["thinking"],
+                        json!({"type": "enabled", "budget_tokens": 2048}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(b["max_tokens"], 8192, "{at}: {b}");
+                }
+                Vendor::Bedrock => {
+                    assert_eq!(
+                        b["messages"][0]["content"],
+                        json!([{"text": "what is in this image?"},
+                               {"image": {"format": "png", "source": {"bytes": PNG_B64}}}]),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(
+                        b["additionalModelRequestFields"]["thinking"],
+                        json!({"type": "enabled", "budget_tokens": 2048}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(b["inferenceConfig"]["maxTokens"], 8192, "{at}: {b}");
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------

@@ -170,7 +170,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[tokio::test]
 async fn a_key_split_across_two_reads_is_redacted_on_every_pass_through_stream() {
     // Each model served under its own name, and OpenAI's usage asked for by the
-    // client: the stream is forwarded byte for byte, not re-encoded by event.
+    // client: the stream is forwarded byte for byte, not re-encoded by event. (No
+    // client speaks Converse: Bedrock's streams are re-encoded, see below.)
     let h = Harness::start_with(Options {
         extra_models: ["openai", "anthropic", "gemini"]
             .map(|p| {
