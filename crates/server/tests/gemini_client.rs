@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Gemini as a client format, black box: the real server in front of the four
-//! strict fakes (OpenAI Chat, Anthropic, Gemini, Bedrock Converse), driven as Google's SDKs and Gemini CLI drive Gemini's API (the
-//! model and the method in the path, the key in `x-goog-api-key` or `?key=`).
+//! strict fakes (OpenAI Chat, Anthropic, Gemini, Bedrock Converse), driven as
+//! Google's SDKs and Gemini CLI drive Gemini's API (the model and the method in the
+//! path, the key in `x-goog-api-key` or `?key=`).
 
 mod common;
 

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The translation matrix, black box: the real server in front of the four fake
-//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven through every ingress format × upstream wire × {whole, stream}
-//! for each scenario (text, system, multi-turn, tools, images, reasoning).
+//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven
+//! through every ingress format × upstream wire × {whole, stream} for each scenario
+//! (text, system, multi-turn, tools, images, reasoning).
 //!
 //! Each case checks both sides:
 //! - what the upstream received, read in *that wire's* shape (path, credential,
@@ -1511,7 +1512,7 @@ fn check_client(
 }
 
 // ---------------------------------------------------------------------------------
-// The matrix: one test per scenario, 3 formats × 3 upstreams × {whole, stream} each
+// The matrix: one test per scenario, 3 formats × 4 upstreams × {whole, stream} each
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]
