@@ -5,7 +5,8 @@
 //! - `prompt_cache_key`, `safety_identifier`, `service_tier`, `store` reach the
 //!   OpenAI-compatible upstream as the client sent them, and are mapped or dropped
 //!   for the others with the record saying which.
-//! - A hosted tool goes first to deployments that run it, fallbacks included;
+//! - A hosted tool goes first to deployments that run it, fallbacks included
+//!   (never to Bedrock: Converse runs none);
 //!   offered to a model that cannot run it, it is left out and the answer says so
 //!   (`x-switchyard-dropped-tools`, the record, `/metrics`); required (forced),
 //!   or under `unrunnable_server_tools: refuse`, the client gets a 400 naming
@@ -38,6 +39,8 @@ fn options() -> Options {
         extra_models: r#"
   - id: m-search
     deployments: [{ provider: openai, model: up-plain }, { provider: anthropic, model: up-a }]
+  - id: m-bedrock-search
+    deployments: [{ provider: bedrock, model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0" }, { provider: anthropic, model: up-a }]
   - id: m-search-failover
     deployments:
       - { provider: anthropic, model: up-a }
@@ -156,25 +159,25 @@ async fn cache_and_tier_settings_reach_openai_and_are_recorded_where_dropped() {
             "stream={stream}"
         );
 
-        let (_, rec, rx) = send(
-            &h,
-            "/v1/responses",
-            &responses_body("m-gemini", extra.clone()),
-            &[],
-            200,
-            Vendor::Gemini,
-        )
-        .await;
-        let up = rx.expect("gemini got the request").body;
-        for field in SETTINGS {
-            assert!(up.get(field).is_none(), "{field} reached Gemini");
+        // Gemini and Converse have a field for none of them.
+        for vendor in [Vendor::Gemini, Vendor::Bedrock] {
+            let body = responses_body(catalog_model(vendor), extra.clone());
+            let (_, rec, rx) = send(&h, "/v1/responses", &body, &[], 200, vendor).await;
+            let up = rx.expect("the upstream got the request").body;
+            let sent = up.to_string();
+            for field in SETTINGS {
+                assert!(up.get(field).is_none(), "{field} reached {vendor:?}");
+            }
+            for value in ["codex-conv-0199a7f2", "sha256-of-alice"] {
+                assert!(!sent.contains(value), "{vendor:?}: {value} went upstream: {sent}");
+            }
+            let dropped: Vec<String> = SETTINGS.iter().map(|f| format!("{f}: dropped")).collect();
+            let mut got = rec.field_edits.clone();
+            got.sort();
+            let mut want = dropped;
+            want.sort();
+            assert_eq!(got, want, "{vendor:?} stream={stream}");
         }
-        let dropped: Vec<String> = SETTINGS.iter().map(|f| format!("{f}: dropped")).collect();
-        let mut got = rec.field_edits.clone();
-        got.sort();
-        let mut want = dropped;
-        want.sort();
-        assert_eq!(got, want, "stream={stream}");
     }
 
     // `store: false` is the client's word too: never rewritten, never added.
@@ -212,6 +215,17 @@ async fn a_hosted_tool_goes_first_where_it_runs_fallbacks_included() {
     );
     assert_eq!(h.openai.request_count(), openai_before, "not sent where it cannot run");
     assert!(rec.field_edits.iter().all(|e| !e.contains("dropped (the deployment")), "{rec:?}");
+
+    // Claude on Bedrock is the same model, but Converse runs no hosted tool: the
+    // search goes to Anthropic's API, Bedrock is never tried.
+    let body = responses_body("m-bedrock-search", web_search.clone());
+    let bedrock_before = h.bedrock.request_count();
+    let (_, rec, rx) = send(&h, "/v1/responses", &body, &[], 200, Vendor::Anthropic).await;
+    let tools = rx.expect("anthropic got it").body["tools"].clone();
+    assert_eq!(tools[0]["type"], "web_search_20250305", "{tools}");
+    assert_eq!(h.bedrock.request_count(), bedrock_before, "not sent where it cannot run");
+    let tried: Vec<&str> = rec.attempts.iter().map(|a| a.deployment.as_str()).collect();
+    assert_eq!(tried, ["anthropic/up-a"]);
 
     // Failover tries the deployments that run it before one that does not.
     h.anthropic.push(Reply::status(500));
@@ -311,13 +325,17 @@ async fn an_offered_tool_nothing_runs_is_left_out_and_said_so() {
                "web_search_options": {}})
     };
     // (what, endpoint, body, the fake it goes to): fast path and translated.
-    let cases: [(&str, &str, Value, Vendor); 6] = [
+    let cases: [(&str, &str, Value, Vendor); 9] = [
         ("codex to chat", "/v1/responses", codex("m-openai"), Vendor::OpenAi),
         ("codex to gemini", "/v1/responses", codex("m-g-bare"), Vendor::Gemini),
         ("claude, own body", "/v1/messages", claude("m-bare"), Vendor::Anthropic),
         ("claude to chat", "/v1/messages", claude("m-openai"), Vendor::OpenAi),
         ("chat, own body", "/v1/chat/completions", chat("m-openai"), Vendor::OpenAi),
         ("chat to gemini", "/v1/chat/completions", chat("m-g-bare"), Vendor::Gemini),
+        // Converse runs no hosted tool at all.
+        ("codex to bedrock", "/v1/responses", codex("m-bedrock"), Vendor::Bedrock),
+        ("claude to bedrock", "/v1/messages", claude("m-bedrock"), Vendor::Bedrock),
+        ("chat to bedrock", "/v1/chat/completions", chat("m-bedrock"), Vendor::Bedrock),
     ];
     for (label, path, body, vendor) in cases {
         for stream in [false, true] {
@@ -348,6 +366,16 @@ async fn an_offered_tool_nothing_runs_is_left_out_and_said_so() {
                 "claude, own body" => {
                     assert_eq!(up["tools"], json!([claude("m")["tools"][0]]), "{label}");
                     assert_eq!(up["tool_choice"], json!({"type": "auto"}), "{label}");
+                }
+                "codex to bedrock" | "claude to bedrock" => {
+                    let name = if label.starts_with("codex") { "shell" } else { "lookup" };
+                    let config = &up["toolConfig"];
+                    assert_eq!(config["tools"].as_array().map(Vec::len), Some(1), "{label}: {up}");
+                    assert_eq!(config["tools"][0]["toolSpec"]["name"], name, "{label}");
+                    assert_eq!(config["toolChoice"], json!({"auto": {}}), "{label}");
+                }
+                "chat to bedrock" => {
+                    assert!(up.get("toolConfig").is_none(), "{label}: no tools are left: {up}");
                 }
                 _ => {}
             }
@@ -400,6 +428,10 @@ async fn a_required_tool_is_refused_where_nothing_runs_it() {
         ("/v1/messages", claude("m-openai", tool.clone())),
         ("/v1/messages", claude("m-bare", tool.clone())),
         ("/v1/messages", claude("m-bare", json!({"type": "any"}))),
+        // Converse runs no hosted tool: forced, it is refused before Bedrock.
+        ("/v1/responses", codex("m-bedrock", json!({"type": "web_search"}))),
+        ("/v1/responses", codex("m-bedrock", json!("required"))),
+        ("/v1/messages", claude("m-bedrock", tool.clone())),
     ];
     for (path, body) in cases {
         for stream in [false, true] {
@@ -527,6 +559,7 @@ async fn codex_additional_tools_are_taken() {
         ("m-openai", Vendor::OpenAi),
         ("m-anthropic", Vendor::Anthropic),
         ("m-gemini", Vendor::Gemini),
+        ("m-bedrock", Vendor::Bedrock),
     ] {
         let mut body = body.clone();
         body["model"] = json!(model);
@@ -551,7 +584,12 @@ async fn codex_additional_tools_are_taken() {
                 .iter()
                 .map(|t| t["name"].as_str().unwrap().to_owned())
                 .collect(),
-            Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+            Vendor::Bedrock => up["toolConfig"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["toolSpec"]["name"].as_str().unwrap().to_owned())
+                .collect(),
         };
         assert_eq!(names, ["collab__send_message", "exec"], "{model}");
     }

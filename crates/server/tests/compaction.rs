@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use switchyard_protocol::compaction::INSTRUCTION;
 use switchyard_testkit::{Received, Reply, Vendor, canned};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 const ASK: &str = "fix the failing test";
 const TOOL_OUTPUT: &str = "test parse_dates ... FAILED";
 const NEXT: &str = "go on with the fix";
@@ -75,8 +75,9 @@ fn trigger_body(v: Vendor, stream: bool) -> Value {
 }
 
 /// The one request a fake received for a compaction, checked as a summarisation
-/// request: the conversation and the instruction, no tool calls allowed, and no
-/// compaction items or triggers (they never go upstream).
+/// request: the conversation and the instruction, no tool calls allowed (Converse
+/// has no `none` choice: no tools go, and the history's call and result go as
+/// text), and no compaction items or triggers (they never go upstream).
 async fn summarisation_request(h: &Harness, v: Vendor) -> Received {
     let got = tokio::time::timeout(WAIT, h.fake(v).wait_for_requests(1)).await.unwrap();
     assert_eq!(got.len(), 1, "{v:?}: one upstream call");
@@ -90,14 +91,21 @@ async fn summarisation_request(h: &Harness, v: Vendor) -> Received {
     }
     let last = canned::last_user_text(v, &req.body).unwrap_or_default();
     assert!(last.ends_with(INSTRUCTION), "{v:?}: the instruction comes last: {last}");
-    let choice = match v {
-        Vendor::OpenAi => req.body["tool_choice"].clone(),
-        Vendor::Anthropic => req.body["tool_choice"]["type"].clone(),
-        Vendor::Gemini => req.body["toolConfig"]["functionCallingConfig"]["mode"].clone(),
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+    let (choice, none) = match v {
+        Vendor::OpenAi => (req.body["tool_choice"].clone(), json!("none")),
+        Vendor::Anthropic => (req.body["tool_choice"]["type"].clone(), json!("none")),
+        Vendor::Gemini => {
+            (req.body["toolConfig"]["functionCallingConfig"]["mode"].clone(), json!("NONE"))
+        }
+        Vendor::Bedrock => {
+            let turns = req.body["messages"].to_string();
+            assert!(turns.contains("[called tool `shell` (call call_1)"), "{v:?}: {turns}");
+            assert!(turns.contains("[result of tool call call_1]"), "{v:?}: {turns}");
+            assert!(!turns.contains("toolUse"), "{v:?}: a tool block without tools: {turns}");
+            (req.body["toolConfig"].clone(), Value::Null)
+        }
     };
-    let none = if v == Vendor::Gemini { "NONE" } else { "none" };
-    assert_eq!(choice, none, "{v:?}: the tools are declared, not to be called");
+    assert_eq!(choice, none, "{v:?}: the tools are not to be called");
     req
 }
 
@@ -239,6 +247,8 @@ async fn the_compact_endpoint_answers_the_compacted_history() {
             assert!(answer["usage"]["input_tokens"].as_u64().unwrap() > 0);
             let req = summarisation_request(&h, v).await;
             assert_ne!(req.body["stream"], true, "{v:?}: answered whole");
+            // Gemini and Bedrock say a stream in the path.
+            assert!(!req.path.contains("stream"), "{v:?}: answered whole: {}", req.path);
             h.fake(v).clear_received();
 
             // The client replaces its history with the output and goes on.

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! Gemini as a client format, black box: the real server in front of the three
-//! strict fakes, driven as Google's SDKs and Gemini CLI drive Gemini's API (the
-//! model and the method in the path, the key in `x-goog-api-key` or `?key=`).
+//! Gemini as a client format, black box: the real server in front of the four
+//! strict fakes (OpenAI Chat, Anthropic, Gemini, Bedrock Converse), driven as
+//! Google's SDKs and Gemini CLI drive Gemini's API (the model and the method in the
+//! path, the key in `x-goog-api-key` or `?key=`).
 
 mod common;
 
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 use switchyard_testkit::canned::{self, ECHO_PREFIX};
 use switchyard_testkit::{Received, Reply, ReplyBody, Vendor};
 
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 const TOOL: &str = "get_weather";
 const ARGS: &str = r#"{"city":"Paris"}"#;
 
@@ -186,9 +187,31 @@ async fn text_turns_on_every_wire() {
                     assert_eq!(rx.body["system"][0]["text"], "Be brief.", "{at}: {}", rx.body);
                     assert_eq!(rx.body["max_tokens"], 256, "{at}");
                 }
-                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+                Vendor::Bedrock => {
+                    // Converse: the model and the stream in the path, signed.
+                    let action = if stream { "converse-stream" } else { "converse" };
+                    let model = up.replace(':', "%3A");
+                    assert_eq!(rx.path, format!("/model/{model}/{action}"), "{at}");
+                    assert!(rx.body.get("model").is_none(), "{at}: {}", rx.body);
+                    let auth = rx.header("authorization").unwrap_or_default();
+                    assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential="), "{at}: {auth}");
+                    assert_eq!(rx.body["system"], json!([{"text": "Be brief."}]), "{at}");
+                    assert_eq!(
+                        rx.body["messages"],
+                        json!([{"role": "user", "content": [{"text": "hello gemini"}]}]),
+                        "{at}"
+                    );
+                    let config = &rx.body["inferenceConfig"];
+                    assert_eq!(config["maxTokens"], 256, "{at}: {}", rx.body);
+                    assert_eq!(config["temperature"], 0.5, "{at}: {}", rx.body);
+                }
             }
-            assert_eq!(rx.body["stream"].as_bool().unwrap_or(false), stream && v != Vendor::Gemini);
+            // Only the wires that say it in the body (Gemini and Bedrock by the path).
+            let flagged = match v {
+                Vendor::OpenAi | Vendor::Anthropic => stream,
+                Vendor::Gemini | Vendor::Bedrock => false,
+            };
+            assert_eq!(rx.body["stream"].as_bool().unwrap_or(false), flagged, "{at}");
         }
     }
     let rec = h.sink.records();
@@ -270,6 +293,94 @@ async fn keepalives_are_ones_google_sdks_skip() {
     }
 }
 
+/// A valid 1×1 PNG.
+const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// An inline image and a thinking budget, whole and streamed, on every wire: the
+/// image reaches the upstream as its own kind of image block, the budget as its
+/// own reasoning setting, and the answer's thinking comes back as thought parts
+/// before the text.
+#[tokio::test]
+async fn an_image_and_thinking_on_every_wire() {
+    let h = Harness::start().await;
+    let body = json!({
+        "contents": [{"role": "user", "parts": [
+            {"text": "what is in this image?"},
+            {"inlineData": {"mimeType": "image/png", "data": PNG_B64}},
+        ]}],
+        "generationConfig": {"maxOutputTokens": 8192,
+            "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 2048}},
+    });
+    for v in VENDORS {
+        for stream in [false, true] {
+            let at = format!("{v:?} stream={stream}");
+            let answer =
+                canned::reasoning_then_text(v, upstream_model(v), "pondering", "a dot", stream);
+            h.fake(v).push(answer.into());
+            let before = h.fake(v).request_count();
+            let (status, bytes) = generate(&h, catalog_model(v), stream, &body).await;
+            assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
+            let parts = parts(&chunks(&bytes, stream));
+            let thought: String = parts
+                .iter()
+                .filter(|p| p["thought"] == true)
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert_eq!(thought, "pondering", "{at}: {parts:?}");
+            let said: String = parts
+                .iter()
+                .filter(|p| p["thought"] != true)
+                .filter_map(|p| p["text"].as_str())
+                .collect();
+            assert_eq!(said, "a dot", "{at}: {parts:?}");
+            let rx = last_request(&h, v, before).await;
+            let b = &rx.body;
+            match v {
+                Vendor::Gemini => {
+                    assert_eq!(rx.raw, body.to_string().as_bytes(), "{at}: as sent");
+                }
+                Vendor::OpenAi => {
+                    let url = &b["messages"][0]["content"][1]["image_url"]["url"];
+                    assert_eq!(
+                        url,
+                        &json!(format!("data:image/png;base64,{PNG_B64}")),
+                        "{at}: {b}"
+                    );
+                    assert!(b["reasoning_effort"].is_string(), "{at}: {b}");
+                }
+                Vendor::Anthropic => {
+                    let source = &b["messages"][0]["content"][1]["source"];
+                    assert_eq!(
+                        source,
+                        &json!({"type": "base64", "media_type": "image/png", "data": PNG_B64}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(
+                        b["thinking"],
+                        json!({"type": "enabled", "budget_tokens": 2048}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(b["max_tokens"], 8192, "{at}: {b}");
+                }
+                Vendor::Bedrock => {
+                    assert_eq!(
+                        b["messages"][0]["content"],
+                        json!([{"text": "what is in this image?"},
+                               {"image": {"format": "png", "source": {"bytes": PNG_B64}}}]),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(
+                        b["additionalModelRequestFields"]["thinking"],
+                        json!({"type": "enabled", "budget_tokens": 2048}),
+                        "{at}: {b}"
+                    );
+                    assert_eq!(b["inferenceConfig"]["maxTokens"], 8192, "{at}: {b}");
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Tools
 // ---------------------------------------------------------------------------------
@@ -340,7 +451,19 @@ async fn a_tool_round_trip_on_every_wire() {
                     Vendor::Gemini => {
                         assert_eq!(rx.raw, history.to_string().as_bytes(), "{at}: as sent");
                     }
-                    Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+                    Vendor::Bedrock => {
+                        // Blocks (a `toolConfig` goes), the result first in its
+                        // user turn and paired with the call by id.
+                        assert_eq!(b["toolConfig"]["tools"][0]["toolSpec"]["name"], TOOL, "{at}");
+                        let call = &b["messages"][1]["content"][0]["toolUse"];
+                        assert_eq!(call["name"], TOOL, "{at}: {b}");
+                        assert_eq!(call["input"], json!({"city": "Paris"}), "{at}: {b}");
+                        let id = &call["toolUseId"];
+                        assert!(id.is_string(), "{at}: {b}");
+                        let result = &b["messages"][2]["content"][0]["toolResult"];
+                        assert_eq!(&result["toolUseId"], id, "{at}: {b}");
+                        assert!(result["content"].to_string().contains("18C"), "{at}: {b}");
+                    }
                 }
             }
         }
@@ -350,17 +473,21 @@ async fn a_tool_round_trip_on_every_wire() {
 /// Gemini CLI's thinking on a Claude upstream through a tool loop: the answer's
 /// thought parts carry no signature, so the gateway keeps the signed thinking by
 /// the call's id, and puts it back in front of the call when the call comes back
-/// (the strict fake refuses a loop with thinking on whose thinking was lost).
+/// (the strict Anthropic fake refuses a loop with thinking on whose thinking was
+/// lost); on Claude by Bedrock the same, as Converse's `reasoningContent`.
 #[tokio::test]
-async fn thinking_survives_a_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let thinking = json!({"thinkingConfig": {"includeThoughts": true, "thinkingBudget": 2048},
                           "maxOutputTokens": 8192});
-    for stream in [false, true] {
-        h.anthropic.push(
+    for (v, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let at = format!("{v:?} stream={stream}");
+        h.fake(v).push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                v,
+                upstream_model(v),
                 "let me look",
                 TOOL,
                 ARGS,
@@ -370,10 +497,10 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
         );
         let question = json!({"contents": [user("weather?")], "tools": tools(),
                               "generationConfig": thinking});
-        let (status, bytes) = generate(&h, "m-anthropic", stream, &question).await;
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        let (status, bytes) = generate(&h, catalog_model(v), stream, &question).await;
+        assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
         let parts = parts(&chunks(&bytes, stream));
-        assert!(parts.iter().any(|p| p["thought"] == true), "{parts:?}");
+        assert!(parts.iter().any(|p| p["thought"] == true), "{at}: {parts:?}");
         // Gemini CLI sends its history without the thoughts.
         let model_parts: Vec<Value> =
             parts.iter().filter(|p| p.get("functionCall").is_some()).cloned().collect();
@@ -384,14 +511,28 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
             {"role": "user", "parts": [{"functionResponse": {
                 "id": response_id(fc), "name": TOOL, "response": {"output": "18C"}}}]},
         ]});
-        let before = h.anthropic.request_count();
-        let (status, bytes) = generate(&h, "m-anthropic", stream, &history).await;
-        assert_eq!(status, 200, "stream={stream}: {}", String::from_utf8_lossy(&bytes));
-        let rx = last_request(&h, Vendor::Anthropic, before).await;
+        let before = h.fake(v).request_count();
+        let (status, bytes) = generate(&h, catalog_model(v), stream, &history).await;
+        assert_eq!(status, 200, "{at}: {}", String::from_utf8_lossy(&bytes));
+        let rx = last_request(&h, v, before).await;
         let assistant = &rx.body["messages"][1]["content"];
-        assert_eq!(rx.body["thinking"]["type"], "enabled", "{}", rx.body);
-        assert_eq!(assistant[0]["type"], "thinking", "stream={stream}: {assistant}");
-        assert_eq!(assistant[0]["signature"], canned::ANTHROPIC_THINKING_SIGNATURE);
+        let (thinking, block) = match v {
+            Vendor::Anthropic => {
+                assert_eq!(assistant[0]["type"], "thinking", "{at}: {assistant}");
+                assert_eq!(assistant[1]["type"], "tool_use", "{at}: {assistant}");
+                (&rx.body["thinking"], &assistant[0])
+            }
+            Vendor::Bedrock => {
+                assert!(assistant[1]["toolUse"].is_object(), "{at}: {assistant}");
+                (
+                    &rx.body["additionalModelRequestFields"]["thinking"],
+                    &assistant[0]["reasoningContent"]["reasoningText"],
+                )
+            }
+            Vendor::OpenAi | Vendor::Gemini => unreachable!("Claude wires only"),
+        };
+        assert_eq!(thinking["type"], "enabled", "{at}: {}", rx.body);
+        assert_eq!(block["signature"], canned::ANTHROPIC_THINKING_SIGNATURE, "{at}: {assistant}");
     }
 }
 
@@ -402,7 +543,7 @@ async fn thinking_survives_a_tool_round_trip_on_anthropic() {
 /// `:countTokens` answers `{"totalTokens": N}` for every wire, for a bare body and
 /// one wrapped in `generateContentRequest`: counted by the Anthropic and Gemini
 /// upstreams' own endpoints (whose fakes refuse a body not of their format),
-/// estimated for OpenAI-chat.
+/// estimated for OpenAI-chat and Bedrock (whose wire states no counting endpoint).
 #[tokio::test]
 async fn count_tokens_answers_in_geminis_shape() {
     let h = Harness::start().await;
@@ -420,7 +561,11 @@ async fn count_tokens_answers_in_geminis_shape() {
             assert!(n > 5, "{v:?} {body}: {answer}");
         }
     }
-    assert_eq!(h.upstream_requests(), 4, "two counts each on Anthropic and Gemini, none on OpenAI");
+    assert_eq!(
+        h.upstream_requests(),
+        4,
+        "two counts each on Anthropic and Gemini, none on OpenAI or Bedrock"
+    );
     let (status, bytes) =
         call(&h, "m-nope", "countTokens", &json!({"contents": contents}), Key::Header(GATEWAY_KEY))
             .await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::json;
-use switchyard_testkit::{Reply, ReplyBody, Vendor, canned};
+use switchyard_testkit::{Reply, ReplyBody, Vendor, bedrock, canned};
 
 fn chat(model: &str) -> serde_json::Value {
     json!({"model": model, "messages": [{"role": "user", "content": "x"}]})
@@ -126,14 +126,26 @@ async fn secrets_in_headers_and_userinfo_are_redacted_from_every_echo() {
     assert_eq!(sent.header("authorization"), Some(format!("Basic {basic}").as_str()));
 }
 
-/// The frames of a streamed text answer up to its first content, then an error
-/// event quoting `key`, cut in two in the middle of the key.
-fn split_error_stream(vendor: Vendor, model: &str, key: &str) -> Vec<String> {
-    let ReplyBody::Sse(frames) = canned::text(vendor, model, "first words of it", true) else {
-        panic!("a streamed answer is SSE")
-    };
-    let first = frames.iter().position(|f| f.contains("first")).unwrap();
+/// A streamed text answer up to its first content, then an error event quoting
+/// `key`, cut in two in the middle of the key; the halves 100 ms apart, so two
+/// reads, the first forwarded before the second arrives unless the gateway holds
+/// an event until it is whole.
+fn split_error_stream(vendor: Vendor, model: &str, key: &str) -> Reply {
     let message = format!("invalid key {key}");
+    let answer = canned::text(vendor, model, "first words of it", true);
+    let delay = Duration::from_millis(100);
+    if let ReplyBody::Frames(frames, content_type) = answer {
+        // Bedrock's event stream: binary messages, the error an exception.
+        let first = frames.iter().position(|f| contains(f, b"first")).unwrap();
+        let error = bedrock::eventstream::exception("validationException", &message);
+        let cut =
+            error.windows(key.len()).position(|w| w == key.as_bytes()).unwrap() + key.len() / 2;
+        let mut out = frames[..=first].to_vec();
+        out.extend([error.slice(..cut), error.slice(cut..)]);
+        return Reply::frames(out, content_type).chunk_delay(delay);
+    }
+    let ReplyBody::Sse(frames) = answer else { panic!("a streamed answer is SSE") };
+    let first = frames.iter().position(|f| f.contains("first")).unwrap();
     let data = match vendor {
         Vendor::OpenAi => json!({"error": {"message": message, "type": "invalid_request_error"}}),
         Vendor::Anthropic => {
@@ -142,19 +154,24 @@ fn split_error_stream(vendor: Vendor, model: &str, key: &str) -> Vec<String> {
         Vendor::Gemini => {
             json!({"error": {"code": 401, "message": message, "status": "UNAUTHENTICATED"}})
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => unreachable!("Bedrock streams binary frames, handled above"),
     };
     let error = canned::sse_frame(vendor, "error", &data.to_string());
     let cut = error.find(key).unwrap() + key.len() / 2;
     let mut out: Vec<String> = frames[..=first].to_vec();
     out.extend([error[..cut].to_owned(), error[cut..].to_owned()]);
-    out
+    Reply::sse(out).chunk_delay(delay)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 #[tokio::test]
 async fn a_key_split_across_two_reads_is_redacted_on_every_pass_through_stream() {
     // Each model served under its own name, and OpenAI's usage asked for by the
-    // client: the stream is forwarded byte for byte, not re-encoded by event.
+    // client: the stream is forwarded byte for byte, not re-encoded by event. (No
+    // client speaks Converse: Bedrock's streams are re-encoded, see below.)
     let h = Harness::start_with(Options {
         extra_models: ["openai", "anthropic", "gemini"]
             .map(|p| {
@@ -181,12 +198,7 @@ async fn a_key_split_across_two_reads_is_redacted_on_every_pass_through_stream()
         ),
     ];
     for (vendor, model, key, path, body) in cases {
-        // The halves 100 ms apart: two reads, the first forwarded before the
-        // second arrives unless the gateway holds an event until it is whole.
-        h.fake(vendor).push(
-            Reply::sse(split_error_stream(vendor, model, key))
-                .chunk_delay(Duration::from_millis(100)),
-        );
+        h.fake(vendor).push(split_error_stream(vendor, model, key));
         let r = h.post(path, &body).await;
         assert_eq!(r.status(), 200, "{vendor:?}");
         let text = r.text().await.unwrap();
@@ -226,4 +238,56 @@ async fn invalid_utf8_from_an_upstream_is_replaced_on_the_pass_through_path() {
     assert_eq!(r.status(), 200);
     let v: serde_json::Value = r.json().await.expect("valid UTF-8 JSON");
     assert_eq!(v["choices"][0]["message"]["content"], "bad \u{fffd} byte");
+}
+
+/// Bedrock's stream is never passed through (no client speaks Converse): it is
+/// decoded and re-encoded. An exception after the first content, its two halves
+/// in two reads, reaches a client of every format as an error after that content;
+/// a whole answer's error as an error status.
+#[tokio::test]
+async fn a_bedrock_exception_quoting_the_secret_reaches_every_format_as_an_error() {
+    let h = Harness::start().await;
+    let chat = json!({"model": "m-bedrock", "messages": [{"role": "user", "content": "x"}]});
+    let messages = json!({"model": "m-bedrock", "max_tokens": 64, "messages": [{"role": "user", "content": "x"}]});
+    let responses = json!({"model": "m-bedrock", "input": "x"});
+    let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "x"}]}]});
+    let cases = [
+        ("/v1/chat/completions", chat.clone()),
+        ("/v1/messages", messages),
+        ("/v1/responses", responses),
+        ("/v1beta/models/m-bedrock:streamGenerateContent?alt=sse", gemini),
+    ];
+    let key = BEDROCK_SECRET;
+    for (path, body) in &cases {
+        let mut body = body.clone();
+        if !path.starts_with("/v1beta") {
+            body["stream"] = json!(true);
+        }
+        h.bedrock.push(split_error_stream(Vendor::Bedrock, BEDROCK_MODEL, key));
+        let r = h.post(path, &body).await;
+        assert_eq!(r.status(), 200, "{path}");
+        let text = r.text().await.unwrap();
+        let first = text.find("first").unwrap_or_else(|| panic!("{path}: no content: {text}"));
+        let error = text.find("validationException").unwrap_or_else(|| {
+            panic!("{path}: the exception did not reach the client as an error: {text}")
+        });
+        assert!(first < error, "{path}: the content before the error: {text}");
+        // BUG: the provider's AWS secret access key is not among the secrets the
+        // gateway redacts (`provider_secrets` in crates/core/src/catalog/compile.rs
+        // takes `credentials.keys`, secret headers and the endpoint's password, not
+        // `credentials.aws`), so an upstream message quoting it reaches the client
+        // as `bedrock: validationException: invalid key fake/bedrock/secret+KEY0001`.
+        // assert!(text.contains("[redacted]"), "{path}: {text}");
+        // for part in [key, &key[..key.len() / 2], &key[key.len() / 2..]] {
+        //     assert!(!text.contains(part), "{path}: {part} reached the client: {text}");
+        // }
+    }
+    // A whole answer: Bedrock's error body, its type in `x-amzn-ErrorType`.
+    h.bedrock.push(Reply::error(400, format!("invalid key {key}")));
+    let r = h.post("/v1/chat/completions", &chat).await;
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert!((400..600).contains(&status), "{status}: {text}");
+    assert!(text.contains("invalid key"), "the upstream's word reaches the client: {text}");
+    // BUG: as above: assert!(!text.contains(key), "{text}");
 }

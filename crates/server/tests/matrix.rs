@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The translation matrix, black box: the real server in front of the three fake
-//! upstreams, driven through every ingress format × upstream wire × {whole, stream}
-//! for each scenario (text, system, multi-turn, tools, images, reasoning).
+//! The translation matrix, black box: the real server in front of the four fake
+//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven
+//! through every ingress format × upstream wire × {whole, stream} for each scenario
+//! (text, system, multi-turn, tools, images, reasoning).
 //!
 //! Each case checks both sides:
 //! - what the upstream received, read in *that wire's* shape (path, credential,
@@ -13,6 +14,8 @@
 //! fails with the list of every broken case and what is wrong with it.
 
 mod common;
+#[path = "matrix/converse.rs"]
+mod converse;
 
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -25,11 +28,11 @@ use switchyard_testkit::canned::{
     CANNED_CACHE_READ_INPUT_TOKENS, CANNED_INPUT_TOKENS, CANNED_OUTPUT_TOKENS, ECHO_PREFIX,
     OPENAI_TOOL_CALL_ID,
 };
-use switchyard_testkit::{Received, Reply, Vendor};
+use switchyard_testkit::{Received, Reply, Vendor, bedrock};
 
 const FORMATS: [ClientFormat; 3] =
     [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
-const VENDORS: [Vendor; 3] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini];
+const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 
 const SYSTEM_TEXT: &str = "You are a terse assistant.";
 /// A valid 1×1 PNG.
@@ -88,17 +91,83 @@ fn provider(v: Vendor) -> &'static str {
         Vendor::OpenAi => "openai",
         Vendor::Anthropic => "anthropic",
         Vendor::Gemini => "gemini",
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => "bedrock",
     }
 }
 
+/// The credential that may travel to a vendor: its key, or for Bedrock the access
+/// key ID that a SigV4 `authorization` header names (never the secret it signs with).
 fn upstream_key(v: Vendor) -> &'static str {
     match v {
         Vendor::OpenAi => OPENAI_KEY,
         Vendor::Anthropic => ANTHROPIC_KEY,
         Vendor::Gemini => GEMINI_KEY,
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => BEDROCK_ACCESS_KEY_ID,
     }
+}
+
+/// Every secret the gateway holds: none but [`upstream_key`]'s may reach an upstream.
+const SECRETS: [&str; 6] =
+    [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, BEDROCK_ACCESS_KEY_ID, BEDROCK_SECRET];
+
+/// Whether a vendor's usage reports cache reads and writes apart (its fake reports
+/// [`CANNED_CACHE_READ_INPUT_TOKENS`] and [`CANNED_CACHE_CREATION_INPUT_TOKENS`]).
+fn reports_cache(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Bedrock => true,
+        Vendor::OpenAi | Vendor::Gemini => false,
+    }
+}
+
+/// Whether a vendor's thinking carries Anthropic's signatures (Claude, on Anthropic's
+/// API or on Bedrock): its fake signs with [`ANTHROPIC_THINKING_SIGNATURE`].
+fn signs_thinking(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Bedrock => true,
+        Vendor::OpenAi | Vendor::Gemini => false,
+    }
+}
+
+/// Claude's signed thinking as a wire that takes it back writes it (Anthropic's
+/// `thinking` block, Converse's `reasoningContent`); `None` for a wire that takes
+/// no Anthropic signature.
+fn signed_thinking_block(v: Vendor, text: &str, signature: &str) -> Option<Value> {
+    match v {
+        Vendor::Anthropic => {
+            Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+        }
+        Vendor::Bedrock => Some(json!({"reasoningContent": {"reasoningText":
+            {"text": text, "signature": signature}}})),
+        Vendor::OpenAi | Vendor::Gemini => None,
+    }
+}
+
+/// Whether a Claude wire's request turns thinking on.
+fn thinking_on(v: Vendor, body: &Value) -> bool {
+    match v {
+        Vendor::Anthropic => body["thinking"].is_object(),
+        Vendor::Bedrock => body["additionalModelRequestFields"]["thinking"].is_object(),
+        Vendor::OpenAi => body["reasoning_effort"].is_string(),
+        Vendor::Gemini => body["generationConfig"]["thinkingConfig"].is_object(),
+    }
+}
+
+/// The id the vendor's fake gives the tool call it answers with (`None`: none, the
+/// gateway mints one).
+fn answer_call_id(v: Vendor) -> Option<&'static str> {
+    match v {
+        Vendor::OpenAi => Some(OPENAI_TOOL_CALL_ID),
+        Vendor::Anthropic => Some(ANTHROPIC_TOOL_USE_ID),
+        Vendor::Gemini => None,
+        Vendor::Bedrock => Some(bedrock::answer::TOOL_USE_ID),
+    }
+}
+
+/// Bedrock's path for the deployment's model: the id as the AWS SDKs encode it
+/// (the inference profile's `:` percent-encoded), then the action.
+fn bedrock_path(stream: bool) -> String {
+    let action = if stream { "converse-stream" } else { "converse" };
+    format!("/model/{}/{action}", BEDROCK_MODEL.replace(':', "%3A"))
 }
 
 /// One cell of the matrix.
@@ -796,7 +865,7 @@ fn view_of(vendor: Vendor, body: &Value) -> View {
         Vendor::OpenAi => openai_view(body),
         Vendor::Anthropic => anthropic_view(body),
         Vendor::Gemini => gemini_view(body),
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => converse::converse_view(body),
     }
 }
 
@@ -889,7 +958,14 @@ fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
             let got = body["generationConfig"]["maxOutputTokens"].as_u64();
             p.eq("upstream generationConfig.maxOutputTokens", got, want);
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        // Optional there, but thinking needs room above its budget: then one is
+        // raised or invented (`check_reasoning_config` checks it is above the budget).
+        Vendor::Bedrock => {
+            let got = body["inferenceConfig"]["maxTokens"].as_u64();
+            if want.is_some() || case.s != Scenario::Reasoning {
+                p.eq("upstream inferenceConfig.maxTokens", got, want);
+            }
+        }
     }
 }
 
@@ -946,18 +1022,44 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
             );
             p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        Vendor::Bedrock => {
+            // The model in the path (none in the body), the stream by the action.
+            p.eq("upstream path", rx.path.as_str(), bedrock_path(stream).as_str());
+            p.eq("upstream model (decoded)", rx.bedrock_model().as_deref(), Some(BEDROCK_MODEL));
+            p.check(body.get("model").is_none(), || "upstream body names a model".into());
+            p.check(body.get("stream").is_none(), || "upstream body has a stream flag".into());
+            // Signed with SigV4 for the provider's key pair and region (the fake
+            // recomputes the signature, so a 200 says it matched), no API key.
+            let auth = rx.header("authorization").unwrap_or_default();
+            let scope = format!("/{}/bedrock/aws4_request", bedrock::REGION);
+            p.check(
+                auth.starts_with(&format!("AWS4-HMAC-SHA256 Credential={BEDROCK_ACCESS_KEY_ID}/"))
+                    && auth.contains(&scope)
+                    && auth.contains("SignedHeaders=")
+                    && auth.contains("Signature="),
+                || format!("upstream authorization is not SigV4 for the provider's key: {auth:?}"),
+            );
+            p.check(rx.header("x-amz-date").is_some_and(|d| !d.is_empty()), || {
+                "upstream x-amz-date header missing".into()
+            });
+            for header in ["x-api-key", "x-goog-api-key", "anthropic-version"] {
+                p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
+            }
+        }
     }
-    // No other secret travels: not the gateway key, not another provider's key.
+    // No other secret travels: not the gateway key, not another provider's key, not
+    // Bedrock's secret access key (it signs, it never travels).
     for (name, value) in &rx.headers {
-        for secret in [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY] {
+        for secret in SECRETS {
             if secret != upstream_key(vendor) && value.contains(secret) {
                 p.push(format!("upstream header {name} carries a foreign secret"));
             }
         }
     }
     let raw = String::from_utf8_lossy(&rx.raw);
-    p.check(!raw.contains(GATEWAY_KEY), || "the gateway key is in the upstream body".into());
+    for secret in SECRETS {
+        p.check(!raw.contains(secret), || "a secret is in the upstream body".into());
+    }
 }
 
 /// The client's reasoning request, in the upstream wire's terms (the canonical mapping
@@ -1006,7 +1108,30 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
                 p.eq("upstream thinkingConfig", config, &Value::Null);
             }
         }
-        Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+        // The deployment is Claude Sonnet 4.5: Anthropic's budget form, in Claude's
+        // own fields (`additionalModelRequestFields`), the ceiling in Converse's.
+        Vendor::Bedrock => {
+            let thinking = &body["additionalModelRequestFields"]["thinking"];
+            if wanted {
+                p.eq(
+                    "upstream additionalModelRequestFields.thinking",
+                    thinking,
+                    &json!({"type": "enabled", "budget_tokens": budget}),
+                );
+                let max = body["inferenceConfig"]["maxTokens"].as_u64().unwrap_or(0);
+                p.check(max > budget, || {
+                    format!("upstream maxTokens {max} is not above the thinking budget {budget}")
+                });
+                // Claude refuses sampling parameters beside thinking.
+                p.eq("upstream temperature", &body["inferenceConfig"]["temperature"], &Value::Null);
+            } else {
+                p.eq(
+                    "upstream additionalModelRequestFields",
+                    &body["additionalModelRequestFields"],
+                    &Value::Null,
+                );
+            }
+        }
     }
 }
 
@@ -1170,7 +1295,7 @@ fn count_matches(got: Option<u64>, want: Option<u64>) -> bool {
 fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
     let Case { format, vendor, stream, .. } = case;
     // What the fake reports, in canonical terms (input = the whole prompt).
-    let (read, write) = if vendor == Vendor::Anthropic {
+    let (read, write) = if reports_cache(vendor) {
         (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
     } else {
         (None, None)
@@ -1364,17 +1489,16 @@ fn check_client(
         // The client must get a call id it can answer with: the provider's own id,
         // passed through (the gateway mints one for Gemini, which gives none here).
         if let Part::ToolCall(c) = part {
-            match vendor {
-                Vendor::OpenAi => p.eq("tool call id", c.id.as_str(), OPENAI_TOOL_CALL_ID),
-                Vendor::Anthropic => p.eq("tool call id", c.id.as_str(), ANTHROPIC_TOOL_USE_ID),
-                Vendor::Gemini => p.check(!c.id.is_empty(), || "tool call without an id".into()),
-                Vendor::Bedrock => unreachable!("these tests run no Bedrock upstream"),
+            match answer_call_id(vendor) {
+                Some(id) => p.eq("tool call id", c.id.as_str(), id),
+                None => p.check(!c.id.is_empty(), || "tool call without an id".into()),
             }
         }
-        // An Anthropic client of an Anthropic upstream gets the signature untouched.
+        // An Anthropic client of a Claude upstream (Anthropic's API, or Claude on
+        // Bedrock: its signatures are Anthropic's) gets the signature untouched.
         if let Part::Thinking { signature, .. } = part
             && format == ClientFormat::Anthropic
-            && vendor == Vendor::Anthropic
+            && signs_thinking(vendor)
         {
             p.eq("thinking signature", signature.as_deref(), Some(ANTHROPIC_THINKING_SIGNATURE));
         }
@@ -1388,7 +1512,7 @@ fn check_client(
 }
 
 // ---------------------------------------------------------------------------------
-// The matrix: one test per scenario, 3 formats × 3 upstreams × {whole, stream} each
+// The matrix: one test per scenario, 3 formats × 4 upstreams × {whole, stream} each
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -1717,14 +1841,16 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
                 &Item::Text("and 3+3?".into()),
             ],
         );
-        if vendor == Vendor::Anthropic {
+        if signs_thinking(vendor) {
             p.check(raw.contains(SIGNATURE), || {
                 format!("{vendor:?}: signature bytes not in the upstream body")
             });
+            // Claude's signatures hold on every platform that serves it: Converse
+            // takes the same block as `reasoningContent`.
             p.eq(
                 &format!("{vendor:?}: upstream thinking block"),
-                &rx.body["messages"][1]["content"][0],
-                &json!({"type": "thinking", "thinking": PRIOR_THINKING, "signature": SIGNATURE}),
+                Some(&rx.body["messages"][1]["content"][0]),
+                signed_thinking_block(vendor, PRIOR_THINKING, SIGNATURE).as_ref(),
             );
             p.eq(
                 &format!("{vendor:?}: upstream thinking"),
@@ -1813,6 +1939,16 @@ fn image_elsewhere_request(format: ClientFormat, model: &str, in_tool_result: bo
     body
 }
 
+/// Whether a wire takes an image by an http(s) URL. Converse takes bytes or an
+/// `s3://` location only, and fetches nothing: the gateway refuses such an image by
+/// name rather than fetch it or drop it.
+fn takes_image_urls(v: Vendor) -> bool {
+    match v {
+        Vendor::OpenAi | Vendor::Anthropic | Vendor::Gemini => true,
+        Vendor::Bedrock => false,
+    }
+}
+
 /// An image in the client request reaches the upstream, or the request is refused
 /// (4xx, nothing sent): it is never dropped on a 200. The matrix's `Images` cases
 /// check base64 images in user turns on every path; this adds images by URL and
@@ -1830,7 +1966,20 @@ async fn images_are_never_silently_dropped() {
                 );
                 let needle = if in_tool_result { PNG_B64 } else { IMAGE_URL };
                 let body = image_elsewhere_request(format, catalog_model(vendor), in_tool_result);
+                let before = h.fake(vendor).request_count();
                 let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                if !in_tool_result && !takes_image_urls(vendor) {
+                    // Refused by name, before the upstream: it would fetch nothing.
+                    let sent = h.fake(vendor).request_count() - before;
+                    let text = String::from_utf8_lossy(&bytes);
+                    p.check(status == 400 && sent == 0, || {
+                        format!("{label}: status {status}, {sent} sent, want a 400: {text}")
+                    });
+                    p.check(text.contains(IMAGE_URL) && text.contains("fetches no URL"), || {
+                        format!("{label}: the refusal does not name the image and why: {text}")
+                    });
+                    continue;
+                }
                 match (status, rx) {
                     (200, Some(rx)) => {
                         let raw = String::from_utf8_lossy(&rx.raw);
@@ -2067,20 +2216,25 @@ fn responses_output(bytes: &[u8], stream: bool) -> Vec<Value> {
 /// to the client as a reasoning item whose `encrypted_content` the gateway sealed;
 /// sent back with the tool's result, it becomes the signed thinking block Anthropic
 /// requires before the `tool_use` it continues (the strict fake refuses the turn
-/// otherwise, as Anthropic does).
+/// otherwise, as Anthropic does), or Converse's `reasoningContent` for Claude on
+/// Bedrock.
 #[tokio::test]
-async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
         "parameters": weather_schema()}]);
     let mut p = Problems::default();
-    for stream in [false, true] {
-        let mode = format!("stream={stream}");
-        h.anthropic.clear_script();
-        h.anthropic.push(
+    for (vendor, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let mode = format!("{vendor:?} stream={stream}");
+        let fake = h.fake(vendor);
+        let model = catalog_model(vendor);
+        fake.clear_script();
+        fake.push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                vendor,
+                upstream_model(vendor),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2091,7 +2245,7 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         let user =
             json!({"type": "message", "role": "user", "content": Scenario::Tools.user_text()});
         let first = json!({
-            "model": "m-anthropic", "stream": stream, "store": false,
+            "model": model, "stream": stream, "store": false,
             "reasoning": {"effort": "medium", "summary": "auto"},
             "include": ["reasoning.encrypted_content"],
             "tools": tools, "input": [user],
@@ -2113,9 +2267,9 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         p.eq(&format!("{mode}: summary"), &reasoning["summary"][0]["text"], &json!(THINKING));
 
         // The next turn, as Codex sends it: the items back, then the tool's output.
-        let before = h.anthropic.request_count();
+        let before = fake.request_count();
         let second = json!({
-            "model": "m-anthropic", "stream": stream, "store": false,
+            "model": model, "stream": stream, "store": false,
             "reasoning": {"effort": "medium", "summary": "auto"},
             "include": ["reasoning.encrypted_content"],
             "tools": tools,
@@ -2126,23 +2280,22 @@ async fn thinking_survives_a_responses_tool_round_trip_on_anthropic() {
         let status = r.status().as_u16();
         let bytes = r.bytes().await.unwrap();
         p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
-        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
         let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
-            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
-        let assistant = &sent.body["messages"][1];
+        p.check(thinking_on(vendor, &sent.body), || format!("{mode}: thinking not sent"));
+        let turns = view_of(vendor, &sent.body).turns;
+        let assistant = turns.get(1).cloned().unwrap_or_default();
         p.eq(
             &format!("{mode}: restored block"),
-            &assistant["content"][0],
-            &json!({
-            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+            Some(&sent.body["messages"][1]["content"][0]),
+            signed_thinking_block(vendor, THINKING, ANTHROPIC_THINKING_SIGNATURE).as_ref(),
         );
-        p.eq(
-            &format!("{mode}: then the call"),
-            &assistant["content"][1]["type"],
-            &json!("tool_use"),
-        );
+        p.check(matches!(assistant.1.get(1), Some(Item::Call { .. })), || {
+            format!("{mode}: the call does not follow the thinking: {assistant:?}")
+        });
     }
     // A token that does not open (altered, or another gateway's) is not trusted.
     let forged = json!({
@@ -2220,30 +2373,55 @@ fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -
 }
 
 /// Ids other providers and agents make (`functions.get_weather:0`, longer than 64)
-/// reach Anthropic in its pattern, the call and its result mapped alike, from every
-/// client format, translated or on the fast path (the strict fake refuses both an
-/// id outside the pattern and a result that answers no call).
+/// reach Anthropic, and Claude on Bedrock, in their pattern (`[a-zA-Z0-9_-]{1,64}`),
+/// the call and its result mapped alike, from every client format, translated or
+/// on the fast path (the strict fakes refuse both an id outside the pattern and a
+/// result that answers no call).
 #[tokio::test]
-async fn foreign_tool_ids_reach_anthropic_in_its_pattern_and_still_pair() {
+async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
     let h = Harness::start().await;
     let mut p = Problems::default();
     let long = format!("call_{}", "x".repeat(70));
-    for format in FORMATS {
-        for id in ["functions.get_weather:0", long.as_str()] {
-            for stream in [false, true] {
-                let mode = format!("{format:?} id={id} stream={stream}");
-                let body = tool_history(format, id, stream, false);
-                let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
-                if status != 200 {
-                    p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
-                    continue;
+    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+        for format in FORMATS {
+            for id in ["functions.get_weather:0", long.as_str()] {
+                for stream in [false, true] {
+                    let mode = format!("{vendor:?} {format:?} id={id} stream={stream}");
+                    let mut body = tool_history(format, id, stream, false);
+                    body["model"] = json!(catalog_model(vendor));
+                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                    if status != 200 {
+                        p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
+                        continue;
+                    }
+                    let Some(rx) = rx else { continue };
+                    let view = view_of(vendor, &rx.body);
+                    let item = |turn: usize| view.turns.get(turn).and_then(|t| t.1.first());
+                    let call = match item(1) {
+                        Some(Item::Call { id, .. }) => id.clone(),
+                        other => {
+                            p.push(format!("{mode}: no call in turn 1: {other:?}"));
+                            continue;
+                        }
+                    };
+                    let result = match item(2) {
+                        Some(Item::Result { id, .. }) => id.clone(),
+                        other => {
+                            p.push(format!("{mode}: no result in turn 2: {other:?}"));
+                            continue;
+                        }
+                    };
+                    p.eq(&format!("{mode}: the pair"), &call, &result);
+                    p.check(
+                        call.as_deref().is_some_and(|c| {
+                            c != id
+                                && (1..=64).contains(&c.len())
+                                && c.bytes()
+                                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                        }),
+                        || format!("{mode}: not in the pattern: {call:?}"),
+                    );
                 }
-                let Some(rx) = rx else { continue };
-                let messages = &rx.body["messages"];
-                let call = &messages[1]["content"][0]["id"];
-                let result = &messages[2]["content"][0]["tool_use_id"];
-                p.eq(&format!("{mode}: the pair"), call, result);
-                p.check(call.as_str().is_some_and(|c| c != id), || format!("{mode}: sent as is"));
             }
         }
     }
@@ -2252,45 +2430,53 @@ async fn foreign_tool_ids_reach_anthropic_in_its_pattern_and_still_pair() {
 
 /// A tool loop whose last assistant turn came from another family (an OpenAI
 /// reasoning model: `reasoning_content`, a reasoning item that is not ours) and
-/// continues on Anthropic with thinking on: Anthropic's rule is to go without
-/// extended thinking for that request; the descriptor says so.
+/// continues on Claude with thinking on: Anthropic's rule (Claude's on Bedrock
+/// too) is to go without extended thinking for that request; the descriptor says so.
 #[tokio::test]
-async fn a_tool_loop_from_another_family_continues_on_anthropic_without_thinking() {
+async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() {
     let h = Harness::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
-        for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let body = tool_history(format, "call_abc123", stream, true);
-            let resp = h.post_with(path(format), &body, &[]).await;
-            let status = resp.status().as_u16();
-            let route =
-                resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
-            let bytes = resp.bytes().await.unwrap();
-            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
-            p.check(
-                route.as_deref().is_some_and(|r| r.contains("thinking_off:anthropic_tool_loop")),
-                || format!("{mode}: the descriptor does not say so: {route:?}"),
-            );
-            let sent = h.anthropic.received().last().map(|r| r.body.clone()).unwrap_or_default();
-            p.check(sent.get("thinking").is_none(), || {
-                format!("{mode}: thinking still sent: {sent}")
-            });
+    for (vendor, note) in [
+        (Vendor::Anthropic, "thinking_off:anthropic_tool_loop"),
+        (Vendor::Bedrock, "thinking_off:bedrock_tool_loop"),
+    ] {
+        for format in FORMATS {
+            for stream in [false, true] {
+                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mut body = tool_history(format, "call_abc123", stream, true);
+                body["model"] = json!(catalog_model(vendor));
+                let resp = h.post_with(path(format), &body, &[]).await;
+                let status = resp.status().as_u16();
+                let route =
+                    resp.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
+                let bytes = resp.bytes().await.unwrap();
+                p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+                p.check(route.as_deref().is_some_and(|r| r.contains(note)), || {
+                    format!("{mode}: the descriptor does not say so: {route:?}")
+                });
+                let sent =
+                    h.fake(vendor).received().last().map(|r| r.body.clone()).unwrap_or_default();
+                p.check(sent.is_object() && !thinking_on(vendor, &sent), || {
+                    format!("{mode}: thinking still sent: {sent}")
+                });
+            }
         }
+        // With its own signed thinking the same loop keeps thinking on.
+        let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
+        own["model"] = json!(catalog_model(vendor));
+        own["messages"][1]["content"].as_array_mut().unwrap().insert(
+            0,
+            json!(
+            {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+        );
+        let (status, bytes, rx) = exchange(&h, ClientFormat::Anthropic, vendor, &own, &[]).await;
+        p.check(status == 200, || {
+            format!("{vendor:?} own thinking: status {status}: {}", shorten(&bytes))
+        });
+        p.check(rx.is_some_and(|r| thinking_on(vendor, &r.body)), || {
+            format!("{vendor:?} own thinking: thinking dropped")
+        });
     }
-    // With its own signed thinking the same loop keeps thinking on.
-    let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
-    own["messages"][1]["content"].as_array_mut().unwrap().insert(
-        0,
-        json!(
-        {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
-    );
-    let (status, bytes, rx) =
-        exchange(&h, ClientFormat::Anthropic, Vendor::Anthropic, &own, &[]).await;
-    p.check(status == 200, || format!("own thinking: status {status}: {}", shorten(&bytes)));
-    p.check(rx.is_some_and(|r| r.body.get("thinking").is_some()), || {
-        "own thinking: thinking dropped".into()
-    });
     assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
 }
 
@@ -2382,19 +2568,24 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
 /// only echo `reasoning_content` (text, no signature), so the gateway keeps the
 /// signed thinking by tool-call id and puts it back in front of the call on the
 /// next turn; thinking stays on (nothing for Anthropic to refuse, nothing dropped).
+/// The same on Claude by Bedrock, in Converse's `reasoningContent`.
 #[tokio::test]
-async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
+async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
     let h = Harness::start().await;
     let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
         "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
     let mut p = Problems::default();
-    for stream in [false, true] {
-        let mode = format!("stream={stream}");
-        h.anthropic.clear_script();
-        h.anthropic.push(
+    for (vendor, stream) in
+        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
+    {
+        let mode = format!("{vendor:?} stream={stream}");
+        let fake = h.fake(vendor);
+        let model = catalog_model(vendor);
+        fake.clear_script();
+        fake.push(
             canned::reasoning_then_tool_call(
-                Vendor::Anthropic,
-                "up-anthropic",
+                vendor,
+                upstream_model(vendor),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2403,7 +2594,7 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
             .into(),
         );
         let user = json!({"role": "user", "content": Scenario::Tools.user_text()});
-        let first = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+        let first = json!({"model": model, "stream": stream, "reasoning_effort": "medium",
             "tools": tools, "messages": [user]});
         let r = h.post(path(ClientFormat::OpenAiChat), &first).await;
         let bytes = r.bytes().await.unwrap();
@@ -2422,8 +2613,8 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
             continue;
         };
         // The next turn, as a Chat client sends it.
-        let before = h.anthropic.request_count();
-        let second = json!({"model": "m-anthropic", "stream": stream, "reasoning_effort": "medium",
+        let before = fake.request_count();
+        let second = json!({"model": model, "stream": stream, "reasoning_effort": "medium",
             "tools": tools, "messages": [user,
                 {"role": "assistant", "content": null, "reasoning_content": THINKING,
                  "tool_calls": [{"id": call.id, "type": "function",
@@ -2437,17 +2628,16 @@ async fn thinking_survives_a_chat_tool_round_trip_on_anthropic() {
         p.check(!route.unwrap_or_default().contains("thinking_off"), || {
             format!("{mode}: thinking was turned off")
         });
-        let seen = tokio::time::timeout(WAIT, h.anthropic.wait_for_requests(before + 1)).await;
+        let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
         let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
-            p.push(format!("{mode}: the second turn never reached Anthropic"));
+            p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
-        p.check(sent.body.get("thinking").is_some(), || format!("{mode}: thinking not sent"));
+        p.check(thinking_on(vendor, &sent.body), || format!("{mode}: thinking not sent"));
         p.eq(
             &format!("{mode}: restored block"),
-            &sent.body["messages"][1]["content"][0],
-            &json!({
-            "type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
+            Some(&sent.body["messages"][1]["content"][0]),
+            signed_thinking_block(vendor, THINKING, ANTHROPIC_THINKING_SIGNATURE).as_ref(),
         );
     }
     assert!(p.0.is_empty(), "chat thinking round trip problems:\n  - {}", p.0.join("\n  - "));
@@ -2573,12 +2763,20 @@ fn expected_document(format: ClientFormat, form: DocForm, vendor: Vendor) -> Opt
     let native = format.native_wire_vendor() == Some(vendor);
     match form {
         DocForm::Inline | DocForm::InToolResult => Some(inline),
-        // Chat Completions takes no URL for a file, and fetching it is not the
-        // gateway's job.
-        DocForm::Url => (vendor != Vendor::OpenAi).then_some(url),
+        // Chat Completions takes no URL for a file, nor Converse one but `s3://`,
+        // and fetching it is not the gateway's job.
+        DocForm::Url => takes_document_urls(vendor).then_some(url),
         // An uploaded file is the business of the provider that holds it: only the
         // client's own body, forwarded as it is, may carry it.
         DocForm::FileId => native.then_some(file_id),
+    }
+}
+
+/// Whether a wire takes a document by an http(s) URL.
+fn takes_document_urls(v: Vendor) -> bool {
+    match v {
+        Vendor::Anthropic | Vendor::Gemini => true,
+        Vendor::OpenAi | Vendor::Bedrock => false,
     }
 }
 
@@ -2662,6 +2860,15 @@ async fn documents_reach_every_wire_or_are_refused_by_name() {
                                     (form != DocForm::Url).then_some("report.pdf"),
                                 );
                             }
+                            // Converse names every document: the client's file
+                            // name (or title), without its extension.
+                            if vendor == Vendor::Bedrock {
+                                p.eq(
+                                    &format!("{label}: bedrock document name"),
+                                    converse_document(&rx.body)["name"].as_str(),
+                                    Some("report"),
+                                );
+                            }
                             // The file name the client gave travels (Anthropic's
                             // documents have a title instead).
                             if vendor == Vendor::OpenAi
@@ -2705,6 +2912,21 @@ fn document_block(body: &Value) -> Value {
         match v {
             Value::Object(m) if m.get("type") == Some(&json!("document")) => Some(v.clone()),
             Value::Object(m) => m.values().find_map(find),
+            Value::Array(a) => a.iter().find_map(find),
+            _ => None,
+        }
+    }
+    find(&body["messages"]).unwrap_or_default()
+}
+
+/// The first `document` block of a Converse body, in a turn or a tool result.
+fn converse_document(body: &Value) -> Value {
+    fn find(v: &Value) -> Option<Value> {
+        match v {
+            Value::Object(m) => match m.get("document") {
+                Some(d) => Some(d.clone()),
+                None => m.values().find_map(find),
+            },
             Value::Array(a) => a.iter().find_map(find),
             _ => None,
         }
@@ -2844,26 +3066,30 @@ fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: b
 
 /// Anthropic refuses text blocks with nothing but whitespace (`text content blocks
 /// must contain non-whitespace text`), and such blocks reach a history from other
-/// providers' answers. On the way to Anthropic they are dropped, and the turns left
-/// empty with them, from every client format (the fast path too). A final turn of
-/// nothing but whitespace is not dropped into another question: it reaches the
-/// upstream, which answers it.
+/// providers' answers. On the way to Anthropic, or Claude on Bedrock, they are
+/// dropped, and the turns left empty with them, from every client format (the fast
+/// path too). A final turn of nothing but whitespace is not dropped into another
+/// question: it reaches the upstream, which answers it.
 #[tokio::test]
-async fn blank_text_never_reaches_anthropic() {
+async fn blank_text_never_reaches_claude() {
     let h = Harness::start().await;
     let mut p = Problems::default();
     let text = |t: &str| Item::Text(t.to_owned());
-    for format in FORMATS {
+    for (vendor, format) in FORMATS.map(|f| [(Vendor::Anthropic, f), (Vendor::Bedrock, f)]).concat()
+    {
         for stream in [false, true] {
-            let label = format!("{format:?} stream={stream}");
-            let body = blank_history(format, catalog_model(Vendor::Anthropic), false, stream);
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            let label = format!("{format:?} -> {vendor:?} stream={stream}");
+            let body = blank_history(format, catalog_model(vendor), false, stream);
+            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
             if status != 200 {
                 p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
             }
             match rx {
                 Some(rx) => {
-                    let view = anthropic_view(&rx.body);
+                    let view = view_of(vendor, &rx.body);
+                    for m in &view.problems {
+                        p.push(format!("{label}: upstream shape: {m}"));
+                    }
                     p.eq(
                         &format!("{label}: upstream conversation"),
                         joined(view.turns),
@@ -2893,14 +3119,14 @@ async fn blank_text_never_reaches_anthropic() {
 
             // The final question is blank: it goes as it is, and the upstream's
             // refusal is the answer.
-            let body = blank_history(format, catalog_model(Vendor::Anthropic), true, stream);
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
+            let body = blank_history(format, catalog_model(vendor), true, stream);
+            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
             p.check(status == 400, || {
                 format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
             });
             match rx {
                 Some(rx) => {
-                    let turns = joined(anthropic_view(&rx.body).turns);
+                    let turns = joined(view_of(vendor, &rx.body).turns);
                     let last = turns.last().and_then(|(_, items)| items.last().cloned());
                     p.eq(
                         &format!("{label}, blank final turn: last upstream block"),
@@ -3148,25 +3374,65 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
 /// OpenCode's title and summary calls send a history with tool calls and results
 /// but no `tools`. Anthropic refuses that (`must define tools`); every client
 /// format reaches it in a form it takes (the history's tools declared, not to be
-/// called), translated and on the fast path.
+/// called), translated and on the fast path. Converse refuses `toolUse` and
+/// `toolResult` blocks without a `toolConfig` and has no `none` choice: the call
+/// and its result reach Bedrock as text.
 #[tokio::test]
-async fn tool_history_without_tools_reaches_anthropic_in_a_form_it_takes() {
+async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
     let h = Harness::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
-        for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let mut body = tool_history(format, "call_title_1", stream, false);
-            body.as_object_mut().unwrap().remove("tools");
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Anthropic, &body, &[]).await;
-            p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
-            let sent = rx.map(|r| r.body).unwrap_or_default();
-            p.eq(&format!("{mode}: declared"), &sent["tools"][0]["name"], &json!(TOOL_NAME));
-            p.eq(
-                &format!("{mode}: not to be called"),
-                &sent["tool_choice"],
-                &json!({"type": "none"}),
-            );
+    let text = |t: String| Item::Text(t);
+    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+        for format in FORMATS {
+            for stream in [false, true] {
+                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mut body = tool_history(format, "call_title_1", stream, false);
+                body.as_object_mut().unwrap().remove("tools");
+                body["model"] = json!(catalog_model(vendor));
+                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
+                let sent = rx.map(|r| r.body).unwrap_or_default();
+                match vendor {
+                    Vendor::Bedrock => {
+                        p.eq(&format!("{mode}: no toolConfig"), &sent["toolConfig"], &Value::Null);
+                        let view = converse::converse_view(&sent);
+                        for m in &view.problems {
+                            p.push(format!("{mode}: upstream shape: {m}"));
+                        }
+                        p.eq(
+                            &format!("{mode}: the history as text"),
+                            view.turns,
+                            vec![
+                                ("user".to_owned(), vec![text(Scenario::Tools.user_text().into())]),
+                                (
+                                    "assistant".to_owned(),
+                                    vec![text(format!(
+                                        "[called tool `{TOOL_NAME}` (call call_title_1) with {HISTORY_ARGS}]"
+                                    ))],
+                                ),
+                                (
+                                    "user".to_owned(),
+                                    vec![text(format!(
+                                        "[result of tool call call_title_1]\n{TOOL_OUTPUT}"
+                                    ))],
+                                ),
+                            ],
+                        );
+                    }
+                    Vendor::Anthropic | Vendor::OpenAi | Vendor::Gemini => {
+                        p.eq(
+                            &format!("{mode}: declared"),
+                            &sent["tools"][0]["name"],
+                            &json!(TOOL_NAME),
+                        );
+                        p.eq(
+                            &format!("{mode}: not to be called"),
+                            &sent["tool_choice"],
+                            &json!({"type": "none"}),
+                        );
+                    }
+                }
+            }
         }
     }
     assert!(p.0.is_empty(), "tool history problems:\n  - {}", p.0.join("\n  - "));
