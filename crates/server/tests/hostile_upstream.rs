@@ -272,15 +272,11 @@ async fn a_bedrock_exception_quoting_the_secret_reaches_every_format_as_an_error
             panic!("{path}: the exception did not reach the client as an error: {text}")
         });
         assert!(first < error, "{path}: the content before the error: {text}");
-        // BUG: the provider's AWS secret access key is not among the secrets the
-        // gateway redacts (`provider_secrets` in crates/core/src/catalog/compile.rs
-        // takes `credentials.keys`, secret headers and the endpoint's password, not
-        // `credentials.aws`), so an upstream message quoting it reaches the client
-        // as `bedrock: validationException: invalid key fake/bedrock/secret+KEY0001`.
-        // assert!(text.contains("[redacted]"), "{path}: {text}");
-        // for part in [key, &key[..key.len() / 2], &key[key.len() / 2..]] {
-        //     assert!(!text.contains(part), "{path}: {part} reached the client: {text}");
-        // }
+        // The provider's AWS secret key is among the secrets redacted.
+        assert!(text.contains("[redacted]"), "{path}: {text}");
+        for part in [key, &key[..key.len() / 2], &key[key.len() / 2..]] {
+            assert!(!text.contains(part), "{path}: {part} reached the client: {text}");
+        }
     }
     // A whole answer: Bedrock's error body, its type in `x-amzn-ErrorType`.
     h.bedrock.push(Reply::error(400, format!("invalid key {key}")));
@@ -289,5 +285,5 @@ async fn a_bedrock_exception_quoting_the_secret_reaches_every_format_as_an_error
     let text = r.text().await.unwrap();
     assert!((400..600).contains(&status), "{status}: {text}");
     assert!(text.contains("invalid key"), "the upstream's word reaches the client: {text}");
-    // BUG: as above: assert!(!text.contains(key), "{text}");
+    assert!(!text.contains(key), "{text}");
 }

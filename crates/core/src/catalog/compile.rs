@@ -237,7 +237,8 @@ fn compile_providers(
             ));
         }
         provider_index.insert(name.to_owned(), providers.len());
-        let secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
+        let mut secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
+        secrets.extend(cloud.iter().flat_map(|c| c.secrets()));
         providers.push(Arc::new(ProviderSpec {
             name: name.to_owned(),
             kind,

@@ -17,6 +17,7 @@ use super::aws::{AwsAuth, AwsChain, AwsCredentials};
 use super::google::{GoogleAuth, GoogleCredentials};
 use super::{Clock, CredentialError, Env, Http};
 use crate::client::ClientOptions;
+use crate::util::Secret;
 
 /// The environment variables the credential sources read, captured when a
 /// configuration is compiled (through the compiler's own lookup, which tests
@@ -174,6 +175,18 @@ impl CloudAuth {
         match self {
             CloudAuth::Google(auth) => auth.project_id(),
             CloudAuth::Aws { .. } => None,
+        }
+    }
+
+    /// The secrets known when it is built (a Bedrock API key, static AWS keys'
+    /// secret and session token), which the gateway scrubs from whatever an
+    /// upstream sends back, as it does a provider's keys. Temporary
+    /// credentials and tokens are fetched later and are not among them.
+    pub fn secrets(&self) -> Vec<Secret> {
+        match self {
+            CloudAuth::Aws { auth: AwsAuth::SigV4 { chain, .. }, .. } => chain.static_secrets(),
+            CloudAuth::Aws { auth: AwsAuth::Bearer(token), .. } => vec![token.clone()],
+            CloudAuth::Google(_) => Vec::new(),
         }
     }
 

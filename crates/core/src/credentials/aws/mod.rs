@@ -267,6 +267,18 @@ impl AwsChain {
         }
     }
 
+    /// The secrets of static credentials (the secret key, a session token),
+    /// for redaction from whatever an upstream echoes; none for a fetching
+    /// source, whose credentials are not known ahead.
+    pub fn static_secrets(&self) -> Vec<Secret> {
+        match &self.source {
+            Source::Static(c) => std::iter::once(c.secret_access_key.clone())
+                .chain(c.session_token.clone())
+                .collect(),
+            Source::Fetched(_) => Vec::new(),
+        }
+    }
+
     /// The region found with the credentials (variables, profile), if any.
     pub fn region(&self) -> Option<&str> {
         self.region.as_deref()
