@@ -226,3 +226,66 @@ async fn a_request_without_a_granted_token_is_refused_by_the_fake() {
     let body: Value = forged.json().await.unwrap();
     assert_eq!(body["error"]["status"], "UNAUTHENTICATED");
 }
+
+#[tokio::test]
+async fn a_claude_clients_own_body_goes_to_vertex_with_only_the_betas_it_takes() {
+    let v = start().await;
+    let body = json!({
+        "model": "m-vertex-claude",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "my own body"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "metadata": {"user_id": "session-7"},
+    });
+    let betas = "context-management-2025-06-27,interleaved-thinking-2025-05-14";
+    let r = v.h.post_with("/v1/messages", &body, &[("anthropic-beta", betas)]).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = v.claude.received().pop().unwrap();
+    // The client's own body, edited for Vertex: no model, the version.
+    assert!(rx.body.get("model").is_none(), "{}", rx.body);
+    assert_eq!(rx.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
+    assert_eq!(rx.body["metadata"]["user_id"], "session-7", "the client's own fields stay");
+    // The provider lists no flags: none goes, and the field one gates goes with it.
+    assert_eq!(rx.header("anthropic-beta"), None);
+    assert!(rx.body.get("context_management").is_none(), "{}", rx.body);
+    let records = tokio::time::timeout(WAIT, v.h.sink.wait_len(1)).await.unwrap();
+    let edits = &records[0].field_edits;
+    assert!(edits.iter().any(|e| e.contains("context_management: dropped")), "{edits:?}");
+}
+
+#[tokio::test]
+async fn a_vertex_provider_listing_a_flag_keeps_it_and_its_field() {
+    // The listed flag passes, the other does not; the body is the client's own
+    // (a translation would not carry `context_management`).
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    let token_uri = format!("{}/token", claude.base_url());
+    std::fs::write(&sa, vertex::service_account_json(&token_uri)).unwrap();
+    let options = Options {
+        providers_extra: format!(
+            "  listed:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n    anthropic_betas: [context-management-2025-06-27]\n    \
+             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            claude.base_url(),
+            sa.display()
+        ),
+        extra_models: format!(
+            "  - id: m-listed\n    deployments: [{{ provider: listed, model: \"{CLAUDE_MODEL}\" }}]\n"
+        ),
+        ..Options::default()
+    };
+    let h = Harness::start_with(options).await;
+    let body = json!({
+        "model": "m-listed",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "listed"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    });
+    let betas = "context-management-2025-06-27,interleaved-thinking-2025-05-14";
+    let r = h.post_with("/v1/messages", &body, &[("anthropic-beta", betas)]).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = claude.received().pop().unwrap();
+    assert_eq!(rx.header("anthropic-beta"), Some("context-management-2025-06-27"));
+    assert!(rx.body.get("context_management").is_some(), "{}", rx.body);
+}

@@ -12,7 +12,11 @@
 //! Each is its publisher's wire in behaviour ([`crate::anthropic`],
 //! [`crate::gemini`], [`crate::openai_chat`]: what a model takes, usage,
 //! streams, errors), with Vertex's facts: its [`WireSpec`], and for Claude the
-//! body's version field in place of the `anthropic-version` header and the model.
+//! body's version field in place of the `anthropic-version` header and the
+//! model. A client of the publisher's format takes the fast path (its own body,
+//! edited: [`crate::Wire::dialect`]); a Claude client's `anthropic-beta` flags
+//! go only where the provider lists them (`anthropic_betas`), and a body field
+//! a left-out flag gates (`context_management`) goes with it.
 //!
 //! The endpoint names the project and the region: `https://{region}-aiplatform.googleapis.com/v1/projects/{project}/locations/{region}`,
 //! or the global endpoint (`aiplatform.googleapis.com`, `locations/global`);
@@ -41,7 +45,9 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     framing: Framing::Sse,
     auth: Auth::OAuthToken,
     headers: &[],
-    passthrough_headers: &[],
+    // Only the flags the provider lists (`anthropic_betas`): Vertex refuses
+    // those it does not take.
+    passthrough_headers: &["anthropic-beta"],
     default_endpoint: ENDPOINT,
     // Its count (`count-tokens:rawPredict`) names the model in the body, which
     // no CountBody form writes yet: counts are estimated.
