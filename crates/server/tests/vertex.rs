@@ -81,6 +81,8 @@ async fn start() -> Vertex {
     deployments: [{{ provider: vertex-open, model: "{OPEN_MODEL}" }}]
   - id: m-vertex-then-anthropic
     deployments: [{{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
+  - id: m-bedrock-then-vertex
+    deployments: [{{ provider: bedrock, model: "{BEDROCK_MODEL}" }}, {{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}]
   - id: m-dead-vertex
     deployments: [{{ provider: vertex-dead, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
 "#
@@ -288,4 +290,38 @@ async fn a_vertex_provider_listing_a_flag_keeps_it_and_its_field() {
     let rx = claude.received().pop().unwrap();
     assert_eq!(rx.header("anthropic-beta"), Some("context-management-2025-06-27"));
     assert!(rx.body.get("context_management").is_some(), "{}", rx.body);
+}
+
+#[tokio::test]
+async fn claude_on_bedrock_fails_over_to_claude_on_vertex_mid_tool_loop() {
+    let v = start().await;
+    v.h.bedrock.set_default(Reply::status(503));
+    // A Claude client's tool loop with signed thinking from an earlier turn:
+    // Vertex gets Anthropic's body, thinking and tool ids paired.
+    let body = json!({
+        "model": "m-bedrock-then-vertex",
+        "max_tokens": 2048,
+        "stream": true,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "tools": [{"name": "get_weather", "description": "weather", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "look it up", "signature": "sig-from-an-earlier-turn"},
+                {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+        ]
+    });
+    let r = v.h.post("/v1/messages", &body).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "vertex-claude");
+    let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
+    assert!(route.contains("failover:bedrock->vertex-claude"), "{route}");
+    let _ = decode_stream(ClientFormat::Anthropic, &r.bytes().await.unwrap());
+    let rx = v.claude.received().pop().unwrap();
+    let turn = &rx.body["messages"][1]["content"];
+    assert_eq!(turn[0]["signature"], "sig-from-an-earlier-turn", "{turn}");
+    assert_eq!(turn[1]["id"], rx.body["messages"][2]["content"][0]["tool_use_id"]);
+    assert!(!v.h.bedrock.received().is_empty(), "Bedrock was tried first");
 }
