@@ -325,3 +325,22 @@ async fn claude_on_bedrock_fails_over_to_claude_on_vertex_mid_tool_loop() {
     assert_eq!(turn[1]["id"], rx.body["messages"][2]["content"][0]["tool_use_id"]);
     assert!(!v.h.bedrock.received().is_empty(), "Bedrock was tried first");
 }
+
+#[tokio::test]
+async fn claude_on_vertex_counts_tokens_with_vertexs_own_route() {
+    let v = start().await;
+    let count =
+        json!({"model": "m-vertex-claude", "messages": [{"role": "user", "content": "count me"}]});
+    let r = v.h.post("/v1/messages/count_tokens", &count).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let answer: Value = r.json().await.unwrap();
+    assert!(answer["input_tokens"].as_u64().is_some(), "{answer}");
+    let rx = v.claude.received().pop().unwrap();
+    assert_eq!(
+        rx.path,
+        "/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict"
+    );
+    assert_eq!(rx.body["model"], CLAUDE_MODEL, "the body names the model its URL does not");
+    assert_eq!(rx.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
+    assert!(rx.body.get("max_tokens").is_none(), "{}", rx.body);
+}
