@@ -136,7 +136,10 @@ async fn every_format_whole_and_streamed_reaches_a_deployment_with_a_key_or_entr
                     assert_eq!(rx.query, None);
                     assert_eq!(rx.body["model"], DEPLOYMENT);
                 } else {
-                    assert_eq!(rx.path, format!("/openai/deployments/{DEPLOYMENT}/chat/completions"));
+                    assert_eq!(
+                        rx.path,
+                        format!("/openai/deployments/{DEPLOYMENT}/chat/completions")
+                    );
                     assert_eq!(rx.query.as_deref(), Some("api-version=2024-10-21"));
                     assert!(rx.body.get("model").is_none(), "{}", rx.body);
                 }
@@ -154,7 +157,9 @@ async fn every_format_whole_and_streamed_reaches_a_deployment_with_a_key_or_entr
 #[tokio::test]
 async fn the_usage_azure_reports_is_recorded() {
     let a = start().await;
-    let r = a.h.post("/v1/messages", &body(ClientFormat::Anthropic, "m-az-entra", "usage?", true)).await;
+    let r =
+        a.h.post("/v1/messages", &body(ClientFormat::Anthropic, "m-az-entra", "usage?", true))
+            .await;
     assert_eq!(r.status(), 200);
     let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let _ = r.bytes().await.unwrap();
@@ -169,7 +174,10 @@ async fn the_usage_azure_reports_is_recorded() {
 #[tokio::test]
 async fn a_providers_query_sets_the_api_version() {
     let a = start().await;
-    let r = a.h.post("/v1/chat/completions", &body(ClientFormat::OpenAiChat, "m-az-preview", "v?", false)).await;
+    let r = a
+        .h
+        .post("/v1/chat/completions", &body(ClientFormat::OpenAiChat, "m-az-preview", "v?", false))
+        .await;
     assert_eq!(r.status(), 200);
     let rx = a.fake.received().pop().unwrap();
     assert_eq!(rx.query.as_deref(), Some("api-version=2025-04-01-preview"));
@@ -182,7 +190,9 @@ async fn a_throttled_deployment_fails_over_to_openai() {
         let a = start().await;
         a.fake.push(Reply::status(429));
         let before = a.fake.request_count();
-        let r = a.h.post(path(format), &body(format, "m-azure-then-openai", "throttled?", stream)).await;
+        let r =
+            a.h.post(path(format), &body(format, "m-azure-then-openai", "throttled?", stream))
+                .await;
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["x-gateway-provider"], "openai");
         let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
@@ -228,8 +238,12 @@ async fn the_fake_is_as_strict_as_azure() {
     assert!(answer["prompt_filter_results"].is_array(), "{answer}");
     assert!(answer["choices"][0]["content_filter_results"].is_object(), "{answer}");
     // The v1 API refuses a dated version.
-    let r = send(format!("{base}/openai/v1/chat/completions?api-version=2024-10-21"), Some(azure::API_KEY), None)
-        .await
-        .unwrap();
+    let r = send(
+        format!("{base}/openai/v1/chat/completions?api-version=2024-10-21"),
+        Some(azure::API_KEY),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 400);
 }

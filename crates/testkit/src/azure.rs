@@ -74,7 +74,10 @@ impl Tokens {
             );
         }
         if field("scope").as_deref() != Some(SCOPE) {
-            return refuse("invalid_scope", "AADSTS70011: The provided value for scope is not valid.");
+            return refuse(
+                "invalid_scope",
+                "AADSTS70011: The provided value for scope is not valid.",
+            );
         }
         self.count += 1;
         let token = format!("eyJ0eXAiOiJKV1Qi.fake-entra-{}", self.count);
@@ -101,6 +104,38 @@ impl Tokens {
     pub(crate) fn count(&self) -> usize {
         self.count
     }
+}
+
+/// A request to an Azure fake: `token`, one to its token endpoint (answered
+/// as `Err`, whatever the grant's outcome); else the key or token checked and
+/// the route read: the deployment (the v1 API's: the body's `model`) and
+/// whether it streams. `Err`: the status and body Azure answers.
+pub(crate) fn check(
+    tokens: &mut Tokens,
+    token: bool,
+    rx: &crate::Received,
+) -> Result<(String, bool), (u16, Value)> {
+    if token {
+        return Err(tokens.grant(&rx.raw));
+    }
+    if !tokens.authorized(rx.header("api-key"), rx.header("authorization")) {
+        let message = if rx.header("api-key").is_some() {
+            "Access denied due to invalid subscription key or wrong API endpoint. Make sure to \
+             provide a valid key for an active subscription and use a correct regional API \
+             endpoint for your resource."
+        } else {
+            "Unauthorized. Access token is missing, invalid, audience is incorrect \
+             (https://cognitiveservices.azure.com), or have expired."
+        };
+        return Err((401, error_body(401, message)));
+    }
+    let deployment =
+        route(&rx.path, rx.query.as_deref()).map_err(|(s, m)| (s, error_body(s, &m)))?;
+    let body_model = rx.body.get("model").and_then(Value::as_str).map(str::to_owned);
+    let model = deployment
+        .or(body_model)
+        .ok_or_else(|| (400, error_body(400, "model: a deployment name is required")))?;
+    Ok((model, rx.body.get("stream").and_then(Value::as_bool) == Some(true)))
 }
 
 /// What a generation route names: the deployment (`None` on the v1 API, where
@@ -136,7 +171,10 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
 fn dated(v: &str) -> bool {
     let date = v.strip_suffix("-preview").unwrap_or(v);
     date.len() == 10
-        && date.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() })
+        && date
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() })
 }
 
 /// Azure's error body: OpenAI's shape, the status as a string `code`.
@@ -153,7 +191,9 @@ pub fn filter_results() -> Value {
 /// A whole OpenAI answer dressed as Azure's: the prompt's filter results, and
 /// each choice's.
 pub(crate) fn dress_whole(body: &[u8]) -> Bytes {
-    let Ok(mut v) = serde_json::from_slice::<Value>(body) else { return Bytes::copy_from_slice(body) };
+    let Ok(mut v) = serde_json::from_slice::<Value>(body) else {
+        return Bytes::copy_from_slice(body);
+    };
     if let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) {
         for choice in choices {
             choice["content_filter_results"] = filter_results();

@@ -441,50 +441,24 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
 }
 
 /// An Azure fake's request: its token endpoint answered, the key or token
-/// checked, the route read (`Err`: answered already).
+/// checked, the route read ([`azure::check`]); `Err`: answered already.
 fn azure_call(
     tokens: &Mutex<azure::Tokens>,
     shared: &Shared,
     method: &Method,
     rx: &Received,
-) -> Result<Route, Response> {
-    let azure_error = |status: u16, message: &str| {
-        plain(status, "application/json", azure::error_body(status, message).to_string())
-    };
-    if rx.path == azure::token_path() && method == Method::POST {
-        shared.record(rx, false);
-        let (status, body) = lock(tokens).grant(&rx.raw);
-        return Err(plain(status, "application/json", body.to_string()));
-    }
-    if !lock(tokens).authorized(rx.header("api-key"), rx.header("authorization")) {
-        shared.record(rx, false);
-        let message = if rx.header("api-key").is_some() {
-            "Access denied due to invalid subscription key or wrong API endpoint. Make sure to \
-             provide a valid key for an active subscription and use a correct regional API \
-             endpoint for your resource."
-        } else {
-            "Unauthorized. Access token is missing, invalid, audience is incorrect \
-             (https://cognitiveservices.azure.com), or have expired."
-        };
-        return Err(azure_error(401, message));
-    }
-    let deployment = match azure::route(&rx.path, rx.query.as_deref()) {
-        Ok(deployment) => deployment,
-        Err((status, message)) => {
-            shared.record(rx, false);
-            return Err(azure_error(status, &message));
+) -> Result<Route, Box<Response>> {
+    let token = rx.path == azure::token_path() && method == Method::POST;
+    match azure::check(&mut lock(tokens), token, rx) {
+        Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
+        Ok((model, stream)) => {
+            Ok(Route::Call(Call { model, stream, json_array: false, count: false }))
         }
-    };
-    let body_model = rx.body.get("model").and_then(Value::as_str).map(str::to_owned);
-    let Some(model) = deployment.or(body_model) else {
-        shared.record(rx, false);
-        return Err(azure_error(400, "model: a deployment name is required"));
-    };
-    if method != Method::POST {
-        return Ok(Route::MethodNotAllowed);
+        Err((status, body)) => {
+            shared.record(rx, false);
+            Err(Box::new(plain(status, "application/json", body.to_string())))
+        }
     }
-    let stream = rx.body.get("stream").and_then(Value::as_bool) == Some(true);
-    Ok(Route::Call(Call { model, stream, json_array: false, count: false }))
 }
 
 fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
@@ -546,7 +520,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let routed = match &shared.azure {
         Some(tokens) => match azure_call(tokens, &shared, &parts.method, &received) {
             Ok(call) => call,
-            Err(response) => return response,
+            Err(response) => return *response,
         },
         None => route(vendor, shared.vertex.is_some(), &parts.method, &received),
     };

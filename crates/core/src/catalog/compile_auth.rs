@@ -255,8 +255,8 @@ pub(super) fn fill_place(
     let mut filled = endpoint.to_owned();
     // A placeholder nothing here fills: the wire has no default endpoint
     // (an Azure resource's name is the provider's to write).
-    if let Some(unknown) = placeholders(endpoint)
-        .find(|p| !matches!(*p, "{region}" | "{region_prefix}" | "{project}"))
+    if let Some(unknown) =
+        placeholders(endpoint).find(|p| !matches!(*p, "{region}" | "{region_prefix}" | "{project}"))
     {
         problems.push(Problem::located(
             at,

@@ -216,15 +216,23 @@ impl AzureCredentials {
     /// A new token and its expiry.
     async fn fetch(&self, http: &Http, clock: &Clock) -> Result<AccessToken, CredentialError> {
         match self {
-            AzureCredentials::ClientSecret { client_id, client_secret, token_url, scope, .. } => {
+            AzureCredentials::ClientSecret {
+                client_id, client_secret, token_url, scope, ..
+            } => {
                 let body = form(&[
                     ("grant_type", "client_credentials"),
                     ("client_id", client_id),
                     ("client_secret", client_secret.expose()),
                     ("scope", scope),
                 ]);
-                grant(http, token_url, "Microsoft Entra token endpoint (client secret)", body, clock)
-                    .await
+                grant(
+                    http,
+                    token_url,
+                    "Microsoft Entra token endpoint (client secret)",
+                    body,
+                    clock,
+                )
+                .await
             }
             AzureCredentials::ManagedIdentity { url, .. } => {
                 let what = "Azure instance metadata service (managed identity)";

@@ -93,9 +93,14 @@ impl FakeEntra {
 }
 
 fn secret_auth(server: &Server, clock: &ManualClock, secret: &str) -> AzureAuth {
-    let creds =
-        AzureCredentials::client_secret(TENANT, CLIENT, Secret::new(secret), Some(&server.base), None)
-            .unwrap();
+    let creds = AzureCredentials::client_secret(
+        TENANT,
+        CLIENT,
+        Secret::new(secret),
+        Some(&server.base),
+        None,
+    )
+    .unwrap();
     AzureAuth::new(creds, http(), clock.clock())
 }
 
@@ -175,8 +180,8 @@ async fn a_managed_identity_asks_imds_with_its_header_and_resource() {
     assert_eq!(entra.imds_grants.load(Ordering::SeqCst), 2);
     assert!(entra.refused.lock().unwrap().is_empty(), "{:?}", entra.refused.lock().unwrap());
     // Off Azure, the default address.
-    let off = AzureCredentials::managed_identity(None, None, &Env::from_pairs::<&str, &str>([]))
-        .unwrap();
+    let off =
+        AzureCredentials::managed_identity(None, None, &Env::from_pairs::<&str, &str>([])).unwrap();
     let AzureCredentials::ManagedIdentity { url, .. } = off else { panic!() };
     assert!(url.starts_with("http://169.254.169.254/metadata/identity/oauth2/token?"), "{url}");
 }
@@ -187,9 +192,18 @@ fn values_that_cannot_work_are_refused_naming_the_field() {
     let cases = [
         (AzureCredentials::client_secret("a/b", CLIENT, secret(), None, None), "tenant_id"),
         (AzureCredentials::client_secret(TENANT, "x?y", secret(), None, None), "client_id"),
-        (AzureCredentials::client_secret(TENANT, CLIENT, Secret::new(""), None, None), "client_secret"),
-        (AzureCredentials::client_secret(TENANT, CLIENT, secret(), Some("ftp://x"), None), "authority_host"),
-        (AzureCredentials::client_secret(TENANT, CLIENT, secret(), None, Some("not a url")), "scope"),
+        (
+            AzureCredentials::client_secret(TENANT, CLIENT, Secret::new(""), None, None),
+            "client_secret",
+        ),
+        (
+            AzureCredentials::client_secret(TENANT, CLIENT, secret(), Some("ftp://x"), None),
+            "authority_host",
+        ),
+        (
+            AzureCredentials::client_secret(TENANT, CLIENT, secret(), None, Some("not a url")),
+            "scope",
+        ),
     ];
     for (result, field) in cases {
         let err = result.unwrap_err().to_string();

@@ -80,13 +80,17 @@ fn the_deployment_is_in_the_path_with_the_api_version_and_not_in_the_body() {
     let spec = Wire::AzureOpenAi.spec();
     assert_eq!(
         spec.url(RESOURCE, "gpt-4o-prod", true),
-        format!("{RESOURCE}/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21")
+        format!(
+            "{RESOURCE}/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"
+        )
     );
     assert!(spec.path.ends_with(&format!("?api-version={}", super::API_VERSION)));
     // A deployment name cannot leave its segment.
     assert_eq!(
         spec.url(RESOURCE, "x/../y?z", false),
-        format!("{RESOURCE}/openai/deployments/x%2F..%2Fy%3Fz/chat/completions?api-version=2024-10-21")
+        format!(
+            "{RESOURCE}/openai/deployments/x%2F..%2Fy%3Fz/chat/completions?api-version=2024-10-21"
+        )
     );
     let chat = br#"{"model": "alias", "max_tokens": 50, "stream": true,
         "messages": [{"role": "user", "content": "hi"}]}"#;
@@ -102,7 +106,10 @@ fn the_deployment_is_in_the_path_with_the_api_version_and_not_in_the_body() {
 #[test]
 fn the_v1_api_is_openais_path_and_body_with_azures_key_header() {
     let spec = Wire::AzureOpenAiV1.spec();
-    assert_eq!(spec.url(RESOURCE, "ignored", false), format!("{RESOURCE}/openai/v1/chat/completions"));
+    assert_eq!(
+        spec.url(RESOURCE, "ignored", false),
+        format!("{RESOURCE}/openai/v1/chat/completions")
+    );
     assert!(spec.fixed_url());
     let chat = br#"{"model": "alias", "messages": [{"role": "user", "content": "hi"}]}"#;
     let req = ClientFormat::OpenAiChat.parse_request(chat, None).unwrap();
@@ -114,7 +121,10 @@ fn the_v1_api_is_openais_path_and_body_with_azures_key_header() {
     for wire in [Wire::AzureOpenAi, Wire::AzureOpenAiV1] {
         assert_eq!(wire.spec().auth, crate::Auth::Entra { key_header: "api-key" });
         assert_eq!(wire.spec().default_endpoint, "https://{resource}.openai.azure.com");
-        assert_eq!(wire.behaviour().stream_usage_option(), Some(("stream_options", "include_usage")));
+        assert_eq!(
+            wire.behaviour().stream_usage_option(),
+            Some(("stream_options", "include_usage"))
+        );
         assert_eq!(wire.behaviour().service_tier("priority"), None);
         assert_eq!(wire.behaviour().runnable(), crate::ServerTools::NONE);
     }
@@ -153,7 +163,10 @@ fn a_stream_stopped_by_the_content_filter_says_so() {
 #[test]
 fn a_stream_of_only_the_filter_prelude_is_cut_short() {
     let prelude = azure_stream("stop").split("\n\n").next().unwrap().to_owned() + "\n\n";
-    assert!(matches!(decode(Wire::AzureOpenAi, &prelude), Err(ProtocolError::MalformedUpstream(_))));
+    assert!(matches!(
+        decode(Wire::AzureOpenAi, &prelude),
+        Err(ProtocolError::MalformedUpstream(_))
+    ));
 }
 
 #[test]
