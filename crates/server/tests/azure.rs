@@ -7,7 +7,9 @@
 //! the three client formats, whole and streamed. The fake answers in Azure's
 //! shape (filter results, a first stream chunk with empty `choices`, `id` and
 //! `model`): no client sees any of it, each gets the answer's id and its usage.
-//! A provider's `query` sets the `api-version`; a 429 fails over to OpenAI.
+//! An answer the filter stopped ends in each client's words, a prompt it
+//! refused is the client's 400. A provider's `query` sets the `api-version`;
+//! a 429 fails over to OpenAI.
 
 mod common;
 
@@ -246,4 +248,41 @@ async fn the_fake_is_as_strict_as_azure() {
     .await
     .unwrap();
     assert_eq!(r.status(), 400);
+}
+
+#[tokio::test]
+async fn an_answer_the_filter_stopped_ends_in_each_clients_words() {
+    let a = start().await;
+    let cases = [
+        (ClientFormat::OpenAiChat, "\"finish_reason\":\"content_filter\""),
+        (ClientFormat::Anthropic, "\"stop_reason\":\"refusal\""),
+    ];
+    for (format, want) in cases {
+        a.fake.push(Reply::sse(azure::filtered_stream("gpt-4o-2024-11-20", "Once upon")));
+        let r = a.h.post(path(format), &body(format, "m-az-key", "a story", true)).await;
+        assert_eq!(r.status(), 200);
+        let bytes = r.bytes().await.unwrap();
+        let shown = String::from_utf8_lossy(&bytes).into_owned();
+        assert!(shown.contains(want), "{format:?}: {shown}");
+        for word in AZURE_ONLY {
+            assert!(!shown.contains(word), "{format:?}: {shown}");
+        }
+        let got = decode_stream(format, &bytes);
+        assert_eq!(got.text(), "Once upon");
+        assert!(got.id.contains("AZfiltered"), "{format:?}: {}", got.id);
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_the_filter_refuses_is_the_clients_error() {
+    let a = start().await;
+    a.fake.push(Reply::json(azure::prompt_filtered_body()).with_status(400));
+    let r =
+        a.h.post("/v1/chat/completions", &body(ClientFormat::OpenAiChat, "m-az-key", "x", false))
+            .await;
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("content management policy"), "{text}");
+    assert!(!text.contains("ResponsibleAIPolicyViolation"), "{text}");
 }

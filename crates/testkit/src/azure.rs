@@ -228,3 +228,53 @@ pub(crate) fn dress_stream(frames: &[Bytes]) -> Vec<Bytes> {
     }
     out
 }
+
+/// A streamed answer the content filter stopped, as Azure writes it: the
+/// prompt's filter results, `text`, `finish_reason: "content_filter"`, a
+/// trailing chunk of the completion's filter results (one category filtered),
+/// the usage, `[DONE]`. For [`crate::Reply::sse`].
+pub fn filtered_stream(model: &str, text: &str) -> Vec<String> {
+    let chunk = |choices: Value, usage: Value| {
+        json!({"choices": choices, "created": 1_735_689_600, "id": "chatcmpl-AZfiltered",
+            "model": model, "object": "chat.completion.chunk", "usage": usage})
+    };
+    let mut filtered = filter_results();
+    filtered["violence"] = json!({"filtered": true, "severity": "high"});
+    let frames = [
+        json!({"choices": [], "created": 0, "id": "", "model": "", "object": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filter_results()}]}),
+        chunk(
+            json!([{"content_filter_results": {}, "delta": {"content": "", "role": "assistant"},
+                "finish_reason": null, "index": 0}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([{"content_filter_results": filter_results(), "delta": {"content": text},
+                "finish_reason": null, "index": 0}]),
+            Value::Null,
+        ),
+        chunk(
+            json!([{"content_filter_results": filtered, "delta": {},
+                "finish_reason": "content_filter", "index": 0}]),
+            Value::Null,
+        ),
+        json!({"choices": [{"content_filter_offsets": {"check_offset": 0, "start_offset": 0,
+            "end_offset": 40}, "content_filter_results": filtered, "finish_reason": null,
+            "index": 0}], "created": 0, "id": "", "model": "", "object": ""}),
+        chunk(json!([]), json!({"completion_tokens": 5, "prompt_tokens": 9, "total_tokens": 14})),
+    ];
+    let mut out: Vec<String> = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
+    out.push("data: [DONE]\n\n".to_owned());
+    out
+}
+
+/// The 400 Azure answers for a prompt its content filter refuses.
+pub fn prompt_filtered_body() -> Value {
+    json!({"error": {
+        "message": "The response was filtered due to the prompt triggering Azure OpenAI's \
+            content management policy. Please modify your prompt and retry.",
+        "type": null, "param": "prompt", "code": "content_filter", "status": 400,
+        "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": {
+            "hate": {"filtered": false, "severity": "safe"},
+            "violence": {"filtered": true, "severity": "high"}}}}})
+}
