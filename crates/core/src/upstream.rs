@@ -671,7 +671,7 @@ pub(crate) async fn send(
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
     let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
-    let url = match &rt.fixed_url {
+    let mut url = match &rt.fixed_url {
         Some(u) => u.clone(),
         None => {
             let url = wire.spec().url(&spec.endpoint, upstream_model, stream);
@@ -683,6 +683,7 @@ pub(crate) async fn send(
             })?
         }
     };
+    with_query(&mut url, &spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
     let req = with_headers(rt.client.post(url), dest, out, stream)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
@@ -697,17 +698,33 @@ pub(crate) async fn send_to(
     url: &str,
     body: Vec<u8>,
 ) -> Result<reqwest::Response, Failure> {
-    let url = reqwest::Url::parse(url)
+    let mut url = reqwest::Url::parse(url)
         .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
+    with_query(&mut url, &dest.spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
     let req = with_headers(dest.runtime.client.post(url), dest, out, false)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
 }
 
+/// The provider's query parameters (`query:`) set on `url`, each replacing
+/// the wire's own of the same name (Azure's `api-version`); the others kept
+/// as they are.
+fn with_query(url: &mut reqwest::Url, query: &[(String, String)]) {
+    if query.is_empty() {
+        return;
+    }
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| !query.iter().any(|(q, _)| q == k))
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    url.query_pairs_mut().clear().extend_pairs(kept).extend_pairs(query);
+}
+
 /// The headers the provider's cloud credential gives a request that carries no
 /// key: a SigV4 signature over the exact URL, content type and body, or a
-/// Google access token. A credential that cannot be had fails the attempt
+/// Google or Microsoft Entra access token. A credential that cannot be had fails the attempt
 /// ([`Failure::Credential`]).
 async fn cloud_headers(
     dest: Dest<'_>,
@@ -743,7 +760,7 @@ fn with_headers(
     if let Some(k) = key {
         req = match api.auth {
             Auth::Bearer => req.bearer_auth(k.expose()),
-            Auth::Header(name) => req.header(name, k.expose()),
+            Auth::Header(name) | Auth::Entra { key_header: name } => req.header(name, k.expose()),
             // A key given where the wire is signed or takes a minted token is a
             // bearer token of its own: a Bedrock API key, a Google access token.
             Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),

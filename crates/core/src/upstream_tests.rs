@@ -109,3 +109,17 @@ fn deepseek_gets_the_tool_turns_reasoning_field_and_openai_nothing_new() {
     assert_eq!(v["max_completion_tokens"], 300);
     assert_eq!(v["messages"][2]["tool_call_id"], "call_abc123");
 }
+
+#[test]
+fn a_providers_query_replaces_the_wires_own_parameter_and_keeps_the_rest() {
+    let base = "https://r.openai.azure.com/openai/deployments/d/chat/completions";
+    let mut url = reqwest::Url::parse(&format!("{base}?api-version=2024-10-21")).unwrap();
+    with_query(&mut url, &[("api-version".into(), "2025-04-01-preview".into())]);
+    assert_eq!(url.as_str(), format!("{base}?api-version=2025-04-01-preview"));
+    let mut url = reqwest::Url::parse("https://g/v1/m:streamGenerateContent?alt=sse").unwrap();
+    with_query(&mut url, &[("x".into(), "a b&c".into())]);
+    assert_eq!(url.query(), Some("alt=sse&x=a+b%26c"));
+    let mut url = reqwest::Url::parse("https://h/p").unwrap();
+    with_query(&mut url, &[]);
+    assert_eq!(url.as_str(), "https://h/p");
+}

@@ -3,7 +3,8 @@
 //!
 //! Every wire module (`openai_chat`, `anthropic`, `gemini`, `bedrock`, and
 //! `responses`, a client format only) is a folder that exposes the same surface
-//! (`vertex` holds Vertex AI's facts, and takes the rest from its publishers'):
+//! (`vertex` holds Vertex AI's facts, and takes the rest from its publishers';
+//! `azure` holds Azure OpenAI's, and takes the rest from `openai_chat`):
 //!
 //! | item | direction |
 //! |---|---|
@@ -33,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
+pub mod azure;
 pub mod bedrock;
 pub mod behaviour;
 pub mod carry;
@@ -177,6 +179,10 @@ pub enum Wire {
     VertexGemini,
     /// Open models on Google Vertex AI's OpenAI-compatible endpoint.
     VertexOpenAi,
+    /// Chat Completions on an Azure OpenAI deployment (dated `api-version`).
+    AzureOpenAi,
+    /// Chat Completions on Azure OpenAI's v1 API.
+    AzureOpenAiV1,
 }
 
 impl Wire {
@@ -192,11 +198,14 @@ impl Wire {
             Wire::VertexAnthropic => &vertex::VERTEX_ANTHROPIC,
             Wire::VertexGemini => &vertex::VERTEX_GEMINI,
             Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
+            Wire::AzureOpenAi => &azure::AZURE_OPENAI,
+            Wire::AzureOpenAiV1 => &azure::AZURE_OPENAI_V1,
         }
     }
 
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`,
-    /// `bedrock`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`).
+    /// `bedrock`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`,
+    /// `azure-openai`, `azure-openai-v1`).
     pub fn as_str(self) -> &'static str {
         self.behaviour().name()
     }

@@ -843,7 +843,9 @@ mod tests {
                     Wire::Bedrock
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
-                    | Wire::VertexOpenAi => unreachable!("not in the list: see their folders"),
+                    | Wire::VertexOpenAi
+                    | Wire::AzureOpenAi
+                    | Wire::AzureOpenAiV1 => unreachable!("not in the list: see their folders"),
                 }
                 .unwrap();
                 let docs: Vec<&Document> = back.messages[0]
@@ -869,7 +871,9 @@ mod tests {
                     | Wire::Bedrock
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
-                    | Wire::VertexOpenAi => {}
+                    | Wire::VertexOpenAi
+                    | Wire::AzureOpenAi
+                    | Wire::AzureOpenAiV1 => {}
                 }
             }
         }

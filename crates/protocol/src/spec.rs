@@ -141,6 +141,13 @@ pub enum Auth {
         /// The signing name of the service (`bedrock`).
         service: &'static str,
     },
+    /// The key as the value of `key_header`, or a Microsoft Entra ID access
+    /// token minted from the provider's Azure credentials, as a bearer token
+    /// (Azure OpenAI, [`crate::azure`]).
+    Entra {
+        /// The header a key goes in (`api-key`).
+        key_header: &'static str,
+    },
 }
 
 /// A header every request of a wire carries.

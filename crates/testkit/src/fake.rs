@@ -28,7 +28,7 @@ use crate::canned::{self, Answer, DEFAULT_MODEL};
 use crate::script::{Reply, ReplyBody};
 use crate::tool_loop;
 use crate::validate::flavour::{self, Flavour};
-use crate::vertex;
+use crate::{azure, vertex};
 
 /// One request as the fake received it.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +83,9 @@ struct Shared {
     /// A Vertex AI fake ([`FakeUpstream::start_vertex`]): the tokens its
     /// `/token` granted, and its own `/token` URL (the JWTs' audience).
     vertex: Option<(Mutex<vertex::Tokens>, String)>,
+    /// An Azure OpenAI fake ([`FakeUpstream::start_azure`]): the Entra tokens
+    /// it granted.
+    azure: Option<Mutex<azure::Tokens>>,
     state: Mutex<ScriptState>,
     arrived: Notify,
     in_flight: AtomicUsize,
@@ -173,23 +176,35 @@ impl FakeUpstream {
     /// ([`vertex::service_account_json`]). Every Vertex request must carry a
     /// token it granted, unexpired.
     pub async fn start_vertex(vendor: Vendor) -> io::Result<FakeUpstream> {
-        FakeUpstream::start_inner(vendor, BedrockAuth::default(), true).await
+        FakeUpstream::start_inner(vendor, BedrockAuth::default(), Cloud::Vertex).await
     }
 
-    /// The access tokens a Vertex fake has granted.
+    /// A fake Azure OpenAI resource (Chat Completions on its deployments and
+    /// on the v1 API, in Azure's shape), with the Microsoft Entra token
+    /// endpoint of its tenant at [`azure::token_path`]. Every request must
+    /// carry its key in `api-key` ([`azure::API_KEY`]) or a token it granted,
+    /// unexpired.
+    pub async fn start_azure() -> io::Result<FakeUpstream> {
+        FakeUpstream::start_inner(Vendor::OpenAi, BedrockAuth::default(), Cloud::Azure).await
+    }
+
+    /// The access tokens a Vertex or Azure fake has granted.
     pub fn tokens_granted(&self) -> usize {
-        self.handle.shared.vertex.as_ref().map_or(0, |(tokens, _)| lock(tokens).count())
+        let shared = &self.handle.shared;
+        shared.vertex.as_ref().map_or(0, |(tokens, _)| lock(tokens).count())
+            + shared.azure.as_ref().map_or(0, |tokens| lock(tokens).count())
     }
 
     async fn start_with(vendor: Vendor, bedrock: BedrockAuth) -> io::Result<FakeUpstream> {
-        FakeUpstream::start_inner(vendor, bedrock, false).await
+        FakeUpstream::start_inner(vendor, bedrock, Cloud::None).await
     }
 
     async fn start_inner(
         vendor: Vendor,
         bedrock: BedrockAuth,
-        vertex: bool,
+        cloud: Cloud,
     ) -> io::Result<FakeUpstream> {
+        let vertex = cloud == Cloud::Vertex;
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
@@ -197,6 +212,7 @@ impl FakeUpstream {
             vendor,
             bedrock,
             vertex: vertex.then(|| (Mutex::default(), format!("http://{addr}/token"))),
+            azure: (cloud == Cloud::Azure).then(Mutex::default),
             state: Mutex::new(ScriptState {
                 script: VecDeque::new(),
                 default: Reply::auto(),
@@ -343,6 +359,14 @@ impl FakeUpstream {
     }
 }
 
+/// Which cloud's fake, if any: its own routes and authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cloud {
+    None,
+    Vertex,
+    Azure,
+}
+
 // ---------------------------------------------------------------------------
 // Routing
 
@@ -417,6 +441,27 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
     }
 }
 
+/// An Azure fake's request: its token endpoint answered, the key or token
+/// checked, the route read ([`azure::check`]); `Err`: answered already.
+fn azure_call(
+    tokens: &Mutex<azure::Tokens>,
+    shared: &Shared,
+    method: &Method,
+    rx: &Received,
+) -> Result<Route, Box<Response>> {
+    let token = rx.path == azure::token_path() && method == Method::POST;
+    match azure::check(&mut lock(tokens), token, rx) {
+        Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
+        Ok((model, stream)) => {
+            Ok(Route::Call(Call { model, stream, json_array: false, count: false }))
+        }
+        Err((status, body)) => {
+            shared.record(rx, false);
+            Err(Box::new(plain(status, "application/json", body.to_string())))
+        }
+    }
+}
+
 fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
     let path = path.replace("%3A", ":").replace("%3a", ":");
     let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
@@ -473,7 +518,14 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return plain(401, "application/json", vertex::error_body(401, message).to_string());
         }
     }
-    let call = match route(vendor, shared.vertex.is_some(), &parts.method, &received) {
+    let routed = match &shared.azure {
+        Some(tokens) => match azure_call(tokens, &shared, &parts.method, &received) {
+            Ok(call) => call,
+            Err(response) => return *response,
+        },
+        None => route(vendor, shared.vertex.is_some(), &parts.method, &received),
+    };
+    let call = match routed {
         Route::Call(call) => call,
         unrouted => {
             let (status, what) = match unrouted {
@@ -549,6 +601,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
     }
     let prepared = match prepare(vendor, &reply, &call, &received.body) {
+        // Azure's answers carry its content filter's results.
+        Some(p) if shared.azure.is_some() && matches!(reply.body, ReplyBody::Auto) => Prepared {
+            frames: if p.streamed {
+                azure::dress_stream(&p.frames)
+            } else {
+                p.frames.iter().map(|f| azure::dress_whole(f)).collect()
+            },
+            ..p
+        },
         Some(p) => p,
         None => {
             // Hang: wait for the fake to be dropped; if the client goes away

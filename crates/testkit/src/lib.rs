@@ -27,6 +27,12 @@
 //! | Bedrock | `/model/{modelId}/converse` | never |
 //! | Bedrock | `/model/{modelId}/converse-stream` | always; AWS event-stream binary frames |
 //!
+//! An Azure OpenAI fake ([`FakeUpstream::start_azure`], [`azure`]) serves a
+//! resource's deployment and v1 Chat Completions routes in Azure's shape, and
+//! its tenant's Entra token endpoint; a Vertex AI fake
+//! ([`FakeUpstream::start_vertex`], [`vertex`]) its publishers' routes and a
+//! Google token endpoint. Both take only the credentials they know.
+//!
 //! A Bedrock fake also authenticates every request as AWS does (see
 //! [`bedrock::authenticate`]): start it with [`FakeUpstream::start_bedrock`]
 //! and the credentials it accepts, or with [`FakeUpstream::start`] and the
@@ -94,6 +100,7 @@
 mod fake;
 mod script;
 
+pub mod azure;
 pub mod bedrock;
 pub mod canned;
 pub mod sigv4;

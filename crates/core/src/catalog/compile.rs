@@ -239,6 +239,16 @@ fn compile_providers(
         provider_index.insert(name.to_owned(), providers.len());
         let mut secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         secrets.extend(cloud.iter().flat_map(|c| c.secrets()));
+        // A query parameter named like a credential is one (`key=`).
+        secrets.extend(
+            p.query
+                .iter()
+                .filter(|(k, _)| {
+                    let k = k.to_ascii_lowercase();
+                    ["key", "token", "secret", "signature", "sig"].iter().any(|n| k.contains(n))
+                })
+                .map(|(_, v)| Secret::new(v.clone())),
+        );
         providers.push(Arc::new(ProviderSpec {
             name: name.to_owned(),
             kind,
@@ -248,6 +258,7 @@ fn compile_providers(
             secrets,
             unavailable,
             headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            query: p.query.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             drop_fields: p.drop_fields.clone(),
             backend: p.surface == raw::Surface::Backend,
             european: p.governance.european.unwrap_or(false),

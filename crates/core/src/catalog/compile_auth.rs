@@ -1,6 +1,6 @@
 //! A provider's `credentials:`, compiled: its platform keys (`env`, `keys`),
-//! or its cloud credential (`aws`, `google`) built and checked against its
-//! wire, and why it is unusable when it is.
+//! or its cloud credential (`aws`, `google`, `azure`) built and checked
+//! against its wire, and why it is unusable when it is.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,10 +9,14 @@ use super::ProviderKind;
 use super::compile::Problem;
 use super::compile_client::resolve;
 use crate::client::ClientOptions;
-use crate::config::raw::{AwsCredentialsConfig, Credentials, ProviderConfig};
+use crate::config::raw::{
+    AwsCredentialsConfig, AzureCredentialsConfig, Credentials, ProviderConfig,
+};
 use crate::config::{Span, Spanned};
 use crate::credentials::aws::AwsCredentials;
-use crate::credentials::{AwsSource, CloudAuth, CloudSource, CredentialError, Env, GoogleSource};
+use crate::credentials::{
+    AwsSource, AzureSource, CloudAuth, CloudSource, CredentialError, Env, GoogleSource,
+};
 use crate::util::Secret;
 
 /// A provider's credentials, and why it is unusable when it is.
@@ -66,8 +70,8 @@ pub(super) fn credentials_for(
         problems.push(Problem::located(
             at,
             format!(
-                "providers.{name}.credentials: a cloud credential (aws, google) is instead of \
-                 keys (env, keys, none), not with them"
+                "providers.{name}.credentials: a cloud credential (aws, google, azure) is \
+                 instead of keys (env, keys, none), not with them"
             ),
         ));
     }
@@ -110,8 +114,19 @@ fn cloud_source(
             format!("providers.{name}.credentials: aws or google, not both"),
         ));
     }
+    if let (true, Some(azure)) = (creds.aws.is_some() || creds.google.is_some(), &creds.azure) {
+        problems.push(Problem::at(
+            azure,
+            format!("providers.{name}.credentials: one of aws, google and azure, not two"),
+        ));
+    }
     if let Some(aws) = &creds.aws {
         return Some((CloudSource::Aws(aws_source(name, aws, problems)), aws.span));
+    }
+    if creds.google.is_none()
+        && let Some(azure) = &creds.azure
+    {
+        return Some((CloudSource::Azure(azure_source(name, azure, problems)), azure.span));
     }
     let google = creds.google.as_ref()?;
     let g = &google.value;
@@ -138,6 +153,62 @@ fn cloud_source(
         .find(|s| s.line() > 0)
         .unwrap_or(google.span);
     Some((CloudSource::Google(source), at))
+}
+
+/// `credentials.azure` as written: a client secret with its tenant and
+/// client, or (no secret) a managed identity. A secret written but empty (an
+/// unset `${VAR}`) is a problem, not a managed identity; so is a secret
+/// without its tenant or client, or a tenant without a secret.
+fn azure_source(
+    name: &str,
+    azure: &Spanned<AzureCredentialsConfig>,
+    problems: &mut Vec<Problem>,
+) -> AzureSource {
+    let a = &azure.value;
+    let at = format!("providers.{name}.credentials.azure");
+    let value = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.value.clone());
+    let scope = value(&a.scope);
+    match (&a.tenant_id, &a.client_id, &a.client_secret) {
+        (Some(tenant), Some(client), Some(secret)) if !secret.value.is_empty() => {
+            AzureSource::ClientSecret {
+                tenant_id: tenant.value.clone(),
+                client_id: client.value.clone(),
+                client_secret: Secret::new(secret.value.clone()),
+                authority_host: value(&a.authority_host),
+                scope,
+            }
+        }
+        (_, _, Some(secret)) => {
+            let why = if secret.value.is_empty() {
+                "client_secret: empty (is its variable set?)"
+            } else if a.tenant_id.is_none() {
+                "tenant_id: missing (a client secret needs its tenant)"
+            } else {
+                "client_id: missing (a client secret needs its app's client ID)"
+            };
+            problems.push(Problem::at(secret, format!("{at}.{why}")));
+            AzureSource::ManagedIdentity { client_id: None, scope }
+        }
+        (Some(tenant), _, None) => {
+            problems.push(Problem::at(
+                tenant,
+                format!(
+                    "{at}.client_secret: missing (a managed identity takes no tenant_id; an app \
+                     takes its client secret)"
+                ),
+            ));
+            AzureSource::ManagedIdentity { client_id: None, scope }
+        }
+        (None, client, None) => {
+            if let Some(host) = &a.authority_host {
+                problems.push(Problem::at(
+                    host,
+                    format!("{at}.authority_host: only a client secret asks an authority"),
+                ));
+            }
+            AzureSource::ManagedIdentity { client_id: value(client), scope }
+        }
+    }
 }
 
 /// `credentials.aws` as written: a profile, keys, or (neither) the default
@@ -186,6 +257,19 @@ pub(super) fn fill_place(
     problems: &mut Vec<Problem>,
 ) -> String {
     let mut filled = endpoint.to_owned();
+    // A placeholder nothing here fills: the wire has no default endpoint
+    // (an Azure resource's name is the provider's to write).
+    if let Some(unknown) =
+        placeholders(endpoint).find(|p| !matches!(*p, "{region}" | "{region_prefix}" | "{project}"))
+    {
+        problems.push(Problem::located(
+            at,
+            format!(
+                "providers.{name}.endpoint: the endpoint {endpoint} needs {unknown}, which no \
+                 field fills: write the whole `endpoint`"
+            ),
+        ));
+    }
     if filled.contains("{region") {
         let region =
             p.region.as_ref().map(|r| r.value.as_str()).or_else(|| cloud.and_then(|c| c.region()));
@@ -235,6 +319,14 @@ pub(super) fn fill_place(
         }
     }
     filled
+}
+
+/// The `{name}` placeholders of `endpoint`, braces included.
+fn placeholders(endpoint: &str) -> impl Iterator<Item = &str> {
+    endpoint.match_indices('{').filter_map(|(start, _)| {
+        let len = endpoint.get(start..)?.find('}')?;
+        endpoint.get(start..=start + len)
+    })
 }
 
 /// A region or project goes into a host name or a path segment: `us-east-1`,

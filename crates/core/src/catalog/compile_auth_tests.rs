@@ -119,3 +119,81 @@ fn a_service_account_variable_is_read_whatever_its_name() {
         "https://europe-west4-aiplatform.googleapis.com/v1/projects/mine/locations/europe-west4"
     );
 }
+
+const AZURE: &str = "providers:\n  az:\n    wire: azure-openai\n    endpoint: https://contoso.openai.azure.com\n    credentials:\n      azure:\n";
+
+#[test]
+fn an_azure_client_secret_or_a_managed_identity_is_built_and_its_secret_redacted() {
+    let yaml = format!(
+        "{AZURE}        tenant_id: contoso.onmicrosoft.com\n        client_id: 0000-c11e\n        \
+         client_secret: ${{AZ_SECRET}}\n"
+    );
+    let catalog = compile(&yaml, &[("AZ_SECRET", "entra-secret-XYZ")]).unwrap();
+    let az = catalog.provider("az").unwrap();
+    let cloud = az.cloud.as_ref().unwrap();
+    assert_eq!(cloud.describe(), "Microsoft Entra app 0000-c11e (tenant contoso.onmicrosoft.com)");
+    assert!(az.secrets.iter().any(|s| s.expose() == "entra-secret-XYZ"));
+    assert!(az.unavailable.is_none());
+    let yaml = format!("{AZURE}        client_id: 0000-u5er\n");
+    let catalog = compile(&yaml, &[]).unwrap();
+    let cloud = catalog.provider("az").unwrap().cloud.clone().unwrap();
+    assert_eq!(cloud.describe(), "Azure managed identity 0000-u5er");
+    // `{}`: the system-assigned identity.
+    let yaml = AZURE.replace("azure:\n", "azure: {}\n");
+    let catalog = compile(&yaml, &[]).unwrap();
+    let cloud = catalog.provider("az").unwrap().cloud.clone().unwrap();
+    assert_eq!(cloud.describe(), "Azure managed identity (system-assigned)");
+}
+
+#[test]
+fn an_azure_block_that_cannot_work_is_refused_at_its_line() {
+    let cases = [
+        (
+            "        tenant_id: t\n        client_id: c\n        client_secret: \"\"\n",
+            "t.yaml:9: providers.az.credentials.azure.client_secret: empty",
+        ),
+        (
+            "        client_id: c\n        client_secret: s\n",
+            "t.yaml:8: providers.az.credentials.azure.tenant_id: missing",
+        ),
+        (
+            "        tenant_id: t\n        client_secret: s\n",
+            "t.yaml:8: providers.az.credentials.azure.client_id: missing",
+        ),
+        (
+            "        tenant_id: t\n        client_id: c\n",
+            "t.yaml:7: providers.az.credentials.azure.client_secret: missing",
+        ),
+    ];
+    for (block, want) in cases {
+        let found = problems(&format!("{AZURE}{block}"), &[]).join("\n");
+        assert!(found.contains(want), "{block}: {found}");
+        assert!(!found.contains(": s\n"), "{found}");
+    }
+    // On a wire that takes no Entra token; and beside another cloud source.
+    let yaml = AZURE.replace("azure-openai", "openai-chat").replace("azure:\n", "azure: {}\n");
+    let found = problems(&yaml, &[]).join("\n");
+    assert!(found.contains("credentials.azure: the wire takes an API key"), "{found}");
+    let yaml = AZURE.replace("azure:\n", "aws: {}\n      azure: {}\n");
+    let found = problems(&yaml, &[]).join("\n");
+    assert!(found.contains("one of aws, google and azure, not two"), "{found}");
+}
+
+#[test]
+fn an_azure_provider_needs_its_endpoint_and_takes_a_key_or_a_query() {
+    let yaml = "providers:\n  az:\n    wire: azure-openai-v1\n    credentials: { keys: [k] }\n";
+    let found = problems(yaml, &[]).join("\n");
+    assert!(
+        found.contains(
+            "providers.az.endpoint: the endpoint https://{resource}.openai.azure.com needs \
+             {resource}, which no field fills"
+        ),
+        "{found}"
+    );
+    let yaml = "providers:\n  az:\n    wire: azure-openai\n    endpoint: https://c.openai.azure.com\n    \
+                credentials: { keys: [k] }\n    query: { api-version: 2025-04-01-preview }\n";
+    let catalog = compile(yaml, &[]).unwrap();
+    let az = catalog.provider("az").unwrap();
+    assert_eq!(az.query, [("api-version".to_owned(), "2025-04-01-preview".to_owned())]);
+    assert!(az.cloud.is_none());
+}

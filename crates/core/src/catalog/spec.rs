@@ -54,6 +54,9 @@ pub struct ProviderSpec {
     pub unavailable: Option<String>,
     /// Extra headers sent on every request, as configured.
     pub headers: Vec<(String, String)>,
+    /// Query parameters set on every request's URL, replacing the wire's own
+    /// of the same name (`query:`; Azure's `api-version`).
+    pub query: Vec<(String, String)>,
     /// Top-level request fields removed before sending (ones it refuses).
     pub drop_fields: Vec<String>,
     /// Backend surface: its models are never listed.

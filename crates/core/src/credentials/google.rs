@@ -333,7 +333,7 @@ async fn jwt_grant(
 }
 
 /// POST a grant (`body`, form-encoded) to a token endpoint: its access token.
-async fn grant(
+pub(super) async fn grant(
     http: &Http,
     url: &str,
     what: &'static str,
@@ -389,7 +389,7 @@ async fn metadata_token(
 }
 
 /// A token endpoint's answer: `{access_token, expires_in, token_type}`.
-fn token_answer(
+pub(super) fn token_answer(
     what: &str,
     answer: &super::Answer,
     clock: &Clock,

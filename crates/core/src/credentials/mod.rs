@@ -1,9 +1,10 @@
-//! Credentials for cloud providers: Google OAuth access tokens (Vertex AI) and
-//! AWS credentials with SigV4 signing (Bedrock).
+//! Credentials for cloud providers: Google OAuth access tokens (Vertex AI),
+//! AWS credentials with SigV4 signing (Bedrock), and Microsoft Entra ID access
+//! tokens (Azure OpenAI).
 //!
 //! A provider that needs a credential builds its source when its configuration
-//! is compiled ([`CloudAuth::build`], from `credentials.aws` or
-//! `credentials.google`), where an unusable configuration is refused
+//! is compiled ([`CloudAuth::build`], from `credentials.aws`,
+//! `credentials.google` or `credentials.azure`), where an unusable configuration is refused
 //! ([`CredentialError::Config`]); each attempt then asks it for the request's
 //! headers, which fails as the provider being unavailable when a token
 //! endpoint or metadata service does ([`CredentialError::Fetch`]).
@@ -17,6 +18,7 @@
 //! function over the core's reqwest client.
 
 pub mod aws;
+pub mod azure;
 pub mod google;
 mod provider;
 mod refreshing;
@@ -32,7 +34,7 @@ use bytes::Bytes;
 use crate::client::ClientOptions;
 use crate::clock::UnixMs;
 
-pub use provider::{AwsSource, CloudAuth, CloudSource, GoogleSource};
+pub use provider::{AwsSource, AzureSource, CloudAuth, CloudSource, GoogleSource};
 pub use refreshing::{DEFAULT_REFRESH_AHEAD, Refreshing};
 
 /// Why a credential could not be had. No variant's message ever contains a

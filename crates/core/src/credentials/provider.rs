@@ -1,6 +1,7 @@
 //! A provider's cloud credential, as its configuration (`credentials.aws`,
-//! `credentials.google`) builds it: what signs or authorizes each request to
-//! a wire whose [`Auth`] is [`Auth::SigV4`] or [`Auth::OAuthToken`].
+//! `credentials.google`, `credentials.azure`) builds it: what signs or
+//! authorizes each request to a wire whose [`Auth`] is [`Auth::SigV4`],
+//! [`Auth::OAuthToken`] or [`Auth::Entra`].
 //!
 //! Built when the configuration is compiled, where a file, profile or variable
 //! that cannot work refuses it, naming the file and field; held by the compiled
@@ -14,6 +15,7 @@ use std::fmt;
 use switchyard_protocol::Auth;
 
 use super::aws::{AwsAuth, AwsChain, AwsCredentials};
+use super::azure::{AzureAuth, AzureCredentials};
 use super::google::{GoogleAuth, GoogleCredentials};
 use super::{Clock, CredentialError, Env, Http};
 use crate::client::ClientOptions;
@@ -42,6 +44,7 @@ const VARIABLES: &[&str] = &[
     "AWS_EC2_METADATA_SERVICE_ENDPOINT",
     "AWS_EC2_METADATA_DISABLED",
     "AWS_BEARER_TOKEN_BEDROCK",
+    "AZURE_POD_IDENTITY_AUTHORITY_HOST",
     "GOOGLE_APPLICATION_CREDENTIALS",
     "GCE_METADATA_HOST",
     "CLOUDSDK_CONFIG",
@@ -70,6 +73,44 @@ pub enum CloudSource {
     /// Google: a credential JSON file (service account or user), the JSON in
     /// an environment variable, or Application Default Credentials.
     Google(GoogleSource),
+    /// Microsoft Entra ID: an app's client secret, or a managed identity.
+    Azure(AzureSource),
+}
+
+impl CloudSource {
+    /// The configuration's field for it (`credentials.aws`).
+    fn field(&self) -> &'static str {
+        match self {
+            CloudSource::Aws(_) => "credentials.aws",
+            CloudSource::Google(_) => "credentials.google",
+            CloudSource::Azure(_) => "credentials.azure",
+        }
+    }
+}
+
+/// Where Microsoft Entra ID tokens come from ([`CloudSource::Azure`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AzureSource {
+    /// An app registration's client secret.
+    ClientSecret {
+        /// The tenant.
+        tenant_id: String,
+        /// The app's client ID.
+        client_id: String,
+        /// Its secret.
+        client_secret: Secret,
+        /// The authority, where not Azure's public cloud's.
+        authority_host: Option<String>,
+        /// The scope, where not Cognitive Services'.
+        scope: Option<String>,
+    },
+    /// The machine's managed identity (`client_id`: a user-assigned one).
+    ManagedIdentity {
+        /// A user-assigned identity's client ID.
+        client_id: Option<String>,
+        /// The scope, where not Cognitive Services'.
+        scope: Option<String>,
+    },
 }
 
 /// Where AWS credentials are read from ([`CloudSource::Aws`]).
@@ -109,6 +150,8 @@ pub enum CloudAuth {
     },
     /// A Google OAuth access token, as a bearer token.
     Google(GoogleAuth),
+    /// A Microsoft Entra ID access token, as a bearer token.
+    Azure(AzureAuth),
 }
 
 impl fmt::Debug for CloudAuth {
@@ -147,20 +190,46 @@ impl CloudAuth {
                 };
                 Ok(CloudAuth::Google(GoogleAuth::new(credentials, http, clock)))
             }
-            (Auth::SigV4 { .. }, CloudSource::Google(_)) => Err(CredentialError::config(
-                "credentials.google",
-                "the wire is signed with AWS SigV4: use credentials.aws",
-            )),
-            (Auth::OAuthToken, CloudSource::Aws(_)) => Err(CredentialError::config(
-                "credentials.aws",
-                "the wire takes a Google access token: use credentials.google",
-            )),
-            (Auth::Bearer | Auth::Header(_), _) => Err(CredentialError::config(
-                match source {
-                    CloudSource::Aws(_) => "credentials.aws",
-                    CloudSource::Google(_) => "credentials.google",
+            (Auth::Entra { .. }, CloudSource::Azure(azure)) => {
+                let credentials = match azure {
+                    AzureSource::ClientSecret {
+                        tenant_id,
+                        client_id,
+                        client_secret,
+                        authority_host,
+                        scope,
+                    } => AzureCredentials::client_secret(
+                        tenant_id,
+                        client_id,
+                        client_secret.clone(),
+                        authority_host.as_deref(),
+                        scope.as_deref(),
+                    )?,
+                    AzureSource::ManagedIdentity { client_id, scope } => {
+                        AzureCredentials::managed_identity(
+                            client_id.as_deref(),
+                            scope.as_deref(),
+                            env,
+                        )?
+                    }
+                };
+                Ok(CloudAuth::Azure(AzureAuth::new(credentials, http, clock)))
+            }
+            (auth, source) => Err(CredentialError::config(
+                source.field(),
+                match auth {
+                    Auth::SigV4 { .. } => "the wire is signed with AWS SigV4: use credentials.aws",
+                    Auth::OAuthToken => {
+                        "the wire takes a Google access token: use credentials.google"
+                    }
+                    Auth::Entra { .. } => {
+                        "the wire takes a Microsoft Entra token: use credentials.azure (or a \
+                         key: credentials.env or credentials.keys)"
+                    }
+                    Auth::Bearer | Auth::Header(_) => {
+                        "the wire takes an API key: use credentials.env or credentials.keys"
+                    }
                 },
-                "the wire takes an API key: use credentials.env or credentials.keys",
             )),
         }
     }
@@ -169,7 +238,7 @@ impl CloudAuth {
     pub fn region(&self) -> Option<&str> {
         match self {
             CloudAuth::Aws { region, .. } => region.as_deref(),
-            CloudAuth::Google(_) => None,
+            CloudAuth::Google(_) | CloudAuth::Azure(_) => None,
         }
     }
 
@@ -177,12 +246,13 @@ impl CloudAuth {
     pub fn project_id(&self) -> Option<&str> {
         match self {
             CloudAuth::Google(auth) => auth.project_id(),
-            CloudAuth::Aws { .. } => None,
+            CloudAuth::Aws { .. } | CloudAuth::Azure(_) => None,
         }
     }
 
     /// The secrets known when it is built (a Bedrock API key, static AWS keys'
-    /// secret and session token), which the gateway scrubs from whatever an
+    /// secret and session token, an Entra app's client secret), which the
+    /// gateway scrubs from whatever an
     /// upstream sends back, as it does a provider's keys. Temporary
     /// credentials and tokens are fetched later and are not among them.
     pub fn secrets(&self) -> Vec<Secret> {
@@ -190,6 +260,7 @@ impl CloudAuth {
             CloudAuth::Aws { auth: AwsAuth::SigV4 { chain, .. }, .. } => chain.static_secrets(),
             CloudAuth::Aws { auth: AwsAuth::Bearer(token), .. } => vec![token.clone()],
             CloudAuth::Google(_) => Vec::new(),
+            CloudAuth::Azure(auth) => auth.credentials().secrets(),
         }
     }
 
@@ -209,6 +280,7 @@ impl CloudAuth {
                 GoogleCredentials::AuthorizedUser(_) => "Google user credentials".to_owned(),
                 GoogleCredentials::Metadata(_) => "Google metadata server".to_owned(),
             },
+            CloudAuth::Azure(auth) => auth.credentials().describe(),
         }
     }
 
@@ -228,6 +300,10 @@ impl CloudAuth {
                 auth.headers(method, url, headers, body, service).await
             }
             CloudAuth::Google(auth) => {
+                let token = auth.token().await?;
+                Ok(vec![("authorization".to_owned(), format!("Bearer {}", token.token.expose()))])
+            }
+            CloudAuth::Azure(auth) => {
                 let token = auth.token().await?;
                 Ok(vec![("authorization".to_owned(), format!("Bearer {}", token.token.expose()))])
             }

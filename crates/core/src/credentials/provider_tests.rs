@@ -2,11 +2,12 @@
 
 use switchyard_protocol::Auth;
 
-use super::{AwsSource, CloudAuth, CloudSource, GoogleSource};
+use super::{AwsSource, AzureSource, CloudAuth, CloudSource, GoogleSource};
 use crate::client::ClientOptions;
 use crate::credentials::{CredentialError, Env};
 
 const SIGV4: Auth = Auth::SigV4 { service: "bedrock" };
+const ENTRA: Auth = Auth::Entra { key_header: "api-key" };
 
 fn build(
     auth: Auth,
@@ -22,11 +23,17 @@ fn the_source_must_fit_the_wire() {
     let env = Env::from_pairs([("SA", "{}")]);
     let aws = CloudSource::Aws(AwsSource::DefaultChain);
     let google = CloudSource::Google(GoogleSource::Env("SA".into()));
+    let azure = CloudSource::Azure(AzureSource::ManagedIdentity { client_id: None, scope: None });
     let cases = [
         (Auth::Bearer, &aws, "credentials.aws: the wire takes an API key"),
         (Auth::Header("x-api-key"), &google, "credentials.google: the wire takes an API key"),
         (SIGV4, &google, "credentials.google: the wire is signed with AWS SigV4"),
         (Auth::OAuthToken, &aws, "credentials.aws: the wire takes a Google access token"),
+        (ENTRA, &google, "credentials.google: the wire takes a Microsoft Entra token"),
+        (ENTRA, &aws, "credentials.aws: the wire takes a Microsoft Entra token"),
+        (Auth::OAuthToken, &azure, "credentials.azure: the wire takes a Google access token"),
+        (SIGV4, &azure, "credentials.azure: the wire is signed with AWS SigV4"),
+        (Auth::Bearer, &azure, "credentials.azure: the wire takes an API key"),
     ];
     for (auth, source, want) in cases {
         let err = build(auth, source, None, &env).unwrap_err().to_string();
@@ -117,4 +124,20 @@ async fn keys_in_the_configuration_sign_and_need_a_region() {
     let authorization = &headers.iter().find(|(k, _)| k == "authorization").unwrap().1;
     assert!(authorization.contains("Credential=AKIDCONFIGURED/"), "{authorization}");
     assert!(authorization.contains("/us-east-2/bedrock/aws4_request"), "{authorization}");
+}
+
+#[test]
+fn an_entra_client_secret_is_among_the_secrets_and_never_described() {
+    let source = CloudSource::Azure(AzureSource::ClientSecret {
+        tenant_id: "contoso.onmicrosoft.com".into(),
+        client_id: "0000-c11e".into(),
+        client_secret: crate::util::Secret::new("entra-secret-XYZ"),
+        authority_host: None,
+        scope: None,
+    });
+    let auth = build(ENTRA, &source, None, &Env::from_pairs::<&str, &str>([])).unwrap();
+    assert_eq!(auth.secrets(), vec![crate::util::Secret::new("entra-secret-XYZ")]);
+    assert_eq!(auth.describe(), "Microsoft Entra app 0000-c11e (tenant contoso.onmicrosoft.com)");
+    assert!(!format!("{auth:?}").contains("entra-secret-XYZ"));
+    assert_eq!((auth.region(), auth.project_id()), (None, None));
 }

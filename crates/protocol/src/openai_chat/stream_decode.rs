@@ -77,6 +77,12 @@ impl StreamDecoder for Decoder {
                 .to_owned();
             return Err(ProtocolError::UpstreamError { kind, message });
         }
+        // A chunk that carries nothing of the answer before it starts (Azure's
+        // first: its prompt's filter results, `choices: []`, an empty `id` and
+        // `model`) does not start the stream: its id would be the answer's.
+        if !self.started && chunk.choices.is_empty() && chunk.usage.is_none() {
+            return Ok(());
+        }
         if !self.started {
             self.started = true;
             out.push(StreamEvent::Start { id: chunk.id, model: chunk.model });

@@ -121,3 +121,16 @@ fn finds_the_usage_only_chunk_by_its_bytes() {
     assert!(!is_usage_only_chunk(br#"{"choices":[],"usage":null}"#));
     assert!(!is_usage_only_chunk(b"[DONE]"));
 }
+
+#[test]
+fn a_chunk_with_nothing_of_the_answer_does_not_start_the_stream() {
+    // Azure's first chunk: its prompt's filter results, no choices, no id.
+    let transcript = concat!(
+        "data: {\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\",\"prompt_filter_results\":[{\"prompt_index\":0,\"content_filter_results\":{}}]}\n\n",
+        "data: {\"id\":\"chatcmpl-9\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let resp = decode_stream(&[transcript.as_bytes()]).unwrap();
+    assert_eq!(resp.id, "chatcmpl-9");
+    assert_eq!(resp.model, "gpt-4o");
+}

@@ -20,6 +20,10 @@ pub enum WireName {
     VertexGemini,
     /// `vertex-openai`: open models on Vertex AI's OpenAI-compatible endpoint.
     VertexOpenai,
+    /// `azure-openai`: Chat Completions on an Azure OpenAI deployment.
+    AzureOpenai,
+    /// `azure-openai-v1`: Chat Completions on Azure OpenAI's v1 API.
+    AzureOpenaiV1,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -36,6 +40,8 @@ impl WireName {
             WireName::VertexAnthropic => Some(Wire::VertexAnthropic),
             WireName::VertexGemini => Some(Wire::VertexGemini),
             WireName::VertexOpenai => Some(Wire::VertexOpenAi),
+            WireName::AzureOpenai => Some(Wire::AzureOpenAi),
+            WireName::AzureOpenaiV1 => Some(Wire::AzureOpenAiV1),
             WireName::Mock => None,
         }
     }
@@ -148,6 +154,10 @@ pub struct ProviderConfig {
     /// Extra headers sent on every upstream request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Query parameters set on every upstream request's URL, replacing the
+    /// wire's own of the same name (Azure OpenAI's `api-version`).
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
     /// Mock wire only: latency before the answer (and between streamed chunks).
     #[serde(default)]
     pub latency_ms: u64,
@@ -218,6 +228,7 @@ impl ProviderConfig {
             endpoint: None,
             credentials: unwritten_credentials(),
             headers: BTreeMap::new(),
+            query: BTreeMap::new(),
             latency_ms: 0,
             drop_fields: Vec::new(),
             surface: Surface::default(),
@@ -314,6 +325,51 @@ pub struct Credentials {
     /// `{}` for Application Default Credentials. Instead of keys.
     #[serde(default)]
     pub google: Option<Spanned<GoogleCredentialsConfig>>,
+    /// Microsoft Entra ID credentials, for a wire that takes an Entra token
+    /// (Azure OpenAI): an app registration's client secret, or (no secret)
+    /// the machine's managed identity. Instead of keys.
+    #[serde(default)]
+    pub azure: Option<Spanned<AzureCredentialsConfig>>,
+}
+
+/// `credentials.azure`: where Microsoft Entra ID access tokens come from.
+/// `tenant_id`, `client_id` and `client_secret`: the client-credentials grant
+/// of an app registration (a service principal). No `client_secret`: the
+/// managed identity of the Azure machine the gateway runs on (the instance
+/// metadata service), `client_id` naming a user-assigned one.
+#[derive(Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AzureCredentialsConfig {
+    /// The directory (tenant) the app is registered in.
+    #[serde(default)]
+    pub tenant_id: Option<Spanned<String>>,
+    /// The app's (or the user-assigned managed identity's) client ID.
+    #[serde(default)]
+    pub client_id: Option<Spanned<String>>,
+    /// The app's client secret (write it as `${VAR}`).
+    #[serde(default)]
+    pub client_secret: Option<Spanned<String>>,
+    /// The Entra authority for a client secret (default
+    /// `https://login.microsoftonline.com`; a national cloud's otherwise).
+    #[serde(default)]
+    pub authority_host: Option<Spanned<String>>,
+    /// The scope asked for (default
+    /// `https://cognitiveservices.azure.com/.default`).
+    #[serde(default)]
+    pub scope: Option<Spanned<String>>,
+}
+
+impl std::fmt::Debug for AzureCredentialsConfig {
+    // The secret never.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.value.clone());
+        f.debug_struct("AzureCredentialsConfig")
+            .field("tenant_id", &value(&self.tenant_id))
+            .field("client_id", &value(&self.client_id))
+            .field("authority_host", &value(&self.authority_host))
+            .field("scope", &value(&self.scope))
+            .finish_non_exhaustive()
+    }
 }
 
 /// `credentials.aws`: where AWS credentials come from. Nothing given: the

@@ -39,6 +39,8 @@ fn constructors_equal_yaml_with_only_the_required_fields() {
         (WireName::OpenaiChat, "{ wire: openai-chat }"),
         (WireName::Anthropic, "{ wire: anthropic }"),
         (WireName::Gemini, "{ wire: gemini }"),
+        (WireName::AzureOpenai, "{ wire: azure-openai }"),
+        (WireName::AzureOpenaiV1, "{ wire: azure-openai-v1 }"),
         (WireName::Mock, "{ wire: mock }"),
     ] {
         same(&ProviderConfig::new(wire), &parse(yaml));
@@ -79,4 +81,12 @@ fn a_provider_name_from_code_compares_by_name_and_has_no_line() {
     let parsed: ProviderName = parse("p");
     assert_eq!(ProviderName::new("p"), parsed);
     assert_eq!(ProviderName::new("p").location().line(), 0);
+}
+
+#[test]
+fn azure_credentials_debug_shows_no_secret() {
+    let c: AzureCredentialsConfig =
+        parse("{ tenant_id: t, client_id: c, client_secret: hush-XYZ, scope: s }");
+    let shown = format!("{c:?}");
+    assert!(!shown.contains("hush-XYZ") && shown.contains("tenant_id"), "{shown}");
 }

@@ -1,0 +1,311 @@
+//! Microsoft Entra ID access tokens (Azure OpenAI): an app registration's
+//! client secret (OAuth2's client-credentials grant at
+//! `{authority}/{tenant}/oauth2/v2.0/token`), or the managed identity of the
+//! Azure machine the gateway runs on (the instance metadata service, IMDS).
+//! Both ask for the Cognitive Services scope unless told another (a national
+//! cloud's).
+//!
+//! A managed identity is what the configuration gets when it gives no client
+//! secret: on a VM, a scale set or AKS with workload identity through IMDS
+//! (its `AZURE_POD_IDENTITY_AUTHORITY_HOST` override honoured, as Azure's
+//! libraries do). App Service's and Container Apps' identity endpoint
+//! (`IDENTITY_ENDPOINT`) is not read: give a client secret there.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), switchyard_core::credentials::CredentialError> {
+//! use switchyard_core::client::ClientOptions;
+//! use switchyard_core::credentials::azure::{AzureAuth, AzureCredentials};
+//! use switchyard_core::credentials::{Clock, Env, Http};
+//! use switchyard_core::util::Secret;
+//!
+//! let http = Http::new(&ClientOptions::default())?;
+//! let credentials = AzureCredentials::client_secret(
+//!     "contoso.onmicrosoft.com",
+//!     "00000000-0000-0000-0000-000000000001",
+//!     Secret::new("from-a-variable"),
+//!     None,
+//!     None,
+//! )?;
+//! let auth = AzureAuth::new(credentials, http, Clock::system());
+//! let token = auth.token().await?; // cached until 5 min before it expires
+//! # let _ = token; Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::google::{AccessToken, grant, token_answer};
+use super::{Call, Clock, CredentialError, Env, Http, Refreshing, form};
+use crate::util::Secret;
+
+/// The scope asked for unless configured: Azure OpenAI's (Cognitive Services).
+pub const COGNITIVE_SERVICES_SCOPE: &str = "https://cognitiveservices.azure.com/.default";
+
+/// Entra's authority in Azure's public cloud.
+pub const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com";
+
+/// The instance metadata service unless `AZURE_POD_IDENTITY_AUTHORITY_HOST`
+/// names another.
+pub const DEFAULT_IMDS: &str = "http://169.254.169.254";
+
+/// Where Entra access tokens come from.
+pub enum AzureCredentials {
+    /// An app registration's client secret: the client-credentials grant.
+    ClientSecret {
+        /// The tenant (a GUID or a domain).
+        tenant_id: String,
+        /// The app's client ID.
+        client_id: String,
+        /// Its secret.
+        client_secret: Secret,
+        /// `{authority}/{tenant}/oauth2/v2.0/token`.
+        token_url: String,
+        /// The scope asked for.
+        scope: String,
+    },
+    /// The machine's managed identity, through IMDS.
+    ManagedIdentity {
+        /// A user-assigned identity's client ID; `None`: the system-assigned one.
+        client_id: Option<String>,
+        /// The token URL, its query (`api-version`, `resource`, `client_id`) made.
+        url: String,
+    },
+}
+
+impl fmt::Debug for AzureCredentials {
+    // The secret never.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AzureCredentials::ClientSecret { tenant_id, client_id, token_url, scope, .. } => f
+                .debug_struct("ClientSecret")
+                .field("tenant_id", tenant_id)
+                .field("client_id", client_id)
+                .field("token_url", token_url)
+                .field("scope", scope)
+                .finish_non_exhaustive(),
+            AzureCredentials::ManagedIdentity { client_id, url } => f
+                .debug_struct("ManagedIdentity")
+                .field("client_id", client_id)
+                .field("url", url)
+                .finish(),
+        }
+    }
+}
+
+/// What a tenant ID, a client ID or a scope may hold: letters, digits and the
+/// few marks GUIDs, domains and URLs need. Anything else would change the URL
+/// it goes in.
+fn plain(value: &str, extra: &[u8]) -> bool {
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+}
+
+fn http_url(value: &str) -> bool {
+    matches!(reqwest::Url::parse(value), Ok(u) if matches!(u.scheme(), "https" | "http"))
+}
+
+impl AzureCredentials {
+    /// An app registration's client secret, in `tenant_id`, asking
+    /// `authority_host` (else [`DEFAULT_AUTHORITY_HOST`]) for `scope` (else
+    /// [`COGNITIVE_SERVICES_SCOPE`]). Refused, naming the field, when a value
+    /// cannot work.
+    pub fn client_secret(
+        tenant_id: &str,
+        client_id: &str,
+        client_secret: Secret,
+        authority_host: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<Self, CredentialError> {
+        let bad = |field: &str, why: &str| {
+            CredentialError::config("credentials.azure", format!("field `{field}`: {why}"))
+        };
+        if !plain(tenant_id, b"-.") {
+            return Err(bad("tenant_id", "not a tenant ID or domain (letters, digits, `-`, `.`)"));
+        }
+        if !plain(client_id, b"-") {
+            return Err(bad("client_id", "not a client ID (letters, digits, `-`)"));
+        }
+        if client_secret.expose().is_empty() {
+            return Err(bad("client_secret", "empty"));
+        }
+        let authority = authority_host.unwrap_or(DEFAULT_AUTHORITY_HOST).trim_end_matches('/');
+        if !http_url(authority) {
+            return Err(bad("authority_host", "not an http(s) URL"));
+        }
+        let scope = scope.unwrap_or(COGNITIVE_SERVICES_SCOPE);
+        if !http_url(scope) {
+            return Err(bad("scope", "not a URL (`https://…/.default`)"));
+        }
+        Ok(AzureCredentials::ClientSecret {
+            tenant_id: tenant_id.to_owned(),
+            client_id: client_id.to_owned(),
+            client_secret,
+            token_url: format!("{authority}/{tenant_id}/oauth2/v2.0/token"),
+            scope: scope.to_owned(),
+        })
+    }
+
+    /// The machine's managed identity (`client_id`: a user-assigned one),
+    /// through IMDS at `AZURE_POD_IDENTITY_AUTHORITY_HOST` (else
+    /// [`DEFAULT_IMDS`]), for `scope`'s resource (the scope without its
+    /// `/.default`).
+    pub fn managed_identity(
+        client_id: Option<&str>,
+        scope: Option<&str>,
+        env: &Env,
+    ) -> Result<Self, CredentialError> {
+        let bad = |field: &str, why: &str| {
+            CredentialError::config("credentials.azure", format!("field `{field}`: {why}"))
+        };
+        if let Some(id) = client_id
+            && !plain(id, b"-")
+        {
+            return Err(bad("client_id", "not a client ID (letters, digits, `-`)"));
+        }
+        let scope = scope.unwrap_or(COGNITIVE_SERVICES_SCOPE);
+        if !http_url(scope) {
+            return Err(bad("scope", "not a URL (`https://…/.default`)"));
+        }
+        let resource = scope.strip_suffix("/.default").unwrap_or(scope);
+        let host = env.get("AZURE_POD_IDENTITY_AUTHORITY_HOST");
+        let host = host.as_deref().unwrap_or(DEFAULT_IMDS).trim_end_matches('/');
+        let mut url = reqwest::Url::parse(&format!("{host}/metadata/identity/oauth2/token"))
+            .map_err(|_| {
+                CredentialError::config(
+                    "environment variable AZURE_POD_IDENTITY_AUTHORITY_HOST",
+                    "not an http(s) URL",
+                )
+            })?;
+        {
+            let mut query = url.query_pairs_mut();
+            query.append_pair("api-version", "2018-02-01").append_pair("resource", resource);
+            if let Some(id) = client_id {
+                query.append_pair("client_id", id);
+            }
+        }
+        Ok(AzureCredentials::ManagedIdentity {
+            client_id: client_id.map(str::to_owned),
+            url: url.to_string(),
+        })
+    }
+
+    /// The secret known when it is built (a client secret), which the gateway
+    /// scrubs from whatever an upstream sends back.
+    pub fn secrets(&self) -> Vec<Secret> {
+        match self {
+            AzureCredentials::ClientSecret { client_secret, .. } => vec![client_secret.clone()],
+            AzureCredentials::ManagedIdentity { .. } => Vec::new(),
+        }
+    }
+
+    /// What it is, for logs and pages: never the secret.
+    pub fn describe(&self) -> String {
+        match self {
+            AzureCredentials::ClientSecret { tenant_id, client_id, .. } => {
+                format!("Microsoft Entra app {client_id} (tenant {tenant_id})")
+            }
+            AzureCredentials::ManagedIdentity { client_id: Some(id), .. } => {
+                format!("Azure managed identity {id}")
+            }
+            AzureCredentials::ManagedIdentity { client_id: None, .. } => {
+                "Azure managed identity (system-assigned)".to_owned()
+            }
+        }
+    }
+
+    /// A new token and its expiry.
+    async fn fetch(&self, http: &Http, clock: &Clock) -> Result<AccessToken, CredentialError> {
+        match self {
+            AzureCredentials::ClientSecret {
+                client_id, client_secret, token_url, scope, ..
+            } => {
+                let body = form(&[
+                    ("grant_type", "client_credentials"),
+                    ("client_id", client_id),
+                    ("client_secret", client_secret.expose()),
+                    ("scope", scope),
+                ]);
+                grant(
+                    http,
+                    token_url,
+                    "Microsoft Entra token endpoint (client secret)",
+                    body,
+                    clock,
+                )
+                .await
+            }
+            AzureCredentials::ManagedIdentity { url, .. } => {
+                let what = "Azure instance metadata service (managed identity)";
+                let answer = http
+                    .call(Call {
+                        method: reqwest::Method::GET,
+                        url,
+                        headers: vec![("metadata", "true".to_owned())],
+                        body: None,
+                        metadata: true,
+                        what,
+                    })
+                    .await?;
+                token_answer(what, &answer, clock)
+            }
+        }
+    }
+}
+
+/// Entra access tokens from one [`AzureCredentials`], cached in a
+/// [`Refreshing`] (refreshed ahead of expiry, one refresh in flight). Cheap to
+/// clone: clones share the cache.
+#[derive(Clone)]
+pub struct AzureAuth {
+    credentials: Arc<AzureCredentials>,
+    tokens: Refreshing<AccessToken>,
+}
+
+impl fmt::Debug for AzureAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AzureAuth")
+            .field("credentials", &self.credentials)
+            .field("tokens", &self.tokens)
+            .finish()
+    }
+}
+
+impl AzureAuth {
+    /// Tokens from `credentials`, fetched with `http`, expiring by `clock`.
+    pub fn new(credentials: AzureCredentials, http: Http, clock: Clock) -> Self {
+        let credentials = Arc::new(credentials);
+        let source = Arc::clone(&credentials);
+        let fetch_clock = clock.clone();
+        let tokens = Refreshing::new(clock, move || {
+            let (source, http, clock) = (Arc::clone(&source), http.clone(), fetch_clock.clone());
+            async move {
+                let token = source.fetch(&http, &clock).await?;
+                let expires_at = token.expires_at;
+                Ok((token, expires_at))
+            }
+        });
+        Self { credentials, tokens }
+    }
+
+    /// Refresh a token this long before it expires (5 min unless set; half
+    /// its lifetime when that is shorter).
+    #[must_use]
+    pub fn refresh_ahead(mut self, ahead: Duration) -> Self {
+        self.tokens = self.tokens.refresh_ahead(ahead);
+        self
+    }
+
+    /// A current access token: cached, or fetched once for every caller.
+    pub async fn token(&self) -> Result<AccessToken, CredentialError> {
+        self.tokens.get().await
+    }
+
+    /// Where the tokens come from.
+    pub fn credentials(&self) -> &AzureCredentials {
+        &self.credentials
+    }
+}
+
+#[cfg(test)]
+#[path = "azure_tests.rs"]
+mod tests;
