@@ -177,6 +177,8 @@ pub enum Wire {
     VertexGemini,
     /// Open models on Google Vertex AI's OpenAI-compatible endpoint.
     VertexOpenAi,
+    /// OpenAI's Responses API.
+    Responses,
 }
 
 impl Wire {
@@ -192,6 +194,7 @@ impl Wire {
             Wire::VertexAnthropic => &vertex::VERTEX_ANTHROPIC,
             Wire::VertexGemini => &vertex::VERTEX_GEMINI,
             Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
+            Wire::Responses => &responses::ResponsesWire,
         }
     }
 

@@ -843,7 +843,8 @@ mod tests {
                     Wire::Bedrock
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
-                    | Wire::VertexOpenAi => unreachable!("not in the list: see their folders"),
+                    | Wire::VertexOpenAi
+                    | Wire::Responses => unreachable!("not in the list: see their folders"),
                 }
                 .unwrap();
                 let docs: Vec<&Document> = back.messages[0]
@@ -869,7 +870,8 @@ mod tests {
                     | Wire::Bedrock
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
-                    | Wire::VertexOpenAi => {}
+                    | Wire::VertexOpenAi
+                    | Wire::Responses => {}
                 }
             }
         }

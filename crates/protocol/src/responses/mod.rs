@@ -73,6 +73,7 @@
 
 mod behaviour;
 mod compaction;
+mod encode;
 mod items;
 mod request;
 mod response;
@@ -83,9 +84,12 @@ mod wire;
 
 pub use behaviour::ResponsesClient;
 pub use compaction::{encode_compacted, parse_compact_request};
-pub use request::{encode_request, parse_request, parse_request_sealed};
+pub use behaviour::ResponsesWire;
+pub use encode::{ENCRYPTED_REASONING, encode_request, encode_request_for};
+pub use request::{parse_request, parse_request_sealed};
 pub use response::{
     encode_response, encode_response_for, encode_response_sealed, parse_error, parse_response,
+    parse_response_for, parse_usage,
 };
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
@@ -93,11 +97,14 @@ pub use tools::FREEFORM_INPUT;
 
 use crate::spec::{Auth, CountBody, CountSpec, Framing, ModelPlacement, Streaming, WireSpec};
 
-/// How an upstream speaking the Responses API would be called: `POST
+/// The name of OpenAI's Responses wire, which tags the encrypted reasoning its
+/// answers carry ([`crate::continuity::tag_reasoning`]): it goes back to this
+/// wire only.
+pub const FAMILY: &str = "openai-responses";
+
+/// How a Responses upstream ([`crate::Wire::Responses`]) is called: `POST
 /// {endpoint}/responses` with a bearer key, the model and `stream` in the body,
-/// streams as SSE. No [`crate::Wire`] uses it yet (the gateway speaks Responses to
-/// clients only); it is stated so that making Responses an upstream wire starts
-/// from its facts.
+/// streams as SSE.
 pub const SPEC: WireSpec = WireSpec {
     path: "/responses",
     streaming: Streaming::BodyField,

@@ -20,6 +20,8 @@ pub enum WireName {
     VertexGemini,
     /// `vertex-openai`: open models on Vertex AI's OpenAI-compatible endpoint.
     VertexOpenai,
+    /// `openai-responses`: OpenAI's Responses API.
+    OpenaiResponses,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -36,6 +38,7 @@ impl WireName {
             WireName::VertexAnthropic => Some(Wire::VertexAnthropic),
             WireName::VertexGemini => Some(Wire::VertexGemini),
             WireName::VertexOpenai => Some(Wire::VertexOpenAi),
+            WireName::OpenaiResponses => Some(Wire::Responses),
             WireName::Mock => None,
         }
     }
