@@ -359,7 +359,6 @@ pub(super) fn summary_parts(text: &str) -> Value {
     if text.is_empty() { json!([]) } else { json!([{"type": "summary_text", "text": text}]) }
 }
 
-
 #[cfg(test)]
 #[path = "encode_tests.rs"]
 mod tests;

@@ -68,7 +68,10 @@ fn encrypted_reasoning_goes_back_only_to_its_family() {
 fn reasoning_with_no_summary_still_goes_back() {
     let req = tool_loop(vec![thinking("", Some(tag_reasoning(FAMILY, "gAAAAB-x")))]);
     let body = upstream(&req);
-    assert_eq!(body["input"][1], json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-x"}));
+    assert_eq!(
+        body["input"][1],
+        json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-x"})
+    );
 }
 
 #[test]
@@ -100,7 +103,10 @@ fn a_translated_request_takes_the_responses_shape() {
             content: vec![
                 text("what is this?"),
                 Part::Image(Image {
-                    source: ImageSource::Base64 { media_type: "image/png".into(), data: "iVBO".into() },
+                    source: ImageSource::Base64 {
+                        media_type: "image/png".into(),
+                        data: "iVBO".into(),
+                    },
                     detail: None,
                     cache_control: None,
                 }),
@@ -109,14 +115,20 @@ fn a_translated_request_takes_the_responses_shape() {
         tools: vec![
             Tool::function("weather", json!({"type": "object", "properties": {}})),
             Tool {
-                freeform: Some(json!({"type": "grammar", "syntax": "lark", "definition": "start: /.+/"})),
+                freeform: Some(
+                    json!({"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}),
+                ),
                 ..Tool::function("apply_patch", json!({"type": "object"}))
             },
         ],
         tool_choice: Some(ToolChoice::Tool { name: "weather".into() }),
         max_tokens: Some(300),
         temperature: Some(0.5),
-        reasoning: Some(Reasoning { enabled: true, effort: Some(Effort::Max), budget_tokens: None }),
+        reasoning: Some(Reasoning {
+            enabled: true,
+            effort: Some(Effort::Max),
+            budget_tokens: None,
+        }),
         response_format: Some(ResponseFormat::JsonObject),
         stream: true,
         ..Request::default()
@@ -124,7 +136,10 @@ fn a_translated_request_takes_the_responses_shape() {
     let body = upstream(&req);
     assert_eq!(body["model"], "gpt-5");
     assert_eq!(body["instructions"], "Be brief.");
-    assert_eq!(body["input"][0]["content"][0], json!({"type": "input_text", "text": "what is this?"}));
+    assert_eq!(
+        body["input"][0]["content"][0],
+        json!({"type": "input_text", "text": "what is this?"})
+    );
     assert_eq!(body["input"][0]["content"][1]["type"], "input_image");
     assert_eq!(body["input"][0]["content"][1]["image_url"], "data:image/png;base64,iVBO");
     assert_eq!(body["tools"][0]["type"], "function");

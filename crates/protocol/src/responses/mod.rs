@@ -83,8 +83,8 @@ mod tools;
 mod wire;
 
 pub use behaviour::ResponsesClient;
-pub use compaction::{encode_compacted, parse_compact_request};
 pub use behaviour::ResponsesWire;
+pub use compaction::{encode_compacted, parse_compact_request};
 pub use encode::{ENCRYPTED_REASONING, encode_request, encode_request_for};
 pub use request::{parse_request, parse_request_sealed};
 pub use response::{

@@ -5,9 +5,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::{
-    Compaction, Document, DocumentSource, Effort, Extras, HostedTool, Image, ImageSource,
-    Message, Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, Seal, ServerTool,
-    ServerTools, TextBlock, ToolCall, ToolChoice, ToolResult, util,
+    Compaction, Document, DocumentSource, Effort, Extras, HostedTool, Image, ImageSource, Message,
+    Part, ProtocolError, Reasoning, Request, ResponseFormat, Role, Seal, ServerTool, ServerTools,
+    TextBlock, ToolCall, ToolChoice, ToolResult, util,
 };
 
 use super::compaction;

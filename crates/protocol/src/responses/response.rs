@@ -319,8 +319,12 @@ fn response_from_wire(resp: WireResponse, family: &str) -> Result<Response, Prot
             .unwrap_or(WireError { code: None, message: None })
             .into_upstream("response_failed"));
     }
-    let content: Vec<Part> =
-        resp.output.unwrap_or_default().into_iter().flat_map(|i| out_item_parts(i, family)).collect();
+    let content: Vec<Part> = resp
+        .output
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|i| out_item_parts(i, family))
+        .collect();
     let has_tool_call = content.iter().any(|p| matches!(p, Part::ToolCall(_)));
     let reason = resp.incomplete_details.as_ref().and_then(|d| d.reason.as_deref());
     Ok(Response {

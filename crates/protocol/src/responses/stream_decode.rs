@@ -105,13 +105,7 @@ impl Decoder {
     /// A decoder for a stream of an upstream of `family` (the tag its encrypted
     /// reasoning gets).
     pub fn for_family(family: &'static str) -> Self {
-        Self {
-            family,
-            started: false,
-            terminal: false,
-            blocks: Blocks::default(),
-            item: None,
-        }
+        Self { family, started: false, terminal: false, blocks: Blocks::default(), item: None }
     }
 
     fn ensure_started(&mut self, resp: Option<&WireResponse>, out: &mut Vec<StreamEvent>) {
@@ -155,7 +149,10 @@ impl Decoder {
                         && !token.is_empty()
                     {
                         let signature = crate::continuity::tag_reasoning(self.family, &token);
-                        out.push(StreamEvent::Delta { index, delta: Delta::Signature { signature } });
+                        out.push(StreamEvent::Delta {
+                            index,
+                            delta: Delta::Signature { signature },
+                        });
                     }
                     out.push(StreamEvent::BlockStop { index });
                 }
