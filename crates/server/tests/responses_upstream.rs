@@ -15,7 +15,7 @@ use common::*;
 use serde_json::{Value, json};
 use switchyard_protocol::ClientFormat;
 use switchyard_testkit::responses::{self as fake_responses, Turn};
-use switchyard_testkit::{Reply, Received};
+use switchyard_testkit::{Received, Reply};
 
 const MODEL: &str = "m-responses";
 const UPSTREAM_MODEL: &str = "gpt-5";
@@ -99,23 +99,30 @@ async fn every_client_format_reaches_a_responses_upstream() {
     for format in formats {
         for stream in [false, true] {
             let text = format!("hello from {format:?} stream={stream}");
-            let (status, bytes) = post(&h, format, &body(format, MODEL, &text, stream), stream).await;
+            let (status, bytes) =
+                post(&h, format, &body(format, MODEL, &text, stream), stream).await;
             assert_eq!(status, 200, "{format:?} {stream}: {}", String::from_utf8_lossy(&bytes));
-            let got = if stream {
-                decode_stream(format, &bytes)
-            } else {
-                decode_whole(format, &bytes)
-            };
+            let got =
+                if stream { decode_stream(format, &bytes) } else { decode_whole(format, &bytes) };
             assert!(got.text().contains(&text), "{format:?} {stream}: {}", got.text());
             // The upstream's usage, cached and reasoning tokens included, reaches
             // every client format that has fields for them.
-            assert_eq!(got.usage.input_tokens, Some(switchyard_testkit::canned::CANNED_INPUT_TOKENS));
+            assert_eq!(
+                got.usage.input_tokens,
+                Some(switchyard_testkit::canned::CANNED_INPUT_TOKENS)
+            );
             let rx = last(&h);
             assert_eq!(rx.path, "/v1/responses");
             assert_eq!(rx.header("authorization"), Some(format!("Bearer {OPENAI_KEY}").as_str()));
             assert_eq!(rx.body["model"], UPSTREAM_MODEL);
             assert_eq!(rx.body["stream"], stream, "{format:?}");
-            // Stateless: nothing stored, the reasoning asked for encrypted.
+            if format == ClientFormat::OpenAiResponses {
+                // Its own body (the fast path): `store` and `include` are its choice.
+                assert_eq!(rx.body["input"], json!(text));
+                assert!(rx.body.get("store").is_none(), "{}", rx.body);
+                continue;
+            }
+            // Translated, stateless: nothing stored, the reasoning asked for encrypted.
             assert_eq!(rx.body["store"], false, "{format:?}: {}", rx.body);
             assert_eq!(rx.body["include"], json!(["reasoning.encrypted_content"]));
             assert_eq!(rx.body["input"][0]["role"], "user");
@@ -124,7 +131,10 @@ async fn every_client_format_reaches_a_responses_upstream() {
     let records = tokio::time::timeout(WAIT, h.sink.wait_len(8)).await.unwrap();
     for record in records.iter() {
         assert_eq!(record.usage.cache_read_tokens, Some(fake_responses::CACHED_TOKENS));
-        assert_eq!(record.usage.reasoning_tokens, Some(fake_responses::REASONING_TOKENS));
+        // The Responses client's own body did not ask for reasoning.
+        let reasoned = record.client_format != "openai-responses";
+        let expected = if reasoned { fake_responses::REASONING_TOKENS } else { 0 };
+        assert_eq!(record.usage.reasoning_tokens, Some(expected), "{}", record.client_format);
     }
 }
 
@@ -265,4 +275,39 @@ async fn an_upstream_refusal_reaches_the_client_in_its_format() {
     assert_eq!(status, 400, "{}", String::from_utf8_lossy(&bytes));
     let error: Value = serde_json::from_slice(&bytes).unwrap();
     assert!(error["error"]["message"].is_string(), "{error}");
+}
+
+/// A Responses client's own body goes to a Responses upstream as it wrote it
+/// (the model aside), fields the canonical request does not keep included, and
+/// the upstream's answer comes back as it sent it: the reasoning token is the
+/// upstream's own, which the client gives back on the next turn.
+#[tokio::test]
+async fn the_fast_path_forwards_a_responses_clients_own_body() {
+    let h = start().await;
+    for stream in [false, true] {
+        let own = json!({"model": MODEL, "stream": stream, "store": false,
+            "include": ["reasoning.encrypted_content"], "truncation": "auto",
+            "text": {"verbosity": "low"}, "prompt_cache_key": "codex-session-1",
+            "reasoning": {"effort": "low", "summary": "detailed"},
+            "input": [{"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "fast path?"}]}]});
+        let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &own, stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        let rx = last(&h);
+        let mut expected = own.clone();
+        expected["model"] = json!(UPSTREAM_MODEL);
+        assert_eq!(rx.body, expected, "the client's own fields, the model replaced");
+        let items = output_items(&bytes, stream);
+        assert_eq!(items[0]["id"], fake_responses::REASONING_ID, "passed through: {items:?}");
+        let token = items[0]["encrypted_content"].as_str().unwrap();
+        assert!(fake_responses::open_reasoning(token).is_some(), "the upstream's own token");
+        // Given back as it came.
+        let next = json!({"model": MODEL, "stream": stream, "store": false,
+            "include": ["reasoning.encrypted_content"],
+            "input": [own["input"][0], items[0], items[1],
+                {"type": "message", "role": "user", "content": "and now?"}]});
+        let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &next, stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        assert_eq!(last(&h).body["input"][1]["encrypted_content"], token);
+    }
 }

@@ -6,9 +6,8 @@ use serde_json::{Map, Value};
 use crate::behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
 use crate::carry::{self, Carriage, Placement};
 use crate::{
-    Dialect, ErrorBody, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request,
-    Response, Seal, ServerTool, ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire,
-    WireSpec,
+    ErrorBody, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, Seal,
+    ServerTool, ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire, WireSpec,
 };
 
 /// OpenAI's Responses API (`POST /v1/responses`), stateless: `store: false` and
@@ -58,22 +57,19 @@ impl WireBehaviour for ResponsesWire {
 
     fn adapt_native(
         &self,
-        _body: &Map<String, Value>,
-        _req: &Request,
-        _traits: ModelTraits,
+        body: &Map<String, Value>,
+        req: &Request,
+        traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        // A Responses client's body is written for this API: its `store`,
-        // `include` and reasoning are its own choices, left as they are (the
-        // model is replaced by the core).
-        Vec::new()
+        super::native::adapt_native(body, req, traits)
     }
 
     fn sampling_edits(&self, _req: &Request, _traits: ModelTraits, _native: bool) -> Vec<String> {
         Vec::new()
     }
 
-    fn may_adapt(&self, _req: &Request, _body: &[u8], _traits: ModelTraits) -> bool {
-        false
+    fn may_adapt(&self, req: &Request, body: &[u8], _traits: ModelTraits) -> bool {
+        super::native::may_adapt(req, body)
     }
 
     fn drop_hosted(
@@ -108,7 +104,7 @@ impl WireBehaviour for ResponsesWire {
     fn place(&self, tool: &HostedTool) -> Result<Placement, String> {
         // The encoder declares the tools a Responses client declared, as they
         // came; another API's tool has no declaration here.
-        if tool.dialect == Dialect::OpenAiResponses {
+        if tool.dialect.native_wire() == Some(Wire::Responses) {
             return Ok(Placement::Tool(tool.config.clone()));
         }
         let kind = carry::kind(tool)?;
@@ -167,8 +163,8 @@ impl ClientBehaviour for ResponsesClient {
     }
 
     fn native_wire(&self) -> Option<Wire> {
-        // Always translated.
-        None
+        // Codex's body goes to a Responses upstream as it wrote it.
+        Some(Wire::Responses)
     }
 
     fn parse_request(

@@ -75,6 +75,7 @@ mod behaviour;
 mod compaction;
 mod encode;
 mod items;
+mod native;
 mod request;
 mod response;
 mod stream_decode;
