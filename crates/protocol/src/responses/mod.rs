@@ -1,6 +1,14 @@
-//! The OpenAI Responses API (`POST /v1/responses`) as a client-facing format, streaming
-//! and not. Codex speaks only this API (streaming, function tools, `function_call_output`
+//! The OpenAI Responses API (`POST /v1/responses`) as a client-facing format and as an
+//! upstream wire ([`ResponsesWire`], `wire: openai-responses`), streaming and not.
+//! Codex speaks only this API (streaming, function tools, `function_call_output`
 //! items), so the shapes below follow what Codex and the official SDKs send and read.
+//!
+//! As an upstream: a Responses client's own body goes on the same-format fast path
+//! (`native.rs`); other formats are translated ([`encode_request_for`]) statelessly,
+//! `store: false` with the reasoning included encrypted. A reasoning item's
+//! `encrypted_content` becomes its thinking's signature tagged with [`FAMILY`]
+//! ([`crate::continuity::tag_reasoning`]), and goes back only to this wire; Anthropic
+//! and Bedrock leave a tagged signature out, as they do unsigned thinking.
 //!
 //! Mapping decisions (anything not listed maps field for field):
 //! - The gateway is stateless: `previous_response_id` and `item_reference` input items

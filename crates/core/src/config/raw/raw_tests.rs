@@ -39,6 +39,7 @@ fn constructors_equal_yaml_with_only_the_required_fields() {
         (WireName::OpenaiChat, "{ wire: openai-chat }"),
         (WireName::Anthropic, "{ wire: anthropic }"),
         (WireName::Gemini, "{ wire: gemini }"),
+        (WireName::OpenaiResponses, "{ wire: openai-responses }"),
         (WireName::Mock, "{ wire: mock }"),
     ] {
         same(&ProviderConfig::new(wire), &parse(yaml));
