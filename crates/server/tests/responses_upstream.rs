@@ -311,3 +311,32 @@ async fn the_fast_path_forwards_a_responses_clients_own_body() {
         assert_eq!(last(&h).body["input"][1]["encrypted_content"], token);
     }
 }
+
+/// A count for a Responses deployment is the upstream's own
+/// (`/responses/input_tokens`, a body of only the fields it takes), from the
+/// Anthropic and Responses clients' counting endpoints.
+#[tokio::test]
+async fn counts_come_from_the_upstreams_input_tokens_endpoint() {
+    let h = start().await;
+    let cases = [
+        (
+            "/v1/messages/count_tokens",
+            json!({"model": MODEL, "messages": [{"role": "user", "content": "count me"}]}),
+        ),
+        ("/v1/responses/input_tokens", json!({"model": MODEL, "input": "count me"})),
+    ];
+    for (path, body) in cases {
+        let r = h.post(path, &body).await;
+        let status = r.status();
+        let answer: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "{path}: {answer}");
+        let seen = last(&h);
+        assert_eq!(seen.path, "/v1/responses/input_tokens", "{path}");
+        assert_eq!(seen.body["model"], UPSTREAM_MODEL);
+        assert_eq!(
+            answer["input_tokens"],
+            switchyard_testkit::canned::counted_tokens(&seen.body),
+            "{path}"
+        );
+    }
+}

@@ -398,6 +398,13 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
                 count: false,
                 responses: true,
             }),
+            "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: true,
+            }),
             _ => None,
         },
         Vendor::Anthropic => match rx.path.as_str() {
@@ -547,7 +554,9 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let validated = stripped.as_ref().unwrap_or(&received.body);
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
-    let checked = if call.count {
+    let checked = if call.count && call.responses {
+        crate::responses::check_count(&received.body)
+    } else if call.count {
         crate::validate::count::check(vendor, &call.model, &received.body)
     } else if call.responses {
         crate::responses::check(&received.body)

@@ -21,6 +21,7 @@
 //! |---|---|---|
 //! | OpenAi | `/v1/chat/completions`, `/chat/completions` | body `"stream": true` |
 //! | OpenAi | `/v1/responses`, `/responses` (the Responses API, [`responses`]) | body `"stream": true` |
+//! | OpenAi | `/v1/responses/input_tokens`, `/responses/input_tokens` | never |
 //! | Anthropic | `/v1/messages` | body `"stream": true` |
 //! | Anthropic | `/v1/messages/count_tokens` | never |
 //! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |

@@ -317,6 +317,32 @@ fn message(item: &Value, at: &str) -> Result<(), String> {
     }
 }
 
+/// The fields `POST /responses/input_tokens` takes.
+const COUNT_FIELDS: [&str; 11] = [
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+    "truncation",
+    "conversation",
+    "previous_response_id",
+];
+
+/// `Err(message)`: OpenAI's counting endpoint would refuse this body: a field
+/// it does not take (`stream`, `store`, `include`, sampling, …), or what a
+/// generation would be refused for.
+pub fn check_count(body: &Value) -> Result<(), String> {
+    let Some(map) = body.as_object() else { return Ok(()) };
+    if let Some(unknown) = map.keys().find(|k| !COUNT_FIELDS.contains(&k.as_str())) {
+        return Err(format!("Unknown parameter: '{unknown}'."));
+    }
+    check(body)
+}
+
 // ---------------------------------------------------------------------------
 // What it answers
 
