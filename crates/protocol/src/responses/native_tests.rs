@@ -46,3 +46,16 @@ fn what_the_gateway_sealed_is_opened_for_the_upstream() {
     assert_eq!(reasoning[0]["encrypted_content"], "gAAAAB-up");
     assert!(edits.contains(&("instructions", Some(json!("Be brief.")))));
 }
+
+#[test]
+fn a_compaction_the_gateway_sealed_becomes_its_summary() {
+    let token = crate::continuity::seal_summary(&TestSeal, "the story so far").unwrap();
+    let body = json!({"model": "gpt-5", "input": [
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": token},
+        {"role": "user", "content": "go on"}]});
+    let (may, edits) = edits(&body);
+    assert!(may);
+    let input = edits.iter().find(|(f, _)| *f == "input").and_then(|(_, v)| v.clone()).unwrap();
+    assert!(input.to_string().contains("the story so far"), "{input:#}");
+    assert!(!input.to_string().contains("test-seal:"), "{input:#}");
+}
