@@ -21,9 +21,16 @@ fi
 cargo build --release -q -p switchyard -p switchyard-testkit --bin switchyard --bin fake-upstream
 
 mkdir -p "$work/fake-log"
-target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini > "$work/fakes" &
-for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 3 ] && break; sleep 0.1; done
+target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini bedrock vertex-anthropic > "$work/fakes" &
+for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 5 ] && break; sleep 0.1; done
 url() { awk -v v="$1" '$1==v {print $2}' "$work/fakes"; }
+# The service account the Vertex fake grants tokens to (the testkit's test key).
+python3 - "$(url vertex-anthropic)/token" "$root/crates/testkit/data/rsa-test.key" > "$work/vertex-sa.json" <<'PY'
+import json, sys
+print(json.dumps({"type": "service_account", "project_id": "test-project",
+    "private_key": open(sys.argv[2]).read(), "token_uri": sys.argv[1],
+    "client_email": "gateway@test-project.iam.gserviceaccount.com"}))
+PY
 
 export GATEWAY_KEY="sk-gw-smoke-0123456789"
 cat > "$work/config.yaml" <<YAML
@@ -36,6 +43,17 @@ providers:
   openai: { wire: openai-chat, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] } }
   anthropic: { wire: anthropic, endpoint: "$(url anthropic)", credentials: { keys: [sk-fake-anthropic] } }
   gemini: { wire: gemini, endpoint: "$(url gemini)", credentials: { keys: [fake-gemini] } }
+  # Claude on Bedrock (SigV4 with the fake's keys) and on Vertex AI (a service account's token).
+  bedrock:
+    wire: bedrock
+    endpoint: "$(url bedrock)"
+    region: us-east-1
+    credentials: { aws: { access_key_id: AKIDFAKEBEDROCK, secret_access_key: "fake/bedrock/secret+KEY0001" } }
+  vertex:
+    wire: vertex-anthropic
+    endpoint: "$(url vertex-anthropic)/v1/projects/{project}/locations/{region}"
+    region: us-east5
+    credentials: { google: { service_account_file: "$work/vertex-sa.json" } }
   mock: { wire: mock }
 models:
   - { id: m-openai, deployments: [{ provider: openai, model: gpt-fake }], capabilities: [tools, vision] }
@@ -43,6 +61,8 @@ models:
   - { id: m-anthropic, deployments: [{ provider: anthropic, model: claude-haiku-4-5 }], capabilities: [tools, vision] }
   # A Gemini 3 id: the fake then refuses a tool history whose calls lost their thought signatures.
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
+  - { id: m-bedrock, deployments: [{ provider: bedrock, model: "us.anthropic.claude-haiku-4-5-20251001-v1:0" }], capabilities: [tools, vision] }
+  - { id: m-vertex, deployments: [{ provider: vertex, model: "claude-haiku-4-5@20251001" }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
   # Named for Claude Code's gateway discovery, which keeps only ids that start with
   # 'claude' or 'anthropic' (no backquotes: this heredoc expands them).
@@ -111,7 +131,7 @@ PY
       timeout 180 "$cc/node_modules/.bin/claude" --output-format json --model "$model" "$@" < /dev/null)
   }
   cc_result() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$1" 2>/dev/null || true; }
-  for model in m-anthropic m-openai m-gemini; do
+  for model in m-anthropic m-openai m-gemini m-bedrock m-vertex; do
     out="$work/cc-$model.text.json"
     run_claude $model -p "say hello" --max-turns 1 > "$out" 2>&1 || true
     if grep -q '"is_error":false' "$out" && grep -q 'say hello' "$out"; then ok "claude code text -> $model" "$(cc_result "$out")"
@@ -187,7 +207,7 @@ TOML
       --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
       "$prompt" < /dev/null) > "$dir/log" 2>&1
   }
-  for model in m-openai m-anthropic m-gemini; do
+  for model in m-openai m-anthropic m-gemini m-bedrock m-vertex; do
     dir="$work/codex-$model-text"
     # Every turn also checks that Codex took the gateway's metadata for the model.
     if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt" \

@@ -284,9 +284,12 @@ pub(crate) fn build_body(
     // Same format: the client's own body, edited (on the bytes when possible;
     // taking dropped tools out needs the parsed object).
     let fast = out.raw;
-    let on_bytes = fast.filter(|_| out.dropped.is_empty());
+    // Body fields whose beta flags do not go upstream go with them.
+    let ungated = if fast.is_some() { ungated(out, wire, spec) } else { Vec::new() };
+    let on_bytes = fast.filter(|_| out.dropped.is_empty() && ungated.is_empty());
     if let Some(raw) = on_bytes
         && wire.spec().model == ModelPlacement::Path
+        && !wire.may_adapt(out.request, raw.bytes(), traits)
         && let Some(body) = path_model_body(raw, wire, spec, clamp)
     {
         return Ok(body);
@@ -317,6 +320,7 @@ pub(crate) fn build_body(
             overrides.push((field, Value::Object(opts)));
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
+        drop.extend(ungated);
         let mut edits = wire.adapt_native(raw, out.request, traits);
         if !spec.openai.is_openai() {
             // What this OpenAI-compatible server takes differently (its preset).
@@ -412,11 +416,19 @@ pub(crate) fn field_edits(
         match beta_header(out, wire, spec) {
             Passthrough::All => {}
             Passthrough::None => edits.push(format!("{ANTHROPIC_BETA}: dropped {betas}")),
-            Passthrough::Only(allowed) => edits.extend(
+            only @ Passthrough::Only(_) => edits.extend(
                 flags(betas)
-                    .filter(|f| !allowed.iter().any(|a| a == f))
+                    .filter(|f| !only.keeps(f))
                     .map(|f| format!("{ANTHROPIC_BETA}: dropped {f}")),
             ),
+        }
+        if let Some(body) = out.raw.and_then(RawBody::object) {
+            edits.extend(
+                ungated(out, wire, spec)
+                    .into_iter()
+                    .filter(|f| body.contains_key(*f))
+                    .map(|f| format!("{f}: dropped (its anthropic-beta flag was left out)")),
+            );
         }
     }
     edits
@@ -428,20 +440,45 @@ enum Passthrough<'a> {
     All,
     /// None: the target is not an Anthropic wire.
     None,
-    /// The flags the catalog says the provider accepts.
-    Only(&'a [String]),
+    /// The flags the catalog says the provider accepts, or the wire's own
+    /// list when it names none ([`switchyard_protocol::WireBehaviour::default_betas`]).
+    Only(Vec<&'a str>),
+}
+
+impl Passthrough<'_> {
+    /// Whether `flag` goes upstream.
+    fn keeps(&self, flag: &str) -> bool {
+        match self {
+            Passthrough::All => true,
+            Passthrough::None => false,
+            Passthrough::Only(allowed) => allowed.contains(&flag),
+        }
+    }
 }
 
 fn beta_header<'a>(out: &Outgoing<'_>, wire: Wire, spec: &'a ProviderSpec) -> Passthrough<'a> {
-    if out.format.native_wire() != Some(wire)
+    if out.format.native_wire() != Some(wire.dialect())
         || !wire.spec().passthrough_headers.contains(&ANTHROPIC_BETA)
     {
         return Passthrough::None;
     }
-    match &spec.anthropic_betas {
-        None => Passthrough::All,
-        Some(allowed) => Passthrough::Only(allowed),
+    match (&spec.anthropic_betas, wire.behaviour().default_betas()) {
+        (Some(allowed), _) => Passthrough::Only(allowed.iter().map(String::as_str).collect()),
+        (None, Some(list)) => Passthrough::Only(list.to_vec()),
+        (None, None) => Passthrough::All,
     }
+}
+
+/// The fields of a client's own body that go with the `anthropic-beta` flags
+/// left out of its request ([`switchyard_protocol::anthropic::gated_fields`]).
+fn ungated(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<&'static str> {
+    let Some(betas) = forwarded(out, ANTHROPIC_BETA) else { return Vec::new() };
+    let passing = beta_header(out, wire, spec);
+    flags(betas)
+        .filter(|f| !passing.keeps(f))
+        .flat_map(switchyard_protocol::anthropic::gated_fields)
+        .copied()
+        .collect()
 }
 
 fn flags(header: &str) -> impl Iterator<Item = &str> {
@@ -715,14 +752,13 @@ fn with_headers(
     for header in api.headers {
         req = req.header(header.name, forwarded(out, header.name).unwrap_or(header.default));
     }
-    if out.format.native_wire() == Some(wire) {
+    if out.format.native_wire() == Some(wire.dialect()) {
         for name in api.passthrough_headers {
             let Some(value) = forwarded(out, name) else { continue };
             match (*name, beta_header(out, wire, spec)) {
                 // An Anthropic-compatible server that refuses flags it does not know.
-                (ANTHROPIC_BETA, Passthrough::Only(allowed)) => {
-                    let kept: Vec<&str> =
-                        flags(value).filter(|f| allowed.iter().any(|a| a == f)).collect();
+                (ANTHROPIC_BETA, only @ Passthrough::Only(_)) => {
+                    let kept: Vec<&str> = flags(value).filter(|f| only.keeps(f)).collect();
                     if !kept.is_empty() {
                         req = req.header(*name, kept.join(","));
                     }

@@ -25,6 +25,17 @@ pub trait WireBehaviour: Sync {
     /// How an upstream of this wire is called (the folder's `SPEC`).
     fn spec(&self) -> &'static WireSpec;
 
+    /// The wire whose bodies this one exchanges: itself, or the publisher's
+    /// whose API it serves under other facts (Claude on Vertex AI takes
+    /// Anthropic's). A client of that wire's format takes the fast path here.
+    fn dialect(&self) -> Wire;
+
+    /// The `anthropic-beta` flags a client's request keeps here when the
+    /// provider lists none (`anthropic_betas`): `None`, every flag (Anthropic's
+    /// own API); `Some(list)`, only those (a platform that refuses flags it
+    /// does not know).
+    fn default_betas(&self) -> Option<&'static [&'static str]>;
+
     /// The traits a model of `family` (`model`, its id) has on this wire when the
     /// catalog does not say ([`ModelTraits::infer`]): the family's rules where the
     /// wire's API enforces its vendor's, the wire's own otherwise.

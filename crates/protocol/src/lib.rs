@@ -204,6 +204,12 @@ impl Wire {
         self.behaviour().name()
     }
 
+    /// The wire whose bodies this one exchanges ([`WireBehaviour::dialect`]):
+    /// a client of that wire's format takes the fast path to this one.
+    pub fn dialect(self) -> Wire {
+        self.behaviour().dialect()
+    }
+
     /// How an upstream of this wire is called: paths, where the model goes,
     /// framing, auth, required headers, default endpoint.
     pub fn spec(self) -> &'static WireSpec {

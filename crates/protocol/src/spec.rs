@@ -62,6 +62,11 @@ pub enum CountBody {
     /// A list of what it takes, not of what it refuses, so a field a client adds
     /// that the endpoint does not know is left out instead of failing the count.
     Only(&'static [&'static str]),
+    /// The generation body with only these top-level fields, the upstream
+    /// model named in its `model` field: a counting endpoint that names no
+    /// model in its URL, for a wire whose generation body names none (Claude on
+    /// Vertex AI's `count-tokens:rawPredict`).
+    Named(&'static [&'static str]),
     /// The whole generation body under `key`, naming the model in its `model`
     /// field as `models/<model>` (Gemini's `generateContentRequest`, which is how
     /// its count takes the system instruction and tools, not only `contents`).
@@ -280,6 +285,11 @@ impl CountSpec {
         let body = match self.body {
             CountBody::Only(fields) => {
                 map.retain(|k, _| fields.contains(&k.as_str()));
+                map
+            }
+            CountBody::Named(fields) => {
+                map.retain(|k, _| fields.contains(&k.as_str()));
+                map.insert("model".into(), Value::String(model.to_owned()));
                 map
             }
             CountBody::Wrapped { key } => {

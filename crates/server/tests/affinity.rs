@@ -9,6 +9,10 @@ use common::*;
 use serde_json::{Value, json};
 use switchyard_testkit::{Reply, Vendor};
 
+/// A pin holds whatever the fakes' latencies: on a loaded machine one fake's
+/// estimate can run far past the other's, and the latency guard
+/// (`max_score_loss`) would then move a conversation, which is not what these
+/// tests are about (it made `a_pin_follows_a_failover` flaky).
 fn options() -> Options {
     Options {
         routes: r#"routes:
@@ -18,7 +22,7 @@ fn options() -> Options {
     weight: 1
     strategy: weighted
     fallbacks: [{ provider: anthropic, weight: 1 }]
-    affinity: { ttl_ms: 60000 }
+    affinity: { ttl_ms: 60000, max_score_loss: 1000 }
 "#
         .into(),
         ..Options::default()

@@ -81,6 +81,8 @@ async fn start() -> Vertex {
     deployments: [{{ provider: vertex-open, model: "{OPEN_MODEL}" }}]
   - id: m-vertex-then-anthropic
     deployments: [{{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
+  - id: m-bedrock-then-vertex
+    deployments: [{{ provider: bedrock, model: "{BEDROCK_MODEL}" }}, {{ provider: vertex-claude, model: "{CLAUDE_MODEL}" }}]
   - id: m-dead-vertex
     deployments: [{{ provider: vertex-dead, model: "{CLAUDE_MODEL}" }}, {{ provider: anthropic, model: up-anthropic }}]
 "#
@@ -225,4 +227,120 @@ async fn a_request_without_a_granted_token_is_refused_by_the_fake() {
     assert_eq!(forged.status(), 401);
     let body: Value = forged.json().await.unwrap();
     assert_eq!(body["error"]["status"], "UNAUTHENTICATED");
+}
+
+#[tokio::test]
+async fn a_claude_clients_own_body_goes_to_vertex_with_only_the_betas_it_takes() {
+    let v = start().await;
+    let body = json!({
+        "model": "m-vertex-claude",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "my own body"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "metadata": {"user_id": "session-7"},
+    });
+    let betas = "context-management-2025-06-27,interleaved-thinking-2025-05-14";
+    let r = v.h.post_with("/v1/messages", &body, &[("anthropic-beta", betas)]).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = v.claude.received().pop().unwrap();
+    // The client's own body, edited for Vertex: no model, the version.
+    assert!(rx.body.get("model").is_none(), "{}", rx.body);
+    assert_eq!(rx.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
+    assert_eq!(rx.body["metadata"]["user_id"], "session-7", "the client's own fields stay");
+    // The provider lists no flags: none goes, and the field one gates goes with it.
+    assert_eq!(rx.header("anthropic-beta"), None);
+    assert!(rx.body.get("context_management").is_none(), "{}", rx.body);
+    let records = tokio::time::timeout(WAIT, v.h.sink.wait_len(1)).await.unwrap();
+    let edits = &records[0].field_edits;
+    assert!(edits.iter().any(|e| e.contains("context_management: dropped")), "{edits:?}");
+}
+
+#[tokio::test]
+async fn a_vertex_provider_listing_a_flag_keeps_it_and_its_field() {
+    // The listed flag passes, the other does not; the body is the client's own
+    // (a translation would not carry `context_management`).
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    let token_uri = format!("{}/token", claude.base_url());
+    std::fs::write(&sa, vertex::service_account_json(&token_uri)).unwrap();
+    let options = Options {
+        providers_extra: format!(
+            "  listed:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n    anthropic_betas: [context-management-2025-06-27]\n    \
+             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            claude.base_url(),
+            sa.display()
+        ),
+        extra_models: format!(
+            "  - id: m-listed\n    deployments: [{{ provider: listed, model: \"{CLAUDE_MODEL}\" }}]\n"
+        ),
+        ..Options::default()
+    };
+    let h = Harness::start_with(options).await;
+    let body = json!({
+        "model": "m-listed",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "listed"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    });
+    let betas = "context-management-2025-06-27,interleaved-thinking-2025-05-14";
+    let r = h.post_with("/v1/messages", &body, &[("anthropic-beta", betas)]).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = claude.received().pop().unwrap();
+    assert_eq!(rx.header("anthropic-beta"), Some("context-management-2025-06-27"));
+    assert!(rx.body.get("context_management").is_some(), "{}", rx.body);
+}
+
+#[tokio::test]
+async fn claude_on_bedrock_fails_over_to_claude_on_vertex_mid_tool_loop() {
+    let v = start().await;
+    v.h.bedrock.set_default(Reply::status(503));
+    // A Claude client's tool loop with signed thinking from an earlier turn:
+    // Vertex gets Anthropic's body, thinking and tool ids paired.
+    let body = json!({
+        "model": "m-bedrock-then-vertex",
+        "max_tokens": 2048,
+        "stream": true,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "tools": [{"name": "get_weather", "description": "weather", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "look it up", "signature": "sig-from-an-earlier-turn"},
+                {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "18C"}]}
+        ]
+    });
+    let r = v.h.post("/v1/messages", &body).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "vertex-claude");
+    let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
+    assert!(route.contains("failover:bedrock->vertex-claude"), "{route}");
+    let _ = decode_stream(ClientFormat::Anthropic, &r.bytes().await.unwrap());
+    let rx = v.claude.received().pop().unwrap();
+    let turn = &rx.body["messages"][1]["content"];
+    assert_eq!(turn[0]["signature"], "sig-from-an-earlier-turn", "{turn}");
+    assert_eq!(turn[1]["id"], rx.body["messages"][2]["content"][0]["tool_use_id"]);
+    assert!(!v.h.bedrock.received().is_empty(), "Bedrock was tried first");
+}
+
+#[tokio::test]
+async fn claude_on_vertex_counts_tokens_with_vertexs_own_route() {
+    let v = start().await;
+    let count =
+        json!({"model": "m-vertex-claude", "messages": [{"role": "user", "content": "count me"}]});
+    let r = v.h.post("/v1/messages/count_tokens", &count).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let answer: Value = r.json().await.unwrap();
+    assert!(answer["input_tokens"].as_u64().is_some(), "{answer}");
+    let rx = v.claude.received().pop().unwrap();
+    assert_eq!(
+        rx.path,
+        "/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict"
+    );
+    assert_eq!(rx.body["model"], CLAUDE_MODEL, "the body names the model its URL does not");
+    assert_eq!(rx.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
+    assert!(rx.body.get("max_tokens").is_none(), "{}", rx.body);
 }

@@ -457,9 +457,10 @@ fn print_catalog(name: &str, c: &Catalog, more_warnings: &[String]) {
     println!("{name}: OK");
     println!("\nproviders:");
     for p in &c.providers {
-        let state = match &p.unavailable {
-            Some(why) => format!("DISABLED ({why})"),
-            None => format!("{} key(s)", p.keys.len()),
+        let state = match (&p.unavailable, &p.cloud) {
+            (Some(why), _) => format!("DISABLED ({why})"),
+            (None, Some(cloud)) => cloud.describe(),
+            (None, None) => format!("{} key(s)", p.keys.len()),
         };
         // An endpoint may carry a password (`https://user:pass@host`).
         let endpoint = switchyard_core::util::redact_userinfo(&p.endpoint);

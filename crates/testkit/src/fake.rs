@@ -371,14 +371,15 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
     let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
     let call = match vendor {
         _ if vertex => {
-            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|(model, stream)| {
-                // Model-as-a-Service names the model (and streams) in the body.
-                let open = model.is_empty();
+            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|r| {
+                // Model-as-a-Service names the model (and streams) in the body,
+                // and so does Claude's count.
+                let named = r.model.is_empty();
                 Call {
-                    model: if open { body_model() } else { model },
-                    stream: if open { body_stream() } else { stream },
+                    model: if named { body_model() } else { r.model },
+                    stream: if named && !r.count { body_stream() } else { r.stream },
                     json_array: false,
-                    count: false,
+                    count: r.count,
                     responses: false,
                 }
             })
@@ -541,7 +542,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     // Claude on Vertex: its own fields, then Anthropic's rules on the rest.
     let vertex_claude = shared.vertex.is_some() && vendor == Vendor::Anthropic;
     let stripped = if vertex_claude {
-        match vertex::claude_body(&received.body) {
+        match vertex::claude_body(&received.body, call.count) {
             Ok(body) => Some(body),
             Err(message) => {
                 shared.record(&received, false);
@@ -557,7 +558,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let checked = if call.count && call.responses {
         crate::responses::check_count(&received.body)
     } else if call.count {
-        crate::validate::count::check(vendor, &call.model, &received.body)
+        crate::validate::count::check(vendor, &call.model, validated)
     } else if call.responses {
         crate::responses::check(&received.body)
     } else {

@@ -126,10 +126,33 @@ fn check_grant(form: &[u8], token_url: &str) -> Result<(), String> {
     }
 }
 
-/// The model and whether it streams, for a Vertex route of `vendor`'s publisher
-/// (`path` as sent, `query` its query): `None` for any other path, or another
-/// project.
-pub(crate) fn route(vendor: Vendor, path: &str, query: Option<&str>) -> Option<(String, bool)> {
+/// A routed Vertex request: the model (empty where the body names it),
+/// whether it streams, whether it is a token count.
+pub(crate) struct Routed {
+    pub model: String,
+    pub stream: bool,
+    pub count: bool,
+}
+
+/// A Vertex route of `vendor`'s publisher (`path` as sent, `query` its query):
+/// `None` for any other path, or another project.
+pub(crate) fn route(vendor: Vendor, path: &str, query: Option<&str>) -> Option<Routed> {
+    let generation = |(model, stream)| Routed { model, stream, count: false };
+    generation_route(vendor, path, query).map(generation).or_else(|| {
+        // Claude's one counting route: the body names the model.
+        let rest = path.strip_prefix(&format!("/v1/projects/{PROJECT}/locations/"))?;
+        let (_, rest) = rest.split_once('/')?;
+        let counting =
+            rest.replace("%3A", ":") == "publishers/anthropic/models/count-tokens:rawPredict";
+        (vendor == Vendor::Anthropic && counting).then(|| Routed {
+            model: String::new(),
+            stream: false,
+            count: true,
+        })
+    })
+}
+
+fn generation_route(vendor: Vendor, path: &str, query: Option<&str>) -> Option<(String, bool)> {
     let rest = path.strip_prefix(&format!("/v1/projects/{PROJECT}/locations/"))?;
     let (location, rest) = rest.split_once('/')?;
     if location.is_empty() {
@@ -143,6 +166,7 @@ pub(crate) fn route(vendor: Vendor, path: &str, query: Option<&str>) -> Option<(
     };
     match vendor {
         Vendor::Anthropic => match model_action("anthropic")? {
+            (model, _) if model == "count-tokens" => None,
             (model, a) if a == "rawPredict" => Some((model, false)),
             (model, a) if a == "streamRawPredict" => Some((model, true)),
             _ => None,
@@ -165,15 +189,16 @@ pub(crate) fn route(vendor: Vendor, path: &str, query: Option<&str>) -> Option<(
 }
 
 /// What Vertex refuses in a Claude body beyond what Anthropic does: a missing
-/// or wrong `anthropic_version`, and a `model` (it is in the URL). The body
-/// without its version field is what Anthropic's rules are checked on.
-pub(crate) fn claude_body(body: &Value) -> Result<Value, String> {
+/// or wrong `anthropic_version`, and (but in a `count`, whose route names no
+/// model) a `model`: it is in the URL. The body without its version field is
+/// what Anthropic's rules are checked on.
+pub(crate) fn claude_body(body: &Value, count: bool) -> Result<Value, String> {
     match body.get("anthropic_version").and_then(Value::as_str) {
         Some(ANTHROPIC_VERSION) => {}
         Some(other) => return Err(format!("anthropic_version: {other:?} is not supported")),
         None => return Err("anthropic_version: Field required".into()),
     }
-    if body.get("model").is_some() {
+    if !count && body.get("model").is_some() {
         return Err("model: Extra inputs are not permitted".into());
     }
     let mut anthropic = body.clone();

@@ -72,7 +72,11 @@ pub(super) fn credentials_for(
         ));
     }
     let region = p.region.as_ref().map(|r| r.value.as_str());
-    match CloudAuth::build(auth, &source, region, &Env::capture(env), client) {
+    let named: Vec<&str> = match &source {
+        CloudSource::Google(GoogleSource::Env(var)) => vec![var.as_str()],
+        _ => Vec::new(),
+    };
+    match CloudAuth::build(auth, &source, region, &Env::capture(env, &named), client) {
         Ok(cloud) => PlatformKeys { cloud: Some(Arc::new(cloud)), ..PlatformKeys::none() },
         Err(e) => {
             let why = match &e {

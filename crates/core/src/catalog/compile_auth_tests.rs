@@ -93,3 +93,29 @@ fn aws_keys_need_their_secret_and_are_not_a_profile() {
     // The secret is never shown.
     assert!(!found.contains(": s\n") && !found.ends_with(": s"), "{found}");
 }
+
+#[test]
+fn a_service_account_variable_is_read_whatever_its_name() {
+    let yaml = "providers:\n  a:\n    wire: vertex-gemini\n    region: global\n    credentials:\n      \
+                google: { service_account_env: MY_VERTEX_SA }\n";
+    let sa = serde_json::json!({
+        "type": "service_account",
+        "project_id": "from-the-account",
+        "private_key": switchyard_testkit::vertex::PRIVATE_KEY_PEM,
+        "client_email": "a@b.iam.gserviceaccount.com",
+    })
+    .to_string();
+    let catalog = compile(yaml, &[("MY_VERTEX_SA", &sa)]).unwrap();
+    let p = catalog.provider("a").unwrap();
+    assert_eq!(
+        p.endpoint,
+        "https://aiplatform.googleapis.com/v1/projects/from-the-account/locations/global"
+    );
+    assert!(p.cloud.is_some() && p.keys.is_empty());
+    let regional = yaml.replace("region: global", "region: europe-west4\n    project: mine");
+    let catalog = compile(&regional, &[("MY_VERTEX_SA", &sa)]).unwrap();
+    assert_eq!(
+        catalog.provider("a").unwrap().endpoint,
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/mine/locations/europe-west4"
+    );
+}

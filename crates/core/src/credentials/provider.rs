@@ -51,9 +51,12 @@ const VARIABLES: &[&str] = &[
 ];
 
 impl Env {
-    /// The variables the credential sources read, as `lookup` gives them now.
-    pub fn capture(lookup: &dyn Fn(&str) -> Option<String>) -> Self {
-        Env::from_pairs(VARIABLES.iter().filter_map(|&name| lookup(name).map(|v| (name, v))))
+    /// The variables the credential sources read, and the `named` ones (a
+    /// configuration's own, such as `service_account_env`'s), as `lookup`
+    /// gives them now.
+    pub fn capture(lookup: &dyn Fn(&str) -> Option<String>, named: &[&str]) -> Self {
+        let names = VARIABLES.iter().chain(named);
+        Env::from_pairs(names.filter_map(|&name| lookup(name).map(|v| (name, v))))
     }
 }
 

@@ -98,8 +98,9 @@ fn a_missing_profile_or_service_account_names_what_was_read() {
 
 #[test]
 fn capture_keeps_only_what_the_sources_read() {
-    let env = Env::capture(&|name| Some(format!("value of {name}")));
+    let env = Env::capture(&|name| Some(format!("value of {name}")), &["MY_SA_JSON"]);
     assert_eq!(env.get("AWS_PROFILE").as_deref(), Some("value of AWS_PROFILE"));
+    assert_eq!(env.get("MY_SA_JSON").as_deref(), Some("value of MY_SA_JSON"));
     assert_eq!(env.get("OPENAI_API_KEY"), None);
 }
 

@@ -173,9 +173,10 @@ impl Inbound {
     }
 
     /// Whether the client's own bytes go to an upstream of `wire`, edited rather
-    /// than re-encoded: the client's format is that wire's and the bytes were kept.
+    /// than re-encoded: the client's format is that wire's (or its dialect's:
+    /// Claude on Vertex AI takes Anthropic's bodies) and the bytes were kept.
     pub fn fast_path(&self, wire: Wire) -> bool {
-        self.raw.is_some() && self.format.native_wire() == Some(wire)
+        self.raw.is_some() && self.format.native_wire() == Some(wire.dialect())
     }
 }
 

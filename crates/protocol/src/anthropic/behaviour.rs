@@ -24,6 +24,14 @@ impl WireBehaviour for AnthropicWire {
         &super::SPEC
     }
 
+    fn dialect(&self) -> Wire {
+        Wire::Anthropic
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
     fn model_traits(&self, family: Family, model: &str) -> ModelTraits {
         // Anthropic's API enforces Claude's rules; anything else it serves (a
         // compatible server's own model) is taken to want a budget.

@@ -47,8 +47,8 @@ pub(crate) use request::history_tools;
 pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
 // What Claude takes on Bedrock too (`crate::bedrock`): one statement of its rules.
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
-pub use rules::sampling_edits;
 pub(crate) use rules::{DEFAULT_MAX_TOKENS, Samplers, anthropic_effort, budget_within};
+pub use rules::{gated_fields, sampling_edits};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
 

@@ -107,3 +107,12 @@ pub fn sampling_edits(req: &Request, traits: ModelTraits, native: bool) -> Vec<S
         .map(|field| format!("{field}: dropped ({why})"))
         .collect()
 }
+
+/// The body fields an `anthropic-beta` flag gates: a request that keeps such a
+/// field without its flag is refused ("context_management: Extra inputs are
+/// not permitted"), so a flag left out takes them with it.
+pub fn gated_fields(flag: &str) -> &'static [&'static str] {
+    const GATES: &[(&str, &[&str])] =
+        &[("context-management-", &["context_management"]), ("mcp-client-", &["mcp_servers"])];
+    GATES.iter().find(|(prefix, _)| flag.starts_with(prefix)).map_or(&[], |(_, fields)| fields)
+}

@@ -24,6 +24,14 @@ impl WireBehaviour for BedrockWire {
         &super::SPEC
     }
 
+    fn dialect(&self) -> crate::Wire {
+        crate::Wire::Bedrock
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
     fn model_traits(&self, family: Family, model: &str) -> ModelTraits {
         // Claude on Bedrock is Claude: Anthropic's rules, read from Bedrock's
         // spelling of its id. The other families take a budget where they

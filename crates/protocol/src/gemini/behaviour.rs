@@ -24,6 +24,14 @@ impl WireBehaviour for GeminiWire {
         &super::SPEC
     }
 
+    fn dialect(&self) -> Wire {
+        Wire::Gemini
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
     fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
         // Gemini's API serves Gemini models, tuned ones under names of their own:
         // the version is read wherever the id has it.

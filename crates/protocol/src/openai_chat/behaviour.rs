@@ -23,6 +23,14 @@ impl WireBehaviour for OpenAiChatWire {
         &super::SPEC
     }
 
+    fn dialect(&self) -> Wire {
+        Wire::OpenAiChat
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
     fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
         // A Claude or Gemini id behind an OpenAI-compatible server is the
         // server's business: it takes Chat Completions' fields for every model.

@@ -25,6 +25,15 @@ impl WireBehaviour for ResponsesWire {
         &super::SPEC
     }
 
+    fn dialect(&self) -> Wire {
+        Wire::Responses
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        // No `anthropic-beta` goes here (the spec passes no header through).
+        None
+    }
+
     fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
         // OpenAI's models, as on Chat Completions: every one takes a reasoning
         // effort; the reasoning models are told apart by id.

@@ -58,6 +58,16 @@ impl WireBehaviour for VertexWire {
         self.spec
     }
 
+    fn dialect(&self) -> crate::Wire {
+        self.publisher.dialect()
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        // Vertex checks the flags against a set of its own, which changes
+        // apart from Anthropic's: a provider lists those its region takes.
+        Some(&[])
+    }
+
     fn model_traits(&self, family: Family, model: &str) -> ModelTraits {
         self.publisher.model_traits(family, model)
     }
@@ -101,7 +111,14 @@ impl WireBehaviour for VertexWire {
         req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        self.publisher.adapt_native(body, req, traits)
+        let mut edits = self.publisher.adapt_native(body, req, traits);
+        if self.claude_body {
+            // A client's own Messages body: the model is in the URL, the
+            // version in the body.
+            edits.push(("model", None));
+            edits.push(("anthropic_version", Some(Value::from(super::ANTHROPIC_VERSION))));
+        }
+        edits
     }
 
     fn sampling_edits(&self, req: &Request, traits: ModelTraits, native: bool) -> Vec<String> {
@@ -109,7 +126,7 @@ impl WireBehaviour for VertexWire {
     }
 
     fn may_adapt(&self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
-        self.publisher.may_adapt(req, body, traits)
+        self.claude_body || self.publisher.may_adapt(req, body, traits)
     }
 
     fn drop_hosted(

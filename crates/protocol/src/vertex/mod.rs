@@ -12,7 +12,11 @@
 //! Each is its publisher's wire in behaviour ([`crate::anthropic`],
 //! [`crate::gemini`], [`crate::openai_chat`]: what a model takes, usage,
 //! streams, errors), with Vertex's facts: its [`WireSpec`], and for Claude the
-//! body's version field in place of the `anthropic-version` header and the model.
+//! body's version field in place of the `anthropic-version` header and the
+//! model. A client of the publisher's format takes the fast path (its own body,
+//! edited: [`crate::Wire::dialect`]); a Claude client's `anthropic-beta` flags
+//! go only where the provider lists them (`anthropic_betas`), and a body field
+//! a left-out flag gates (`context_management`) goes with it.
 //!
 //! The endpoint names the project and the region: `https://{region}-aiplatform.googleapis.com/v1/projects/{project}/locations/{region}`,
 //! or the global endpoint (`aiplatform.googleapis.com`, `locations/global`);
@@ -33,7 +37,7 @@ pub const ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
 const ENDPOINT: &str =
     "https://{region_prefix}aiplatform.googleapis.com/v1/projects/{project}/locations/{region}";
 
-/// Claude on Vertex AI.
+/// Claude on Vertex AI. Its token count is Vertex's own (`count-tokens:rawPredict`).
 pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     path: "/publishers/anthropic/models/{model}:rawPredict",
     streaming: Streaming::Path("/publishers/anthropic/models/{model}:streamRawPredict"),
@@ -41,12 +45,35 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     framing: Framing::Sse,
     auth: Auth::OAuthToken,
     headers: &[],
-    passthrough_headers: &[],
+    // Only the flags the provider lists (`anthropic_betas`): Vertex refuses
+    // those it does not take.
+    passthrough_headers: &["anthropic-beta"],
     default_endpoint: ENDPOINT,
-    // Its count (`count-tokens:rawPredict`) names the model in the body, which
-    // no CountBody form writes yet: counts are estimated.
-    count: None,
+    // One counting route for every Claude model: the body names it.
+    count: Some(crate::spec::CountSpec {
+        path: "/publishers/anthropic/models/count-tokens:rawPredict",
+        body: crate::spec::CountBody::Named(COUNTED_FIELDS),
+        answer: "input_tokens",
+    }),
 };
+
+/// What Claude's count on Vertex takes: Anthropic's `count_tokens` fields
+/// ([`crate::anthropic::COUNTED_FIELDS`]) and the version field.
+const COUNTED_FIELDS: &[&str] = &[
+    "anthropic_version",
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "mcp_servers",
+    "cache_control",
+    "output_config",
+    "output_format",
+    "context_management",
+    "speed",
+];
 
 /// Gemini on Vertex AI.
 pub const GEMINI_SPEC: WireSpec = WireSpec {

@@ -1,5 +1,8 @@
 //! Run fake upstreams from the shell (for the SDK and CLI smoke scripts):
-//! `fake-upstream [--log DIR] openai anthropic gemini` starts one per vendor named,
+//! `fake-upstream [--log DIR] openai anthropic gemini bedrock vertex-anthropic`
+//! starts one per vendor named (a Bedrock fake takes the testkit's default AWS
+//! keys; a Vertex one grants tokens to `switchyard_testkit::vertex`'s service
+//! account at its `/token`),
 //! prints `<vendor> <base-url>` per line, and serves until killed. Every request
 //! gets the canned answer: the echo, or the scripted tool loop when the prompt asks
 //! for it (`switchyard_testkit::tool_loop`).
@@ -33,14 +36,21 @@ async fn main() -> std::io::Result<()> {
             "anthropic" => Vendor::Anthropic,
             "gemini" => Vendor::Gemini,
             "bedrock" => Vendor::Bedrock,
+            // Claude on Vertex AI, with its token endpoint at `/token`
+            // (`switchyard_testkit::vertex`).
+            "vertex-anthropic" => Vendor::Anthropic,
             other => {
                 eprintln!(
-                    "unknown vendor {other:?}: expected openai, anthropic, gemini or bedrock"
+                    "unknown vendor {other:?}: expected openai, anthropic, gemini, bedrock or vertex-anthropic"
                 );
                 std::process::exit(2);
             }
         };
-        let fake = FakeUpstream::start(vendor).await?;
+        let fake = if arg.starts_with("vertex-") {
+            FakeUpstream::start_vertex(vendor).await?
+        } else {
+            FakeUpstream::start(vendor).await?
+        };
         match &log_dir {
             Some(dir) => {
                 let file = OpenOptions::new()
@@ -63,7 +73,9 @@ async fn main() -> std::io::Result<()> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: fake-upstream [--log DIR] <openai|anthropic|gemini>...");
+    eprintln!(
+        "usage: fake-upstream [--log DIR] <openai|anthropic|gemini|bedrock|vertex-anthropic>..."
+    );
     std::process::exit(2);
 }
 
