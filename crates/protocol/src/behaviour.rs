@@ -213,6 +213,14 @@ mod tests {
             OutputLimit::Nested { object: "generationConfig", field: "maxOutputTokens" }
         );
         assert!(!gemini.output_limit().is_top_level("max_tokens"));
+        // The Responses API reports a stream's usage in `response.completed`, and
+        // takes its own output limit's name.
+        let responses = Wire::Responses.behaviour();
+        assert_eq!(responses.stream_usage_option(), None);
+        assert!(responses.output_limit().is_top_level("max_output_tokens"));
+        assert!(!responses.output_limit().is_top_level("max_tokens"));
+        assert_eq!(ClientFormat::OpenAiResponses.native_wire(), Some(Wire::Responses));
+        assert_eq!(Wire::Responses.as_str(), "openai-responses");
         assert!(gemini.needs_call_signatures());
         assert!(!chat.needs_call_signatures() && !anthropic.needs_call_signatures());
         assert_eq!(chat.default_server_tools(), ServerTools::NONE);

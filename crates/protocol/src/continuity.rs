@@ -35,6 +35,43 @@ impl std::fmt::Debug for dyn Seal {
 /// The family of upstreams a continuation belongs to.
 const ANTHROPIC: &str = "anthropic";
 
+/// Separates a family's name from its reasoning token in a tagged signature.
+/// Anthropic's signatures are base64 and OpenAI's `encrypted_content` is too,
+/// so neither can contain it: an untagged signature is Anthropic's.
+const TAG: char = ':';
+
+/// A thinking signature standing for another family's encrypted reasoning: the
+/// canonical [`Part::Thinking`] has one signature field, which every encoder
+/// before the Responses wire read as Anthropic's. Rather than a new field that
+/// every wire would have to learn about, the issuing wire's name is put in front
+/// of the token (`openai-responses:gAAAA…`), so the provenance travels with the
+/// signature through every client format (an Anthropic client's `signature`, a
+/// sealed `encrypted_content`, the gateway's continuity store) and a wire gives
+/// it back only to the family that wrote it ([`tagged_reasoning`]).
+pub fn tag_reasoning(family: &str, token: &str) -> String {
+    format!("{family}{TAG}{token}")
+}
+
+/// The token of a signature [`tag_reasoning`] tagged with `family`; `None` for
+/// another family's (an Anthropic signature included).
+pub fn tagged_reasoning<'a>(signature: &'a str, family: &str) -> Option<&'a str> {
+    signature.strip_prefix(family)?.strip_prefix(TAG).filter(|t| !t.is_empty())
+}
+
+/// Whether a signature is Anthropic's own (untagged and not empty): what
+/// Anthropic's API (and Claude on Bedrock and Vertex AI) takes back.
+pub fn is_anthropic_signature(signature: &str) -> bool {
+    !signature.is_empty() && !signature.contains(TAG)
+}
+
+/// The family a signature belongs to: its tag, else Anthropic.
+fn signature_family(signature: &str) -> &str {
+    match signature.split_once(TAG) {
+        Some((family, _)) => family,
+        None => ANTHROPIC,
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Payload {
@@ -58,7 +95,7 @@ enum Payload {
 pub fn seal_part(seal: &dyn Seal, part: &Part) -> Option<String> {
     let payload = match part {
         Part::Thinking { text, signature: Some(signature) } => Payload::Thinking {
-            family: ANTHROPIC.to_owned(),
+            family: signature_family(signature).to_owned(),
             text: text.clone(),
             signature: signature.clone(),
         },
@@ -75,7 +112,8 @@ pub fn seal_part(seal: &dyn Seal, part: &Part) -> Option<String> {
 pub fn open_part(seal: &dyn Seal, token: &str) -> Option<Part> {
     let plain = seal.open(token)?;
     match serde_json::from_slice::<Payload>(&plain).ok()? {
-        Payload::Thinking { family, text, signature } if family == ANTHROPIC => {
+        // The tag is the family, and the signature keeps it.
+        Payload::Thinking { family, text, signature } if family == signature_family(&signature) => {
             Some(Part::Thinking { text, signature: Some(signature) })
         }
         Payload::Redacted { family, data } if family == ANTHROPIC => {
@@ -139,6 +177,25 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn tagged_reasoning_goes_back_only_to_its_family() {
+        let sig = tag_reasoning("openai-responses", "gAAAAB==");
+        assert_eq!(tagged_reasoning(&sig, "openai-responses"), Some("gAAAAB=="));
+        assert_eq!(tagged_reasoning(&sig, "azure-responses"), None);
+        assert_eq!(tagged_reasoning("EqQBCkYIBxgCKkD+/=", "openai-responses"), None);
+        assert!(!is_anthropic_signature(&sig));
+        assert!(is_anthropic_signature("EqQBCkYIBxgCKkD+/="));
+        assert!(!is_anthropic_signature(""));
+        // Sealed for a Responses client and opened, it keeps its family.
+        let part = Part::Thinking { text: "t".into(), signature: Some(sig.clone()) };
+        let token = seal_part(&TestSeal, &part).unwrap();
+        assert!(token.contains(r#""family":"openai-responses""#));
+        assert_eq!(open_part(&TestSeal, &token), Some(part));
+        // A payload whose family does not match its signature's tag is refused.
+        let forged = r#"test-seal:{"kind":"thinking","family":"anthropic","text":"t","signature":"openai-responses:x"}"#;
+        assert_eq!(open_part(&TestSeal, forged), None);
     }
 
     #[test]

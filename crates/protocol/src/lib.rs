@@ -1,8 +1,8 @@
 //! Switchyard's protocol layer: wire types, the canonical model, translators and
 //! stream state machines. Pure functions and state machines only: no IO, no async.
 //!
-//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `bedrock`, and
-//! `responses`, a client format only) is a folder that exposes the same surface
+//! Every wire module (`openai_chat`, `anthropic`, `gemini`, `bedrock`,
+//! `responses`) is a folder that exposes the same surface
 //! (`vertex` holds Vertex AI's facts, and takes the rest from its publishers';
 //! `azure` holds Azure OpenAI's, and takes the rest from `openai_chat`):
 //!
@@ -71,8 +71,8 @@ pub use sse::{SseDecoder, SseEvent, SseTooLong};
 pub enum ClientFormat {
     /// OpenAI Chat Completions (`/v1/chat/completions`).
     OpenAiChat,
-    /// The OpenAI Responses API (`/v1/responses`): no upstream speaks it, so it is
-    /// always translated.
+    /// The OpenAI Responses API (`/v1/responses`): forwarded as it is to a
+    /// Responses upstream ([`Wire::Responses`]), translated to the others.
     OpenAiResponses,
     /// Anthropic Messages (`/v1/messages`).
     Anthropic,
@@ -183,6 +183,8 @@ pub enum Wire {
     AzureOpenAi,
     /// Chat Completions on Azure OpenAI's v1 API.
     AzureOpenAiV1,
+    /// OpenAI's Responses API.
+    Responses,
 }
 
 impl Wire {
@@ -200,6 +202,7 @@ impl Wire {
             Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
             Wire::AzureOpenAi => &azure::AZURE_OPENAI,
             Wire::AzureOpenAiV1 => &azure::AZURE_OPENAI_V1,
+            Wire::Responses => &responses::ResponsesWire,
         }
     }
 

@@ -845,7 +845,8 @@ mod tests {
                     | Wire::VertexGemini
                     | Wire::VertexOpenAi
                     | Wire::AzureOpenAi
-                    | Wire::AzureOpenAiV1 => unreachable!("not in the list: see their folders"),
+                    | Wire::AzureOpenAiV1
+                    | Wire::Responses => unreachable!("not in the list: see their folders"),
                 }
                 .unwrap();
                 let docs: Vec<&Document> = back.messages[0]
@@ -873,7 +874,8 @@ mod tests {
                     | Wire::VertexGemini
                     | Wire::VertexOpenAi
                     | Wire::AzureOpenAi
-                    | Wire::AzureOpenAiV1 => {}
+                    | Wire::AzureOpenAiV1
+                    | Wire::Responses => {}
                 }
             }
         }

@@ -379,6 +379,8 @@ struct Call {
     /// A token count (Anthropic `count_tokens`, Gemini `:countTokens`), not a
     /// generation.
     count: bool,
+    /// OpenAI's Responses API ([`crate::responses`]), not Chat Completions.
+    responses: bool,
 }
 
 enum Route {
@@ -402,6 +404,7 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
                     stream: if named && !r.count { body_stream() } else { r.stream },
                     json_array: false,
                     count: r.count,
+                    responses: false,
                 }
             })
         }
@@ -411,6 +414,21 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
                 stream: body_stream(),
                 json_array: false,
                 count: false,
+                responses: false,
+            }),
+            "/v1/responses" | "/responses" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+                responses: true,
+            }),
+            "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: true,
             }),
             _ => None,
         },
@@ -420,10 +438,15 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
                 stream: body_stream(),
                 json_array: false,
                 count: false,
+                responses: false,
             }),
-            "/v1/messages/count_tokens" => {
-                Some(Call { model: body_model(), stream: false, json_array: false, count: true })
-            }
+            "/v1/messages/count_tokens" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: false,
+            }),
             _ => None,
         },
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
@@ -432,6 +455,7 @@ fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route 
             stream,
             json_array: false,
             count: false,
+            responses: false,
         }),
     };
     match call {
@@ -452,9 +476,13 @@ fn azure_call(
     let token = rx.path == azure::token_path() && method == Method::POST;
     match azure::check(&mut lock(tokens), token, rx) {
         Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
-        Ok((model, stream)) => {
-            Ok(Route::Call(Call { model, stream, json_array: false, count: false }))
-        }
+        Ok((model, stream)) => Ok(Route::Call(Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+            responses: false,
+        })),
         Err((status, body)) => {
             shared.record(rx, false);
             Err(Box::new(plain(status, "application/json", body.to_string())))
@@ -476,7 +504,13 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
         _ => return None,
     };
     let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
-    Some(Call { model: model.to_owned(), stream, json_array: stream && !sse, count })
+    Some(Call {
+        model: model.to_owned(),
+        stream,
+        json_array: stream && !sse,
+        count,
+        responses: false,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -577,8 +611,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let validated = stripped.as_ref().unwrap_or(&received.body);
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
-    let checked = if call.count {
+    let checked = if call.count && call.responses {
+        crate::responses::check_count(&received.body)
+    } else if call.count {
         crate::validate::count::check(vendor, &call.model, validated)
+    } else if call.responses {
+        crate::responses::check(&received.body)
     } else {
         crate::validate::check(vendor, &call.model, validated)
     };
@@ -586,7 +624,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         shared.record(&received, false);
         return vendor_error(vendor, 400, None, &message);
     }
-    let flavour = shared.lock().flavour.filter(|_| vendor == Vendor::OpenAi && !call.count);
+    let flavour = shared
+        .lock()
+        .flavour
+        .filter(|_| vendor == Vendor::OpenAi && !call.count && !call.responses);
     if let Some(Err((status, message))) = flavour.map(|f| flavour::check(f, &received.body)) {
         shared.record(&received, false);
         return vendor_error(vendor, status, None, &message);
@@ -667,6 +708,14 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             ..json(&canned::error_body(vendor, reply.status, message))
         },
         ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
+        ReplyBody::Auto if call.responses => {
+            let turn = crate::responses::auto(request, &call.model);
+            match crate::responses::reply(&turn, call.stream) {
+                ReplyBody::Sse(frames) => sse(&frames),
+                ReplyBody::Json(v) => json(&v),
+                _ => return None,
+            }
+        }
         ReplyBody::Auto => {
             // The scripted tool loop when the prompt asks for it, else the echo.
             let step = tool_loop::step(vendor, request);

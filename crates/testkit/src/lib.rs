@@ -20,6 +20,8 @@
 //! | Vendor | Route (POST) | Streams when |
 //! |---|---|---|
 //! | OpenAi | `/v1/chat/completions`, `/chat/completions` | body `"stream": true` |
+//! | OpenAi | `/v1/responses`, `/responses` (the Responses API, [`responses`]) | body `"stream": true` |
+//! | OpenAi | `/v1/responses/input_tokens`, `/responses/input_tokens` | never |
 //! | Anthropic | `/v1/messages` | body `"stream": true` |
 //! | Anthropic | `/v1/messages/count_tokens` | never |
 //! | Gemini | `/v1beta/models/{model}:generateContent`, `…:streamGenerateContent` (`/v1/models/…` too) | `streamGenerateContent`; SSE with `?alt=sse`, else one JSON array |
@@ -103,6 +105,7 @@ mod script;
 pub mod azure;
 pub mod bedrock;
 pub mod canned;
+pub mod responses;
 pub mod sigv4;
 pub mod tool_loop;
 pub mod validate;

@@ -128,8 +128,25 @@ fn lacks_tools(body: &Map<String, Value>, req: &Request) -> bool {
             .any(|p| matches!(p, Part::ToolCall(_) | Part::ToolResult(_)))
 }
 
+/// A thinking block whose signature is another family's encrypted reasoning
+/// ([`crate::continuity::tag_reasoning`]: an Anthropic client's history continued
+/// from a Responses upstream), which Anthropic would refuse as an invalid signature.
+fn is_foreign_thinking(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("thinking")
+        && block
+            .get("signature")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !crate::continuity::is_anthropic_signature(s))
+}
+
+/// A block [`drop_blank_text`] takes out.
+fn is_dropped(block: &Value) -> bool {
+    is_blank_block(block) || is_foreign_thinking(block)
+}
+
 /// A client's own `messages` without the blank text blocks Anthropic refuses
-/// (`text content blocks must contain non-whitespace text`), and without the
+/// (`text content blocks must contain non-whitespace text`) and the thinking
+/// blocks another family signed, and without the
 /// messages left empty by that (Anthropic joins the turns that then meet). A final
 /// message of nothing else is kept: dropping it would ask another question (or
 /// none), so the upstream answers it. `None` when nothing needs dropping.
@@ -142,7 +159,7 @@ pub fn drop_blank_text(messages: &[Value]) -> Option<Vec<Value>> {
         _ => false,
     };
     let has_blank = |m: &Value| match m.get("content") {
-        Some(Value::Array(blocks)) => blocks.iter().any(is_blank_block),
+        Some(Value::Array(blocks)) => blocks.iter().any(is_dropped),
         Some(content) => blank(content),
         None => false,
     };
@@ -159,7 +176,7 @@ pub fn drop_blank_text(messages: &[Value]) -> Option<Vec<Value>> {
         }
         let cleaned = match message.get("content") {
             Some(Value::Array(blocks)) => {
-                blocks.iter().filter(|b| !is_blank_block(b)).cloned().collect::<Vec<_>>()
+                blocks.iter().filter(|b| !is_dropped(b)).cloned().collect::<Vec<_>>()
             }
             _ => Vec::new(),
         };
@@ -180,11 +197,18 @@ pub fn drop_blank_text(messages: &[Value]) -> Option<Vec<Value>> {
     changed.then_some(out)
 }
 
-/// Whether a canonical request holds text that [`drop_blank_text`] would drop.
+/// Whether a canonical request holds text or thinking that [`drop_blank_text`]
+/// would drop.
 fn has_blank_text(req: &Request) -> bool {
-    req.messages
-        .iter()
-        .any(|m| m.content.iter().any(|p| matches!(p, Part::Text(t) if is_blank(&t.text))))
+    req.messages.iter().any(|m| {
+        m.content.iter().any(|p| match p {
+            Part::Text(t) => is_blank(&t.text),
+            Part::Thinking { signature: Some(s), .. } => {
+                !crate::continuity::is_anthropic_signature(s)
+            }
+            _ => false,
+        })
+    })
 }
 
 /// Whether [`adapt_native`] might edit a body whose parsed form is `req`, decided

@@ -139,3 +139,22 @@ fn one_sampler_models_keep_temperature_and_lose_top_p() {
     assert!(!may_adapt(&req, opus_4));
     assert!(adapt_native(both.as_object().unwrap(), &req, opus_4).is_empty());
 }
+
+#[test]
+fn another_familys_thinking_leaves_the_history() {
+    let tagged = crate::continuity::tag_reasoning(crate::responses::FAMILY, "gAAAAB-x");
+    let messages = json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": tagged},
+            {"type": "thinking", "thinking": "c", "signature": "EqQBCkYIBxgC"},
+            {"type": "text", "text": "done"}]},
+        {"role": "user", "content": "next"},
+    ]);
+    let out = drop_blank_text(messages.as_array().unwrap()).unwrap();
+    assert_eq!(
+        out[1]["content"],
+        json!([{"type": "thinking", "thinking": "c", "signature": "EqQBCkYIBxgC"},
+               {"type": "text", "text": "done"}])
+    );
+}

@@ -336,7 +336,9 @@ pub fn continues_without_thinking(req: &Request) -> bool {
     // thinking are dropped).
     let first = assistant.into_iter().find(|p| match p {
         Part::Text(t) => !t.text.is_empty(),
-        Part::Thinking { signature, .. } => signature.as_deref().is_some_and(|s| !s.is_empty()),
+        Part::Thinking { signature, .. } => {
+            signature.as_deref().is_some_and(crate::continuity::is_anthropic_signature)
+        }
         _ => true,
     });
     !matches!(first, Some(Part::Thinking { .. } | Part::RedactedThinking { .. }))
@@ -637,8 +639,11 @@ fn encode_part(part: &Part, as_instruction: bool) -> Result<Option<Value>, Proto
             Some(block)
         }
         // Anthropic rejects thinking without its signature (e.g. reasoning that came
-        // from another provider); such blocks are only context, so they are dropped.
-        Part::Thinking { text, signature: Some(signature) } if !signature.is_empty() => {
+        // from another provider, or another family's encrypted reasoning); such
+        // blocks are only context, so they are dropped.
+        Part::Thinking { text, signature: Some(signature) }
+            if crate::continuity::is_anthropic_signature(signature) =>
+        {
             Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
         }
         Part::Thinking { .. } => None,

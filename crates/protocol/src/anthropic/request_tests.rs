@@ -378,6 +378,14 @@ fn encode_request_merges_orders_and_drops_unsigned_thinking() {
                 role: Role::Assistant,
                 content: vec![
                     Part::Thinking { text: "from another provider".into(), signature: None },
+                    // A Responses upstream's encrypted reasoning: not Claude's to check.
+                    Part::Thinking {
+                        text: "openai".into(),
+                        signature: Some(crate::continuity::tag_reasoning(
+                            crate::responses::FAMILY,
+                            "gAAAAB-enc",
+                        )),
+                    },
                     Part::Text(TextBlock::new("calling")),
                     Part::ToolCall(ToolCall {
                         id: "c1".into(),

@@ -386,7 +386,7 @@ fn encode_part(
         // Claude's own reasoning, signed or redacted, goes back to Claude; anything
         // else (another provider's, unsigned) means nothing upstream and is dropped.
         Part::Thinking { text, signature: Some(signature) }
-            if claude_assistant && !signature.is_empty() =>
+            if claude_assistant && crate::continuity::is_anthropic_signature(signature) =>
         {
             let block = json!({"reasoningContent": {
                 "reasoningText": {"text": text, "signature": signature},

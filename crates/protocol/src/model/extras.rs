@@ -277,7 +277,7 @@ impl Dialect {
             Dialect::OpenAiChat => Some(Wire::OpenAiChat),
             Dialect::Anthropic => Some(Wire::Anthropic),
             Dialect::Gemini => Some(Wire::Gemini),
-            Dialect::OpenAiResponses => None,
+            Dialect::OpenAiResponses => Some(Wire::Responses),
         }
     }
 }

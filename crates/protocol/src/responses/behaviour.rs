@@ -1,10 +1,166 @@
-//! What an OpenAI Responses client gets ([`ClientBehaviour`]); no upstream
-//! speaks Responses, so there is no wire here.
+//! What an OpenAI Responses upstream does ([`WireBehaviour`]) and what an OpenAI
+//! Responses client gets ([`ClientBehaviour`]).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::behaviour::ClientBehaviour;
-use crate::{ErrorBody, ProtocolError, Request, Response, Seal, StreamEncoder, Tool, Wire};
+use crate::behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
+use crate::carry::{self, Carriage, Placement};
+use crate::{
+    ErrorBody, Family, FieldEdit, HostedTool, ModelTraits, ProtocolError, Request, Response, Seal,
+    ServerTool, ServerTools, StreamDecoder, StreamEncoder, Tool, Usage, Wire, WireSpec,
+};
+
+/// OpenAI's Responses API (`POST /v1/responses`), stateless: `store: false` and
+/// the reasoning carried encrypted from turn to turn (see
+/// [`super::encode_request_for`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ResponsesWire;
+
+impl WireBehaviour for ResponsesWire {
+    fn name(&self) -> &'static str {
+        super::FAMILY
+    }
+
+    fn spec(&self) -> &'static WireSpec {
+        &super::SPEC
+    }
+
+    fn dialect(&self) -> Wire {
+        Wire::Responses
+    }
+
+    fn default_betas(&self) -> Option<&'static [&'static str]> {
+        // No `anthropic-beta` goes here (the spec passes no header through).
+        None
+    }
+
+    fn model_traits(&self, _family: Family, model: &str) -> ModelTraits {
+        // OpenAI's models, as on Chat Completions: every one takes a reasoning
+        // effort; the reasoning models are told apart by id.
+        ModelTraits::openai_chat(model)
+    }
+
+    fn encode_request_for(
+        &self,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Result<Value, ProtocolError> {
+        super::encode_request_for(req, traits, super::FAMILY)
+    }
+
+    fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
+        super::parse_response_for(body, super::FAMILY)
+    }
+
+    fn parse_usage(&self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+        super::parse_usage(body)
+    }
+
+    fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
+        Box::new(super::Decoder::for_family(super::FAMILY))
+    }
+
+    fn parse_error(&self, body: &[u8]) -> Option<String> {
+        super::parse_error(body)
+    }
+
+    fn adapt_native(
+        &self,
+        body: &Map<String, Value>,
+        req: &Request,
+        traits: ModelTraits,
+    ) -> Vec<FieldEdit> {
+        super::native::adapt_native(body, req, traits)
+    }
+
+    fn sampling_edits(&self, _req: &Request, _traits: ModelTraits, _native: bool) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn may_adapt(&self, req: &Request, body: &[u8], _traits: ModelTraits) -> bool {
+        super::native::may_adapt(req, body)
+    }
+
+    fn drop_hosted(
+        &self,
+        edits: Vec<FieldEdit>,
+        _body: &Map<String, Value>,
+        _req: &Request,
+    ) -> Vec<FieldEdit> {
+        edits
+    }
+
+    fn runnable(&self) -> ServerTools {
+        use ServerTool::*;
+        ServerTools::of([
+            WebSearch,
+            CodeExecution,
+            FileSearch,
+            Mcp,
+            ImageGeneration,
+            ToolSearch,
+            ComputerUse,
+            Shell,
+            ApplyPatch,
+        ])
+    }
+
+    fn default_server_tools(&self) -> ServerTools {
+        // OpenAI's own tools, which its current models run.
+        self.runnable()
+    }
+
+    fn place(&self, tool: &HostedTool) -> Result<Placement, String> {
+        // The encoder declares the tools a Responses client declared, as they
+        // came; another API's tool has no declaration here.
+        if tool.dialect.native_wire() == Some(Wire::Responses) {
+            return Ok(Placement::Tool(tool.config.clone()));
+        }
+        let kind = carry::kind(tool)?;
+        Err(format!(
+            "the Responses API runs {} only as its own tool, declared by a Responses client",
+            kind.as_str()
+        ))
+    }
+
+    fn forces(&self, tool: &HostedTool) -> bool {
+        // `tool_choice: {"type": <the tool's type>}`.
+        self.place(tool).is_ok()
+    }
+
+    fn service_tier<'a>(&self, tier: &'a str) -> Option<&'a str> {
+        Some(if tier == "standard_only" { "default" } else { tier })
+    }
+
+    fn carry_settings(&self, req: &Request, c: &mut Carriage) {
+        c.sent.extend(carry::plain_settings(req));
+        if req.extras.safety_identifier.is_some() {
+            c.sent.push("safety_identifier");
+        }
+    }
+
+    fn carry_user(&self, req: &Request, c: &mut Carriage) {
+        c.sent.extend(req.user.as_ref().map(|_| "user"));
+        c.sent.extend(req.metadata.as_ref().map(|_| "metadata"));
+    }
+
+    fn stream_usage_option(&self) -> Option<(&'static str, &'static str)> {
+        // `response.completed` always carries the usage.
+        None
+    }
+
+    fn output_limit(&self) -> OutputLimit {
+        OutputLimit::TopLevel(&["max_output_tokens"])
+    }
+
+    fn thinking_note(&self, _req: &Request, _traits: ModelTraits) -> Option<&'static str> {
+        None
+    }
+
+    fn needs_call_signatures(&self) -> bool {
+        false
+    }
+}
 
 /// An OpenAI Responses client.
 #[derive(Debug, Clone, Copy)]
@@ -16,8 +172,8 @@ impl ClientBehaviour for ResponsesClient {
     }
 
     fn native_wire(&self) -> Option<Wire> {
-        // Always translated.
-        None
+        // Codex's body goes to a Responses upstream as it wrote it.
+        Some(Wire::Responses)
     }
 
     fn parse_request(

@@ -1,6 +1,14 @@
-//! The OpenAI Responses API (`POST /v1/responses`) as a client-facing format, streaming
-//! and not. Codex speaks only this API (streaming, function tools, `function_call_output`
+//! The OpenAI Responses API (`POST /v1/responses`) as a client-facing format and as an
+//! upstream wire ([`ResponsesWire`], `wire: openai-responses`), streaming and not.
+//! Codex speaks only this API (streaming, function tools, `function_call_output`
 //! items), so the shapes below follow what Codex and the official SDKs send and read.
+//!
+//! As an upstream: a Responses client's own body goes on the same-format fast path
+//! (`native.rs`); other formats are translated ([`encode_request_for`]) statelessly,
+//! `store: false` with the reasoning included encrypted. A reasoning item's
+//! `encrypted_content` becomes its thinking's signature tagged with [`FAMILY`]
+//! ([`crate::continuity::tag_reasoning`]), and goes back only to this wire; Anthropic
+//! and Bedrock leave a tagged signature out, as they do unsigned thinking.
 //!
 //! Mapping decisions (anything not listed maps field for field):
 //! - The gateway is stateless: `previous_response_id` and `item_reference` input items
@@ -73,7 +81,9 @@
 
 mod behaviour;
 mod compaction;
+mod encode;
 mod items;
+mod native;
 mod request;
 mod response;
 mod stream_decode;
@@ -82,10 +92,13 @@ mod tools;
 mod wire;
 
 pub use behaviour::ResponsesClient;
+pub use behaviour::ResponsesWire;
 pub use compaction::{encode_compacted, parse_compact_request};
-pub use request::{encode_request, parse_request, parse_request_sealed};
+pub use encode::{ENCRYPTED_REASONING, encode_request, encode_request_for};
+pub use request::{parse_request, parse_request_sealed};
 pub use response::{
     encode_response, encode_response_for, encode_response_sealed, parse_error, parse_response,
+    parse_response_for, parse_usage,
 };
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
@@ -93,11 +106,14 @@ pub use tools::FREEFORM_INPUT;
 
 use crate::spec::{Auth, CountBody, CountSpec, Framing, ModelPlacement, Streaming, WireSpec};
 
-/// How an upstream speaking the Responses API would be called: `POST
+/// The name of OpenAI's Responses wire, which tags the encrypted reasoning its
+/// answers carry ([`crate::continuity::tag_reasoning`]): it goes back to this
+/// wire only.
+pub const FAMILY: &str = "openai-responses";
+
+/// How a Responses upstream ([`crate::Wire::Responses`]) is called: `POST
 /// {endpoint}/responses` with a bearer key, the model and `stream` in the body,
-/// streams as SSE. No [`crate::Wire`] uses it yet (the gateway speaks Responses to
-/// clients only); it is stated so that making Responses an upstream wire starts
-/// from its facts.
+/// streams as SSE.
 pub const SPEC: WireSpec = WireSpec {
     path: "/responses",
     streaming: Streaming::BodyField,

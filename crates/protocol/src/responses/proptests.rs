@@ -11,7 +11,7 @@ use crate::{
     StopReason, TextBlock, Tool, ToolCall, ToolChoice, ToolResult, Usage, response_to_events,
 };
 
-use super::{encode_request, parse_request};
+use super::{FAMILY, encode_request, encode_request_for, parse_request};
 
 fn any_text() -> impl Strategy<Value = String> {
     "\\PC{0,12}"
@@ -286,7 +286,67 @@ fn response_meaning(resp: &Response) -> Response {
     }
 }
 
+/// Thinking as it might come in a history: ours (a Responses upstream's encrypted
+/// reasoning, tagged), Claude's signature, or none.
+fn signed(req: Request, picks: &[u8]) -> Request {
+    let mut picks = picks.iter().cycle();
+    let mut req = req;
+    for msg in &mut req.messages {
+        for part in &mut msg.content {
+            if let Part::Thinking { signature, .. } = part {
+                *signature = match picks.next().copied().unwrap_or(0) % 3 {
+                    0 => Some(crate::continuity::tag_reasoning(FAMILY, "gAAAAB-tok")),
+                    1 => Some("EqQBCkYIBxgC".into()),
+                    _ => None,
+                };
+            }
+        }
+    }
+    req
+}
+
+/// What a request sent to a Responses upstream means to a Responses reader:
+/// only this family's reasoning is given back (its summary, the token being the
+/// provider's), and nothing is stored.
+fn upstream_meaning(mut req: Request) -> Request {
+    for msg in &mut req.messages {
+        msg.content.retain_mut(|part| match part {
+            Part::Thinking { text, signature } => {
+                let ours = signature
+                    .as_deref()
+                    .is_some_and(|s| crate::continuity::tagged_reasoning(s, FAMILY).is_some());
+                *signature = None;
+                ours && !text.is_empty()
+            }
+            _ => true,
+        });
+    }
+    req.messages.retain(|m| !m.content.is_empty());
+    req.extras.store = Some(false);
+    request_meaning(req)
+}
+
 proptest! {
+    /// Canonical → a Responses upstream's body → read back as a Responses client
+    /// request: the conversation, tools and settings survive; reasoning only
+    /// where the upstream issued it.
+    #[test]
+    fn upstream_request_round_trips(
+        req in request(),
+        picks in prop::collection::vec(any::<u8>(), 1..8),
+    ) {
+        let req = signed(req, &picks);
+        let traits = crate::ModelTraits::infer(crate::Wire::Responses, &req.model);
+        let wire = encode_request_for(&req, traits, FAMILY).unwrap();
+        for item in wire["input"].as_array().into_iter().flatten() {
+            if item["type"] == "reasoning" {
+                prop_assert_eq!(&item["encrypted_content"], "gAAAAB-tok");
+            }
+        }
+        let back = parse_request(wire.to_string().as_bytes()).unwrap();
+        prop_assert_eq!(back, upstream_meaning(req));
+    }
+
     #[test]
     fn request_round_trips(req in request()) {
         let wire = encode_request(&req).unwrap();

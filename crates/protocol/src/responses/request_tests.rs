@@ -11,6 +11,8 @@ use crate::{
 };
 
 use super::*;
+use crate::Dialect;
+use crate::responses::encode_request;
 
 // ---------------------------------------------------------------------------------
 // Recorded requests

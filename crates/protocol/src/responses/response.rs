@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{Part, ProtocolError, Response, Seal, StopReason, TextBlock, Tool, ToolCall, Usage};
 
-use super::request::{output_text, summary_parts};
+use super::encode::{output_text, summary_parts};
 use super::tools::{CallShapes, freeform_text};
 use super::wire::{
     OutContent, OutItem, WireError, WireReasoningItem, WireResponse, WireUsage, reasoning_text,
@@ -249,8 +249,9 @@ pub(super) fn now_secs() -> u64 {
 // Response: wire → canonical
 // ---------------------------------------------------------------------------------
 
-/// The canonical parts of one output item.
-pub(super) fn out_item_parts(item: OutItem) -> Vec<Part> {
+/// The canonical parts of one output item; `family` tags a reasoning item's
+/// `encrypted_content`, which becomes its thinking's signature.
+pub(super) fn out_item_parts(item: OutItem, family: &str) -> Vec<Part> {
     match item {
         OutItem::Message { content } => content
             .unwrap_or_default()
@@ -271,13 +272,16 @@ pub(super) fn out_item_parts(item: OutItem) -> Vec<Part> {
                 signature: None,
             })]
         }
-        OutItem::Reasoning { summary, content } => {
+        OutItem::Reasoning { summary, content, encrypted_content } => {
             let text =
                 reasoning_text(&WireReasoningItem { summary, content, encrypted_content: None });
-            if text.is_empty() {
+            let signature = encrypted_content
+                .filter(|t| !t.is_empty())
+                .map(|t| crate::continuity::tag_reasoning(family, &t));
+            if text.is_empty() && signature.is_none() {
                 Vec::new()
             } else {
-                vec![Part::Thinking { text, signature: None }]
+                vec![Part::Thinking { text, signature }]
             }
         }
         OutItem::Other => Vec::new(),
@@ -286,11 +290,28 @@ pub(super) fn out_item_parts(item: OutItem) -> Vec<Part> {
 
 /// Parse a Responses API response body. A `failed` response is an upstream error.
 pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
-    let resp: WireResponse = serde_json::from_slice(body).map_err(ProtocolError::upstream)?;
-    response_from_wire(resp)
+    parse_response_for(body, super::FAMILY)
 }
 
-fn response_from_wire(resp: WireResponse) -> Result<Response, ProtocolError> {
+/// [`parse_response`] for an upstream of `family` (the tag its encrypted
+/// reasoning gets).
+pub fn parse_response_for(body: &[u8], family: &str) -> Result<Response, ProtocolError> {
+    let resp: WireResponse = serde_json::from_slice(body).map_err(ProtocolError::upstream)?;
+    response_from_wire(resp, family)
+}
+
+/// The usage of a response body forwarded as it is; `None` when it reports none.
+pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
+    #[derive(serde::Deserialize)]
+    struct UsageOnly {
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    }
+    let only: UsageOnly = serde_json::from_slice(body).map_err(ProtocolError::upstream)?;
+    Ok(only.usage.as_ref().map(WireUsage::to_usage))
+}
+
+fn response_from_wire(resp: WireResponse, family: &str) -> Result<Response, ProtocolError> {
     let status = resp.status.as_deref().unwrap_or("completed");
     if status == "failed" {
         return Err(resp
@@ -298,8 +319,12 @@ fn response_from_wire(resp: WireResponse) -> Result<Response, ProtocolError> {
             .unwrap_or(WireError { code: None, message: None })
             .into_upstream("response_failed"));
     }
-    let content: Vec<Part> =
-        resp.output.unwrap_or_default().into_iter().flat_map(out_item_parts).collect();
+    let content: Vec<Part> = resp
+        .output
+        .unwrap_or_default()
+        .into_iter()
+        .flat_map(|i| out_item_parts(i, family))
+        .collect();
     let has_tool_call = content.iter().any(|p| matches!(p, Part::ToolCall(_)));
     let reason = resp.incomplete_details.as_ref().and_then(|d| d.reason.as_deref());
     Ok(Response {

@@ -11,9 +11,12 @@ use super::wire::{OutItem, SUMMARY_SEPARATOR, WireError, WireResponse, WireUsage
 /// Turns a Responses API event stream into canonical events. Items are assumed to be
 /// sequential (as OpenAI sends them). Items whose content never streamed (an upstream
 /// that only sends `output_item.done`, or only `response.completed`) are rebuilt from
-/// the finished item, so nothing is lost.
-#[derive(Debug, Default)]
+/// the finished item, so nothing is lost. A reasoning item's `encrypted_content`
+/// (in its `output_item.done`) becomes its thinking block's signature, tagged with
+/// the upstream's family ([`crate::continuity::tag_reasoning`]).
+#[derive(Debug)]
 pub struct Decoder {
+    family: &'static str,
     started: bool,
     terminal: bool,
     blocks: Blocks,
@@ -43,17 +46,25 @@ impl Blocks {
     /// Emit whole parts as complete blocks.
     fn emit_parts(&mut self, parts: Vec<Part>, out: &mut Vec<StreamEvent>) {
         for part in parts {
-            let (kind, delta) = match part {
-                Part::Text(t) => (BlockKind::Text, Delta::Text { text: t.text }),
-                Part::Thinking { text, .. } => (BlockKind::Thinking, Delta::Thinking { text }),
+            let (kind, deltas) = match part {
+                Part::Text(t) => (BlockKind::Text, vec![Delta::Text { text: t.text }]),
+                Part::Thinking { text, signature } => {
+                    let text = Some(text).filter(|t| !t.is_empty());
+                    let deltas = text
+                        .map(|text| Delta::Thinking { text })
+                        .into_iter()
+                        .chain(signature.map(|signature| Delta::Signature { signature }))
+                        .collect();
+                    (BlockKind::Thinking, deltas)
+                }
                 Part::ToolCall(c) => (
                     BlockKind::ToolCall { id: c.id, name: c.name },
-                    Delta::ToolArguments { json: c.arguments },
+                    vec![Delta::ToolArguments { json: c.arguments }],
                 ),
                 _ => continue,
             };
             let index = self.start(kind, out);
-            out.push(StreamEvent::Delta { index, delta });
+            out.extend(deltas.into_iter().map(|delta| StreamEvent::Delta { index, delta }));
             out.push(StreamEvent::BlockStop { index });
         }
     }
@@ -79,10 +90,22 @@ enum DecItem {
     Other,
 }
 
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::for_family(super::FAMILY)
+    }
+}
+
 impl Decoder {
     /// A decoder for one Responses API stream, before its `response.created`.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder for a stream of an upstream of `family` (the tag its encrypted
+    /// reasoning gets).
+    pub fn for_family(family: &'static str) -> Self {
+        Self { family, started: false, terminal: false, blocks: Blocks::default(), item: None }
     }
 
     fn ensure_started(&mut self, resp: Option<&WireResponse>, out: &mut Vec<StreamEvent>) {
@@ -103,7 +126,7 @@ impl Decoder {
                     out.push(StreamEvent::BlockStop { index });
                 }
                 if !emitted && let Some(done) = done {
-                    self.blocks.emit_parts(out_item_parts(done), out);
+                    self.blocks.emit_parts(out_item_parts(done, self.family), out);
                 }
             }
             (Some(DecItem::FunctionCall { index, got_arguments }), done) => {
@@ -119,15 +142,28 @@ impl Decoder {
                 out.push(StreamEvent::BlockStop { index });
             }
             (Some(DecItem::Reasoning { open, .. }), done) => match open {
-                Some(index) => out.push(StreamEvent::BlockStop { index }),
+                Some(index) => {
+                    // The summary streamed; the encrypted reasoning comes whole with
+                    // the finished item.
+                    if let Some(OutItem::Reasoning { encrypted_content: Some(token), .. }) = done
+                        && !token.is_empty()
+                    {
+                        let signature = crate::continuity::tag_reasoning(self.family, &token);
+                        out.push(StreamEvent::Delta {
+                            index,
+                            delta: Delta::Signature { signature },
+                        });
+                    }
+                    out.push(StreamEvent::BlockStop { index });
+                }
                 None => {
                     if let Some(done) = done {
-                        self.blocks.emit_parts(out_item_parts(done), out);
+                        self.blocks.emit_parts(out_item_parts(done, self.family), out);
                     }
                 }
             },
             (Some(DecItem::Other), _) => {}
-            (None, Some(done)) => self.blocks.emit_parts(out_item_parts(done), out),
+            (None, Some(done)) => self.blocks.emit_parts(out_item_parts(done, self.family), out),
             (None, None) => {}
         }
     }
@@ -185,7 +221,7 @@ impl Decoder {
         if !self.blocks.any {
             // Nothing streamed: take the content from the final response.
             for item in output {
-                self.blocks.emit_parts(out_item_parts(item), out);
+                self.blocks.emit_parts(out_item_parts(item, self.family), out);
             }
         }
         let usage = resp.usage.as_ref().map(WireUsage::to_usage).unwrap_or_default();

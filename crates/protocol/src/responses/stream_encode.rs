@@ -7,7 +7,7 @@ use crate::{
     sse,
 };
 
-use super::request::output_text;
+use super::encode::output_text;
 use super::response::{
     Shell, call_item, item_id, message_item, now_secs, reasoning_item, response_id, response_json,
     status_for, usage_json,

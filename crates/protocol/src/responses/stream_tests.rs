@@ -410,3 +410,130 @@ fn decoder_takes_content_from_a_bare_completion() {
     assert_eq!(resp.content, vec![text("done")]);
     assert_eq!(resp.stop_reason, Some(StopReason::EndTurn));
 }
+
+// ---------------------------------------------------------------------------------
+// What a Responses upstream streams
+// ---------------------------------------------------------------------------------
+
+/// An upstream's reasoning: the summary streams, the encrypted reasoning comes
+/// with the finished item and becomes the block's signature, tagged with the
+/// family; the usage of `response.completed` carries cached and reasoning tokens.
+#[test]
+fn decoder_carries_encrypted_reasoning_as_a_tagged_signature() {
+    let reasoning = |enc: &str| json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Plan."}], "encrypted_content": enc});
+    let events = [
+        sse(
+            "response.created",
+            json!({"response": {"id": "resp_1", "model": "gpt-5", "status": "in_progress"}}),
+        ),
+        sse(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"type": "reasoning", "id": "rs_1", "summary": []}}),
+        ),
+        sse(
+            "response.reasoning_summary_part.added",
+            json!({"item_id": "rs_1", "summary_index": 0}),
+        ),
+        sse("response.reasoning_summary_text.delta", json!({"item_id": "rs_1", "delta": "Plan."})),
+        sse(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": reasoning("gAAAAB-enc")}),
+        ),
+        // A second reasoning item with no summary at all: only its token.
+        sse(
+            "response.output_item.added",
+            json!({"output_index": 1, "item": {"type": "reasoning", "id": "rs_2", "summary": []}}),
+        ),
+        sse(
+            "response.output_item.done",
+            json!({"output_index": 1, "item": {"type": "reasoning", "id": "rs_2", "summary": [], "encrypted_content": "gAAAAB-two"}}),
+        ),
+        sse(
+            "response.output_item.added",
+            json!({"output_index": 2, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell", "arguments": ""}}),
+        ),
+        sse(
+            "response.function_call_arguments.delta",
+            json!({"item_id": "fc_1", "delta": "{\"cmd\":"}),
+        ),
+        sse(
+            "response.function_call_arguments.delta",
+            json!({"item_id": "fc_1", "delta": "\"ls\"}"}),
+        ),
+        sse(
+            "response.function_call_arguments.done",
+            json!({"item_id": "fc_1", "arguments": "{\"cmd\":\"ls\"}"}),
+        ),
+        sse(
+            "response.output_item.done",
+            json!({"output_index": 2, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell", "arguments": "{\"cmd\":\"ls\"}"}}),
+        ),
+        sse(
+            "response.completed",
+            json!({"response": {"id": "resp_1", "model": "gpt-5", "status": "completed", "output": [], "usage": {
+                "input_tokens": 50, "input_tokens_details": {"cached_tokens": 32},
+                "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 12}, "total_tokens": 70,
+            }}}),
+        ),
+    ];
+    let resp = accumulate(&decode(&events).unwrap());
+    let tag = |t: &str| Some(crate::continuity::tag_reasoning(super::FAMILY, t));
+    assert_eq!(
+        resp.content,
+        vec![
+            Part::Thinking { text: "Plan.".into(), signature: tag("gAAAAB-enc") },
+            Part::Thinking { text: String::new(), signature: tag("gAAAAB-two") },
+            Part::ToolCall(ToolCall {
+                id: "call_1".into(),
+                name: "shell".into(),
+                arguments: "{\"cmd\":\"ls\"}".into(),
+                signature: None,
+            }),
+        ]
+    );
+    assert_eq!(resp.stop_reason, Some(StopReason::ToolUse));
+    assert_eq!(resp.usage.input_tokens, Some(50));
+    assert_eq!(resp.usage.cache_read_tokens, Some(32));
+    assert_eq!(resp.usage.reasoning_tokens, Some(12));
+    // The whole answer says the same.
+    let whole = json!({"id": "resp_1", "model": "gpt-5", "status": "completed",
+        "output": [reasoning("gAAAAB-enc")], "usage": {"input_tokens": 1, "output_tokens": 2}});
+    let parsed = super::parse_response(whole.to_string().as_bytes()).unwrap();
+    assert_eq!(
+        parsed.content,
+        vec![Part::Thinking { text: "Plan.".into(), signature: tag("gAAAAB-enc") }]
+    );
+    let usage = super::parse_usage(whole.to_string().as_bytes()).unwrap().unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (Some(1), Some(2)));
+}
+
+/// `response.failed` and `error` events are the upstream's errors, with its code.
+#[test]
+fn decoder_reports_failed_responses_and_error_events() {
+    let started = sse("response.created", json!({"response": {"id": "resp_1", "model": "gpt-5"}}));
+    let failed = sse(
+        "response.failed",
+        json!({"response": {"id": "resp_1", "status": "failed",
+        "error": {"code": "server_error", "message": "The model failed."}}}),
+    );
+    match decode(&[started.clone(), failed]) {
+        Err(ProtocolError::UpstreamError { kind, message }) => {
+            assert_eq!((kind.as_str(), message.as_str()), ("server_error", "The model failed."));
+        }
+        other => panic!("{other:?}"),
+    }
+    let error = sse(
+        "error",
+        json!({"code": "rate_limit_exceeded", "message": "Slow down.", "param": null}),
+    );
+    match decode(&[started, error]) {
+        Err(ProtocolError::UpstreamError { kind, .. }) => assert_eq!(kind, "rate_limit_exceeded"),
+        other => panic!("{other:?}"),
+    }
+    let body =
+        json!({"error": {"message": "Invalid 'input[2]'.", "type": "invalid_request_error"}});
+    assert_eq!(
+        super::parse_error(body.to_string().as_bytes()).as_deref(),
+        Some("Invalid 'input[2]'.")
+    );
+}

@@ -234,6 +234,10 @@ pub(super) enum OutItem {
         summary: Option<Vec<TextOnly>>,
         #[serde(default)]
         content: Option<Vec<TextOnly>>,
+        /// The reasoning, encrypted (asked for with `include`): what the next
+        /// turn gives back when nothing is stored.
+        #[serde(default)]
+        encrypted_content: Option<String>,
     },
     #[serde(other)]
     Other,

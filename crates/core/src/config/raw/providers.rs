@@ -24,6 +24,8 @@ pub enum WireName {
     AzureOpenai,
     /// `azure-openai-v1`: Chat Completions on Azure OpenAI's v1 API.
     AzureOpenaiV1,
+    /// `openai-responses`: OpenAI's Responses API.
+    OpenaiResponses,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -42,6 +44,7 @@ impl WireName {
             WireName::VertexOpenai => Some(Wire::VertexOpenAi),
             WireName::AzureOpenai => Some(Wire::AzureOpenAi),
             WireName::AzureOpenaiV1 => Some(Wire::AzureOpenAiV1),
+            WireName::OpenaiResponses => Some(Wire::Responses),
             WireName::Mock => None,
         }
     }

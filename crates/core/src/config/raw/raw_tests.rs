@@ -41,6 +41,7 @@ fn constructors_equal_yaml_with_only_the_required_fields() {
         (WireName::Gemini, "{ wire: gemini }"),
         (WireName::AzureOpenai, "{ wire: azure-openai }"),
         (WireName::AzureOpenaiV1, "{ wire: azure-openai-v1 }"),
+        (WireName::OpenaiResponses, "{ wire: openai-responses }"),
         (WireName::Mock, "{ wire: mock }"),
     ] {
         same(&ProviderConfig::new(wire), &parse(yaml));

@@ -1,0 +1,58 @@
+//! The same-format fast path: what a Responses client's own body needs before it
+//! goes to a Responses upstream (see [`crate::Wire::adapt_native`]).
+//!
+//! Codex writes its body for this API (`store`, `include`, reasoning, its tools
+//! and items), so it goes as it came, the model aside. What this gateway added to
+//! the client's history cannot: a reasoning item whose `encrypted_content` the
+//! gateway sealed (a turn another family answered, or one of this wire's own
+//! tokens sealed when the answer was translated) and a `compaction` item the
+//! gateway sealed are tokens the upstream cannot read. The parser has opened them
+//! into the request, so such a body's `input` (and `instructions`) are written
+//! from the request instead, which gives the upstream its own tokens back and
+//! leaves other families' reasoning out ([`super::encode_request_for`]).
+
+use serde_json::{Map, Value};
+
+use crate::{FieldEdit, ModelTraits, Part, Request};
+
+/// What the parser can only have opened from a token this gateway sealed: signed
+/// or redacted thinking (a Responses client's reasoning items have no signature
+/// otherwise).
+fn has_opened_tokens(req: &Request) -> bool {
+    req.messages.iter().flat_map(|m| &m.content).any(|p| {
+        matches!(p, Part::Thinking { signature: Some(_), .. } | Part::RedactedThinking { .. })
+    })
+}
+
+/// Whether [`adapt_native`] might edit the body: it holds opened tokens, or
+/// names a compaction item (decided on the bytes, so a body with none keeps the
+/// byte-level fast path).
+pub(super) fn may_adapt(req: &Request, body: &[u8]) -> bool {
+    has_opened_tokens(req) || body.windows(b"compaction".len()).any(|w| w == b"compaction")
+}
+
+/// See [`crate::Wire::adapt_native`]: the history rewritten where it holds what
+/// this gateway sealed; nothing else. A history that cannot be written from the
+/// request (an item the canonical model does not keep) goes as it came, and the
+/// upstream's refusal reaches the client.
+pub(super) fn adapt_native(
+    body: &Map<String, Value>,
+    req: &Request,
+    traits: ModelTraits,
+) -> Vec<FieldEdit> {
+    let compacted = body.get("input").and_then(Value::as_array).into_iter().flatten().any(|i| {
+        matches!(i.get("type").and_then(Value::as_str), Some("compaction" | "compaction_summary"))
+    });
+    if !compacted && !has_opened_tokens(req) {
+        return Vec::new();
+    }
+    let Ok(Value::Object(mut encoded)) = super::encode_request_for(req, traits, super::FAMILY)
+    else {
+        return Vec::new();
+    };
+    vec![("input", encoded.remove("input")), ("instructions", encoded.remove("instructions"))]
+}
+
+#[cfg(test)]
+#[path = "native_tests.rs"]
+mod tests;
