@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use switchyard_protocol::{
     Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError,
-    Request, Wire, carry, openai_chat, util,
+    Request, Wire, openai_chat, util,
 };
 
 use crate::catalog::{ProviderSpec, Settings};
@@ -376,113 +376,6 @@ pub(crate) fn build_body(
         }
     }
     serde_json::to_vec(&v).map_err(|e| ProtocolError::body(e.to_string()))
-}
-
-/// The header a client's Anthropic beta flags come in.
-const ANTHROPIC_BETA: &str = "anthropic-beta";
-
-/// What the body (and headers) [`build_body`] and [`send`] make for this provider
-/// change of the request's settings, for the record: the wire's mapping
-/// ([`carry::carriage`]) when the request is translated, the provider's
-/// `drop_fields` where they remove something, the sampling parameters the target
-/// model (`traits`) refuses, and `anthropic-beta` flags the target does not take.
-pub(crate) fn field_edits(
-    out: &Outgoing<'_>,
-    wire: Wire,
-    spec: &ProviderSpec,
-    traits: ModelTraits,
-) -> Vec<String> {
-    let dropped = |field: &str| format!("{field}: dropped (the provider's drop_fields)");
-    let mut edits = Vec::new();
-    if out.raw.is_some() {
-        if let Some(body) =
-            out.raw.filter(|_| !spec.drop_fields.is_empty()).and_then(RawBody::object)
-        {
-            edits.extend(
-                spec.drop_fields.iter().filter(|f| body.contains_key(*f)).map(|f| dropped(f)),
-            );
-        }
-    } else {
-        let carriage = carry::carriage(wire, out.request);
-        edits = carriage.edits;
-        for field in &spec.drop_fields {
-            if carriage.sent.contains(&field.as_str()) {
-                edits.push(dropped(field));
-            }
-        }
-    }
-    edits.extend(wire.sampling_edits(out.request, traits, out.raw.is_some()));
-    if let Some(betas) = forwarded(out, ANTHROPIC_BETA) {
-        match beta_header(out, wire, spec) {
-            Passthrough::All => {}
-            Passthrough::None => edits.push(format!("{ANTHROPIC_BETA}: dropped {betas}")),
-            only @ Passthrough::Only(_) => edits.extend(
-                flags(betas)
-                    .filter(|f| !only.keeps(f))
-                    .map(|f| format!("{ANTHROPIC_BETA}: dropped {f}")),
-            ),
-        }
-        if let Some(body) = out.raw.and_then(RawBody::object) {
-            edits.extend(
-                ungated(out, wire, spec)
-                    .into_iter()
-                    .filter(|f| body.contains_key(*f))
-                    .map(|f| format!("{f}: dropped (its anthropic-beta flag was left out)")),
-            );
-        }
-    }
-    edits
-}
-
-/// Which of a client's `anthropic-beta` flags go upstream.
-enum Passthrough<'a> {
-    /// All, as the client sent them (Anthropic itself).
-    All,
-    /// None: the target is not an Anthropic wire.
-    None,
-    /// The flags the catalog says the provider accepts, or the wire's own
-    /// list when it names none ([`switchyard_protocol::WireBehaviour::default_betas`]).
-    Only(Vec<&'a str>),
-}
-
-impl Passthrough<'_> {
-    /// Whether `flag` goes upstream.
-    fn keeps(&self, flag: &str) -> bool {
-        match self {
-            Passthrough::All => true,
-            Passthrough::None => false,
-            Passthrough::Only(allowed) => allowed.contains(&flag),
-        }
-    }
-}
-
-fn beta_header<'a>(out: &Outgoing<'_>, wire: Wire, spec: &'a ProviderSpec) -> Passthrough<'a> {
-    if out.format.native_wire() != Some(wire.dialect())
-        || !wire.spec().passthrough_headers.contains(&ANTHROPIC_BETA)
-    {
-        return Passthrough::None;
-    }
-    match (&spec.anthropic_betas, wire.behaviour().default_betas()) {
-        (Some(allowed), _) => Passthrough::Only(allowed.iter().map(String::as_str).collect()),
-        (None, Some(list)) => Passthrough::Only(list.to_vec()),
-        (None, None) => Passthrough::All,
-    }
-}
-
-/// The fields of a client's own body that go with the `anthropic-beta` flags
-/// left out of its request ([`switchyard_protocol::anthropic::gated_fields`]).
-fn ungated(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<&'static str> {
-    let Some(betas) = forwarded(out, ANTHROPIC_BETA) else { return Vec::new() };
-    let passing = beta_header(out, wire, spec);
-    flags(betas)
-        .filter(|f| !passing.keeps(f))
-        .flat_map(switchyard_protocol::anthropic::gated_fields)
-        .copied()
-        .collect()
-}
-
-fn flags(header: &str) -> impl Iterator<Item = &str> {
-    header.split(',').map(str::trim).filter(|f| !f.is_empty())
 }
 
 /// How an attempt got no answer. Low cardinality on purpose: it names the
@@ -899,7 +792,10 @@ fn too_large(cap: usize) -> Failure {
     Failure::Malformed(format!("upstream answer larger than {cap} bytes (max_response_bytes)"))
 }
 
+mod edits;
 mod source;
+pub(crate) use edits::field_edits;
+use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated};
 pub(crate) use source::Source;
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::Vendor;
 use crate::bedrock::{self, BedrockAuth};
-use crate::canned::{self, Answer, DEFAULT_MODEL};
+use crate::canned::{self, Answer};
 use crate::script::{Reply, ReplyBody};
 use crate::tool_loop;
 use crate::validate::flavour::{self, Flavour};
@@ -367,151 +367,10 @@ enum Cloud {
     Azure,
 }
 
-// ---------------------------------------------------------------------------
-// Routing
-
-/// A request on one of the vendor's generation routes.
-struct Call {
-    model: String,
-    stream: bool,
-    /// Gemini streams without `?alt=sse` as one JSON array instead of SSE.
-    json_array: bool,
-    /// A token count (Anthropic `count_tokens`, Gemini `:countTokens`), not a
-    /// generation.
-    count: bool,
-    /// OpenAI's Responses API ([`crate::responses`]), not Chat Completions.
-    responses: bool,
-}
-
-enum Route {
-    Call(Call),
-    NotFound,
-    MethodNotAllowed,
-}
-
-fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route {
-    let body_model =
-        || rx.body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
-    let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
-    let call = match vendor {
-        _ if vertex => {
-            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|r| {
-                // Model-as-a-Service names the model (and streams) in the body,
-                // and so does Claude's count.
-                let named = r.model.is_empty();
-                Call {
-                    model: if named { body_model() } else { r.model },
-                    stream: if named && !r.count { body_stream() } else { r.stream },
-                    json_array: false,
-                    count: r.count,
-                    responses: false,
-                }
-            })
-        }
-        Vendor::OpenAi => match rx.path.as_str() {
-            "/v1/chat/completions" | "/chat/completions" => Some(Call {
-                model: body_model(),
-                stream: body_stream(),
-                json_array: false,
-                count: false,
-                responses: false,
-            }),
-            "/v1/responses" | "/responses" => Some(Call {
-                model: body_model(),
-                stream: body_stream(),
-                json_array: false,
-                count: false,
-                responses: true,
-            }),
-            "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
-                model: body_model(),
-                stream: false,
-                json_array: false,
-                count: true,
-                responses: true,
-            }),
-            _ => None,
-        },
-        Vendor::Anthropic => match rx.path.as_str() {
-            "/v1/messages" => Some(Call {
-                model: body_model(),
-                stream: body_stream(),
-                json_array: false,
-                count: false,
-                responses: false,
-            }),
-            "/v1/messages/count_tokens" => Some(Call {
-                model: body_model(),
-                stream: false,
-                json_array: false,
-                count: true,
-                responses: false,
-            }),
-            _ => None,
-        },
-        Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
-        Vendor::Bedrock => bedrock::route(&rx.path).map(|(model, stream)| Call {
-            model,
-            stream,
-            json_array: false,
-            count: false,
-            responses: false,
-        }),
-    };
-    match call {
-        None => Route::NotFound,
-        Some(_) if method != Method::POST => Route::MethodNotAllowed,
-        Some(call) => Route::Call(call),
-    }
-}
-
-/// An Azure fake's request: its token endpoint answered, the key or token
-/// checked, the route read ([`azure::check`]); `Err`: answered already.
-fn azure_call(
-    tokens: &Mutex<azure::Tokens>,
-    shared: &Shared,
-    method: &Method,
-    rx: &Received,
-) -> Result<Route, Box<Response>> {
-    let token = rx.path == azure::token_path() && method == Method::POST;
-    match azure::check(&mut lock(tokens), token, rx) {
-        Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
-        Ok((model, stream)) => Ok(Route::Call(Call {
-            model,
-            stream,
-            json_array: false,
-            count: false,
-            responses: false,
-        })),
-        Err((status, body)) => {
-            shared.record(rx, false);
-            Err(Box::new(plain(status, "application/json", body.to_string())))
-        }
-    }
-}
-
-fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
-    let path = path.replace("%3A", ":").replace("%3a", ":");
-    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
-    let (model, action) = rest.rsplit_once(':')?;
-    if model.is_empty() || model.contains('/') {
-        return None;
-    }
-    let (stream, count) = match action {
-        "generateContent" => (false, false),
-        "streamGenerateContent" => (true, false),
-        "countTokens" => (false, true),
-        _ => return None,
-    };
-    let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
-    Some(Call {
-        model: model.to_owned(),
-        stream,
-        json_array: stream && !sse,
-        count,
-        responses: false,
-    })
-}
+// Routing: `fake_route.rs`.
+#[path = "fake_route.rs"]
+mod route;
+use route::{Call, Route, azure_call, route};
 
 // ---------------------------------------------------------------------------
 // Serving

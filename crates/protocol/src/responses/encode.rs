@@ -14,7 +14,7 @@ use super::tools::{NAMESPACE_SEPARATOR, tool_json};
 /// Render a canonical request as a Responses API request (for a Responses upstream and
 /// the round-trip tests). The first system block becomes `instructions`, the others
 /// leading `developer` messages. `store` and the prompt-cache, safety and tier
-/// settings go as the client gave them ([`Extras`]); hosted tools declared in the
+/// settings go as the client gave them ([`Extras`](crate::Extras)); hosted tools declared in the
 /// Responses format go as they came, others are refused by name.
 ///
 /// Lossy or refused: `top_k` and stop sequences have no Responses field and are

@@ -1,0 +1,155 @@
+//! Which of a fake's routes a request is on: each vendor's generation and
+//! counting paths, Vertex's and Azure's under their own prefixes.
+
+use std::sync::Mutex;
+
+use axum::http::Method;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::{Received, Shared, lock, plain};
+use crate::canned::DEFAULT_MODEL;
+use crate::{Vendor, azure, bedrock, vertex};
+
+/// A request on one of the vendor's generation routes.
+pub(super) struct Call {
+    pub(super) model: String,
+    pub(super) stream: bool,
+    /// Gemini streams without `?alt=sse` as one JSON array instead of SSE.
+    pub(super) json_array: bool,
+    /// A token count (Anthropic `count_tokens`, Gemini `:countTokens`), not a
+    /// generation.
+    pub(super) count: bool,
+    /// OpenAI's Responses API ([`crate::responses`]), not Chat Completions.
+    pub(super) responses: bool,
+}
+
+pub(super) enum Route {
+    Call(Call),
+    NotFound,
+    MethodNotAllowed,
+}
+
+pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received) -> Route {
+    let body_model =
+        || rx.body.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
+    let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
+    let call = match vendor {
+        _ if vertex => {
+            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|r| {
+                // Model-as-a-Service names the model (and streams) in the body,
+                // and so does Claude's count.
+                let named = r.model.is_empty();
+                Call {
+                    model: if named { body_model() } else { r.model },
+                    stream: if named && !r.count { body_stream() } else { r.stream },
+                    json_array: false,
+                    count: r.count,
+                    responses: false,
+                }
+            })
+        }
+        Vendor::OpenAi => match rx.path.as_str() {
+            "/v1/chat/completions" | "/chat/completions" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+                responses: false,
+            }),
+            "/v1/responses" | "/responses" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+                responses: true,
+            }),
+            "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: true,
+            }),
+            _ => None,
+        },
+        Vendor::Anthropic => match rx.path.as_str() {
+            "/v1/messages" => Some(Call {
+                model: body_model(),
+                stream: body_stream(),
+                json_array: false,
+                count: false,
+                responses: false,
+            }),
+            "/v1/messages/count_tokens" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: false,
+            }),
+            _ => None,
+        },
+        Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
+        Vendor::Bedrock => bedrock::route(&rx.path).map(|(model, stream)| Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+            responses: false,
+        }),
+    };
+    match call {
+        None => Route::NotFound,
+        Some(_) if method != Method::POST => Route::MethodNotAllowed,
+        Some(call) => Route::Call(call),
+    }
+}
+
+/// An Azure fake's request: its token endpoint answered, the key or token
+/// checked, the route read ([`azure::check`]); `Err`: answered already.
+pub(super) fn azure_call(
+    tokens: &Mutex<azure::Tokens>,
+    shared: &Shared,
+    method: &Method,
+    rx: &Received,
+) -> Result<Route, Box<Response>> {
+    let token = rx.path == azure::token_path() && method == Method::POST;
+    match azure::check(&mut lock(tokens), token, rx) {
+        Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
+        Ok((model, stream)) => Ok(Route::Call(Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+            responses: false,
+        })),
+        Err((status, body)) => {
+            shared.record(rx, false);
+            Err(Box::new(plain(status, "application/json", body.to_string())))
+        }
+    }
+}
+
+fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
+    let path = path.replace("%3A", ":").replace("%3a", ":");
+    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, action) = rest.rsplit_once(':')?;
+    if model.is_empty() || model.contains('/') {
+        return None;
+    }
+    let (stream, count) = match action {
+        "generateContent" => (false, false),
+        "streamGenerateContent" => (true, false),
+        "countTokens" => (false, true),
+        _ => return None,
+    };
+    let sse = query.is_some_and(|q| q.split('&').any(|kv| kv == "alt=sse"));
+    Some(Call {
+        model: model.to_owned(),
+        stream,
+        json_array: stream && !sse,
+        count,
+        responses: false,
+    })
+}
