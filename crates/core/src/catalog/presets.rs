@@ -123,6 +123,6 @@ pub(super) fn implied_credentials(preset: Preset, written: &Credentials) -> Opti
     Some(implied)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "yaml"))]
 #[path = "presets_tests.rs"]
 mod tests;
