@@ -47,6 +47,7 @@ pub mod hosted;
 pub mod limits;
 pub mod mock;
 pub mod record;
+pub mod refusals;
 pub mod runtime;
 pub mod state;
 mod strategy;

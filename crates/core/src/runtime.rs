@@ -187,6 +187,9 @@ pub struct Runtime {
     pub affinity: Arc<dyn crate::state::ResponseCache>,
     /// Requests waiting in this instance's admission queue (`limits.queue`).
     pub queued: Arc<std::sync::atomic::AtomicUsize>,
+    /// The flags and fields providers refused, learned from their answers
+    /// (kept in this process).
+    pub refusals: Arc<crate::refusals::Refusals>,
 }
 
 impl Default for Runtime {
@@ -205,6 +208,7 @@ impl Default for Runtime {
             flights: Arc::default(),
             queued: Arc::default(),
             affinity: Arc::new(crate::cache::LocalCache::new(crate::cache::AFFINITY_BOUNDS)),
+            refusals: Arc::default(),
         }
     }
 }

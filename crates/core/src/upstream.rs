@@ -155,6 +155,8 @@ pub(crate) struct Outgoing<'a> {
     /// them: `request` is without them already; on the fast path they are taken
     /// out of the client's body too ([`Wire::drop_hosted`]).
     pub dropped: Vec<&'a HostedTool>,
+    /// What the provider was learned to refuse (flags, fields), left out.
+    pub refused: Option<&'a crate::refusals::Learned>,
 }
 
 /// Serialize `map` with some keys replaced and some removed, without cloning it.
@@ -284,8 +286,13 @@ pub(crate) fn build_body(
     // Same format: the client's own body, edited (on the bytes when possible;
     // taking dropped tools out needs the parsed object).
     let fast = out.raw;
-    // Body fields whose beta flags do not go upstream go with them.
-    let ungated = if fast.is_some() { ungated(out, wire, spec) } else { Vec::new() };
+    // Body fields whose beta flags do not go upstream go with them, and those
+    // the provider was learned to refuse.
+    let mut ungated: Vec<&str> = Vec::new();
+    if fast.is_some() {
+        ungated.extend(ungated_fields(out, wire, spec));
+        ungated.extend(out.refused.into_iter().flat_map(crate::refusals::Learned::fields));
+    }
     let on_bytes = fast.filter(|_| out.dropped.is_empty() && ungated.is_empty());
     if let Some(raw) = on_bytes
         && wire.spec().model == ModelPlacement::Path
@@ -372,6 +379,9 @@ pub(crate) fn build_body(
         }
         // What the provider is known to refuse goes from translations too.
         for field in &spec.drop_fields {
+            m.remove(field);
+        }
+        for field in out.refused.into_iter().flat_map(crate::refusals::Learned::fields) {
             m.remove(field);
         }
     }
@@ -578,24 +588,26 @@ pub(crate) async fn send(
     };
     with_query(&mut url, &spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
-    let req = with_headers(rt.client.post(url), dest, out, stream)?;
+    let req = with_headers(rt.client.post(url), dest, out, stream, true)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
 }
 
 /// Send a request for a whole JSON answer to `url`, another of the wire's
-/// endpoints (its token count), authenticated and headed like a generation.
+/// endpoints (its token count), authenticated and headed like a generation;
+/// the client's passed-through headers only where `passthrough`.
 pub(crate) async fn send_to(
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     url: &str,
     body: Vec<u8>,
+    passthrough: bool,
 ) -> Result<reqwest::Response, Failure> {
     let mut url = reqwest::Url::parse(url)
         .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
     with_query(&mut url, &dest.spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
-    let req = with_headers(dest.runtime.client.post(url), dest, out, false)?;
+    let req = with_headers(dest.runtime.client.post(url), dest, out, false, passthrough)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
 }
@@ -636,13 +648,14 @@ async fn cloud_headers(
 }
 
 /// The headers of a request to the wire: content type, what a stream accepts,
-/// the key where the wire takes it, the wire's required and passed-through
-/// headers, the provider's own.
+/// the key where the wire takes it, the wire's required and (`passthrough`)
+/// passed-through headers, the provider's own.
 fn with_headers(
     mut req: reqwest::RequestBuilder,
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     stream: bool,
+    passthrough: bool,
 ) -> Result<reqwest::RequestBuilder, Failure> {
     let Dest { spec, wire, key, .. } = dest;
     let api = wire.spec();
@@ -662,12 +675,13 @@ fn with_headers(
     for header in api.headers {
         req = req.header(header.name, forwarded(out, header.name).unwrap_or(header.default));
     }
-    if out.format.native_wire() == Some(wire.dialect()) {
+    if passthrough && out.format.native_wire() == Some(wire.dialect()) {
         for name in api.passthrough_headers {
             let Some(value) = forwarded(out, name) else { continue };
             match (*name, beta_header(out, wire, spec)) {
+                (ANTHROPIC_BETA, Passthrough::All) => req = req.header(*name, value),
                 // An Anthropic-compatible server that refuses flags it does not know.
-                (ANTHROPIC_BETA, only @ Passthrough::Only(_)) => {
+                (ANTHROPIC_BETA, only) => {
                     let kept: Vec<&str> = flags(value).filter(|f| only.keeps(f)).collect();
                     if !kept.is_empty() {
                         req = req.header(*name, kept.join(","));
@@ -795,7 +809,7 @@ fn too_large(cap: usize) -> Failure {
 mod edits;
 mod source;
 pub(crate) use edits::field_edits;
-use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated};
+use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated as ungated_fields};
 pub(crate) use source::Source;
 
 #[cfg(test)]

@@ -64,6 +64,7 @@ mod presets {
             raw: fast.then_some(&raw),
             forward_headers: &[],
             dropped: Vec::new(),
+            refused: None,
         };
         let traits = ModelTraits::infer(Wire::OpenAiChat, "up");
         let body = build_body(&out, Wire::OpenAiChat, spec, "up", cap, traits).unwrap();

@@ -127,6 +127,23 @@ pub trait WireBehaviour: Sync {
     /// The wire needs each tool call's signature back, which clients have no
     /// field for: the gateway restores them before sending (Gemini).
     fn needs_call_signatures(&self) -> bool;
+
+    /// What a refusal's `message` (a 400's, as [`Self::parse_error`] reads it)
+    /// names of the request that the gateway learns to leave out for this
+    /// provider and sends again without: `anthropic-beta` flags and top-level
+    /// fields a platform does not take (Claude on Vertex AI, whose set lags
+    /// Anthropic's). `None`: the wire learns nothing (an API that refuses what
+    /// its own clients send is the client's to fix).
+    fn refused(&self, message: &str) -> Option<Refused>;
+}
+
+/// What an upstream refused of a request ([`WireBehaviour::refused`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// `anthropic-beta` flags.
+    pub betas: Vec<String>,
+    /// Top-level body fields.
+    pub fields: Vec<String>,
 }
 
 /// Where a client's own body states its output limit ([`WireBehaviour::output_limit`]).

@@ -53,7 +53,7 @@ pub mod sse;
 pub mod util;
 pub mod vertex;
 
-pub use behaviour::{ClientBehaviour, OutputLimit, WireBehaviour};
+pub use behaviour::{ClientBehaviour, OutputLimit, Refused, WireBehaviour};
 pub use compaction::Compaction;
 pub use continuity::Seal;
 pub use error::{ErrorBody, ErrorKind, ProtocolError};

@@ -52,6 +52,10 @@ pub struct CountSpec {
     pub body: CountBody,
     /// The top-level field of the answer that holds the count.
     pub answer: &'static str,
+    /// Whether the client's passed-through headers (`anthropic-beta`) go with
+    /// a count as with a generation: Claude's count on Vertex AI refuses
+    /// every flag.
+    pub passthrough: bool,
 }
 
 /// How a counting body is made from the generation body of the same request.

@@ -344,3 +344,149 @@ async fn claude_on_vertex_counts_tokens_with_vertexs_own_route() {
     assert_eq!(rx.body["anthropic_version"], vertex::ANTHROPIC_VERSION);
     assert!(rx.body.get("max_tokens").is_none(), "{}", rx.body);
 }
+
+#[tokio::test]
+async fn what_vertex_refuses_is_learned_sent_again_once_without_and_kept_across_a_reload() {
+    // A region that takes the context-management flag but not the effort
+    // flag the provider lists, nor the `context_management` field itself.
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    claude.set_vertex_claude(vertex::ClaudeRules {
+        betas: vec!["context-management-2025-06-27".into()],
+        refused_fields: vec!["context_management".into()],
+    });
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    let token_uri = format!("{}/token", claude.base_url());
+    std::fs::write(&sa, vertex::service_account_json(&token_uri)).unwrap();
+    let options = Options {
+        providers_extra: format!(
+            "  lagging:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n    anthropic_betas: [context-management-2025-06-27, effort-2025-11-24]\n    \
+             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            claude.base_url(),
+            sa.display()
+        ),
+        extra_models: format!(
+            "  - id: m-lagging\n    deployments: [{{ provider: lagging, model: \"{CLAUDE_MODEL}\" }}]\n"
+        ),
+        ..Options::default()
+    };
+    let (h, file, reloader) = Harness::start_from_file(options.clone()).await;
+    let betas = [("anthropic-beta", "context-management-2025-06-27,effort-2025-11-24")];
+    let plain = json!({
+        "model": "m-lagging",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hello"}],
+    });
+    let mut managed = plain.clone();
+    managed["context_management"] = json!({"edits": [{"type": "clear_tool_uses_20250919"}]});
+
+    // The refused flag: learned from Vertex's answer, the request sent again
+    // once without it, the client none the wiser.
+    let r = h.post_with("/v1/messages", &plain, &betas).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = calls(&claude);
+    assert_eq!(rx.len(), 2, "one refusal, one re-send");
+    assert_eq!(
+        rx[0].header("anthropic-beta"),
+        Some("context-management-2025-06-27,effort-2025-11-24")
+    );
+    assert_eq!(rx[1].header("anthropic-beta"), Some("context-management-2025-06-27"));
+    // Then left out from the start.
+    claude.clear_received();
+    let r = h.post_with("/v1/messages", &plain, &betas).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(calls(&claude).len(), 1);
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(2)).await.unwrap();
+    let edits = &records[1].field_edits;
+    assert!(
+        edits.contains(
+            &"anthropic-beta: dropped effort-2025-11-24 (the provider refused it)".into()
+        ),
+        "{edits:?}"
+    );
+
+    // The refused field, the same way.
+    claude.clear_received();
+    let r = h.post_with("/v1/messages", &managed, &betas).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = calls(&claude);
+    assert_eq!(rx.len(), 2);
+    assert!(rx[0].body.get("context_management").is_some());
+    assert!(rx[1].body.get("context_management").is_none(), "{}", rx[1].body);
+
+    // A reload keeps what was learned: one request, neither flag nor field.
+    let mut changed = options;
+    changed.extra_models.push_str("  - id: m-new\n    deployments: [{ provider: mock }]\n");
+    file.write(&h.yaml(&changed));
+    reloader.reload_now().await.unwrap();
+    claude.clear_received();
+    let r = h.post_with("/v1/messages", &managed, &betas).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = calls(&claude);
+    assert_eq!(rx.len(), 1, "nothing learned again after the reload");
+    assert_eq!(rx[0].header("anthropic-beta"), Some("context-management-2025-06-27"));
+    assert!(rx[0].body.get("context_management").is_none());
+
+    // Claude's count on Vertex takes no flag: none goes, nor a gated field.
+    claude.clear_received();
+    let count = json!({"model": "m-lagging", "messages": [{"role": "user", "content": "count"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}});
+    let r = h.post_with("/v1/messages/count_tokens", &count, &betas).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let rx = calls(&claude);
+    assert_eq!(rx.len(), 1);
+    assert_eq!(rx[0].header("anthropic-beta"), None);
+    assert!(rx[0].body.get("context_management").is_none(), "{}", rx[0].body);
+}
+
+#[tokio::test]
+async fn a_refusal_is_sent_again_only_once() {
+    // Two refusals in one request: the first is learned and the request sent
+    // again once; the second reaches the client as Vertex's 400. The next
+    // request learns it in turn.
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    claude.set_vertex_claude(vertex::ClaudeRules {
+        betas: vec!["context-management-2025-06-27".into()],
+        refused_fields: vec!["context_management".into()],
+    });
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    std::fs::write(&sa, vertex::service_account_json(&format!("{}/token", claude.base_url())))
+        .unwrap();
+    let h = Harness::start_with(Options {
+        providers_extra: format!(
+            "  lagging:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n    anthropic_betas: [context-management-2025-06-27, effort-2025-11-24]\n    \
+             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            claude.base_url(),
+            sa.display()
+        ),
+        extra_models: format!(
+            "  - id: m-lagging\n    deployments: [{{ provider: lagging, model: \"{CLAUDE_MODEL}\" }}]\n"
+        ),
+        ..Options::default()
+    })
+    .await;
+    let betas = [("anthropic-beta", "context-management-2025-06-27,effort-2025-11-24")];
+    let body = json!({
+        "model": "m-lagging",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hello"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    });
+    let r = h.post_with("/v1/messages", &body, &betas).await;
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.unwrap();
+    assert!(err.to_string().contains("context_management"), "{err}");
+    assert_eq!(calls(&claude).len(), 2);
+    claude.clear_received();
+    let r = h.post_with("/v1/messages", &body, &betas).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    assert_eq!(calls(&claude).len(), 2);
+}
+
+/// The model calls a fake received (not its token endpoint's).
+fn calls(fake: &FakeUpstream) -> Vec<switchyard_testkit::Received> {
+    fake.received().into_iter().filter(|rx| rx.path != "/token").collect()
+}

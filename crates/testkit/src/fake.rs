@@ -105,6 +105,8 @@ struct ScriptState {
     recording: bool,
     /// An OpenAI fake's vendor rules besides OpenAI's ([`FakeUpstream::set_flavour`]).
     flavour: Option<Flavour>,
+    /// A Vertex Claude fake's flags and fields ([`FakeUpstream::set_vertex_claude`]).
+    vertex_claude: vertex::ClaudeRules,
 }
 
 /// A lock that survives a test thread's panic while it was held.
@@ -220,6 +222,7 @@ impl FakeUpstream {
                 count: 0,
                 recording: true,
                 flavour: None,
+                vertex_claude: vertex::ClaudeRules::default(),
             }),
             arrived: Notify::new(),
             in_flight: AtomicUsize::new(0),
@@ -306,6 +309,12 @@ impl FakeUpstream {
     /// tool-id form, fields it does not define, …); `None`: OpenAI's rules only.
     pub fn set_flavour(&self, flavour: Option<Flavour>) {
         self.handle.shared.lock().flavour = flavour;
+    }
+
+    /// What a Vertex Claude fake takes of `anthropic-beta` flags and body
+    /// fields (by default [`vertex::ClaudeRules::default`]).
+    pub fn set_vertex_claude(&self, rules: vertex::ClaudeRules) {
+        self.handle.shared.lock().vertex_claude = rules;
     }
 
     /// Forgets the requests recorded so far (the count stays).
@@ -457,7 +466,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     // Claude on Vertex: its own fields, then Anthropic's rules on the rest.
     let vertex_claude = shared.vertex.is_some() && vendor == Vendor::Anthropic;
     let stripped = if vertex_claude {
-        match vertex::claude_body(&received.body, call.count) {
+        let rules = shared.lock().vertex_claude.clone();
+        let beta = received.header("anthropic-beta");
+        match vertex::check_claude(&rules, beta, &received.body, call.count)
+            .and_then(|()| vertex::claude_body(&received.body, call.count))
+        {
             Ok(body) => Some(body),
             Err(message) => {
                 shared.record(&received, false);

@@ -208,6 +208,72 @@ pub(crate) fn claude_body(body: &Value, count: bool) -> Result<Value, String> {
     Ok(anthropic)
 }
 
+/// What a Vertex region takes of Claude's `anthropic-beta` flags and body
+/// fields ([`crate::FakeUpstream::set_vertex_claude`]). Vertex checks flags
+/// against a set of its own, which lags Anthropic's API and differs by region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeRules {
+    /// The flags it takes on a generation (a count takes none).
+    pub betas: Vec<String>,
+    /// Top-level fields it refuses outright.
+    pub refused_fields: Vec<String>,
+}
+
+impl Default for ClaudeRules {
+    /// The flags Vertex documents for Claude: interleaved thinking, the 1M
+    /// context, fine-grained tool streaming, token-efficient tools, 128k output
+    /// and context management.
+    fn default() -> Self {
+        let betas = [
+            "interleaved-thinking-2025-05-14",
+            "context-1m-2025-08-07",
+            "fine-grained-tool-streaming-2025-05-14",
+            "token-efficient-tools-2025-02-19",
+            "output-128k-2025-02-19",
+            "context-management-2025-06-27",
+        ];
+        ClaudeRules { betas: betas.map(str::to_owned).to_vec(), refused_fields: Vec::new() }
+    }
+}
+
+/// Vertex's checks of a Claude request's flags (`beta`, its `anthropic-beta`
+/// header) and fields, worded as Vertex words them: an unknown flag, a field
+/// the region refuses, a field whose flag is missing (Anthropic's rule).
+pub(crate) fn check_claude(
+    rules: &ClaudeRules,
+    beta: Option<&str>,
+    body: &Value,
+    count: bool,
+) -> Result<(), String> {
+    let flags: Vec<&str> = beta
+        .into_iter()
+        .flat_map(|b| b.split(','))
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .collect();
+    let unknown: Vec<String> = flags
+        .iter()
+        .filter(|f| count || !rules.betas.iter().any(|b| b == *f))
+        .map(|f| format!("`{f}`"))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(format!(
+            "Unexpected value(s) {} for the `anthropic-beta` header. Please consult our \
+             documentation at docs.anthropic.com or try again without the header.",
+            unknown.join(", ")
+        ));
+    }
+    let gates = [("context_management", "context-management-"), ("mcp_servers", "mcp-client-")];
+    for field in body.as_object().into_iter().flat_map(|m| m.keys()) {
+        let ungated =
+            gates.iter().any(|(f, flag)| f == field && !flags.iter().any(|x| x.starts_with(flag)));
+        if ungated || rules.refused_fields.iter().any(|f| f == field) {
+            return Err(format!("{field}: Extra inputs are not permitted"));
+        }
+    }
+    Ok(())
+}
+
 /// Google's error body.
 pub fn error_body(status: u16, message: &str) -> Value {
     let code = match status {

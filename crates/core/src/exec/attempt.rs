@@ -170,12 +170,12 @@ impl Flow {
                     sent += usize::from(sent_upstream);
                     if sent_upstream {
                         guard.rec.field_edits = match cand.provider.wire() {
-                            Some(wire) => upstream::field_edits(
-                                &inbound.outgoing(&request, wire),
-                                wire,
-                                &cand.provider,
-                                cand.traits(wire),
-                            ),
+                            Some(wire) => {
+                                let refused = runtime.refusals.get(&cand.provider.name);
+                                let mut out = inbound.outgoing(&request, wire);
+                                out.refused = refused.as_deref();
+                                upstream::field_edits(&out, wire, &cand.provider, cand.traits(wire))
+                            }
                             None => Vec::new(),
                         };
                         guard.rec.field_edits.extend(dropped.edits(&inbound.request));
@@ -372,7 +372,7 @@ impl Snapshot {
             (ProviderKind::Wire(wire), Some(_)) => {
                 let tools = dropped.tools(&inbound.request);
                 let call = Call { request, dropped: tools, wire: *wire, key, deadline };
-                self.attempt_http(inbound, cand, call, &mut reported).await
+                self.attempt_http(inbound, cand, call, runtime, &mut reported).await
             }
             (ProviderKind::Wire(_), None) => {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
@@ -479,6 +479,7 @@ impl Snapshot {
         inbound: &Inbound,
         cand: &Candidate,
         call: Call<'_>,
+        runtime: &Runtime,
         reported: &mut Usage,
     ) -> Result<Answer, Failure> {
         let Call { request, dropped, wire, key, deadline } = call;
@@ -490,17 +491,9 @@ impl Snapshot {
         };
         let settings = &self.catalog.settings;
         let fast = inbound.fast_path(wire);
-        let mut out = inbound.outgoing(request, wire);
-        out.dropped = dropped;
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);
-        let body =
-            upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
-                .map_err(Failure::from_protocol)?;
         let stream = inbound.request.stream;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let first_byte =
-            inbound.limits.attempt_timeout.unwrap_or(settings.first_byte_timeout).min(remaining);
         let dest = upstream::Dest {
             runtime: rt,
             spec: &cand.provider,
@@ -508,20 +501,48 @@ impl Snapshot {
             key,
             upstream_model: &cand.upstream_model,
         };
-        let send = upstream::send(dest, &out, stream, body);
-        let resp = match tokio::time::timeout(first_byte, send).await {
-            Err(_) => {
-                return Err(Failure::Transport {
-                    class: TransportClass::Timeout,
-                    message: format!("no response within {} ms", first_byte.as_millis()),
-                });
+        // Sent again once, without what a refusal named that the provider was
+        // not yet known to refuse ([`crate::refusals`]).
+        let mut resent = false;
+        let resp = loop {
+            let refused = runtime.refusals.get(&cand.provider.name);
+            let mut out = inbound.outgoing(request, wire);
+            out.dropped = dropped.clone();
+            out.refused = refused.as_deref();
+            let body =
+                upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
+                    .map_err(Failure::from_protocol)?;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let first_byte = inbound
+                .limits
+                .attempt_timeout
+                .unwrap_or(settings.first_byte_timeout)
+                .min(remaining);
+            let send = upstream::send(dest, &out, stream, body);
+            let resp = match tokio::time::timeout(first_byte, send).await {
+                Err(_) => {
+                    return Err(Failure::Transport {
+                        class: TransportClass::Timeout,
+                        message: format!("no response within {} ms", first_byte.as_millis()),
+                    });
+                }
+                Ok(r) => r?,
+            };
+            if resp.status().is_success() {
+                break resp;
             }
-            Ok(r) => r?,
-        };
-        if !resp.status().is_success() {
             let redactor = Redactor { platform: &cand.provider.secrets, used: key };
-            return Err(upstream::read_failure(resp, wire, &redactor, deadline).await);
-        }
+            let failure = upstream::read_failure(resp, wire, &redactor, deadline).await;
+            if let Failure::Status { status: 400, message, .. } = &failure
+                && !resent
+                && let Some(named) = wire.behaviour().refused(message)
+                && runtime.refusals.learn(&cand.provider.name, &named)
+            {
+                resent = true;
+                continue;
+            }
+            return Err(failure);
+        };
         if !stream {
             let bytes = upstream::read_body(resp, settings.max_response_bytes, deadline).await?;
             // Scrubbed before anything reads or forwards it, as an error's body is.
@@ -547,7 +568,11 @@ impl Snapshot {
         let source = Source::http(resp, wire);
         let committed = commit(
             source,
-            inbound.limits.idle_timeout.unwrap_or(settings.idle_timeout).min(remaining),
+            inbound
+                .limits
+                .idle_timeout
+                .unwrap_or(settings.idle_timeout)
+                .min(deadline.saturating_duration_since(Instant::now())),
             fast,
             settings.max_response_bytes,
             reported,

@@ -169,6 +169,7 @@ impl Inbound {
             raw: self.raw.as_ref().filter(|_| self.fast_path(wire)),
             forward_headers: &self.forward_headers,
             dropped: Vec::new(),
+            refused: None,
         }
     }
 

@@ -164,8 +164,10 @@ impl Snapshot {
             .find(|k| runtime.health.is_available(&credential_key(name, Some(k)), now))
             .or_else(|| rotated().next());
         let trimmed = dropped.apply(request);
+        let refused = runtime.refusals.get(name);
         let mut out = inbound.outgoing(&trimmed, wire);
         out.dropped = dropped.tools(request);
+        out.refused = refused.as_deref();
         let generation = upstream::build_body(
             &out,
             wire,
@@ -198,10 +200,13 @@ impl Snapshot {
         };
         let redactor = Redactor { platform: &cand.provider.secrets, used: key };
         let started = Instant::now();
-        let resp = tokio::time::timeout(timeout, upstream::send_to(dest, &out, &url, body))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(|f| f.redacted(&redactor))?;
+        let resp = tokio::time::timeout(
+            timeout,
+            upstream::send_to(dest, &out, &url, body, count.passthrough),
+        )
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(|f| f.redacted(&redactor))?;
         let until = started + timeout;
         if !resp.status().is_success() {
             return Err(upstream::read_failure(resp, wire, &redactor, until).await);

@@ -42,15 +42,27 @@ pub(crate) fn field_edits(
         }
     }
     edits.extend(wire.sampling_edits(out.request, traits, out.raw.is_some()));
+    if let Some(refused) = out.refused {
+        let sent = |f: &str| match out.raw.and_then(RawBody::object) {
+            Some(body) => body.contains_key(f),
+            None => carry::carriage(wire, out.request).sent.contains(&f),
+        };
+        edits.extend(
+            refused
+                .fields()
+                .filter(|f| sent(f))
+                .map(|f| format!("{f}: dropped (the provider refused it)")),
+        );
+    }
     if let Some(betas) = forwarded(out, ANTHROPIC_BETA) {
         match beta_header(out, wire, spec) {
             Passthrough::All => {}
             Passthrough::None => edits.push(format!("{ANTHROPIC_BETA}: dropped {betas}")),
-            only @ Passthrough::Only(_) => edits.extend(
-                flags(betas)
-                    .filter(|f| !only.keeps(f))
-                    .map(|f| format!("{ANTHROPIC_BETA}: dropped {f}")),
-            ),
+            only => edits.extend(flags(betas).filter(|f| !only.keeps(f)).map(|f| {
+                let refused = out.refused.is_some_and(|r| r.refuses_beta(f));
+                let why = if refused { " (the provider refused it)" } else { "" };
+                format!("{ANTHROPIC_BETA}: dropped {f}{why}")
+            })),
         }
         if let Some(body) = out.raw.and_then(RawBody::object) {
             edits.extend(
@@ -73,6 +85,8 @@ pub(super) enum Passthrough<'a> {
     /// The flags the catalog says the provider accepts, or the wire's own
     /// list when it names none ([`switchyard_protocol::WireBehaviour::default_betas`]).
     Only(Vec<&'a str>),
+    /// All but those the provider was learned to refuse.
+    AllBut(&'a crate::refusals::Learned),
 }
 
 impl Passthrough<'_> {
@@ -82,12 +96,13 @@ impl Passthrough<'_> {
             Passthrough::All => true,
             Passthrough::None => false,
             Passthrough::Only(allowed) => allowed.contains(&flag),
+            Passthrough::AllBut(refused) => !refused.refuses_beta(flag),
         }
     }
 }
 
 pub(super) fn beta_header<'a>(
-    out: &Outgoing<'_>,
+    out: &Outgoing<'a>,
     wire: Wire,
     spec: &'a ProviderSpec,
 ) -> Passthrough<'a> {
@@ -96,10 +111,18 @@ pub(super) fn beta_header<'a>(
     {
         return Passthrough::None;
     }
+    let refused = |flag: &&str| out.refused.is_some_and(|r| r.refuses_beta(flag));
     match (&spec.anthropic_betas, wire.behaviour().default_betas()) {
-        (Some(allowed), _) => Passthrough::Only(allowed.iter().map(String::as_str).collect()),
-        (None, Some(list)) => Passthrough::Only(list.to_vec()),
-        (None, None) => Passthrough::All,
+        (Some(allowed), _) => {
+            Passthrough::Only(allowed.iter().map(String::as_str).filter(|f| !refused(f)).collect())
+        }
+        (None, Some(list)) => {
+            Passthrough::Only(list.iter().copied().filter(|f| !refused(f)).collect())
+        }
+        (None, None) => match out.refused {
+            Some(learned) => Passthrough::AllBut(learned),
+            None => Passthrough::All,
+        },
     }
 }
 

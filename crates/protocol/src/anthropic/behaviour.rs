@@ -197,6 +197,11 @@ impl WireBehaviour for AnthropicWire {
     fn needs_call_signatures(&self) -> bool {
         false
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        // Anthropic's own API knows every flag and field of its clients.
+        None
+    }
 }
 
 /// A web search as Anthropic's `web_search_20250305` tool.

@@ -33,6 +33,7 @@
 mod behaviour;
 mod extras;
 mod native;
+mod refusal;
 mod request;
 mod response;
 mod rules;
@@ -43,6 +44,7 @@ mod wire;
 pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
+pub use refusal::refused;
 pub(crate) use request::history_tools;
 pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
 // What Claude takes on Bedrock too (`crate::bedrock`): one statement of its rules.
@@ -73,6 +75,7 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/v1/messages/count_tokens",
         body: CountBody::Only(COUNTED_FIELDS),
         answer: "input_tokens",
+        passthrough: true,
     }),
 };
 

@@ -167,4 +167,8 @@ impl WireBehaviour for AzureWire {
     fn needs_call_signatures(&self) -> bool {
         OPENAI.needs_call_signatures()
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        None
+    }
 }

@@ -157,4 +157,9 @@ impl WireBehaviour for BedrockWire {
     fn needs_call_signatures(&self) -> bool {
         false
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        // Converse bodies are the gateway's own, not a client's.
+        None
+    }
 }

@@ -168,6 +168,10 @@ impl WireBehaviour for GeminiWire {
     fn needs_call_signatures(&self) -> bool {
         true
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        None
+    }
 }
 
 /// A Gemini `generateContent` client.

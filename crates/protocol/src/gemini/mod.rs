@@ -73,6 +73,7 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/v1beta/models/{model}:countTokens",
         body: CountBody::Wrapped { key: "generateContentRequest" },
         answer: "totalTokens",
+        passthrough: true,
     }),
 };
 

@@ -151,6 +151,10 @@ impl WireBehaviour for OpenAiChatWire {
     fn needs_call_signatures(&self) -> bool {
         false
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        None
+    }
 }
 
 /// A web search as Chat Completions' `web_search_options` (no domain filters).

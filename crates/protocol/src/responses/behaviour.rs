@@ -160,6 +160,10 @@ impl WireBehaviour for ResponsesWire {
     fn needs_call_signatures(&self) -> bool {
         false
     }
+
+    fn refused(&self, _message: &str) -> Option<crate::Refused> {
+        None
+    }
 }
 
 /// An OpenAI Responses client.

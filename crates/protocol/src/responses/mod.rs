@@ -139,6 +139,7 @@ pub const SPEC: WireSpec = WireSpec {
             "previous_response_id",
         ]),
         answer: "input_tokens",
+        passthrough: true,
     }),
 };
 

@@ -184,4 +184,10 @@ impl WireBehaviour for VertexWire {
     fn needs_call_signatures(&self) -> bool {
         self.publisher.needs_call_signatures()
     }
+
+    fn refused(&self, message: &str) -> Option<crate::Refused> {
+        // Claude's flags and fields arrive on Vertex after Anthropic's API
+        // takes them, and differ by region.
+        if self.claude_body { crate::anthropic::refused(message) } else { None }
+    }
 }

@@ -54,12 +54,15 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
         answer: "input_tokens",
+        passthrough: false,
     }),
 };
 
 /// What Claude's count on Vertex takes: Anthropic's `count_tokens` fields
-/// ([`crate::anthropic::COUNTED_FIELDS`]) and the version field.
-const COUNTED_FIELDS: &[&str] = &[
+/// ([`crate::anthropic::COUNTED_FIELDS`]) and the version field, less those a
+/// beta flag gates (`mcp_servers`, `context_management`): the count takes no
+/// flags.
+pub(crate) const COUNTED_FIELDS: &[&str] = &[
     "anthropic_version",
     "model",
     "messages",
@@ -67,11 +70,9 @@ const COUNTED_FIELDS: &[&str] = &[
     "tools",
     "tool_choice",
     "thinking",
-    "mcp_servers",
     "cache_control",
     "output_config",
     "output_format",
-    "context_management",
     "speed",
 ];
 
@@ -95,6 +96,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
             "generationConfig",
         ]),
         answer: "totalTokens",
+        passthrough: true,
     }),
 };
 

@@ -56,3 +56,30 @@ fn a_google_shaped_refusal_is_read_on_every_vertex_wire() {
         assert!(message.contains("Permission denied"), "{wire:?}: {message}");
     }
 }
+
+#[test]
+fn claudes_count_on_vertex_takes_anthropics_fields_less_the_gated_ones() {
+    // Anthropic's list, the version field, and nothing a beta flag gates: the
+    // count goes without flags (Vertex refuses every one there).
+    let mut want: Vec<&str> = crate::anthropic::COUNTED_FIELDS
+        .iter()
+        .copied()
+        .filter(|f| {
+            !["context-management-2025-06-27", "mcp-client-2025-04-04"]
+                .iter()
+                .any(|flag| crate::anthropic::gated_fields(flag).contains(f))
+        })
+        .collect();
+    want.insert(0, "anthropic_version");
+    assert_eq!(super::COUNTED_FIELDS, want.as_slice());
+    assert!(!super::ANTHROPIC_SPEC.count.unwrap().passthrough);
+}
+
+#[test]
+fn only_claude_on_vertex_learns_what_it_refuses() {
+    use crate::WireBehaviour;
+    let m = "Unexpected value(s) `effort-2025-11-24` for the `anthropic-beta` header.";
+    assert!(super::VERTEX_ANTHROPIC.refused(m).is_some());
+    assert!(super::VERTEX_GEMINI.refused(m).is_none());
+    assert!(crate::anthropic::AnthropicWire.refused(m).is_none());
+}
