@@ -566,13 +566,15 @@ pub(crate) struct Dest<'a> {
     pub upstream_model: &'a str,
 }
 
-/// Send one request; the future resolves when the response headers arrive.
+/// Send one request; the future resolves when the response headers arrive,
+/// with the credentials the provider's cloud credential minted for it
+/// ([`minted`]), for the attempt to scrub from what comes back.
 pub(crate) async fn send(
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     stream: bool,
     body: Vec<u8>,
-) -> Result<reqwest::Response, Failure> {
+) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
     let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
     let mut url = match &rt.fixed_url {
         Some(u) => u.clone(),
@@ -588,9 +590,11 @@ pub(crate) async fn send(
     };
     with_query(&mut url, &spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
+    let minted = minted(&signed);
     let req = with_headers(rt.client.post(url), dest, out, stream, true)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
-    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+    let resp = req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))?;
+    Ok((resp, minted))
 }
 
 /// Send a request for a whole JSON answer to `url`, another of the wire's
@@ -602,14 +606,35 @@ pub(crate) async fn send_to(
     url: &str,
     body: Vec<u8>,
     passthrough: bool,
-) -> Result<reqwest::Response, Failure> {
+) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
     let mut url = reqwest::Url::parse(url)
         .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
     with_query(&mut url, &dest.spec.query);
     let signed = cloud_headers(dest, &url, &body).await?;
+    let minted = minted(&signed);
     let req = with_headers(dest.runtime.client.post(url), dest, out, false, passthrough)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
-    req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))
+    let resp = req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))?;
+    Ok((resp, minted))
+}
+
+/// The secrets in a cloud credential's headers: a bearer token (Google's,
+/// Entra's), an AWS session token, a SigV4 signature. Fetched at run time,
+/// they are not among the provider's configured secrets.
+fn minted(signed: &[(String, String)]) -> Vec<Secret> {
+    let mut found = Vec::new();
+    for (name, value) in signed {
+        if name.eq_ignore_ascii_case("authorization") {
+            if let Some(token) = value.strip_prefix("Bearer ") {
+                found.push(Secret::new(token));
+            } else if let Some((_, signature)) = value.rsplit_once("Signature=") {
+                found.push(Secret::new(signature.trim()));
+            }
+        } else if name.eq_ignore_ascii_case("x-amz-security-token") {
+            found.push(Secret::new(value));
+        }
+    }
+    found
 }
 
 /// The provider's query parameters (`query:`) set on `url`, each replacing

@@ -127,3 +127,21 @@ mod presets {
         assert_eq!(url.as_str(), "https://h/p");
     }
 }
+
+#[test]
+fn what_a_cloud_credential_minted_is_scrubbed_with_the_attempts_key() {
+    let signed = [
+        ("authorization".to_owned(), "Bearer ya29.minted-token".to_owned()),
+        ("x-amz-security-token".to_owned(), "session-token-value".to_owned()),
+        ("x-amz-date".to_owned(), "20261203T000000Z".to_owned()),
+    ];
+    let found = minted(&signed);
+    assert_eq!(found, [Secret::new("ya29.minted-token"), Secret::new("session-token-value")]);
+    let sigv4 = [(
+        "authorization".to_owned(),
+        "AWS4-HMAC-SHA256 Credential=AKID/20261203/us-east-1/bedrock/aws4_request, \
+         SignedHeaders=host;x-amz-date, Signature=abcdef0123456789"
+            .to_owned(),
+    )];
+    assert_eq!(minted(&sigv4), [Secret::new("abcdef0123456789")]);
+}

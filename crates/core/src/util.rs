@@ -265,12 +265,14 @@ const MIN_REDACTED: usize = 8;
 
 /// The credentials one attempt may have put on the wire: every secret of the
 /// provider (`ProviderSpec::secrets`: keys, credential headers, userinfo) and
-/// the key the attempt used (the caller's own, for BYOK). Whatever text an
-/// upstream sends back passes through this before it travels anywhere.
+/// those the attempt used: its key (the caller's own, for BYOK) and what its
+/// cloud credential minted for it (an access token, a session token, a
+/// signature). Whatever text an upstream sends back passes through this
+/// before it travels anywhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Redactor<'a> {
     pub platform: &'a [Secret],
-    pub used: Option<&'a Secret>,
+    pub used: &'a [Secret],
 }
 
 impl Redactor<'_> {
@@ -429,7 +431,8 @@ mod tests {
         assert!(!s.matches(b"sk-live-abcdefgX"));
         assert_eq!(redact("bad key sk-live-abcdefgh!", [&s]), "bad key [redacted]!");
         let platform = [Secret::new("platform-key-0001")];
-        let r = Redactor { platform: &platform, used: Some(&s) };
+        let used = [s.clone()];
+        let r = Redactor { platform: &platform, used: &used };
         assert_eq!(
             r.text("a sk-live-abcdefgh b platform-key-0001 c sk-live-abcdefgh"),
             "a [redacted] b [redacted] c [redacted]"

@@ -1,6 +1,7 @@
-//! Secrets never leak: no gateway key or provider key appears in the gateway's own
-//! logs (at trace level), error bodies, response headers or request records — even
-//! when an upstream echoes the key back in an error body.
+//! Secrets never leak: no gateway key, provider key or access token the gateway
+//! minted appears in the gateway's own logs (at trace level), error bodies,
+//! response headers or request records — even when an upstream echoes the key
+//! or token back in an error body.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::json;
-use switchyard_testkit::Reply;
+use switchyard_testkit::{FakeUpstream, Reply, Vendor, vertex};
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);
@@ -36,7 +37,27 @@ async fn no_secret_appears_in_logs_errors_headers_or_records() {
         .with_ansi(false)
         .init();
 
-    let h = Harness::start().await;
+    // Claude on Vertex AI, whose access token the gateway fetches at run time.
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    std::fs::write(&sa, vertex::service_account_json(&format!("{}/token", claude.base_url())))
+        .unwrap();
+    let h = Harness::start_with(Options {
+        providers_extra: format!(
+            "  vertex:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n    credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            claude.base_url(),
+            sa.display()
+        ),
+        extra_models: "  - id: m-vertex\n    deployments: [{ provider: vertex, model: claude-sonnet-4-5 }]\n"
+            .into(),
+        ..Options::default()
+    })
+    .await;
+    // The fake's first token, which it quotes back.
+    let token = "ya29.fake-vertex-1";
+    claude.push(Reply::error(401, format!("token {token} is not valid for this project")));
     let mut seen = String::new();
     // An upstream that echoes the platform key, in an error body and in a 400.
     h.openai
@@ -57,6 +78,10 @@ async fn no_secret_appears_in_logs_errors_headers_or_records() {
             "/v1/chat/completions",
             json!({"model": "m-chain", "stream": true, "messages": [{"role": "user", "content": "x"}]}),
         ),
+        (
+            "/v1/chat/completions",
+            json!({"model": "m-vertex", "messages": [{"role": "user", "content": "x"}]}),
+        ),
     ] {
         let r = h.post(path, &body).await;
         seen.push_str(&format!("{:?}", r.headers()));
@@ -72,12 +97,13 @@ async fn no_secret_appears_in_logs_errors_headers_or_records() {
         .await
         .unwrap();
     seen.push_str(&r.text().await.unwrap());
-    let records = tokio::time::timeout(WAIT, h.sink.wait_len(4)).await.unwrap();
+    assert_eq!(claude.tokens_granted(), 1, "the token was fetched and used");
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(5)).await.unwrap();
     seen.push_str(&serde_json::to_string(&records).unwrap());
     seen.push_str(&String::from_utf8_lossy(&logs.0.lock().unwrap()));
     assert!(seen.contains("[redacted]"), "the echoed keys were replaced");
     for secret in
-        [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, "sk-wrong-gateway-key-123456"]
+        [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, "sk-wrong-gateway-key-123456", token]
     {
         assert!(!seen.contains(secret), "{secret} leaked:\n{seen}");
     }

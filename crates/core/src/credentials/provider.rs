@@ -254,7 +254,8 @@ impl CloudAuth {
     /// secret and session token, an Entra app's client secret), which the
     /// gateway scrubs from whatever an
     /// upstream sends back, as it does a provider's keys. Temporary
-    /// credentials and tokens are fetched later and are not among them.
+    /// credentials and tokens are fetched later and are not among them: each
+    /// attempt scrubs those its request carried (`upstream::minted`).
     pub fn secrets(&self) -> Vec<Secret> {
         match self {
             CloudAuth::Aws { auth: AwsAuth::SigV4 { chain, .. }, .. } => chain.static_secrets(),

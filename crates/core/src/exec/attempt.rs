@@ -378,14 +378,15 @@ impl Snapshot {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
             }
         };
-        let redactor = Redactor { platform: &cand.provider.secrets, used: key };
+        let used = key.map(std::slice::from_ref).unwrap_or_default();
+        let redactor = Redactor { platform: &cand.provider.secrets, used };
         let result = match result {
             Ok(Answer::Stream(mut committed)) => {
                 // A stream's outcome is known when it ends, not at its commit
-                // point: the pump reports it with this permit, and scrubs whatever
-                // the stream says later with the same credentials.
+                // point: the pump reports it with this permit (and scrubs
+                // whatever the stream says later with the attempt's credentials,
+                // `Committed::used`).
                 committed.permit = permit;
-                committed.key = key.cloned();
                 Ok(Answer::Stream(committed))
             }
             other => {
@@ -466,7 +467,7 @@ impl Snapshot {
                 held_frames: Vec::new(),
                 held: Vec::new(),
                 ended: false,
-                key: None,
+                used: Vec::new(),
                 permit: None,
             })
         } else {
@@ -504,7 +505,7 @@ impl Snapshot {
         // Sent again once, without what a refusal named that the provider was
         // not yet known to refuse ([`crate::refusals`]).
         let mut resent = false;
-        let resp = loop {
+        let (resp, used) = loop {
             let refused = runtime.refusals.get(&cand.provider.name);
             let mut out = inbound.outgoing(request, wire);
             out.dropped = dropped.clone();
@@ -528,10 +529,14 @@ impl Snapshot {
                 }
                 Ok(r) => r?,
             };
+            // The credentials this request carried: the key, and what the
+            // cloud credential minted for it.
+            let (resp, minted) = resp;
+            let used: Vec<Secret> = key.cloned().into_iter().chain(minted).collect();
             if resp.status().is_success() {
-                break resp;
+                break (resp, used);
             }
-            let redactor = Redactor { platform: &cand.provider.secrets, used: key };
+            let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
             let failure = upstream::read_failure(resp, wire, &redactor, deadline).await;
             if let Failure::Status { status: 400, message, .. } = &failure
                 && !resent
@@ -543,10 +548,10 @@ impl Snapshot {
             }
             return Err(failure);
         };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
         if !stream {
             let bytes = upstream::read_body(resp, settings.max_response_bytes, deadline).await?;
             // Scrubbed before anything reads or forwards it, as an error's body is.
-            let redactor = Redactor { platform: &cand.provider.secrets, used: key };
             let bytes = match redactor.forwarded(&bytes) {
                 Cow::Borrowed(_) => bytes,
                 Cow::Owned(clean) => Bytes::from(clean),
@@ -562,11 +567,13 @@ impl Snapshot {
                     return Ok(Answer::Whole(Whole::Forwarded { body: bytes, usage }));
                 }
             }
-            let response = wire.parse_response(&bytes).map_err(Failure::from_protocol)?;
+            let response = wire
+                .parse_response(&bytes)
+                .map_err(|e| Failure::from_protocol(e).redacted(&redactor))?;
             return Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }));
         }
         let source = Source::http(resp, wire);
-        let committed = commit(
+        let mut committed = commit(
             source,
             inbound
                 .limits
@@ -577,7 +584,9 @@ impl Snapshot {
             settings.max_response_bytes,
             reported,
         )
-        .await?;
+        .await
+        .map_err(|f| f.redacted(&redactor))?;
+        committed.used = used;
         Ok(Answer::Stream(committed))
     }
 }

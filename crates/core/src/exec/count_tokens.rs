@@ -198,15 +198,20 @@ impl Snapshot {
             class: TransportClass::Timeout,
             message: format!("no token count within {} ms", timeout.as_millis()),
         };
-        let redactor = Redactor { platform: &cand.provider.secrets, used: key };
+        let configured = Redactor {
+            platform: &cand.provider.secrets,
+            used: key.map(std::slice::from_ref).unwrap_or_default(),
+        };
         let started = Instant::now();
-        let resp = tokio::time::timeout(
+        let (resp, minted) = tokio::time::timeout(
             timeout,
             upstream::send_to(dest, &out, &url, body, count.passthrough),
         )
         .await
         .map_err(|_| timed_out())?
-        .map_err(|f| f.redacted(&redactor))?;
+        .map_err(|f| f.redacted(&configured))?;
+        let used: Vec<Secret> = key.cloned().into_iter().chain(minted).collect();
+        let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
         let until = started + timeout;
         if !resp.status().is_success() {
             return Err(upstream::read_failure(resp, wire, &redactor, until).await);
@@ -217,7 +222,10 @@ impl Snapshot {
                 Failure::Transport { class: TransportClass::Timeout, .. } => timed_out(),
                 other => other,
             })?;
-        count.parse_answer(&bytes).map(Some).map_err(Failure::from_protocol)
+        count
+            .parse_answer(&bytes)
+            .map(Some)
+            .map_err(|e| Failure::from_protocol(e).redacted(&redactor))
     }
 }
 

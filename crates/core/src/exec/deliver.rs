@@ -154,7 +154,7 @@ impl Snapshot {
                     out_bytes: 0,
                     content_cap: inbound.content_cap,
                     captured: String::new(),
-                    key: None,
+                    used: Vec::new(),
                     client_model: client_model.to_owned(),
                     rename: renamed,
                     continuity: (!passthrough).then(|| {
@@ -171,8 +171,8 @@ impl Snapshot {
                     keepalive: self.catalog.settings.keepalive,
                     at_boundary: true,
                 };
-                let Committed { source, held_raw, held_frames, held, ended, key, .. } = committed;
-                pump.key = key;
+                let Committed { source, held_raw, held_frames, held, ended, used, .. } = committed;
+                pump.used = used;
                 pump.start(held_raw, &held_frames, held);
                 if !ended {
                     // A new channel has room: the first content goes out with the

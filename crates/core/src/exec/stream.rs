@@ -12,9 +12,10 @@ pub(super) struct Committed {
     pub(super) held_frames: Vec<Frame>,
     pub(super) held: Vec<StreamEvent>,
     pub(super) ended: bool,
-    /// The credential the attempt used, to scrub from a failure after the commit
-    /// point (the provider's platform keys are on the candidate).
-    pub(super) key: Option<Secret>,
+    /// The credentials the attempt used (its key, what its cloud credential
+    /// minted), to scrub from what the stream says after the commit point (the
+    /// provider's platform keys are on the candidate).
+    pub(super) used: Vec<Secret>,
     /// The credential's breaker permit, reported when the stream ends.
     pub(super) permit: Option<Permit>,
 }
@@ -53,7 +54,7 @@ pub(super) async fn commit(
                 held_frames,
                 held,
                 ended: true,
-                key: None,
+                used: Vec::new(),
                 permit: None,
             });
         };
@@ -81,7 +82,7 @@ pub(super) async fn commit(
                 held_frames,
                 held,
                 ended: batch.end,
-                key: None,
+                used: Vec::new(),
                 permit: None,
             });
         }
@@ -215,8 +216,8 @@ pub(super) struct Pump {
     /// When the project logs content: the cap, and the response text so far.
     pub(super) content_cap: Option<usize>,
     pub(super) captured: String,
-    /// The credential the attempt used (scrubbed from a failure's text).
-    pub(super) key: Option<Secret>,
+    /// The credentials the attempt used (scrubbed from what the stream says).
+    pub(super) used: Vec<Secret>,
     /// The model as the client named it, which the stream names too.
     pub(super) client_model: String,
     /// Passed through, the upstream's events name another model: rename it.
@@ -306,8 +307,7 @@ impl Pump {
         }
         // The upstream's bytes are whole frames here (`Source` holds back a frame
         // not yet complete), so a secret in one is scrubbed whole.
-        let redactor =
-            Redactor { platform: &self.candidate.provider.secrets, used: self.key.as_ref() };
+        let redactor = Redactor { platform: &self.candidate.provider.secrets, used: &self.used };
         let out = &mut self.outlet.raw;
         if !self.rename && !self.strip_usage {
             match redactor.forwarded(raw.as_ref()) {
@@ -392,10 +392,8 @@ impl Pump {
                     break;
                 }
                 Ok(Err(f)) => {
-                    let redactor = Redactor {
-                        platform: &self.candidate.provider.secrets,
-                        used: self.key.as_ref(),
-                    };
+                    let redactor =
+                        Redactor { platform: &self.candidate.provider.secrets, used: &self.used };
                     let f = f.redacted(&redactor);
                     error = Some(failure_error(&f, &self.candidate.provider.name));
                     failed = Some((f.outcome(), health_outcome(&f)));
