@@ -62,7 +62,8 @@ pub use family::Family;
 pub use frame::{Frame, FrameError, Framer};
 pub use model::*;
 pub use spec::{
-    Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,
+    Auth, CountBody, CountModel, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming,
+    WireSpec,
 };
 pub use sse::{SseDecoder, SseEvent, SseTooLong};
 

@@ -56,6 +56,40 @@ pub struct CountSpec {
     /// a count as with a generation: Claude's count on Vertex AI refuses
     /// every flag.
     pub passthrough: bool,
+    /// Which model the count names.
+    pub model: CountModel,
+}
+
+/// Which model a count names ([`CountSpec::model`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountModel {
+    /// The deployment's, as a generation names it.
+    Same,
+    /// The foundation model under a cross-region inference profile: the
+    /// profile's id less its geography (`us.anthropic.claude-…` counts as
+    /// `anthropic.claude-…`). Bedrock's `CountTokens` refuses profile ids
+    /// ("The provided model doesn't support counting tokens"), and an
+    /// application inference profile (an ARN) cannot be counted at all.
+    Foundation,
+}
+
+/// The geographies of Bedrock's cross-region inference profiles.
+const PROFILE_GEOGRAPHIES: &[&str] = &["us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"];
+
+impl CountModel {
+    /// `model` as a count names it; `None` when it cannot be counted.
+    pub fn of<'a>(&self, model: &'a str) -> Option<&'a str> {
+        match self {
+            CountModel::Same => Some(model),
+            CountModel::Foundation if model.starts_with("arn:") => None,
+            CountModel::Foundation => match model.split_once('.') {
+                Some((geo, rest)) if PROFILE_GEOGRAPHIES.contains(&geo) && rest.contains('.') => {
+                    Some(rest)
+                }
+                _ => Some(model),
+            },
+        }
+    }
 }
 
 /// How a counting body is made from the generation body of the same request.
@@ -77,6 +111,15 @@ pub enum CountBody {
     Wrapped {
         /// The field the generation body goes under (`generateContentRequest`).
         key: &'static str,
+    },
+    /// The generation body with only `fields`, nested under the objects
+    /// `under` names, outermost first (Bedrock's `CountTokens`:
+    /// `{"input": {"converse": {...}}}`).
+    Nested {
+        /// The keys of the objects around it.
+        under: &'static [&'static str],
+        /// The top-level fields of the generation body it keeps.
+        fields: &'static [&'static str],
     },
 }
 
@@ -193,7 +236,8 @@ impl WireSpec {
         Some(match self.model {
             ModelPlacement::Body => format!("{endpoint}{}", count.path),
             ModelPlacement::Path => {
-                format!("{endpoint}{}", count.path.replace("{model}", &self.model_segment(model)))
+                let model = self.model_segment(count.model.of(model)?);
+                format!("{endpoint}{}", count.path.replace("{model}", &model))
             }
         })
     }
@@ -308,6 +352,14 @@ impl CountSpec {
                 let mut outer = Map::new();
                 outer.insert(key.into(), Value::Object(map));
                 outer
+            }
+            CountBody::Nested { under, fields } => {
+                map.retain(|k, _| fields.contains(&k.as_str()));
+                under.iter().rev().fold(map, |inner, key| {
+                    let mut outer = Map::new();
+                    outer.insert((*key).into(), Value::Object(inner));
+                    outer
+                })
             }
         };
         serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))

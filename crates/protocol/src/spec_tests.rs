@@ -144,7 +144,18 @@ fn a_sigv4_wire_encodes_its_model_as_the_aws_sdks_do() {
             "{base}/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fa1b2/converse-stream"
         )
     );
-    assert_eq!(bedrock.count_url(base, "m"), None);
+    // Counted on the foundation model: a profile's geography goes.
+    assert_eq!(
+        bedrock.count_url(base, "us.anthropic.claude-sonnet-4-5-20250929-v1:0").as_deref(),
+        Some(
+            format!("{base}/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/count-tokens")
+                .as_str()
+        )
+    );
+    assert_eq!(
+        bedrock.count_url(base, "amazon.nova-pro-v1:0").as_deref(),
+        Some(format!("{base}/model/amazon.nova-pro-v1%3A0/count-tokens").as_str())
+    );
     assert!(bedrock.default_endpoint.contains("{region}"), "the region must be configured");
     // The other wires keep `:` and `@` as they are.
     assert_eq!(
@@ -152,4 +163,33 @@ fn a_sigv4_wire_encodes_its_model_as_the_aws_sdks_do() {
         "https://g/v1beta/models/tuned:1@x:generateContent"
     );
     assert!(matches!(crate::spec::aws_path_label("amazon.nova-pro-v1"), Cow::Borrowed(_)));
+}
+
+#[test]
+fn bedrock_counts_the_conversation_under_input_converse() {
+    let count = crate::bedrock::SPEC.count.unwrap();
+    let generation = serde_json::json!({
+        "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+        "system": [{"text": "terse"}],
+        "inferenceConfig": {"maxTokens": 64},
+        "toolConfig": {"tools": []},
+    });
+    let body = count.body(&serde_json::to_vec(&generation).unwrap(), "m").unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"input": {"converse": {
+            "messages": [{"role": "user", "content": [{"text": "hi"}]}],
+            "system": [{"text": "terse"}],
+            "toolConfig": {"tools": []},
+        }}})
+    );
+    assert_eq!(count.parse_answer(br#"{"inputTokens": 12}"#).unwrap(), 12);
+    let of = |m| crate::CountModel::Foundation.of(m);
+    assert_eq!(of("global.anthropic.claude-x"), Some("anthropic.claude-x"));
+    assert_eq!(of("us.x"), Some("us.x"), "not a profile: no model after it");
+    // An application inference profile cannot be counted: the estimate stands in.
+    let arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2";
+    assert_eq!(of(arn), None);
+    assert_eq!(crate::bedrock::SPEC.count_url("https://b", arn), None);
 }

@@ -150,6 +150,37 @@ async fn every_endpoint_gets_the_upstreams_own_count_where_the_wire_has_one() {
 }
 
 #[tokio::test]
+async fn bedrock_counts_with_count_tokens_on_the_foundation_model_signed() {
+    let h = Harness::start().await;
+    // The deployment is an inference profile; CountTokens takes the
+    // foundation model's id (the fake refuses a profile's, as Bedrock does).
+    let foundation = BEDROCK_MODEL.strip_prefix("us.").unwrap();
+    for (format, path) in ENDPOINTS {
+        let label = format!("{format:?}");
+        let before = h.bedrock.request_count();
+        let c = count(&h, path, &body(format, "m-bedrock", true)).await;
+        assert_eq!(c.status, 200, "{label}: {}", c.text);
+        let seen = nth(&h, Vendor::Bedrock, before + 1).await;
+        assert_eq!(c.json, shape(format, canned::counted_tokens(&seen.body)), "{label}");
+        assert_eq!((c.provider.as_str(), c.estimated.as_str()), ("bedrock", "false"), "{label}");
+        assert_eq!(
+            seen.path,
+            format!("/model/{}/count-tokens", foundation.replace(':', "%3A")),
+            "{label}"
+        );
+        let auth = seen.header("authorization").unwrap_or_default();
+        assert!(auth.contains(BEDROCK_ACCESS_KEY_ID), "{label}: signed: {auth}");
+        // The conversation a generation would send, and nothing else.
+        let converse = &seen.body["input"]["converse"];
+        assert!(converse.get("inferenceConfig").is_none(), "{label}: {converse}");
+        let text = converse.to_string();
+        assert!(text.contains("You answer in one word."), "{label}: {text}");
+        assert!(text.contains("get_weather") && text.contains("the city"), "{label}: {text}");
+        assert!(text.contains(PNG_B64), "{label}: {text}");
+    }
+}
+
+#[tokio::test]
 async fn an_anthropic_clients_own_body_is_counted_without_what_the_endpoint_refuses() {
     let h = Harness::start().await;
     // Some clients send a whole Messages request; Anthropic's count refuses

@@ -91,13 +91,23 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
             _ => None,
         },
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
-        Vendor::Bedrock => bedrock::route(&rx.path).map(|(model, stream)| Call {
-            model,
-            stream,
-            json_array: false,
-            count: false,
-            responses: false,
-        }),
+        Vendor::Bedrock => bedrock::route(&rx.path)
+            .map(|(model, stream)| Call {
+                model,
+                stream,
+                json_array: false,
+                count: false,
+                responses: false,
+            })
+            .or_else(|| {
+                bedrock::count_route(&rx.path).map(|model| Call {
+                    model,
+                    stream: false,
+                    json_array: false,
+                    count: true,
+                    responses: false,
+                })
+            }),
     };
     match call {
         None => Route::NotFound,

@@ -76,6 +76,7 @@ pub const SPEC: WireSpec = WireSpec {
         body: CountBody::Only(COUNTED_FIELDS),
         answer: "input_tokens",
         passthrough: true,
+        model: crate::spec::CountModel::Same,
     }),
 };
 

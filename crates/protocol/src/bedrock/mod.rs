@@ -76,9 +76,10 @@ use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
 /// (`us-east-1`, `eu-west-3`, …; a VPC endpoint or a FIPS one otherwise):
 /// there is no default that fits every account, so `default_endpoint` keeps the
 /// `{region}` placeholder as written, and a provider must name its endpoint (or
-/// the core fill the region in). No counting endpoint is stated: Bedrock's
-/// `CountTokens` takes the Converse body nested under `input.converse`, a shape
-/// [`crate::CountBody`] has no form for yet.
+/// the core fill the region in). Tokens are counted by `CountTokens`
+/// (`/model/{modelId}/count-tokens`), on the Converse body's conversation
+/// nested under `input.converse`, for the foundation model (it refuses
+/// inference-profile ids).
 pub const SPEC: WireSpec = WireSpec {
     path: "/model/{model}/converse",
     streaming: Streaming::Path("/model/{model}/converse-stream"),
@@ -88,7 +89,17 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
-    count: None,
+    count: Some(crate::spec::CountSpec {
+        path: "/model/{model}/count-tokens",
+        // What `ConverseTokensRequest` takes of a Converse body.
+        body: crate::spec::CountBody::Nested {
+            under: &["input", "converse"],
+            fields: &["messages", "system", "toolConfig", "additionalModelRequestFields"],
+        },
+        answer: "inputTokens",
+        passthrough: false,
+        model: crate::spec::CountModel::Foundation,
+    }),
 };
 
 #[cfg(test)]

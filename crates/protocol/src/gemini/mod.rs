@@ -74,6 +74,7 @@ pub const SPEC: WireSpec = WireSpec {
         body: CountBody::Wrapped { key: "generateContentRequest" },
         answer: "totalTokens",
         passthrough: true,
+        model: crate::spec::CountModel::Same,
     }),
 };
 

@@ -140,6 +140,7 @@ pub const SPEC: WireSpec = WireSpec {
         ]),
         answer: "input_tokens",
         passthrough: true,
+        model: crate::spec::CountModel::Same,
     }),
 };
 

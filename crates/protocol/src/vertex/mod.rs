@@ -55,6 +55,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
         answer: "input_tokens",
         passthrough: false,
+        model: crate::spec::CountModel::Same,
     }),
 };
 
@@ -97,6 +98,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
         ]),
         answer: "totalTokens",
         passthrough: true,
+        model: crate::spec::CountModel::Same,
     }),
 };
 

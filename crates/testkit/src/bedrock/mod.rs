@@ -124,15 +124,25 @@ impl Refusal {
 /// The model ID and whether it streams, for `/model/{modelId}/converse` and
 /// `/model/{modelId}/converse-stream` (`path` as sent); `None` for any other path.
 pub fn route(path: &str) -> Option<(String, bool)> {
-    let rest = path.strip_prefix("/model/")?;
-    let (model, action) = rest.split_once('/')?;
+    let (model, action) = model_action(path)?;
     let stream = match action {
         "converse" => false,
         "converse-stream" => true,
         _ => return None,
     };
+    Some((model, stream))
+}
+
+/// `CountTokens`' route, `/model/{modelId}/count-tokens`: the model.
+pub fn count_route(path: &str) -> Option<String> {
+    model_action(path).filter(|(_, action)| *action == "count-tokens").map(|(model, _)| model)
+}
+
+fn model_action(path: &str) -> Option<(String, &str)> {
+    let rest = path.strip_prefix("/model/")?;
+    let (model, action) = rest.split_once('/')?;
     let model = sigv4::percent_decode(model);
-    (!model.is_empty()).then_some((model, stream))
+    (!model.is_empty()).then_some((model, action))
 }
 
 /// Checks a request's credentials as AWS does: a bearer API key when one is

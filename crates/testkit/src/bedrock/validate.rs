@@ -28,6 +28,30 @@ const IMAGE_FORMATS: [&str; 4] = ["png", "jpeg", "gif", "webp"];
 const DOCUMENT_FORMATS: [&str; 9] =
     ["pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md"];
 
+/// `CountTokens`' checks: `{"input": {"converse": {...}}}` and nothing else,
+/// the conversation as Converse checks it, on a foundation model (a
+/// cross-region inference profile's id is refused, as Bedrock does).
+pub fn check_count(model: &str, body: &Value) -> Result<(), String> {
+    let geography = model.split_once('.').map(|(g, _)| g);
+    if geography.is_some_and(|g| ["us", "eu", "apac", "jp", "au", "ca", "global"].contains(&g))
+        || model.starts_with("arn:")
+    {
+        return Err("The provided model doesn't support counting tokens.".to_owned());
+    }
+    let input = body.as_object().filter(|m| m.len() == 1).and_then(|m| m.get("input"));
+    let converse = input
+        .and_then(Value::as_object)
+        .filter(|m| m.len() == 1)
+        .and_then(|m| m.get("converse"))
+        .and_then(Value::as_object)
+        .ok_or("input: exactly one of converse or invokeModel must be set")?;
+    let known = ["messages", "system", "toolConfig", "additionalModelRequestFields"];
+    if let Some(unknown) = converse.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("Unknown field input.converse.{unknown}"));
+    }
+    check(model, &Value::Object(converse.clone()))
+}
+
 /// `Err(message)`: Converse would refuse `body`, sent for `model` (the model ID
 /// from the path), with a 400 `ValidationException` saying `message`.
 pub fn check(model: &str, body: &Value) -> Result<(), String> {

@@ -34,8 +34,7 @@ pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
         Vendor::Gemini => gemini(model, body),
         // Chat Completions has no counting endpoint (the fake routes none).
         Vendor::OpenAi => Ok(()),
-        // The fake routes no Bedrock counting endpoint.
-        Vendor::Bedrock => Ok(()),
+        Vendor::Bedrock => crate::bedrock::validate::check_count(model, body),
     }
 }
 
