@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use serde_json::json;
-use switchyard_testkit::{FakeUpstream, Reply, Vendor, vertex};
+use switchyard_testkit::{FakeUpstream, Reply, Vendor};
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);
@@ -39,22 +39,8 @@ async fn no_secret_appears_in_logs_errors_headers_or_records() {
 
     // Claude on Vertex AI, whose access token the gateway fetches at run time.
     let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
-    let files = ConfigFile::new("");
-    let sa = files.dir.join("sa.json");
-    std::fs::write(&sa, vertex::service_account_json(&format!("{}/token", claude.base_url())))
-        .unwrap();
-    let h = Harness::start_with(Options {
-        providers_extra: format!(
-            "  vertex:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
-             region: us-east5\n    credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
-            claude.base_url(),
-            sa.display()
-        ),
-        extra_models: "  - id: m-vertex\n    deployments: [{ provider: vertex, model: claude-sonnet-4-5 }]\n"
-            .into(),
-        ..Options::default()
-    })
-    .await;
+    let (options, _files) = vertex_claude("vertex", &claude, "claude-sonnet-4-5", "");
+    let h = Harness::start_with(options).await;
     // The fake's first token, which it quotes back.
     let token = "ya29.fake-vertex-1";
     claude.push(Reply::error(401, format!("token {token} is not valid for this project")));

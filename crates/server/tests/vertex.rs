@@ -260,23 +260,8 @@ async fn a_vertex_provider_listing_a_flag_keeps_it_and_its_field() {
     // The listed flag passes, the other does not; the body is the client's own
     // (a translation would not carry `context_management`).
     let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
-    let files = ConfigFile::new("");
-    let sa = files.dir.join("sa.json");
-    let token_uri = format!("{}/token", claude.base_url());
-    std::fs::write(&sa, vertex::service_account_json(&token_uri)).unwrap();
-    let options = Options {
-        providers_extra: format!(
-            "  listed:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
-             region: us-east5\n    anthropic_betas: [context-management-2025-06-27]\n    \
-             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
-            claude.base_url(),
-            sa.display()
-        ),
-        extra_models: format!(
-            "  - id: m-listed\n    deployments: [{{ provider: listed, model: \"{CLAUDE_MODEL}\" }}]\n"
-        ),
-        ..Options::default()
-    };
+    let extra = "    anthropic_betas: [context-management-2025-06-27]\n";
+    let (options, _files) = vertex_claude("listed", &claude, CLAUDE_MODEL, extra);
     let h = Harness::start_with(options).await;
     let body = json!({
         "model": "m-listed",
@@ -349,28 +334,7 @@ async fn claude_on_vertex_counts_tokens_with_vertexs_own_route() {
 async fn what_vertex_refuses_is_learned_sent_again_once_without_and_kept_across_a_reload() {
     // A region that takes the context-management flag but not the effort
     // flag the provider lists, nor the `context_management` field itself.
-    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
-    claude.set_vertex_claude(vertex::ClaudeRules {
-        betas: vec!["context-management-2025-06-27".into()],
-        refused_fields: vec!["context_management".into()],
-    });
-    let files = ConfigFile::new("");
-    let sa = files.dir.join("sa.json");
-    let token_uri = format!("{}/token", claude.base_url());
-    std::fs::write(&sa, vertex::service_account_json(&token_uri)).unwrap();
-    let options = Options {
-        providers_extra: format!(
-            "  lagging:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
-             region: us-east5\n    anthropic_betas: [context-management-2025-06-27, effort-2025-11-24]\n    \
-             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
-            claude.base_url(),
-            sa.display()
-        ),
-        extra_models: format!(
-            "  - id: m-lagging\n    deployments: [{{ provider: lagging, model: \"{CLAUDE_MODEL}\" }}]\n"
-        ),
-        ..Options::default()
-    };
+    let (claude, options, _files) = lagging().await;
     let (h, file, reloader) = Harness::start_from_file(options.clone()).await;
     let betas = [("anthropic-beta", "context-management-2025-06-27,effort-2025-11-24")];
     let plain = json!({
@@ -445,29 +409,8 @@ async fn a_refusal_is_sent_again_only_once() {
     // Two refusals in one request: the first is learned and the request sent
     // again once; the second reaches the client as Vertex's 400. The next
     // request learns it in turn.
-    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
-    claude.set_vertex_claude(vertex::ClaudeRules {
-        betas: vec!["context-management-2025-06-27".into()],
-        refused_fields: vec!["context_management".into()],
-    });
-    let files = ConfigFile::new("");
-    let sa = files.dir.join("sa.json");
-    std::fs::write(&sa, vertex::service_account_json(&format!("{}/token", claude.base_url())))
-        .unwrap();
-    let h = Harness::start_with(Options {
-        providers_extra: format!(
-            "  lagging:\n    wire: vertex-anthropic\n    endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
-             region: us-east5\n    anthropic_betas: [context-management-2025-06-27, effort-2025-11-24]\n    \
-             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
-            claude.base_url(),
-            sa.display()
-        ),
-        extra_models: format!(
-            "  - id: m-lagging\n    deployments: [{{ provider: lagging, model: \"{CLAUDE_MODEL}\" }}]\n"
-        ),
-        ..Options::default()
-    })
-    .await;
+    let (claude, options, _files) = lagging().await;
+    let h = Harness::start_with(options).await;
     let betas = [("anthropic-beta", "context-management-2025-06-27,effort-2025-11-24")];
     let body = json!({
         "model": "m-lagging",
@@ -489,4 +432,18 @@ async fn a_refusal_is_sent_again_only_once() {
 /// The model calls a fake received (not its token endpoint's).
 fn calls(fake: &FakeUpstream) -> Vec<switchyard_testkit::Received> {
     fake.received().into_iter().filter(|rx| rx.path != "/token").collect()
+}
+
+/// A Vertex region that takes the context-management flag but not the effort
+/// flag its provider (`lagging`, model `m-lagging`) lists, nor the
+/// `context_management` field itself.
+async fn lagging() -> (FakeUpstream, Options, ConfigFile) {
+    let claude = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    claude.set_vertex_claude(vertex::ClaudeRules {
+        betas: vec!["context-management-2025-06-27".into()],
+        refused_fields: vec!["context_management".into()],
+    });
+    let extra = "    anthropic_betas: [context-management-2025-06-27, effort-2025-11-24]\n";
+    let (options, files) = vertex_claude("lagging", &claude, CLAUDE_MODEL, extra);
+    (claude, options, files)
 }

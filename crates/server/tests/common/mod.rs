@@ -466,3 +466,35 @@ pub fn upstream_model(v: Vendor) -> &'static str {
         Vendor::Bedrock => BEDROCK_MODEL,
     }
 }
+
+/// Claude on Vertex AI from `fake` (a `FakeUpstream::start_vertex` fake) as a
+/// provider named `name`, and a model `m-{name}` deploying `model` there:
+/// [`Options`] that add both, and the file that holds the service account
+/// (keep it as long as the harness). `extra`: more lines of the provider's
+/// YAML, each indented four spaces.
+pub fn vertex_claude(
+    name: &str,
+    fake: &FakeUpstream,
+    model: &str,
+    extra: &str,
+) -> (Options, ConfigFile) {
+    let files = ConfigFile::new("");
+    let sa = files.dir.join(format!("{name}-sa.json"));
+    let token_uri = format!("{}/token", fake.base_url());
+    std::fs::write(&sa, switchyard_testkit::vertex::service_account_json(&token_uri)).unwrap();
+    let options = Options {
+        providers_extra: format!(
+            "  {name}:\n    wire: vertex-anthropic\n    \
+             endpoint: \"{}/v1/projects/{{project}}/locations/{{region}}\"\n    \
+             region: us-east5\n{extra}    \
+             credentials: {{ google: {{ service_account_file: \"{}\" }} }}\n",
+            fake.base_url(),
+            sa.display()
+        ),
+        extra_models: format!(
+            "  - id: m-{name}\n    deployments: [{{ provider: {name}, model: \"{model}\" }}]\n"
+        ),
+        ..Options::default()
+    };
+    (options, files)
+}
