@@ -197,6 +197,21 @@ impl WireBehaviour for AnthropicWire {
     fn needs_call_signatures(&self) -> bool {
         false
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        crate::listing::ModelListing::Endpoint {
+            path: "/v1/models",
+            paging: crate::listing::Paging::Cursor { param: "after_id" },
+        }
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
+    }
 }
 
 /// A web search as Anthropic's `web_search_20250305` tool.

@@ -32,6 +32,7 @@
 
 mod behaviour;
 mod extras;
+mod models;
 mod native;
 mod request;
 mod response;
@@ -42,6 +43,7 @@ mod wire;
 
 pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
+pub use models::parse_models;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub(crate) use request::history_tools;
 pub use request::{continues_without_thinking, encode_request, parse_request, tool_id};
