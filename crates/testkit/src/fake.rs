@@ -105,6 +105,8 @@ struct ScriptState {
     recording: bool,
     /// An OpenAI fake's vendor rules besides OpenAI's ([`FakeUpstream::set_flavour`]).
     flavour: Option<Flavour>,
+    /// What its model list holds ([`FakeUpstream::set_models`]).
+    models: Vec<models::FakeModel>,
 }
 
 /// A lock that survives a test thread's panic while it was held.
@@ -220,6 +222,7 @@ impl FakeUpstream {
                 count: 0,
                 recording: true,
                 flavour: None,
+                models: vec![models::FakeModel::new(canned::DEFAULT_MODEL)],
             }),
             arrived: Notify::new(),
             in_flight: AtomicUsize::new(0),
@@ -308,6 +311,13 @@ impl FakeUpstream {
         self.handle.shared.lock().flavour = flavour;
     }
 
+    /// What the vendor's model list holds from now on, in this order (at
+    /// first [`canned::DEFAULT_MODEL`] alone). See `fake_models.rs` for the
+    /// routes, their credentials and pages.
+    pub fn set_models(&self, models: impl IntoIterator<Item = models::FakeModel>) {
+        self.handle.shared.lock().models = models.into_iter().collect();
+    }
+
     /// Forgets the requests recorded so far (the count stays).
     pub fn clear_received(&self) {
         self.handle.shared.lock().received.clear();
@@ -372,6 +382,10 @@ enum Cloud {
 mod route;
 use route::{Call, Route, azure_call, route};
 
+// Model lists: `fake_models.rs`.
+#[path = "fake_models.rs"]
+pub(crate) mod models;
+
 // ---------------------------------------------------------------------------
 // Serving
 
@@ -409,6 +423,13 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             let message =
                 "Request had invalid authentication credentials. Expected OAuth 2 access token.";
             return plain(401, "application/json", vertex::error_body(401, message).to_string());
+        }
+    }
+    // A model list, where the vendor has one (Vertex's and Azure's fakes serve
+    // none).
+    if shared.vertex.is_none() && shared.azure.is_none() {
+        if let Some(response) = models::answer(&shared, &parts.method, &received) {
+            return response;
         }
     }
     let routed = match &shared.azure {
