@@ -1,0 +1,27 @@
+//! A provider's model list asked for: the one `GET` the gateway sends an
+//! upstream (`crate::discover`), authenticated like its generations.
+
+use super::{Dest, Failure, cloud_headers, with_key, with_query};
+
+/// A `GET` of `url` for a whole JSON answer (the wire's model list),
+/// authenticated as a generation is: the key where the wire takes it, else the
+/// cloud credential's signature or token; the wire's required headers (their
+/// defaults: there is no client to forward from) and the provider's own; the
+/// provider's query parameters.
+pub(crate) async fn get(
+    dest: Dest<'_>,
+    mut url: reqwest::Url,
+) -> Result<reqwest::Response, Failure> {
+    with_query(&mut url, &dest.spec.query);
+    let signed = cloud_headers(dest, "GET", &url, &[], b"").await?;
+    let mut req = with_key(dest.runtime.client.get(url), dest.wire.spec().auth, dest.key);
+    req = req.header("accept", "application/json");
+    for header in dest.wire.spec().headers {
+        req = req.header(header.name, header.default);
+    }
+    for (k, v) in &dest.spec.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
+    req.send().await.map_err(|e| Failure::from_reqwest(&e))
+}
