@@ -202,7 +202,9 @@ async fn list(
         if let (Paging::Cursor { param }, Some(c)) = (listing.paging(), &cursor) {
             url.query_pairs_mut().append_pair(param, c);
         }
-        let deadline = Instant::now() + catalog.settings.first_byte_timeout.max(PROVIDER_TIMEOUT);
+        // The whole list is under PROVIDER_TIMEOUT too; this bounds one
+        // page's reads, as an attempt's are.
+        let deadline = Instant::now() + PROVIDER_TIMEOUT;
         let resp = upstream::get(dest, url).await.map_err(scrub)?;
         if !resp.status().is_success() {
             return Err(scrub(upstream::read_failure(resp, wire, &redactor, deadline).await));

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError,
-    Request, Wire, openai_chat, util,
+    ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError, Request,
+    Wire, openai_chat, util,
 };
 
 use crate::catalog::{ProviderSpec, Settings};
@@ -678,22 +678,6 @@ fn with_headers(
     Ok(req)
 }
 
-/// The key, where the wire's `auth` takes it.
-fn with_key(
-    req: reqwest::RequestBuilder,
-    auth: Auth,
-    key: Option<&Secret>,
-) -> reqwest::RequestBuilder {
-    let Some(k) = key else { return req };
-    match auth {
-        Auth::Bearer => req.bearer_auth(k.expose()),
-        Auth::Header(name) | Auth::Entra { key_header: name } => req.header(name, k.expose()),
-        // A key given where the wire is signed or takes a minted token is a
-        // bearer token of its own: a Bedrock API key, a Google access token.
-        Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),
-    }
-}
-
 fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
     out.forward_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
@@ -809,6 +793,7 @@ mod source;
 pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated};
 pub(crate) use list::get;
+use list::with_key;
 pub(crate) use source::Source;
 
 #[cfg(test)]

@@ -115,8 +115,8 @@ models:
     assert_eq!(out.code, 0, "{}", out.stderr);
     let line = |start: &str| out.stdout.lines().find(|l| l.starts_with(start)).unwrap().to_owned();
     let openai_line: Vec<String> = line("openai ").split_whitespace().map(str::to_owned).collect();
-    assert_eq!(openai_line, ["openai", "openai-chat", "ok", "2", "1", "1", "1", "0"]);
-    assert!(line("azure ").contains("not listed"), "{}", out.stdout);
+    assert_eq!(openai_line, ["openai", "openai-chat", "listed", "2", "1", "1", "1", "0"]);
+    assert!(line("azure ").contains("unsupported"), "{}", out.stdout);
     assert!(out.stdout.lines().any(|l| l.split_whitespace().eq(["openai", "new", "-", "gpt-new"])));
     for text in [&out.stdout, &out.stderr] {
         assert!(!text.contains(OPENAI_KEY) && !text.contains(AWS_SECRET), "{text}");

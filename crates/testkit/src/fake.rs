@@ -427,10 +427,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     }
     // A model list, where the vendor has one (Vertex's and Azure's fakes serve
     // none).
-    if shared.vertex.is_none() && shared.azure.is_none() {
-        if let Some(response) = models::answer(&shared, &parts.method, &received) {
-            return response;
-        }
+    if shared.vertex.is_none()
+        && shared.azure.is_none()
+        && let Some(response) = models::answer(&shared, &parts.method, &received)
+    {
+        return response;
     }
     let routed = match &shared.azure {
         Some(tokens) => match azure_call(tokens, &shared, &parts.method, &received) {

@@ -1,7 +1,10 @@
 //! A provider's model list asked for: the one `GET` the gateway sends an
 //! upstream (`crate::discover`), authenticated like its generations.
 
-use super::{Dest, Failure, cloud_headers, with_key, with_query};
+use switchyard_protocol::Auth;
+
+use super::{Dest, Failure, cloud_headers, with_query};
+use crate::util::Secret;
 
 /// A `GET` of `url` for a whole JSON answer (the wire's model list),
 /// authenticated as a generation is: the key where the wire takes it, else the
@@ -24,4 +27,21 @@ pub(crate) async fn get(
     }
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
     req.send().await.map_err(|e| Failure::from_reqwest(&e))
+}
+
+/// The key, where the wire's `auth` takes it (a list's request and a
+/// generation's alike).
+pub(super) fn with_key(
+    req: reqwest::RequestBuilder,
+    auth: Auth,
+    key: Option<&Secret>,
+) -> reqwest::RequestBuilder {
+    let Some(k) = key else { return req };
+    match auth {
+        Auth::Bearer => req.bearer_auth(k.expose()),
+        Auth::Header(name) | Auth::Entra { key_header: name } => req.header(name, k.expose()),
+        // A key given where the wire is signed or takes a minted token is a
+        // bearer token of its own: a Bedrock API key, a Google access token.
+        Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),
+    }
 }

@@ -117,10 +117,10 @@ fn render(found: &[ProviderDiscovery]) -> String {
                     ]);
                 }
                 let counts = [c.listed, c.matched, c.new.len(), c.missing.len(), c.retiring.len()];
-                ("ok", counts.map(|n| n.to_string()), String::new())
+                ("listed", counts.map(|n| n.to_string()), String::new())
             }
             Outcome::Unsupported { reason } => {
-                ("not listed", ["-"; 5].map(str::to_owned), reason.clone())
+                ("unsupported", ["-"; 5].map(str::to_owned), reason.clone())
             }
             Outcome::Failed { reason } => ("failed", ["-"; 5].map(str::to_owned), reason.clone()),
         };
