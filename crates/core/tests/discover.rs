@@ -140,3 +140,52 @@ async fn a_refused_credential_is_that_provider_s_failure_alone() {
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].wire, "openai-chat");
 }
+
+#[tokio::test]
+async fn clouds_list_with_their_own_credentials() {
+    use switchyard_testkit::{azure, vertex};
+    let az = FakeUpstream::start_azure().await.unwrap();
+    az.set_models([FakeModel::new("gpt-4o-prod").retiring(), FakeModel::new("gpt-4.1")]);
+    let gem = FakeUpstream::start_vertex(Vendor::Gemini).await.unwrap();
+    // Over one page of the fake's 100: the token is followed.
+    gem.set_models((0..120).map(|i| FakeModel::new(format!("gemini-{i:03}"))));
+    let sa = vertex::service_account_json(&format!("{}/token", gem.base_url()));
+    let yaml = format!(
+        r#"storage: {{ url: none }}
+providers:
+  azure-v1: {{ wire: azure-openai-v1, endpoint: "{}", credentials: {{ keys: ["{}"] }} }}
+  vertex:
+    wire: vertex-gemini
+    endpoint: "{}/v1/projects/{{project}}/locations/{{region}}"
+    region: us-east5
+    credentials: {{ google: {{ service_account_env: SA }} }}
+models:
+  - id: four-o
+    deployments: [{{ provider: azure-v1, model: gpt-4o-prod }}]
+  - id: pro
+    deployments: [{{ provider: vertex, model: "gemini-119@001" }}]
+"#,
+        az.base_url(),
+        azure::API_KEY,
+        gem.base_url(),
+    );
+    let env = move |k: &str| (k == "SA").then(|| sa.clone());
+    let raw = ConfigSource::from_text("t.yaml", &yaml).parse_with(&env).unwrap();
+    let catalog = Catalog::compile(&raw, "t.yaml", &env).unwrap();
+    let found = discover(&catalog, None).await.unwrap();
+
+    let azure_found = listed(&found, "azure-v1");
+    assert_eq!((azure_found.listed, azure_found.matched), (2, 1));
+    assert_eq!(azure_found.retiring[0].note, "deprecating");
+    assert_eq!(azure_found.retiring[0].retires.as_deref(), Some("2026-09-21"));
+    let asked = az.received();
+    assert_eq!(asked[0].header("api-key"), Some(azure::API_KEY));
+
+    // A token minted from the service account; the version is not the list's.
+    let vertex_found = listed(&found, "vertex");
+    assert_eq!((vertex_found.listed, vertex_found.matched), (120, 1));
+    assert!(gem.tokens_granted() >= 1);
+    let lists: Vec<_> = gem.received().into_iter().filter(|r| r.method == "GET").collect();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[0].path, "/v1beta1/publishers/google/models");
+}

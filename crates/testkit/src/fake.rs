@@ -425,12 +425,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return plain(401, "application/json", vertex::error_body(401, message).to_string());
         }
     }
-    // A model list, where the vendor has one (Vertex's and Azure's fakes serve
-    // none).
-    if shared.vertex.is_none()
-        && shared.azure.is_none()
-        && let Some(response) = models::answer(&shared, &parts.method, &received)
-    {
+    // A model list, where the vendor or cloud has one.
+    if let Some(response) = models::answer(&shared, &parts.method, &received) {
         return response;
     }
     let routed = match &shared.azure {

@@ -4,8 +4,12 @@
 //! `x-goog-api-key` or `?key=`, Bedrock's SigV4 or API key on
 //! `/foundation-models`), `GET` only, and pages as the real API cuts them
 //! (Anthropic: `limit`, 20 by default, `after_id`; Gemini: `pageSize`, 50 by
-//! default, `pageToken`). Answered outside the script: a list takes no reply
-//! from it, and is recorded like any request.
+//! default, `pageToken`). A cloud's fake lists too: Azure's v1 API
+//! (`/openai/v1/models`, its key or Entra token, each model with its
+//! `lifecycle_status` and `deprecation`), Vertex AI's publisher models
+//! (`/v1beta1/publishers/{anthropic|google}/models`, behind the fake's token
+//! check, `pageToken` pages). Answered outside the script: a list takes no
+//! reply from it, and is recorded like any request.
 
 use std::time::SystemTime;
 
@@ -13,8 +17,8 @@ use axum::http::Method;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Received, Shared, plain, vendor_error};
-use crate::{Vendor, bedrock, sigv4};
+use super::{Received, Shared, lock, plain, vendor_error};
+use crate::{Vendor, azure, bedrock, sigv4};
 
 /// A model a fake lists ([`super::FakeUpstream::set_models`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +26,8 @@ pub struct FakeModel {
     /// Its id.
     pub id: String,
     /// Marked as on its way out where the vendor's list can say so (Bedrock:
-    /// `modelLifecycle.status: LEGACY`); the others' lists cannot.
+    /// `modelLifecycle.status: LEGACY`; Azure: `lifecycle_status:
+    /// deprecating`); the others' lists cannot.
     pub retiring: bool,
 }
 
@@ -43,34 +48,73 @@ impl FakeModel {
 /// other path (routed as before).
 pub(super) fn answer(shared: &Shared, method: &Method, rx: &Received) -> Option<Response> {
     let vendor = shared.vendor;
-    let listed = match vendor {
-        Vendor::OpenAi => matches!(rx.path.as_str(), "/v1/models" | "/models"),
-        Vendor::Anthropic => rx.path == "/v1/models",
-        Vendor::Gemini => matches!(rx.path.as_str(), "/v1beta/models" | "/v1/models"),
-        Vendor::Bedrock => rx.path == "/foundation-models",
-    };
-    if !listed {
-        return None;
-    }
+    let path = rx.path.as_str();
+    let list = match (shared.vertex.is_some(), shared.azure.is_some(), vendor) {
+        // Vertex's fake has checked its token before any route.
+        (true, _, Vendor::Anthropic) => {
+            (path == "/v1beta1/publishers/anthropic/models").then_some(List::Vertex("anthropic"))
+        }
+        (true, _, Vendor::Gemini) => {
+            (path == "/v1beta1/publishers/google/models").then_some(List::Vertex("google"))
+        }
+        (true, _, Vendor::OpenAi | Vendor::Bedrock) => None,
+        (false, true, _) => (path == "/openai/v1/models").then_some(List::Azure),
+        (false, false, Vendor::OpenAi) => {
+            matches!(path, "/v1/models" | "/models").then_some(List::Vendor)
+        }
+        (false, false, Vendor::Anthropic) => (path == "/v1/models").then_some(List::Vendor),
+        (false, false, Vendor::Gemini) => {
+            matches!(path, "/v1beta/models" | "/v1/models").then_some(List::Vendor)
+        }
+        (false, false, Vendor::Bedrock) => (path == "/foundation-models").then_some(List::Vendor),
+    }?;
     shared.record(rx, false);
     if method != Method::GET {
         let message = format!("fake {vendor:?} upstream: method not allowed: {}", rx.method);
         return Some(vendor_error(vendor, 405, None, &message));
     }
-    if let Err((status, kind, message)) = authorized(shared, rx) {
-        return Some(vendor_error(vendor, status, kind, &message));
-    }
     let models = shared.lock().models.clone();
-    let page = match vendor {
-        Vendor::OpenAi => Ok(openai(&models)),
-        Vendor::Anthropic => anthropic(&models, rx),
-        Vendor::Gemini => gemini(&models, rx),
-        Vendor::Bedrock => Ok(bedrock_list(&models)),
+    let page = match list {
+        List::Vertex(publisher) => vertex(&models, publisher, rx),
+        List::Azure => {
+            let granted = shared.azure.as_ref().is_some_and(|tokens| {
+                lock(tokens).authorized(rx.header("api-key"), rx.header("authorization"))
+            });
+            if !granted {
+                let body = azure::error_body(
+                    401,
+                    "Access denied due to invalid subscription key or wrong API endpoint.",
+                );
+                return Some(plain(401, "application/json", body.to_string()));
+            }
+            Ok(azure_list(&models))
+        }
+        List::Vendor => {
+            if let Err((status, kind, message)) = authorized(shared, rx) {
+                return Some(vendor_error(vendor, status, kind, &message));
+            }
+            match vendor {
+                Vendor::OpenAi => Ok(openai(&models)),
+                Vendor::Anthropic => anthropic(&models, rx),
+                Vendor::Gemini => gemini(&models, rx),
+                Vendor::Bedrock => Ok(bedrock_list(&models)),
+            }
+        }
     };
     Some(match page {
         Ok(body) => plain(200, "application/json", body.to_string()),
         Err(message) => vendor_error(vendor, 400, Some("ValidationException"), &message),
     })
+}
+
+/// Whose list a request is for.
+enum List {
+    /// The vendor's own API.
+    Vendor,
+    /// Azure OpenAI's v1 API.
+    Azure,
+    /// A publisher's models on Vertex AI.
+    Vertex(&'static str),
 }
 
 type Refused = (u16, Option<&'static str>, String);
@@ -172,18 +216,7 @@ fn anthropic(models: &[FakeModel], rx: &Received) -> Result<Value, String> {
 }
 
 fn gemini(models: &[FakeModel], rx: &Received) -> Result<Value, String> {
-    let size = page_size(rx, "pageSize", 50)?;
-    // An opaque token to the client; an offset here.
-    let start = match query(rx, "pageToken") {
-        None => 0,
-        Some(t) => t
-            .strip_prefix("offset-")
-            .and_then(|n| n.parse().ok())
-            .filter(|n| *n <= models.len())
-            .ok_or("pageToken: not a token this server gave")?,
-    };
-    let page = models.get(start..).unwrap_or_default();
-    let page = &page[..page.len().min(size)];
+    let (page, next) = offset_page(models, rx, page_size(rx, "pageSize", 50)?)?;
     let listed: Vec<Value> = page
         .iter()
         .map(|m| {
@@ -192,9 +225,8 @@ fn gemini(models: &[FakeModel], rx: &Received) -> Result<Value, String> {
         })
         .collect();
     let mut body = json!({"models": listed});
-    let end = start + page.len();
-    if end < models.len() {
-        body["nextPageToken"] = json!(format!("offset-{end}"));
+    if let Some(next) = next {
+        body["nextPageToken"] = json!(next);
     }
     Ok(body)
 }
@@ -216,4 +248,56 @@ fn bedrock_list(models: &[FakeModel]) -> Value {
         })
         .collect();
     json!({"modelSummaries": summaries})
+}
+
+/// Pages of `size` from an offset token (`offset-N`, opaque to a client);
+/// the page and the next page's token.
+fn offset_page<'a>(
+    models: &'a [FakeModel],
+    rx: &Received,
+    size: usize,
+) -> Result<(&'a [FakeModel], Option<String>), String> {
+    let start = match query(rx, "pageToken") {
+        None => 0,
+        Some(t) => t
+            .strip_prefix("offset-")
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n <= models.len())
+            .ok_or("pageToken: not a token this server gave")?,
+    };
+    let page = models.get(start..).unwrap_or_default();
+    let page = &page[..page.len().min(size)];
+    let end = start + page.len();
+    Ok((page, (end < models.len()).then(|| format!("offset-{end}"))))
+}
+
+fn vertex(models: &[FakeModel], publisher: &str, rx: &Received) -> Result<Value, String> {
+    let (page, next) = offset_page(models, rx, page_size(rx, "pageSize", 100)?)?;
+    let listed: Vec<Value> = page
+        .iter()
+        .map(|m| json!({"name": format!("publishers/{publisher}/models/{}", m.id), "versionId": "001", "launchStage": "GA"}))
+        .collect();
+    let mut body = json!({"publisherModels": listed});
+    if let Some(next) = next {
+        body["nextPageToken"] = json!(next);
+    }
+    Ok(body)
+}
+
+fn azure_list(models: &[FakeModel]) -> Value {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|m| {
+            json!({
+                "id": m.id,
+                "object": "model",
+                "created_at": 1_700_000_000,
+                "status": "succeeded",
+                "capabilities": {"chat_completion": true, "inference": true},
+                "lifecycle_status": if m.retiring { "deprecating" } else { "generally-available" },
+                "deprecation": {"inference": 1_790_000_000},
+            })
+        })
+        .collect();
+    json!({"object": "list", "data": data})
 }

@@ -34,7 +34,8 @@
 //! [`FakeUpstream::set_models`]): OpenAi `/v1/models` (`/models`), Anthropic
 //! `/v1/models` (`limit`, `after_id`), Gemini `/v1beta/models` (`pageSize`,
 //! `pageToken`), Bedrock `/foundation-models` (a [`FakeModel`] retiring is
-//! `LEGACY`).
+//! `LEGACY`); an Azure fake `/openai/v1/models` (retiring: `lifecycle_status:
+//! deprecating`), a Vertex fake `/v1beta1/publishers/{anthropic|google}/models`.
 //!
 //! An Azure OpenAI fake ([`FakeUpstream::start_azure`], [`azure`]) serves a
 //! resource's deployment and v1 Chat Completions routes in Azure's shape, and

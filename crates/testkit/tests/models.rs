@@ -80,3 +80,20 @@ async fn pages_are_cut_as_the_real_apis_cut_them() {
     assert!(second.get("nextPageToken").is_none());
     assert_eq!(get(c.get(format!("{url}&pageToken=forged"))).await.0, 400);
 }
+
+#[tokio::test]
+async fn the_clouds_lists_want_their_credentials_too() {
+    let c = client();
+    let az = FakeUpstream::start_azure().await.unwrap();
+    let url = format!("{}/openai/v1/models", az.base_url());
+    assert_eq!(get(c.get(&url)).await.0, 401);
+    assert_eq!(get(c.get(&url).header("api-key", "wrong")).await.0, 401);
+    let (status, body) =
+        get(c.get(&url).header("api-key", switchyard_testkit::azure::API_KEY)).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"][0]["lifecycle_status"], "generally-available");
+
+    let vx = FakeUpstream::start_vertex(Vendor::Anthropic).await.unwrap();
+    let url = format!("{}/v1beta1/publishers/anthropic/models", vx.base_url());
+    assert_eq!(get(c.get(&url).bearer_auth("not-granted")).await.0, 401);
+}
