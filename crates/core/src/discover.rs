@@ -189,7 +189,8 @@ async fn list(
         format!("{}: the list's URL is not valid: {e}", crate::util::redact_userinfo(&first))
     })?;
     let runtime = ProviderRuntime::new(&catalog.settings, spec)?;
-    // The first key: rotation spreads load, and a list is one request.
+    // One request needs one key: the first (rotation spreads generations'
+    // load, which a list is not).
     let key = spec.keys.first();
     let dest = Dest { runtime: &runtime, spec, wire, key, upstream_model: "" };
     let redactor = Redactor { platform: &spec.secrets, used: key };
