@@ -37,6 +37,7 @@ mod compaction;
 pub mod config;
 pub mod continuity;
 pub mod credentials;
+pub mod discover;
 pub mod embed;
 pub mod error;
 pub mod estimate;

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Map, Value};
 use switchyard_protocol::{
-    Auth, ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError,
-    Request, Wire, openai_chat, util,
+    ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError, Request,
+    Wire, openai_chat, util,
 };
 
 use crate::catalog::{ProviderSpec, Settings};
@@ -589,7 +589,7 @@ pub(crate) async fn send(
         }
     };
     with_query(&mut url, &spec.query);
-    let signed = cloud_headers(dest, &url, &body).await?;
+    let signed = cloud_headers(dest, "POST", &url, &JSON, &body).await?;
     let minted = minted(&signed);
     let req = with_headers(rt.client.post(url), dest, out, stream, true)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
@@ -610,7 +610,7 @@ pub(crate) async fn send_to(
     let mut url = reqwest::Url::parse(url)
         .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
     with_query(&mut url, &dest.spec.query);
-    let signed = cloud_headers(dest, &url, &body).await?;
+    let signed = cloud_headers(dest, "POST", &url, &JSON, &body).await?;
     let minted = minted(&signed);
     let req = with_headers(dest.runtime.client.post(url), dest, out, false, passthrough)?;
     let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
@@ -637,6 +637,9 @@ fn minted(signed: &[(String, String)]) -> Vec<Secret> {
     found
 }
 
+/// What a request with a JSON body sets, and a SigV4 signature covers.
+const JSON: [(&str, &str); 1] = [("content-type", "application/json")];
+
 /// The provider's query parameters (`query:`) set on `url`, each replacing
 /// the wire's own of the same name (Azure's `api-version`); the others kept
 /// as they are.
@@ -658,16 +661,16 @@ fn with_query(url: &mut reqwest::Url, query: &[(String, String)]) {
 /// ([`Failure::Credential`]).
 async fn cloud_headers(
     dest: Dest<'_>,
+    method: &str,
     url: &reqwest::Url,
+    signed: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Vec<(String, String)>, Failure> {
     let (Some(cloud), None) = (&dest.spec.cloud, dest.key) else {
         return Ok(Vec::new());
     };
-    // What `with_headers` sets and the signature covers.
-    let signed = [("content-type", "application/json")];
     cloud
-        .headers("POST", url.as_str(), &signed, body)
+        .headers(method, url.as_str(), signed, body)
         .await
         .map_err(|e| Failure::Credential(format!("{}: {e}", dest.spec.name)))
 }
@@ -688,15 +691,7 @@ fn with_headers(
     if stream {
         req = req.header("accept", api.framing.media_type());
     }
-    if let Some(k) = key {
-        req = match api.auth {
-            Auth::Bearer => req.bearer_auth(k.expose()),
-            Auth::Header(name) | Auth::Entra { key_header: name } => req.header(name, k.expose()),
-            // A key given where the wire is signed or takes a minted token is a
-            // bearer token of its own: a Bedrock API key, a Google access token.
-            Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),
-        };
-    }
+    req = with_key(req, api.auth, key);
     for header in api.headers {
         req = req.header(header.name, forwarded(out, header.name).unwrap_or(header.default));
     }
@@ -832,9 +827,12 @@ fn too_large(cap: usize) -> Failure {
 }
 
 mod edits;
+mod list;
 mod source;
 pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated as ungated_fields};
+pub(crate) use list::get;
+use list::with_key;
 pub(crate) use source::Source;
 
 #[cfg(test)]

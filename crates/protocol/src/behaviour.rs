@@ -135,6 +135,20 @@ pub trait WireBehaviour: Sync {
     /// Anthropic's). `None`: the wire learns nothing (an API that refuses what
     /// its own clients send is the client's to fix).
     fn refused(&self, message: &str) -> Option<Refused>;
+
+    /// Where the wire's provider lists the models it serves, relative to its
+    /// endpoint, or why it has no list the gateway can ask
+    /// ([`crate::listing`]).
+    fn model_listing(&self) -> crate::listing::ModelListing;
+
+    /// One page of that list's answer: the models a deployment of this wire
+    /// could name, and the next page's cursor.
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError>;
+
+    /// The id the list gives the model a deployment names `upstream_model`
+    /// (Bedrock's inference profile without its geography, a Vertex model
+    /// without its `@version`).
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str;
 }
 
 /// What an upstream refused of a request ([`WireBehaviour::refused`]).

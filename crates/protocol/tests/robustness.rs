@@ -115,6 +115,10 @@ proptest! {
             let _ = w.parse_error(&bytes);
         }
         let _ = responses::parse_response(&bytes);
+        // Model lists: what a provider answers is read, never trusted.
+        for w in [Wire::OpenAiChat, Wire::Anthropic, Wire::Gemini, Wire::Bedrock, Wire::VertexGemini] {
+            let _ = w.behaviour().parse_models(&bytes);
+        }
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! - `switchyard serve [--config FILE] [--listen ADDR]` runs the gateway (the
 //!   embedded default configuration when no file is given).
 //! - `switchyard check [FILE]` validates a configuration and prints what it serves.
+//! - `switchyard catalog discover [--provider P]` compares what each provider
+//!   lists with what the catalog deploys on it (`cli/catalog.rs`).
 //! - Operator subcommands (`migrate`, `users`, `projects`, `groups`, `keys`,
 //!   `rules`, `credentials`, `secrets rotate`, `logs`, `usage`) work on the same
 //!   database as the gateway: see `cli/`.
@@ -46,6 +48,12 @@ enum Command {
         /// Configuration file (default: $SWITCHYARD_CONFIG, else the embedded default).
         file: Option<PathBuf>,
     },
+    /// The catalog against the providers: what each serves, from its own
+    /// model list (`discover`).
+    Catalog {
+        #[command(subcommand)]
+        cmd: cli::catalog::CatalogCmd,
+    },
     /// Operator subcommands: migrate, users, projects, groups, keys, rules,
     /// credentials, secrets, logs, usage (see cli/mod.rs).
     #[command(flatten)]
@@ -86,6 +94,7 @@ fn main() -> ExitCode {
         log_format: LogFormat::Text,
     }) {
         Command::Check { file } => check(file),
+        Command::Catalog { cmd } => cli::catalog::run(cmd),
         Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);

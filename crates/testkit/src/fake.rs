@@ -107,6 +107,8 @@ struct ScriptState {
     flavour: Option<Flavour>,
     /// A Vertex Claude fake's flags and fields ([`FakeUpstream::set_vertex_claude`]).
     vertex_claude: vertex::ClaudeRules,
+    /// What its model list holds ([`FakeUpstream::set_models`]).
+    models: Vec<models::FakeModel>,
 }
 
 /// A lock that survives a test thread's panic while it was held.
@@ -223,6 +225,7 @@ impl FakeUpstream {
                 recording: true,
                 flavour: None,
                 vertex_claude: vertex::ClaudeRules::default(),
+                models: vec![models::FakeModel::new(canned::DEFAULT_MODEL)],
             }),
             arrived: Notify::new(),
             in_flight: AtomicUsize::new(0),
@@ -317,6 +320,13 @@ impl FakeUpstream {
         self.handle.shared.lock().vertex_claude = rules;
     }
 
+    /// What the vendor's model list holds from now on, in this order (at
+    /// first [`canned::DEFAULT_MODEL`] alone). See `fake_models.rs` for the
+    /// routes, their credentials and pages.
+    pub fn set_models(&self, models: impl IntoIterator<Item = models::FakeModel>) {
+        self.handle.shared.lock().models = models.into_iter().collect();
+    }
+
     /// Forgets the requests recorded so far (the count stays).
     pub fn clear_received(&self) {
         self.handle.shared.lock().received.clear();
@@ -381,6 +391,10 @@ enum Cloud {
 mod route;
 use route::{Call, Route, azure_call, route};
 
+// Model lists: `fake_models.rs`.
+#[path = "fake_models.rs"]
+pub(crate) mod models;
+
 // ---------------------------------------------------------------------------
 // Serving
 
@@ -419,6 +433,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 "Request had invalid authentication credentials. Expected OAuth 2 access token.";
             return plain(401, "application/json", vertex::error_body(401, message).to_string());
         }
+    }
+    // A model list, where the vendor or cloud has one.
+    if let Some(response) = models::answer(&shared, &parts.method, &received) {
+        return response;
     }
     let routed = match &shared.azure {
         Some(tokens) => match azure_call(tokens, &shared, &parts.method, &received) {

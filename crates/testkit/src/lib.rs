@@ -29,6 +29,14 @@
 //! | Bedrock | `/model/{modelId}/converse` | never |
 //! | Bedrock | `/model/{modelId}/converse-stream` | always; AWS event-stream binary frames |
 //!
+//! Each also lists its models (`GET`, answered outside the script, with the
+//! vendor's credential required and pages cut as the real API cuts them;
+//! [`FakeUpstream::set_models`]): OpenAi `/v1/models` (`/models`), Anthropic
+//! `/v1/models` (`limit`, `after_id`), Gemini `/v1beta/models` (`pageSize`,
+//! `pageToken`), Bedrock `/foundation-models` (a [`FakeModel`] retiring is
+//! `LEGACY`); an Azure fake `/openai/v1/models` (retiring: `lifecycle_status:
+//! deprecating`), a Vertex fake `/v1beta1/publishers/{anthropic|google}/models`.
+//!
 //! An Azure OpenAI fake ([`FakeUpstream::start_azure`], [`azure`]) serves a
 //! resource's deployment and v1 Chat Completions routes in Azure's shape, and
 //! its tenant's Entra token endpoint; a Vertex AI fake
@@ -112,6 +120,7 @@ pub mod validate;
 pub mod vertex;
 
 pub use bedrock::BedrockAuth;
+pub use fake::models::FakeModel;
 pub use fake::{FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};
 pub use validate::flavour::Flavour;

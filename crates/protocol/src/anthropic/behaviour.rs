@@ -202,6 +202,21 @@ impl WireBehaviour for AnthropicWire {
         // Anthropic's own API knows every flag and field of its clients.
         None
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        crate::listing::ModelListing::Endpoint {
+            path: "/v1/models",
+            paging: crate::listing::Paging::Cursor { param: "after_id" },
+        }
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
+    }
 }
 
 /// A web search as Anthropic's `web_search_20250305` tool.

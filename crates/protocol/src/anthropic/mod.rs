@@ -32,6 +32,7 @@
 
 mod behaviour;
 mod extras;
+mod models;
 mod native;
 mod refusal;
 mod request;
@@ -43,6 +44,7 @@ mod wire;
 
 pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
+pub use models::parse_models;
 pub use native::{adapt_native, drop_blank_text, may_adapt};
 pub use refusal::refused;
 pub(crate) use request::history_tools;

@@ -18,6 +18,8 @@ pub struct AzureWire {
     /// deployment's body names no model, and a dated api-version refuses newer
     /// fields), so it is its own dialect.
     wire: crate::Wire,
+    /// Where its models are listed, if the resource's endpoint lists them.
+    models: crate::listing::ModelListing,
 }
 
 impl std::fmt::Debug for AzureWire {
@@ -31,11 +33,24 @@ pub static AZURE_OPENAI: AzureWire = AzureWire {
     name: "azure-openai",
     spec: &super::DEPLOYMENTS_SPEC,
     wire: crate::Wire::AzureOpenAi,
+    models: crate::listing::ModelListing::Unsupported(
+        "an Azure OpenAI resource's deployments are listed by Azure Resource Manager, not by \
+         the resource's endpoint",
+    ),
 };
 
 /// The v1 API (`/openai/v1/chat/completions`).
-pub static AZURE_OPENAI_V1: AzureWire =
-    AzureWire { name: "azure-openai-v1", spec: &super::V1_SPEC, wire: crate::Wire::AzureOpenAiV1 };
+pub static AZURE_OPENAI_V1: AzureWire = AzureWire {
+    name: "azure-openai-v1",
+    spec: &super::V1_SPEC,
+    wire: crate::Wire::AzureOpenAiV1,
+    // The models the resource offers (each with its lifecycle), in OpenAI's
+    // shape: a deployment named after its model matches.
+    models: crate::listing::ModelListing::Endpoint {
+        path: "/openai/v1/models",
+        paging: crate::listing::Paging::None,
+    },
+};
 
 /// Whose behaviour it takes.
 const OPENAI: OpenAiChatWire = OpenAiChatWire;
@@ -170,5 +185,17 @@ impl WireBehaviour for AzureWire {
 
     fn refused(&self, _message: &str) -> Option<crate::Refused> {
         None
+    }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        self.models
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        crate::openai_chat::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
     }
 }

@@ -162,4 +162,22 @@ impl WireBehaviour for BedrockWire {
         // Converse bodies are the gateway's own, not a client's.
         None
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        // The runtime lists nothing: the control plane does.
+        crate::listing::ModelListing::ControlPlane {
+            from: "bedrock-runtime",
+            to: "bedrock",
+            path: "/foundation-models",
+            paging: crate::listing::Paging::None,
+        }
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        super::models::listed_id(upstream_model)
+    }
 }

@@ -54,12 +54,14 @@
 //! [`ModelTraits::family`]: crate::ModelTraits::family
 
 mod behaviour;
+mod models;
 mod request;
 mod response;
 mod stream_decode;
 mod wire;
 
 pub use behaviour::BedrockWire;
+pub use models::{listed_id, parse_models};
 pub use request::encode_request;
 pub use response::{error_kind, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;

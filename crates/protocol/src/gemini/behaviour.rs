@@ -172,6 +172,21 @@ impl WireBehaviour for GeminiWire {
     fn refused(&self, _message: &str) -> Option<crate::Refused> {
         None
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        crate::listing::ModelListing::Endpoint {
+            path: "/v1beta/models",
+            paging: crate::listing::Paging::Cursor { param: "pageToken" },
+        }
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
+    }
 }
 
 /// A Gemini `generateContent` client.

@@ -41,6 +41,7 @@
 
 mod behaviour;
 mod ids;
+mod models;
 mod request;
 mod response;
 mod stream_decode;
@@ -49,6 +50,7 @@ mod wire;
 
 pub use behaviour::{GeminiClient, GeminiWire};
 pub use ids::SKIP_SIGNATURE;
+pub use models::parse_models;
 pub use request::{encode_request, parse_client_request, parse_request};
 pub use response::{encode_client_response, encode_response, parse_error, parse_response};
 pub use stream_decode::Decoder;

@@ -155,6 +155,21 @@ impl WireBehaviour for OpenAiChatWire {
     fn refused(&self, _message: &str) -> Option<crate::Refused> {
         None
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        crate::listing::ModelListing::Endpoint {
+            path: "/models",
+            paging: crate::listing::Paging::None,
+        }
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
+    }
 }
 
 /// A web search as Chat Completions' `web_search_options` (no domain filters).

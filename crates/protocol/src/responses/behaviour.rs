@@ -164,6 +164,19 @@ impl WireBehaviour for ResponsesWire {
     fn refused(&self, _message: &str) -> Option<crate::Refused> {
         None
     }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        // The Responses API's provider lists its models where Chat's does.
+        crate::openai_chat::OpenAiChatWire.model_listing()
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        crate::openai_chat::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        upstream_model
+    }
 }
 
 /// An OpenAI Responses client.

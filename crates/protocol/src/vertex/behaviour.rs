@@ -17,6 +17,8 @@ pub struct VertexWire {
     publisher: &'static dyn WireBehaviour,
     /// Claude's body: the version field, and no `model` (it is in the URL).
     claude_body: bool,
+    /// Where its publisher's models are listed.
+    models: crate::listing::ModelListing,
 }
 
 impl std::fmt::Debug for VertexWire {
@@ -31,6 +33,7 @@ pub static VERTEX_ANTHROPIC: VertexWire = VertexWire {
     spec: &super::ANTHROPIC_SPEC,
     publisher: &crate::anthropic::AnthropicWire,
     claude_body: true,
+    models: publisher_models("/v1beta1/publishers/anthropic/models"),
 };
 
 /// Gemini on Vertex AI.
@@ -39,6 +42,7 @@ pub static VERTEX_GEMINI: VertexWire = VertexWire {
     spec: &super::GEMINI_SPEC,
     publisher: &crate::gemini::GeminiWire,
     claude_body: false,
+    models: publisher_models("/v1beta1/publishers/google/models"),
 };
 
 /// Open models on Vertex AI's OpenAI-compatible endpoint.
@@ -47,7 +51,20 @@ pub static VERTEX_OPENAI: VertexWire = VertexWire {
     spec: &super::OPENAI_SPEC,
     publisher: &crate::openai_chat::OpenAiChatWire,
     claude_body: false,
+    models: crate::listing::ModelListing::Unsupported(
+        "Vertex AI's Model-as-a-Service models come from many publishers, each listed on its \
+         own; which ones a provider serves is not one list",
+    ),
 };
+
+/// A publisher's models on Vertex AI: Model Garden's list, on the regional
+/// host but under no project (`v1beta1` only).
+const fn publisher_models(path: &'static str) -> crate::listing::ModelListing {
+    crate::listing::ModelListing::Host {
+        path,
+        paging: crate::listing::Paging::Cursor { param: "pageToken" },
+    }
+}
 
 impl WireBehaviour for VertexWire {
     fn name(&self) -> &'static str {
@@ -189,5 +206,17 @@ impl WireBehaviour for VertexWire {
         // Claude's flags and fields arrive on Vertex after Anthropic's API
         // takes them, and differ by region.
         if self.claude_body { crate::anthropic::refused(message) } else { None }
+    }
+
+    fn model_listing(&self) -> crate::listing::ModelListing {
+        self.models
+    }
+
+    fn parse_models(&self, body: &[u8]) -> Result<crate::listing::ModelPage, ProtocolError> {
+        super::models::parse_models(body)
+    }
+
+    fn listed_id<'a>(&self, upstream_model: &'a str) -> &'a str {
+        super::models::listed_id(upstream_model)
     }
 }

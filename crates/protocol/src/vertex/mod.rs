@@ -23,8 +23,10 @@
 //! the provider's `project` (else its service account's) and `region` fill it in.
 
 mod behaviour;
+mod models;
 
 pub use behaviour::{VERTEX_ANTHROPIC, VERTEX_GEMINI, VERTEX_OPENAI, VertexWire};
+pub use models::{listed_id, parse_models};
 
 use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
 

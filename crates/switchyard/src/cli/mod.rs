@@ -3,12 +3,16 @@
 //! configuration as `serve` (`--config FILE`, else `$SWITCHYARD_CONFIG`, else the
 //! embedded default) and opens (and migrates) the database it names.
 //!
+//! `catalog discover` (`catalog.rs`) reads the configuration alone, and opens
+//! no database.
+//!
 //! Output: tables for people, `--json` for scripts on every listing and show
 //! command. A failure prints one line (`switchyard: …`) on stderr and exits 1.
 //! Secrets are never printed, except a new API key's, once, by `keys create`.
 
 mod budgets;
 mod byok;
+pub mod catalog;
 mod directory;
 mod fmt;
 mod keys;
