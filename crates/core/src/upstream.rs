@@ -388,174 +388,6 @@ pub(crate) fn build_body(
     serde_json::to_vec(&v).map_err(|e| ProtocolError::body(e.to_string()))
 }
 
-/// How an attempt got no answer. Low cardinality on purpose: it names the
-/// attempt's outcome in records and metrics (`transport_timeout`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum TransportClass {
-    /// Connecting failed (refused, unreachable, DNS, TLS handshake).
-    Connect,
-    /// No answer in time: first byte, body or the request's deadline.
-    Timeout,
-    /// The body could not be read or decoded.
-    Body,
-    /// The connection broke otherwise.
-    Reset,
-}
-
-impl TransportClass {
-    /// The class as messages name it (`timeout`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TransportClass::Connect => "connect",
-            TransportClass::Timeout => "timeout",
-            TransportClass::Body => "body",
-            TransportClass::Reset => "reset",
-        }
-    }
-
-    /// The attempt outcome records and metrics give it (`transport_timeout`).
-    pub fn outcome(self) -> &'static str {
-        match self {
-            TransportClass::Connect => "transport_connect",
-            TransportClass::Timeout => "transport_timeout",
-            TransportClass::Body => "transport_body",
-            TransportClass::Reset => "transport_reset",
-        }
-    }
-}
-
-impl std::fmt::Display for TransportClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why an attempt failed, as the attempt loop classifies it.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Failure {
-    /// The upstream answered with a non-success status.
-    Status {
-        status: u16,
-        message: String,
-        retry_after: Option<Duration>,
-    },
-    /// No answer.
-    Transport {
-        class: TransportClass,
-        message: String,
-    },
-    /// The upstream answered with a redirect, which is never followed: the
-    /// deployment is misconfigured or compromised, and the next one is tried.
-    Redirect {
-        status: u16,
-        message: String,
-    },
-    /// The stream broke or ended early, before anything reached the client.
-    BrokenStream(String),
-    /// The upstream sent something we could not understand.
-    Malformed(String),
-    /// The upstream reported an error inside a 200 stream.
-    UpstreamError {
-        kind: String,
-        message: String,
-    },
-    /// The candidate cannot be used (no credentials, cannot express the request).
-    Unavailable(String),
-    /// The provider's cloud credential could not be had: its token endpoint or
-    /// metadata service failed. Nothing was sent; it counts against the
-    /// provider's breaker (every request would wait on the same dead service)
-    /// and the next candidate is tried.
-    Credential(String),
-    Unsupported(String),
-    /// Every credential of the provider is blocked by its breaker (open, throttled,
-    /// quarantined, or a half-open probe already in flight).
-    CircuitOpen(String),
-    /// The deployment is at its configured capacity (`limits:`): not sent, not
-    /// unhealthy; `retry_after_ms`: when a slot frees, where known. `code`:
-    /// `rate_limited`, or `limits_unavailable` when its counters cannot be
-    /// reached and the limits fail closed.
-    Capacity {
-        code: switchyard_protocol::ErrorCode,
-        message: String,
-        retry_after_ms: Option<u64>,
-    },
-}
-
-impl Failure {
-    /// The attempt outcome as records and metrics name it.
-    pub fn outcome(&self) -> String {
-        match self {
-            Failure::Status { status, .. } => format!("status_{status}"),
-            Failure::Transport { class, .. } => class.outcome().into(),
-            Failure::Redirect { status, .. } => format!("redirect_{status}"),
-            Failure::BrokenStream(_) => "broken_stream".into(),
-            Failure::Malformed(_) => "malformed".into(),
-            Failure::UpstreamError { .. } => "upstream_error".into(),
-            Failure::Unavailable(_) => "unavailable".into(),
-            Failure::Credential(_) => "credential".into(),
-            Failure::Unsupported(_) => "unsupported".into(),
-            Failure::CircuitOpen(_) => "circuit_open".into(),
-            Failure::Capacity { .. } => "capacity".into(),
-        }
-    }
-
-    /// The same failure with the attempt's credentials scrubbed from its text:
-    /// an upstream may quote the key it was sent, and this text reaches the
-    /// client, logs and records.
-    #[must_use]
-    pub fn redacted(mut self, redactor: &Redactor<'_>) -> Self {
-        match &mut self {
-            Failure::Status { message, .. }
-            | Failure::Transport { message, .. }
-            | Failure::Redirect { message, .. }
-            | Failure::BrokenStream(message)
-            | Failure::Malformed(message)
-            | Failure::UpstreamError { message, .. }
-            | Failure::Unavailable(message)
-            | Failure::Credential(message)
-            | Failure::Unsupported(message)
-            | Failure::CircuitOpen(message)
-            | Failure::Capacity { message, .. } => {
-                let clean = redactor.text(message);
-                *message = clean;
-            }
-        }
-        self
-    }
-
-    pub fn from_protocol(e: ProtocolError) -> Self {
-        match e {
-            ProtocolError::UpstreamError { kind, message } => {
-                Failure::UpstreamError { kind, message }
-            }
-            ProtocolError::MalformedUpstream(m) => Failure::Malformed(m),
-            ProtocolError::InvalidBody(m) | ProtocolError::Unsupported(m) => {
-                Failure::Unsupported(m)
-            }
-        }
-    }
-
-    pub fn from_reqwest(e: &reqwest::Error) -> Self {
-        let class = if e.is_timeout() {
-            TransportClass::Timeout
-        } else if e.is_connect() {
-            TransportClass::Connect
-        } else if e.is_body() || e.is_decode() {
-            TransportClass::Body
-        } else {
-            TransportClass::Reset
-        };
-        // reqwest's Display includes the URL; ours never carry keys (they go in headers).
-        Failure::Transport { class, message: format!("upstream {class} error: {e}") }
-    }
-}
-
-/// Parse a Retry-After header: delta-seconds (HTTP dates are treated as absent).
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
-}
-
 /// The deployment a request goes to, with the credential chosen for it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Dest<'a> {
@@ -827,10 +659,12 @@ fn too_large(cap: usize) -> Failure {
 }
 
 mod edits;
+mod failure;
 mod list;
 mod source;
 pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated as ungated_fields};
+pub(crate) use failure::{Failure, TransportClass, retry_after};
 pub(crate) use list::get;
 use list::with_key;
 pub(crate) use source::Source;
