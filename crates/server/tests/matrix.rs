@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The translation matrix, black box: the real server in front of the four fake
-//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven
-//! through every ingress format × upstream wire × {whole, stream} for each scenario
-//! (text, system, multi-turn, tools, images, reasoning).
+//! The translation matrix, black box: the real server in front of a fake of every
+//! upstream wire (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse; Claude,
+//! Gemini and open models on Vertex AI; Azure OpenAI; OpenAI's Responses API: see
+//! `matrix/upstreams.rs`), driven through every ingress format × upstream wire ×
+//! {whole, stream} for each scenario (text, system, multi-turn, tools, images,
+//! reasoning).
 //!
 //! Each case checks both sides:
 //! - what the upstream received, read in *that wire's* shape (path, credential,
@@ -16,6 +18,10 @@
 mod common;
 #[path = "matrix/converse.rs"]
 mod converse;
+#[path = "matrix/responses_view.rs"]
+mod responses_view;
+#[path = "matrix/upstreams.rs"]
+mod upstreams;
 
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -28,10 +34,14 @@ use switchyard_testkit::canned::{
     CANNED_CACHE_READ_INPUT_TOKENS, CANNED_INPUT_TOKENS, CANNED_OUTPUT_TOKENS, ECHO_PREFIX,
     OPENAI_TOOL_CALL_ID,
 };
+use switchyard_testkit::responses::{self as fake_responses, Turn};
 use switchyard_testkit::{Received, Reply, Vendor, bedrock};
+use upstreams::{Matrix, UPSTREAMS, Upstream};
 
 const FORMATS: [ClientFormat; 3] =
     [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
+/// The four vendors' own APIs, which the tests after the matrix cross (the matrix
+/// itself crosses every wire: [`UPSTREAMS`]).
 const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 
 const SYSTEM_TEXT: &str = "You are a terse assistant.";
@@ -86,38 +96,11 @@ impl Scenario {
     }
 }
 
-fn provider(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "openai",
-        Vendor::Anthropic => "anthropic",
-        Vendor::Gemini => "gemini",
-        Vendor::Bedrock => "bedrock",
-    }
-}
-
-/// The credential that may travel to a vendor: its key, or for Bedrock the access
-/// key ID that a SigV4 `authorization` header names (never the secret it signs with).
-fn upstream_key(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => OPENAI_KEY,
-        Vendor::Anthropic => ANTHROPIC_KEY,
-        Vendor::Gemini => GEMINI_KEY,
-        Vendor::Bedrock => BEDROCK_ACCESS_KEY_ID,
-    }
-}
-
-/// Every secret the gateway holds: none but [`upstream_key`]'s may reach an upstream.
+/// The vendors' secrets (the clouds' too: [`upstreams::secrets`]): none but the one
+/// of the upstream called ([`Upstream::key`]; for Bedrock the access key ID that a
+/// SigV4 `authorization` header names, never the secret it signs with) may reach it.
 const SECRETS: [&str; 6] =
     [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, BEDROCK_ACCESS_KEY_ID, BEDROCK_SECRET];
-
-/// Whether a vendor's usage reports cache reads and writes apart (its fake reports
-/// [`CANNED_CACHE_READ_INPUT_TOKENS`] and [`CANNED_CACHE_CREATION_INPUT_TOKENS`]).
-fn reports_cache(v: Vendor) -> bool {
-    match v {
-        Vendor::Anthropic | Vendor::Bedrock => true,
-        Vendor::OpenAi | Vendor::Gemini => false,
-    }
-}
 
 /// Whether a vendor's thinking carries Anthropic's signatures (Claude, on Anthropic's
 /// API or on Bedrock): its fake signs with [`ANTHROPIC_THINKING_SIGNATURE`].
@@ -175,7 +158,7 @@ fn bedrock_path(stream: bool) -> String {
 struct Case {
     s: Scenario,
     format: ClientFormat,
-    vendor: Vendor,
+    upstream: Upstream,
     stream: bool,
 }
 
@@ -190,8 +173,23 @@ fn client_max_tokens(format: ClientFormat, s: Scenario) -> Option<u64> {
 }
 
 /// What the fake answers, when not its default echo.
-fn scripted_reply(s: Scenario, v: Vendor, stream: bool) -> Option<Reply> {
-    let model = upstream_model(v);
+fn scripted_reply(s: Scenario, u: Upstream, stream: bool) -> Option<Reply> {
+    let model = u.upstream_model();
+    if u == Upstream::Responses {
+        let turn = |reasoning: Option<&str>, text: Option<&str>, call: Option<(&str, &str)>| Turn {
+            model: model.to_owned(),
+            reasoning: reasoning.map(str::to_owned),
+            text: text.map(str::to_owned),
+            call: call.map(|(n, a)| (n.to_owned(), a.to_owned())),
+        };
+        return match s {
+            Scenario::Tools => Some(turn(None, None, Some((TOOL_NAME, ANSWER_ARGS)))),
+            Scenario::Reasoning => Some(turn(Some(THINKING), Some(FINAL), None)),
+            _ => None,
+        }
+        .map(|t| fake_responses::reply(&t, stream).into());
+    }
+    let v = u.family();
     match s {
         Scenario::Tools => Some(canned::tool_call(v, model, TOOL_NAME, ANSWER_ARGS, stream).into()),
         Scenario::Reasoning => {
@@ -360,18 +358,18 @@ impl Problems {
 
 /// Run every case of the matrix for one scenario; fail with all broken cases.
 async fn run_matrix(s: Scenario) {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut failures = Vec::new();
     let mut total = 0;
     for format in FORMATS {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
             for stream in [false, true] {
                 total += 1;
-                let problems = run_case(&h, Case { s, format, vendor, stream }).await;
+                let problems = run_case(&m, Case { s, format, upstream, stream }).await;
                 if !problems.is_empty() {
                     let mode = if stream { "stream" } else { "whole" };
                     failures.push(format!(
-                        "{s:?}: {format:?} client -> {vendor:?} upstream ({mode}):\n    - {}",
+                        "{s:?}: {format:?} client -> {upstream:?} upstream ({mode}):\n    - {}",
                         problems.join("\n    - ")
                     ));
                 }
@@ -386,20 +384,21 @@ async fn run_matrix(s: Scenario) {
     );
 }
 
-async fn run_case(h: &Harness, case: Case) -> Vec<String> {
-    let Case { s, format, vendor, stream } = case;
+async fn run_case(m: &Matrix, case: Case) -> Vec<String> {
+    let Case { s, format, upstream, stream } = case;
+    let h = &m.h;
     let mut p = Problems::default();
-    for v in VENDORS {
-        h.fake(v).clear_received();
-        h.fake(v).clear_script();
+    for f in m.fakes() {
+        f.clear_received();
+        f.clear_script();
     }
-    let before = VENDORS.map(|v| h.fake(v).request_count());
-    let fake = h.fake(vendor);
-    if let Some(reply) = scripted_reply(s, vendor, stream) {
+    let fake = upstream.fake(m);
+    let before = fake.request_count();
+    if let Some(reply) = scripted_reply(s, upstream, stream) {
         fake.push(reply);
     }
 
-    let request = client_request(format, s, catalog_model(vendor), stream);
+    let request = client_request(format, s, upstream.catalog_model(), stream);
     let resp = h.post(path(format), &request).await;
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -411,42 +410,40 @@ async fn run_case(h: &Harness, case: Case) -> Vec<String> {
         }
     };
 
-    // The upstream side. A 200 means the upstream was called; anything else may
-    // have been refused before it, so do not wait for a request that never comes.
-    let target = VENDORS.iter().position(|v| *v == vendor).unwrap_or(0);
-    let received = if status == 200 {
-        match tokio::time::timeout(WAIT, fake.wait_for_requests(before[target] + 1)).await {
-            Ok(r) => r,
-            Err(_) => {
-                p.push("the upstream received nothing within WAIT");
-                Vec::new()
-            }
-        }
-    } else {
-        fake.received()
+    // The upstream side. A 200 means the upstream was called (and its fake had
+    // recorded the call before it answered); anything else may have been refused
+    // before it, so do not wait for a request that never comes.
+    if status == 200
+        && tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await.is_err()
+    {
+        p.push("the upstream received nothing within WAIT");
+    }
+    // Its calls, token grants aside (and the other API that shares a fake).
+    let calls = |u: Upstream| -> Vec<Received> {
+        u.fake(m).received().into_iter().filter(|rx| u.owns(rx)).collect()
     };
-    for (i, v) in VENDORS.iter().enumerate() {
-        let sent = h.fake(*v).request_count() - before[i];
+    for u in UPSTREAMS {
+        let sent = calls(u).len();
         // Exactly one call to the catalog's upstream (none elsewhere, no retries); a
         // refused request (reported below) may have stopped before it.
-        let ok = if *v != vendor {
+        let ok = if u != upstream {
             sent == 0
         } else if status == 200 {
             sent == 1
         } else {
             sent <= 1
         };
-        p.check(ok, || format!("{v:?} upstream got {sent} request(s)"));
+        p.check(ok, || format!("{u:?} upstream got {sent} request(s)"));
     }
-    if let Some(rx) = received.last() {
+    if let Some(rx) = calls(upstream).last() {
         check_upstream(&mut p, rx, case);
     } else {
         p.push("no upstream request to inspect");
     }
 
     check_client(&mut p, case, status, &headers, &body);
-    for v in VENDORS {
-        h.fake(v).clear_script();
+    for f in m.fakes() {
+        f.clear_script();
     }
     p.0
 }
@@ -912,17 +909,25 @@ fn expected_turns(s: Scenario, vendor: Vendor) -> Vec<(String, Vec<Item>)> {
     }
 }
 
+/// A wire's request read in its body's shape.
+fn view_of_upstream(u: Upstream, body: &Value) -> View {
+    match u {
+        Upstream::Responses => responses_view::responses_view(body),
+        other => view_of(other.family(), body),
+    }
+}
+
 fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
-    let Case { s, vendor, .. } = case;
-    check_envelope(p, rx, vendor, case.stream);
-    let view = view_of(vendor, &rx.body);
+    let Case { s, upstream, .. } = case;
+    check_envelope(p, rx, case);
+    let view = view_of_upstream(upstream, &rx.body);
     for m in &view.problems {
         p.push(format!("upstream shape: {m}"));
     }
     let want_system: Vec<String> =
         if s == Scenario::System { vec![SYSTEM_TEXT.to_owned()] } else { Vec::new() };
     p.eq("upstream system", &view.system, &want_system);
-    p.eq("upstream conversation", &view.turns, &expected_turns(s, vendor));
+    p.eq("upstream conversation", &view.turns, &expected_turns(s, upstream.family()));
     let want_tools: Vec<ToolDef> = if s == Scenario::Tools {
         vec![(TOOL_NAME.into(), Some(TOOL_DESCRIPTION.into()), weather_schema())]
     } else {
@@ -942,7 +947,11 @@ fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
 fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
     let body = &rx.body;
     let want = client_max_tokens(case.format, case.s);
-    match case.vendor {
+    if case.upstream == Upstream::Responses {
+        p.eq("upstream max_output_tokens", body["max_output_tokens"].as_u64(), want);
+        return;
+    }
+    match case.upstream.family() {
         Vendor::OpenAi => {
             let got =
                 body["max_completion_tokens"].as_u64().or_else(|| body["max_tokens"].as_u64());
@@ -970,48 +979,38 @@ fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
 }
 
 /// Path, credential, model and streaming flags.
-fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool) {
+fn check_envelope(p: &mut Problems, rx: &Received, case: Case) {
+    let Case { upstream, stream, .. } = case;
     let body = &rx.body;
     p.eq("upstream method", rx.method.as_str(), "POST");
-    match vendor {
-        Vendor::OpenAi => {
-            p.eq("upstream path", rx.path.as_str(), "/v1/chat/completions");
+    match upstream {
+        Upstream::OpenAi | Upstream::Responses => {
+            let path =
+                if upstream == Upstream::OpenAi { "/v1/chat/completions" } else { "/v1/responses" };
+            p.eq("upstream path", rx.path.as_str(), path);
             p.eq(
                 "upstream authorization",
                 rx.header("authorization"),
                 Some(format!("Bearer {OPENAI_KEY}").as_str()),
             );
-            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
-            if stream {
-                p.eq("upstream body.stream", &body["stream"], &json!(true));
-                p.eq(
-                    "upstream stream_options.include_usage",
-                    &body["stream_options"]["include_usage"],
-                    &json!(true),
-                );
+            p.eq("upstream body.model", &body["model"], &json!(upstream.upstream_model()));
+            if upstream == Upstream::OpenAi {
+                check_chat_stream_flags(p, body, stream);
             } else {
-                p.check(body["stream"] != true, || "upstream body.stream is true".into());
+                check_responses_flags(p, body, case);
             }
         }
-        Vendor::Anthropic => {
+        Upstream::Anthropic => {
             p.eq("upstream path", rx.path.as_str(), "/v1/messages");
             p.eq("upstream x-api-key", rx.header("x-api-key"), Some(ANTHROPIC_KEY));
             p.check(rx.header("anthropic-version").is_some_and(|v| !v.is_empty()), || {
                 "upstream anthropic-version header missing".into()
             });
-            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
-            p.check(body["max_tokens"].as_u64().is_some_and(|n| n > 0), || {
-                format!("upstream max_tokens is {}", body["max_tokens"])
-            });
-            if stream {
-                p.eq("upstream body.stream", &body["stream"], &json!(true));
-            } else {
-                p.check(body["stream"] != true, || "upstream body.stream is true".into());
-            }
+            p.eq("upstream body.model", &body["model"], &json!(upstream.upstream_model()));
+            check_messages_flags(p, body, stream);
         }
-        Vendor::Gemini => {
-            let action = if stream { "streamGenerateContent" } else { "generateContent" };
-            let want = format!("/v1beta/models/{}:{action}", upstream_model(vendor));
+        Upstream::Gemini => {
+            let want = upstreams::expected_path(upstream, stream);
             p.eq("upstream path", rx.path.replace("%3A", ":").as_str(), want.as_str());
             let query = rx.query.as_deref().unwrap_or("");
             let sse = query.split('&').any(|kv| kv == "alt=sse");
@@ -1022,7 +1021,7 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
             );
             p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
         }
-        Vendor::Bedrock => {
+        Upstream::Bedrock => {
             // The model in the path (none in the body), the stream by the action.
             p.eq("upstream path", rx.path.as_str(), bedrock_path(stream).as_str());
             p.eq("upstream model (decoded)", rx.bedrock_model().as_deref(), Some(BEDROCK_MODEL));
@@ -1046,19 +1045,81 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
                 p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
             }
         }
+        // The clouds: their own envelope, their publisher's body.
+        Upstream::VertexClaude => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream);
+            check_messages_flags(p, body, stream);
+        }
+        Upstream::VertexGemini => upstreams::check_cloud_envelope(p, rx, upstream, stream),
+        Upstream::VertexOpen | Upstream::Azure => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream);
+            check_chat_stream_flags(p, body, stream);
+        }
     }
     // No other secret travels: not the gateway key, not another provider's key, not
     // Bedrock's secret access key (it signs, it never travels).
+    let secrets = upstreams::secrets();
     for (name, value) in &rx.headers {
-        for secret in SECRETS {
-            if secret != upstream_key(vendor) && value.contains(secret) {
+        for secret in &secrets {
+            if Some(*secret) != upstream.key() && value.contains(secret) {
                 p.push(format!("upstream header {name} carries a foreign secret"));
             }
         }
     }
     let raw = String::from_utf8_lossy(&rx.raw);
-    for secret in SECRETS {
+    for secret in &secrets {
         p.check(!raw.contains(secret), || "a secret is in the upstream body".into());
+    }
+    p.check(!raw.contains("PRIVATE KEY"), || "a private key is in the upstream body".into());
+}
+
+/// A Chat body's streaming flags: the stream asked for with its usage chunk.
+fn check_chat_stream_flags(p: &mut Problems, body: &Value, stream: bool) {
+    if stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+        p.eq(
+            "upstream stream_options.include_usage",
+            &body["stream_options"]["include_usage"],
+            &json!(true),
+        );
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+}
+
+/// A Messages body's ceiling (mandatory) and streaming flag.
+fn check_messages_flags(p: &mut Problems, body: &Value, stream: bool) {
+    p.check(body["max_tokens"].as_u64().is_some_and(|n| n > 0), || {
+        format!("upstream max_tokens is {}", body["max_tokens"])
+    });
+    if stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+}
+
+/// A Responses body's streaming flag, and its state: a body translated by the
+/// gateway stores nothing and, where reasoning is asked for, asks for it encrypted
+/// (so it can be given back without server state); a Responses client's own body
+/// goes as it wrote it, neither added.
+fn check_responses_flags(p: &mut Problems, body: &Value, case: Case) {
+    if case.stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+    if case.format == ClientFormat::OpenAiResponses {
+        p.eq("upstream body.store (the client's own: none)", &body["store"], &Value::Null);
+        p.eq("upstream body.include (the client's own: none)", &body["include"], &Value::Null);
+    } else {
+        p.eq("upstream body.store", &body["store"], &json!(false));
+        let want = if case.s == Scenario::Reasoning {
+            json!([fake_responses::ENCRYPTED_REASONING])
+        } else {
+            Value::Null
+        };
+        p.eq("upstream body.include", &body["include"], &want);
     }
 }
 
@@ -1073,7 +1134,15 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
         }
         _ => (Effort::High, Effort::High.budget_tokens()),
     };
-    match case.vendor {
+    if case.upstream == Upstream::Responses {
+        let want = if wanted { json!(effort.as_str()) } else { Value::Null };
+        p.eq("upstream reasoning.effort", &body["reasoning"]["effort"], &want);
+        if !wanted {
+            p.eq("upstream reasoning", &body["reasoning"], &Value::Null);
+        }
+        return;
+    }
+    match case.upstream.family() {
         Vendor::OpenAi => {
             let want = if wanted { json!(effort.as_str()) } else { Value::Null };
             p.eq("upstream reasoning_effort", &body["reasoning_effort"], &want);
@@ -1293,14 +1362,22 @@ fn count_matches(got: Option<u64>, want: Option<u64>) -> bool {
 }
 
 fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
-    let Case { format, vendor, stream, .. } = case;
-    // What the fake reports, in canonical terms (input = the whole prompt).
-    let (read, write) = if reports_cache(vendor) {
+    let Case { format, upstream, stream, .. } = case;
+    // What the fake reports, in canonical terms (input = the whole prompt): Claude
+    // counts cache reads and writes apart from its input tokens, the Responses API
+    // counts its cached tokens within them.
+    let (read, write) = if upstream.reports_cache() {
         (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
+    } else if upstream == Upstream::Responses {
+        (Some(fake_responses::CACHED_TOKENS), None)
     } else {
         (None, None)
     };
-    let total = CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0);
+    let total = if upstream == Upstream::Responses {
+        CANNED_INPUT_TOKENS
+    } else {
+        CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0)
+    };
     p.eq("decoded usage.input_tokens (total prompt)", resp.usage.input_tokens, Some(total));
     p.eq("decoded usage.output_tokens", resp.usage.output_tokens, Some(CANNED_OUTPUT_TOKENS));
 
@@ -1460,14 +1537,14 @@ fn check_client(
     headers: &reqwest::header::HeaderMap,
     body: &[u8],
 ) {
-    let Case { s, format, vendor, stream } = case;
+    let Case { s, format, upstream, stream } = case;
     if status != 200 {
         p.push(format!("client status {status}: {}", shorten(body)));
         return;
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    p.eq("x-gateway-provider", header("x-gateway-provider"), Some(provider(vendor)));
-    p.eq("x-gateway-model", header("x-gateway-model"), Some(catalog_model(vendor)));
+    p.eq("x-gateway-provider", header("x-gateway-provider"), Some(upstream.provider()));
+    p.eq("x-gateway-model", header("x-gateway-model"), Some(upstream.catalog_model()));
     p.check(header("x-request-id").is_some_and(|v| !v.is_empty()), || "no x-request-id".into());
     let content_type = header("content-type").unwrap_or_default();
     let want_type = if stream { "text/event-stream" } else { "application/json" };
@@ -1489,16 +1566,16 @@ fn check_client(
         // The client must get a call id it can answer with: the provider's own id,
         // passed through (the gateway mints one for Gemini, which gives none here).
         if let Part::ToolCall(c) = part {
-            match answer_call_id(vendor) {
+            match upstream.answer_call_id() {
                 Some(id) => p.eq("tool call id", c.id.as_str(), id),
                 None => p.check(!c.id.is_empty(), || "tool call without an id".into()),
             }
         }
         // An Anthropic client of a Claude upstream (Anthropic's API, or Claude on
-        // Bedrock: its signatures are Anthropic's) gets the signature untouched.
+        // Bedrock or Vertex: its signatures are Anthropic's) gets the signature untouched.
         if let Part::Thinking { signature, .. } = part
             && format == ClientFormat::Anthropic
-            && signs_thinking(vendor)
+            && upstream.signs_thinking()
         {
             p.eq("thinking signature", signature.as_deref(), Some(ANTHROPIC_THINKING_SIGNATURE));
         }
@@ -1512,7 +1589,7 @@ fn check_client(
 }
 
 // ---------------------------------------------------------------------------------
-// The matrix: one test per scenario, 3 formats × 4 upstreams × {whole, stream} each
+// The matrix: one test per scenario, 3 formats × 9 upstreams × {whole, stream} each
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]
