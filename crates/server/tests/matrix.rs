@@ -35,7 +35,7 @@ use switchyard_testkit::canned::{
     OPENAI_TOOL_CALL_ID,
 };
 use switchyard_testkit::responses::{self as fake_responses, Turn};
-use switchyard_testkit::{Received, Reply, Vendor, bedrock};
+use switchyard_testkit::{Received, Reply, Vendor, azure, bedrock};
 use upstreams::{Matrix, UPSTREAMS, Upstream};
 
 const FORMATS: [ClientFormat; 3] =
@@ -190,13 +190,13 @@ fn scripted_reply(s: Scenario, u: Upstream, stream: bool) -> Option<Reply> {
         .map(|t| fake_responses::reply(&t, stream).into());
     }
     let v = u.family();
-    match s {
-        Scenario::Tools => Some(canned::tool_call(v, model, TOOL_NAME, ANSWER_ARGS, stream).into()),
-        Scenario::Reasoning => {
-            Some(canned::reasoning_then_text(v, model, THINKING, FINAL, stream).into())
-        }
-        _ => None,
-    }
+    let answer = match s {
+        Scenario::Tools => canned::tool_call(v, model, TOOL_NAME, ANSWER_ARGS, stream),
+        Scenario::Reasoning => canned::reasoning_then_text(v, model, THINKING, FINAL, stream),
+        _ => return None,
+    };
+    // Azure's answers carry its content filter's results, as its fake's echo does.
+    Some(if u == Upstream::Azure { azure::dress(answer) } else { answer }.into())
 }
 
 // ---------------------------------------------------------------------------------
@@ -374,6 +374,15 @@ async fn run_matrix(s: Scenario) {
                     ));
                 }
             }
+        }
+    }
+    // Each Vertex service account's token, granted once and reused until it nears
+    // its expiry: not one grant per request.
+    for u in [Upstream::VertexClaude, Upstream::VertexGemini, Upstream::VertexOpen] {
+        let granted = u.fake(&m).tokens_granted();
+        if granted != 1 {
+            failures
+                .push(format!("{s:?}: {u:?} granted {granted} tokens for the scenario, want 1"));
         }
     }
     assert!(
@@ -1541,6 +1550,13 @@ fn check_client(
     if status != 200 {
         p.push(format!("client status {status}: {}", shorten(body)));
         return;
+    }
+    if upstream == Upstream::Azure {
+        // Azure's content filter results are its own: no client sees them.
+        let text = String::from_utf8_lossy(body);
+        for word in ["prompt_filter_results", "content_filter_results", "\"severity\""] {
+            p.check(!text.contains(word), || format!("Azure's {word} reached the client"));
+        }
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     p.eq("x-gateway-provider", header("x-gateway-provider"), Some(upstream.provider()));
