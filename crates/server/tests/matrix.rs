@@ -1,10 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! The translation matrix, black box: the real server in front of a fake of every
 //! upstream wire (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse; Claude,
-//! Gemini and open models on Vertex AI; Azure OpenAI; OpenAI's Responses API: see
-//! `matrix/upstreams.rs`), driven through every ingress format × upstream wire ×
-//! {whole, stream} for each scenario (text, system, multi-turn, tools, images,
-//! reasoning).
+//! Gemini and open models on Vertex AI; Azure OpenAI's two APIs; OpenAI's Responses
+//! API: see `matrix/upstreams.rs`), driven through every ingress format × upstream
+//! wire × {whole, stream} for each scenario (text, system, multi-turn, tools,
+//! images, reasoning).
 //!
 //! Each case checks both sides:
 //! - what the upstream received, read in *that wire's* shape (path, credential,
@@ -196,7 +196,8 @@ fn scripted_reply(s: Scenario, u: Upstream, stream: bool) -> Option<Reply> {
         _ => return None,
     };
     // Azure's answers carry its content filter's results, as its fake's echo does.
-    Some(if u == Upstream::Azure { azure::dress(answer) } else { answer }.into())
+    let azure = matches!(u, Upstream::Azure | Upstream::AzureV1);
+    Some(if azure { azure::dress(answer) } else { answer }.into())
 }
 
 // ---------------------------------------------------------------------------------
@@ -376,9 +377,11 @@ async fn run_matrix(s: Scenario) {
             }
         }
     }
-    // Each Vertex service account's token, granted once and reused until it nears
-    // its expiry: not one grant per request.
-    for u in [Upstream::VertexClaude, Upstream::VertexGemini, Upstream::VertexOpen] {
+    // Each Vertex service account's token, and the Entra app's, granted once and
+    // reused until it nears its expiry: not one grant per request.
+    for u in
+        [Upstream::VertexClaude, Upstream::VertexGemini, Upstream::VertexOpen, Upstream::AzureV1]
+    {
         let granted = u.fake(&m).tokens_granted();
         if granted != 1 {
             failures
@@ -1060,7 +1063,7 @@ fn check_envelope(p: &mut Problems, rx: &Received, case: Case) {
             check_messages_flags(p, body, stream);
         }
         Upstream::VertexGemini => upstreams::check_cloud_envelope(p, rx, upstream, stream),
-        Upstream::VertexOpen | Upstream::Azure => {
+        Upstream::VertexOpen | Upstream::Azure | Upstream::AzureV1 => {
             upstreams::check_cloud_envelope(p, rx, upstream, stream);
             check_chat_stream_flags(p, body, stream);
         }
@@ -1551,7 +1554,7 @@ fn check_client(
         p.push(format!("client status {status}: {}", shorten(body)));
         return;
     }
-    if upstream == Upstream::Azure {
+    if matches!(upstream, Upstream::Azure | Upstream::AzureV1) {
         // Azure's content filter results are its own: no client sees them.
         let text = String::from_utf8_lossy(body);
         for word in ["prompt_filter_results", "content_filter_results", "\"severity\""] {
@@ -1605,7 +1608,7 @@ fn check_client(
 }
 
 // ---------------------------------------------------------------------------------
-// The matrix: one test per scenario, 3 formats × 9 upstreams × {whole, stream} each
+// The matrix: one test per scenario, 3 formats × 10 upstreams × {whole, stream} each
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]

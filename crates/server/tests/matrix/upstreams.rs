@@ -1,6 +1,6 @@
 //! The matrix's upstream axis: the four vendors' own APIs, and the wires that
 //! carry one of their bodies elsewhere (Claude, Gemini and open models on Vertex
-//! AI, OpenAI's models on Azure, OpenAI's Responses API). Each names the body it
+//! AI, OpenAI's models on Azure's two APIs, OpenAI's Responses API). Each names the body it
 //! speaks ([`Upstream::family`]: its requests are read by that family's view, its
 //! answers scripted in that family's shape), its provider, its models, and checks
 //! its envelope: path, query, credential, where the model goes.
@@ -28,11 +28,13 @@ pub enum Upstream {
     VertexOpen,
     /// A deployment of Azure OpenAI's dated API (`azure-openai`), by its key.
     Azure,
+    /// Azure OpenAI's v1 API (`azure-openai-v1`), by a Microsoft Entra token.
+    AzureV1,
     /// OpenAI's Responses API (`openai-responses`), on the OpenAI fake.
     Responses,
 }
 
-pub const UPSTREAMS: [Upstream; 9] = [
+pub const UPSTREAMS: [Upstream; 10] = [
     Upstream::OpenAi,
     Upstream::Anthropic,
     Upstream::Gemini,
@@ -41,6 +43,7 @@ pub const UPSTREAMS: [Upstream; 9] = [
     Upstream::VertexGemini,
     Upstream::VertexOpen,
     Upstream::Azure,
+    Upstream::AzureV1,
     Upstream::Responses,
 ];
 
@@ -64,9 +67,11 @@ impl Upstream {
     /// OpenAI's, on its fake, though its body is its own ([`super::responses_view`]).
     pub fn family(self) -> Vendor {
         match self {
-            Upstream::OpenAi | Upstream::VertexOpen | Upstream::Azure | Upstream::Responses => {
-                Vendor::OpenAi
-            }
+            Upstream::OpenAi
+            | Upstream::VertexOpen
+            | Upstream::Azure
+            | Upstream::AzureV1
+            | Upstream::Responses => Vendor::OpenAi,
             Upstream::Anthropic | Upstream::VertexClaude => Vendor::Anthropic,
             Upstream::Gemini | Upstream::VertexGemini => Vendor::Gemini,
             Upstream::Bedrock => Vendor::Bedrock,
@@ -84,6 +89,7 @@ impl Upstream {
             Upstream::VertexGemini => "vertex-gemini",
             Upstream::VertexOpen => "vertex-open",
             Upstream::Azure => "azure",
+            Upstream::AzureV1 => "azure-v1",
             Upstream::Responses => "oai-responses",
         }
     }
@@ -99,6 +105,7 @@ impl Upstream {
             Upstream::VertexGemini => "m-vertex-gemini",
             Upstream::VertexOpen => "m-vertex-open",
             Upstream::Azure => "m-azure",
+            Upstream::AzureV1 => "m-azure-v1",
             Upstream::Responses => "m-responses",
         }
     }
@@ -113,13 +120,13 @@ impl Upstream {
             Upstream::VertexClaude => VERTEX_CLAUDE_MODEL,
             Upstream::VertexGemini => VERTEX_GEMINI_MODEL,
             Upstream::VertexOpen => VERTEX_OPEN_MODEL,
-            Upstream::Azure => AZURE_DEPLOYMENT,
+            Upstream::Azure | Upstream::AzureV1 => AZURE_DEPLOYMENT,
             Upstream::Responses => RESPONSES_MODEL,
         }
     }
 
-    /// The configured secret that may travel to it (`None`: none may; Vertex
-    /// takes only a token its fake granted).
+    /// The configured secret that may travel to it (`None`: none may; Vertex and
+    /// Azure's v1 API by Entra take only a token their fake granted).
     pub fn key(self) -> Option<&'static str> {
         match self {
             Upstream::OpenAi | Upstream::Responses => Some(OPENAI_KEY),
@@ -127,7 +134,10 @@ impl Upstream {
             Upstream::Gemini => Some(GEMINI_KEY),
             Upstream::Bedrock => Some(BEDROCK_ACCESS_KEY_ID),
             Upstream::Azure => Some(azure::API_KEY),
-            Upstream::VertexClaude | Upstream::VertexGemini | Upstream::VertexOpen => None,
+            Upstream::VertexClaude
+            | Upstream::VertexGemini
+            | Upstream::VertexOpen
+            | Upstream::AzureV1 => None,
         }
     }
 
@@ -141,13 +151,13 @@ impl Upstream {
             Upstream::VertexClaude => &m.vertex_claude,
             Upstream::VertexGemini => &m.vertex_gemini,
             Upstream::VertexOpen => &m.vertex_open,
-            Upstream::Azure => &m.azure,
+            Upstream::Azure | Upstream::AzureV1 => &m.azure,
         }
     }
 
     /// Whether `rx`, received by its fake, is a call to this wire: a generation
     /// (or a refused attempt at one), not a token grant, nor the other API that
-    /// shares the fake.
+    /// shares the fake (OpenAI's Chat and Responses; Azure's two APIs).
     pub fn owns(self, rx: &Received) -> bool {
         match self {
             Upstream::OpenAi => rx.path != "/v1/responses",
@@ -155,7 +165,10 @@ impl Upstream {
             Upstream::VertexClaude | Upstream::VertexGemini | Upstream::VertexOpen => {
                 rx.path != "/token"
             }
-            Upstream::Azure => rx.path != azure::token_path(),
+            Upstream::Azure => {
+                rx.path != azure::token_path() && !rx.path.starts_with("/openai/v1/")
+            }
+            Upstream::AzureV1 => rx.path.starts_with("/openai/v1/"),
             Upstream::Anthropic | Upstream::Gemini | Upstream::Bedrock => true,
         }
     }
@@ -186,8 +199,9 @@ impl Upstream {
 }
 
 /// The harness with the cloud fakes: the server in front of the four vendors'
-/// fakes (the common harness) and of Vertex's three publishers and Azure, each
-/// with its provider and catalog model; the Responses wire on the OpenAI fake.
+/// fakes (the common harness) and of Vertex's three publishers and Azure (both
+/// its APIs on one resource), each with its provider and catalog model; the
+/// Responses wire on the OpenAI fake.
 pub struct Matrix {
     pub h: Harness,
     pub vertex_claude: FakeUpstream,
@@ -234,6 +248,10 @@ impl Matrix {
     wire: azure-openai
     endpoint: "{azure}"
     credentials: {{ keys: ["{azure_key}"] }}
+  azure-v1:
+    wire: azure-openai-v1
+    endpoint: "{azure}"
+    credentials: {{ azure: {{ tenant_id: "{tenant}", client_id: "{client}", client_secret: "{entra_secret}", authority_host: "{azure}" }} }}
   oai-responses: {{ wire: openai-responses, endpoint: "{{openai}}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
 "#,
             claude = vertex_claude.base_url(),
@@ -245,6 +263,9 @@ impl Matrix {
             open_sa = account("open", &vertex_open),
             project = vertex::PROJECT,
             azure_key = azure::API_KEY,
+            tenant = azure::TENANT,
+            client = azure::CLIENT_ID,
+            entra_secret = azure::CLIENT_SECRET,
         );
         let mut extra_models = String::new();
         for u in [
@@ -252,6 +273,7 @@ impl Matrix {
             Upstream::VertexGemini,
             Upstream::VertexOpen,
             Upstream::Azure,
+            Upstream::AzureV1,
             Upstream::Responses,
         ] {
             extra_models.push_str(&format!(
@@ -285,7 +307,7 @@ impl Matrix {
 /// Every secret the gateway holds: none but [`Upstream::key`] may reach an upstream.
 pub fn secrets() -> Vec<&'static str> {
     let mut all = SECRETS.to_vec();
-    all.push(azure::API_KEY);
+    all.extend([azure::API_KEY, azure::CLIENT_SECRET]);
     all
 }
 
@@ -328,6 +350,7 @@ pub fn expected_path(u: Upstream, stream: bool) -> String {
             vertex_path(VERTEX_OPEN_REGION, "endpoints/openapi/chat/completions")
         }
         Upstream::Azure => format!("/openai/deployments/{AZURE_DEPLOYMENT}/chat/completions"),
+        Upstream::AzureV1 => "/openai/v1/chat/completions".into(),
     }
 }
 
@@ -363,6 +386,16 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
                 format!("api-version={}", switchyard_protocol::azure::API_VERSION).as_str(),
             );
         }
+        Upstream::AzureV1 => {
+            // A token the fake's Entra endpoint granted (it refuses any other).
+            let auth = rx.header("authorization").unwrap_or_default();
+            p.check(auth.starts_with("Bearer eyJ0eXAiOiJKV1Qi.fake-entra-"), || {
+                format!("upstream authorization is not a granted Entra token: {auth:?}")
+            });
+            p.check(rx.header("api-key").is_none(), || "upstream api-key header sent".into());
+            // Versionless.
+            p.check(query.is_empty(), || format!("upstream query {query:?}"));
+        }
         _ => unreachable!("{u:?} is no cloud wire"),
     }
     match u {
@@ -384,6 +417,10 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
         }
         Upstream::Azure => {
             p.check(body.get("model").is_none(), || "upstream body names a model".into());
+        }
+        // The deployment in the body.
+        Upstream::AzureV1 => {
+            p.eq("upstream body.model", &body["model"], &json!(AZURE_DEPLOYMENT));
         }
         _ => {}
     }
