@@ -102,15 +102,6 @@ impl Scenario {
 const SECRETS: [&str; 6] =
     [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, BEDROCK_ACCESS_KEY_ID, BEDROCK_SECRET];
 
-/// Whether a vendor's thinking carries Anthropic's signatures (Claude, on Anthropic's
-/// API or on Bedrock): its fake signs with [`ANTHROPIC_THINKING_SIGNATURE`].
-fn signs_thinking(v: Vendor) -> bool {
-    match v {
-        Vendor::Anthropic | Vendor::Bedrock => true,
-        Vendor::OpenAi | Vendor::Gemini => false,
-    }
-}
-
 /// Claude's signed thinking as a wire that takes it back writes it (Anthropic's
 /// `thinking` block, Converse's `reasoningContent`); `None` for a wire that takes
 /// no Anthropic signature.
@@ -1898,24 +1889,19 @@ fn signed_history(model: &str) -> Value {
 
 #[tokio::test]
 async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
-    for vendor in VENDORS {
-        let (status, bytes, rx) = exchange(
-            &h,
-            ClientFormat::Anthropic,
-            vendor,
-            &signed_history(catalog_model(vendor)),
-            &[],
-        )
-        .await;
-        p.check(status == 200, || format!("{vendor:?}: status {status}: {}", shorten(&bytes)));
+    for upstream in UPSTREAMS {
+        let request = signed_history(upstream.catalog_model());
+        let (status, bytes, rx) =
+            upstreams::exchange(&m, ClientFormat::Anthropic, upstream, &request).await;
+        p.check(status == 200, || format!("{upstream:?}: status {status}: {}", shorten(&bytes)));
         let Some(rx) = rx else {
-            p.push(format!("{vendor:?}: no upstream request"));
+            p.push(format!("{upstream:?}: no upstream request"));
             continue;
         };
         let raw = String::from_utf8_lossy(&rx.raw).into_owned();
-        let view = view_of(vendor, &rx.body);
+        let view = view_of_upstream(upstream, &rx.body);
         let thinking: Vec<&Item> = view
             .turns
             .iter()
@@ -1929,7 +1915,7 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
             .filter(|i| matches!(i, Item::Text(_)))
             .collect();
         p.eq(
-            &format!("{vendor:?}: upstream texts"),
+            &format!("{upstream:?}: upstream texts"),
             texts,
             vec![
                 &Item::Text("what is 2+2?".into()),
@@ -1937,19 +1923,19 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
                 &Item::Text("and 3+3?".into()),
             ],
         );
-        if signs_thinking(vendor) {
+        if upstream.signs_thinking() {
             p.check(raw.contains(SIGNATURE), || {
-                format!("{vendor:?}: signature bytes not in the upstream body")
+                format!("{upstream:?}: signature bytes not in the upstream body")
             });
-            // Claude's signatures hold on every platform that serves it: Converse
-            // takes the same block as `reasoningContent`.
+            // Claude's signatures hold on every platform that serves it: Vertex
+            // takes Anthropic's block, Converse the same as `reasoningContent`.
             p.eq(
-                &format!("{vendor:?}: upstream thinking block"),
+                &format!("{upstream:?}: upstream thinking block"),
                 Some(&rx.body["messages"][1]["content"][0]),
-                signed_thinking_block(vendor, PRIOR_THINKING, SIGNATURE).as_ref(),
+                signed_thinking_block(upstream.family(), PRIOR_THINKING, SIGNATURE).as_ref(),
             );
             p.eq(
-                &format!("{vendor:?}: upstream thinking"),
+                &format!("{upstream:?}: upstream thinking"),
                 thinking,
                 vec![&Item::Thinking {
                     text: PRIOR_THINKING.into(),
@@ -1958,12 +1944,12 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
             );
         } else {
             p.check(!raw.contains(SIGNATURE), || {
-                format!("{vendor:?}: the Anthropic signature leaked upstream")
+                format!("{upstream:?}: the Anthropic signature leaked upstream")
             });
             p.check(!raw.contains(PRIOR_THINKING), || {
-                format!("{vendor:?}: the thinking block was sent upstream")
+                format!("{upstream:?}: the thinking block was sent upstream")
             });
-            p.eq(&format!("{vendor:?}: upstream thinking"), thinking, Vec::<&Item>::new());
+            p.eq(&format!("{upstream:?}: upstream thinking"), thinking, Vec::<&Item>::new());
         }
     }
     assert!(p.0.is_empty(), "signature problems:\n  - {}", p.0.join("\n  - "));

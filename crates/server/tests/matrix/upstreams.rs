@@ -7,7 +7,8 @@
 //!
 //! The cloud fakes are started here, for the matrix only ([`Matrix::start`]).
 
-use serde_json::json;
+use serde_json::{Value, json};
+use switchyard_protocol::ClientFormat;
 use switchyard_testkit::{FakeUpstream, Received, Vendor, azure, vertex};
 
 use super::common::*;
@@ -302,6 +303,28 @@ impl Matrix {
             &self.azure,
         ]
     }
+}
+
+/// Send `body` from a client of `format`; return the status, the answer and the
+/// last call `u` got (none for a refusal that stopped before it).
+pub async fn exchange(
+    m: &Matrix,
+    format: ClientFormat,
+    u: Upstream,
+    body: &Value,
+) -> (u16, Vec<u8>, Option<Received>) {
+    let fake = u.fake(m);
+    fake.clear_received();
+    let before = fake.request_count();
+    let resp = m.h.post(path(format), body).await;
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+    if status == 200 {
+        // Recorded before it was answered; bounded all the same.
+        let _ = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
+    }
+    let received = fake.received().into_iter().rfind(|rx| u.owns(rx));
+    (status, bytes, received)
 }
 
 /// Every secret the gateway holds: none but [`Upstream::key`] may reach an upstream.
