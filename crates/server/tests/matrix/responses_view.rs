@@ -1,8 +1,9 @@
 //! OpenAI's Responses body, read into the matrix's wire-neutral [`View`]:
 //! `instructions` and leading `system` / `developer` messages as the system,
 //! `input` (a string, or items: `message`s with text / `input_image` /
-//! `input_file` parts or a plain string, `function_call`, `function_call_output`,
-//! `reasoning`), and the flat `function` tools.
+//! `input_file` parts or a plain string, `function_call`, `function_call_output`
+//! (a string, or parts: their text, then any image or file), `reasoning`), and the
+//! flat `function` tools.
 //!
 //! Items have no turns: a run of the assistant's items (its messages, calls and
 //! reasoning) is one `assistant` turn, a call's output a `tool` turn (as OpenAI
@@ -119,15 +120,23 @@ fn input_item(view: &mut View, item: &Value, at: &str) {
             assistant(view, vec![call]);
         }
         Some("function_call_output") => {
-            let output = match &item["output"] {
-                Value::String(s) => s.clone(),
-                other => {
-                    view.problems.push(format!("{at}: output is {other}"));
-                    String::new()
+            // Text, or content parts: their text, and any image or file after it.
+            let mut output = String::new();
+            let mut attached = Vec::new();
+            match &item["output"] {
+                Value::String(s) => output.push_str(s),
+                Value::Array(_) => {
+                    for i in content(&item["output"], &mut view.problems, at) {
+                        match i {
+                            Item::Text(t) => output.push_str(&t),
+                            other => attached.push(other),
+                        }
+                    }
                 }
-            };
+                other => view.problems.push(format!("{at}: output is {other}")),
+            }
             let result = Item::Result { id: str_of(&item["call_id"]), name: None, output };
-            view.turns.push(("tool".into(), vec![result]));
+            view.turns.push(("tool".into(), [vec![result], attached].concat()));
         }
         Some("reasoning") => {
             let text: String = item["summary"]
