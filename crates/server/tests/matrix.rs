@@ -2863,28 +2863,54 @@ fn document_request(
 
 /// The document the upstream must receive, in the view's terms; `None`: the request
 /// must be refused with a 400 naming the part (and nothing sent upstream).
-fn expected_document(format: ClientFormat, form: DocForm, vendor: Vendor) -> Option<Item> {
+fn expected_document(format: ClientFormat, form: DocForm, u: Upstream) -> Option<Item> {
     let inline = Item::Document { media_type: PDF_MEDIA.into(), data: PDF_B64.into() };
     let url = Item::Document { media_type: "url".into(), data: PDF_URL.into() };
     let file_id = Item::Document { media_type: "file_id".into(), data: FILE_ID.into() };
-    let native = format.native_wire_vendor() == Some(vendor);
     match form {
         DocForm::Inline | DocForm::InToolResult => Some(inline),
         // Chat Completions takes no URL for a file, nor Converse one but `s3://`,
         // and fetching it is not the gateway's job.
-        DocForm::Url => takes_document_urls(vendor).then_some(url),
+        DocForm::Url => takes_document_urls(u).then_some(url),
         // An uploaded file is the business of the provider that holds it: only the
         // client's own body, forwarded as it is, may carry it.
-        DocForm::FileId => native.then_some(file_id),
+        DocForm::FileId => forwards_own_body(format, u).then_some(file_id),
     }
 }
 
-/// Whether a wire takes a document by an http(s) URL.
-fn takes_document_urls(v: Vendor) -> bool {
-    match v {
+/// Whether a wire takes a document by an http(s) URL (Claude's and Gemini's, on
+/// their own APIs and on Vertex; the Responses API's `file_url`).
+fn takes_document_urls(u: Upstream) -> bool {
+    match u.family() {
         Vendor::Anthropic | Vendor::Gemini => true,
-        Vendor::OpenAi | Vendor::Bedrock => false,
+        Vendor::OpenAi => u == Upstream::Responses,
+        Vendor::Bedrock => false,
     }
+}
+
+/// Whether a client's own body goes to this wire as it wrote it (edited: the fast
+/// path): its own API, or a cloud that serves that API's body. Azure's deployments
+/// are a dialect of their own (their bodies name no model, their dated API refuses
+/// newer fields): a Chat body is translated for them.
+fn forwards_own_body(format: ClientFormat, u: Upstream) -> bool {
+    match format {
+        ClientFormat::OpenAiChat => matches!(u, Upstream::OpenAi | Upstream::VertexOpen),
+        ClientFormat::Anthropic => matches!(u, Upstream::Anthropic | Upstream::VertexClaude),
+        ClientFormat::OpenAiResponses => u == Upstream::Responses,
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
+    }
+}
+
+/// Known gateway gaps in the document cases: each fails its check today, and the
+/// test fails when one passes (then it leaves this list).
+///
+/// A Responses client's file by `file_id`, to the Responses API itself: the
+/// client's own body should go as it wrote it (as a Chat client's `file_id` goes to
+/// Chat Completions, an Anthropic client's `file` source to Messages), but the
+/// Responses request parser refuses any `file_id` before the upstream is known
+/// ("file ids belong to the OpenAI organisation that stored the file").
+fn known_document_gap(format: ClientFormat, form: DocForm, u: Upstream) -> bool {
+    format == ClientFormat::OpenAiResponses && form == DocForm::FileId && u == Upstream::Responses
 }
 
 trait NativeVendor {
@@ -2916,95 +2942,116 @@ fn refusal_names(form: DocForm) -> &'static str {
 /// dropped on a 200.
 #[tokio::test]
 async fn documents_reach_every_wire_or_are_refused_by_name() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     for format in FORMATS {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
+            let vendor = upstream.family();
             for form in [DocForm::Inline, DocForm::Url, DocForm::FileId, DocForm::InToolResult] {
                 for stream in [false, true] {
-                    let Some(body) = document_request(format, form, catalog_model(vendor), stream)
+                    let Some(body) =
+                        document_request(format, form, upstream.catalog_model(), stream)
                     else {
                         continue;
                     };
-                    let label = format!("{format:?} -> {vendor:?}, {form:?}, stream={stream}");
-                    let before = h.fake(vendor).request_count();
-                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
-                    let sent = h.fake(vendor).request_count() - before;
-                    match expected_document(format, form, vendor) {
-                        Some(want) => {
-                            if status != 200 {
-                                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
-                                continue;
+                    let label = format!("{format:?} -> {upstream:?}, {form:?}, stream={stream}");
+                    let (status, bytes, rx) =
+                        upstreams::exchange(&m, format, upstream, &body).await;
+                    let sent = usize::from(rx.is_some());
+                    let mut c = Problems::default();
+                    'case: {
+                        match expected_document(format, form, upstream) {
+                            Some(want) => {
+                                if status != 200 {
+                                    c.push(format!(
+                                        "{label}: status {status}: {}",
+                                        shorten(&bytes)
+                                    ));
+                                    break 'case;
+                                }
+                                let Some(rx) = rx else {
+                                    c.push(format!("{label}: no upstream request"));
+                                    break 'case;
+                                };
+                                let view = view_of_upstream(upstream, &rx.body);
+                                for m in &view.problems {
+                                    c.push(format!("{label}: upstream shape: {m}"));
+                                }
+                                let docs: Vec<&Item> = view
+                                    .turns
+                                    .iter()
+                                    .flat_map(|(_, items)| items)
+                                    .filter(|i| matches!(i, Item::Document { .. }))
+                                    .collect();
+                                c.eq(&format!("{label}: upstream documents"), docs, vec![&want]);
+                                let texts: Vec<&Item> = view
+                                    .turns
+                                    .iter()
+                                    .flat_map(|(_, items)| items)
+                                    .filter(|i| matches!(i, Item::Text(_)))
+                                    .collect();
+                                c.check(texts.contains(&&Item::Text(DOC_QUESTION.into())), || {
+                                    format!("{label}: the question is not upstream: {texts:?}")
+                                });
+                                if vendor == Vendor::Anthropic && format != ClientFormat::Anthropic
+                                {
+                                    c.eq(
+                                        &format!("{label}: anthropic document title"),
+                                        document_block(&rx.body)["title"].as_str(),
+                                        (form != DocForm::Url).then_some("report.pdf"),
+                                    );
+                                }
+                                // Converse names every document: the client's file
+                                // name (or title), without its extension.
+                                if vendor == Vendor::Bedrock {
+                                    c.eq(
+                                        &format!("{label}: bedrock document name"),
+                                        converse_document(&rx.body)["name"].as_str(),
+                                        Some("report"),
+                                    );
+                                }
+                                // The file name the client gave travels (Anthropic's
+                                // documents have a title instead).
+                                if vendor == Vendor::OpenAi
+                                    && format != ClientFormat::Anthropic
+                                    && form != DocForm::FileId
+                                {
+                                    c.check(rx.raw.windows(10).any(|w| w == b"report.pdf"), || {
+                                        format!("{label}: the file name is not upstream")
+                                    });
+                                }
+                                match decode(format, stream, &bytes) {
+                                    Ok(resp) => c.eq(
+                                        &format!("{label}: client content"),
+                                        summarize(&resp),
+                                        vec![Out::Text(format!("{ECHO_PREFIX}{DOC_QUESTION}"))],
+                                    ),
+                                    Err(e) => c.push(format!("{label}: {e}")),
+                                }
                             }
-                            let Some(rx) = rx else {
-                                p.push(format!("{label}: no upstream request"));
-                                continue;
-                            };
-                            let view = view_of(vendor, &rx.body);
-                            for m in &view.problems {
-                                p.push(format!("{label}: upstream shape: {m}"));
-                            }
-                            let docs: Vec<&Item> = view
-                                .turns
-                                .iter()
-                                .flat_map(|(_, items)| items)
-                                .filter(|i| matches!(i, Item::Document { .. }))
-                                .collect();
-                            p.eq(&format!("{label}: upstream documents"), docs, vec![&want]);
-                            let texts: Vec<&Item> = view
-                                .turns
-                                .iter()
-                                .flat_map(|(_, items)| items)
-                                .filter(|i| matches!(i, Item::Text(_)))
-                                .collect();
-                            p.check(texts.contains(&&Item::Text(DOC_QUESTION.into())), || {
-                                format!("{label}: the question is not upstream: {texts:?}")
-                            });
-                            if vendor == Vendor::Anthropic && format != ClientFormat::Anthropic {
-                                p.eq(
-                                    &format!("{label}: anthropic document title"),
-                                    document_block(&rx.body)["title"].as_str(),
-                                    (form != DocForm::Url).then_some("report.pdf"),
-                                );
-                            }
-                            // Converse names every document: the client's file
-                            // name (or title), without its extension.
-                            if vendor == Vendor::Bedrock {
-                                p.eq(
-                                    &format!("{label}: bedrock document name"),
-                                    converse_document(&rx.body)["name"].as_str(),
-                                    Some("report"),
-                                );
-                            }
-                            // The file name the client gave travels (Anthropic's
-                            // documents have a title instead).
-                            if vendor == Vendor::OpenAi
-                                && format != ClientFormat::Anthropic
-                                && form != DocForm::FileId
-                            {
-                                p.check(rx.raw.windows(10).any(|w| w == b"report.pdf"), || {
-                                    format!("{label}: the file name is not upstream")
+                            None => {
+                                let text = String::from_utf8_lossy(&bytes);
+                                c.check(status == 400, || {
+                                    format!(
+                                        "{label}: status {status}, want 400: {}",
+                                        shorten(&bytes)
+                                    )
+                                });
+                                c.check(sent == 0, || {
+                                    format!("{label}: {sent} upstream request(s)")
+                                });
+                                c.check(text.contains(refusal_names(form)), || {
+                                    format!("{label}: the refusal does not name the part: {text}")
                                 });
                             }
-                            match decode(format, stream, &bytes) {
-                                Ok(resp) => p.eq(
-                                    &format!("{label}: client content"),
-                                    summarize(&resp),
-                                    vec![Out::Text(format!("{ECHO_PREFIX}{DOC_QUESTION}"))],
-                                ),
-                                Err(e) => p.push(format!("{label}: {e}")),
-                            }
                         }
-                        None => {
-                            let text = String::from_utf8_lossy(&bytes);
-                            p.check(status == 400, || {
-                                format!("{label}: status {status}, want 400: {}", shorten(&bytes))
-                            });
-                            p.check(sent == 0, || format!("{label}: {sent} upstream request(s)"));
-                            p.check(text.contains(refusal_names(form)), || {
-                                format!("{label}: the refusal does not name the part: {text}")
-                            });
-                        }
+                    }
+                    if known_document_gap(format, form, upstream) {
+                        p.check(!c.0.is_empty(), || {
+                            format!("{label}: a known gap passes now: take it off the list")
+                        });
+                    } else {
+                        p.0.extend(c.0);
                     }
                 }
             }
