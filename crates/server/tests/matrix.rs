@@ -2486,23 +2486,24 @@ fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -
 /// result that answers no call).
 #[tokio::test]
 async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let long = format!("call_{}", "x".repeat(70));
-    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
         for format in FORMATS {
             for id in ["functions.get_weather:0", long.as_str()] {
                 for stream in [false, true] {
-                    let mode = format!("{vendor:?} {format:?} id={id} stream={stream}");
+                    let mode = format!("{upstream:?} {format:?} id={id} stream={stream}");
                     let mut body = tool_history(format, id, stream, false);
-                    body["model"] = json!(catalog_model(vendor));
-                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                    body["model"] = json!(upstream.catalog_model());
+                    let (status, bytes, rx) =
+                        upstreams::exchange(&m, format, upstream, &body).await;
                     if status != 200 {
                         p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
                         continue;
                     }
                     let Some(rx) = rx else { continue };
-                    let view = view_of(vendor, &rx.body);
+                    let view = view_of_upstream(upstream, &rx.body);
                     let item = |turn: usize| view.turns.get(turn).and_then(|t| t.1.first());
                     let call = match item(1) {
                         Some(Item::Call { id, .. }) => id.clone(),
@@ -3226,21 +3227,21 @@ fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: b
 /// question: it reaches the upstream, which answers it.
 #[tokio::test]
 async fn blank_text_never_reaches_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: &str| Item::Text(t.to_owned());
-    for (vendor, format) in FORMATS.map(|f| [(Vendor::Anthropic, f), (Vendor::Bedrock, f)]).concat()
-    {
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, format) in FORMATS.map(|f| claudes.map(|u| (u, f))).concat() {
         for stream in [false, true] {
-            let label = format!("{format:?} -> {vendor:?} stream={stream}");
-            let body = blank_history(format, catalog_model(vendor), false, stream);
-            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+            let label = format!("{format:?} -> {upstream:?} stream={stream}");
+            let body = blank_history(format, upstream.catalog_model(), false, stream);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
             if status != 200 {
                 p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
             }
             match rx {
                 Some(rx) => {
-                    let view = view_of(vendor, &rx.body);
+                    let view = view_of_upstream(upstream, &rx.body);
                     for m in &view.problems {
                         p.push(format!("{label}: upstream shape: {m}"));
                     }
@@ -3273,14 +3274,14 @@ async fn blank_text_never_reaches_claude() {
 
             // The final question is blank: it goes as it is, and the upstream's
             // refusal is the answer.
-            let body = blank_history(format, catalog_model(vendor), true, stream);
-            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+            let body = blank_history(format, upstream.catalog_model(), true, stream);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
             p.check(status == 400, || {
                 format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
             });
             match rx {
                 Some(rx) => {
-                    let turns = joined(view_of(vendor, &rx.body).turns);
+                    let turns = joined(view_of_upstream(upstream, &rx.body).turns);
                     let last = turns.last().and_then(|(_, items)| items.last().cloned());
                     p.eq(
                         &format!("{label}, blank final turn: last upstream block"),
@@ -3534,20 +3535,20 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
 /// and its result reach Bedrock as text.
 #[tokio::test]
 async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: String| Item::Text(t);
-    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
         for format in FORMATS {
             for stream in [false, true] {
-                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mode = format!("{upstream:?} {format:?} stream={stream}");
                 let mut body = tool_history(format, "call_title_1", stream, false);
                 body.as_object_mut().unwrap().remove("tools");
-                body["model"] = json!(catalog_model(vendor));
-                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                body["model"] = json!(upstream.catalog_model());
+                let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
                 p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
                 let sent = rx.map(|r| r.body).unwrap_or_default();
-                match vendor {
+                match upstream.family() {
                     Vendor::Bedrock => {
                         p.eq(&format!("{mode}: no toolConfig"), &sent["toolConfig"], &Value::Null);
                         let view = converse::converse_view(&sent);
