@@ -2327,21 +2327,22 @@ fn responses_output(bytes: &[u8], stream: bool) -> Vec<Value> {
 /// Bedrock.
 #[tokio::test]
 async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
         "parameters": weather_schema()}]);
     let mut p = Problems::default();
-    for (vendor, stream) in
-        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
-    {
-        let mode = format!("{vendor:?} stream={stream}");
-        let fake = h.fake(vendor);
-        let model = catalog_model(vendor);
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
+        let mode = format!("{upstream:?} stream={stream}");
+        let vendor = upstream.family();
+        let fake = upstream.fake(&m);
+        let model = upstream.catalog_model();
         fake.clear_script();
         fake.push(
             canned::reasoning_then_tool_call(
                 vendor,
-                upstream_model(vendor),
+                upstream.upstream_model(),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2388,7 +2389,7 @@ async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
         let bytes = r.bytes().await.unwrap();
         p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
         let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
-        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+        let Some(sent) = seen.ok().and_then(|r| r.into_iter().rfind(|rx| upstream.owns(rx))) else {
             p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
@@ -2542,17 +2543,21 @@ async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
 /// too) is to go without extended thinking for that request; the descriptor says so.
 #[tokio::test]
 async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let mut p = Problems::default();
-    for (vendor, note) in [
-        (Vendor::Anthropic, "thinking_off:anthropic_tool_loop"),
-        (Vendor::Bedrock, "thinking_off:bedrock_tool_loop"),
+    for (upstream, note) in [
+        (Upstream::Anthropic, "thinking_off:anthropic_tool_loop"),
+        (Upstream::Bedrock, "thinking_off:bedrock_tool_loop"),
+        // Claude's rules, wherever it runs: the publisher's note.
+        (Upstream::VertexClaude, "thinking_off:anthropic_tool_loop"),
     ] {
+        let vendor = upstream.family();
         for format in FORMATS {
             for stream in [false, true] {
-                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mode = format!("{upstream:?} {format:?} stream={stream}");
                 let mut body = tool_history(format, "call_abc123", stream, true);
-                body["model"] = json!(catalog_model(vendor));
+                body["model"] = json!(upstream.catalog_model());
                 let resp = h.post_with(path(format), &body, &[]).await;
                 let status = resp.status().as_u16();
                 let route =
@@ -2562,8 +2567,8 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
                 p.check(route.as_deref().is_some_and(|r| r.contains(note)), || {
                     format!("{mode}: the descriptor does not say so: {route:?}")
                 });
-                let sent =
-                    h.fake(vendor).received().last().map(|r| r.body.clone()).unwrap_or_default();
+                let sent = upstream.fake(&m).received().into_iter().rfind(|rx| upstream.owns(rx));
+                let sent = sent.map(|r| r.body).unwrap_or_default();
                 p.check(sent.is_object() && !thinking_on(vendor, &sent), || {
                     format!("{mode}: thinking still sent: {sent}")
                 });
@@ -2571,18 +2576,19 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
         }
         // With its own signed thinking the same loop keeps thinking on.
         let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
-        own["model"] = json!(catalog_model(vendor));
+        own["model"] = json!(upstream.catalog_model());
         own["messages"][1]["content"].as_array_mut().unwrap().insert(
             0,
             json!(
             {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
         );
-        let (status, bytes, rx) = exchange(&h, ClientFormat::Anthropic, vendor, &own, &[]).await;
+        let (status, bytes, rx) =
+            upstreams::exchange(&m, ClientFormat::Anthropic, upstream, &own).await;
         p.check(status == 200, || {
-            format!("{vendor:?} own thinking: status {status}: {}", shorten(&bytes))
+            format!("{upstream:?} own thinking: status {status}: {}", shorten(&bytes))
         });
         p.check(rx.is_some_and(|r| thinking_on(vendor, &r.body)), || {
-            format!("{vendor:?} own thinking: thinking dropped")
+            format!("{upstream:?} own thinking: thinking dropped")
         });
     }
     assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
@@ -2679,21 +2685,22 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
 /// The same on Claude by Bedrock, in Converse's `reasoningContent`.
 #[tokio::test]
 async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
         "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
     let mut p = Problems::default();
-    for (vendor, stream) in
-        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
-    {
-        let mode = format!("{vendor:?} stream={stream}");
-        let fake = h.fake(vendor);
-        let model = catalog_model(vendor);
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
+        let mode = format!("{upstream:?} stream={stream}");
+        let vendor = upstream.family();
+        let fake = upstream.fake(&m);
+        let model = upstream.catalog_model();
         fake.clear_script();
         fake.push(
             canned::reasoning_then_tool_call(
                 vendor,
-                upstream_model(vendor),
+                upstream.upstream_model(),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2737,7 +2744,7 @@ async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
             format!("{mode}: thinking was turned off")
         });
         let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
-        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+        let Some(sent) = seen.ok().and_then(|r| r.into_iter().rfind(|rx| upstream.owns(rx))) else {
             p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
