@@ -2599,14 +2599,17 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
 /// (Gemini pairs them by position), from every client format.
 #[tokio::test]
 async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let calls = [
         ("call_paris", r#"{"city":"Paris"}"#, "Paris: 18C"),
         ("call_tokyo", r#"{"city":"Tokyo"}"#, "Tokyo: 25C"),
     ];
     let user = "weather in Paris and Tokyo?";
-    for format in FORMATS {
+    for (gemini, format) in
+        FORMATS.map(|f| [(Upstream::Gemini, f), (Upstream::VertexGemini, f)]).concat()
+    {
+        let model = gemini.catalog_model();
         let body = match format {
             ClientFormat::OpenAiChat => {
                 let tool_calls: Vec<Value> = calls.iter().map(|(id, args, _)| json!(
@@ -2618,7 +2621,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                 for (id, _, out) in calls.iter().rev() {
                     messages.push(json!({"role": "tool", "tool_call_id": id, "content": out}));
                 }
-                json!({"model": "m-gemini", "messages": messages})
+                json!({"model": model, "messages": messages})
             }
             ClientFormat::OpenAiResponses => {
                 let mut input = vec![json!({"type": "message", "role": "user", "content": user})];
@@ -2630,7 +2633,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                         json!({"type": "function_call_output", "call_id": id, "output": out}),
                     );
                 }
-                json!({"model": "m-gemini", "input": input})
+                json!({"model": model, "input": input})
             }
             ClientFormat::Anthropic => {
                 let uses: Vec<Value> = calls
@@ -2648,16 +2651,16 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                     {"type": "tool_result", "tool_use_id": id, "content": out})
                     })
                     .collect();
-                json!({"model": "m-gemini", "max_tokens": 256, "messages": [
+                json!({"model": model, "max_tokens": 256, "messages": [
                     {"role": "user", "content": user},
                     {"role": "assistant", "content": uses},
                     {"role": "user", "content": results}]})
             }
             ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         };
-        let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &body, &[]).await;
+        let (status, bytes, rx) = upstreams::exchange(&m, format, gemini, &body).await;
         if status != 200 {
-            p.push(format!("{format:?}: status {status}: {}", shorten(&bytes)));
+            p.push(format!("{gemini:?} {format:?}: status {status}: {}", shorten(&bytes)));
             continue;
         }
         let Some(rx) = rx else { continue };
@@ -2670,7 +2673,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
             })
             .collect();
         p.eq(
-            &format!("{format:?}: results in call order"),
+            &format!("{gemini:?} {format:?}: results in call order"),
             &json!(responses),
             &json!(["Paris: 18C", "Tokyo: 25C"]),
         );
@@ -3398,7 +3401,7 @@ async fn chat_usage_chunk_only_when_asked() {
 /// without a word.
 #[tokio::test]
 async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let signature = format!("CiQB{}==", "x7Yz".repeat(80));
     let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
             {"functionCall": {"name": TOOL_NAME, "args": {"city": "Paris"}}, "thoughtSignature": signature}]},
@@ -3406,11 +3409,15 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
         "modelVersion": "up-gemini", "responseId": "resp-gemini-0001"});
     let mut p = Problems::default();
-    for format in FORMATS {
+    for (gemini, format) in
+        FORMATS.map(|f| [(Upstream::Gemini, f), (Upstream::VertexGemini, f)]).concat()
+    {
+        let model = gemini.catalog_model();
         for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            h.gemini.clear_script();
-            h.gemini.push(if stream {
+            let mode = format!("{gemini:?} {format:?} stream={stream}");
+            let fake = gemini.fake(&m);
+            fake.clear_script();
+            fake.push(if stream {
                 Reply::sse(vec![format!("data: {answer}\r\n\r\n")])
             } else {
                 Reply::json(answer.clone())
@@ -3418,17 +3425,17 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             let first = tool_history(format, "unused", stream, false);
             // Only the question: the first turn.
             let first = match format {
-                ClientFormat::OpenAiChat => json!({"model": "m-gemini", "stream": stream,
+                ClientFormat::OpenAiChat => json!({"model": model, "stream": stream,
                     "tools": first["tools"], "messages": [first["messages"][0]]}),
-                ClientFormat::OpenAiResponses => json!({"model": "m-gemini", "stream": stream,
+                ClientFormat::OpenAiResponses => json!({"model": model, "stream": stream,
                     "tools": first["tools"], "input": [first["input"][0]]}),
                 ClientFormat::Anthropic => {
-                    json!({"model": "m-gemini", "stream": stream, "max_tokens": 256,
+                    json!({"model": model, "stream": stream, "max_tokens": 256,
                     "tools": first["tools"], "messages": [first["messages"][0]]})
                 }
                 ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
             };
-            let r = h.post(path(format), &first).await;
+            let r = m.h.post(path(format), &first).await;
             let bytes = r.bytes().await.unwrap();
             let Ok(resp) = decode(format, stream, &bytes) else {
                 p.push(format!("{mode}: undecodable: {}", shorten(&bytes)));
@@ -3451,8 +3458,8 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             });
             // Next turn on Gemini: the call goes back with its signature.
             let mut next = tool_history(format, &id, stream, false);
-            next["model"] = json!("m-gemini");
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &next, &[]).await;
+            next["model"] = json!(model);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, gemini, &next).await;
             p.check(status == 200, || format!("{mode}: Gemini turn {status}: {}", shorten(&bytes)));
             let sent = rx.map(|r| r.body).unwrap_or_default();
             p.eq(
@@ -3462,7 +3469,7 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             );
             // The same history on OpenAI.
             next["model"] = json!("m-openai");
-            let (status, bytes, _) = exchange(&h, format, Vendor::OpenAi, &next, &[]).await;
+            let (status, bytes, _) = upstreams::exchange(&m, format, Upstream::OpenAi, &next).await;
             p.check(status == 200, || format!("{mode}: OpenAI turn {status}: {}", shorten(&bytes)));
         }
     }
