@@ -40,9 +40,6 @@ use upstreams::{Matrix, UPSTREAMS, Upstream};
 
 const FORMATS: [ClientFormat; 3] =
     [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
-/// The four vendors' own APIs, which the tests after the matrix cross (the matrix
-/// itself crosses every wire: [`UPSTREAMS`]).
-const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 
 const SYSTEM_TEXT: &str = "You are a terse assistant.";
 /// A valid 1×1 PNG.
@@ -2924,21 +2921,6 @@ fn known_document_gap(format: ClientFormat, form: DocForm, u: Upstream) -> bool 
     format == ClientFormat::OpenAiResponses && form == DocForm::FileId && u == Upstream::Responses
 }
 
-trait NativeVendor {
-    fn native_wire_vendor(self) -> Option<Vendor>;
-}
-
-impl NativeVendor for ClientFormat {
-    fn native_wire_vendor(self) -> Option<Vendor> {
-        match self {
-            ClientFormat::OpenAiChat => Some(Vendor::OpenAi),
-            ClientFormat::Anthropic => Some(Vendor::Anthropic),
-            ClientFormat::OpenAiResponses => None,
-            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
-        }
-    }
-}
-
 /// What a refusal of this form must name.
 fn refusal_names(form: DocForm) -> &'static str {
     match form {
@@ -3104,7 +3086,7 @@ fn converse_document(body: &Value) -> Value {
 /// goes as it came on the same-format fast path: never dropped without a word.
 #[tokio::test]
 async fn untranslatable_content_is_refused_by_name() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let audio = json!({"messages": [{"role": "user", "content": [
         {"type": "text", "text": "what is said here?"},
@@ -3129,18 +3111,17 @@ async fn untranslatable_content_is_refused_by_name() {
         (ClientFormat::Anthropic, &files_image, "`file` source"),
     ];
     for (format, body, needle) in cases {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
             for stream in [false, true] {
                 let mut body = body.clone();
-                body["model"] = json!(catalog_model(vendor));
+                body["model"] = json!(upstream.catalog_model());
                 if stream {
                     body["stream"] = json!(true);
                 }
-                let label = format!("{format:?} {needle} -> {vendor:?}, stream={stream}");
-                let before = h.fake(vendor).request_count();
-                let (status, bytes, _) = exchange(&h, format, vendor, &body, &[]).await;
-                let sent = h.fake(vendor).request_count() - before;
-                if format.native_wire_vendor() == Some(vendor) {
+                let label = format!("{format:?} {needle} -> {upstream:?}, stream={stream}");
+                let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
+                let sent = usize::from(rx.is_some());
+                if forwards_own_body(format, upstream) {
                     // The client's own body, forwarded as it is.
                     p.check(status == 200 && sent == 1, || {
                         format!("{label}: status {status}, {sent} sent: {}", shorten(&bytes))
@@ -3613,17 +3594,19 @@ async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
 /// OpenAI-compatible upstream without it, on the fast path too.
 #[tokio::test]
 async fn tool_choice_without_tools_is_left_out_for_openai() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
+    // Chat Completions, wherever it is served.
+    let chats = [Upstream::OpenAi, Upstream::VertexOpen, Upstream::Azure, Upstream::AzureV1];
+    for (u, format) in FORMATS.map(|f| chats.map(|u| (u, f))).concat() {
         for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let mut body = client_request(format, Scenario::Text, "m-openai", stream);
+            let mode = format!("{u:?} {format:?} stream={stream}");
+            let mut body = client_request(format, Scenario::Text, u.catalog_model(), stream);
             body["tool_choice"] = match format {
                 ClientFormat::Anthropic => json!({"type": "auto"}),
                 _ => json!("auto"),
             };
-            let (status, bytes, rx) = exchange(&h, format, Vendor::OpenAi, &body, &[]).await;
+            let (status, bytes, rx) = upstreams::exchange(&m, format, u, &body).await;
             p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
             let sent = rx.map(|r| r.body).unwrap_or_default();
             p.check(sent.get("tool_choice").is_none(), || {
