@@ -2909,18 +2909,6 @@ fn forwards_own_body(format: ClientFormat, u: Upstream) -> bool {
     }
 }
 
-/// Known gateway gaps in the document cases: each fails its check today, and the
-/// test fails when one passes (then it leaves this list).
-///
-/// A Responses client's file by `file_id`, to the Responses API itself: the
-/// client's own body should go as it wrote it (as a Chat client's `file_id` goes to
-/// Chat Completions, an Anthropic client's `file` source to Messages), but the
-/// Responses request parser refuses any `file_id` before the upstream is known
-/// ("file ids belong to the OpenAI organisation that stored the file").
-fn known_document_gap(format: ClientFormat, form: DocForm, u: Upstream) -> bool {
-    format == ClientFormat::OpenAiResponses && form == DocForm::FileId && u == Upstream::Responses
-}
-
 /// What a refusal of this form must name.
 fn refusal_names(form: DocForm) -> &'static str {
     match form {
@@ -2951,100 +2939,81 @@ async fn documents_reach_every_wire_or_are_refused_by_name() {
                     let (status, bytes, rx) =
                         upstreams::exchange(&m, format, upstream, &body).await;
                     let sent = usize::from(rx.is_some());
-                    let mut c = Problems::default();
-                    'case: {
-                        match expected_document(format, form, upstream) {
-                            Some(want) => {
-                                if status != 200 {
-                                    c.push(format!(
-                                        "{label}: status {status}: {}",
-                                        shorten(&bytes)
-                                    ));
-                                    break 'case;
-                                }
-                                let Some(rx) = rx else {
-                                    c.push(format!("{label}: no upstream request"));
-                                    break 'case;
-                                };
-                                let view = view_of_upstream(upstream, &rx.body);
-                                for m in &view.problems {
-                                    c.push(format!("{label}: upstream shape: {m}"));
-                                }
-                                let docs: Vec<&Item> = view
-                                    .turns
-                                    .iter()
-                                    .flat_map(|(_, items)| items)
-                                    .filter(|i| matches!(i, Item::Document { .. }))
-                                    .collect();
-                                c.eq(&format!("{label}: upstream documents"), docs, vec![&want]);
-                                let texts: Vec<&Item> = view
-                                    .turns
-                                    .iter()
-                                    .flat_map(|(_, items)| items)
-                                    .filter(|i| matches!(i, Item::Text(_)))
-                                    .collect();
-                                c.check(texts.contains(&&Item::Text(DOC_QUESTION.into())), || {
-                                    format!("{label}: the question is not upstream: {texts:?}")
-                                });
-                                if vendor == Vendor::Anthropic && format != ClientFormat::Anthropic
-                                {
-                                    c.eq(
-                                        &format!("{label}: anthropic document title"),
-                                        document_block(&rx.body)["title"].as_str(),
-                                        (form != DocForm::Url).then_some("report.pdf"),
-                                    );
-                                }
-                                // Converse names every document: the client's file
-                                // name (or title), without its extension.
-                                if vendor == Vendor::Bedrock {
-                                    c.eq(
-                                        &format!("{label}: bedrock document name"),
-                                        converse_document(&rx.body)["name"].as_str(),
-                                        Some("report"),
-                                    );
-                                }
-                                // The file name the client gave travels (Anthropic's
-                                // documents have a title instead).
-                                if vendor == Vendor::OpenAi
-                                    && format != ClientFormat::Anthropic
-                                    && form != DocForm::FileId
-                                {
-                                    c.check(rx.raw.windows(10).any(|w| w == b"report.pdf"), || {
-                                        format!("{label}: the file name is not upstream")
-                                    });
-                                }
-                                match decode(format, stream, &bytes) {
-                                    Ok(resp) => c.eq(
-                                        &format!("{label}: client content"),
-                                        summarize(&resp),
-                                        vec![Out::Text(format!("{ECHO_PREFIX}{DOC_QUESTION}"))],
-                                    ),
-                                    Err(e) => c.push(format!("{label}: {e}")),
-                                }
+                    match expected_document(format, form, upstream) {
+                        Some(want) => {
+                            if status != 200 {
+                                p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
+                                continue;
                             }
-                            None => {
-                                let text = String::from_utf8_lossy(&bytes);
-                                c.check(status == 400, || {
-                                    format!(
-                                        "{label}: status {status}, want 400: {}",
-                                        shorten(&bytes)
-                                    )
+                            let Some(rx) = rx else {
+                                p.push(format!("{label}: no upstream request"));
+                                continue;
+                            };
+                            let view = view_of_upstream(upstream, &rx.body);
+                            for m in &view.problems {
+                                p.push(format!("{label}: upstream shape: {m}"));
+                            }
+                            let docs: Vec<&Item> = view
+                                .turns
+                                .iter()
+                                .flat_map(|(_, items)| items)
+                                .filter(|i| matches!(i, Item::Document { .. }))
+                                .collect();
+                            p.eq(&format!("{label}: upstream documents"), docs, vec![&want]);
+                            let texts: Vec<&Item> = view
+                                .turns
+                                .iter()
+                                .flat_map(|(_, items)| items)
+                                .filter(|i| matches!(i, Item::Text(_)))
+                                .collect();
+                            p.check(texts.contains(&&Item::Text(DOC_QUESTION.into())), || {
+                                format!("{label}: the question is not upstream: {texts:?}")
+                            });
+                            if vendor == Vendor::Anthropic && format != ClientFormat::Anthropic {
+                                p.eq(
+                                    &format!("{label}: anthropic document title"),
+                                    document_block(&rx.body)["title"].as_str(),
+                                    (form != DocForm::Url).then_some("report.pdf"),
+                                );
+                            }
+                            // Converse names every document: the client's file
+                            // name (or title), without its extension.
+                            if vendor == Vendor::Bedrock {
+                                p.eq(
+                                    &format!("{label}: bedrock document name"),
+                                    converse_document(&rx.body)["name"].as_str(),
+                                    Some("report"),
+                                );
+                            }
+                            // The file name the client gave travels (Anthropic's
+                            // documents have a title instead).
+                            if vendor == Vendor::OpenAi
+                                && format != ClientFormat::Anthropic
+                                && form != DocForm::FileId
+                            {
+                                p.check(rx.raw.windows(10).any(|w| w == b"report.pdf"), || {
+                                    format!("{label}: the file name is not upstream")
                                 });
-                                c.check(sent == 0, || {
-                                    format!("{label}: {sent} upstream request(s)")
-                                });
-                                c.check(text.contains(refusal_names(form)), || {
-                                    format!("{label}: the refusal does not name the part: {text}")
-                                });
+                            }
+                            match decode(format, stream, &bytes) {
+                                Ok(resp) => p.eq(
+                                    &format!("{label}: client content"),
+                                    summarize(&resp),
+                                    vec![Out::Text(format!("{ECHO_PREFIX}{DOC_QUESTION}"))],
+                                ),
+                                Err(e) => p.push(format!("{label}: {e}")),
                             }
                         }
-                    }
-                    if known_document_gap(format, form, upstream) {
-                        p.check(!c.0.is_empty(), || {
-                            format!("{label}: a known gap passes now: take it off the list")
-                        });
-                    } else {
-                        p.0.extend(c.0);
+                        None => {
+                            let text = String::from_utf8_lossy(&bytes);
+                            p.check(status == 400, || {
+                                format!("{label}: status {status}, want 400: {}", shorten(&bytes))
+                            });
+                            p.check(sent == 0, || format!("{label}: {sent} upstream request(s)"));
+                            p.check(text.contains(refusal_names(form)), || {
+                                format!("{label}: the refusal does not name the part: {text}")
+                            });
+                        }
                     }
                 }
             }
