@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-//! The translation matrix, black box: the real server in front of the four fake
-//! upstreams (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse), driven
-//! through every ingress format × upstream wire × {whole, stream} for each scenario
-//! (text, system, multi-turn, tools, images, reasoning).
+//! The translation matrix, black box: the real server in front of a fake of every
+//! upstream wire (OpenAI Chat, Anthropic Messages, Gemini, Bedrock Converse; Claude,
+//! Gemini and open models on Vertex AI; Azure OpenAI's two APIs; OpenAI's Responses
+//! API: see `matrix/upstreams.rs`), driven through every ingress format × upstream
+//! wire × {whole, stream} for each scenario (text, system, multi-turn, tools,
+//! images, reasoning).
 //!
 //! Each case checks both sides:
 //! - what the upstream received, read in *that wire's* shape (path, credential,
@@ -16,6 +18,10 @@
 mod common;
 #[path = "matrix/converse.rs"]
 mod converse;
+#[path = "matrix/responses_view.rs"]
+mod responses_view;
+#[path = "matrix/upstreams.rs"]
+mod upstreams;
 
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -28,11 +34,12 @@ use switchyard_testkit::canned::{
     CANNED_CACHE_READ_INPUT_TOKENS, CANNED_INPUT_TOKENS, CANNED_OUTPUT_TOKENS, ECHO_PREFIX,
     OPENAI_TOOL_CALL_ID,
 };
-use switchyard_testkit::{Received, Reply, Vendor, bedrock};
+use switchyard_testkit::responses::{self as fake_responses, Turn};
+use switchyard_testkit::{Received, Reply, Vendor, azure, bedrock};
+use upstreams::{Matrix, UPSTREAMS, Upstream};
 
 const FORMATS: [ClientFormat; 3] =
     [ClientFormat::OpenAiChat, ClientFormat::OpenAiResponses, ClientFormat::Anthropic];
-const VENDORS: [Vendor; 4] = [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini, Vendor::Bedrock];
 
 const SYSTEM_TEXT: &str = "You are a terse assistant.";
 /// A valid 1×1 PNG.
@@ -86,47 +93,11 @@ impl Scenario {
     }
 }
 
-fn provider(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => "openai",
-        Vendor::Anthropic => "anthropic",
-        Vendor::Gemini => "gemini",
-        Vendor::Bedrock => "bedrock",
-    }
-}
-
-/// The credential that may travel to a vendor: its key, or for Bedrock the access
-/// key ID that a SigV4 `authorization` header names (never the secret it signs with).
-fn upstream_key(v: Vendor) -> &'static str {
-    match v {
-        Vendor::OpenAi => OPENAI_KEY,
-        Vendor::Anthropic => ANTHROPIC_KEY,
-        Vendor::Gemini => GEMINI_KEY,
-        Vendor::Bedrock => BEDROCK_ACCESS_KEY_ID,
-    }
-}
-
-/// Every secret the gateway holds: none but [`upstream_key`]'s may reach an upstream.
+/// The vendors' secrets (the clouds' too: [`upstreams::secrets`]): none but the one
+/// of the upstream called ([`Upstream::key`]; for Bedrock the access key ID that a
+/// SigV4 `authorization` header names, never the secret it signs with) may reach it.
 const SECRETS: [&str; 6] =
     [GATEWAY_KEY, OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, BEDROCK_ACCESS_KEY_ID, BEDROCK_SECRET];
-
-/// Whether a vendor's usage reports cache reads and writes apart (its fake reports
-/// [`CANNED_CACHE_READ_INPUT_TOKENS`] and [`CANNED_CACHE_CREATION_INPUT_TOKENS`]).
-fn reports_cache(v: Vendor) -> bool {
-    match v {
-        Vendor::Anthropic | Vendor::Bedrock => true,
-        Vendor::OpenAi | Vendor::Gemini => false,
-    }
-}
-
-/// Whether a vendor's thinking carries Anthropic's signatures (Claude, on Anthropic's
-/// API or on Bedrock): its fake signs with [`ANTHROPIC_THINKING_SIGNATURE`].
-fn signs_thinking(v: Vendor) -> bool {
-    match v {
-        Vendor::Anthropic | Vendor::Bedrock => true,
-        Vendor::OpenAi | Vendor::Gemini => false,
-    }
-}
 
 /// Claude's signed thinking as a wire that takes it back writes it (Anthropic's
 /// `thinking` block, Converse's `reasoningContent`); `None` for a wire that takes
@@ -175,7 +146,7 @@ fn bedrock_path(stream: bool) -> String {
 struct Case {
     s: Scenario,
     format: ClientFormat,
-    vendor: Vendor,
+    upstream: Upstream,
     stream: bool,
 }
 
@@ -190,15 +161,48 @@ fn client_max_tokens(format: ClientFormat, s: Scenario) -> Option<u64> {
 }
 
 /// What the fake answers, when not its default echo.
-fn scripted_reply(s: Scenario, v: Vendor, stream: bool) -> Option<Reply> {
-    let model = upstream_model(v);
+fn scripted_reply(s: Scenario, u: Upstream, stream: bool) -> Option<Reply> {
     match s {
-        Scenario::Tools => Some(canned::tool_call(v, model, TOOL_NAME, ANSWER_ARGS, stream).into()),
-        Scenario::Reasoning => {
-            Some(canned::reasoning_then_text(v, model, THINKING, FINAL, stream).into())
-        }
+        Scenario::Tools => Some(answer(u, None, None, Some((TOOL_NAME, ANSWER_ARGS)), stream)),
+        Scenario::Reasoning => Some(answer(u, Some(THINKING), Some(FINAL), None, stream)),
         _ => None,
     }
+}
+
+/// An answer of `u`'s model in its wire's shape: thinking, then text or a call of
+/// a tool (name, arguments JSON).
+fn answer(
+    u: Upstream,
+    thinking: Option<&str>,
+    text: Option<&str>,
+    call: Option<(&str, &str)>,
+    stream: bool,
+) -> Reply {
+    let model = u.upstream_model();
+    if u == Upstream::Responses {
+        let turn = Turn {
+            model: model.to_owned(),
+            reasoning: thinking.map(str::to_owned),
+            text: text.map(str::to_owned),
+            call: call.map(|(n, a)| (n.to_owned(), a.to_owned())),
+        };
+        return fake_responses::reply(&turn, stream).into();
+    }
+    let v = u.family();
+    let body = match (thinking, text, call) {
+        (None, None, Some((name, args))) => canned::tool_call(v, model, name, args, stream),
+        (Some(thinking), None, Some((name, args))) => {
+            canned::reasoning_then_tool_call(v, model, thinking, name, args, stream)
+        }
+        (Some(thinking), Some(text), None) => {
+            canned::reasoning_then_text(v, model, thinking, text, stream)
+        }
+        (None, Some(text), None) => canned::text(v, model, text, stream),
+        other => unreachable!("no canned answer for {other:?}"),
+    };
+    // Azure's answers carry its content filter's results, as its fake's echo does.
+    let azure = matches!(u, Upstream::Azure | Upstream::AzureV1);
+    if azure { azure::dress(body) } else { body }.into()
 }
 
 // ---------------------------------------------------------------------------------
@@ -360,22 +364,33 @@ impl Problems {
 
 /// Run every case of the matrix for one scenario; fail with all broken cases.
 async fn run_matrix(s: Scenario) {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut failures = Vec::new();
     let mut total = 0;
     for format in FORMATS {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
             for stream in [false, true] {
                 total += 1;
-                let problems = run_case(&h, Case { s, format, vendor, stream }).await;
+                let problems = run_case(&m, Case { s, format, upstream, stream }).await;
                 if !problems.is_empty() {
                     let mode = if stream { "stream" } else { "whole" };
                     failures.push(format!(
-                        "{s:?}: {format:?} client -> {vendor:?} upstream ({mode}):\n    - {}",
+                        "{s:?}: {format:?} client -> {upstream:?} upstream ({mode}):\n    - {}",
                         problems.join("\n    - ")
                     ));
                 }
             }
+        }
+    }
+    // Each Vertex service account's token, and the Entra app's, granted once and
+    // reused until it nears its expiry: not one grant per request.
+    for u in
+        [Upstream::VertexClaude, Upstream::VertexGemini, Upstream::VertexOpen, Upstream::AzureV1]
+    {
+        let granted = u.fake(&m).tokens_granted();
+        if granted != 1 {
+            failures
+                .push(format!("{s:?}: {u:?} granted {granted} tokens for the scenario, want 1"));
         }
     }
     assert!(
@@ -386,20 +401,21 @@ async fn run_matrix(s: Scenario) {
     );
 }
 
-async fn run_case(h: &Harness, case: Case) -> Vec<String> {
-    let Case { s, format, vendor, stream } = case;
+async fn run_case(m: &Matrix, case: Case) -> Vec<String> {
+    let Case { s, format, upstream, stream } = case;
+    let h = &m.h;
     let mut p = Problems::default();
-    for v in VENDORS {
-        h.fake(v).clear_received();
-        h.fake(v).clear_script();
+    for f in m.fakes() {
+        f.clear_received();
+        f.clear_script();
     }
-    let before = VENDORS.map(|v| h.fake(v).request_count());
-    let fake = h.fake(vendor);
-    if let Some(reply) = scripted_reply(s, vendor, stream) {
+    let fake = upstream.fake(m);
+    let before = fake.request_count();
+    if let Some(reply) = scripted_reply(s, upstream, stream) {
         fake.push(reply);
     }
 
-    let request = client_request(format, s, catalog_model(vendor), stream);
+    let request = client_request(format, s, upstream.catalog_model(), stream);
     let resp = h.post(path(format), &request).await;
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -411,42 +427,40 @@ async fn run_case(h: &Harness, case: Case) -> Vec<String> {
         }
     };
 
-    // The upstream side. A 200 means the upstream was called; anything else may
-    // have been refused before it, so do not wait for a request that never comes.
-    let target = VENDORS.iter().position(|v| *v == vendor).unwrap_or(0);
-    let received = if status == 200 {
-        match tokio::time::timeout(WAIT, fake.wait_for_requests(before[target] + 1)).await {
-            Ok(r) => r,
-            Err(_) => {
-                p.push("the upstream received nothing within WAIT");
-                Vec::new()
-            }
-        }
-    } else {
-        fake.received()
+    // The upstream side. A 200 means the upstream was called (and its fake had
+    // recorded the call before it answered); anything else may have been refused
+    // before it, so do not wait for a request that never comes.
+    if status == 200
+        && tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await.is_err()
+    {
+        p.push("the upstream received nothing within WAIT");
+    }
+    // Its calls, token grants aside (and the other API that shares a fake).
+    let calls = |u: Upstream| -> Vec<Received> {
+        u.fake(m).received().into_iter().filter(|rx| u.owns(rx)).collect()
     };
-    for (i, v) in VENDORS.iter().enumerate() {
-        let sent = h.fake(*v).request_count() - before[i];
+    for u in UPSTREAMS {
+        let sent = calls(u).len();
         // Exactly one call to the catalog's upstream (none elsewhere, no retries); a
         // refused request (reported below) may have stopped before it.
-        let ok = if *v != vendor {
+        let ok = if u != upstream {
             sent == 0
         } else if status == 200 {
             sent == 1
         } else {
             sent <= 1
         };
-        p.check(ok, || format!("{v:?} upstream got {sent} request(s)"));
+        p.check(ok, || format!("{u:?} upstream got {sent} request(s)"));
     }
-    if let Some(rx) = received.last() {
+    if let Some(rx) = calls(upstream).last() {
         check_upstream(&mut p, rx, case);
     } else {
         p.push("no upstream request to inspect");
     }
 
     check_client(&mut p, case, status, &headers, &body);
-    for v in VENDORS {
-        h.fake(v).clear_script();
+    for f in m.fakes() {
+        f.clear_script();
     }
     p.0
 }
@@ -912,17 +926,25 @@ fn expected_turns(s: Scenario, vendor: Vendor) -> Vec<(String, Vec<Item>)> {
     }
 }
 
+/// A wire's request read in its body's shape.
+fn view_of_upstream(u: Upstream, body: &Value) -> View {
+    match u {
+        Upstream::Responses => responses_view::responses_view(body),
+        other => view_of(other.family(), body),
+    }
+}
+
 fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
-    let Case { s, vendor, .. } = case;
-    check_envelope(p, rx, vendor, case.stream);
-    let view = view_of(vendor, &rx.body);
+    let Case { s, upstream, .. } = case;
+    check_envelope(p, rx, case);
+    let view = view_of_upstream(upstream, &rx.body);
     for m in &view.problems {
         p.push(format!("upstream shape: {m}"));
     }
     let want_system: Vec<String> =
         if s == Scenario::System { vec![SYSTEM_TEXT.to_owned()] } else { Vec::new() };
     p.eq("upstream system", &view.system, &want_system);
-    p.eq("upstream conversation", &view.turns, &expected_turns(s, vendor));
+    p.eq("upstream conversation", &view.turns, &expected_turns(s, upstream.family()));
     let want_tools: Vec<ToolDef> = if s == Scenario::Tools {
         vec![(TOOL_NAME.into(), Some(TOOL_DESCRIPTION.into()), weather_schema())]
     } else {
@@ -942,7 +964,11 @@ fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
 fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
     let body = &rx.body;
     let want = client_max_tokens(case.format, case.s);
-    match case.vendor {
+    if case.upstream == Upstream::Responses {
+        p.eq("upstream max_output_tokens", body["max_output_tokens"].as_u64(), want);
+        return;
+    }
+    match case.upstream.family() {
         Vendor::OpenAi => {
             let got =
                 body["max_completion_tokens"].as_u64().or_else(|| body["max_tokens"].as_u64());
@@ -970,48 +996,38 @@ fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
 }
 
 /// Path, credential, model and streaming flags.
-fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool) {
+fn check_envelope(p: &mut Problems, rx: &Received, case: Case) {
+    let Case { upstream, stream, .. } = case;
     let body = &rx.body;
     p.eq("upstream method", rx.method.as_str(), "POST");
-    match vendor {
-        Vendor::OpenAi => {
-            p.eq("upstream path", rx.path.as_str(), "/v1/chat/completions");
+    match upstream {
+        Upstream::OpenAi | Upstream::Responses => {
+            let path =
+                if upstream == Upstream::OpenAi { "/v1/chat/completions" } else { "/v1/responses" };
+            p.eq("upstream path", rx.path.as_str(), path);
             p.eq(
                 "upstream authorization",
                 rx.header("authorization"),
                 Some(format!("Bearer {OPENAI_KEY}").as_str()),
             );
-            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
-            if stream {
-                p.eq("upstream body.stream", &body["stream"], &json!(true));
-                p.eq(
-                    "upstream stream_options.include_usage",
-                    &body["stream_options"]["include_usage"],
-                    &json!(true),
-                );
+            p.eq("upstream body.model", &body["model"], &json!(upstream.upstream_model()));
+            if upstream == Upstream::OpenAi {
+                check_chat_stream_flags(p, body, stream);
             } else {
-                p.check(body["stream"] != true, || "upstream body.stream is true".into());
+                check_responses_flags(p, body, case);
             }
         }
-        Vendor::Anthropic => {
+        Upstream::Anthropic => {
             p.eq("upstream path", rx.path.as_str(), "/v1/messages");
             p.eq("upstream x-api-key", rx.header("x-api-key"), Some(ANTHROPIC_KEY));
             p.check(rx.header("anthropic-version").is_some_and(|v| !v.is_empty()), || {
                 "upstream anthropic-version header missing".into()
             });
-            p.eq("upstream body.model", &body["model"], &json!(upstream_model(vendor)));
-            p.check(body["max_tokens"].as_u64().is_some_and(|n| n > 0), || {
-                format!("upstream max_tokens is {}", body["max_tokens"])
-            });
-            if stream {
-                p.eq("upstream body.stream", &body["stream"], &json!(true));
-            } else {
-                p.check(body["stream"] != true, || "upstream body.stream is true".into());
-            }
+            p.eq("upstream body.model", &body["model"], &json!(upstream.upstream_model()));
+            check_messages_flags(p, body, stream);
         }
-        Vendor::Gemini => {
-            let action = if stream { "streamGenerateContent" } else { "generateContent" };
-            let want = format!("/v1beta/models/{}:{action}", upstream_model(vendor));
+        Upstream::Gemini => {
+            let want = upstreams::expected_path(upstream, stream);
             p.eq("upstream path", rx.path.replace("%3A", ":").as_str(), want.as_str());
             let query = rx.query.as_deref().unwrap_or("");
             let sse = query.split('&').any(|kv| kv == "alt=sse");
@@ -1022,7 +1038,7 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
             );
             p.eq("upstream x-goog-api-key", rx.header("x-goog-api-key"), Some(GEMINI_KEY));
         }
-        Vendor::Bedrock => {
+        Upstream::Bedrock => {
             // The model in the path (none in the body), the stream by the action.
             p.eq("upstream path", rx.path.as_str(), bedrock_path(stream).as_str());
             p.eq("upstream model (decoded)", rx.bedrock_model().as_deref(), Some(BEDROCK_MODEL));
@@ -1046,19 +1062,81 @@ fn check_envelope(p: &mut Problems, rx: &Received, vendor: Vendor, stream: bool)
                 p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
             }
         }
+        // The clouds: their own envelope, their publisher's body.
+        Upstream::VertexClaude => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream);
+            check_messages_flags(p, body, stream);
+        }
+        Upstream::VertexGemini => upstreams::check_cloud_envelope(p, rx, upstream, stream),
+        Upstream::VertexOpen | Upstream::Azure | Upstream::AzureV1 => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream);
+            check_chat_stream_flags(p, body, stream);
+        }
     }
     // No other secret travels: not the gateway key, not another provider's key, not
     // Bedrock's secret access key (it signs, it never travels).
+    let secrets = upstreams::secrets();
     for (name, value) in &rx.headers {
-        for secret in SECRETS {
-            if secret != upstream_key(vendor) && value.contains(secret) {
+        for secret in &secrets {
+            if Some(*secret) != upstream.key() && value.contains(secret) {
                 p.push(format!("upstream header {name} carries a foreign secret"));
             }
         }
     }
     let raw = String::from_utf8_lossy(&rx.raw);
-    for secret in SECRETS {
+    for secret in &secrets {
         p.check(!raw.contains(secret), || "a secret is in the upstream body".into());
+    }
+    p.check(!raw.contains("PRIVATE KEY"), || "a private key is in the upstream body".into());
+}
+
+/// A Chat body's streaming flags: the stream asked for with its usage chunk.
+fn check_chat_stream_flags(p: &mut Problems, body: &Value, stream: bool) {
+    if stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+        p.eq(
+            "upstream stream_options.include_usage",
+            &body["stream_options"]["include_usage"],
+            &json!(true),
+        );
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+}
+
+/// A Messages body's ceiling (mandatory) and streaming flag.
+fn check_messages_flags(p: &mut Problems, body: &Value, stream: bool) {
+    p.check(body["max_tokens"].as_u64().is_some_and(|n| n > 0), || {
+        format!("upstream max_tokens is {}", body["max_tokens"])
+    });
+    if stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+}
+
+/// A Responses body's streaming flag, and its state: a body translated by the
+/// gateway stores nothing and, where reasoning is asked for, asks for it encrypted
+/// (so it can be given back without server state); a Responses client's own body
+/// goes as it wrote it, neither added.
+fn check_responses_flags(p: &mut Problems, body: &Value, case: Case) {
+    if case.stream {
+        p.eq("upstream body.stream", &body["stream"], &json!(true));
+    } else {
+        p.check(body["stream"] != true, || "upstream body.stream is true".into());
+    }
+    if case.format == ClientFormat::OpenAiResponses {
+        p.eq("upstream body.store (the client's own: none)", &body["store"], &Value::Null);
+        p.eq("upstream body.include (the client's own: none)", &body["include"], &Value::Null);
+    } else {
+        p.eq("upstream body.store", &body["store"], &json!(false));
+        let want = if case.s == Scenario::Reasoning {
+            json!([fake_responses::ENCRYPTED_REASONING])
+        } else {
+            Value::Null
+        };
+        p.eq("upstream body.include", &body["include"], &want);
     }
 }
 
@@ -1073,7 +1151,15 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
         }
         _ => (Effort::High, Effort::High.budget_tokens()),
     };
-    match case.vendor {
+    if case.upstream == Upstream::Responses {
+        let want = if wanted { json!(effort.as_str()) } else { Value::Null };
+        p.eq("upstream reasoning.effort", &body["reasoning"]["effort"], &want);
+        if !wanted {
+            p.eq("upstream reasoning", &body["reasoning"], &Value::Null);
+        }
+        return;
+    }
+    match case.upstream.family() {
         Vendor::OpenAi => {
             let want = if wanted { json!(effort.as_str()) } else { Value::Null };
             p.eq("upstream reasoning_effort", &body["reasoning_effort"], &want);
@@ -1293,14 +1379,22 @@ fn count_matches(got: Option<u64>, want: Option<u64>) -> bool {
 }
 
 fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
-    let Case { format, vendor, stream, .. } = case;
-    // What the fake reports, in canonical terms (input = the whole prompt).
-    let (read, write) = if reports_cache(vendor) {
+    let Case { format, upstream, stream, .. } = case;
+    // What the fake reports, in canonical terms (input = the whole prompt): Claude
+    // counts cache reads and writes apart from its input tokens, the Responses API
+    // counts its cached tokens within them.
+    let (read, write) = if upstream.reports_cache() {
         (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
+    } else if upstream == Upstream::Responses {
+        (Some(fake_responses::CACHED_TOKENS), None)
     } else {
         (None, None)
     };
-    let total = CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0);
+    let total = if upstream == Upstream::Responses {
+        CANNED_INPUT_TOKENS
+    } else {
+        CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0)
+    };
     p.eq("decoded usage.input_tokens (total prompt)", resp.usage.input_tokens, Some(total));
     p.eq("decoded usage.output_tokens", resp.usage.output_tokens, Some(CANNED_OUTPUT_TOKENS));
 
@@ -1460,14 +1554,21 @@ fn check_client(
     headers: &reqwest::header::HeaderMap,
     body: &[u8],
 ) {
-    let Case { s, format, vendor, stream } = case;
+    let Case { s, format, upstream, stream } = case;
     if status != 200 {
         p.push(format!("client status {status}: {}", shorten(body)));
         return;
     }
+    if matches!(upstream, Upstream::Azure | Upstream::AzureV1) {
+        // Azure's content filter results are its own: no client sees them.
+        let text = String::from_utf8_lossy(body);
+        for word in ["prompt_filter_results", "content_filter_results", "\"severity\""] {
+            p.check(!text.contains(word), || format!("Azure's {word} reached the client"));
+        }
+    }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    p.eq("x-gateway-provider", header("x-gateway-provider"), Some(provider(vendor)));
-    p.eq("x-gateway-model", header("x-gateway-model"), Some(catalog_model(vendor)));
+    p.eq("x-gateway-provider", header("x-gateway-provider"), Some(upstream.provider()));
+    p.eq("x-gateway-model", header("x-gateway-model"), Some(upstream.catalog_model()));
     p.check(header("x-request-id").is_some_and(|v| !v.is_empty()), || "no x-request-id".into());
     let content_type = header("content-type").unwrap_or_default();
     let want_type = if stream { "text/event-stream" } else { "application/json" };
@@ -1489,16 +1590,16 @@ fn check_client(
         // The client must get a call id it can answer with: the provider's own id,
         // passed through (the gateway mints one for Gemini, which gives none here).
         if let Part::ToolCall(c) = part {
-            match answer_call_id(vendor) {
+            match upstream.answer_call_id() {
                 Some(id) => p.eq("tool call id", c.id.as_str(), id),
                 None => p.check(!c.id.is_empty(), || "tool call without an id".into()),
             }
         }
         // An Anthropic client of a Claude upstream (Anthropic's API, or Claude on
-        // Bedrock: its signatures are Anthropic's) gets the signature untouched.
+        // Bedrock or Vertex: its signatures are Anthropic's) gets the signature untouched.
         if let Part::Thinking { signature, .. } = part
             && format == ClientFormat::Anthropic
-            && signs_thinking(vendor)
+            && upstream.signs_thinking()
         {
             p.eq("thinking signature", signature.as_deref(), Some(ANTHROPIC_THINKING_SIGNATURE));
         }
@@ -1512,7 +1613,7 @@ fn check_client(
 }
 
 // ---------------------------------------------------------------------------------
-// The matrix: one test per scenario, 3 formats × 4 upstreams × {whole, stream} each
+// The matrix: one test per scenario, 3 formats × 10 upstreams × {whole, stream} each
 // ---------------------------------------------------------------------------------
 
 #[tokio::test]
@@ -1689,40 +1790,48 @@ async fn same_format_fast_path_keeps_unknown_fields() {
 /// the patch text, streamed or not.
 #[tokio::test]
 async fn codex_custom_tools_cross_every_wire() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let patch = "*** Begin Patch\n*** Add File: hello.txt\n+Hello \"world\"\n*** End Patch\n";
     let args = json!({"input": patch}).to_string();
     let mut p = Problems::default();
-    for v in VENDORS {
+    for u in UPSTREAMS {
         for stream in [false, true] {
-            let mode = format!("{v:?} stream={stream}");
-            let fake = h.fake(v);
+            let mode = format!("{u:?} stream={stream}");
+            let fake = u.fake(&m);
             fake.clear_script();
-            let before = fake.request_count();
-            fake.push(canned::tool_call(v, upstream_model(v), "apply_patch", &args, stream).into());
+            // (Not for Responses' own API: see below.)
+            if u != Upstream::Responses {
+                fake.push(answer(u, None, None, Some(("apply_patch", &args)), stream));
+            }
             let body = json!({
-                "model": catalog_model(v),
+                "model": u.catalog_model(),
                 "stream": stream,
                 "input": [{"type": "message", "role": "user", "content": "add hello.txt"}],
                 "tools": [{"type": "custom", "name": "apply_patch", "description": "Apply a patch",
                            "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch"}}],
             });
-            let resp = h.post(path(ClientFormat::OpenAiResponses), &body).await;
-            let status = resp.status().as_u16();
-            let bytes = resp.bytes().await.unwrap_or_default();
+            let (status, bytes, rx) =
+                upstreams::exchange(&m, ClientFormat::OpenAiResponses, u, &body).await;
             if status != 200 {
                 p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
                 continue;
             }
-            let rx = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await.ok();
-            let sent = rx.and_then(|r| r.last().cloned()).map(|r| r.body).unwrap_or_default();
-            let sent = sent.to_string();
+            let sent = rx.map(|r| r.body).unwrap_or_default().to_string();
             p.check(sent.contains("apply_patch") && sent.contains("start: begin_patch"), || {
                 format!(
                     "{mode}: upstream tools lack apply_patch with its grammar: {}",
                     shorten(sent.as_bytes())
                 )
             });
+            if u == Upstream::Responses {
+                // Its own API: the fast path sends the custom tool as declared, and
+                // a model answers it with a `custom_tool_call`, which comes back as
+                // sent (the testkit's Responses replies write function calls only).
+                p.check(sent.contains(r#""type":"custom""#), || {
+                    format!("{mode}: the custom tool did not go as declared: {sent}")
+                });
+                continue;
+            }
             // The item the client sees: whole, or the last output_item.done.
             let item = if stream {
                 sse_events(&bytes)
@@ -1802,24 +1911,19 @@ fn signed_history(model: &str) -> Value {
 
 #[tokio::test]
 async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
-    for vendor in VENDORS {
-        let (status, bytes, rx) = exchange(
-            &h,
-            ClientFormat::Anthropic,
-            vendor,
-            &signed_history(catalog_model(vendor)),
-            &[],
-        )
-        .await;
-        p.check(status == 200, || format!("{vendor:?}: status {status}: {}", shorten(&bytes)));
+    for upstream in UPSTREAMS {
+        let request = signed_history(upstream.catalog_model());
+        let (status, bytes, rx) =
+            upstreams::exchange(&m, ClientFormat::Anthropic, upstream, &request).await;
+        p.check(status == 200, || format!("{upstream:?}: status {status}: {}", shorten(&bytes)));
         let Some(rx) = rx else {
-            p.push(format!("{vendor:?}: no upstream request"));
+            p.push(format!("{upstream:?}: no upstream request"));
             continue;
         };
         let raw = String::from_utf8_lossy(&rx.raw).into_owned();
-        let view = view_of(vendor, &rx.body);
+        let view = view_of_upstream(upstream, &rx.body);
         let thinking: Vec<&Item> = view
             .turns
             .iter()
@@ -1833,7 +1937,7 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
             .filter(|i| matches!(i, Item::Text(_)))
             .collect();
         p.eq(
-            &format!("{vendor:?}: upstream texts"),
+            &format!("{upstream:?}: upstream texts"),
             texts,
             vec![
                 &Item::Text("what is 2+2?".into()),
@@ -1841,19 +1945,19 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
                 &Item::Text("and 3+3?".into()),
             ],
         );
-        if signs_thinking(vendor) {
+        if upstream.signs_thinking() {
             p.check(raw.contains(SIGNATURE), || {
-                format!("{vendor:?}: signature bytes not in the upstream body")
+                format!("{upstream:?}: signature bytes not in the upstream body")
             });
-            // Claude's signatures hold on every platform that serves it: Converse
-            // takes the same block as `reasoningContent`.
+            // Claude's signatures hold on every platform that serves it: Vertex
+            // takes Anthropic's block, Converse the same as `reasoningContent`.
             p.eq(
-                &format!("{vendor:?}: upstream thinking block"),
+                &format!("{upstream:?}: upstream thinking block"),
                 Some(&rx.body["messages"][1]["content"][0]),
-                signed_thinking_block(vendor, PRIOR_THINKING, SIGNATURE).as_ref(),
+                signed_thinking_block(upstream.family(), PRIOR_THINKING, SIGNATURE).as_ref(),
             );
             p.eq(
-                &format!("{vendor:?}: upstream thinking"),
+                &format!("{upstream:?}: upstream thinking"),
                 thinking,
                 vec![&Item::Thinking {
                     text: PRIOR_THINKING.into(),
@@ -1862,12 +1966,12 @@ async fn thinking_signature_is_byte_exact_on_anthropic_wire() {
             );
         } else {
             p.check(!raw.contains(SIGNATURE), || {
-                format!("{vendor:?}: the Anthropic signature leaked upstream")
+                format!("{upstream:?}: the Anthropic signature leaked upstream")
             });
             p.check(!raw.contains(PRIOR_THINKING), || {
-                format!("{vendor:?}: the thinking block was sent upstream")
+                format!("{upstream:?}: the thinking block was sent upstream")
             });
-            p.eq(&format!("{vendor:?}: upstream thinking"), thinking, Vec::<&Item>::new());
+            p.eq(&format!("{upstream:?}: upstream thinking"), thinking, Vec::<&Item>::new());
         }
     }
     assert!(p.0.is_empty(), "signature problems:\n  - {}", p.0.join("\n  - "));
@@ -1955,22 +2059,22 @@ fn takes_image_urls(v: Vendor) -> bool {
 /// images inside tool results.
 #[tokio::test]
 async fn images_are_never_silently_dropped() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     for format in FORMATS {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
             for in_tool_result in [false, true] {
                 let label = format!(
-                    "{format:?} -> {vendor:?}, image {}",
+                    "{format:?} -> {upstream:?}, image {}",
                     if in_tool_result { "in a tool result" } else { "by URL" }
                 );
                 let needle = if in_tool_result { PNG_B64 } else { IMAGE_URL };
-                let body = image_elsewhere_request(format, catalog_model(vendor), in_tool_result);
-                let before = h.fake(vendor).request_count();
-                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
-                if !in_tool_result && !takes_image_urls(vendor) {
+                let body =
+                    image_elsewhere_request(format, upstream.catalog_model(), in_tool_result);
+                let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
+                if !in_tool_result && !takes_image_urls(upstream.family()) {
                     // Refused by name, before the upstream: it would fetch nothing.
-                    let sent = h.fake(vendor).request_count() - before;
+                    let sent = usize::from(rx.is_some());
                     let text = String::from_utf8_lossy(&bytes);
                     p.check(status == 400 && sent == 0, || {
                         format!("{label}: status {status}, {sent} sent, want a 400: {text}")
@@ -1984,7 +2088,7 @@ async fn images_are_never_silently_dropped() {
                     (200, Some(rx)) => {
                         let raw = String::from_utf8_lossy(&rx.raw);
                         p.check(raw.contains(needle), || format!("{label}: answered 200 but the image never reached the upstream: {raw}"));
-                        let images = view_of(vendor, &rx.body)
+                        let images = view_of_upstream(upstream, &rx.body)
                             .turns
                             .iter()
                             .flat_map(|(_, items)| items)
@@ -2220,21 +2324,22 @@ fn responses_output(bytes: &[u8], stream: bool) -> Vec<Value> {
 /// Bedrock.
 #[tokio::test]
 async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
         "parameters": weather_schema()}]);
     let mut p = Problems::default();
-    for (vendor, stream) in
-        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
-    {
-        let mode = format!("{vendor:?} stream={stream}");
-        let fake = h.fake(vendor);
-        let model = catalog_model(vendor);
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
+        let mode = format!("{upstream:?} stream={stream}");
+        let vendor = upstream.family();
+        let fake = upstream.fake(&m);
+        let model = upstream.catalog_model();
         fake.clear_script();
         fake.push(
             canned::reasoning_then_tool_call(
                 vendor,
-                upstream_model(vendor),
+                upstream.upstream_model(),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2281,7 +2386,7 @@ async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
         let bytes = r.bytes().await.unwrap();
         p.check(status == 200, || format!("{mode}: second turn {status}: {}", shorten(&bytes)));
         let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
-        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+        let Some(sent) = seen.ok().and_then(|r| r.into_iter().rfind(|rx| upstream.owns(rx))) else {
             p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
@@ -2379,23 +2484,24 @@ fn tool_history(format: ClientFormat, id: &str, stream: bool, reasoning: bool) -
 /// result that answers no call).
 #[tokio::test]
 async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let long = format!("call_{}", "x".repeat(70));
-    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
         for format in FORMATS {
             for id in ["functions.get_weather:0", long.as_str()] {
                 for stream in [false, true] {
-                    let mode = format!("{vendor:?} {format:?} id={id} stream={stream}");
+                    let mode = format!("{upstream:?} {format:?} id={id} stream={stream}");
                     let mut body = tool_history(format, id, stream, false);
-                    body["model"] = json!(catalog_model(vendor));
-                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                    body["model"] = json!(upstream.catalog_model());
+                    let (status, bytes, rx) =
+                        upstreams::exchange(&m, format, upstream, &body).await;
                     if status != 200 {
                         p.push(format!("{mode}: status {status}: {}", shorten(&bytes)));
                         continue;
                     }
                     let Some(rx) = rx else { continue };
-                    let view = view_of(vendor, &rx.body);
+                    let view = view_of_upstream(upstream, &rx.body);
                     let item = |turn: usize| view.turns.get(turn).and_then(|t| t.1.first());
                     let call = match item(1) {
                         Some(Item::Call { id, .. }) => id.clone(),
@@ -2434,17 +2540,21 @@ async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
 /// too) is to go without extended thinking for that request; the descriptor says so.
 #[tokio::test]
 async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let mut p = Problems::default();
-    for (vendor, note) in [
-        (Vendor::Anthropic, "thinking_off:anthropic_tool_loop"),
-        (Vendor::Bedrock, "thinking_off:bedrock_tool_loop"),
+    for (upstream, note) in [
+        (Upstream::Anthropic, "thinking_off:anthropic_tool_loop"),
+        (Upstream::Bedrock, "thinking_off:bedrock_tool_loop"),
+        // Claude's rules, wherever it runs: the publisher's note.
+        (Upstream::VertexClaude, "thinking_off:anthropic_tool_loop"),
     ] {
+        let vendor = upstream.family();
         for format in FORMATS {
             for stream in [false, true] {
-                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mode = format!("{upstream:?} {format:?} stream={stream}");
                 let mut body = tool_history(format, "call_abc123", stream, true);
-                body["model"] = json!(catalog_model(vendor));
+                body["model"] = json!(upstream.catalog_model());
                 let resp = h.post_with(path(format), &body, &[]).await;
                 let status = resp.status().as_u16();
                 let route =
@@ -2454,8 +2564,8 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
                 p.check(route.as_deref().is_some_and(|r| r.contains(note)), || {
                     format!("{mode}: the descriptor does not say so: {route:?}")
                 });
-                let sent =
-                    h.fake(vendor).received().last().map(|r| r.body.clone()).unwrap_or_default();
+                let sent = upstream.fake(&m).received().into_iter().rfind(|rx| upstream.owns(rx));
+                let sent = sent.map(|r| r.body).unwrap_or_default();
                 p.check(sent.is_object() && !thinking_on(vendor, &sent), || {
                     format!("{mode}: thinking still sent: {sent}")
                 });
@@ -2463,18 +2573,19 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
         }
         // With its own signed thinking the same loop keeps thinking on.
         let mut own = tool_history(ClientFormat::Anthropic, "toolu_01", false, true);
-        own["model"] = json!(catalog_model(vendor));
+        own["model"] = json!(upstream.catalog_model());
         own["messages"][1]["content"].as_array_mut().unwrap().insert(
             0,
             json!(
             {"type": "thinking", "thinking": THINKING, "signature": ANTHROPIC_THINKING_SIGNATURE}),
         );
-        let (status, bytes, rx) = exchange(&h, ClientFormat::Anthropic, vendor, &own, &[]).await;
+        let (status, bytes, rx) =
+            upstreams::exchange(&m, ClientFormat::Anthropic, upstream, &own).await;
         p.check(status == 200, || {
-            format!("{vendor:?} own thinking: status {status}: {}", shorten(&bytes))
+            format!("{upstream:?} own thinking: status {status}: {}", shorten(&bytes))
         });
         p.check(rx.is_some_and(|r| thinking_on(vendor, &r.body)), || {
-            format!("{vendor:?} own thinking: thinking dropped")
+            format!("{upstream:?} own thinking: thinking dropped")
         });
     }
     assert!(p.0.is_empty(), "cross-family problems:\n  - {}", p.0.join("\n  - "));
@@ -2485,14 +2596,17 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
 /// (Gemini pairs them by position), from every client format.
 #[tokio::test]
 async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let calls = [
         ("call_paris", r#"{"city":"Paris"}"#, "Paris: 18C"),
         ("call_tokyo", r#"{"city":"Tokyo"}"#, "Tokyo: 25C"),
     ];
     let user = "weather in Paris and Tokyo?";
-    for format in FORMATS {
+    for (gemini, format) in
+        FORMATS.map(|f| [(Upstream::Gemini, f), (Upstream::VertexGemini, f)]).concat()
+    {
+        let model = gemini.catalog_model();
         let body = match format {
             ClientFormat::OpenAiChat => {
                 let tool_calls: Vec<Value> = calls.iter().map(|(id, args, _)| json!(
@@ -2504,7 +2618,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                 for (id, _, out) in calls.iter().rev() {
                     messages.push(json!({"role": "tool", "tool_call_id": id, "content": out}));
                 }
-                json!({"model": "m-gemini", "messages": messages})
+                json!({"model": model, "messages": messages})
             }
             ClientFormat::OpenAiResponses => {
                 let mut input = vec![json!({"type": "message", "role": "user", "content": user})];
@@ -2516,7 +2630,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                         json!({"type": "function_call_output", "call_id": id, "output": out}),
                     );
                 }
-                json!({"model": "m-gemini", "input": input})
+                json!({"model": model, "input": input})
             }
             ClientFormat::Anthropic => {
                 let uses: Vec<Value> = calls
@@ -2534,16 +2648,16 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
                     {"type": "tool_result", "tool_use_id": id, "content": out})
                     })
                     .collect();
-                json!({"model": "m-gemini", "max_tokens": 256, "messages": [
+                json!({"model": model, "max_tokens": 256, "messages": [
                     {"role": "user", "content": user},
                     {"role": "assistant", "content": uses},
                     {"role": "user", "content": results}]})
             }
             ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
         };
-        let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &body, &[]).await;
+        let (status, bytes, rx) = upstreams::exchange(&m, format, gemini, &body).await;
         if status != 200 {
-            p.push(format!("{format:?}: status {status}: {}", shorten(&bytes)));
+            p.push(format!("{gemini:?} {format:?}: status {status}: {}", shorten(&bytes)));
             continue;
         }
         let Some(rx) = rx else { continue };
@@ -2556,7 +2670,7 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
             })
             .collect();
         p.eq(
-            &format!("{format:?}: results in call order"),
+            &format!("{gemini:?} {format:?}: results in call order"),
             &json!(responses),
             &json!(["Paris: 18C", "Tokyo: 25C"]),
         );
@@ -2571,21 +2685,22 @@ async fn parallel_results_reach_gemini_in_the_order_of_their_calls() {
 /// The same on Claude by Bedrock, in Converse's `reasoningContent`.
 #[tokio::test]
 async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
         "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
     let mut p = Problems::default();
-    for (vendor, stream) in
-        [Vendor::Anthropic, Vendor::Bedrock].map(|v| [(v, false), (v, true)]).concat()
-    {
-        let mode = format!("{vendor:?} stream={stream}");
-        let fake = h.fake(vendor);
-        let model = catalog_model(vendor);
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
+        let mode = format!("{upstream:?} stream={stream}");
+        let vendor = upstream.family();
+        let fake = upstream.fake(&m);
+        let model = upstream.catalog_model();
         fake.clear_script();
         fake.push(
             canned::reasoning_then_tool_call(
                 vendor,
-                upstream_model(vendor),
+                upstream.upstream_model(),
                 THINKING,
                 TOOL_NAME,
                 HISTORY_ARGS,
@@ -2629,7 +2744,7 @@ async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
             format!("{mode}: thinking was turned off")
         });
         let seen = tokio::time::timeout(WAIT, fake.wait_for_requests(before + 1)).await;
-        let Some(sent) = seen.ok().and_then(|r| r.last().cloned()) else {
+        let Some(sent) = seen.ok().and_then(|r| r.into_iter().rfind(|rx| upstream.owns(rx))) else {
             p.push(format!("{mode}: the second turn never reached the upstream"));
             continue;
         };
@@ -2756,42 +2871,41 @@ fn document_request(
 
 /// The document the upstream must receive, in the view's terms; `None`: the request
 /// must be refused with a 400 naming the part (and nothing sent upstream).
-fn expected_document(format: ClientFormat, form: DocForm, vendor: Vendor) -> Option<Item> {
+fn expected_document(format: ClientFormat, form: DocForm, u: Upstream) -> Option<Item> {
     let inline = Item::Document { media_type: PDF_MEDIA.into(), data: PDF_B64.into() };
     let url = Item::Document { media_type: "url".into(), data: PDF_URL.into() };
     let file_id = Item::Document { media_type: "file_id".into(), data: FILE_ID.into() };
-    let native = format.native_wire_vendor() == Some(vendor);
     match form {
         DocForm::Inline | DocForm::InToolResult => Some(inline),
         // Chat Completions takes no URL for a file, nor Converse one but `s3://`,
         // and fetching it is not the gateway's job.
-        DocForm::Url => takes_document_urls(vendor).then_some(url),
+        DocForm::Url => takes_document_urls(u).then_some(url),
         // An uploaded file is the business of the provider that holds it: only the
         // client's own body, forwarded as it is, may carry it.
-        DocForm::FileId => native.then_some(file_id),
+        DocForm::FileId => forwards_own_body(format, u).then_some(file_id),
     }
 }
 
-/// Whether a wire takes a document by an http(s) URL.
-fn takes_document_urls(v: Vendor) -> bool {
-    match v {
+/// Whether a wire takes a document by an http(s) URL (Claude's and Gemini's, on
+/// their own APIs and on Vertex; the Responses API's `file_url`).
+fn takes_document_urls(u: Upstream) -> bool {
+    match u.family() {
         Vendor::Anthropic | Vendor::Gemini => true,
-        Vendor::OpenAi | Vendor::Bedrock => false,
+        Vendor::OpenAi => u == Upstream::Responses,
+        Vendor::Bedrock => false,
     }
 }
 
-trait NativeVendor {
-    fn native_wire_vendor(self) -> Option<Vendor>;
-}
-
-impl NativeVendor for ClientFormat {
-    fn native_wire_vendor(self) -> Option<Vendor> {
-        match self {
-            ClientFormat::OpenAiChat => Some(Vendor::OpenAi),
-            ClientFormat::Anthropic => Some(Vendor::Anthropic),
-            ClientFormat::OpenAiResponses => None,
-            ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
-        }
+/// Whether a client's own body goes to this wire as it wrote it (edited: the fast
+/// path): its own API, or a cloud that serves that API's body. Azure's deployments
+/// are a dialect of their own (their bodies name no model, their dated API refuses
+/// newer fields): a Chat body is translated for them.
+fn forwards_own_body(format: ClientFormat, u: Upstream) -> bool {
+    match format {
+        ClientFormat::OpenAiChat => matches!(u, Upstream::OpenAi | Upstream::VertexOpen),
+        ClientFormat::Anthropic => matches!(u, Upstream::Anthropic | Upstream::VertexClaude),
+        ClientFormat::OpenAiResponses => u == Upstream::Responses,
+        ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
 
@@ -2809,21 +2923,23 @@ fn refusal_names(form: DocForm) -> &'static str {
 /// dropped on a 200.
 #[tokio::test]
 async fn documents_reach_every_wire_or_are_refused_by_name() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     for format in FORMATS {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
+            let vendor = upstream.family();
             for form in [DocForm::Inline, DocForm::Url, DocForm::FileId, DocForm::InToolResult] {
                 for stream in [false, true] {
-                    let Some(body) = document_request(format, form, catalog_model(vendor), stream)
+                    let Some(body) =
+                        document_request(format, form, upstream.catalog_model(), stream)
                     else {
                         continue;
                     };
-                    let label = format!("{format:?} -> {vendor:?}, {form:?}, stream={stream}");
-                    let before = h.fake(vendor).request_count();
-                    let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
-                    let sent = h.fake(vendor).request_count() - before;
-                    match expected_document(format, form, vendor) {
+                    let label = format!("{format:?} -> {upstream:?}, {form:?}, stream={stream}");
+                    let (status, bytes, rx) =
+                        upstreams::exchange(&m, format, upstream, &body).await;
+                    let sent = usize::from(rx.is_some());
+                    match expected_document(format, form, upstream) {
                         Some(want) => {
                             if status != 200 {
                                 p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
@@ -2833,7 +2949,7 @@ async fn documents_reach_every_wire_or_are_refused_by_name() {
                                 p.push(format!("{label}: no upstream request"));
                                 continue;
                             };
-                            let view = view_of(vendor, &rx.body);
+                            let view = view_of_upstream(upstream, &rx.body);
                             for m in &view.problems {
                                 p.push(format!("{label}: upstream shape: {m}"));
                             }
@@ -2939,7 +3055,7 @@ fn converse_document(body: &Value) -> Value {
 /// goes as it came on the same-format fast path: never dropped without a word.
 #[tokio::test]
 async fn untranslatable_content_is_refused_by_name() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let audio = json!({"messages": [{"role": "user", "content": [
         {"type": "text", "text": "what is said here?"},
@@ -2964,18 +3080,17 @@ async fn untranslatable_content_is_refused_by_name() {
         (ClientFormat::Anthropic, &files_image, "`file` source"),
     ];
     for (format, body, needle) in cases {
-        for vendor in VENDORS {
+        for upstream in UPSTREAMS {
             for stream in [false, true] {
                 let mut body = body.clone();
-                body["model"] = json!(catalog_model(vendor));
+                body["model"] = json!(upstream.catalog_model());
                 if stream {
                     body["stream"] = json!(true);
                 }
-                let label = format!("{format:?} {needle} -> {vendor:?}, stream={stream}");
-                let before = h.fake(vendor).request_count();
-                let (status, bytes, _) = exchange(&h, format, vendor, &body, &[]).await;
-                let sent = h.fake(vendor).request_count() - before;
-                if format.native_wire_vendor() == Some(vendor) {
+                let label = format!("{format:?} {needle} -> {upstream:?}, stream={stream}");
+                let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
+                let sent = usize::from(rx.is_some());
+                if forwards_own_body(format, upstream) {
                     // The client's own body, forwarded as it is.
                     p.check(status == 200 && sent == 1, || {
                         format!("{label}: status {status}, {sent} sent: {}", shorten(&bytes))
@@ -3072,21 +3187,21 @@ fn blank_history(format: ClientFormat, model: &str, final_blank: bool, stream: b
 /// question: it reaches the upstream, which answers it.
 #[tokio::test]
 async fn blank_text_never_reaches_claude() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: &str| Item::Text(t.to_owned());
-    for (vendor, format) in FORMATS.map(|f| [(Vendor::Anthropic, f), (Vendor::Bedrock, f)]).concat()
-    {
+    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    for (upstream, format) in FORMATS.map(|f| claudes.map(|u| (u, f))).concat() {
         for stream in [false, true] {
-            let label = format!("{format:?} -> {vendor:?} stream={stream}");
-            let body = blank_history(format, catalog_model(vendor), false, stream);
-            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+            let label = format!("{format:?} -> {upstream:?} stream={stream}");
+            let body = blank_history(format, upstream.catalog_model(), false, stream);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
             if status != 200 {
                 p.push(format!("{label}: status {status}: {}", shorten(&bytes)));
             }
             match rx {
                 Some(rx) => {
-                    let view = view_of(vendor, &rx.body);
+                    let view = view_of_upstream(upstream, &rx.body);
                     for m in &view.problems {
                         p.push(format!("{label}: upstream shape: {m}"));
                     }
@@ -3119,14 +3234,14 @@ async fn blank_text_never_reaches_claude() {
 
             // The final question is blank: it goes as it is, and the upstream's
             // refusal is the answer.
-            let body = blank_history(format, catalog_model(vendor), true, stream);
-            let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+            let body = blank_history(format, upstream.catalog_model(), true, stream);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
             p.check(status == 400, || {
                 format!("{label}, blank final turn: status {status}: {}", shorten(&bytes))
             });
             match rx {
                 Some(rx) => {
-                    let turns = joined(view_of(vendor, &rx.body).turns);
+                    let turns = joined(view_of_upstream(upstream, &rx.body).turns);
                     let last = turns.last().and_then(|(_, items)| items.last().cloned());
                     p.eq(
                         &format!("{label}, blank final turn: last upstream block"),
@@ -3148,17 +3263,16 @@ async fn blank_text_never_reaches_claude() {
 /// served the stream; the record is metered from the upstream's usage either way.
 #[tokio::test]
 async fn chat_usage_chunk_only_when_asked() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
+    let h = &m.h;
     let mut p = Problems::default();
-    for vendor in VENDORS {
+    for u in UPSTREAMS {
         for asked in [false, true] {
-            let label = format!("{vendor:?} include_usage={asked}");
-            let mut body = client_request(
-                ClientFormat::OpenAiChat,
-                Scenario::Text,
-                catalog_model(vendor),
-                true,
-            );
+            let label = format!("{u:?} include_usage={asked}");
+            let fake = u.fake(&m);
+            fake.clear_received();
+            let mut body =
+                client_request(ClientFormat::OpenAiChat, Scenario::Text, u.catalog_model(), true);
             if asked {
                 body["stream_options"] = json!({"include_usage": true});
             } else if let Value::Object(map) = &mut body {
@@ -3200,8 +3314,10 @@ async fn chat_usage_chunk_only_when_asked() {
                     format!("{label}: a chunk without choices[0]: {}", shorten(&bytes))
                 });
             }
-            if vendor == Vendor::OpenAi {
-                let sent = h.openai.received().last().map(|r| r.body.clone()).unwrap_or_default();
+            // A Chat wire is asked for its usage all the same (the gateway meters it).
+            if u.family() == Vendor::OpenAi && u != Upstream::Responses {
+                let sent = fake.received().into_iter().rfind(|rx| u.owns(rx));
+                let sent = sent.map(|r| r.body).unwrap_or_default();
                 p.eq(
                     &format!("{label}: upstream include_usage"),
                     &sent["stream_options"]["include_usage"],
@@ -3235,7 +3351,7 @@ async fn chat_usage_chunk_only_when_asked() {
 /// without a word.
 #[tokio::test]
 async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let signature = format!("CiQB{}==", "x7Yz".repeat(80));
     let answer = json!({"candidates": [{"content": {"role": "model", "parts": [
             {"functionCall": {"name": TOOL_NAME, "args": {"city": "Paris"}}, "thoughtSignature": signature}]},
@@ -3243,11 +3359,15 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
         "modelVersion": "up-gemini", "responseId": "resp-gemini-0001"});
     let mut p = Problems::default();
-    for format in FORMATS {
+    for (gemini, format) in
+        FORMATS.map(|f| [(Upstream::Gemini, f), (Upstream::VertexGemini, f)]).concat()
+    {
+        let model = gemini.catalog_model();
         for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            h.gemini.clear_script();
-            h.gemini.push(if stream {
+            let mode = format!("{gemini:?} {format:?} stream={stream}");
+            let fake = gemini.fake(&m);
+            fake.clear_script();
+            fake.push(if stream {
                 Reply::sse(vec![format!("data: {answer}\r\n\r\n")])
             } else {
                 Reply::json(answer.clone())
@@ -3255,17 +3375,17 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             let first = tool_history(format, "unused", stream, false);
             // Only the question: the first turn.
             let first = match format {
-                ClientFormat::OpenAiChat => json!({"model": "m-gemini", "stream": stream,
+                ClientFormat::OpenAiChat => json!({"model": model, "stream": stream,
                     "tools": first["tools"], "messages": [first["messages"][0]]}),
-                ClientFormat::OpenAiResponses => json!({"model": "m-gemini", "stream": stream,
+                ClientFormat::OpenAiResponses => json!({"model": model, "stream": stream,
                     "tools": first["tools"], "input": [first["input"][0]]}),
                 ClientFormat::Anthropic => {
-                    json!({"model": "m-gemini", "stream": stream, "max_tokens": 256,
+                    json!({"model": model, "stream": stream, "max_tokens": 256,
                     "tools": first["tools"], "messages": [first["messages"][0]]})
                 }
                 ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
             };
-            let r = h.post(path(format), &first).await;
+            let r = m.h.post(path(format), &first).await;
             let bytes = r.bytes().await.unwrap();
             let Ok(resp) = decode(format, stream, &bytes) else {
                 p.push(format!("{mode}: undecodable: {}", shorten(&bytes)));
@@ -3288,8 +3408,8 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             });
             // Next turn on Gemini: the call goes back with its signature.
             let mut next = tool_history(format, &id, stream, false);
-            next["model"] = json!("m-gemini");
-            let (status, bytes, rx) = exchange(&h, format, Vendor::Gemini, &next, &[]).await;
+            next["model"] = json!(model);
+            let (status, bytes, rx) = upstreams::exchange(&m, format, gemini, &next).await;
             p.check(status == 200, || format!("{mode}: Gemini turn {status}: {}", shorten(&bytes)));
             let sent = rx.map(|r| r.body).unwrap_or_default();
             p.eq(
@@ -3299,7 +3419,7 @@ async fn gemini_calls_get_short_ids_and_their_signatures_come_back() {
             );
             // The same history on OpenAI.
             next["model"] = json!("m-openai");
-            let (status, bytes, _) = exchange(&h, format, Vendor::OpenAi, &next, &[]).await;
+            let (status, bytes, _) = upstreams::exchange(&m, format, Upstream::OpenAi, &next).await;
             p.check(status == 200, || format!("{mode}: OpenAI turn {status}: {}", shorten(&bytes)));
         }
     }
@@ -3379,20 +3499,20 @@ async fn a_claude_code_tool_round_trip_with_thinking_through_an_alias() {
 /// and its result reach Bedrock as text.
 #[tokio::test]
 async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: String| Item::Text(t);
-    for vendor in [Vendor::Anthropic, Vendor::Bedrock] {
+    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
         for format in FORMATS {
             for stream in [false, true] {
-                let mode = format!("{vendor:?} {format:?} stream={stream}");
+                let mode = format!("{upstream:?} {format:?} stream={stream}");
                 let mut body = tool_history(format, "call_title_1", stream, false);
                 body.as_object_mut().unwrap().remove("tools");
-                body["model"] = json!(catalog_model(vendor));
-                let (status, bytes, rx) = exchange(&h, format, vendor, &body, &[]).await;
+                body["model"] = json!(upstream.catalog_model());
+                let (status, bytes, rx) = upstreams::exchange(&m, format, upstream, &body).await;
                 p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
                 let sent = rx.map(|r| r.body).unwrap_or_default();
-                match vendor {
+                match upstream.family() {
                     Vendor::Bedrock => {
                         p.eq(&format!("{mode}: no toolConfig"), &sent["toolConfig"], &Value::Null);
                         let view = converse::converse_view(&sent);
@@ -3443,17 +3563,19 @@ async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
 /// OpenAI-compatible upstream without it, on the fast path too.
 #[tokio::test]
 async fn tool_choice_without_tools_is_left_out_for_openai() {
-    let h = Harness::start().await;
+    let m = Matrix::start().await;
     let mut p = Problems::default();
-    for format in FORMATS {
+    // Chat Completions, wherever it is served.
+    let chats = [Upstream::OpenAi, Upstream::VertexOpen, Upstream::Azure, Upstream::AzureV1];
+    for (u, format) in FORMATS.map(|f| chats.map(|u| (u, f))).concat() {
         for stream in [false, true] {
-            let mode = format!("{format:?} stream={stream}");
-            let mut body = client_request(format, Scenario::Text, "m-openai", stream);
+            let mode = format!("{u:?} {format:?} stream={stream}");
+            let mut body = client_request(format, Scenario::Text, u.catalog_model(), stream);
             body["tool_choice"] = match format {
                 ClientFormat::Anthropic => json!({"type": "auto"}),
                 _ => json!("auto"),
             };
-            let (status, bytes, rx) = exchange(&h, format, Vendor::OpenAi, &body, &[]).await;
+            let (status, bytes, rx) = upstreams::exchange(&m, format, u, &body).await;
             p.check(status == 200, || format!("{mode}: status {status}: {}", shorten(&bytes)));
             let sent = rx.map(|r| r.body).unwrap_or_default();
             p.check(sent.get("tool_choice").is_none(), || {

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::script::ReplyBody;
+
 /// The resource's key, taken in `api-key`.
 pub const API_KEY: &str = "azure-test-key-0123456789abcdef";
 /// The tenant the fake's Entra endpoint serves.
@@ -227,6 +229,28 @@ pub(crate) fn dress_stream(frames: &[Bytes]) -> Vec<Bytes> {
         }
     }
     out
+}
+
+/// A canned OpenAI answer ([`crate::canned`]) dressed as Azure's, as the fake
+/// dresses the echo it answers by itself: for a test that scripts an Azure
+/// fake's answer (a tool call, reasoning). Any other body is left as it is.
+pub fn dress(body: ReplyBody) -> ReplyBody {
+    match body {
+        ReplyBody::Json(v) => {
+            let dressed = dress_whole(v.to_string().as_bytes());
+            ReplyBody::Json(serde_json::from_slice(&dressed).unwrap_or(v))
+        }
+        ReplyBody::Sse(frames) => {
+            let frames: Vec<Bytes> = frames.into_iter().map(Bytes::from).collect();
+            ReplyBody::Sse(
+                dress_stream(&frames)
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect(),
+            )
+        }
+        other => other,
+    }
 }
 
 /// A streamed answer the content filter stopped, as Azure writes it: the

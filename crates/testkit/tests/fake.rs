@@ -828,3 +828,44 @@ impl JsonLossy for reqwest::Response {
         serde_json::from_slice(&self.bytes().await.unwrap()).unwrap()
     }
 }
+
+/// A scripted canned answer dressed for Azure comes back in Azure's shape, as
+/// the fake's own echo does: the prompt's filter results first (a chunk with
+/// empty `choices`, or beside the whole answer's), each choice's after.
+#[tokio::test]
+async fn an_azure_fake_serves_a_dressed_canned_answer_in_azures_shape() {
+    use switchyard_testkit::azure;
+    let fake = FakeUpstream::start_azure().await.unwrap();
+    let url = format!(
+        "{}/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+        fake.base_url()
+    );
+    let messages = json!([{"role": "user", "content": "weather?"}]);
+    for stream in [false, true] {
+        let answer = canned::tool_call(Vendor::OpenAi, "gpt-4o", "get_weather", "{}", stream);
+        fake.push(Reply::from(azure::dress(answer)));
+        let body = json!({"messages": messages, "stream": stream});
+        let request = client()
+            .post(&url)
+            .header("api-key", azure::API_KEY)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        let r = within(request.send()).await.unwrap();
+        assert_eq!(r.status(), 200);
+        let text = within(r.text()).await.unwrap();
+        if stream {
+            let first = text.split("\n\n").next().unwrap().strip_prefix("data: ").unwrap();
+            let first: Value = serde_json::from_str(first).unwrap();
+            assert_eq!(first["choices"], json!([]), "{text}");
+            assert!(first["prompt_filter_results"].is_array(), "{text}");
+            assert!(text.contains("content_filter_results"), "{text}");
+            assert!(text.contains("get_weather"), "{text}");
+            assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        } else {
+            let whole: Value = serde_json::from_str(&text).unwrap();
+            assert!(whole["prompt_filter_results"].is_array(), "{whole}");
+            assert!(whole["choices"][0]["content_filter_results"].is_object(), "{whole}");
+            assert_eq!(whole["choices"][0]["finish_reason"], "tool_calls", "{whole}");
+        }
+    }
+}

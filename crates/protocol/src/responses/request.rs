@@ -374,7 +374,10 @@ fn parse_content_part(part: &Value, path: &str) -> Result<Part, ProtocolError> {
 
 /// An `input_file` part: inline (`file_data`, a `data:` URI or bare base64, with its
 /// `filename`) or by URL (`file_url`). A `file_id` names a file stored with one
-/// OpenAI organisation, which no other provider (and no other key) can read.
+/// OpenAI organisation, which no other provider (and no other key) can read: it is
+/// kept by name ([`Part::Untranslatable`]), so the client's own body takes it to the
+/// Responses API (the fast path) and any translation is refused naming it, as a
+/// Chat client's `file_id` is.
 fn input_file(obj: &Map<String, Value>, path: &str) -> Result<Part, ProtocolError> {
     let string = |key: &str| match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -386,15 +389,14 @@ fn input_file(obj: &Map<String, Value>, path: &str) -> Result<Part, ProtocolErro
         (Some(data), _) => DocumentSource::from_openai_file_data(&data, filename.as_deref()),
         (None, Some(url)) => DocumentSource::Url { url, media_type: None },
         (None, None) => {
-            return Err(match string("file_id")? {
-                Some(id) => ProtocolError::Unsupported(format!(
-                    "{path}: a file by file_id ({id}) cannot be translated: file ids belong to \
-                     the OpenAI organisation that stored the file; send file_data or file_url"
-                )),
-                None => ProtocolError::body(format!(
+            return match string("file_id")? {
+                Some(id) => {
+                    Ok(Part::Untranslatable { what: format!("{path}: a file by file_id ({id})") })
+                }
+                None => Err(ProtocolError::body(format!(
                     "{path}: input_file needs file_data, file_url or file_id"
-                )),
-            });
+                ))),
+            };
         }
     };
     Ok(Part::Document(Document { filename, ..Document::new(source) }))
