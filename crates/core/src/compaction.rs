@@ -15,6 +15,12 @@
 //! summary cannot be shown a piece at a time). A library caller gets the summary
 //! itself, as the answer's text.
 //!
+//! A trigger whose every deployment speaks the Responses API itself (a
+//! Responses upstream, on the same-format fast path) is not summarised here:
+//! it goes as the client sent it, the upstream compacts, and its own item comes
+//! back to it on the next turn ([`Snapshot::compacts_natively`]; the descriptor
+//! says `compaction:upstream`).
+//!
 //! [`Request::compaction`]: switchyard_protocol::Request::compaction
 
 use std::sync::Arc;
@@ -35,6 +41,9 @@ use crate::{GatewayError, Snapshot};
 /// How the route descriptor (and so the record) names a summarisation request.
 const PURPOSE: &str = "compaction";
 
+/// How it names a compaction the upstream did itself.
+const NATIVE: &str = "compaction:upstream";
+
 /// Room between the compacting stream's events and the client connection.
 const CHANNEL: usize = 8;
 
@@ -48,6 +57,11 @@ pub(crate) fn execute(
     sink: SharedSink,
 ) -> BoxFuture<'static, Result<Success, GatewayError>> {
     Box::pin(async move {
+        // Every deployment speaks the client's own API: it compacts, and its
+        // item comes back to it as the client sent it.
+        if snapshot.compacts_natively(&inbound, &runtime) {
+            return snapshot.run(inbound, runtime, sink, Some(NATIVE)).await;
+        }
         let seal = match inbound.output {
             Output::Canonical => None,
             Output::Client if inbound.format != ClientFormat::OpenAiResponses => {

@@ -12,15 +12,16 @@
 //! normal pipeline, and the summary it answers is sealed with the gateway's
 //! [`Seal`](crate::Seal) ([`crate::continuity::seal_summary`]). When the item comes
 //! back, the parser opens it and puts the summary in the conversation as user text
-//! ([`summary_text`]): no upstream ever sees a compaction item, so a session served
-//! by Claude or Gemini compacts as it would on OpenAI. An item this gateway did not
-//! seal (another gateway's, a provider's own, an altered one) is refused, naming the
-//! item: silently dropping it would lose everything it stands for.
+//! ([`summary_text`]): no upstream ever sees a compaction item of the gateway's, so
+//! a session served by Claude or Gemini compacts as it would on OpenAI.
 //!
-//! A Responses upstream wire (not there yet) adds one case: a provider's own
-//! compaction item, or a trigger, sent to a deployment of the family that issued
-//! the conversation, goes to it as it is (`responses::encode_request` already
-//! writes the trigger back).
+//! A Responses upstream compacts natively: a trigger whose every deployment speaks
+//! the Responses API goes to it as the client sent it, and the upstream answers
+//! with its own item. An item this gateway did not seal (the upstream's, another
+//! gateway's, an altered one) is kept by name ([`crate::Part::Untranslatable`]):
+//! the client's own body takes it back to a Responses upstream, which reads its
+//! own and refuses the others, and any translation is refused naming it, since
+//! silently dropping it would lose everything it stands for.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

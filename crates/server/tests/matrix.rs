@@ -185,6 +185,7 @@ fn answer(
             reasoning: thinking.map(str::to_owned),
             text: text.map(str::to_owned),
             call: call.map(|(n, a)| (n.to_owned(), a.to_owned())),
+            compaction: None,
         };
         return fake_responses::reply(&turn, stream).into();
     }

@@ -154,6 +154,7 @@ async fn a_codex_tool_loop_carries_encrypted_reasoning_without_server_state() {
             reasoning: Some("Plan: list the files".into()),
             text: None,
             call: Some(("shell".into(), r#"{"cmd":"ls"}"#.into())),
+            compaction: None,
         };
         h.openai.push(Reply::from(fake_responses::reply(&turn, stream)));
         let user = json!({"type": "message", "role": "user",
@@ -203,6 +204,7 @@ async fn chat_and_anthropic_tool_loops_give_the_reasoning_back_to_its_family_onl
         reasoning: Some("Think first".into()),
         text: None,
         call: Some(("shell".into(), r#"{"cmd":"ls"}"#.into())),
+        compaction: None,
     };
     let chat_tools = json!([{"type": "function", "function": {"name": "shell",
         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]);
@@ -339,4 +341,64 @@ async fn counts_come_from_the_upstreams_input_tokens_endpoint() {
             "{path}"
         );
     }
+}
+
+#[tokio::test]
+async fn codex_compacts_on_a_responses_upstream_natively_and_its_item_goes_back_to_it() {
+    let h = start().await;
+    let user = |text: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]});
+    for stream in [false, true] {
+        // Every deployment of the model speaks the Responses API: the trigger
+        // goes as Codex sent it, and the upstream compacts.
+        h.openai.clear_received();
+        let input = json!([user("fix the failing test"), {"type": "compaction_trigger"}]);
+        let body = json!({"model": MODEL, "stream": stream, "store": false, "input": input});
+        let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &body, stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        let sent = last(&h);
+        assert_eq!(sent.body["input"][1]["type"], "compaction_trigger", "{}", sent.body);
+        let items = output_items(&bytes, stream);
+        assert_eq!(items.len(), 1, "{items:?}");
+        assert_eq!(items[0]["type"], "compaction");
+        let token = items[0]["encrypted_content"].as_str().unwrap().to_owned();
+        assert_eq!(
+            fake_responses::open_compaction(&token).as_deref(),
+            Some("compacted: fix the failing test"),
+            "the upstream's own item, as it issued it"
+        );
+
+        // The next turn carries it: back to the upstream as it is (the fake
+        // refuses a compaction item it did not issue).
+        h.openai.clear_received();
+        let next = json!([items[0].clone(), user("go on")]);
+        let body = json!({"model": MODEL, "stream": stream, "store": false, "input": next});
+        let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &body, stream).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        assert_eq!(last(&h).body["input"][0]["encrypted_content"], token.as_str());
+    }
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(4)).await.unwrap();
+    assert!(
+        records[0].descriptor.split(' ').any(|d| d == "compaction:upstream"),
+        "{}",
+        records[0].descriptor
+    );
+
+    // A chain that may fail over to another wire: the gateway compacts, and
+    // the upstream never sees a trigger.
+    h.openai.clear_received();
+    let input = json!([user("fix the failing test"), {"type": "compaction_trigger"}]);
+    let body = json!({"model": "m-responses-then-anthropic", "store": false, "input": input});
+    let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &body, false).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    assert!(!last(&h).raw.windows(18).any(|w| w == b"compaction_trigger"));
+
+    // The upstream's item cannot go to another family: refused, naming it.
+    let item = json!({"type": "compaction", "id": fake_responses::COMPACTION_ID,
+        "encrypted_content": fake_responses::encrypted_compaction("s")});
+    let body = json!({"model": "m-anthropic", "max_output_tokens": 64,
+        "input": [item, user("go on")]});
+    let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &body, false).await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert!((400..500).contains(&status), "{status} {text}");
+    assert!(text.contains("compaction item cmp_fake0001"), "{text}");
 }

@@ -105,6 +105,20 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
+/// What this fake's compaction items carry, after [`TOKEN_PREFIX`].
+const COMPACTION_MARK: &str = "compaction:";
+
+/// The fake's compaction item's `encrypted_content` for a summary (as its
+/// reasoning's, marked as a compaction).
+pub fn encrypted_compaction(summary: &str) -> String {
+    encrypted_reasoning(&format!("{COMPACTION_MARK}{summary}"))
+}
+
+/// The summary a compaction token of this fake carries; `None` for any other.
+pub fn open_compaction(token: &str) -> Option<String> {
+    open_reasoning(token)?.strip_prefix(COMPACTION_MARK).map(str::to_owned)
+}
+
 /// The fake's encrypted reasoning for a summary: the summary and its HMAC, hex.
 pub fn encrypted_reasoning(summary: &str) -> String {
     format!("{TOKEN_PREFIX}{}.{}", hex(summary.as_bytes()), hex(&mac(summary.as_bytes())))
@@ -213,7 +227,8 @@ pub fn check(body: &Value) -> Result<(), String> {
 }
 
 /// The input items: known types, content parts by role, every tool output
-/// answering an earlier call, reasoning only as this fake encrypted it.
+/// answering an earlier call, reasoning and compaction items only as this fake
+/// encrypted them, the compaction trigger only last.
 fn input(items: &[Value], stored: bool) -> Result<(), String> {
     let mut calls: Vec<&str> = Vec::new();
     for (i, item) in items.iter().enumerate() {
@@ -221,6 +236,17 @@ fn input(items: &[Value], stored: bool) -> Result<(), String> {
         let ty =
             str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
         match ty {
+            "compaction_trigger" if i + 1 == items.len() => {}
+            "compaction_trigger" => {
+                return Err(format!("{at}: compaction_trigger must be the last input item."));
+            }
+            "compaction" => {
+                if str_at(item, "encrypted_content").and_then(open_compaction).is_none() {
+                    return Err(format!(
+                        "The encrypted content for item {at} could not be verified."
+                    ));
+                }
+            }
             "message" => message(item, &at)?,
             "function_call" | "custom_tool_call" => {
                 let Some(id) = str_at(item, "call_id") else {
@@ -266,8 +292,7 @@ fn input(items: &[Value], stored: bool) -> Result<(), String> {
                     str_at(item, "id").unwrap_or_default()
                 ));
             }
-            "compaction"
-            | "additional_tools"
+            "additional_tools"
             | "local_shell_call"
             | "local_shell_call_output"
             | "web_search_call"
@@ -357,6 +382,8 @@ pub struct Turn {
     pub text: Option<String>,
     /// A function call: name and arguments JSON.
     pub call: Option<(String, String)>,
+    /// A compaction item's summary; it carries [`encrypted_compaction`] of it.
+    pub compaction: Option<String>,
 }
 
 /// The last user text of a Responses body (`input` a string, or message items
@@ -386,9 +413,18 @@ pub fn last_user_text(body: &Value) -> Option<String> {
 }
 
 /// What the fake answers by default: the echo of the last user text, after a
-/// reasoning item when the body asks for reasoning encrypted.
+/// reasoning item when the body asks for reasoning encrypted; for a body
+/// ending in the compaction trigger, one compaction item summarising it.
 pub fn auto(body: &Value, model: &str) -> Turn {
     let echo = last_user_text(body).unwrap_or_default();
+    let items = body.get("input").and_then(Value::as_array);
+    if items.and_then(|i| i.last()).and_then(|i| str_at(i, "type")) == Some("compaction_trigger") {
+        return Turn {
+            model: model.to_owned(),
+            compaction: Some(format!("compacted: {echo}")),
+            ..Turn::default()
+        };
+    }
     let asks = body
         .get("include")
         .and_then(Value::as_array)
@@ -398,6 +434,7 @@ pub fn auto(body: &Value, model: &str) -> Turn {
         reasoning: asks.then(|| format!("Thinking about: {echo}")),
         text: Some(format!("{ECHO_PREFIX}{echo}")),
         call: None,
+        compaction: None,
     }
 }
 
@@ -444,8 +481,16 @@ fn call_item(name: &str, arguments: &str, done: bool) -> Value {
     })
 }
 
+/// The id of the fake's compaction item.
+pub const COMPACTION_ID: &str = "cmp_fake0001";
+
+fn compaction_item(summary: &str) -> Value {
+    json!({"id": COMPACTION_ID, "type": "compaction", "encrypted_content": encrypted_compaction(summary)})
+}
+
 fn output(turn: &Turn) -> Vec<Value> {
     let mut out = Vec::new();
+    out.extend(turn.compaction.as_deref().map(compaction_item));
     out.extend(turn.reasoning.as_deref().map(|s| reasoning_item(s, true)));
     out.extend(turn.text.as_deref().map(|t| message_item(t, true)));
     out.extend(turn.call.as_ref().map(|(n, a)| call_item(n, a, true)));
@@ -485,6 +530,17 @@ pub fn sse_frames(turn: &Turn) -> Vec<String> {
         json!({"type": "response.in_progress", "response": response(turn, "in_progress", vec![], Value::Null)}),
     ];
     let mut index = 0;
+    if let Some(summary) = &turn.compaction {
+        // The item whole, as the API streams a compaction.
+        let item = compaction_item(summary);
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+        );
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+        index += 1;
+    }
     if let Some(summary) = &turn.reasoning {
         let ids = json!({"item_id": REASONING_ID, "output_index": index, "summary_index": 0});
         let with = |ty: &str, extra: Value| {

@@ -11,6 +11,27 @@ pub(super) enum Purpose {
 }
 
 impl Snapshot {
+    /// Whether a Responses client's compaction trigger goes to its upstreams as
+    /// the client sent it: every deployment the request may reach speaks the
+    /// client's own API (the same-format fast path), which compacts natively and
+    /// reads its own compaction items back. Otherwise the gateway compacts
+    /// (`crate::compaction`), which holds across a failover to any wire.
+    pub(crate) fn compacts_natively(&self, inbound: &Inbound, runtime: &Runtime) -> bool {
+        if inbound.output != Output::Client
+            || inbound.request.compaction != Some(switchyard_protocol::Compaction::Trigger)
+        {
+            return false;
+        }
+        // Planned again by the pipeline: compacting is rare, a plan is cheap.
+        let mut scratch = RequestRecord::default();
+        let Ok(plan) = self.prepare(inbound, runtime, &mut scratch) else { return false };
+        !plan.candidates.is_empty()
+            && plan
+                .candidates
+                .iter()
+                .all(|c| c.provider.wire().is_some_and(|w| inbound.fast_path(w)))
+    }
+
     /// Resolve → capability, hosted-tool, hint and context-window filters →
     /// circuit filter, strategy order, and the deployments that run the offered
     /// hosted tools first. Nothing has been sent upstream yet.

@@ -28,14 +28,24 @@ pub(super) fn is_trigger(item: &Value) -> bool {
     item.get("type").and_then(Value::as_str) == Some(TRIGGER)
 }
 
-/// The summary a `compaction` input item stands for, opened with `seal`. An item
-/// that does not open is refused, naming it: it is another gateway's, a provider's
-/// own, or altered, and what it summarises is not in the request any more.
+/// What a `compaction` input item stands for ([`open_item`]).
+pub(super) enum Opened {
+    /// The summary this gateway sealed into it.
+    Summary(String),
+    /// An item this gateway cannot open (a provider's own, another gateway's,
+    /// or altered), named: only the Responses API that issued it can read it,
+    /// so it reaches one as the client sent it (the same-format fast path) and
+    /// any translation is refused naming it ([`crate::Part::Untranslatable`]).
+    Foreign(String),
+}
+
+/// What a `compaction` input item stands for, opened with `seal`; an error when it
+/// has no `encrypted_content` at all.
 pub(super) fn open_item(
     obj: &Map<String, Value>,
     path: &str,
     seal: Option<&dyn Seal>,
-) -> Result<String, ProtocolError> {
+) -> Result<Opened, ProtocolError> {
     let token = match obj.get("encrypted_content") {
         Some(Value::String(token)) => token,
         _ => {
@@ -45,17 +55,20 @@ pub(super) fn open_item(
         }
     };
     let opened = seal.and_then(|seal| crate::continuity::open_summary(seal, token));
-    opened.ok_or_else(|| {
-        let id = match obj.get("id").and_then(Value::as_str) {
-            Some(id) => format!(" {id}"),
-            None => String::new(),
-        };
-        ProtocolError::body(format!(
-            "{path}: compaction item{id} cannot be opened by this gateway: it was not \
-             compacted here (another gateway's, or a provider's own) or it was altered; \
-             send the conversation it stands for, or compact it again here"
-        ))
-    })
+    Ok(opened.map_or_else(
+        || {
+            let id = match obj.get("id").and_then(Value::as_str) {
+                Some(id) => format!(" {id}"),
+                None => String::new(),
+            };
+            Opened::Foreign(format!(
+                "{path}: compaction item{id} (this gateway cannot open it: it was not \
+                 compacted here, or it was altered; only the Responses API that issued it \
+                 reads it)"
+            ))
+        },
+        Opened::Summary,
+    ))
 }
 
 /// Parse a `POST /v1/responses/compact` body: a Responses request (never streamed)

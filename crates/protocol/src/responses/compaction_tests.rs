@@ -111,29 +111,39 @@ fn a_sealed_summary_comes_back_as_user_text_in_place_of_the_item() {
 }
 
 #[test]
-fn an_item_this_gateway_cannot_open_is_refused_naming_it() {
+fn an_item_this_gateway_cannot_open_is_kept_by_name_and_refused_by_any_translation() {
     let theirs =
         json!({"type": "compaction", "id": "cmp_openai", "encrypted_content": "gAAAAB-openai-own"});
     let body = |item: Value| json!({"model": "m", "input": [user("a"), user("b"), user("c"), item, user("d")]});
-    let want = "input[3]: compaction item cmp_openai cannot be opened by this gateway";
+    // Kept by name: the client's own body takes it back to the Responses API
+    // that issued it; a translation refuses it, naming it.
+    let refused = |req: crate::Request| {
+        let kept = req.messages.iter().flat_map(|m| &m.content).any(|p| {
+            matches!(p, crate::Part::Untranslatable { what } if what.starts_with("input[3]: compaction item"))
+        });
+        assert!(kept, "{req:?}");
+        let err = crate::Wire::Anthropic.encode_request(&req).unwrap_err();
+        assert!(matches!(err, ProtocolError::Unsupported(_)), "{err:?}");
+        err.to_string()
+    };
+    let want = "input[3]: compaction item cmp_openai (this gateway cannot open it";
     for err in [
-        opened(&body(theirs.clone())).unwrap_err(),
+        refused(opened(&body(theirs.clone())).unwrap()),
         // No seal at all: nothing opens.
-        parse(body(theirs.clone())).unwrap_err(),
+        refused(parse(body(theirs.clone())).unwrap()),
     ] {
-        assert!(matches!(err, ProtocolError::InvalidBody(_)));
-        assert!(err.to_string().contains(want), "{err}");
+        assert!(err.contains(want), "{err}");
     }
     // Altered: sealed here, one character changed.
     let token = seal_summary(&TestSeal, "summary").unwrap().replace("summary", "summarx");
     let tampered = json!({"type": "compaction", "id": "cmp_openai", "encrypted_content": token});
-    assert!(opened(&body(tampered)).unwrap_err().to_string().contains(want));
+    assert!(refused(opened(&body(tampered)).unwrap()).contains(want));
     // Sealed reasoning is not a summary.
     let thinking = crate::Part::Thinking { text: "t".into(), signature: Some("s".into()) };
     let reasoning = crate::continuity::seal_part(&TestSeal, &thinking).unwrap();
     let wrong_kind = json!({"type": "compaction", "encrypted_content": reasoning});
-    let err = opened(&body(wrong_kind)).unwrap_err().to_string();
-    assert!(err.contains("input[3]: compaction item cannot be opened"), "{err}");
+    let err = refused(opened(&body(wrong_kind)).unwrap());
+    assert!(err.contains("input[3]: compaction item (this gateway cannot open it"), "{err}");
     let bare = json!({"type": "compaction", "id": "cmp_1"});
     let err = opened(&body(bare)).unwrap_err().to_string();
     assert!(err.contains("input[3].encrypted_content"), "{err}");

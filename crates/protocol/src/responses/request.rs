@@ -280,10 +280,15 @@ fn parse_input_item(
             }
         }
         // Compacted earlier by this gateway: the summary takes the turns' place.
-        "compaction" | "compaction_summary" => {
-            let summary = compaction::open_item(obj, path, seal)?;
-            conv.push(Role::User, vec![text_part(&crate::compaction::summary_text(&summary))]);
-        }
+        // By the upstream: kept by name, for the fast path to take it back.
+        "compaction" | "compaction_summary" => match compaction::open_item(obj, path, seal)? {
+            compaction::Opened::Summary(summary) => {
+                conv.push(Role::User, vec![text_part(&crate::compaction::summary_text(&summary))]);
+            }
+            compaction::Opened::Foreign(what) => {
+                conv.push(Role::User, vec![Part::Untranslatable { what }]);
+            }
+        },
         "item_reference" => return Err(ProtocolError::Unsupported(STATELESS.into())),
         // Tools declared at a point of the history (Codex, for some models): other
         // wires declare every tool up front.
