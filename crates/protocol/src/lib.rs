@@ -187,6 +187,8 @@ pub enum Wire {
     AzureOpenAiV1,
     /// OpenAI's Responses API.
     Responses,
+    /// The Responses API on Azure OpenAI's v1 API.
+    AzureOpenAiResponses,
 }
 
 impl Wire {
@@ -204,13 +206,15 @@ impl Wire {
             Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
             Wire::AzureOpenAi => &azure::AZURE_OPENAI,
             Wire::AzureOpenAiV1 => &azure::AZURE_OPENAI_V1,
-            Wire::Responses => &responses::ResponsesWire,
+            Wire::Responses => &responses::OPENAI_RESPONSES,
+            Wire::AzureOpenAiResponses => &azure::AZURE_OPENAI_RESPONSES,
         }
     }
 
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`,
     /// `bedrock`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`,
-    /// `azure-openai`, `azure-openai-v1`).
+    /// `azure-openai`, `azure-openai-v1`, `openai-responses`,
+    /// `azure-openai-responses`).
     pub fn as_str(self) -> &'static str {
         self.behaviour().name()
     }

@@ -3,7 +3,7 @@
 use super::{ModelListing, Paging};
 use crate::Wire;
 
-const ALL: [Wire; 10] = [
+const ALL: [Wire; 11] = [
     Wire::OpenAiChat,
     Wire::Anthropic,
     Wire::Gemini,
@@ -14,6 +14,7 @@ const ALL: [Wire; 10] = [
     Wire::AzureOpenAi,
     Wire::AzureOpenAiV1,
     Wire::Responses,
+    Wire::AzureOpenAiResponses,
 ];
 
 #[test]
@@ -63,7 +64,8 @@ fn each_wire_lists_where_its_api_does() {
             | Wire::VertexOpenAi
             | Wire::AzureOpenAi
             | Wire::AzureOpenAiV1
-            | Wire::Responses => Paging::None,
+            | Wire::Responses
+            | Wire::AzureOpenAiResponses => Paging::None,
         };
         assert_eq!(paging, expected, "{wire:?}");
     }

@@ -846,7 +846,10 @@ mod tests {
                     | Wire::VertexOpenAi
                     | Wire::AzureOpenAi
                     | Wire::AzureOpenAiV1
-                    | Wire::Responses => unreachable!("not in the list: see their folders"),
+                    | Wire::Responses
+                    | Wire::AzureOpenAiResponses => {
+                        unreachable!("not in the list: see their folders")
+                    }
                 }
                 .unwrap();
                 let docs: Vec<&Document> = back.messages[0]
@@ -875,7 +878,8 @@ mod tests {
                     | Wire::VertexOpenAi
                     | Wire::AzureOpenAi
                     | Wire::AzureOpenAiV1
-                    | Wire::Responses => {}
+                    | Wire::Responses
+                    | Wire::AzureOpenAiResponses => {}
                 }
             }
         }

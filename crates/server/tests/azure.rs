@@ -59,10 +59,26 @@ async fn start() -> Azure {
     endpoint: "{base}"
     credentials: {key}
     query: {{ api-version: 2025-04-01-preview }}
+  az-responses-key:
+    wire: azure-openai-responses
+    endpoint: "{base}"
+    credentials: {key}
+  az-responses-entra:
+    wire: azure-openai-responses
+    endpoint: "{base}"
+    credentials: {entra}
 "#
     );
     let mut extra_models = String::new();
-    for provider in ["az-key", "az-entra", "az-v1-key", "az-v1-entra", "az-preview"] {
+    for provider in [
+        "az-key",
+        "az-entra",
+        "az-v1-key",
+        "az-v1-entra",
+        "az-preview",
+        "az-responses-key",
+        "az-responses-entra",
+    ] {
         extra_models.push_str(&format!(
             "  - id: m-{provider}\n    deployments: [{{ provider: {provider}, model: {DEPLOYMENT} }}]\n"
         ));
@@ -285,4 +301,53 @@ async fn a_prompt_the_filter_refuses_is_the_clients_error() {
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("content management policy"), "{text}");
     assert!(!text.contains("ResponsibleAIPolicyViolation"), "{text}");
+}
+
+#[tokio::test]
+async fn the_responses_api_on_azure_takes_every_format_and_codexs_own_body() {
+    let a = start().await;
+    let formats =
+        [ClientFormat::OpenAiChat, ClientFormat::Anthropic, ClientFormat::OpenAiResponses];
+    for provider in ["az-responses-key", "az-responses-entra"] {
+        let model = format!("m-{provider}");
+        for format in formats {
+            for stream in [false, true] {
+                let label = format!("{provider} {format:?} {stream}");
+                let text = format!("hello {label}");
+                let mut sent = body(format, &model, &text, stream);
+                if format == ClientFormat::OpenAiResponses {
+                    // Codex's own fields: kept as they are (the same-format fast path).
+                    sent["store"] = json!(false);
+                    sent["prompt_cache_key"] = json!("session-1");
+                }
+                let r = a.h.post(path(format), &sent).await;
+                let status = r.status();
+                let bytes = r.bytes().await.unwrap();
+                let shown = String::from_utf8_lossy(&bytes).into_owned();
+                assert_eq!(status, 200, "{label}: {shown}");
+                let got = if stream {
+                    decode_stream(format, &bytes)
+                } else {
+                    decode_whole(format, &bytes)
+                };
+                assert!(got.text().contains(&text), "{label}: {shown}");
+                assert_eq!(got.usage.output_tokens, Some(CANNED_OUTPUT_TOKENS), "{label}");
+                let rx = a.fake.received().pop().unwrap();
+                assert_eq!(rx.path, azure::RESPONSES_PATH, "{label}");
+                assert_eq!(rx.query, None, "{label}");
+                assert_eq!(rx.body["model"], DEPLOYMENT, "{label}");
+                assert!(rx.body.get("input").is_some(), "{label}: a Responses body: {}", rx.body);
+                assert_eq!(rx.body["store"], false, "{label}: stateless");
+                if format == ClientFormat::OpenAiResponses {
+                    assert_eq!(rx.body["prompt_cache_key"], "session-1", "{label}");
+                }
+                if provider.ends_with("key") {
+                    assert_eq!(rx.header("api-key"), Some(azure::API_KEY), "{label}");
+                } else {
+                    let auth = rx.header("authorization").unwrap();
+                    assert!(auth.starts_with("Bearer eyJ0eXAiOiJKV1Qi.fake-entra-"), "{auth}");
+                }
+            }
+        }
+    }
 }

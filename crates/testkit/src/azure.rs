@@ -116,7 +116,7 @@ pub(crate) fn check(
     tokens: &mut Tokens,
     token: bool,
     rx: &crate::Received,
-) -> Result<(String, bool), (u16, Value)> {
+) -> Result<(String, bool, bool), (u16, Value)> {
     if token {
         return Err(tokens.grant(&rx.raw));
     }
@@ -137,8 +137,13 @@ pub(crate) fn check(
     let model = deployment
         .or(body_model)
         .ok_or_else(|| (400, error_body(400, "model: a deployment name is required")))?;
-    Ok((model, rx.body.get("stream").and_then(Value::as_bool) == Some(true)))
+    let responses = rx.path == RESPONSES_PATH;
+    Ok((model, rx.body.get("stream").and_then(Value::as_bool) == Some(true), responses))
 }
+
+/// The v1 API's Responses route (served as the OpenAI fake serves
+/// `/v1/responses`, [`crate::responses`]).
+pub const RESPONSES_PATH: &str = "/openai/v1/responses";
 
 /// What a generation route names: the deployment (`None` on the v1 API, where
 /// it is the body's `model`); `Err`: the status and message Azure answers.
@@ -146,7 +151,7 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
     let version = query.and_then(|q| {
         q.split('&').find_map(|kv| kv.strip_prefix("api-version=").map(str::to_owned))
     });
-    if path == "/openai/v1/chat/completions" {
+    if path == "/openai/v1/chat/completions" || path == RESPONSES_PATH {
         return match version.as_deref() {
             None | Some("v1" | "preview" | "latest") => Ok(None),
             Some(other) => Err((400, format!("API version not supported: {other}"))),

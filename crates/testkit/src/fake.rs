@@ -533,14 +533,20 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     }
     let prepared = match prepare(vendor, &reply, &call, &received.body) {
         // Azure's answers carry its content filter's results.
-        Some(p) if shared.azure.is_some() && matches!(reply.body, ReplyBody::Auto) => Prepared {
-            frames: if p.streamed {
-                azure::dress_stream(&p.frames)
-            } else {
-                p.frames.iter().map(|f| azure::dress_whole(f)).collect()
-            },
-            ..p
-        },
+        Some(p)
+            if shared.azure.is_some()
+                && !call.responses
+                && matches!(reply.body, ReplyBody::Auto) =>
+        {
+            Prepared {
+                frames: if p.streamed {
+                    azure::dress_stream(&p.frames)
+                } else {
+                    p.frames.iter().map(|f| azure::dress_whole(f)).collect()
+                },
+                ..p
+            }
+        }
         Some(p) => p,
         None => {
             // Hang: wait for the fake to be dropped; if the client goes away

@@ -127,13 +127,9 @@ pub(super) fn azure_call(
     let token = rx.path == azure::token_path() && method == Method::POST;
     match azure::check(&mut lock(tokens), token, rx) {
         Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
-        Ok((model, stream)) => Ok(Route::Call(Call {
-            model,
-            stream,
-            json_array: false,
-            count: false,
-            responses: false,
-        })),
+        Ok((model, stream, responses)) => {
+            Ok(Route::Call(Call { model, stream, json_array: false, count: false, responses }))
+        }
         Err((status, body)) => {
             shared.record(rx, false);
             Err(Box::new(plain(status, "application/json", body.to_string())))

@@ -215,3 +215,38 @@ fn azures_refusals_are_read() {
         assert_eq!(wire.parse_error(version).unwrap(), "Resource not found");
     }
 }
+
+#[test]
+fn azures_responses_api_keeps_its_reasoning_to_itself() {
+    // Reasoning Azure encrypted goes back to an Azure resource's Responses API
+    // only: OpenAI's keys cannot read it.
+    let answer = json!({"id": "resp_1", "object": "response", "status": "completed",
+        "model": "gpt-5", "output": [
+            {"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAAAB-azure-own",
+             "summary": [{"type": "summary_text", "text": "plan"}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls",
+             "arguments": "{}"}],
+        "usage": {"input_tokens": 3, "output_tokens": 2}});
+    let wire = Wire::AzureOpenAiResponses;
+    assert_eq!(wire.as_str(), "azure-openai-responses");
+    assert_eq!(wire.dialect(), Wire::Responses, "Codex's own body goes as it came");
+    let resp = wire.parse_response(answer.to_string().as_bytes()).unwrap();
+    // A Chat client's tool loop continued: the assistant turn is the answer.
+    let chat = json!({"model": "m", "messages": [
+        {"role": "user", "content": "ls"},
+        {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}]});
+    let mut req =
+        ClientFormat::OpenAiChat.parse_request(chat.to_string().as_bytes(), None).unwrap();
+    req.messages[1].content = resp.content;
+    let traits = ModelTraits::infer(wire, "gpt-5");
+    let to_azure = wire.encode_request_for(&req, traits).unwrap().to_string();
+    let to_openai = Wire::Responses.encode_request_for(&req, traits).unwrap().to_string();
+    assert!(to_azure.contains("gAAAAB-azure-own"), "{to_azure}");
+    assert!(!to_openai.contains("gAAAAB-azure-own"), "{to_openai}");
+    assert_eq!(
+        wire.spec().url(RESOURCE, "gpt-5-prod", true),
+        format!("{RESOURCE}/openai/v1/responses")
+    );
+}

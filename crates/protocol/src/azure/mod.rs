@@ -15,8 +15,14 @@
 //! URL), and a spec is static. The v1 path is OpenAI-compatible in its body, but
 //! not `openai-chat` with another endpoint: it takes the key as `api-key`, not
 //! as a bearer token, and the Entra token as a bearer token, which only a wire
-//! whose [`Auth`] is [`Auth::Entra`] knows how to mint. Azure's Responses API
-//! (`/openai/v1/responses`) is not a wire yet.
+//! whose [`Auth`] is [`Auth::Entra`] knows how to mint.
+//!
+//! `azure-openai-responses` is OpenAI's Responses API on the v1 API
+//! (`/openai/v1/responses`, the deployment in `model`), as [`crate::responses`]
+//! behaves, stateless (`store: false`, encrypted reasoning carried by the
+//! client), its reasoning tagged as Azure's ([`RESPONSES_FAMILY`]), Codex's own
+//! body taken as it came (the fast path), and the hosted tools Azure runs of
+//! OpenAI's (code interpreter, file search, MCP, image generation).
 //!
 //! Each is OpenAI Chat Completions in behaviour ([`crate::openai_chat`]: what a
 //! model takes, usage, streams, errors), with Azure's facts: its [`WireSpec`],
@@ -38,7 +44,7 @@
 
 mod behaviour;
 
-pub use behaviour::{AZURE_OPENAI, AZURE_OPENAI_V1, AzureWire};
+pub use behaviour::{AZURE_OPENAI, AZURE_OPENAI_RESPONSES, AZURE_OPENAI_V1, AzureWire};
 
 use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
 
@@ -82,6 +88,25 @@ pub const V1_SPEC: WireSpec = WireSpec {
     default_endpoint: ENDPOINT,
     count: None,
 };
+
+/// The Responses API on the v1 API: OpenAI's path and body under
+/// `/openai/v1`, the deployment named in `model`.
+pub const RESPONSES_SPEC: WireSpec = WireSpec {
+    path: "/openai/v1/responses",
+    streaming: Streaming::BodyField,
+    model: ModelPlacement::Body,
+    framing: Framing::Sse,
+    auth: AUTH,
+    headers: &[],
+    passthrough_headers: &[],
+    default_endpoint: ENDPOINT,
+    count: None,
+};
+
+/// What tags the encrypted reasoning of Azure's Responses API: it goes back to
+/// an Azure resource's Responses deployments only, never to OpenAI's (another
+/// organisation's keys) nor to another family.
+pub const RESPONSES_FAMILY: &str = "azure-openai-responses";
 
 #[cfg(test)]
 #[path = "azure_tests.rs"]

@@ -12,13 +12,28 @@ use crate::{
 
 /// OpenAI's Responses API (`POST /v1/responses`), stateless: `store: false` and
 /// the reasoning carried encrypted from turn to turn (see
-/// [`super::encode_request_for`]).
+/// [`super::encode_request_for`]), tagged with the family that issued it.
 #[derive(Debug, Clone, Copy)]
-pub struct ResponsesWire;
+pub struct ResponsesWire {
+    /// What tags the encrypted reasoning its answers carry: it goes back to
+    /// this family's deployments only (OpenAI's, an Azure resource's).
+    family: &'static str,
+}
+
+impl ResponsesWire {
+    /// The API as another platform serves it, its encrypted reasoning tagged
+    /// `family` (Azure OpenAI's: `crate::azure`).
+    pub const fn for_family(family: &'static str) -> Self {
+        ResponsesWire { family }
+    }
+}
+
+/// OpenAI's own.
+pub static OPENAI_RESPONSES: ResponsesWire = ResponsesWire { family: super::FAMILY };
 
 impl WireBehaviour for ResponsesWire {
     fn name(&self) -> &'static str {
-        super::FAMILY
+        self.family
     }
 
     fn spec(&self) -> &'static WireSpec {
@@ -45,11 +60,11 @@ impl WireBehaviour for ResponsesWire {
         req: &Request,
         traits: ModelTraits,
     ) -> Result<Value, ProtocolError> {
-        super::encode_request_for(req, traits, super::FAMILY)
+        super::encode_request_for(req, traits, self.family)
     }
 
     fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
-        super::parse_response_for(body, super::FAMILY)
+        super::parse_response_for(body, self.family)
     }
 
     fn parse_usage(&self, body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
@@ -57,7 +72,7 @@ impl WireBehaviour for ResponsesWire {
     }
 
     fn stream_decoder(&self) -> Box<dyn StreamDecoder> {
-        Box::new(super::Decoder::for_family(super::FAMILY))
+        Box::new(super::Decoder::for_family(self.family))
     }
 
     fn parse_error(&self, body: &[u8]) -> Option<String> {
@@ -70,7 +85,7 @@ impl WireBehaviour for ResponsesWire {
         req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        super::native::adapt_native(body, req, traits)
+        super::native::adapt_native(body, req, traits, self.family)
     }
 
     fn sampling_edits(&self, _req: &Request, _traits: ModelTraits, _native: bool) -> Vec<String> {

@@ -92,7 +92,7 @@ mod tools;
 mod wire;
 
 pub use behaviour::ResponsesClient;
-pub use behaviour::ResponsesWire;
+pub use behaviour::{OPENAI_RESPONSES, ResponsesWire};
 pub use compaction::{encode_compacted, parse_compact_request};
 pub use encode::{ENCRYPTED_REASONING, encode_request, encode_request_for};
 pub use request::{parse_request, parse_request_sealed};

@@ -39,6 +39,7 @@ pub(super) fn adapt_native(
     body: &Map<String, Value>,
     req: &Request,
     traits: ModelTraits,
+    family: &str,
 ) -> Vec<FieldEdit> {
     let compacted = body.get("input").and_then(Value::as_array).into_iter().flatten().any(|i| {
         matches!(i.get("type").and_then(Value::as_str), Some("compaction" | "compaction_summary"))
@@ -46,8 +47,7 @@ pub(super) fn adapt_native(
     if !compacted && !has_opened_tokens(req) {
         return Vec::new();
     }
-    let Ok(Value::Object(mut encoded)) = super::encode_request_for(req, traits, super::FAMILY)
-    else {
+    let Ok(Value::Object(mut encoded)) = super::encode_request_for(req, traits, family) else {
         return Vec::new();
     };
     vec![("input", encoded.remove("input")), ("instructions", encoded.remove("instructions"))]

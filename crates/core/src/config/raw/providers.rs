@@ -24,6 +24,8 @@ pub enum WireName {
     AzureOpenai,
     /// `azure-openai-v1`: Chat Completions on Azure OpenAI's v1 API.
     AzureOpenaiV1,
+    /// `azure-openai-responses`: the Responses API on Azure OpenAI's v1 API.
+    AzureOpenaiResponses,
     /// `openai-responses`: OpenAI's Responses API.
     OpenaiResponses,
     /// `mock`: the built-in deterministic echo, no network.
@@ -44,6 +46,7 @@ impl WireName {
             WireName::VertexOpenai => Some(Wire::VertexOpenAi),
             WireName::AzureOpenai => Some(Wire::AzureOpenAi),
             WireName::AzureOpenaiV1 => Some(Wire::AzureOpenAiV1),
+            WireName::AzureOpenaiResponses => Some(Wire::AzureOpenAiResponses),
             WireName::OpenaiResponses => Some(Wire::Responses),
             WireName::Mock => None,
         }
