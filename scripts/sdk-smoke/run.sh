@@ -21,16 +21,20 @@ fi
 cargo build --release -q -p switchyard -p switchyard-testkit --bin switchyard --bin fake-upstream
 
 mkdir -p "$work/fake-log"
-target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini bedrock vertex-anthropic > "$work/fakes" &
-for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 5 ] && break; sleep 0.1; done
+target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini bedrock vertex-anthropic \
+  vertex-gemini azure > "$work/fakes" &
+for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 7 ] && break; sleep 0.1; done
 url() { awk -v v="$1" '$1==v {print $2}' "$work/fakes"; }
 # The service account the Vertex fake grants tokens to (the testkit's test key).
-python3 - "$(url vertex-anthropic)/token" "$root/crates/testkit/data/rsa-test.key" > "$work/vertex-sa.json" <<'PY'
+# Each Vertex fake grants tokens at its own /token.
+for v in vertex-anthropic vertex-gemini; do
+python3 - "$(url $v)/token" "$root/crates/testkit/data/rsa-test.key" > "$work/$v-sa.json" <<'PY'
 import json, sys
 print(json.dumps({"type": "service_account", "project_id": "test-project",
     "private_key": open(sys.argv[2]).read(), "token_uri": sys.argv[1],
     "client_email": "gateway@test-project.iam.gserviceaccount.com"}))
 PY
+done
 
 export GATEWAY_KEY="sk-gw-smoke-0123456789"
 cat > "$work/config.yaml" <<YAML
@@ -53,7 +57,17 @@ providers:
     wire: vertex-anthropic
     endpoint: "$(url vertex-anthropic)/v1/projects/{project}/locations/{region}"
     region: us-east5
-    credentials: { google: { service_account_file: "$work/vertex-sa.json" } }
+    credentials: { google: { service_account_file: "$work/vertex-anthropic-sa.json" } }
+  vertex-gemini:
+    wire: vertex-gemini
+    endpoint: "$(url vertex-gemini)/v1/projects/{project}/locations/{region}"
+    region: global
+    credentials: { google: { service_account_file: "$work/vertex-gemini-sa.json" } }
+  # Azure OpenAI: Chat Completions on a deployment, and the Responses API.
+  azure: { wire: azure-openai, endpoint: "$(url azure)", credentials: { keys: [azure-test-key-0123456789abcdef] } }
+  azure-responses: { wire: azure-openai-responses, endpoint: "$(url azure)", credentials: { keys: [azure-test-key-0123456789abcdef] } }
+  # OpenAI's Responses API (the OpenAI fake serves it too).
+  responses: { wire: openai-responses, endpoint: "$(url openai)/v1", credentials: { keys: [sk-fake-openai] } }
   mock: { wire: mock }
 models:
   - { id: m-openai, deployments: [{ provider: openai, model: gpt-fake }], capabilities: [tools, vision] }
@@ -63,6 +77,10 @@ models:
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: m-bedrock, deployments: [{ provider: bedrock, model: "us.anthropic.claude-haiku-4-5-20251001-v1:0" }], capabilities: [tools, vision] }
   - { id: m-vertex, deployments: [{ provider: vertex, model: "claude-haiku-4-5@20251001" }], capabilities: [tools, vision] }
+  - { id: m-vertex-gemini, deployments: [{ provider: vertex-gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
+  - { id: m-azure, deployments: [{ provider: azure, model: gpt-4o-prod }], capabilities: [tools, vision] }
+  - { id: m-azure-responses, deployments: [{ provider: azure-responses, model: gpt-5-prod }], capabilities: [tools, vision] }
+  - { id: m-responses, deployments: [{ provider: responses, model: gpt-5 }], capabilities: [tools, vision] }
   - { id: mock-echo, aliases: [mock], deployments: [{ provider: mock }], capabilities: [tools] }
   # Named for Claude Code's gateway discovery, which keeps only ids that start with
   # 'claude' or 'anthropic' (no backquotes: this heredoc expands them).
@@ -131,7 +149,7 @@ PY
       timeout 180 "$cc/node_modules/.bin/claude" --output-format json --model "$model" "$@" < /dev/null)
   }
   cc_result() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$1" 2>/dev/null || true; }
-  for model in m-anthropic m-openai m-gemini m-bedrock m-vertex; do
+  for model in m-anthropic m-openai m-gemini m-bedrock m-vertex m-vertex-gemini m-azure; do
     out="$work/cc-$model.text.json"
     run_claude $model -p "say hello" --max-turns 1 > "$out" 2>&1 || true
     if grep -q '"is_error":false' "$out" && grep -q 'say hello' "$out"; then ok "claude code text -> $model" "$(cc_result "$out")"
@@ -207,7 +225,7 @@ TOML
       --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
       "$prompt" < /dev/null) > "$dir/log" 2>&1
   }
-  for model in m-openai m-anthropic m-gemini m-bedrock m-vertex; do
+  for model in m-openai m-anthropic m-gemini m-bedrock m-vertex m-vertex-gemini m-azure; do
     dir="$work/codex-$model-text"
     # Every turn also checks that Codex took the gateway's metadata for the model.
     if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt" \
@@ -224,6 +242,16 @@ TOML
         && ! grep -q "Falling back from WebSockets" "$dir/log"; then
       ok "codex websocket tool round trip -> $model" "$(cat "$dir/last.txt")"
     else fail "codex websocket tool round trip -> $model" "$dir/log" "$dir/last.txt"; fi
+  done
+  # Codex's own body on the Responses API itself (OpenAI's, and Azure's): text
+  # turns over HTTP and the WebSocket (the Responses fake scripts no tool loop).
+  for model in m-responses m-azure-responses; do
+    for ws in false true; do
+      dir="$work/codex-$model-text-ws-$ws"
+      if run_codex "$dir" $model $ws "say hello" && grep -q "echo:" "$dir/last.txt"; then
+        ok "codex text (websocket $ws) -> $model" "$(cat "$dir/last.txt")"
+      else fail "codex text (websocket $ws) -> $model" "$dir/log"; fi
+    done
   done
 
   # ---- Codex compacting through the gateway on an Anthropic upstream: its built-in

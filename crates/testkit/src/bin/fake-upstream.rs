@@ -1,8 +1,9 @@
 //! Run fake upstreams from the shell (for the SDK and CLI smoke scripts):
-//! `fake-upstream [--log DIR] openai anthropic gemini bedrock vertex-anthropic`
-//! starts one per vendor named (a Bedrock fake takes the testkit's default AWS
-//! keys; a Vertex one grants tokens to `switchyard_testkit::vertex`'s service
-//! account at its `/token`),
+//! `fake-upstream [--log DIR] openai anthropic gemini bedrock vertex-anthropic
+//! vertex-gemini azure` starts one per vendor named (a Bedrock fake takes the
+//! testkit's default AWS keys; a Vertex one grants tokens to
+//! `switchyard_testkit::vertex`'s service account at its `/token`; an Azure
+//! OpenAI one takes `switchyard_testkit::azure::API_KEY`),
 //! prints `<vendor> <base-url>` per line, and serves until killed. Every request
 //! gets the canned answer: the echo, or the scripted tool loop when the prompt asks
 //! for it (`switchyard_testkit::tool_loop`).
@@ -39,15 +40,18 @@ async fn main() -> std::io::Result<()> {
             // Claude on Vertex AI, with its token endpoint at `/token`
             // (`switchyard_testkit::vertex`).
             "vertex-anthropic" => Vendor::Anthropic,
+            "vertex-gemini" => Vendor::Gemini,
+            // Azure OpenAI's Chat Completions and Responses API.
+            "azure" => Vendor::OpenAi,
             other => {
-                eprintln!(
-                    "unknown vendor {other:?}: expected openai, anthropic, gemini, bedrock or vertex-anthropic"
-                );
+                eprintln!("unknown vendor {other:?}: expected one of {VENDORS}");
                 std::process::exit(2);
             }
         };
         let fake = if arg.starts_with("vertex-") {
             FakeUpstream::start_vertex(vendor).await?
+        } else if arg == "azure" {
+            FakeUpstream::start_azure().await?
         } else {
             FakeUpstream::start(vendor).await?
         };
@@ -72,10 +76,11 @@ async fn main() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The vendors it serves.
+const VENDORS: &str = "openai, anthropic, gemini, bedrock, vertex-anthropic, vertex-gemini, azure";
+
 fn usage() -> ! {
-    eprintln!(
-        "usage: fake-upstream [--log DIR] <openai|anthropic|gemini|bedrock|vertex-anthropic>..."
-    );
+    eprintln!("usage: fake-upstream [--log DIR] <vendor>... (vendors: {VENDORS})");
     std::process::exit(2);
 }
 
