@@ -238,16 +238,7 @@ async fn list(
 fn failure_text(f: Failure) -> String {
     match f {
         Failure::Status { status, message, .. } => format!("{status}: {message}"),
-        Failure::Transport { message, .. }
-        | Failure::Redirect { message, .. }
-        | Failure::BrokenStream(message)
-        | Failure::Malformed(message)
-        | Failure::UpstreamError { message, .. }
-        | Failure::Unavailable(message)
-        | Failure::Credential(message)
-        | Failure::Unsupported(message)
-        | Failure::CircuitOpen(message)
-        | Failure::Capacity { message, .. } => message,
+        other => other.into_message(),
     }
 }
 

@@ -123,7 +123,18 @@ impl Failure {
     /// client, logs and records.
     #[must_use]
     pub fn redacted(mut self, redactor: &Redactor<'_>) -> Self {
-        match &mut self {
+        let message = self.message_mut();
+        *message = redactor.text(message);
+        self
+    }
+
+    /// Its text, without the status (or class) it came with.
+    pub fn into_message(mut self) -> String {
+        std::mem::take(self.message_mut())
+    }
+
+    fn message_mut(&mut self) -> &mut String {
+        match self {
             Failure::Status { message, .. }
             | Failure::Transport { message, .. }
             | Failure::Redirect { message, .. }
@@ -134,12 +145,8 @@ impl Failure {
             | Failure::Credential(message)
             | Failure::Unsupported(message)
             | Failure::CircuitOpen(message)
-            | Failure::Capacity { message, .. } => {
-                let clean = redactor.text(message);
-                *message = clean;
-            }
+            | Failure::Capacity { message, .. } => message,
         }
-        self
     }
 
     pub fn from_protocol(e: ProtocolError) -> Self {

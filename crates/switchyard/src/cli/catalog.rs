@@ -35,21 +35,7 @@ pub enum CatalogCmd {
 
 /// Runs a `catalog` subcommand to completion.
 pub fn run(cmd: CatalogCmd) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("switchyard: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(dispatch(cmd)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let msg: Vec<&str> = e.0.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-            eprintln!("switchyard: {}", msg.join("; "));
-            ExitCode::FAILURE
-        }
-    }
+    super::block_on(dispatch(cmd))
 }
 
 async fn dispatch(cmd: CatalogCmd) -> Result<()> {

@@ -128,6 +128,12 @@ pub struct Common {
 
 /// Runs one operator subcommand to completion.
 pub fn run(cmd: Admin) -> ExitCode {
+    block_on(dispatch(cmd))
+}
+
+/// Runs a subcommand's future to completion on a runtime of its own; its
+/// error, on one line, and the exit code.
+pub(crate) fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -135,7 +141,7 @@ pub fn run(cmd: Admin) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cmd)) {
+    match runtime.block_on(work) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line, whatever the underlying error looked like.
