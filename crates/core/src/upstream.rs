@@ -408,9 +408,20 @@ pub(crate) async fn send(
     body: Vec<u8>,
 ) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
     let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
-    let mut url = match &rt.fixed_url {
-        Some(u) => u.clone(),
-        None => {
+    // A compact request goes to the wire's own compaction endpoint (it reaches
+    // an attempt only where there is one: `Snapshot::compacts_natively`).
+    let compact = match (&out.request.compaction, wire.spec().compact) {
+        (Some(switchyard_protocol::Compaction::Endpoint { .. }), Some(path)) => Some(path),
+        _ => None,
+    };
+    let mut url = match (&rt.fixed_url, compact) {
+        (Some(u), None) => u.clone(),
+        (_, Some(path)) => {
+            reqwest::Url::parse(&format!("{}{path}", spec.endpoint)).map_err(|e| {
+                Failure::Unavailable(format!("{}: the compact URL is not valid: {e}", spec.name))
+            })?
+        }
+        (None, None) => {
             let url = wire.spec().url(&spec.endpoint, upstream_model, stream);
             reqwest::Url::parse(&url).map_err(|e| {
                 Failure::Unavailable(format!(

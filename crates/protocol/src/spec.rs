@@ -38,6 +38,11 @@ pub struct WireSpec {
     /// Where and how the wire counts a request's input tokens without generating;
     /// `None` when it has no such endpoint (the gateway then estimates).
     pub count: Option<CountSpec>,
+    /// The path of its own compaction endpoint, relative to the endpoint like
+    /// [`WireSpec::path`] (the Responses API's `/responses/compact`): a
+    /// client's compact request whose every deployment has one goes there as
+    /// the client sent it. `None`: the gateway compacts.
+    pub compact: Option<&'static str>,
 }
 
 /// A wire's token-counting endpoint: its path, the body it takes (made from the

@@ -541,9 +541,9 @@ async fn thinking_survives_a_tool_round_trip_on_claude() {
 // ---------------------------------------------------------------------------------
 
 /// `:countTokens` answers `{"totalTokens": N}` for every wire, for a bare body and
-/// one wrapped in `generateContentRequest`: counted by the Anthropic and Gemini
-/// upstreams' own endpoints (whose fakes refuse a body not of their format),
-/// estimated for OpenAI-chat and Bedrock (whose wire states no counting endpoint).
+/// one wrapped in `generateContentRequest`: counted by the Anthropic, Gemini and
+/// Bedrock upstreams' own endpoints (whose fakes refuse a body not of their
+/// format), estimated for OpenAI-chat (whose wire states no counting endpoint).
 #[tokio::test]
 async fn count_tokens_answers_in_geminis_shape() {
     let h = Harness::start().await;
@@ -563,8 +563,8 @@ async fn count_tokens_answers_in_geminis_shape() {
     }
     assert_eq!(
         h.upstream_requests(),
-        4,
-        "two counts each on Anthropic and Gemini, none on OpenAI or Bedrock"
+        6,
+        "two counts each on Anthropic, Gemini and Bedrock, none on OpenAI"
     );
     let (status, bytes) =
         call(&h, "m-nope", "countTokens", &json!({"contents": contents}), Key::Header(GATEWAY_KEY))

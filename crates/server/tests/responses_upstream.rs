@@ -402,3 +402,40 @@ async fn codex_compacts_on_a_responses_upstream_natively_and_its_item_goes_back_
     assert!((400..500).contains(&status), "{status} {text}");
     assert!(text.contains("compaction item cmp_fake0001"), "{text}");
 }
+
+#[tokio::test]
+async fn the_compact_endpoint_goes_to_a_responses_upstreams_own() {
+    let h = start().await;
+    let user = json!({"type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": "fix the failing test"}]});
+    let body = json!({"model": MODEL, "input": [user.clone()], "instructions": "be brief"});
+    let r = h.post("/v1/responses/compact", &body).await;
+    let status = r.status();
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    let sent = last(&h);
+    assert_eq!(sent.path, "/v1/responses/compact");
+    assert_eq!(sent.body["model"], UPSTREAM_MODEL);
+    // The upstream's own object, its own item.
+    assert_eq!(answer["object"], "response.compaction", "{answer}");
+    let output = answer["output"].as_array().unwrap();
+    assert_eq!(output[0], user);
+    let token = output.last().unwrap()["encrypted_content"].as_str().unwrap();
+    assert_eq!(
+        fake_responses::open_compaction(token).as_deref(),
+        Some("compacted: fix the failing test")
+    );
+
+    // A chain that may fail over to another wire: the gateway compacts, with
+    // a generation on the Responses upstream.
+    let body = json!({"model": "m-responses-then-anthropic", "input": [user]});
+    let r = h.post("/v1/responses/compact", &body).await;
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(last(&h).path, "/v1/responses", "a summarisation request");
+    let token = answer["output"].as_array().unwrap().last().unwrap()["encrypted_content"].clone();
+    assert!(
+        fake_responses::open_compaction(token.as_str().unwrap()).is_none(),
+        "the gateway's own"
+    );
+}

@@ -137,7 +137,7 @@ pub(crate) fn check(
     let model = deployment
         .or(body_model)
         .ok_or_else(|| (400, error_body(400, "model: a deployment name is required")))?;
-    let responses = rx.path == RESPONSES_PATH;
+    let responses = rx.path == RESPONSES_PATH || rx.path == COMPACT_PATH;
     Ok((model, rx.body.get("stream").and_then(Value::as_bool) == Some(true), responses))
 }
 
@@ -145,13 +145,16 @@ pub(crate) fn check(
 /// `/v1/responses`, [`crate::responses`]).
 pub const RESPONSES_PATH: &str = "/openai/v1/responses";
 
+/// The v1 API's compact endpoint.
+pub const COMPACT_PATH: &str = "/openai/v1/responses/compact";
+
 /// What a generation route names: the deployment (`None` on the v1 API, where
 /// it is the body's `model`); `Err`: the status and message Azure answers.
 pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (u16, String)> {
     let version = query.and_then(|q| {
         q.split('&').find_map(|kv| kv.strip_prefix("api-version=").map(str::to_owned))
     });
-    if path == "/openai/v1/chat/completions" || path == RESPONSES_PATH {
+    if path == "/openai/v1/chat/completions" || path == RESPONSES_PATH || path == COMPACT_PATH {
         return match version.as_deref() {
             None | Some("v1" | "preview" | "latest") => Ok(None),
             Some(other) => Err((400, format!("API version not supported: {other}"))),

@@ -604,6 +604,7 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             ..json(&canned::error_body(vendor, reply.status, message))
         },
         ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
+        ReplyBody::Auto if call.compact => json(&crate::responses::compacted(request)),
         ReplyBody::Auto if call.responses => {
             let turn = crate::responses::auto(request, &call.model);
             match crate::responses::reply(&turn, call.stream) {

@@ -22,6 +22,8 @@ pub(super) struct Call {
     pub(super) count: bool,
     /// OpenAI's Responses API ([`crate::responses`]), not Chat Completions.
     pub(super) responses: bool,
+    /// The Responses API's compact endpoint (`/responses/compact`).
+    pub(super) compact: bool,
 }
 
 pub(super) enum Route {
@@ -46,6 +48,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                     json_array: false,
                     count: r.count,
                     responses: false,
+                    compact: false,
                 }
             })
         }
@@ -56,6 +59,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: false,
                 responses: false,
+                compact: false,
             }),
             "/v1/responses" | "/responses" => Some(Call {
                 model: body_model(),
@@ -63,6 +67,15 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: false,
                 responses: true,
+                compact: false,
+            }),
+            "/v1/responses/compact" | "/responses/compact" => Some(Call {
+                model: body_model(),
+                stream: false,
+                json_array: false,
+                count: false,
+                responses: true,
+                compact: true,
             }),
             "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
                 model: body_model(),
@@ -70,6 +83,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: true,
                 responses: true,
+                compact: false,
             }),
             _ => None,
         },
@@ -80,6 +94,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: false,
                 responses: false,
+                compact: false,
             }),
             "/v1/messages/count_tokens" => Some(Call {
                 model: body_model(),
@@ -87,6 +102,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: true,
                 responses: false,
+                compact: false,
             }),
             _ => None,
         },
@@ -98,6 +114,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 json_array: false,
                 count: false,
                 responses: false,
+                compact: false,
             })
             .or_else(|| {
                 bedrock::count_route(&rx.path).map(|model| Call {
@@ -106,6 +123,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                     json_array: false,
                     count: true,
                     responses: false,
+                    compact: false,
                 })
             }),
     };
@@ -127,9 +145,14 @@ pub(super) fn azure_call(
     let token = rx.path == azure::token_path() && method == Method::POST;
     match azure::check(&mut lock(tokens), token, rx) {
         Ok(_) if method != Method::POST => Ok(Route::MethodNotAllowed),
-        Ok((model, stream, responses)) => {
-            Ok(Route::Call(Call { model, stream, json_array: false, count: false, responses }))
-        }
+        Ok((model, stream, responses)) => Ok(Route::Call(Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+            responses,
+            compact: rx.path == azure::COMPACT_PATH,
+        })),
         Err((status, body)) => {
             shared.record(rx, false);
             Err(Box::new(plain(status, "application/json", body.to_string())))
@@ -157,5 +180,6 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
         json_array: stream && !sse,
         count,
         responses: false,
+        compact: false,
     })
 }

@@ -481,6 +481,23 @@ fn call_item(name: &str, arguments: &str, done: bool) -> Value {
     })
 }
 
+/// The compact endpoint's answer (`response.compaction`): the input's user
+/// messages as sent, then one compaction item summarising the last.
+pub fn compacted(body: &Value) -> Value {
+    let echo = last_user_text(body).unwrap_or_default();
+    let mut output: Vec<Value> = match body.get("input") {
+        Some(Value::Array(items)) => {
+            items.iter().filter(|i| str_at(i, "role") == Some("user")).cloned().collect()
+        }
+        Some(Value::String(text)) => vec![json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]})],
+        _ => Vec::new(),
+    };
+    output.push(compaction_item(&format!("compacted: {echo}")));
+    json!({"id": "resp_fakecompact1", "object": "response.compaction", "created_at": CREATED,
+        "output": output, "usage": usage(&Turn::default())})
+}
+
 /// The id of the fake's compaction item.
 pub const COMPACTION_ID: &str = "cmp_fake0001";
 

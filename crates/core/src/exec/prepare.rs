@@ -16,20 +16,22 @@ impl Snapshot {
     /// client's own API (the same-format fast path), which compacts natively and
     /// reads its own compaction items back. Otherwise the gateway compacts
     /// (`crate::compaction`), which holds across a failover to any wire.
+    /// A compact request (`/v1/responses/compact`) likewise, where each
+    /// deployment's wire has its own compaction endpoint.
     pub(crate) fn compacts_natively(&self, inbound: &Inbound, runtime: &Runtime) -> bool {
-        if inbound.output != Output::Client
-            || inbound.request.compaction != Some(switchyard_protocol::Compaction::Trigger)
-        {
-            return false;
-        }
+        use switchyard_protocol::Compaction;
+        let endpoint = match &inbound.request.compaction {
+            _ if inbound.output != Output::Client => return false,
+            Some(Compaction::Trigger) => false,
+            Some(Compaction::Endpoint { .. }) => true,
+            None => return false,
+        };
         // Planned again by the pipeline: compacting is rare, a plan is cheap.
         let mut scratch = RequestRecord::default();
         let Ok(plan) = self.prepare(inbound, runtime, &mut scratch) else { return false };
+        let native = |w: Wire| inbound.fast_path(w) && (!endpoint || w.spec().compact.is_some());
         !plan.candidates.is_empty()
-            && plan
-                .candidates
-                .iter()
-                .all(|c| c.provider.wire().is_some_and(|w| inbound.fast_path(w)))
+            && plan.candidates.iter().all(|c| c.provider.wire().is_some_and(native))
     }
 
     /// Resolve → capability, hosted-tool, hint and context-window filters →

@@ -73,6 +73,7 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[RequiredHeader { name: "anthropic-version", default: "2023-06-01" }],
     passthrough_headers: &["anthropic-beta"],
     default_endpoint: "https://api.anthropic.com",
+    compact: None,
     count: Some(CountSpec {
         path: "/v1/messages/count_tokens",
         body: CountBody::Only(COUNTED_FIELDS),

@@ -73,6 +73,7 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: ENDPOINT,
+    compact: None,
     count: None,
 };
 
@@ -86,6 +87,7 @@ pub const V1_SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: ENDPOINT,
+    compact: None,
     count: None,
 };
 
@@ -100,6 +102,7 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: ENDPOINT,
+    compact: Some("/openai/v1/responses/compact"),
     count: None,
 };
 

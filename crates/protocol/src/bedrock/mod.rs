@@ -91,6 +91,7 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
+    compact: None,
     count: Some(crate::spec::CountSpec {
         path: "/model/{model}/count-tokens",
         // What `ConverseTokensRequest` takes of a Converse body.

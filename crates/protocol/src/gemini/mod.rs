@@ -71,6 +71,7 @@ pub const SPEC: WireSpec = WireSpec {
     passthrough_headers: &[],
     default_endpoint: "https://generativelanguage.googleapis.com",
     // `{"contents": …}` alone would leave the system instruction and tools out.
+    compact: None,
     count: Some(CountSpec {
         path: "/v1beta/models/{model}:countTokens",
         body: CountBody::Wrapped { key: "generateContentRequest" },

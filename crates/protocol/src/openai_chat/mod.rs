@@ -41,6 +41,7 @@ pub const SPEC: WireSpec = WireSpec {
     passthrough_headers: &[],
     default_endpoint: "https://api.openai.com/v1",
     // Chat Completions has no counting endpoint (OpenAI's counts Responses bodies).
+    compact: None,
     count: None,
 };
 

@@ -123,6 +123,7 @@ pub const SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: "https://api.openai.com/v1",
+    compact: Some("/responses/compact"),
     count: Some(CountSpec {
         path: "/responses/input_tokens",
         body: CountBody::Only(&[

@@ -52,6 +52,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     passthrough_headers: &["anthropic-beta"],
     default_endpoint: ENDPOINT,
     // One counting route for every Claude model: the body names it.
+    compact: None,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
@@ -89,6 +90,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: ENDPOINT,
+    compact: None,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",
         // Vertex's CountTokensRequest takes these at its top level.
@@ -114,6 +116,7 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     headers: &[],
     passthrough_headers: &[],
     default_endpoint: ENDPOINT,
+    compact: None,
     count: None,
 };
 
