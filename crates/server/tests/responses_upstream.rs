@@ -352,11 +352,15 @@ async fn codex_compacts_on_a_responses_upstream_natively_and_its_item_goes_back_
         // goes as Codex sent it, and the upstream compacts.
         h.openai.clear_received();
         let input = json!([user("fix the failing test"), {"type": "compaction_trigger"}]);
-        let body = json!({"model": MODEL, "stream": stream, "store": false, "input": input});
+        // As Codex 0.171 writes it: `client_metadata`, which only OpenAI's own
+        // backend takes (the fake refuses it, as the public API does).
+        let body = json!({"model": MODEL, "stream": stream, "store": false, "input": input,
+            "client_metadata": {"x-codex-installation-id": "install-1"}});
         let (status, bytes) = post(&h, ClientFormat::OpenAiResponses, &body, stream).await;
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
         let sent = last(&h);
         assert_eq!(sent.body["input"][1]["type"], "compaction_trigger", "{}", sent.body);
+        assert!(sent.body.get("client_metadata").is_none(), "{}", sent.body);
         let items = output_items(&bytes, stream);
         assert_eq!(items.len(), 1, "{items:?}");
         assert_eq!(items[0]["type"], "compaction");

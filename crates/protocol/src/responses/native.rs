@@ -25,16 +25,25 @@ fn has_opened_tokens(req: &Request) -> bool {
 }
 
 /// Whether [`adapt_native`] might edit the body: it holds opened tokens, or
-/// names a compaction item (decided on the bytes, so a body with none keeps the
-/// byte-level fast path).
+/// names a compaction item or a field only Codex's backend takes (decided on
+/// the bytes, so a body with none keeps the byte-level fast path).
 pub(super) fn may_adapt(req: &Request, body: &[u8]) -> bool {
-    has_opened_tokens(req) || body.windows(b"compaction".len()).any(|w| w == b"compaction")
+    let names = |word: &[u8]| body.windows(word.len()).any(|w| w == word);
+    has_opened_tokens(req)
+        || names(b"compaction")
+        || CLIENT_ONLY.iter().any(|f| names(f.as_bytes()))
 }
 
-/// See [`crate::Wire::adapt_native`]: the history rewritten where it holds what
-/// this gateway sealed; nothing else. A history that cannot be written from the
-/// request (an item the canonical model does not keep) goes as it came, and the
-/// upstream's refusal reaches the client.
+/// Top-level fields Codex writes for OpenAI's own backend that the public
+/// Responses API does not define, and refuses (`Unknown parameter`):
+/// `client_metadata`, Codex's installation, window and turn ids.
+const CLIENT_ONLY: &[&str] = &["client_metadata"];
+
+/// See [`crate::Wire::adapt_native`]: [`CLIENT_ONLY`] fields left out, and the
+/// history rewritten where it holds what this gateway sealed; nothing else. A
+/// history that cannot be written from the request (an item the canonical model
+/// does not keep) goes as it came, and the upstream's refusal reaches the
+/// client.
 pub(super) fn adapt_native(
     body: &Map<String, Value>,
     req: &Request,
@@ -44,13 +53,17 @@ pub(super) fn adapt_native(
     let compacted = body.get("input").and_then(Value::as_array).into_iter().flatten().any(|i| {
         matches!(i.get("type").and_then(Value::as_str), Some("compaction" | "compaction_summary"))
     });
+    let mut edits: Vec<FieldEdit> =
+        CLIENT_ONLY.iter().filter(|f| body.contains_key(**f)).map(|f| (*f, None)).collect();
     if !compacted && !has_opened_tokens(req) {
-        return Vec::new();
+        return edits;
     }
     let Ok(Value::Object(mut encoded)) = super::encode_request_for(req, traits, family) else {
-        return Vec::new();
+        return edits;
     };
-    vec![("input", encoded.remove("input")), ("instructions", encoded.remove("instructions"))]
+    edits.push(("input", encoded.remove("input")));
+    edits.push(("instructions", encoded.remove("instructions")));
+    edits
 }
 
 #[cfg(test)]
