@@ -193,7 +193,6 @@ async fn list(
     // load, which a list is not).
     let key = spec.keys.first();
     let dest = Dest { runtime: &runtime, spec, wire, key, upstream_model: "" };
-    let configured = key.map(std::slice::from_ref).unwrap_or_default();
     let mut models = Vec::new();
     let mut seen = HashSet::new();
     let mut cursor: Option<String> = None;
@@ -205,16 +204,13 @@ async fn list(
         // The whole list is under PROVIDER_TIMEOUT too; this bounds one
         // page's reads, as an attempt's are.
         let deadline = Instant::now() + PROVIDER_TIMEOUT;
-        let scrub_with = |used: &[Secret], f: Failure| {
-            failure_text(f.redacted(&Redactor { platform: &spec.secrets, used }))
+        let scrub_with = |minted: &[Secret], f: Failure| {
+            failure_text(f.redacted(&Redactor { platform: &spec.secrets, used: key, minted }))
         };
-        let (resp, minted) =
-            upstream::get(dest, url).await.map_err(|f| scrub_with(configured, f))?;
-        // The credentials this request carried: the key, what the cloud
-        // credential minted for it.
-        let used: Vec<Secret> = key.cloned().into_iter().chain(minted).collect();
-        let redactor = Redactor { platform: &spec.secrets, used: &used };
-        let scrub = |f: Failure| scrub_with(&used, f);
+        let (resp, minted) = upstream::get(dest, url).await.map_err(|f| scrub_with(&[], f))?;
+        // With what the cloud credential minted for this request.
+        let redactor = Redactor { platform: &spec.secrets, used: key, minted: &minted };
+        let scrub = |f: Failure| scrub_with(&minted, f);
         if !resp.status().is_success() {
             return Err(scrub(upstream::read_failure(resp, wire, &redactor, deadline).await));
         }

@@ -264,20 +264,22 @@ pub fn redact_userinfo(url: &str) -> std::borrow::Cow<'_, str> {
 const MIN_REDACTED: usize = 8;
 
 /// The credentials one attempt may have put on the wire: every secret of the
-/// provider (`ProviderSpec::secrets`: keys, credential headers, userinfo) and
-/// those the attempt used: its key (the caller's own, for BYOK) and what its
-/// cloud credential minted for it (an access token, a session token, a
-/// signature). Whatever text an upstream sends back passes through this
-/// before it travels anywhere.
+/// provider (`ProviderSpec::secrets`: keys, credential headers, userinfo), the
+/// key the attempt used (the caller's own, for BYOK) and what its cloud
+/// credential minted for it (an access token, a session token, a signature:
+/// empty for a keyed provider, so the usual attempt allocates nothing here).
+/// Whatever text an upstream sends back passes through this before it travels
+/// anywhere.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Redactor<'a> {
     pub platform: &'a [Secret],
-    pub used: &'a [Secret],
+    pub used: Option<&'a Secret>,
+    pub minted: &'a [Secret],
 }
 
 impl Redactor<'_> {
     fn secrets(&self) -> impl Iterator<Item = &Secret> + '_ {
-        self.platform.iter().chain(self.used)
+        self.platform.iter().chain(self.used).chain(self.minted)
     }
 
     /// `text` with every credential replaced.
@@ -431,8 +433,7 @@ mod tests {
         assert!(!s.matches(b"sk-live-abcdefgX"));
         assert_eq!(redact("bad key sk-live-abcdefgh!", [&s]), "bad key [redacted]!");
         let platform = [Secret::new("platform-key-0001")];
-        let used = [s.clone()];
-        let r = Redactor { platform: &platform, used: &used };
+        let r = Redactor { platform: &platform, used: Some(&s), minted: &[] };
         assert_eq!(
             r.text("a sk-live-abcdefgh b platform-key-0001 c sk-live-abcdefgh"),
             "a [redacted] b [redacted] c [redacted]"

@@ -378,8 +378,7 @@ impl Snapshot {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
             }
         };
-        let used = key.map(std::slice::from_ref).unwrap_or_default();
-        let redactor = Redactor { platform: &cand.provider.secrets, used };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: key, minted: &[] };
         let result = match result {
             Ok(Answer::Stream(mut committed)) => {
                 // A stream's outcome is known when it ends, not at its commit
@@ -505,7 +504,7 @@ impl Snapshot {
         // Sent again once, without what a refusal named that the provider was
         // not yet known to refuse ([`crate::refusals`]).
         let mut resent = false;
-        let (resp, used) = loop {
+        let (resp, minted) = loop {
             let refused = runtime.refusals.get(&cand.provider.name);
             let mut out = inbound.outgoing(request, wire);
             out.dropped = dropped.clone();
@@ -529,14 +528,13 @@ impl Snapshot {
                 }
                 Ok(r) => r?,
             };
-            // The credentials this request carried: the key, and what the
-            // cloud credential minted for it.
+            // With what the cloud credential minted for this request.
             let (resp, minted) = resp;
-            let used: Vec<Secret> = key.cloned().into_iter().chain(minted).collect();
             if resp.status().is_success() {
-                break (resp, used);
+                break (resp, minted);
             }
-            let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
+            let redactor =
+                Redactor { platform: &cand.provider.secrets, used: key, minted: &minted };
             let failure = upstream::read_failure(resp, wire, &redactor, deadline).await;
             if let Failure::Status { status: 400, message, .. } = &failure
                 && !resent
@@ -548,7 +546,7 @@ impl Snapshot {
             }
             return Err(failure);
         };
-        let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: key, minted: &minted };
         if !stream {
             let bytes = upstream::read_body(resp, settings.max_response_bytes, deadline).await?;
             // Scrubbed before anything reads or forwards it, as an error's body is.
@@ -586,7 +584,8 @@ impl Snapshot {
         )
         .await
         .map_err(|f| f.redacted(&redactor))?;
-        committed.used = used;
+        // What the stream says later is scrubbed with the same credentials.
+        committed.used = key.cloned().into_iter().chain(minted).collect();
         Ok(Answer::Stream(committed))
     }
 }

@@ -198,10 +198,7 @@ impl Snapshot {
             class: TransportClass::Timeout,
             message: format!("no token count within {} ms", timeout.as_millis()),
         };
-        let configured = Redactor {
-            platform: &cand.provider.secrets,
-            used: key.map(std::slice::from_ref).unwrap_or_default(),
-        };
+        let configured = Redactor { platform: &cand.provider.secrets, used: key, minted: &[] };
         let started = Instant::now();
         let (resp, minted) = tokio::time::timeout(
             timeout,
@@ -210,8 +207,7 @@ impl Snapshot {
         .await
         .map_err(|_| timed_out())?
         .map_err(|f| f.redacted(&configured))?;
-        let used: Vec<Secret> = key.cloned().into_iter().chain(minted).collect();
-        let redactor = Redactor { platform: &cand.provider.secrets, used: &used };
+        let redactor = Redactor { platform: &cand.provider.secrets, used: key, minted: &minted };
         let until = started + timeout;
         if !resp.status().is_success() {
             return Err(upstream::read_failure(resp, wire, &redactor, until).await);

@@ -307,7 +307,8 @@ impl Pump {
         }
         // The upstream's bytes are whole frames here (`Source` holds back a frame
         // not yet complete), so a secret in one is scrubbed whole.
-        let redactor = Redactor { platform: &self.candidate.provider.secrets, used: &self.used };
+        let redactor =
+            Redactor { platform: &self.candidate.provider.secrets, used: None, minted: &self.used };
         let out = &mut self.outlet.raw;
         if !self.rename && !self.strip_usage {
             match redactor.forwarded(raw.as_ref()) {
@@ -392,8 +393,11 @@ impl Pump {
                     break;
                 }
                 Ok(Err(f)) => {
-                    let redactor =
-                        Redactor { platform: &self.candidate.provider.secrets, used: &self.used };
+                    let redactor = Redactor {
+                        platform: &self.candidate.provider.secrets,
+                        used: None,
+                        minted: &self.used,
+                    };
                     let f = f.redacted(&redactor);
                     error = Some(failure_error(&f, &self.candidate.provider.name));
                     failed = Some((f.outcome(), health_outcome(&f)));
