@@ -293,7 +293,9 @@ pub(crate) fn build_body(
         ungated.extend(ungated_fields(out, wire, spec));
         ungated.extend(out.refused.into_iter().flat_map(crate::refusals::Learned::fields));
     }
-    let on_bytes = fast.filter(|_| out.dropped.is_empty() && ungated.is_empty());
+    let on_bytes = fast.filter(|_| {
+        out.dropped.is_empty() && ungated.is_empty() && wire.spec().headers_in_body.is_empty()
+    });
     if let Some(raw) = on_bytes
         && wire.spec().model == ModelPlacement::Path
         && !wire.may_adapt(out.request, raw.bytes(), traits)
@@ -325,6 +327,11 @@ pub(crate) fn build_body(
             let mut opts = raw.get(field).and_then(Value::as_object).cloned().unwrap_or_default();
             opts.insert(key.into(), Value::Bool(true));
             overrides.push((field, Value::Object(opts)));
+        }
+        for (header, field) in wire.spec().headers_in_body {
+            if let Some(values) = in_body(out, wire, spec, header) {
+                overrides.push((field, values));
+            }
         }
         let mut drop: Vec<&str> = spec.drop_fields.iter().map(String::as_str).collect();
         drop.extend(ungated);
@@ -540,6 +547,10 @@ fn with_headers(
     }
     if passthrough && out.format.native_wire() == Some(wire.dialect()) {
         for name in api.passthrough_headers {
+            // Written into the body instead (`build_body`).
+            if api.headers_in_body.iter().any(|(header, _)| header == name) {
+                continue;
+            }
             let Some(value) = forwarded(out, name) else { continue };
             match (*name, beta_header(out, wire, spec)) {
                 (ANTHROPIC_BETA, Passthrough::All) => req = req.header(*name, value),
@@ -674,7 +685,7 @@ mod failure;
 mod list;
 mod source;
 pub(crate) use edits::field_edits;
-use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, ungated as ungated_fields};
+use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, in_body, ungated as ungated_fields};
 pub(crate) use failure::{Failure, TransportClass, retry_after};
 pub(crate) use list::get;
 use list::with_key;

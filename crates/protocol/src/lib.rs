@@ -175,6 +175,8 @@ pub enum Wire {
     Gemini,
     /// Amazon Bedrock's Converse.
     Bedrock,
+    /// Claude on Amazon Bedrock's InvokeModel, in Anthropic's own body.
+    BedrockAnthropic,
     /// Claude on Google Vertex AI.
     VertexAnthropic,
     /// Gemini on Google Vertex AI.
@@ -201,6 +203,7 @@ impl Wire {
             Wire::Anthropic => &anthropic::AnthropicWire,
             Wire::Gemini => &gemini::GeminiWire,
             Wire::Bedrock => &bedrock::BedrockWire,
+            Wire::BedrockAnthropic => &bedrock::BedrockInvokeWire,
             Wire::VertexAnthropic => &vertex::VERTEX_ANTHROPIC,
             Wire::VertexGemini => &vertex::VERTEX_GEMINI,
             Wire::VertexOpenAi => &vertex::VERTEX_OPENAI,
@@ -212,7 +215,7 @@ impl Wire {
     }
 
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`,
-    /// `bedrock`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`,
+    /// `bedrock`, `bedrock-anthropic`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`,
     /// `azure-openai`, `azure-openai-v1`, `openai-responses`,
     /// `azure-openai-responses`).
     pub fn as_str(self) -> &'static str {

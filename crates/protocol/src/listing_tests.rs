@@ -3,11 +3,12 @@
 use super::{ModelListing, Paging};
 use crate::Wire;
 
-const ALL: [Wire; 11] = [
+const ALL: [Wire; 12] = [
     Wire::OpenAiChat,
     Wire::Anthropic,
     Wire::Gemini,
     Wire::Bedrock,
+    Wire::BedrockAnthropic,
     Wire::VertexAnthropic,
     Wire::VertexGemini,
     Wire::VertexOpenAi,
@@ -41,6 +42,10 @@ fn each_wire_lists_where_its_api_does() {
         "https://bedrock.us-east5.amazonaws.com/foundation-models"
     );
     assert_eq!(
+        url(Wire::BedrockAnthropic).unwrap(),
+        "https://bedrock.us-east5.amazonaws.com/foundation-models?byProvider=Anthropic"
+    );
+    assert_eq!(
         url(Wire::VertexAnthropic).unwrap(),
         "https://us-east5-aiplatform.googleapis.com/v1beta1/publishers/anthropic/models"
     );
@@ -61,6 +66,7 @@ fn each_wire_lists_where_its_api_does() {
             }
             Wire::OpenAiChat
             | Wire::Bedrock
+            | Wire::BedrockAnthropic
             | Wire::VertexOpenAi
             | Wire::AzureOpenAi
             | Wire::AzureOpenAiV1

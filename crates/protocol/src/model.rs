@@ -841,6 +841,7 @@ mod tests {
                     Wire::Anthropic => crate::anthropic::parse_request(body.as_bytes()),
                     Wire::Gemini => crate::gemini::parse_request(body.as_bytes()),
                     Wire::Bedrock
+                    | Wire::BedrockAnthropic
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
                     | Wire::VertexOpenAi
@@ -873,6 +874,7 @@ mod tests {
                     Wire::Anthropic => prop_assert_eq!(&got.title, &filename),
                     Wire::Gemini
                     | Wire::Bedrock
+                    | Wire::BedrockAnthropic
                     | Wire::VertexAnthropic
                     | Wire::VertexGemini
                     | Wire::VertexOpenAi

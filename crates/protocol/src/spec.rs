@@ -33,6 +33,10 @@ pub struct WireSpec {
     /// own format (vendor options a translation could not honour, such as
     /// `anthropic-beta`).
     pub passthrough_headers: &'static [&'static str],
+    /// Passed-through headers this wire takes in its body instead, as a list of
+    /// the header's comma-separated values: `(header, field)`. Bedrock's
+    /// InvokeModel takes Claude's `anthropic-beta` flags as `anthropic_beta`.
+    pub headers_in_body: &'static [(&'static str, &'static str)],
     /// The endpoint of a provider whose config names none.
     pub default_endpoint: &'static str,
     /// Where and how the wire counts a request's input tokens without generating;
@@ -126,6 +130,16 @@ pub enum CountBody {
         /// The top-level fields of the generation body it keeps.
         fields: &'static [&'static str],
     },
+    /// The whole generation body as bytes (base64, as AWS's JSON protocols
+    /// send a blob) in `field`, nested under the objects `under` names
+    /// (Bedrock's `CountTokens` of an InvokeModel body:
+    /// `{"input": {"invokeModel": {"body": "…"}}}`).
+    Blob {
+        /// The keys of the objects around it.
+        under: &'static [&'static str],
+        /// The field that holds the body.
+        field: &'static str,
+    },
 }
 
 /// Where the upstream model goes.
@@ -155,9 +169,13 @@ pub enum Streaming {
 pub enum Framing {
     /// Server-sent events ([`crate::sse`]): every wire so far.
     Sse,
-    /// AWS event-stream binary frames: for Amazon Bedrock's streaming APIs
-    /// (`ConverseStream`, [`crate::bedrock`]; `InvokeModelWithResponseStream`).
+    /// AWS event-stream binary frames: for Amazon Bedrock's `ConverseStream`
+    /// ([`crate::bedrock`]).
     AwsEventStream,
+    /// AWS event-stream messages each wrapping one event of the model's own
+    /// stream in base64: Bedrock's `InvokeModelWithResponseStream`
+    /// ([`crate::frame::aws_chunks`]).
+    AwsChunks,
     /// One JSON object per line: for Ollama's native API (`/api/chat`), not yet a
     /// wire.
     JsonLines,
@@ -168,7 +186,7 @@ impl Framing {
     pub fn media_type(self) -> &'static str {
         match self {
             Framing::Sse => "text/event-stream",
-            Framing::AwsEventStream => "application/vnd.amazon.eventstream",
+            Framing::AwsEventStream | Framing::AwsChunks => "application/vnd.amazon.eventstream",
             Framing::JsonLines => "application/x-ndjson",
         }
     }
@@ -333,10 +351,27 @@ fn encode_except(value: &str, keep: impl Fn(u8) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `inner` under the objects `under` names, outermost first.
+fn nest(under: &[&str], inner: Map<String, Value>) -> Map<String, Value> {
+    under.iter().rev().fold(inner, |inner, key| {
+        let mut outer = Map::new();
+        outer.insert((*key).into(), Value::Object(inner));
+        outer
+    })
+}
+
 impl CountSpec {
     /// The counting body for a request whose generation body (as the wire would be
     /// sent it for `model`, the upstream model) is `generation`.
     pub fn body(&self, generation: &[u8], model: &str) -> Result<Vec<u8>, ProtocolError> {
+        if let CountBody::Blob { under, field } = self.body {
+            use base64::Engine as _;
+            let blob = base64::engine::general_purpose::STANDARD.encode(generation);
+            let mut inner = Map::new();
+            inner.insert(field.into(), Value::String(blob));
+            let body = nest(under, inner);
+            return serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()));
+        }
         let Value::Object(mut map) = serde_json::from_slice::<Value>(generation)
             .map_err(|e| ProtocolError::body(e.to_string()))?
         else {
@@ -360,12 +395,10 @@ impl CountSpec {
             }
             CountBody::Nested { under, fields } => {
                 map.retain(|k, _| fields.contains(&k.as_str()));
-                under.iter().rev().fold(map, |inner, key| {
-                    let mut outer = Map::new();
-                    outer.insert((*key).into(), Value::Object(inner));
-                    outer
-                })
+                nest(under, map)
             }
+            // Answered above, on the bytes as they are.
+            CountBody::Blob { .. } => map,
         };
         serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))
     }

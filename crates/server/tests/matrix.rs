@@ -1068,7 +1068,9 @@ fn check_envelope(p: &mut Problems, rx: &Received, case: Case) {
             upstreams::check_cloud_envelope(p, rx, upstream, stream);
             check_messages_flags(p, body, stream);
         }
-        Upstream::VertexGemini => upstreams::check_cloud_envelope(p, rx, upstream, stream),
+        Upstream::VertexGemini | Upstream::BedrockClaude => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream)
+        }
         Upstream::VertexOpen | Upstream::Azure | Upstream::AzureV1 => {
             upstreams::check_cloud_envelope(p, rx, upstream, stream);
             check_chat_stream_flags(p, body, stream);
@@ -2330,7 +2332,8 @@ async fn thinking_survives_a_responses_tool_round_trip_on_claude() {
     let tools = json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
         "parameters": weather_schema()}]);
     let mut p = Problems::default();
-    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    let claudes =
+        [Upstream::Anthropic, Upstream::Bedrock, Upstream::BedrockClaude, Upstream::VertexClaude];
     for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
         let mode = format!("{upstream:?} stream={stream}");
         let vendor = upstream.family();
@@ -2488,7 +2491,9 @@ async fn foreign_tool_ids_reach_claude_in_its_pattern_and_still_pair() {
     let m = Matrix::start().await;
     let mut p = Problems::default();
     let long = format!("call_{}", "x".repeat(70));
-    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
+    for upstream in
+        [Upstream::Anthropic, Upstream::Bedrock, Upstream::BedrockClaude, Upstream::VertexClaude]
+    {
         for format in FORMATS {
             for id in ["functions.get_weather:0", long.as_str()] {
                 for stream in [false, true] {
@@ -2548,6 +2553,7 @@ async fn a_tool_loop_from_another_family_continues_on_claude_without_thinking() 
         (Upstream::Anthropic, "thinking_off:anthropic_tool_loop"),
         (Upstream::Bedrock, "thinking_off:bedrock_tool_loop"),
         // Claude's rules, wherever it runs: the publisher's note.
+        (Upstream::BedrockClaude, "thinking_off:anthropic_tool_loop"),
         (Upstream::VertexClaude, "thinking_off:anthropic_tool_loop"),
     ] {
         let vendor = upstream.family();
@@ -2691,7 +2697,8 @@ async fn thinking_survives_a_chat_tool_round_trip_on_claude() {
     let tools = json!([{"type": "function", "function": {"name": TOOL_NAME,
         "description": TOOL_DESCRIPTION, "parameters": weather_schema()}}]);
     let mut p = Problems::default();
-    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    let claudes =
+        [Upstream::Anthropic, Upstream::Bedrock, Upstream::BedrockClaude, Upstream::VertexClaude];
     for (upstream, stream) in claudes.map(|u| [(u, false), (u, true)]).concat() {
         let mode = format!("{upstream:?} stream={stream}");
         let vendor = upstream.family();
@@ -2904,7 +2911,9 @@ fn takes_document_urls(u: Upstream) -> bool {
 fn forwards_own_body(format: ClientFormat, u: Upstream) -> bool {
     match format {
         ClientFormat::OpenAiChat => matches!(u, Upstream::OpenAi | Upstream::VertexOpen),
-        ClientFormat::Anthropic => matches!(u, Upstream::Anthropic | Upstream::VertexClaude),
+        ClientFormat::Anthropic => {
+            matches!(u, Upstream::Anthropic | Upstream::BedrockClaude | Upstream::VertexClaude)
+        }
         ClientFormat::OpenAiResponses => u == Upstream::Responses,
         ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
@@ -3191,7 +3200,8 @@ async fn blank_text_never_reaches_claude() {
     let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: &str| Item::Text(t.to_owned());
-    let claudes = [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude];
+    let claudes =
+        [Upstream::Anthropic, Upstream::Bedrock, Upstream::BedrockClaude, Upstream::VertexClaude];
     for (upstream, format) in FORMATS.map(|f| claudes.map(|u| (u, f))).concat() {
         for stream in [false, true] {
             let label = format!("{format:?} -> {upstream:?} stream={stream}");
@@ -3503,7 +3513,9 @@ async fn tool_history_without_tools_reaches_claude_in_a_form_it_takes() {
     let m = Matrix::start().await;
     let mut p = Problems::default();
     let text = |t: String| Item::Text(t);
-    for upstream in [Upstream::Anthropic, Upstream::Bedrock, Upstream::VertexClaude] {
+    for upstream in
+        [Upstream::Anthropic, Upstream::Bedrock, Upstream::BedrockClaude, Upstream::VertexClaude]
+    {
         for format in FORMATS {
             for stream in [false, true] {
                 let mode = format!("{upstream:?} {format:?} stream={stream}");

@@ -56,7 +56,9 @@ impl Received {
     /// The model ID of a Bedrock route, decoded (`…-v1%3A0` in the path is
     /// `…-v1:0` here); `None` for any other path.
     pub fn bedrock_model(&self) -> Option<String> {
-        bedrock::route(&self.path).map(|(model, _)| model)
+        bedrock::route(&self.path)
+            .or_else(|| bedrock::invoke::route(&self.path))
+            .map(|(model, _)| model)
     }
 }
 
@@ -107,6 +109,9 @@ struct ScriptState {
     flavour: Option<Flavour>,
     /// A Vertex Claude fake's flags and fields ([`FakeUpstream::set_vertex_claude`]).
     vertex_claude: vertex::ClaudeRules,
+    /// What a Bedrock fake's InvokeModel takes of Claude's flags and fields
+    /// ([`FakeUpstream::set_bedrock_claude`]).
+    bedrock_claude: vertex::ClaudeRules,
     /// What its model list holds ([`FakeUpstream::set_models`]).
     models: Vec<models::FakeModel>,
 }
@@ -225,6 +230,7 @@ impl FakeUpstream {
                 recording: true,
                 flavour: None,
                 vertex_claude: vertex::ClaudeRules::default(),
+                bedrock_claude: bedrock::invoke::default_rules(),
                 models: vec![models::FakeModel::new(canned::DEFAULT_MODEL)],
             }),
             arrived: Notify::new(),
@@ -318,6 +324,12 @@ impl FakeUpstream {
     /// fields (by default [`vertex::ClaudeRules::default`]).
     pub fn set_vertex_claude(&self, rules: vertex::ClaudeRules) {
         self.handle.shared.lock().vertex_claude = rules;
+    }
+
+    /// What a Bedrock fake's InvokeModel takes of Claude's `anthropic_beta`
+    /// flags and body fields (by default [`bedrock::invoke::default_rules`]).
+    pub fn set_bedrock_claude(&self, rules: vertex::ClaudeRules) {
+        self.handle.shared.lock().bedrock_claude = rules;
     }
 
     /// What the vendor's model list holds from now on, in this order (at
@@ -495,10 +507,22 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 return vendor_error(vendor, 400, None, &message);
             }
         }
+    } else if call.invoke {
+        // Claude through InvokeModel: Bedrock's fields, then Anthropic's rules.
+        let rules = shared.lock().bedrock_claude.clone();
+        match bedrock::invoke::claude_body(&rules, &received.body) {
+            Ok(body) => Some(body),
+            Err(message) => {
+                shared.record(&received, false);
+                return vendor_error(vendor, 400, None, &message);
+            }
+        }
     } else {
         None
     };
     let validated = stripped.as_ref().unwrap_or(&received.body);
+    // The rules of the body's own API: Claude's, through InvokeModel.
+    let rules_of = if call.invoke { Vendor::Anthropic } else { vendor };
     // A body the real API refuses is refused here too, before the script is read:
     // the scripted reply stays for the next request.
     let checked = if call.count && call.responses {
@@ -508,7 +532,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     } else if call.responses {
         crate::responses::check(&received.body)
     } else {
-        crate::validate::check(vendor, &call.model, validated)
+        crate::validate::check(rules_of, &call.model, validated)
     };
     if let Err(message) = checked {
         shared.record(&received, false);
@@ -597,6 +621,9 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             frames: vec![b.clone()],
             streamed: false,
         },
+        ReplyBody::Sse(frames) if call.invoke => {
+            binary(bedrock::invoke::chunks(frames), canned::EVENT_STREAM)
+        }
         ReplyBody::Sse(frames) => sse(frames),
         ReplyBody::Frames(frames, ct) => binary(frames.clone(), ct),
         ReplyBody::VendorError(message) => Prepared {
@@ -614,6 +641,8 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             }
         }
         ReplyBody::Auto => {
+            // InvokeModel answers in Claude's own shape.
+            let vendor = if call.invoke { Vendor::Anthropic } else { vendor };
             // The scripted tool loop when the prompt asks for it, else the echo.
             let step = tool_loop::step(vendor, request);
             let echo;
@@ -632,6 +661,9 @@ fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Optio
             };
             if !call.stream {
                 json(&canned::complete(vendor, &answer))
+            } else if call.invoke {
+                let frames = canned::sse_frames(vendor, &answer);
+                binary(bedrock::invoke::chunks(&frames), canned::EVENT_STREAM)
             } else if vendor == Vendor::Bedrock {
                 binary(bedrock::answer::frames(&answer), canned::EVENT_STREAM)
             } else if call.json_array {

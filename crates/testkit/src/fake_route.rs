@@ -24,6 +24,8 @@ pub(super) struct Call {
     pub(super) responses: bool,
     /// The Responses API's compact endpoint (`/responses/compact`).
     pub(super) compact: bool,
+    /// Bedrock's InvokeModel ([`crate::bedrock::invoke`]): Claude's own body.
+    pub(super) invoke: bool,
 }
 
 pub(super) enum Route {
@@ -49,6 +51,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                     count: r.count,
                     responses: false,
                     compact: false,
+                    invoke: false,
                 }
             })
         }
@@ -60,6 +63,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: false,
                 responses: false,
                 compact: false,
+                invoke: false,
             }),
             "/v1/responses" | "/responses" => Some(Call {
                 model: body_model(),
@@ -68,6 +72,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: false,
                 responses: true,
                 compact: false,
+                invoke: false,
             }),
             "/v1/responses/compact" | "/responses/compact" => Some(Call {
                 model: body_model(),
@@ -76,6 +81,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: false,
                 responses: true,
                 compact: true,
+                invoke: false,
             }),
             "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
                 model: body_model(),
@@ -84,6 +90,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: true,
                 responses: true,
                 compact: false,
+                invoke: false,
             }),
             _ => None,
         },
@@ -95,6 +102,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: false,
                 responses: false,
                 compact: false,
+                invoke: false,
             }),
             "/v1/messages/count_tokens" => Some(Call {
                 model: body_model(),
@@ -103,18 +111,24 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 count: true,
                 responses: false,
                 compact: false,
+                invoke: false,
             }),
             _ => None,
         },
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
         Vendor::Bedrock => bedrock::route(&rx.path)
-            .map(|(model, stream)| Call {
+            .map(|(model, stream)| (model, stream, false))
+            .or_else(|| {
+                bedrock::invoke::route(&rx.path).map(|(model, stream)| (model, stream, true))
+            })
+            .map(|(model, stream, invoke)| Call {
                 model,
                 stream,
                 json_array: false,
                 count: false,
                 responses: false,
                 compact: false,
+                invoke,
             })
             .or_else(|| {
                 bedrock::count_route(&rx.path).map(|model| Call {
@@ -124,6 +138,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                     count: true,
                     responses: false,
                     compact: false,
+                    invoke: false,
                 })
             }),
     };
@@ -152,6 +167,7 @@ pub(super) fn azure_call(
             count: false,
             responses,
             compact: rx.path == azure::COMPACT_PATH,
+            invoke: false,
         })),
         Err((status, body)) => {
             shared.record(rx, false);
@@ -181,5 +197,6 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
         count,
         responses: false,
         compact: false,
+        invoke: false,
     })
 }

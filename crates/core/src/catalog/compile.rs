@@ -232,7 +232,7 @@ fn compile_providers(
             problems.push(Problem::located(
                 written.location(),
                 format!(
-                    "providers.{name}.anthropic_betas: only a provider of Claude's own API (anthropic, vertex-anthropic) takes beta flags"
+                    "providers.{name}.anthropic_betas: only a provider of Claude's own API (anthropic, vertex-anthropic, bedrock-anthropic) takes beta flags"
                 ),
             ));
         }

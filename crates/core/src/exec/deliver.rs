@@ -2,6 +2,7 @@
 //! and for streams the pump that carries the rest.
 
 use super::*;
+use switchyard_protocol::Framing;
 
 /// The attempt that answered: which candidate, what it was sent without, its
 /// answer and how long it took.
@@ -131,6 +132,11 @@ impl Snapshot {
                 let passthrough = inbound.output == Output::Client
                     && wire.is_some_and(|wire| inbound.fast_path(wire))
                     && matches!(committed.source, Source::Http { .. });
+                // The gateway asked the wire for the usage the client did not
+                // ask for (`upstream::splice`): it goes no further.
+                let strip_usage = passthrough
+                    && wire.is_some_and(|w| w.behaviour().stream_usage_option().is_some())
+                    && !inbound.request.stream_usage;
                 let (tx, rx) = mpsc::channel(STREAM_CHANNEL);
                 let delivery = Delivery::Stream(ChunkStream {
                     passthrough: passthrough.then_some(inbound.format),
@@ -160,11 +166,11 @@ impl Snapshot {
                     continuity: (!passthrough).then(|| {
                         continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
                     }),
-                    // The gateway asked the wire for the usage the client did
-                    // not ask for (`upstream::splice`): it goes no further.
-                    strip_usage: passthrough
-                        && wire.is_some_and(|w| w.behaviour().stream_usage_option().is_some())
-                        && !inbound.request.stream_usage,
+                    strip_usage,
+                    verbatim: passthrough
+                        && !renamed
+                        && !strip_usage
+                        && wire.is_some_and(|w| w.spec().framing == Framing::Sse),
                     report,
                     _in_flight: in_flight,
                     deadline: inbound.limits.deadline.map(|d| inbound.received + d),

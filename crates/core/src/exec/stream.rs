@@ -228,6 +228,10 @@ pub(super) struct Pump {
     /// Passed through, an OpenAI stream carries the usage-only chunk the gateway
     /// asked for (to meter it) and the client did not: it is left out.
     pub(super) strip_usage: bool,
+    /// Passed through as the upstream's own bytes: no event is renamed or
+    /// left out, and the wire streams SSE as every client format does (an
+    /// event-stream's frames are written back as SSE events instead).
+    pub(super) verbatim: bool,
     /// The attempt's health and latency, reported when the stream ends.
     pub(super) report: StreamReport,
     /// Held for the stream's life: the deployment counts as busy until it ends.
@@ -287,7 +291,7 @@ impl Pump {
         held_frames: &[Frame],
         held: Vec<StreamEvent>,
     ) {
-        if self.passthrough && !self.rename && !self.strip_usage && !held_raw.is_empty() {
+        if self.verbatim && !held_raw.is_empty() {
             self.at_boundary = held_raw.ends_with(b"\n\n") || held_raw.ends_with(b"\r\n\r\n");
         }
         self.forward(held_raw, held_frames);
@@ -300,7 +304,8 @@ impl Pump {
     /// completes: nothing is held back.
     ///
     /// The fast path joins a client to its own format's wire, and every client
-    /// format streams SSE, so a frame here is an SSE event and is written back as one.
+    /// format streams SSE, so a frame here is an SSE event (or, from an AWS
+    /// event-stream, the model's event a chunk carries) and is written back as one.
     pub(super) fn forward(&mut self, raw: impl AsRef<[u8]> + Into<Vec<u8>>, frames: &[Frame]) {
         if !self.passthrough {
             return;
@@ -310,7 +315,7 @@ impl Pump {
         let redactor =
             Redactor { platform: &self.candidate.provider.secrets, used: None, minted: &self.used };
         let out = &mut self.outlet.raw;
-        if !self.rename && !self.strip_usage {
+        if self.verbatim {
             match redactor.forwarded(raw.as_ref()) {
                 Cow::Owned(clean) => out.extend_from_slice(&clean),
                 Cow::Borrowed(_) if out.is_empty() => *out = raw.into(),
@@ -406,8 +411,7 @@ impl Pump {
                 Ok(Ok(None)) => ended = true,
                 Ok(Ok(Some(batch))) => {
                     let boundary = batch.raw.ends_with(b"\n\n") || batch.raw.ends_with(b"\r\n\r\n");
-                    let verbatim = self.passthrough && !self.rename && !self.strip_usage;
-                    if verbatim && !batch.raw.is_empty() {
+                    if self.verbatim && !batch.raw.is_empty() {
                         self.at_boundary = boundary;
                     }
                     self.forward(batch.raw, &batch.frames);

@@ -126,6 +126,24 @@ pub(super) fn beta_header<'a>(
     }
 }
 
+/// A passed-through `header` the wire takes in its body: its values that go
+/// upstream (the `anthropic-beta` flags the provider takes), as the list the
+/// body carries. `None` when the client sent none of them.
+pub(super) fn in_body(
+    out: &Outgoing<'_>,
+    wire: Wire,
+    spec: &ProviderSpec,
+    header: &str,
+) -> Option<serde_json::Value> {
+    let value = forwarded(out, header)?;
+    let passing = (header == ANTHROPIC_BETA).then(|| beta_header(out, wire, spec));
+    let kept: Vec<serde_json::Value> = flags(value)
+        .filter(|f| passing.as_ref().is_none_or(|p| p.keeps(f)))
+        .map(serde_json::Value::from)
+        .collect();
+    (!kept.is_empty()).then_some(serde_json::Value::Array(kept))
+}
+
 /// The fields of a client's own body that go with the `anthropic-beta` flags
 /// left out of its request ([`switchyard_protocol::anthropic::gated_fields`]).
 pub(super) fn ungated(out: &Outgoing<'_>, wire: Wire, spec: &ProviderSpec) -> Vec<&'static str> {

@@ -72,6 +72,7 @@ pub const SPEC: WireSpec = WireSpec {
     auth: Auth::Header("x-api-key"),
     headers: &[RequiredHeader { name: "anthropic-version", default: "2023-06-01" }],
     passthrough_headers: &["anthropic-beta"],
+    headers_in_body: &[],
     default_endpoint: "https://api.anthropic.com",
     compact: None,
     count: Some(CountSpec {

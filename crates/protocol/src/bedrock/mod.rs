@@ -1,6 +1,7 @@
 //! Amazon Bedrock's Converse API (`POST /model/{modelId}/converse`) and
 //! ConverseStream (`/converse-stream`, AWS event-stream framing), as an upstream
-//! wire: canonical → a Converse body ([`encode_request`]), and Converse's answers
+//! wire (and Claude's own body through `InvokeModel`, the wire `bedrock-anthropic`:
+//! [`BedrockInvokeWire`]): canonical → a Converse body ([`encode_request`]), and Converse's answers
 //! → canonical ([`parse_response`], [`parse_usage`], [`Decoder`], [`parse_error`]).
 //! Pure translation: the model goes in the URL path, and signing (SigV4) and the
 //! region's endpoint are the caller's ([`SPEC`]).
@@ -54,6 +55,7 @@
 //! [`ModelTraits::family`]: crate::ModelTraits::family
 
 mod behaviour;
+mod invoke;
 mod models;
 mod request;
 mod response;
@@ -61,6 +63,7 @@ mod stream_decode;
 mod wire;
 
 pub use behaviour::BedrockWire;
+pub use invoke::{ANTHROPIC_VERSION, BETAS, BedrockInvokeWire, INVOKE_SPEC};
 pub use models::{listed_id, parse_models};
 pub use request::encode_request;
 pub use response::{error_kind, parse_error, parse_response, parse_usage};
@@ -90,6 +93,7 @@ pub const SPEC: WireSpec = WireSpec {
     auth: Auth::SigV4 { service: "bedrock" },
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
     compact: None,
     count: Some(crate::spec::CountSpec {

@@ -160,6 +160,17 @@ fn payload<T: DeserializeOwned>(name: &str, data: &str) -> Result<T, ProtocolErr
     serde_json::from_str(data).map_err(|e| ProtocolError::upstream(format!("`{name}` event: {e}")))
 }
 
+/// The error a stream's exception `name` (its `:exception-type`) with
+/// payload `data` ends the stream with.
+pub(super) fn exception(name: &str, data: &str) -> ProtocolError {
+    let e: WireException = serde_json::from_str(data).unwrap_or_default();
+    let message = e.message.or(e.original_message).unwrap_or_default();
+    ProtocolError::UpstreamError {
+        kind: error_kind(name).to_owned(),
+        message: if message.is_empty() { name.to_owned() } else { format!("{name}: {message}") },
+    }
+}
+
 impl StreamDecoder for Decoder {
     fn push(&mut self, frame: &Frame, out: &mut Vec<StreamEvent>) -> Result<(), ProtocolError> {
         let Some(name) = frame.event.as_deref() else { return Ok(()) };
@@ -175,16 +186,7 @@ impl StreamDecoder for Decoder {
         // A ConverseStream's events and exceptions share one namespace (see
         // `crate::frame::event_stream`): every exception's name ends so.
         if name.ends_with("Exception") {
-            let e: WireException = serde_json::from_str(data).unwrap_or_default();
-            let message = e.message.or(e.original_message).unwrap_or_default();
-            return Err(ProtocolError::UpstreamError {
-                kind: error_kind(name).to_owned(),
-                message: if message.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{name}: {message}")
-                },
-            });
+            return Err(exception(name, data));
         }
         match name {
             "messageStart" => self.start(out),

@@ -11,15 +11,18 @@
 //! | [`Framing::Sse`] | [`SseDecoder`] | one event: `event:`, the joined `data:` lines, `id:` |
 //! | [`Framing::JsonLines`] | [`json_lines::JsonLinesDecoder`] | one non-blank line |
 //! | [`Framing::AwsEventStream`] | [`event_stream::EventStreamDecoder`] | one message: its `:event-type` (or `:exception-type`) and payload |
+//! | [`Framing::AwsChunks`] | [`aws_chunks::ChunksDecoder`] | the model event a `chunk` message carries, named by its `type` |
 //!
 //! No IO: the caller feeds bytes as they arrive, split anywhere.
 
+pub mod aws_chunks;
 pub mod event_stream;
 pub mod json_lines;
 
 use crate::sse::{SseDecoder, SseTooLong};
 use crate::{Framing, ProtocolError};
 
+use aws_chunks::ChunksDecoder;
 use event_stream::EventStreamDecoder;
 use json_lines::JsonLinesDecoder;
 
@@ -55,6 +58,7 @@ enum Inner {
     Sse(SseDecoder),
     JsonLines(JsonLinesDecoder),
     AwsEventStream(EventStreamDecoder),
+    AwsChunks(ChunksDecoder),
 }
 
 impl Framing {
@@ -84,6 +88,7 @@ impl Framing {
             Framing::Sse => Inner::Sse(SseDecoder::new()),
             Framing::JsonLines => Inner::JsonLines(JsonLinesDecoder::new()),
             Framing::AwsEventStream => Inner::AwsEventStream(EventStreamDecoder::new()),
+            Framing::AwsChunks => Inner::AwsChunks(ChunksDecoder::new()),
         })
     }
 }
@@ -114,6 +119,7 @@ impl Framer {
             Inner::Sse(d) => d.push(chunk, out).map_err(FrameError::from),
             Inner::JsonLines(d) => d.push(chunk, out),
             Inner::AwsEventStream(d) => d.push(chunk, out),
+            Inner::AwsChunks(d) => d.push(chunk, out),
         }
     }
 
@@ -128,6 +134,7 @@ impl Framer {
             }
             Inner::JsonLines(d) => d.finish(out),
             Inner::AwsEventStream(d) => d.finish(),
+            Inner::AwsChunks(d) => d.finish(),
         }
     }
 
@@ -145,7 +152,8 @@ impl Framer {
     ///   chunk begins with its `\n`, that `\n` is pending until the next blank
     ///   line.
     /// - JSON lines: the bytes after the last `\n`.
-    /// - AWS event-stream: the bytes of the message not yet complete.
+    /// - AWS event-stream (and its chunks): the bytes of the message not yet
+    ///   complete.
     ///
     /// After an error the count means nothing.
     ///
@@ -165,6 +173,7 @@ impl Framer {
             Inner::Sse(d) => d.pending(),
             Inner::JsonLines(d) => d.pending(),
             Inner::AwsEventStream(d) => d.pending(),
+            Inner::AwsChunks(d) => d.pending(),
         }
     }
 }

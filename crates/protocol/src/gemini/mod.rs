@@ -69,6 +69,7 @@ pub const SPEC: WireSpec = WireSpec {
     auth: Auth::Header("x-goog-api-key"),
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: "https://generativelanguage.googleapis.com",
     // `{"contents": …}` alone would leave the system instruction and tools out.
     compact: None,

@@ -39,6 +39,7 @@ pub const SPEC: WireSpec = WireSpec {
     auth: Auth::Bearer,
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: "https://api.openai.com/v1",
     // Chat Completions has no counting endpoint (OpenAI's counts Responses bodies).
     compact: None,

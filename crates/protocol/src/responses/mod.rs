@@ -122,6 +122,7 @@ pub const SPEC: WireSpec = WireSpec {
     auth: Auth::Bearer,
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: "https://api.openai.com/v1",
     compact: Some("/responses/compact"),
     count: Some(CountSpec {

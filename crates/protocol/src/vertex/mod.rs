@@ -50,6 +50,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     // Only the flags the provider lists (`anthropic_betas`): Vertex refuses
     // those it does not take.
     passthrough_headers: &["anthropic-beta"],
+    headers_in_body: &[],
     default_endpoint: ENDPOINT,
     // One counting route for every Claude model: the body names it.
     compact: None,
@@ -89,6 +90,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
     auth: Auth::OAuthToken,
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
     count: Some(crate::spec::CountSpec {
@@ -115,6 +117,7 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     auth: Auth::OAuthToken,
     headers: &[],
     passthrough_headers: &[],
+    headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
     count: None,

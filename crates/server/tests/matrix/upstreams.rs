@@ -21,6 +21,9 @@ pub enum Upstream {
     Anthropic,
     Gemini,
     Bedrock,
+    /// Claude through Bedrock's InvokeModel (`bedrock-anthropic`), on the
+    /// Bedrock fake.
+    BedrockClaude,
     /// Claude on Vertex AI (`vertex-anthropic`).
     VertexClaude,
     /// Gemini on Vertex AI (`vertex-gemini`).
@@ -35,11 +38,12 @@ pub enum Upstream {
     Responses,
 }
 
-pub const UPSTREAMS: [Upstream; 10] = [
+pub const UPSTREAMS: [Upstream; 11] = [
     Upstream::OpenAi,
     Upstream::Anthropic,
     Upstream::Gemini,
     Upstream::Bedrock,
+    Upstream::BedrockClaude,
     Upstream::VertexClaude,
     Upstream::VertexGemini,
     Upstream::VertexOpen,
@@ -73,7 +77,9 @@ impl Upstream {
             | Upstream::Azure
             | Upstream::AzureV1
             | Upstream::Responses => Vendor::OpenAi,
-            Upstream::Anthropic | Upstream::VertexClaude => Vendor::Anthropic,
+            Upstream::Anthropic | Upstream::BedrockClaude | Upstream::VertexClaude => {
+                Vendor::Anthropic
+            }
             Upstream::Gemini | Upstream::VertexGemini => Vendor::Gemini,
             Upstream::Bedrock => Vendor::Bedrock,
         }
@@ -86,6 +92,7 @@ impl Upstream {
             Upstream::Anthropic => "anthropic",
             Upstream::Gemini => "gemini",
             Upstream::Bedrock => "bedrock",
+            Upstream::BedrockClaude => "bedrock-claude",
             Upstream::VertexClaude => "vertex-claude",
             Upstream::VertexGemini => "vertex-gemini",
             Upstream::VertexOpen => "vertex-open",
@@ -102,6 +109,7 @@ impl Upstream {
             Upstream::Anthropic => catalog_model(Vendor::Anthropic),
             Upstream::Gemini => catalog_model(Vendor::Gemini),
             Upstream::Bedrock => catalog_model(Vendor::Bedrock),
+            Upstream::BedrockClaude => "m-bedrock-claude",
             Upstream::VertexClaude => "m-vertex-claude",
             Upstream::VertexGemini => "m-vertex-gemini",
             Upstream::VertexOpen => "m-vertex-open",
@@ -117,7 +125,7 @@ impl Upstream {
             Upstream::OpenAi => upstream_model(Vendor::OpenAi),
             Upstream::Anthropic => upstream_model(Vendor::Anthropic),
             Upstream::Gemini => upstream_model(Vendor::Gemini),
-            Upstream::Bedrock => upstream_model(Vendor::Bedrock),
+            Upstream::Bedrock | Upstream::BedrockClaude => upstream_model(Vendor::Bedrock),
             Upstream::VertexClaude => VERTEX_CLAUDE_MODEL,
             Upstream::VertexGemini => VERTEX_GEMINI_MODEL,
             Upstream::VertexOpen => VERTEX_OPEN_MODEL,
@@ -133,7 +141,7 @@ impl Upstream {
             Upstream::OpenAi | Upstream::Responses => Some(OPENAI_KEY),
             Upstream::Anthropic => Some(ANTHROPIC_KEY),
             Upstream::Gemini => Some(GEMINI_KEY),
-            Upstream::Bedrock => Some(BEDROCK_ACCESS_KEY_ID),
+            Upstream::Bedrock | Upstream::BedrockClaude => Some(BEDROCK_ACCESS_KEY_ID),
             Upstream::Azure => Some(azure::API_KEY),
             Upstream::VertexClaude
             | Upstream::VertexGemini
@@ -148,7 +156,7 @@ impl Upstream {
             Upstream::OpenAi | Upstream::Responses => &m.h.openai,
             Upstream::Anthropic => &m.h.anthropic,
             Upstream::Gemini => &m.h.gemini,
-            Upstream::Bedrock => &m.h.bedrock,
+            Upstream::Bedrock | Upstream::BedrockClaude => &m.h.bedrock,
             Upstream::VertexClaude => &m.vertex_claude,
             Upstream::VertexGemini => &m.vertex_gemini,
             Upstream::VertexOpen => &m.vertex_open,
@@ -170,7 +178,9 @@ impl Upstream {
                 rx.path != azure::token_path() && !rx.path.starts_with("/openai/v1/")
             }
             Upstream::AzureV1 => rx.path.starts_with("/openai/v1/"),
-            Upstream::Anthropic | Upstream::Gemini | Upstream::Bedrock => true,
+            Upstream::Bedrock => !invokes(rx),
+            Upstream::BedrockClaude => invokes(rx),
+            Upstream::Anthropic | Upstream::Gemini => true,
         }
     }
 
@@ -181,12 +191,18 @@ impl Upstream {
     /// [`CANNED_CACHE_READ_INPUT_TOKENS`]: switchyard_testkit::canned::CANNED_CACHE_READ_INPUT_TOKENS
     /// [`CANNED_CACHE_CREATION_INPUT_TOKENS`]: switchyard_testkit::canned::CANNED_CACHE_CREATION_INPUT_TOKENS
     pub fn reports_cache(self) -> bool {
-        matches!(self, Upstream::Anthropic | Upstream::Bedrock | Upstream::VertexClaude)
+        matches!(
+            self,
+            Upstream::Anthropic
+                | Upstream::Bedrock
+                | Upstream::BedrockClaude
+                | Upstream::VertexClaude
+        )
     }
 
     /// Whether its thinking carries Anthropic's signatures (Claude's, wherever it runs).
     pub fn signs_thinking(self) -> bool {
-        matches!(self, Upstream::Anthropic | Upstream::Bedrock | Upstream::VertexClaude)
+        self.reports_cache()
     }
 
     /// The id its fake gives the tool call it answers with (`None`: none, the
@@ -197,6 +213,11 @@ impl Upstream {
             other => super::answer_call_id(other.family()),
         }
     }
+}
+
+/// Whether `rx` is a call to Bedrock's InvokeModel, not to Converse.
+fn invokes(rx: &Received) -> bool {
+    rx.path.ends_with("/invoke") || rx.path.ends_with("/invoke-with-response-stream")
 }
 
 /// The harness with the cloud fakes: the server in front of the four vendors'
@@ -253,6 +274,11 @@ impl Matrix {
     wire: azure-openai-v1
     endpoint: "{azure}"
     credentials: {{ azure: {{ tenant_id: "{tenant}", client_id: "{client}", client_secret: "{entra_secret}", authority_host: "{azure}" }} }}
+  bedrock-claude:
+    wire: bedrock-anthropic
+    endpoint: "{{bedrock}}"
+    region: {bedrock_region}
+    credentials: {{ aws: {{ access_key_id: {BEDROCK_ACCESS_KEY_ID}, secret_access_key: "{BEDROCK_SECRET}" }} }}
   oai-responses: {{ wire: openai-responses, endpoint: "{{openai}}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
 "#,
             claude = vertex_claude.base_url(),
@@ -267,9 +293,11 @@ impl Matrix {
             tenant = azure::TENANT,
             client = azure::CLIENT_ID,
             entra_secret = azure::CLIENT_SECRET,
+            bedrock_region = switchyard_testkit::bedrock::REGION,
         );
         let mut extra_models = String::new();
         for u in [
+            Upstream::BedrockClaude,
             Upstream::VertexClaude,
             Upstream::VertexGemini,
             Upstream::VertexOpen,
@@ -355,6 +383,10 @@ pub fn expected_path(u: Upstream, stream: bool) -> String {
             format!("/v1beta/models/{}:{action}", u.upstream_model())
         }
         Upstream::Bedrock => bedrock_path(stream),
+        Upstream::BedrockClaude => {
+            let action = if stream { "invoke-with-response-stream" } else { "invoke" };
+            format!("/model/{}/{action}", u.upstream_model())
+        }
         Upstream::VertexClaude => {
             let action = if stream { "streamRawPredict" } else { "rawPredict" };
             vertex_path(
@@ -398,6 +430,19 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
                 format!("a key is in the Vertex query: {query:?}")
             });
         }
+        Upstream::BedrockClaude => {
+            // SigV4 for the provider's key pair and region (the fake recomputes
+            // the signature), the flags in the body, never as a header.
+            let auth = rx.header("authorization").unwrap_or_default();
+            let scope = format!("{BEDROCK_ACCESS_KEY_ID}/");
+            p.check(
+                auth.starts_with("AWS4-HMAC-SHA256 Credential=") && auth.contains(&scope),
+                || format!("upstream authorization is not SigV4 for the provider's key: {auth:?}"),
+            );
+            for header in ["x-api-key", "anthropic-version", "anthropic-beta"] {
+                p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
+            }
+        }
         Upstream::Azure => {
             p.eq("upstream api-key", rx.header("api-key"), Some(azure::API_KEY));
             p.check(rx.header("authorization").is_none(), || {
@@ -430,6 +475,16 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
                 &json!(vertex::ANTHROPIC_VERSION),
             );
             p.check(body.get("model").is_none(), || "upstream body names a model".into());
+        }
+        // The model in the path, the stream by the action, the version in the body.
+        Upstream::BedrockClaude => {
+            p.eq(
+                "upstream body.anthropic_version",
+                &body["anthropic_version"],
+                &json!(switchyard_testkit::bedrock::invoke::ANTHROPIC_VERSION),
+            );
+            p.check(body.get("model").is_none(), || "upstream body names a model".into());
+            p.check(body.get("stream").is_none(), || "upstream body has a stream flag".into());
         }
         Upstream::VertexGemini => {
             p.eq("upstream query has alt=sse", query.split('&').any(|kv| kv == "alt=sse"), stream);

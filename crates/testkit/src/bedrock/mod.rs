@@ -1,6 +1,7 @@
 //! The Bedrock Converse wire: routes, authentication as AWS checks it, the
 //! error shape, and (in [`answer`]) Converse answers and their event-stream
-//! frames; [`validate`] refuses what Converse refuses.
+//! frames; [`validate`] refuses what Converse refuses. [`invoke`]: Claude's own
+//! body through InvokeModel, on the same fake.
 //!
 //! Bedrock's routes carry the model in the path, percent-encoded
 //! (`/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse`); the
@@ -37,6 +38,7 @@
 
 pub mod answer;
 pub mod eventstream;
+pub mod invoke;
 pub mod validate;
 
 use std::time::SystemTime;
@@ -138,7 +140,7 @@ pub fn count_route(path: &str) -> Option<String> {
     model_action(path).filter(|(_, action)| *action == "count-tokens").map(|(model, _)| model)
 }
 
-fn model_action(path: &str) -> Option<(String, &str)> {
+pub(crate) fn model_action(path: &str) -> Option<(String, &str)> {
     let rest = path.strip_prefix("/model/")?;
     let (model, action) = rest.split_once('/')?;
     let model = sigv4::percent_decode(model);

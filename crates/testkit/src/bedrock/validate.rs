@@ -38,6 +38,10 @@ pub fn check_count(model: &str, body: &Value) -> Result<(), String> {
     {
         return Err("The provided model doesn't support counting tokens.".to_owned());
     }
+    if let Some(invoked) = super::invoke::counted_body(body) {
+        let claude = super::invoke::claude_body(&super::invoke::default_rules(), &invoked?)?;
+        return crate::validate::check(crate::Vendor::Anthropic, model, &claude);
+    }
     let input = body.as_object().filter(|m| m.len() == 1).and_then(|m| m.get("input"));
     let converse = input
         .and_then(Value::as_object)

@@ -14,6 +14,9 @@ pub enum WireName {
     Gemini,
     /// `bedrock`: Amazon Bedrock's Converse.
     Bedrock,
+    /// `bedrock-anthropic`: Claude on Amazon Bedrock's InvokeModel, in
+    /// Anthropic's own body.
+    BedrockAnthropic,
     /// `vertex-anthropic`: Claude on Google Vertex AI.
     VertexAnthropic,
     /// `vertex-gemini`: Gemini on Google Vertex AI.
@@ -41,6 +44,7 @@ impl WireName {
             WireName::Anthropic => Some(Wire::Anthropic),
             WireName::Gemini => Some(Wire::Gemini),
             WireName::Bedrock => Some(Wire::Bedrock),
+            WireName::BedrockAnthropic => Some(Wire::BedrockAnthropic),
             WireName::VertexAnthropic => Some(Wire::VertexAnthropic),
             WireName::VertexGemini => Some(Wire::VertexGemini),
             WireName::VertexOpenai => Some(Wire::VertexOpenAi),
@@ -187,9 +191,11 @@ pub struct ProviderConfig {
     /// to deployments that run it.
     #[serde(default)]
     pub server_tools: Option<Vec<Spanned<switchyard_protocol::ServerTool>>>,
-    /// `anthropic` wire: the `anthropic-beta` flags it accepts (an
+    /// A wire of Claude's own body (`anthropic`, `vertex-anthropic`,
+    /// `bedrock-anthropic`): the `anthropic-beta` flags it accepts (an
     /// Anthropic-compatible server that refuses others). Absent: a client's flags
-    /// go as they came.
+    /// go as they came to `anthropic`, none to Vertex, and those Bedrock
+    /// documents to Bedrock.
     #[serde(default)]
     pub anthropic_betas: Option<Vec<String>>,
     /// A request may name `<provider>/<model>` for a model the catalog does not
