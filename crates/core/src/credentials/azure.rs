@@ -32,11 +32,10 @@
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
 
 use super::google::{AccessToken, grant, token_answer};
-use super::{Call, Clock, CredentialError, Env, Http, Refreshing, form};
+use super::oauth::{OAuthTokens, TokenSource};
+use super::{Call, Clock, CredentialError, Env, Http, form};
 use crate::util::Secret;
 
 /// The scope asked for unless configured: Azure OpenAI's (Cognitive Services).
@@ -212,8 +211,9 @@ impl AzureCredentials {
             }
         }
     }
+}
 
-    /// A new token and its expiry.
+impl TokenSource for AzureCredentials {
     async fn fetch(&self, http: &Http, clock: &Clock) -> Result<AccessToken, CredentialError> {
         match self {
             AzureCredentials::ClientSecret {
@@ -252,59 +252,9 @@ impl AzureCredentials {
     }
 }
 
-/// Entra access tokens from one [`AzureCredentials`], cached in a
-/// [`Refreshing`] (refreshed ahead of expiry, one refresh in flight). Cheap to
-/// clone: clones share the cache.
-#[derive(Clone)]
-pub struct AzureAuth {
-    credentials: Arc<AzureCredentials>,
-    tokens: Refreshing<AccessToken>,
-}
-
-impl fmt::Debug for AzureAuth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AzureAuth")
-            .field("credentials", &self.credentials)
-            .field("tokens", &self.tokens)
-            .finish()
-    }
-}
-
-impl AzureAuth {
-    /// Tokens from `credentials`, fetched with `http`, expiring by `clock`.
-    pub fn new(credentials: AzureCredentials, http: Http, clock: Clock) -> Self {
-        let credentials = Arc::new(credentials);
-        let source = Arc::clone(&credentials);
-        let fetch_clock = clock.clone();
-        let tokens = Refreshing::new(clock, move || {
-            let (source, http, clock) = (Arc::clone(&source), http.clone(), fetch_clock.clone());
-            async move {
-                let token = source.fetch(&http, &clock).await?;
-                let expires_at = token.expires_at;
-                Ok((token, expires_at))
-            }
-        });
-        Self { credentials, tokens }
-    }
-
-    /// Refresh a token this long before it expires (5 min unless set; half
-    /// its lifetime when that is shorter).
-    #[must_use]
-    pub fn refresh_ahead(mut self, ahead: Duration) -> Self {
-        self.tokens = self.tokens.refresh_ahead(ahead);
-        self
-    }
-
-    /// A current access token: cached, or fetched once for every caller.
-    pub async fn token(&self) -> Result<AccessToken, CredentialError> {
-        self.tokens.get().await
-    }
-
-    /// Where the tokens come from.
-    pub fn credentials(&self) -> &AzureCredentials {
-        &self.credentials
-    }
-}
+/// Entra access tokens from one [`AzureCredentials`], cached and refreshed
+/// ahead of expiry ([`OAuthTokens`]).
+pub type AzureAuth = OAuthTokens<AzureCredentials>;
 
 #[cfg(test)]
 #[path = "azure_tests.rs"]

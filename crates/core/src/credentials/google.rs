@@ -27,7 +27,8 @@ use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
 use serde_json::{Map, Value, json};
 
-use super::{Call, Clock, CredentialError, Env, Http, Refreshing, describe_error, form};
+use super::oauth::{OAuthTokens, TokenSource};
+use super::{Call, Clock, CredentialError, Env, Http, describe_error, form};
 use crate::clock::UnixMs;
 use crate::util::Secret;
 
@@ -243,8 +244,9 @@ impl GoogleCredentials {
             _ => None,
         }
     }
+}
 
-    /// A new token and its expiry.
+impl TokenSource for GoogleCredentials {
     async fn fetch(&self, http: &Http, clock: &Clock) -> Result<AccessToken, CredentialError> {
         match self {
             GoogleCredentials::ServiceAccount(sa) => jwt_grant(http, sa, clock).await,
@@ -424,40 +426,11 @@ pub(super) fn token_answer(
     })
 }
 
-/// Google access tokens from one [`GoogleCredentials`], cached in a
-/// [`Refreshing`]. Cheap to clone: clones share the cache.
-#[derive(Clone)]
-pub struct GoogleAuth {
-    credentials: Arc<GoogleCredentials>,
-    tokens: Refreshing<AccessToken>,
-}
-
-impl fmt::Debug for GoogleAuth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GoogleAuth")
-            .field("credentials", &self.credentials)
-            .field("tokens", &self.tokens)
-            .finish()
-    }
-}
+/// Google access tokens from one [`GoogleCredentials`], cached and refreshed
+/// ahead of expiry ([`OAuthTokens`]).
+pub type GoogleAuth = OAuthTokens<GoogleCredentials>;
 
 impl GoogleAuth {
-    /// Tokens from `credentials`, fetched with `http`, expiring by `clock`.
-    pub fn new(credentials: GoogleCredentials, http: Http, clock: Clock) -> Self {
-        let credentials = Arc::new(credentials);
-        let source = Arc::clone(&credentials);
-        let fetch_clock = clock.clone();
-        let tokens = Refreshing::new(clock, move || {
-            let (source, http, clock) = (Arc::clone(&source), http.clone(), fetch_clock.clone());
-            async move {
-                let token = source.fetch(&http, &clock).await?;
-                let expires_at = token.expires_at;
-                Ok((token, expires_at))
-            }
-        });
-        Self { credentials, tokens }
-    }
-
     /// [`GoogleCredentials::application_default`]'s credentials.
     pub fn application_default(
         env: &Env,
@@ -467,27 +440,9 @@ impl GoogleAuth {
         Ok(Self::new(GoogleCredentials::application_default(env)?, http, clock))
     }
 
-    /// Refresh a token this long before it expires (5 min unless set; half
-    /// its lifetime when that is shorter).
-    #[must_use]
-    pub fn refresh_ahead(mut self, ahead: Duration) -> Self {
-        self.tokens = self.tokens.refresh_ahead(ahead);
-        self
-    }
-
-    /// A current access token: cached, or fetched once for every caller.
-    pub async fn token(&self) -> Result<AccessToken, CredentialError> {
-        self.tokens.get().await
-    }
-
     /// The project the credential belongs to, when it says.
     pub fn project_id(&self) -> Option<&str> {
-        self.credentials.project_id()
-    }
-
-    /// Where the tokens come from.
-    pub fn credentials(&self) -> &GoogleCredentials {
-        &self.credentials
+        self.credentials().project_id()
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod aws;
 pub mod azure;
 pub mod google;
+mod oauth;
 mod provider;
 mod refreshing;
 
@@ -34,6 +35,7 @@ use bytes::Bytes;
 use crate::client::ClientOptions;
 use crate::clock::UnixMs;
 
+pub use oauth::{OAuthTokens, TokenSource};
 pub use provider::{AwsSource, AzureSource, CloudAuth, CloudSource, GoogleSource};
 pub use refreshing::{DEFAULT_REFRESH_AHEAD, Refreshing};
 
