@@ -53,6 +53,12 @@ providers:
     endpoint: "$(url bedrock)"
     region: us-east-1
     credentials: { aws: { access_key_id: AKIDFAKEBEDROCK, secret_access_key: "fake/bedrock/secret+KEY0001" } }
+  # Claude on Bedrock in Anthropic's own body (InvokeModel), on the same fake.
+  bedrock-claude:
+    wire: bedrock-anthropic
+    endpoint: "$(url bedrock)"
+    region: us-east-1
+    credentials: { aws: { access_key_id: AKIDFAKEBEDROCK, secret_access_key: "fake/bedrock/secret+KEY0001" } }
   vertex:
     wire: vertex-anthropic
     endpoint: "$(url vertex-anthropic)/v1/projects/{project}/locations/{region}"
@@ -76,6 +82,7 @@ models:
   # A Gemini 3 id: the fake then refuses a tool history whose calls lost their thought signatures.
   - { id: m-gemini, deployments: [{ provider: gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: m-bedrock, deployments: [{ provider: bedrock, model: "us.anthropic.claude-haiku-4-5-20251001-v1:0" }], capabilities: [tools, vision] }
+  - { id: m-bedrock-claude, deployments: [{ provider: bedrock-claude, model: "us.anthropic.claude-haiku-4-5-20251001-v1:0" }], capabilities: [tools, vision] }
   - { id: m-vertex, deployments: [{ provider: vertex, model: "claude-haiku-4-5@20251001" }], capabilities: [tools, vision] }
   - { id: m-vertex-gemini, deployments: [{ provider: vertex-gemini, model: gemini-3-fake }], capabilities: [tools, vision] }
   - { id: m-azure, deployments: [{ provider: azure, model: gpt-4o-prod }], capabilities: [tools, vision] }
@@ -149,7 +156,7 @@ PY
       timeout 180 "$cc/node_modules/.bin/claude" --output-format json --model "$model" "$@" < /dev/null)
   }
   cc_result() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"])' "$1" 2>/dev/null || true; }
-  for model in m-anthropic m-openai m-gemini m-bedrock m-vertex m-vertex-gemini m-azure; do
+  for model in m-anthropic m-openai m-gemini m-bedrock m-bedrock-claude m-vertex m-vertex-gemini m-azure m-responses; do
     out="$work/cc-$model.text.json"
     run_claude $model -p "say hello" --max-turns 1 > "$out" 2>&1 || true
     if grep -q '"is_error":false' "$out" && grep -q 'say hello' "$out"; then ok "claude code text -> $model" "$(cc_result "$out")"
@@ -225,7 +232,7 @@ TOML
       --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --output-last-message "$dir/last.txt" \
       "$prompt" < /dev/null) > "$dir/log" 2>&1
   }
-  for model in m-openai m-anthropic m-gemini m-bedrock m-vertex m-vertex-gemini m-azure; do
+  for model in m-openai m-anthropic m-gemini m-bedrock m-bedrock-claude m-vertex m-vertex-gemini m-azure; do
     dir="$work/codex-$model-text"
     # Every turn also checks that Codex took the gateway's metadata for the model.
     if run_codex "$dir" $model false "say hello" && grep -q "echo:" "$dir/last.txt" \
@@ -243,14 +250,18 @@ TOML
       ok "codex websocket tool round trip -> $model" "$(cat "$dir/last.txt")"
     else fail "codex websocket tool round trip -> $model" "$dir/log" "$dir/last.txt"; fi
   done
-  # Codex's own body on the Responses API itself (OpenAI's, and Azure's): text
-  # turns over HTTP and the WebSocket (the Responses fake scripts no tool loop).
+  # Codex's own body on the Responses API itself (OpenAI's, and Azure's): a text
+  # turn and a tool round trip, over HTTP and the WebSocket.
   for model in m-responses m-azure-responses; do
     for ws in false true; do
       dir="$work/codex-$model-text-ws-$ws"
       if run_codex "$dir" $model $ws "say hello" && grep -q "echo:" "$dir/last.txt"; then
         ok "codex text (websocket $ws) -> $model" "$(cat "$dir/last.txt")"
       else fail "codex text (websocket $ws) -> $model" "$dir/log"; fi
+      dir="$work/codex-$model-tool-ws-$ws"
+      if run_codex "$dir" $model $ws "$tool_prompt" && quoted "$dir/last.txt"; then
+        ok "codex tool round trip (websocket $ws) -> $model" "$(cat "$dir/last.txt")"
+      else fail "codex tool round trip (websocket $ws) -> $model" "$dir/log" "$dir/last.txt"; fi
     done
   done
 

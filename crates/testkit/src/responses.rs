@@ -412,9 +412,10 @@ pub fn last_user_text(body: &Value) -> Option<String> {
     }
 }
 
-/// What the fake answers by default: the echo of the last user text, after a
-/// reasoning item when the body asks for reasoning encrypted; for a body
-/// ending in the compaction trigger, one compaction item summarising it.
+/// What the fake answers by default: the echo of the last user text (or the
+/// step of the scripted tool loop, [`crate::tool_loop`]), after a reasoning item
+/// when the body asks for reasoning encrypted; for a body ending in the
+/// compaction trigger, one compaction item summarising it.
 pub fn auto(body: &Value, model: &str) -> Turn {
     let echo = last_user_text(body).unwrap_or_default();
     let items = body.get("input").and_then(Value::as_array);
@@ -429,9 +430,20 @@ pub fn auto(body: &Value, model: &str) -> Turn {
         .get("include")
         .and_then(Value::as_array)
         .is_some_and(|inc| inc.iter().any(|v| v == ENCRYPTED_REASONING));
+    let reasoning = asks.then(|| format!("Thinking about: {echo}"));
+    // The scripted tool loop when the prompt asks for it, else the echo.
+    if let Some(step) = crate::tool_loop::responses_step(body) {
+        return Turn {
+            model: model.to_owned(),
+            reasoning,
+            text: step.text,
+            call: step.tool,
+            compaction: None,
+        };
+    }
     Turn {
         model: model.to_owned(),
-        reasoning: asks.then(|| format!("Thinking about: {echo}")),
+        reasoning,
         text: Some(format!("{ECHO_PREFIX}{echo}")),
         call: None,
         compaction: None,

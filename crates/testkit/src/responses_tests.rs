@@ -63,3 +63,31 @@ fn answers_in_the_responses_shapes() {
     let plain = auto(&json!({"model": "gpt-4.1", "input": "hi"}), "gpt-4.1");
     assert_eq!(plain.reasoning, None);
 }
+
+#[test]
+fn a_tool_loop_prompt_calls_the_shell_and_then_quotes_its_output() {
+    use crate::tool_loop::{COMMAND, MARKER, TRIGGER};
+    // Codex's shape: a function tool taking the command as a list of words.
+    let tools = json!([{"type": "function", "name": "shell", "parameters": {"type": "object",
+        "properties": {"command": {"type": "array", "items": {"type": "string"}}},
+        "required": ["command"]}}]);
+    let prompt = format!("run the command ({TRIGGER})");
+    let first = json!({"model": "gpt-5", "tools": tools, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}]});
+    let turn = auto(&first, "gpt-5");
+    let (name, arguments) = turn.call.clone().unwrap();
+    assert_eq!(name, "shell");
+    let arguments: Value = serde_json::from_str(&arguments).unwrap();
+    assert!(arguments["command"].to_string().contains(MARKER), "{arguments} ({COMMAND})");
+    assert!(turn.text.is_none());
+    let second = json!({"model": "gpt-5", "tools": first["tools"], "input": [
+        first["input"][0],
+        {"type": "function_call", "call_id": CALL_ID, "name": "shell", "arguments": arguments.to_string()},
+        {"type": "function_call_output", "call_id": CALL_ID, "output": MARKER}]});
+    let turn = auto(&second, "gpt-5");
+    assert!(turn.call.is_none());
+    assert!(turn.text.unwrap().contains(MARKER));
+    // Without the trigger, the echo.
+    let plain = json!({"model": "gpt-5", "tools": first["tools"], "input": "hello"});
+    assert_eq!(auto(&plain, "gpt-5").text.as_deref(), Some(&*format!("{ECHO_PREFIX}hello")));
+}

@@ -4,7 +4,8 @@
 //! tool and sent the result back through the gateway.
 //!
 //! It applies when the conversation's latest prompt (the last user turn with text
-//! that is not a tool result) contains [`TRIGGER`] and the request declares tools:
+//! that is not a tool result) contains [`TRIGGER`] and the request declares tools
+//! (in any vendor's body, and in the Responses API's):
 //!
 //! 1. No tool result since that prompt: the answer calls one of the declared tools.
 //!    A shell tool (by name: Codex's `exec_command` / `shell`, Claude Code's `Bash`,
@@ -78,11 +79,29 @@ pub(crate) struct Step {
 /// The loop's answer to `request`, or `None` when the mode does not apply (no
 /// trigger in the latest prompt, or no tools declared).
 pub(crate) fn step(vendor: Vendor, request: &Value) -> Option<Step> {
-    let history = scan(vendor, request);
+    let signature =
+        (vendor == Vendor::Gemini && gemini_signs(request)).then_some(GEMINI_THOUGHT_SIGNATURE);
+    let thinking = || thinking_on(vendor, request);
+    decide(scan(vendor, request), || declared_tools(vendor, request), thinking, signature)
+}
+
+/// The loop's answer to a body of OpenAI's Responses API (the Responses fake's
+/// default answer, [`crate::responses::auto`]): its reasoning is the turn's own,
+/// so the step carries none.
+pub(crate) fn responses_step(request: &Value) -> Option<Step> {
+    decide(scan_responses(request), || responses_tools(request), || false, None)
+}
+
+fn decide<'a>(
+    history: History,
+    tools: impl FnOnce() -> Vec<(&'a str, &'a Value)>,
+    thinking: impl FnOnce() -> bool,
+    signature: Option<&'static str>,
+) -> Option<Step> {
     if !history.prompt.as_deref().is_some_and(|p| p.contains(TRIGGER)) {
         return None;
     }
-    let tools = declared_tools(vendor, request);
+    let tools = tools();
     if tools.is_empty() {
         return None;
     }
@@ -104,11 +123,10 @@ pub(crate) fn step(vendor: Vendor, request: &Value) -> Option<Step> {
         return Some(Step { thinking: None, text: Some(text), tool: None, signature: None });
     };
     Some(Step {
-        thinking: thinking_on(vendor, request).then_some(THINKING),
+        thinking: thinking().then_some(THINKING),
         text: None,
         tool: Some((name.to_owned(), arguments.to_string())),
-        signature: (vendor == Vendor::Gemini && gemini_signs(request))
-            .then_some(GEMINI_THOUGHT_SIGNATURE),
+        signature,
     })
 }
 
@@ -220,6 +238,40 @@ fn scan(vendor: Vendor, request: &Value) -> History {
     h
 }
 
+/// A Responses body's `input`: a string (the prompt), or items whose user
+/// messages are prompts and whose `function_call_output`s are results.
+fn scan_responses(request: &Value) -> History {
+    let mut h = History::default();
+    match &request["input"] {
+        Value::String(text) => h.prompt(text.clone()),
+        Value::Array(items) => {
+            for item in items {
+                match item["type"].as_str() {
+                    Some("function_call_output" | "custom_tool_call_output") => {
+                        h.results.push(text_of(&item["output"]));
+                    }
+                    Some("message") | None if item["role"] == "user" => {
+                        h.prompt(text_of(&item["content"]));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    h
+}
+
+/// (name, JSON schema) of each function tool a Responses body declares.
+fn responses_tools(request: &Value) -> Vec<(&str, &Value)> {
+    let tools = request["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    tools
+        .iter()
+        .filter(|t| t["type"] == "function")
+        .filter_map(|t| Some((t["name"].as_str()?, &t["parameters"])))
+        .collect()
+}
+
 /// A string, or the text of a list of text parts / blocks (OpenAI parts, Anthropic
 /// blocks; other kinds skipped), joined with `\n`.
 fn text_of(content: &Value) -> String {
@@ -227,7 +279,11 @@ fn text_of(content: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
             .iter()
-            .filter(|p| p["type"].as_str().is_none_or(|t| t == "text"))
+            .filter(|p| {
+                p["type"]
+                    .as_str()
+                    .is_none_or(|t| matches!(t, "text" | "input_text" | "output_text"))
+            })
             .filter_map(|p| p["text"].as_str())
             .collect::<Vec<_>>()
             .join("\n"),

@@ -257,7 +257,7 @@ async fn a_bedrock_api_key_is_accepted_only_when_configured() {
 async fn other_paths_answer_404_in_bedrock_s_shape_and_take_no_reply() {
     let fake = FakeUpstream::start(Vendor::Bedrock).await.unwrap();
     fake.push(Reply::status(500));
-    for path in ["/model/m/invoke", "/v1/chat/completions", "/model/m/converse/extra"] {
+    for path in ["/model/m/predict", "/v1/chat/completions", "/model/m/converse/extra"] {
         let url = format!("{}{path}", fake.base_url());
         let body = hello().to_string().into_bytes();
         let (status, kind, message) =
