@@ -2217,15 +2217,25 @@ async fn anthropic_bodies_are_adapted_to_the_model_they_land_on() {
 
 /// OpenAI's reasoning models refuse `max_tokens`: an OpenAI client's own body keeps
 /// its limit as `max_completion_tokens` there (clamped to the deployment's ceiling
-/// like any other limit), and keeps `max_tokens` elsewhere.
+/// like any other limit), and keeps `max_tokens` elsewhere, or where the catalog
+/// says the model takes it (another vendor's server, here DeepSeek's, serving a
+/// model of that name).
 #[tokio::test]
 async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
+    let compat = switchyard_testkit::FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    compat.set_flavour(Some(switchyard_testkit::Flavour::DeepSeek));
+    let providers = format!(
+        "  compat: {{ wire: openai-chat, endpoint: \"{}/v1\", credentials: {{ none: true }} }}\n",
+        compat.base_url()
+    );
     let extra = "  - id: m-sol\n    deployments: [{ provider: openai, model: gpt-6.2-sol }]\n\
                  \x20 - id: m-sol-capped\n    max_output_tokens: 100\n    \
                  deployments: [{ provider: openai, model: gpt-6.2-sol }]\n\
                  \x20 - id: m-sol-pinned\n    takes_max_tokens: true\n    \
-                 deployments: [{ provider: openai, model: gpt-6.2-sol }]\n";
-    let h = Harness::start_with(Options { extra_models: extra.into(), ..Options::default() }).await;
+                 deployments: [{ provider: compat, model: gpt-6.2-sol }]\n";
+    let options =
+        Options { providers_extra: providers, extra_models: extra.into(), ..Options::default() };
+    let h = Harness::start_with(options).await;
     let ask = |model: &str| {
         json!({"model": model, "max_tokens": 500, "seed": 1,
                "messages": [{"role": "user", "content": "hi"}]})
@@ -2239,10 +2249,29 @@ async fn max_tokens_reaches_openai_reasoning_models_as_max_completion_tokens() {
         assert_eq!(up["max_completion_tokens"], limit, "{model}");
         assert_eq!(up["seed"], 1, "a field the gateway has no model for");
     }
-    for model in ["m-openai", "m-sol-pinned"] {
+    for (model, fake) in [("m-openai", &h.openai), ("m-sol-pinned", &compat)] {
         let r = h.post("/v1/chat/completions", &ask(model)).await;
         assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-        assert_eq!(sent()["max_tokens"], 500, "{model} takes max_tokens: kept");
+        let up = fake.received().last().unwrap().body.clone();
+        assert_eq!(up["max_tokens"], 500, "{model} takes max_tokens: kept");
+    }
+    // Nor its sampling parameters, but at their default: left out, and said so.
+    let mut sampled = ask("m-sol");
+    sampled["temperature"] = json!(0.2);
+    sampled["top_p"] = json!(0.9);
+    for path in ["/v1/chat/completions", "/v1/messages"] {
+        let r = h.post(path, &sampled).await;
+        assert_eq!(r.status(), 200, "{path}: {}", r.text().await.unwrap());
+        let up = sent();
+        assert!(up.get("temperature").is_none() && up.get("top_p").is_none(), "{path}: {up}");
+    }
+    let records = tokio::time::timeout(WAIT, h.sink.wait_len(6)).await.unwrap();
+    for record in &records[4..] {
+        let edits = &record.field_edits;
+        assert!(
+            edits.contains(&"temperature: dropped (the model takes no sampling parameters)".into()),
+            "{edits:?}"
+        );
     }
 }
 

@@ -534,14 +534,20 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     } else {
         crate::validate::check(rules_of, &call.model, validated)
     };
+    let flavour = shared.lock().flavour;
+    // OpenAI's reasoning models' own rules, on its two APIs.
+    let checked = checked.and_then(|()| match (rules_of, flavour, &received.body) {
+        (Vendor::OpenAi, None, body) if !call.count => {
+            let model = body.get("model").and_then(Value::as_str).unwrap_or(&call.model);
+            crate::validate::openai_reasoning(model, body, !call.responses)
+        }
+        _ => Ok(()),
+    });
     if let Err(message) = checked {
         shared.record(&received, false);
         return vendor_error(vendor, 400, None, &message);
     }
-    let flavour = shared
-        .lock()
-        .flavour
-        .filter(|_| vendor == Vendor::OpenAi && !call.count && !call.responses);
+    let flavour = flavour.filter(|_| vendor == Vendor::OpenAi && !call.count && !call.responses);
     if let Some(Err((status, message))) = flavour.map(|f| flavour::check(f, &received.body)) {
         shared.record(&received, false);
         return vendor_error(vendor, status, None, &message);

@@ -121,7 +121,8 @@ pub struct ModelTraits {
     /// How the model takes its reasoning setting.
     pub reasoning: ReasoningControl,
     /// The model takes `temperature`, `top_p` and `top_k`. Claude Opus 4.7 and the
-    /// Claude models after it refuse any of them with a 400, so they are left out.
+    /// Claude models after it refuse any of them with a 400, and so do OpenAI's
+    /// reasoning models (but at their default, 1), so they are left out.
     pub sampling: bool,
     /// The model takes `temperature` or `top_p`, not both: Claude Opus 4.1 and the
     /// Claude models after it refuse the pair with a 400 ("`temperature` and
@@ -195,16 +196,18 @@ impl ModelTraits {
         }
     }
 
-    /// An OpenAI-compatible server's: `reasoning_effort` and every sampling
-    /// parameter whatever model it serves (a Claude id behind it is the server's
-    /// business); `max_tokens` refused by OpenAI's reasoning models only.
+    /// An OpenAI-compatible server's: `reasoning_effort` whatever model it
+    /// serves (a Claude id behind it is the server's business), and every
+    /// sampling parameter and `max_tokens` but for OpenAI's reasoning models,
+    /// which refuse them.
     pub fn openai_chat(upstream_model: &str) -> Self {
+        let reasoning_model = openai_reasoning_model(upstream_model);
         Self {
             family: Family::of(upstream_model),
             reasoning: ReasoningControl::Effort,
-            sampling: true,
+            sampling: !reasoning_model,
             one_sampler: false,
-            takes_max_tokens: !openai_reasoning_model(upstream_model),
+            takes_max_tokens: !reasoning_model,
         }
     }
 }

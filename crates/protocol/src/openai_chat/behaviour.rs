@@ -40,11 +40,13 @@ impl WireBehaviour for OpenAiChatWire {
     fn encode_request_for(
         &self,
         req: &Request,
-        _traits: ModelTraits,
+        traits: ModelTraits,
     ) -> Result<Value, ProtocolError> {
         // Its models all take `reasoning_effort`; `max_tokens` is renamed on the
         // fast path only (`adapt_native`).
-        super::encode_request(req)
+        let mut body = super::encode_request(req)?;
+        super::sampling::strip(&mut body, traits);
+        Ok(body)
     }
 
     fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
@@ -72,9 +74,8 @@ impl WireBehaviour for OpenAiChatWire {
         super::adapt_native(body, traits)
     }
 
-    fn sampling_edits(&self, _req: &Request, _traits: ModelTraits, _native: bool) -> Vec<String> {
-        // Its models take every sampling parameter.
-        Vec::new()
+    fn sampling_edits(&self, req: &Request, traits: ModelTraits, _native: bool) -> Vec<String> {
+        super::sampling::dropped(req, traits)
     }
 
     fn may_adapt(&self, _req: &Request, body: &[u8], traits: ModelTraits) -> bool {

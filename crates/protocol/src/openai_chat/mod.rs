@@ -12,6 +12,7 @@ mod models;
 mod native;
 mod request;
 mod response;
+pub mod sampling;
 mod stream_decode;
 mod stream_encode;
 mod wire;

@@ -12,12 +12,14 @@ pub fn may_adapt(body: &[u8], traits: crate::ModelTraits) -> bool {
     static TOOL_CHOICE: LazyLock<RareKey> = LazyLock::new(|| RareKey::new("tool_choice"));
     !traits.takes_max_tokens && top_level_value(body, "max_tokens").is_some()
         || TOOL_CHOICE.value(body).is_some() && top_level_value(body, "tools").is_none()
+        || super::sampling::may_drop(body, traits)
 }
 
 /// See [`crate::Wire::adapt_native`]. A client's `max_tokens` becomes
 /// `max_completion_tokens` for a model that refuses the older field (OpenAI's
 /// reasoning models); `reasoning_effort` is one form for every model; a
-/// `tool_choice` without `tools` is left out.
+/// `tool_choice` without `tools` is left out, and so are the sampling
+/// parameters a reasoning model refuses ([`super::sampling`]).
 pub fn adapt_native(
     body: &serde_json::Map<String, Value>,
     traits: crate::ModelTraits,
@@ -35,6 +37,7 @@ pub fn adapt_native(
     if no_tools && body.contains_key("tool_choice") {
         edits.push(("tool_choice", None));
     }
+    edits.extend(super::sampling::edits(body, traits));
     edits
 }
 

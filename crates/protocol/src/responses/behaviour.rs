@@ -60,7 +60,9 @@ impl WireBehaviour for ResponsesWire {
         req: &Request,
         traits: ModelTraits,
     ) -> Result<Value, ProtocolError> {
-        super::encode_request_for(req, traits, self.family)
+        let mut body = super::encode_request_for(req, traits, self.family)?;
+        crate::openai_chat::sampling::strip(&mut body, traits);
+        Ok(body)
     }
 
     fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
@@ -85,15 +87,17 @@ impl WireBehaviour for ResponsesWire {
         req: &Request,
         traits: ModelTraits,
     ) -> Vec<FieldEdit> {
-        super::native::adapt_native(body, req, traits, self.family)
+        let mut edits = super::native::adapt_native(body, req, traits, self.family);
+        edits.extend(crate::openai_chat::sampling::edits(body, traits));
+        edits
     }
 
-    fn sampling_edits(&self, _req: &Request, _traits: ModelTraits, _native: bool) -> Vec<String> {
-        Vec::new()
+    fn sampling_edits(&self, req: &Request, traits: ModelTraits, _native: bool) -> Vec<String> {
+        crate::openai_chat::sampling::dropped(req, traits)
     }
 
-    fn may_adapt(&self, req: &Request, body: &[u8], _traits: ModelTraits) -> bool {
-        super::native::may_adapt(req, body)
+    fn may_adapt(&self, req: &Request, body: &[u8], traits: ModelTraits) -> bool {
+        super::native::may_adapt(req, body) || crate::openai_chat::sampling::may_drop(body, traits)
     }
 
     fn drop_hosted(

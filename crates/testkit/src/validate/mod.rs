@@ -177,6 +177,43 @@ fn openai(body: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// What OpenAI's reasoning models (`o1`, `o3-mini`, `gpt-5`, `gpt-5.1-codex`…;
+/// a routing prefix such as `openai/` skipped) refuse, on Chat Completions and
+/// the Responses API: a sampling parameter other than its default, and (Chat,
+/// `chat`) the older `max_tokens`. OpenAI's own rule: a fake with a
+/// [`Flavour`](crate::Flavour) is another vendor's server, and skips it.
+pub fn openai_reasoning(model: &str, body: &Value, chat: bool) -> Result<(), String> {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let o_series =
+        name.strip_prefix('o').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+    let gpt = name
+        .strip_prefix("gpt-")
+        .and_then(|r| r.split(['.', '-']).next())
+        .and_then(|major| major.parse::<u32>().ok())
+        .is_some_and(|major| major >= 5);
+    if !o_series && !gpt {
+        return Ok(());
+    }
+    if chat && body.get("max_tokens").is_some() {
+        return Err("Unsupported parameter: 'max_tokens' is not supported with this model. \
+                    Use 'max_completion_tokens' instead."
+            .into());
+    }
+    for field in ["temperature", "top_p"] {
+        match body.get(field) {
+            None | Some(Value::Null) => {}
+            Some(v) if v.as_f64() == Some(1.0) => {}
+            Some(v) => {
+                return Err(format!(
+                    "Unsupported value: '{field}' does not support {v} with this model. Only \
+                     the default (1) value is supported."
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // Anthropic Messages
 
