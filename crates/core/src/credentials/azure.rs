@@ -6,10 +6,16 @@
 //! cloud's).
 //!
 //! A managed identity is what the configuration gets when it gives no client
-//! secret: on a VM, a scale set or AKS with workload identity through IMDS
-//! (its `AZURE_POD_IDENTITY_AUTHORITY_HOST` override honoured, as Azure's
-//! libraries do). App Service's and Container Apps' identity endpoint
-//! (`IDENTITY_ENDPOINT`) is not read: give a client secret there.
+//! secret, found where Azure's libraries look for it, in their order:
+//! - App Service and Container Apps: their identity endpoint
+//!   (`IDENTITY_ENDPOINT`, with `IDENTITY_HEADER` sent back as
+//!   `X-IDENTITY-HEADER`);
+//! - AKS workload identity: the service account token the cluster projects
+//!   (`AZURE_FEDERATED_TOKEN_FILE`, re-read at each grant: it rotates),
+//!   exchanged at Entra for the app `AZURE_CLIENT_ID` of `AZURE_TENANT_ID`
+//!   (the client-credentials grant with a client assertion);
+//! - a VM or scale set: the instance metadata service, IMDS (its
+//!   `AZURE_POD_IDENTITY_AUTHORITY_HOST` override honoured).
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), switchyard_core::credentials::CredentialError> {
@@ -63,12 +69,30 @@ pub enum AzureCredentials {
         /// The scope asked for.
         scope: String,
     },
-    /// The machine's managed identity, through IMDS.
+    /// The machine's managed identity, through IMDS or App Service's identity
+    /// endpoint.
     ManagedIdentity {
         /// A user-assigned identity's client ID; `None`: the system-assigned one.
         client_id: Option<String>,
         /// The token URL, its query (`api-version`, `resource`, `client_id`) made.
         url: String,
+        /// App Service's `X-IDENTITY-HEADER` (its `IDENTITY_HEADER`); `None`:
+        /// IMDS, which takes `Metadata: true`.
+        identity_header: Option<Secret>,
+    },
+    /// A Kubernetes workload identity: the cluster's token for the pod's
+    /// service account, exchanged for an Entra token.
+    WorkloadIdentity {
+        /// The tenant (a GUID or a domain).
+        tenant_id: String,
+        /// The app's client ID.
+        client_id: String,
+        /// The file the cluster writes the service account token to.
+        token_file: std::path::PathBuf,
+        /// `{authority}/{tenant}/oauth2/v2.0/token`.
+        token_url: String,
+        /// The scope asked for.
+        scope: String,
     },
 }
 
@@ -83,11 +107,17 @@ impl fmt::Debug for AzureCredentials {
                 .field("token_url", token_url)
                 .field("scope", scope)
                 .finish_non_exhaustive(),
-            AzureCredentials::ManagedIdentity { client_id, url } => f
+            AzureCredentials::ManagedIdentity { client_id, url, .. } => f
                 .debug_struct("ManagedIdentity")
                 .field("client_id", client_id)
                 .field("url", url)
-                .finish(),
+                .finish_non_exhaustive(),
+            AzureCredentials::WorkloadIdentity { tenant_id, client_id, token_file, .. } => f
+                .debug_struct("WorkloadIdentity")
+                .field("tenant_id", tenant_id)
+                .field("client_id", client_id)
+                .field("token_file", token_file)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -144,10 +174,13 @@ impl AzureCredentials {
         })
     }
 
-    /// The machine's managed identity (`client_id`: a user-assigned one),
-    /// through IMDS at `AZURE_POD_IDENTITY_AUTHORITY_HOST` (else
-    /// [`DEFAULT_IMDS`]), for `scope`'s resource (the scope without its
-    /// `/.default`).
+    /// The managed identity of where the gateway runs (`client_id`: a
+    /// user-assigned one, or the workload identity's app), for `scope`: App
+    /// Service's identity endpoint when `IDENTITY_ENDPOINT` and
+    /// `IDENTITY_HEADER` are set, a workload identity when
+    /// `AZURE_FEDERATED_TOKEN_FILE` is, else IMDS at
+    /// `AZURE_POD_IDENTITY_AUTHORITY_HOST` (else [`DEFAULT_IMDS`]). The
+    /// identity endpoints take the scope's resource (without its `/.default`).
     pub fn managed_identity(
         client_id: Option<&str>,
         scope: Option<&str>,
@@ -166,6 +199,55 @@ impl AzureCredentials {
             return Err(bad("scope", "not a URL (`https://…/.default`)"));
         }
         let resource = scope.strip_suffix("/.default").unwrap_or(scope);
+        let bad_env = |name: &str, why: &str| {
+            CredentialError::config(&format!("environment variable {name}"), why)
+        };
+        if let (Some(endpoint), Some(header)) =
+            (env.get("IDENTITY_ENDPOINT"), env.get("IDENTITY_HEADER"))
+        {
+            let mut url = reqwest::Url::parse(&endpoint)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| bad_env("IDENTITY_ENDPOINT", "not an http(s) URL"))?;
+            {
+                let mut query = url.query_pairs_mut();
+                query.append_pair("api-version", "2019-08-01").append_pair("resource", resource);
+                if let Some(id) = client_id {
+                    query.append_pair("client_id", id);
+                }
+            }
+            return Ok(AzureCredentials::ManagedIdentity {
+                client_id: client_id.map(str::to_owned),
+                url: url.to_string(),
+                identity_header: Some(Secret::new(header)),
+            });
+        }
+        if let Some(token_file) = env.get("AZURE_FEDERATED_TOKEN_FILE") {
+            let tenant_id = env
+                .get("AZURE_TENANT_ID")
+                .filter(|t| plain(t, b"-."))
+                .ok_or_else(|| bad_env("AZURE_TENANT_ID", "missing, or not a tenant ID"))?;
+            let client_id = client_id
+                .map(str::to_owned)
+                .or_else(|| env.get("AZURE_CLIENT_ID"))
+                .filter(|c| plain(c, b"-"))
+                .ok_or_else(|| {
+                    bad_env("AZURE_CLIENT_ID", "missing (and no client_id), or not a client ID")
+                })?;
+            let authority = env.get("AZURE_AUTHORITY_HOST");
+            let authority =
+                authority.as_deref().unwrap_or(DEFAULT_AUTHORITY_HOST).trim_end_matches('/');
+            if !http_url(authority) {
+                return Err(bad_env("AZURE_AUTHORITY_HOST", "not an http(s) URL"));
+            }
+            return Ok(AzureCredentials::WorkloadIdentity {
+                token_url: format!("{authority}/{tenant_id}/oauth2/v2.0/token"),
+                tenant_id,
+                client_id,
+                token_file: token_file.into(),
+                scope: scope.to_owned(),
+            });
+        }
         let host = env.get("AZURE_POD_IDENTITY_AUTHORITY_HOST");
         let host = host.as_deref().unwrap_or(DEFAULT_IMDS).trim_end_matches('/');
         let mut url = reqwest::Url::parse(&format!("{host}/metadata/identity/oauth2/token"))
@@ -185,6 +267,7 @@ impl AzureCredentials {
         Ok(AzureCredentials::ManagedIdentity {
             client_id: client_id.map(str::to_owned),
             url: url.to_string(),
+            identity_header: None,
         })
     }
 
@@ -193,7 +276,10 @@ impl AzureCredentials {
     pub fn secrets(&self) -> Vec<Secret> {
         match self {
             AzureCredentials::ClientSecret { client_secret, .. } => vec![client_secret.clone()],
-            AzureCredentials::ManagedIdentity { .. } => Vec::new(),
+            AzureCredentials::ManagedIdentity { identity_header, .. } => {
+                identity_header.iter().cloned().collect()
+            }
+            AzureCredentials::WorkloadIdentity { .. } => Vec::new(),
         }
     }
 
@@ -208,6 +294,9 @@ impl AzureCredentials {
             }
             AzureCredentials::ManagedIdentity { client_id: None, .. } => {
                 "Azure managed identity (system-assigned)".to_owned()
+            }
+            AzureCredentials::WorkloadIdentity { tenant_id, client_id, .. } => {
+                format!("Azure workload identity {client_id} (tenant {tenant_id})")
             }
         }
     }
@@ -234,19 +323,51 @@ impl TokenSource for AzureCredentials {
                 )
                 .await
             }
-            AzureCredentials::ManagedIdentity { url, .. } => {
-                let what = "Azure instance metadata service (managed identity)";
+            AzureCredentials::ManagedIdentity { url, identity_header, .. } => {
+                let (what, header) = match identity_header {
+                    Some(secret) => (
+                        "Azure identity endpoint (managed identity)",
+                        ("x-identity-header", secret.expose().to_owned()),
+                    ),
+                    None => (
+                        "Azure instance metadata service (managed identity)",
+                        ("metadata", "true".to_owned()),
+                    ),
+                };
                 let answer = http
                     .call(Call {
                         method: reqwest::Method::GET,
                         url,
-                        headers: vec![("metadata", "true".to_owned())],
+                        headers: vec![header],
                         body: None,
                         metadata: true,
                         what,
                     })
                     .await?;
                 token_answer(what, &answer, clock)
+            }
+            AzureCredentials::WorkloadIdentity {
+                client_id, token_file, token_url, scope, ..
+            } => {
+                // Re-read each time: the cluster rotates it.
+                let assertion = tokio::fs::read_to_string(token_file).await.map_err(|e| {
+                    CredentialError::Fetch(format!(
+                        "the workload identity's token file {}: {e}",
+                        token_file.display()
+                    ))
+                })?;
+                let body = form(&[
+                    ("grant_type", "client_credentials"),
+                    ("client_id", client_id),
+                    ("scope", scope),
+                    (
+                        "client_assertion_type",
+                        "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    ),
+                    ("client_assertion", assertion.trim()),
+                ]);
+                let what = "Microsoft Entra token endpoint (workload identity)";
+                grant(http, token_url, what, body, clock).await
             }
         }
     }

@@ -42,6 +42,7 @@ impl FakeEntra {
         let result = match (seen.method.as_str(), seen.path()) {
             ("POST", p) if p == token_path => self.grant(seen),
             ("GET", "/metadata/identity/oauth2/token") => self.imds(seen),
+            ("GET", "/msi/token") => self.app_service(seen),
             _ => Err(format!("no route {} {}", seen.method, seen.target)),
         };
         result.unwrap_or_else(|why| {
@@ -56,14 +57,22 @@ impl FakeEntra {
         if seen.header("content-type") != Some("application/x-www-form-urlencoded") {
             return Err("not a form".to_owned());
         }
+        // A client secret, or (workload identity) the cluster's token as a
+        // client assertion.
+        let assertion = seen.field("client_assertion_type").is_some();
+        let credential = if assertion {
+            seen.field("client_assertion_type").as_deref()
+                == Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+                && seen.field("client_assertion").as_deref() == Some(PROJECTED)
+                && seen.field("client_secret").is_none()
+        } else {
+            seen.field("client_secret").as_deref() == Some(SECRET)
+        };
         let checks = [
             (seen.field("grant_type").as_deref() == Some("client_credentials"), "grant_type"),
             (seen.field("client_id").as_deref() == Some(CLIENT), "client_id"),
             (seen.field("scope").as_deref() == Some(COGNITIVE_SERVICES_SCOPE), "scope"),
-            (
-                seen.field("client_secret").as_deref() == Some(SECRET),
-                "AADSTS7000215: Invalid client secret provided.",
-            ),
+            (credential, "AADSTS7000215: Invalid client secret provided."),
         ];
         if let Some((_, what)) = checks.iter().find(|(ok, _)| !ok) {
             return Err((*what).to_owned());
@@ -92,6 +101,32 @@ impl FakeEntra {
         Ok((200, body.to_string()))
     }
 }
+
+impl FakeEntra {
+    /// App Service's identity endpoint: its header, its API version, and the
+    /// expiry as seconds since the epoch, as a string.
+    fn app_service(&self, seen: &Seen) -> Result<(u16, String), String> {
+        if seen.header("x-identity-header") != Some(IDENTITY_HEADER) {
+            return Err("X-IDENTITY-HEADER missing or wrong".to_owned());
+        }
+        let query = seen.target.split_once('?').map_or("", |(_, q)| q);
+        let want = "api-version=2019-08-01&resource=https%3A%2F%2Fcognitiveservices.azure.com";
+        if !query.starts_with(want) {
+            return Err(format!("query {query}"));
+        }
+        let n = self.imds_grants.fetch_add(1, Ordering::SeqCst) + 1;
+        let expires_on = (T0.0 / 1000 + 3600).to_string();
+        let body = json!({"access_token": format!("eyJ0eXAi.appservice-{n}"),
+            "expires_on": expires_on, "resource": "https://cognitiveservices.azure.com",
+            "token_type": "Bearer", "client_id": CLIENT});
+        Ok((200, body.to_string()))
+    }
+}
+
+/// App Service's `IDENTITY_HEADER`.
+const IDENTITY_HEADER: &str = "0b5c7d9e-app-service-identity-header";
+/// The service account token a cluster projects for a workload identity.
+const PROJECTED: &str = "eyJhbGciOiJSUzI1NiJ9.k8s-service-account.sig";
 
 fn secret_auth(server: &Server, clock: &ManualClock, secret: &str) -> AzureAuth {
     let creds = AzureCredentials::client_secret(
@@ -185,6 +220,60 @@ async fn a_managed_identity_asks_imds_with_its_header_and_resource() {
         AzureCredentials::managed_identity(None, None, &Env::from_pairs::<&str, &str>([])).unwrap();
     let AzureCredentials::ManagedIdentity { url, .. } = off else { panic!() };
     assert!(url.starts_with("http://169.254.169.254/metadata/identity/oauth2/token?"), "{url}");
+}
+
+#[tokio::test]
+async fn app_services_identity_endpoint_is_asked_with_its_header_before_imds() {
+    let clock = ManualClock::at(T0);
+    let (entra, server) = FakeEntra::start().await;
+    let endpoint = format!("{}/msi/token", server.base);
+    let env = Env::from_pairs([
+        ("IDENTITY_ENDPOINT", endpoint.as_str()),
+        ("IDENTITY_HEADER", IDENTITY_HEADER),
+        // IMDS is there too, and not asked.
+        ("AZURE_POD_IDENTITY_AUTHORITY_HOST", server.base.as_str()),
+    ]);
+    let creds = AzureCredentials::managed_identity(None, None, &env).unwrap();
+    // The header is a secret: scrubbed, never shown.
+    assert_eq!(creds.secrets(), vec![Secret::new(IDENTITY_HEADER)]);
+    assert!(!format!("{creds:?}").contains(IDENTITY_HEADER));
+    let auth = AzureAuth::new(creds, http(), clock.clock());
+    let token = auth.token().await.unwrap();
+    assert_eq!(token.token.expose(), "eyJ0eXAi.appservice-1");
+    // Its expiry, read from `expires_on`.
+    assert_eq!(token.expires_at, T0 + Duration::from_secs(3600));
+    assert!(entra.refused.lock().unwrap().is_empty(), "{:?}", entra.refused.lock().unwrap());
+}
+
+#[tokio::test]
+async fn a_workload_identity_exchanges_the_projected_token_read_at_each_grant() {
+    let clock = ManualClock::at(T0);
+    let (entra, server) = FakeEntra::start().await;
+    let file = std::env::temp_dir()
+        .join(format!("switchyard-azure-identity-token-{}", crate::clock::unique()));
+    std::fs::write(&file, format!("{PROJECTED}\n")).unwrap();
+    let path = file.display().to_string();
+    let env = Env::from_pairs([
+        ("AZURE_FEDERATED_TOKEN_FILE", path.as_str()),
+        ("AZURE_TENANT_ID", TENANT),
+        ("AZURE_CLIENT_ID", CLIENT),
+        ("AZURE_AUTHORITY_HOST", server.base.as_str()),
+    ]);
+    let creds = AzureCredentials::managed_identity(None, None, &env).unwrap();
+    assert_eq!(creds.describe(), format!("Azure workload identity {CLIENT} (tenant {TENANT})"));
+    let auth = AzureAuth::new(creds, http(), clock.clock());
+    assert_eq!(auth.token().await.unwrap().token.expose(), "eyJ0eXAi.entra-1");
+    assert!(entra.refused.lock().unwrap().is_empty(), "{:?}", entra.refused.lock().unwrap());
+    // A rotated token is what the next grant sends.
+    std::fs::write(&file, "rotated").unwrap();
+    clock.advance(Duration::from_secs(3600));
+    assert!(auth.token().await.is_err(), "the fake takes only the first token");
+    assert_eq!(entra.refused.lock().unwrap().len(), 1);
+    // Without its tenant, the configuration is refused naming the variable.
+    let env = Env::from_pairs([("AZURE_FEDERATED_TOKEN_FILE", path.as_str())]);
+    let err = AzureCredentials::managed_identity(Some(CLIENT), None, &env).unwrap_err();
+    assert!(err.to_string().contains("AZURE_TENANT_ID"), "{err}");
+    let _ = std::fs::remove_file(&file);
 }
 
 #[test]

@@ -409,12 +409,18 @@ pub(super) fn token_answer(
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| garbage("no access_token"))?;
-    let expires_in = match o.get("expires_in") {
+    // Numbers, or (Azure's identity endpoints) numbers written as strings.
+    let number = |field: &str| match o.get(field) {
         Some(Value::Number(n)) => n.as_u64(),
         Some(Value::String(s)) => s.parse::<u64>().ok(),
         _ => None,
-    }
-    .ok_or_else(|| garbage("no expires_in"))?;
+    };
+    // A lifetime, or (App Service's identity endpoint) only when it ends, in
+    // seconds since the epoch.
+    let now_secs = clock.now().0 / 1000;
+    let expires_in = number("expires_in")
+        .or_else(|| number("expires_on").map(|on| on.saturating_sub(now_secs)))
+        .ok_or_else(|| garbage("no expires_in"))?;
     if let Some(kind) = o.get("token_type").and_then(Value::as_str)
         && !kind.eq_ignore_ascii_case("bearer")
     {
