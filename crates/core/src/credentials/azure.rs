@@ -200,7 +200,7 @@ impl AzureCredentials {
         }
         let resource = scope.strip_suffix("/.default").unwrap_or(scope);
         let bad_env = |name: &str, why: &str| {
-            CredentialError::config(&format!("environment variable {name}"), why)
+            CredentialError::config(format!("environment variable {name}"), why)
         };
         if let (Some(endpoint), Some(header)) =
             (env.get("IDENTITY_ENDPOINT"), env.get("IDENTITY_HEADER"))
