@@ -179,7 +179,7 @@ fn answer(
     stream: bool,
 ) -> Reply {
     let model = u.upstream_model();
-    if u == Upstream::Responses {
+    if u.speaks_responses() {
         let turn = Turn {
             model: model.to_owned(),
             reasoning: thinking.map(str::to_owned),
@@ -930,7 +930,7 @@ fn expected_turns(s: Scenario, vendor: Vendor) -> Vec<(String, Vec<Item>)> {
 /// A wire's request read in its body's shape.
 fn view_of_upstream(u: Upstream, body: &Value) -> View {
     match u {
-        Upstream::Responses => responses_view::responses_view(body),
+        Upstream::Responses | Upstream::AzureResponses => responses_view::responses_view(body),
         other => view_of(other.family(), body),
     }
 }
@@ -965,7 +965,7 @@ fn check_upstream(p: &mut Problems, rx: &Received, case: Case) {
 fn check_output_ceiling(p: &mut Problems, rx: &Received, case: Case) {
     let body = &rx.body;
     let want = client_max_tokens(case.format, case.s);
-    if case.upstream == Upstream::Responses {
+    if case.upstream.speaks_responses() {
         p.eq("upstream max_output_tokens", body["max_output_tokens"].as_u64(), want);
         return;
     }
@@ -1071,6 +1071,10 @@ fn check_envelope(p: &mut Problems, rx: &Received, case: Case) {
         Upstream::VertexGemini | Upstream::BedrockClaude => {
             upstreams::check_cloud_envelope(p, rx, upstream, stream)
         }
+        Upstream::AzureResponses => {
+            upstreams::check_cloud_envelope(p, rx, upstream, stream);
+            check_responses_flags(p, body, case);
+        }
         Upstream::VertexOpen | Upstream::Azure | Upstream::AzureV1 => {
             upstreams::check_cloud_envelope(p, rx, upstream, stream);
             check_chat_stream_flags(p, body, stream);
@@ -1154,7 +1158,7 @@ fn check_reasoning_config(p: &mut Problems, rx: &Received, case: Case) {
         }
         _ => (Effort::High, Effort::High.budget_tokens()),
     };
-    if case.upstream == Upstream::Responses {
+    if case.upstream.speaks_responses() {
         let want = if wanted { json!(effort.as_str()) } else { Value::Null };
         p.eq("upstream reasoning.effort", &body["reasoning"]["effort"], &want);
         if !wanted {
@@ -1388,12 +1392,12 @@ fn check_usage(p: &mut Problems, case: Case, resp: &Response, body: &[u8]) {
     // counts its cached tokens within them.
     let (read, write) = if upstream.reports_cache() {
         (Some(CANNED_CACHE_READ_INPUT_TOKENS), Some(CANNED_CACHE_CREATION_INPUT_TOKENS))
-    } else if upstream == Upstream::Responses {
+    } else if upstream.speaks_responses() {
         (Some(fake_responses::CACHED_TOKENS), None)
     } else {
         (None, None)
     };
-    let total = if upstream == Upstream::Responses {
+    let total = if upstream.speaks_responses() {
         CANNED_INPUT_TOKENS
     } else {
         CANNED_INPUT_TOKENS + read.unwrap_or(0) + write.unwrap_or(0)
@@ -1803,7 +1807,7 @@ async fn codex_custom_tools_cross_every_wire() {
             let fake = u.fake(&m);
             fake.clear_script();
             // (Not for Responses' own API: see below.)
-            if u != Upstream::Responses {
+            if !u.speaks_responses() {
                 fake.push(answer(u, None, None, Some(("apply_patch", &args)), stream));
             }
             let body = json!({
@@ -1826,7 +1830,7 @@ async fn codex_custom_tools_cross_every_wire() {
                     shorten(sent.as_bytes())
                 )
             });
-            if u == Upstream::Responses {
+            if u.speaks_responses() {
                 // Its own API: the fast path sends the custom tool as declared, and
                 // a model answers it with a `custom_tool_call`, which comes back as
                 // sent (the testkit's Responses replies write function calls only).
@@ -2928,7 +2932,7 @@ fn expected_document(format: ClientFormat, form: DocForm, u: Upstream) -> Option
 fn takes_document_urls(u: Upstream) -> bool {
     match u.family() {
         Vendor::Anthropic | Vendor::Gemini => true,
-        Vendor::OpenAi => u == Upstream::Responses,
+        Vendor::OpenAi => u.speaks_responses(),
         Vendor::Bedrock => false,
     }
 }
@@ -2943,7 +2947,7 @@ fn forwards_own_body(format: ClientFormat, u: Upstream) -> bool {
         ClientFormat::Anthropic => {
             matches!(u, Upstream::Anthropic | Upstream::BedrockClaude | Upstream::VertexClaude)
         }
-        ClientFormat::OpenAiResponses => u == Upstream::Responses,
+        ClientFormat::OpenAiResponses => u.speaks_responses(),
         ClientFormat::Gemini => unreachable!("Gemini clients: gemini_client.rs"),
     }
 }
@@ -3355,7 +3359,7 @@ async fn chat_usage_chunk_only_when_asked() {
                 });
             }
             // A Chat wire is asked for its usage all the same (the gateway meters it).
-            if u.family() == Vendor::OpenAi && u != Upstream::Responses {
+            if u.family() == Vendor::OpenAi && !u.speaks_responses() {
                 let sent = fake.received().into_iter().rfind(|rx| u.owns(rx));
                 let sent = sent.map(|r| r.body).unwrap_or_default();
                 p.eq(

@@ -36,9 +36,11 @@ pub enum Upstream {
     AzureV1,
     /// OpenAI's Responses API (`openai-responses`), on the OpenAI fake.
     Responses,
+    /// Azure OpenAI's Responses API (`azure-openai-responses`), by its key.
+    AzureResponses,
 }
 
-pub const UPSTREAMS: [Upstream; 11] = [
+pub const UPSTREAMS: [Upstream; 12] = [
     Upstream::OpenAi,
     Upstream::Anthropic,
     Upstream::Gemini,
@@ -50,6 +52,7 @@ pub const UPSTREAMS: [Upstream; 11] = [
     Upstream::Azure,
     Upstream::AzureV1,
     Upstream::Responses,
+    Upstream::AzureResponses,
 ];
 
 /// Claude on Vertex: Sonnet 4.5 (a version pinned with `@`, as Vertex names it).
@@ -76,7 +79,8 @@ impl Upstream {
             | Upstream::VertexOpen
             | Upstream::Azure
             | Upstream::AzureV1
-            | Upstream::Responses => Vendor::OpenAi,
+            | Upstream::Responses
+            | Upstream::AzureResponses => Vendor::OpenAi,
             Upstream::Anthropic | Upstream::BedrockClaude | Upstream::VertexClaude => {
                 Vendor::Anthropic
             }
@@ -99,6 +103,7 @@ impl Upstream {
             Upstream::Azure => "azure",
             Upstream::AzureV1 => "azure-v1",
             Upstream::Responses => "oai-responses",
+            Upstream::AzureResponses => "azure-responses",
         }
     }
 
@@ -116,6 +121,7 @@ impl Upstream {
             Upstream::Azure => "m-azure",
             Upstream::AzureV1 => "m-azure-v1",
             Upstream::Responses => "m-responses",
+            Upstream::AzureResponses => "m-azure-responses",
         }
     }
 
@@ -129,7 +135,7 @@ impl Upstream {
             Upstream::VertexClaude => VERTEX_CLAUDE_MODEL,
             Upstream::VertexGemini => VERTEX_GEMINI_MODEL,
             Upstream::VertexOpen => VERTEX_OPEN_MODEL,
-            Upstream::Azure | Upstream::AzureV1 => AZURE_DEPLOYMENT,
+            Upstream::Azure | Upstream::AzureV1 | Upstream::AzureResponses => AZURE_DEPLOYMENT,
             Upstream::Responses => RESPONSES_MODEL,
         }
     }
@@ -142,7 +148,7 @@ impl Upstream {
             Upstream::Anthropic => Some(ANTHROPIC_KEY),
             Upstream::Gemini => Some(GEMINI_KEY),
             Upstream::Bedrock | Upstream::BedrockClaude => Some(BEDROCK_ACCESS_KEY_ID),
-            Upstream::Azure => Some(azure::API_KEY),
+            Upstream::Azure | Upstream::AzureResponses => Some(azure::API_KEY),
             Upstream::VertexClaude
             | Upstream::VertexGemini
             | Upstream::VertexOpen
@@ -160,7 +166,7 @@ impl Upstream {
             Upstream::VertexClaude => &m.vertex_claude,
             Upstream::VertexGemini => &m.vertex_gemini,
             Upstream::VertexOpen => &m.vertex_open,
-            Upstream::Azure | Upstream::AzureV1 => &m.azure,
+            Upstream::Azure | Upstream::AzureV1 | Upstream::AzureResponses => &m.azure,
         }
     }
 
@@ -177,7 +183,8 @@ impl Upstream {
             Upstream::Azure => {
                 rx.path != azure::token_path() && !rx.path.starts_with("/openai/v1/")
             }
-            Upstream::AzureV1 => rx.path.starts_with("/openai/v1/"),
+            Upstream::AzureV1 => rx.path.starts_with("/openai/v1/") && !responds(rx),
+            Upstream::AzureResponses => responds(rx),
             Upstream::Bedrock => !invokes(rx),
             Upstream::BedrockClaude => invokes(rx),
             Upstream::Anthropic | Upstream::Gemini => true,
@@ -209,10 +216,25 @@ impl Upstream {
     /// gateway mints one).
     pub fn answer_call_id(self) -> Option<&'static str> {
         match self {
-            Upstream::Responses => Some(switchyard_testkit::responses::CALL_ID),
+            Upstream::Responses | Upstream::AzureResponses => {
+                Some(switchyard_testkit::responses::CALL_ID)
+            }
             other => super::answer_call_id(other.family()),
         }
     }
+}
+
+impl Upstream {
+    /// Whether it is a Responses API (OpenAI's or Azure's), whose bodies the
+    /// matrix reads with its own view ([`super::responses_view`]).
+    pub fn speaks_responses(self) -> bool {
+        matches!(self, Upstream::Responses | Upstream::AzureResponses)
+    }
+}
+
+/// Whether `rx` is a call to Azure's Responses API, not to its Chat.
+fn responds(rx: &Received) -> bool {
+    rx.path == "/openai/v1/responses"
 }
 
 /// Whether `rx` is a call to Bedrock's InvokeModel, not to Converse.
@@ -279,6 +301,10 @@ impl Matrix {
     endpoint: "{{bedrock}}"
     region: {bedrock_region}
     credentials: {{ aws: {{ access_key_id: {BEDROCK_ACCESS_KEY_ID}, secret_access_key: "{BEDROCK_SECRET}" }} }}
+  azure-responses:
+    wire: azure-openai-responses
+    endpoint: "{azure}"
+    credentials: {{ keys: ["{azure_key}"] }}
   oai-responses: {{ wire: openai-responses, endpoint: "{{openai}}/v1", credentials: {{ keys: ["{OPENAI_KEY}"] }} }}
 "#,
             claude = vertex_claude.base_url(),
@@ -304,6 +330,7 @@ impl Matrix {
             Upstream::Azure,
             Upstream::AzureV1,
             Upstream::Responses,
+            Upstream::AzureResponses,
         ] {
             extra_models.push_str(&format!(
                 "  - id: {id}\n    deployments: [{{ provider: {provider}, model: \"{model}\" }}]\n    \
@@ -406,6 +433,7 @@ pub fn expected_path(u: Upstream, stream: bool) -> String {
         }
         Upstream::Azure => format!("/openai/deployments/{AZURE_DEPLOYMENT}/chat/completions"),
         Upstream::AzureV1 => "/openai/v1/chat/completions".into(),
+        Upstream::AzureResponses => "/openai/v1/responses".into(),
     }
 }
 
@@ -443,16 +471,15 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
                 p.check(rx.header(header).is_none(), || format!("upstream {header} header sent"));
             }
         }
-        Upstream::Azure => {
+        Upstream::Azure | Upstream::AzureResponses => {
             p.eq("upstream api-key", rx.header("api-key"), Some(azure::API_KEY));
             p.check(rx.header("authorization").is_none(), || {
                 "upstream authorization sent beside the api-key".into()
             });
-            p.eq(
-                "upstream query",
-                query,
-                format!("api-version={}", switchyard_protocol::azure::API_VERSION).as_str(),
-            );
+            // The dated API takes its version; the v1 API none.
+            let version = format!("api-version={}", switchyard_protocol::azure::API_VERSION);
+            let want = if u == Upstream::Azure { version.as_str() } else { "" };
+            p.eq("upstream query", query, want);
         }
         Upstream::AzureV1 => {
             // A token the fake's Entra endpoint granted (it refuses any other).
@@ -497,7 +524,7 @@ pub fn check_cloud_envelope(p: &mut Problems, rx: &Received, u: Upstream, stream
             p.check(body.get("model").is_none(), || "upstream body names a model".into());
         }
         // The deployment in the body.
-        Upstream::AzureV1 => {
+        Upstream::AzureV1 | Upstream::AzureResponses => {
             p.eq("upstream body.model", &body["model"], &json!(AZURE_DEPLOYMENT));
         }
         _ => {}
