@@ -23,6 +23,7 @@ pub mod records;
 pub mod redis;
 pub mod redis_cache;
 pub mod redis_health;
+mod rollups;
 pub mod seal;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -1,7 +1,7 @@
 //! Request records: batch insert (idempotent on id), lookup, filtered listing,
 //! usage aggregation and retention.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -13,6 +13,7 @@ use switchyard_protocol::Usage;
 use crate::db::{Backend, RowExt, SQLITE_BEGIN_WRITE, Store, const_format, on_pool};
 use crate::error::StoreError;
 use crate::model::{RecordFilter, UsageBy, UsageRow};
+use crate::rollups::{self, Rollup};
 
 /// The SLO `usage` measures against when given 0.
 pub const DEFAULT_SLO_MS: u64 = 5_000;
@@ -39,36 +40,65 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
 /// Columns per record row in [`RECORD_COLS`].
 const RECORD_COL_COUNT: usize = 30;
 
-/// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]), built once per
-/// backend and size: building it per batch cost more than binding the values.
-fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
-    static SQL: [std::sync::OnceLock<String>; 2 * INSERT_CHUNKS.len()] =
-        [const { std::sync::OnceLock::new() }; 2 * INSERT_CHUNKS.len()];
-    let size = INSERT_CHUNKS.iter().position(|&n| n == rows).unwrap_or(INSERT_CHUNKS.len() - 1);
-    let slot = usize::from(sqlite) * INSERT_CHUNKS.len() + size;
-    let Some(cell) = SQL.get(slot) else { return "" };
-    cell.get_or_init(|| {
-        use std::fmt::Write;
-        let rows = INSERT_CHUNKS.get(size).copied().unwrap_or(1);
-        let mut sql = format!("INSERT INTO request_records ({RECORD_COLS}) VALUES ");
-        for row in 0..rows {
-            sql.push_str(if row == 0 { "(" } else { ", (" });
-            for col in 0..RECORD_COL_COUNT {
-                if col > 0 {
-                    sql.push_str(", ");
-                }
-                // Plain `?` for SQLite: sqlx looks up the name of every
-                // numbered one (`?NNN`) at each bind, which costs more than the insert.
-                if sqlite {
-                    sql.push('?');
-                } else {
-                    let _ = write!(sql, "${}", row * RECORD_COL_COUNT + col + 1);
-                }
+/// Statements built once per backend and row count (one of [`INSERT_CHUNKS`]):
+/// building one per batch cost more than binding its values.
+pub(crate) struct Statements([std::sync::OnceLock<String>; 2 * INSERT_CHUNKS.len()]);
+
+impl Statements {
+    pub(crate) const fn new() -> Self {
+        Statements([const { std::sync::OnceLock::new() }; 2 * INSERT_CHUNKS.len()])
+    }
+
+    /// The statement for `rows` rows, `build` making it the first time.
+    pub(crate) fn get(
+        &'static self,
+        sqlite: bool,
+        rows: usize,
+        build: impl FnOnce(usize) -> String,
+    ) -> &'static str {
+        let size = INSERT_CHUNKS.iter().position(|&n| n == rows).unwrap_or(INSERT_CHUNKS.len() - 1);
+        let slot = usize::from(sqlite) * INSERT_CHUNKS.len() + size;
+        let Some(cell) = self.0.get(slot) else { return "" };
+        cell.get_or_init(|| build(INSERT_CHUNKS.get(size).copied().unwrap_or(1)))
+    }
+}
+
+/// `head VALUES (…), (…) tail`: `rows` rows of `cols` placeholders each.
+pub(crate) fn values_sql(head: &str, cols: usize, rows: usize, sqlite: bool, tail: &str) -> String {
+    use std::fmt::Write;
+    let mut sql = format!("{head} VALUES ");
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for col in 0..cols {
+            if col > 0 {
+                sql.push_str(", ");
             }
-            sql.push(')');
+            // Plain `?` for SQLite: sqlx looks up the name of every
+            // numbered one (`?NNN`) at each bind, which costs more than the insert.
+            if sqlite {
+                sql.push('?');
+            } else {
+                let _ = write!(sql, "${}", row * cols + col + 1);
+            }
         }
-        sql.push_str(" ON CONFLICT (id) DO NOTHING");
-        sql
+        sql.push(')');
+    }
+    sql.push_str(tail);
+    sql
+}
+
+/// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]): it says which ids
+/// it took, for the rollups.
+fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: Statements = Statements::new();
+    SQL.get(sqlite, rows, |rows| {
+        values_sql(
+            &format!("INSERT INTO request_records ({RECORD_COLS})"),
+            RECORD_COL_COUNT,
+            rows,
+            sqlite,
+            " ON CONFLICT (id) DO NOTHING RETURNING id",
+        )
     })
 }
 
@@ -110,7 +140,7 @@ fn opt<D: BindText>(s: Option<&str>) -> Option<D::Text<'_>> {
 }
 
 /// A record converted to column values (validated before the transaction opens).
-struct Encoded<'a> {
+pub(crate) struct Encoded<'a> {
     r: &'a RequestRecord,
     time_ms: i64,
     status: i32,
@@ -122,6 +152,42 @@ struct Encoded<'a> {
     cost_usd: Option<f64>,
     /// JSON array; `None` when there are none.
     field_edits: Option<String>,
+}
+
+impl<'a> Encoded<'a> {
+    /// What the record adds to its hour's rollup.
+    fn entry(&self) -> rollups::Entry<'a> {
+        let r = self.r;
+        let known = |v: Option<i64>| v.unwrap_or(0);
+        let cost = self.cost_usd;
+        rollups::Entry {
+            group: rollups::Group {
+                hour_ms: self.time_ms - self.time_ms.rem_euclid(rollups::HOUR_MS),
+                model: r.resolved_model.as_deref().unwrap_or(&r.requested_model),
+                provider: r.served_provider.as_deref().unwrap_or(""),
+                project: r.project.as_deref().unwrap_or(""),
+                user: r.user.as_deref().unwrap_or(""),
+                key_prefix: r.key_prefix.as_deref().unwrap_or(""),
+            },
+            sums: rollups::Sums {
+                requests: 1,
+                errors: i64::from(self.status >= 400 || r.error_code.is_some()),
+                failovers: i64::from(r.descriptor.contains("failover:")),
+                cache_hits: i64::from(r.cache.as_deref() == Some("hit")),
+                input_tokens: known(self.tokens[0]),
+                output_tokens: known(self.tokens[1]),
+                cache_read_tokens: known(self.tokens[2]),
+                cache_write_tokens: known(self.tokens[3]),
+                costed: i64::from(cost.is_some()),
+                cost_usd: cost.unwrap_or(0.0),
+                total_ms_sum: self.total_ms,
+                ttft_count: i64::from(self.ttft_ms.is_some()),
+                ttft_ms_sum: known(self.ttft_ms),
+            },
+            total_ms: self.total_ms,
+            ttft_ms: self.ttft_ms,
+        }
+    }
 }
 
 impl Store {
@@ -137,6 +203,8 @@ impl Store {
         on_pool!(self, |p, Db| {
             let mut tx =
                 if sqlite { p.begin_with(SQLITE_BEGIN_WRITE).await? } else { p.begin().await? };
+            // The ids the inserts took: only those count in the rollups.
+            let mut taken: HashSet<String> = HashSet::with_capacity(rows.len());
             for chunk in insert_chunks(&rows) {
                 let mut q = sqlx::query::<Db>(insert_sql(sqlite, chunk.len()));
                 for e in chunk {
@@ -171,6 +239,54 @@ impl Store {
                         .bind(opt::<Db>(e.r.session_id.as_deref()))
                         .bind(opt::<Db>(e.field_edits.as_deref()))
                         .bind(opt::<Db>(e.r.cache.as_deref()));
+                }
+                for row in q.fetch_all(&mut *tx).await? {
+                    taken.insert(row.col::<String>("id")?);
+                }
+            }
+            // A record repeated in the batch counts once: its id is taken once.
+            let rollup = Rollup::of(
+                rows.iter().filter(|e| taken.remove(e.r.id.as_str())).map(Encoded::entry),
+            );
+            for chunk in insert_chunks(&rollup.groups) {
+                let mut q = sqlx::query::<Db>(rollups::upsert_sums_sql(sqlite, chunk.len()));
+                for (g, s) in chunk {
+                    q = q
+                        .bind(g.hour_ms)
+                        .bind(text::<Db>(g.model))
+                        .bind(text::<Db>(g.provider))
+                        .bind(text::<Db>(g.project))
+                        .bind(text::<Db>(g.user))
+                        .bind(text::<Db>(g.key_prefix))
+                        .bind(s.requests)
+                        .bind(s.errors)
+                        .bind(s.failovers)
+                        .bind(s.cache_hits)
+                        .bind(s.input_tokens)
+                        .bind(s.output_tokens)
+                        .bind(s.cache_read_tokens)
+                        .bind(s.cache_write_tokens)
+                        .bind(s.costed)
+                        .bind(s.cost_usd)
+                        .bind(s.total_ms_sum)
+                        .bind(s.ttft_count)
+                        .bind(s.ttft_ms_sum);
+                }
+                q.execute(&mut *tx).await?;
+            }
+            for chunk in insert_chunks(&rollup.latency) {
+                let mut q = sqlx::query::<Db>(rollups::upsert_latency_sql(sqlite, chunk.len()));
+                for (g, metric, bucket, count) in chunk {
+                    q = q
+                        .bind(g.hour_ms)
+                        .bind(text::<Db>(g.model))
+                        .bind(text::<Db>(g.provider))
+                        .bind(text::<Db>(g.project))
+                        .bind(text::<Db>(g.user))
+                        .bind(text::<Db>(g.key_prefix))
+                        .bind(*metric)
+                        .bind(*bucket)
+                        .bind(*count);
                 }
                 q.execute(&mut *tx).await?;
             }
@@ -269,6 +385,74 @@ impl Store {
         })
     }
 
+    /// [`Store::usage`] read from the hourly rollups instead of the records:
+    /// by whole hours (`since` rounded down to its hour, `until` up), the
+    /// percentiles and the SLO share read from the latency histograms (to a
+    /// bucket, about 9%: see `rollups`), the model as the rollups key it (the
+    /// resolved one, else the requested one). Each group is a few rows per
+    /// hour, whatever the number of records. `f.status` is not kept in the
+    /// rollups: a filter on it is refused.
+    pub async fn rollup_usage(
+        &self,
+        f: &RecordFilter,
+        by: UsageBy,
+        slo_ms: u64,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
+            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
+        let key = rollups::column(by);
+        let w = Where::rollups(f)?;
+        let sums = format!(
+            "SELECT {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
+             CAST(SUM(errors) AS BIGINT) AS errors, \
+             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
+             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
+             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
+             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
+             CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost \
+             FROM request_rollups{} GROUP BY {key}",
+            w.sql
+        );
+        let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
+        let histogram = format!(
+            "SELECT {key} AS k, bucket, CAST(SUM(count) AS BIGINT) AS n \
+             FROM request_rollup_latency{}{and} metric = {} GROUP BY {key}, bucket",
+            w.sql,
+            rollups::TOTAL
+        );
+        let backend = self.backend();
+        let mut groups: HashMap<String, rollups::Reading> = HashMap::new();
+        on_pool!(self, |p| {
+            let mut tx = p.begin().await?;
+            if backend == Backend::Postgres {
+                // Both reads see one snapshot.
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
+                let g = groups.entry(row.col::<String>("k")?).or_default();
+                g.sums.requests = row.col("requests")?;
+                g.sums.errors = row.col("errors")?;
+                g.sums.input_tokens = row.col("input_tokens")?;
+                g.sums.output_tokens = row.col("output_tokens")?;
+                g.sums.cache_read_tokens = row.col("cache_read_tokens")?;
+                g.sums.cache_write_tokens = row.col("cache_write_tokens")?;
+                g.sums.costed = row.col("costed")?;
+                g.sums.cost_usd = row.col("cost")?;
+            }
+            for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
+                let g = groups.entry(row.col::<String>("k")?).or_default();
+                g.buckets.push((row.col("bucket")?, row.col("n")?));
+            }
+            tx.commit().await?;
+        });
+        let mut out: Vec<UsageRow> =
+            groups.into_iter().map(|(k, g)| g.row((!k.is_empty()).then_some(k), slo)).collect();
+        out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
+        Ok(out)
+    }
+
     /// Deletes records that arrived before `time_ms`; returns how many.
     pub async fn delete_records_before(&self, time_ms: i64) -> Result<u64, StoreError> {
         Ok(on_pool!(self, |p| sqlx::query("DELETE FROM request_records WHERE time_ms < $1")
@@ -311,7 +495,7 @@ impl Group {
 }
 
 /// Nearest rank (1-based) of percentile `pct` among `n` sorted values.
-fn nearest_rank(pct: u64, n: u64) -> u64 {
+pub(crate) fn nearest_rank(pct: u64, n: u64) -> u64 {
     (pct * n).div_ceil(100).max(1)
 }
 
@@ -383,6 +567,37 @@ impl Where {
             w.sql = format!(" WHERE {}", conds.join(" AND "));
         }
         w
+    }
+
+    /// The same filter on the rollups, by whole hours.
+    fn rollups(f: &RecordFilter) -> Result<Where, StoreError> {
+        if f.status.is_some() {
+            return Err(StoreError::Invalid(
+                "the rollups keep no status: filter the records".into(),
+            ));
+        }
+        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
+        let mut w = Where { sql: String::new(), args: Vec::new() };
+        let mut conds = Vec::new();
+        if let Some(t) = f.since_ms {
+            conds.push(format!("hour_ms >= {}", w.arg(Arg::Int(hour(t)))));
+        }
+        if let Some(t) = f.until_ms {
+            // The hour `until` falls in counts, unless it starts it.
+            let end = if hour(t) == t { t } else { hour(t).saturating_add(rollups::HOUR_MS) };
+            conds.push(format!("hour_ms < {}", w.arg(Arg::Int(end))));
+        }
+        for (column, value) in
+            [("user_id", &f.user), ("project_id", &f.project), ("model", &f.model)]
+        {
+            if let Some(v) = value {
+                conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
+            }
+        }
+        if !conds.is_empty() {
+            w.sql = format!(" WHERE {}", conds.join(" AND "));
+        }
+        Ok(w)
     }
 
     /// Adds a value; returns its placeholder.
@@ -514,7 +729,8 @@ mod tests {
                 assert_eq!(sql.matches(mark).count(), rows * RECORD_COL_COUNT, "{sql}");
                 let last =
                     if sqlite { "?)".to_owned() } else { format!("${})", rows * RECORD_COL_COUNT) };
-                assert!(sql.ends_with(&format!("{last} ON CONFLICT (id) DO NOTHING")), "{sql}");
+                let tail = " ON CONFLICT (id) DO NOTHING RETURNING id";
+                assert!(sql.ends_with(&format!("{last}{tail}")), "{sql}");
                 assert!(std::ptr::eq(sql, insert_sql(sqlite, rows)), "built once");
             }
         }

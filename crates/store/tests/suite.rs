@@ -107,7 +107,13 @@ suite!(
     case_usage_slo_and_groupings,
     case_retention,
     case_concurrent_writers,
+    case_rollups_match_the_records,
+    case_rollups_count_a_record_once,
 );
+
+#[path = "suite/rollups.rs"]
+mod rollups;
+use rollups::{case_rollups_count_a_record_once, case_rollups_match_the_records};
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {
@@ -172,7 +178,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
@@ -1097,6 +1103,10 @@ async fn case_concurrent_writers(store: Store) {
     assert_eq!(store.list_keys(None).await.unwrap().len(), 12);
     let f = RecordFilter { limit: Some(1_000), ..RecordFilter::default() };
     assert_eq!(store.list_records(&f).await.unwrap().len(), 600);
+    // Twelve writers adding to one rollup group at once, each batch twice: every
+    // record counted, once.
+    let rolled = store.rollup_usage(&RecordFilter::default(), UsageBy::Model, 0).await.unwrap();
+    assert_eq!(rolled[0].requests, 600);
 }
 
 // ------------------------------------------------------- backend-specific

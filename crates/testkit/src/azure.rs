@@ -1,6 +1,7 @@
 //! Azure OpenAI, as a fake upstream checks it: a resource's routes
 //! (`/openai/deployments/{deployment}/chat/completions?api-version=…`, and the
-//! v1 API's `/openai/v1/chat/completions`), which take the resource's key in
+//! v1 API's `/openai/v1/chat/completions` and Responses API,
+//! `/openai/v1/responses` and its `/compact`, checked as OpenAI's), which take the resource's key in
 //! `api-key` ([`API_KEY`]) or a Microsoft Entra token the fake granted, and a
 //! Microsoft Entra token endpoint (`/{TENANT}/oauth2/v2.0/token`) that grants
 //! tokens for the client-credentials grant of [`CLIENT_ID`] with

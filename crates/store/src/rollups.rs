@@ -1,0 +1,268 @@
+//! Hourly rollups of the request records (`request_rollups`,
+//! `request_rollup_latency`, migration 5): kept as records are written, in the
+//! insert's own transaction, so that usage and analytics read a few rows per
+//! hour and group instead of every record.
+//!
+//! - **A group** is (hour, model, provider, project, user, key prefix); a
+//!   dimension a record has none of is `''`. Its sums are added by upserts
+//!   (`… ON CONFLICT … DO UPDATE SET x = x + excluded.x`), so instances writing
+//!   at once add up exactly.
+//! - **Only what the insert took counts**: the record insert says which ids it
+//!   stored (`RETURNING id`), so a replayed spill file, or a record repeated in
+//!   its batch, adds nothing twice.
+//! - **Latencies are histograms**, a count per bucket, 8 buckets per doubling
+//!   of milliseconds ([`bucket`]). A percentile read from them is the upper
+//!   bound of its bucket: never below the exact one, and less than 9.1% above
+//!   it. An SLO is judged by bucket: a request counts as over it when its
+//!   bucket is above the SLO's.
+//!
+//! A batch's records are summed in memory first ([`Rollup`]), so each group
+//! and bucket is one row of one upsert statement (PostgreSQL refuses a
+//! statement that updates a row twice).
+
+use std::collections::HashMap;
+
+use crate::model::{UsageBy, UsageRow};
+
+/// An hour, in milliseconds.
+pub(crate) const HOUR_MS: i64 = 3_600_000;
+
+/// Buckets per doubling of milliseconds.
+const PER_DOUBLING: f64 = 8.0;
+
+/// The last bucket: everything from about 2^25 ms (9 hours) on.
+const MAX_BUCKET: i64 = 200;
+
+/// `metric` of the whole request's time.
+pub(crate) const TOTAL: i64 = 0;
+/// `metric` of the time to first token.
+pub(crate) const TTFT: i64 = 1;
+
+/// The histogram bucket of `ms`: 0 for 0 ms, then `1 + floor(8 log2 ms)`.
+pub(crate) fn bucket(ms: i64) -> i64 {
+    if ms <= 0 {
+        return 0;
+    }
+    // Exact for the integers a duration takes (f64 holds them to 2^53).
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    let b = 1 + (PER_DOUBLING * (ms as f64).log2()).floor() as i64;
+    b.min(MAX_BUCKET)
+}
+
+/// The most milliseconds `bucket` holds (for the last bucket, the least).
+pub(crate) fn upper(bucket: i64) -> u64 {
+    if bucket <= 0 {
+        return 0;
+    }
+    if bucket >= MAX_BUCKET {
+        return upper(MAX_BUCKET - 1) + 1;
+    }
+    // The bucket holds `2^((b-1)/8) <= ms < 2^(b/8)`.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let next = 2f64.powf(bucket as f64 / PER_DOUBLING).ceil() as u64;
+    next.saturating_sub(1).max(1)
+}
+
+/// One group of a rollup: its hour and dimensions, ordered as the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Group<'a> {
+    pub hour_ms: i64,
+    pub model: &'a str,
+    pub provider: &'a str,
+    pub project: &'a str,
+    pub user: &'a str,
+    pub key_prefix: &'a str,
+}
+
+/// A group's sums.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Sums {
+    pub requests: i64,
+    pub errors: i64,
+    pub failovers: i64,
+    pub cache_hits: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub costed: i64,
+    pub cost_usd: f64,
+    pub total_ms_sum: i64,
+    pub ttft_count: i64,
+    pub ttft_ms_sum: i64,
+}
+
+/// What one record adds: its group, its sums, and its latencies
+/// (`ttft_ms` when it has one).
+pub(crate) struct Entry<'a> {
+    pub group: Group<'a>,
+    pub sums: Sums,
+    pub total_ms: i64,
+    pub ttft_ms: Option<i64>,
+}
+
+/// A batch's records, summed by group and by histogram bucket.
+#[derive(Debug, Default)]
+pub(crate) struct Rollup<'a> {
+    pub groups: Vec<(Group<'a>, Sums)>,
+    pub latency: Vec<(Group<'a>, i64, i64, i64)>,
+}
+
+impl<'a> Rollup<'a> {
+    /// Sums `entries`.
+    pub fn of(entries: impl IntoIterator<Item = Entry<'a>>) -> Self {
+        let mut groups: HashMap<Group<'a>, Sums> = HashMap::new();
+        let mut latency: HashMap<(Group<'a>, i64, i64), i64> = HashMap::new();
+        for e in entries {
+            let s = groups.entry(e.group).or_default();
+            let add = e.sums;
+            s.requests += add.requests;
+            s.errors += add.errors;
+            s.failovers += add.failovers;
+            s.cache_hits += add.cache_hits;
+            s.input_tokens += add.input_tokens;
+            s.output_tokens += add.output_tokens;
+            s.cache_read_tokens += add.cache_read_tokens;
+            s.cache_write_tokens += add.cache_write_tokens;
+            s.costed += add.costed;
+            s.cost_usd += add.cost_usd;
+            s.total_ms_sum += add.total_ms_sum;
+            s.ttft_count += add.ttft_count;
+            s.ttft_ms_sum += add.ttft_ms_sum;
+            *latency.entry((e.group, TOTAL, bucket(e.total_ms))).or_default() += 1;
+            if let Some(ttft) = e.ttft_ms {
+                *latency.entry((e.group, TTFT, bucket(ttft))).or_default() += 1;
+            }
+        }
+        // In key order: writers that touch the same rows lock them in the same
+        // order, so two PostgreSQL transactions never wait on each other in a
+        // cycle.
+        let mut groups: Vec<(Group<'a>, Sums)> = groups.into_iter().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut latency: Vec<(Group<'a>, i64, i64, i64)> =
+            latency.into_iter().map(|((g, m, b), n)| (g, m, b, n)).collect();
+        latency.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        Rollup { groups, latency }
+    }
+}
+
+/// The dimension columns of both tables, in their key's order.
+pub(crate) const DIMENSIONS: &str = "hour_ms, model, provider, project_id, user_id, key_prefix";
+
+/// The columns of `request_rollups` after its dimensions.
+const SUMS: [&str; 13] = [
+    "requests",
+    "errors",
+    "failovers",
+    "cache_hits",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "costed",
+    "cost_usd",
+    "total_ms_sum",
+    "ttft_count",
+    "ttft_ms_sum",
+];
+
+/// Columns per `request_rollups` row.
+pub(crate) const ROLLUP_COLS: usize = 6 + SUMS.len();
+/// Columns per `request_rollup_latency` row.
+pub(crate) const LATENCY_COLS: usize = 9;
+
+/// The upsert of `rows` groups' sums.
+pub(crate) fn upsert_sums_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: crate::records::Statements = crate::records::Statements::new();
+    SQL.get(sqlite, rows, |rows| {
+        let adds: Vec<String> =
+            SUMS.iter().map(|c| format!("{c} = request_rollups.{c} + excluded.{c}")).collect();
+        crate::records::values_sql(
+            &format!("INSERT INTO request_rollups ({DIMENSIONS}, {})", SUMS.join(", ")),
+            ROLLUP_COLS,
+            rows,
+            sqlite,
+            &format!(" ON CONFLICT ({DIMENSIONS}) DO UPDATE SET {}", adds.join(", ")),
+        )
+    })
+}
+
+/// The upsert of `rows` histogram buckets' counts.
+pub(crate) fn upsert_latency_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: crate::records::Statements = crate::records::Statements::new();
+    SQL.get(sqlite, rows, |rows| {
+        crate::records::values_sql(
+            &format!("INSERT INTO request_rollup_latency ({DIMENSIONS}, metric, bucket, count)"),
+            LATENCY_COLS,
+            rows,
+            sqlite,
+            &format!(
+                " ON CONFLICT ({DIMENSIONS}, metric, bucket) DO UPDATE SET \
+                 count = request_rollup_latency.count + excluded.count"
+            ),
+        )
+    })
+}
+
+/// The rollup column a usage grouping reads.
+pub(crate) fn column(by: UsageBy) -> &'static str {
+    match by {
+        UsageBy::User => "user_id",
+        UsageBy::Project => "project_id",
+        UsageBy::Model => "model",
+        UsageBy::Provider => "provider",
+    }
+}
+
+/// One group of a usage read from the rollups, being summed.
+#[derive(Debug, Default)]
+pub(crate) struct Reading {
+    pub sums: Sums,
+    /// Requests per bucket of the whole request's time.
+    pub buckets: Vec<(i64, i64)>,
+}
+
+impl Reading {
+    /// The usage row of group `key`, its percentiles and SLO share read from
+    /// its histogram.
+    pub fn row(mut self, key: Option<String>, slo_ms: u64) -> UsageRow {
+        self.buckets.sort_unstable();
+        let n: i64 = self.buckets.iter().map(|(_, c)| c).sum();
+        let at_rank = |pct: u64| {
+            let rank = crate::records::nearest_rank(pct, u64::try_from(n).unwrap_or(0));
+            let rank = i64::try_from(rank).unwrap_or(i64::MAX);
+            let mut seen = 0;
+            for (b, c) in &self.buckets {
+                seen += c;
+                if seen >= rank {
+                    return upper(*b);
+                }
+            }
+            0
+        };
+        let slo_bucket = bucket(i64::try_from(slo_ms).unwrap_or(i64::MAX));
+        let over: i64 = self.buckets.iter().filter(|(b, _)| *b > slo_bucket).map(|(_, c)| c).sum();
+        let s = self.sums;
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
+        #[allow(clippy::cast_precision_loss)]
+        let share = if n > 0 { over as f64 / n as f64 } else { 0.0 };
+        UsageRow {
+            key,
+            requests: count(s.requests),
+            errors: count(s.errors),
+            input_tokens: count(s.input_tokens),
+            output_tokens: count(s.output_tokens),
+            cache_read_tokens: count(s.cache_read_tokens),
+            cache_write_tokens: count(s.cache_write_tokens),
+            cost_usd: (s.costed > 0).then_some(s.cost_usd),
+            cost_complete: s.costed == s.requests,
+            p50_ms: at_rank(50),
+            p95_ms: at_rank(95),
+            slo_breach_share: share,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "rollups_tests.rs"]
+mod tests;

@@ -1,0 +1,93 @@
+use super::*;
+
+#[test]
+fn buckets_are_eight_per_doubling_and_their_bounds_hold_them() {
+    assert_eq!((bucket(0), bucket(1), bucket(2), bucket(4)), (0, 1, 9, 17));
+    let mut last = 0;
+    for ms in 1..200_000i64 {
+        let b = bucket(ms);
+        assert!(b >= last, "monotone at {ms}");
+        last = b;
+        let top = upper(b);
+        // The bucket's bound holds it, and is less than 9.1% above it.
+        assert!(top >= ms as u64 && (top as f64) < ms as f64 * 1.091 + 1.0, "{ms}: {b} {top}");
+        assert_eq!(bucket(top as i64), b, "{ms}: the bound is in the bucket");
+    }
+    // The last bucket holds everything from its start on.
+    assert_eq!(bucket(i64::MAX), MAX_BUCKET);
+    assert_eq!(bucket(upper(MAX_BUCKET) as i64), MAX_BUCKET);
+}
+
+fn entry(model: &'static str, total_ms: i64, ttft_ms: Option<i64>) -> Entry<'static> {
+    Entry {
+        group: Group { hour_ms: 0, model, provider: "p", project: "", user: "", key_prefix: "" },
+        sums: Sums { requests: 1, input_tokens: 10, total_ms_sum: total_ms, ..Sums::default() },
+        total_ms,
+        ttft_ms,
+    }
+}
+
+#[test]
+fn a_batch_sums_by_group_and_bucket_in_key_order() {
+    let rollup = Rollup::of([
+        entry("b", 100, Some(10)),
+        entry("a", 100, None),
+        entry("b", 100, Some(11)),
+        entry("b", 5_000, None),
+    ]);
+    let models: Vec<&str> = rollup.groups.iter().map(|(g, _)| g.model).collect();
+    assert_eq!(models, ["a", "b"]);
+    let b = rollup.groups[1].1;
+    assert_eq!((b.requests, b.input_tokens, b.total_ms_sum), (3, 30, 5_200));
+    let b_latency: Vec<(i64, i64, i64)> = rollup
+        .latency
+        .iter()
+        .filter(|(g, ..)| g.model == "b")
+        .map(|(_, metric, bucket, n)| (*metric, *bucket, *n))
+        .collect();
+    assert_eq!(
+        b_latency,
+        [
+            (TOTAL, bucket(100), 2),
+            (TOTAL, bucket(5_000), 1),
+            (TTFT, bucket(10), 1),
+            (TTFT, bucket(11), 1)
+        ]
+    );
+}
+
+#[test]
+fn percentiles_and_the_slo_are_read_to_the_bucket() {
+    // 100 requests: 90 of 100 ms, 10 of 8 s.
+    let reading = Reading {
+        sums: Sums { requests: 100, costed: 100, cost_usd: 1.5, ..Sums::default() },
+        buckets: vec![(bucket(8_000), 10), (bucket(100), 90)],
+    };
+    let row = reading.row(Some("m".into()), 5_000);
+    assert_eq!((row.p50_ms, row.p95_ms), (upper(bucket(100)), upper(bucket(8_000))));
+    assert!(row.p50_ms >= 100 && row.p95_ms >= 8_000);
+    assert_eq!(row.slo_breach_share, 0.1);
+    assert!(row.cost_complete);
+    assert_eq!(row.cost_usd, Some(1.5));
+    // No costs known: unknown, not zero.
+    let none = Reading { sums: Sums { requests: 1, ..Sums::default() }, buckets: vec![(1, 1)] };
+    let row = none.row(None, 5_000);
+    assert_eq!((row.cost_usd, row.cost_complete), (None, false));
+}
+
+#[test]
+fn upserts_have_a_placeholder_per_column_and_row_and_add_on_conflict() {
+    for sqlite in [true, false] {
+        for rows in [1, 8, 64] {
+            let sums = upsert_sums_sql(sqlite, rows);
+            let latency = upsert_latency_sql(sqlite, rows);
+            let count = |sql: &str| {
+                if sqlite { sql.matches('?').count() } else { sql.matches('$').count() }
+            };
+            assert_eq!(count(sums), rows * ROLLUP_COLS);
+            assert_eq!(count(latency), rows * LATENCY_COLS);
+            assert!(sums.contains("requests = request_rollups.requests + excluded.requests"));
+            assert!(latency.ends_with("count = request_rollup_latency.count + excluded.count"));
+        }
+    }
+}

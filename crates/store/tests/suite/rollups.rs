@@ -1,0 +1,163 @@
+//! The hourly rollups against the records they sum: usage read from them
+//! matches usage read from the records (percentiles to a bucket), and a
+//! record counts once however often it is written.
+
+use super::*;
+
+const HOUR: u64 = 3_600_000;
+/// An hour's start, well after the epoch.
+const T: u64 = 480_000 * HOUR;
+
+/// A record of `model` at `time_ms`, with latencies and a served provider.
+fn served(id: &str, time_ms: u64, model: &str, total_ms: u64) -> RequestRecord {
+    with(rec(id, time_ms), |r| {
+        r.resolved_model = Some(model.into());
+        r.requested_model = model.into();
+        r.served_provider = Some("openai".into());
+        r.project = Some("prj_1".into());
+        r.user = Some("usr_1".into());
+        r.key_prefix = Some("sy-key1".into());
+        r.total_ms = total_ms;
+        r.ttft_ms = Some(total_ms / 4);
+    })
+}
+
+/// A varied batch over two hours: latencies from 3 ms to 40 s, errors,
+/// unknown costs, cache hits, failovers, a record without a provider.
+fn batch() -> Vec<RequestRecord> {
+    let mut out = Vec::new();
+    for i in 0..120u64 {
+        let model = if i % 3 == 0 { "beta" } else { "alpha" };
+        let time = T + (i % 2) * HOUR + i * 1_000;
+        let total = 3 + (i * i * 37) % 40_000;
+        out.push(with(served(&format!("r{i}"), time, model, total), |r| {
+            r.usage = Usage {
+                input_tokens: Some(10 + i),
+                output_tokens: Some(i),
+                cache_read_tokens: (i % 4 == 0).then_some(7),
+                cache_write_tokens: (i % 5 == 0).then_some(3),
+                reasoning_tokens: None,
+            };
+            r.cost_usd = (i % 7 != 0).then_some(0.001 * i as f64);
+            if i % 11 == 0 {
+                r.status = 502;
+                r.error_code = Some("upstream_error".into());
+            }
+            if i % 13 == 0 {
+                r.descriptor = "route:r1 failover:openai->anthropic".into();
+            }
+            if i % 17 == 0 {
+                r.cache = Some("hit".into());
+            }
+            if i == 5 {
+                r.served_provider = None;
+            }
+        }));
+    }
+    out
+}
+
+pub(crate) async fn case_rollups_match_the_records(store: Store) {
+    store.insert_records(&batch()).await.unwrap();
+    // Whole hours: both read the same records.
+    let f = RecordFilter {
+        since_ms: Some(T as i64),
+        until_ms: Some((T + 2 * HOUR) as i64),
+        ..RecordFilter::default()
+    };
+    for by in [UsageBy::Model, UsageBy::Provider, UsageBy::Project, UsageBy::User] {
+        for slo in [0, 500, 20_000] {
+            let exact = store.usage(&f, by, slo).await.unwrap();
+            let rolled = store.rollup_usage(&f, by, slo).await.unwrap();
+            assert_eq!(exact.len(), rolled.len(), "{by:?}");
+            for (e, r) in exact.iter().zip(&rolled) {
+                let what = format!("{by:?} {:?} slo {slo}", e.key);
+                assert_eq!(e.key, r.key, "{what}");
+                assert_eq!(
+                    (e.requests, e.errors, e.input_tokens, e.output_tokens),
+                    (r.requests, r.errors, r.input_tokens, r.output_tokens),
+                    "{what}"
+                );
+                assert_eq!(
+                    (e.cache_read_tokens, e.cache_write_tokens, e.cost_complete),
+                    (r.cache_read_tokens, r.cache_write_tokens, r.cost_complete),
+                    "{what}"
+                );
+                let (ec, rc) = (e.cost_usd.unwrap(), r.cost_usd.unwrap());
+                assert!((ec - rc).abs() < 1e-9, "{what}: {ec} {rc}");
+                // To the bucket: never below, less than 9.1% above.
+                for (exact_ms, rolled_ms) in [(e.p50_ms, r.p50_ms), (e.p95_ms, r.p95_ms)] {
+                    assert!(rolled_ms >= exact_ms, "{what}: {rolled_ms} < {exact_ms}");
+                    assert!(
+                        rolled_ms as f64 <= exact_ms as f64 * 1.091 + 1.0,
+                        "{what}: {rolled_ms} vs {exact_ms}"
+                    );
+                }
+                // Judged by bucket: at most the requests of the SLO's bucket apart.
+                assert!(
+                    (e.slo_breach_share - r.slo_breach_share).abs() <= 0.1,
+                    "{what}: {} vs {}",
+                    e.slo_breach_share,
+                    r.slo_breach_share
+                );
+            }
+        }
+    }
+    // A window inside an hour reads that whole hour from the rollups.
+    let late = RecordFilter { since_ms: Some((T + HOUR + 1) as i64), ..RecordFilter::default() };
+    let rolled: u64 = store
+        .rollup_usage(&late, UsageBy::Model, 0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.requests)
+        .sum();
+    assert_eq!(rolled, 60, "the second hour's records");
+    // Filters on the rollups' dimensions; status is not one.
+    let beta = RecordFilter { model: Some("beta".into()), ..RecordFilter::default() };
+    let rows = store.rollup_usage(&beta, UsageBy::Model, 0).await.unwrap();
+    assert_eq!((rows.len(), rows[0].requests), (1, 40));
+    let by_status = RecordFilter { status: Some(200), ..RecordFilter::default() };
+    assert!(matches!(
+        store.rollup_usage(&by_status, UsageBy::Model, 0).await,
+        Err(StoreError::Invalid(_))
+    ));
+    // What only the rollups keep: failovers, cache hits, time to first token.
+    let (failovers, hits, ttfts) = rollup_counts(&store).await;
+    assert_eq!((failovers, hits, ttfts), (10, 8, 120));
+}
+
+pub(crate) async fn case_rollups_count_a_record_once(store: Store) {
+    let first = batch();
+    // A record repeated in its batch, then the whole batch replayed (a spill
+    // file read again), then again with a new record among the old.
+    let mut doubled = first.clone();
+    doubled.push(first[0].clone());
+    store.insert_records(&doubled).await.unwrap();
+    store.insert_records(&first).await.unwrap();
+    let mut more = first.clone();
+    more.push(served("new", T + 10, "alpha", 5));
+    store.insert_records(&more).await.unwrap();
+    let rows = store.rollup_usage(&RecordFilter::default(), UsageBy::Model, 0).await.unwrap();
+    let total: u64 = rows.iter().map(|r| r.requests).sum();
+    assert_eq!(total, 121);
+    let (_, _, ttfts) = rollup_counts(&store).await;
+    assert_eq!(ttfts, 121);
+}
+
+/// Failovers, cache hits and requests with a time to first token, summed over
+/// every rollup row.
+async fn rollup_counts(store: &Store) -> (i64, i64, i64) {
+    let sql = "SELECT CAST(SUM(failovers) AS BIGINT), CAST(SUM(cache_hits) AS BIGINT), \
+               CAST(SUM(ttft_count) AS BIGINT) FROM request_rollups";
+    match store.pool() {
+        DbPool::Sqlite(p) => {
+            let row = sqlx::query(sql).fetch_one(p).await.unwrap();
+            (row.get(0), row.get(1), row.get(2))
+        }
+        DbPool::Postgres(p) => {
+            let row = sqlx::query(sql).fetch_one(p).await.unwrap();
+            (row.get(0), row.get(1), row.get(2))
+        }
+    }
+}
