@@ -317,11 +317,10 @@ impl Store {
         })
     }
 
-    /// Usage of the records matching `f` (its limit ignored), grouped `by`, the
-    /// busiest group first. `slo_ms` is clamped into [`SLO_RANGE_MS`]; 0 means
-    /// [`DEFAULT_SLO_MS`]. Percentiles are nearest-rank over `total_ms`, computed
-    /// here from one ordered pass (portable; memory per group, not per record).
-    pub async fn usage(
+    /// [`Store::usage`] from every matching record, the rollups unread:
+    /// percentiles exact (nearest rank over `total_ms`, from one ordered pass;
+    /// memory per group, not per record), at the cost of a scan of the window.
+    pub async fn usage_scan(
         &self,
         f: &RecordFilter,
         by: UsageBy,
@@ -385,14 +384,20 @@ impl Store {
         })
     }
 
-    /// [`Store::usage`] read from the hourly rollups instead of the records:
-    /// by whole hours (`since` rounded down to its hour, `until` up), the
-    /// percentiles and the SLO share read from the latency histograms (to a
-    /// bucket, about 9%: see `rollups`), the model as the rollups key it (the
-    /// resolved one, else the requested one). Each group is a few rows per
-    /// hour, whatever the number of records. `f.status` is not kept in the
-    /// rollups: a filter on it is refused.
-    pub async fn rollup_usage(
+    /// Usage of the records matching `f` (its limit ignored), grouped `by`, the
+    /// busiest group first. `slo_ms` is clamped into [`SLO_RANGE_MS`]; 0 means
+    /// [`DEFAULT_SLO_MS`].
+    ///
+    /// The window's whole hours are read from the hourly rollups (a few rows
+    /// per hour and group, whatever the traffic), the partial hours at its ends
+    /// from their records (at most two hours of them). Counts, tokens and costs
+    /// are exact. Percentiles and the SLO share are exact when the window holds
+    /// no whole hour, else read to the latency histograms' bucket (never below
+    /// the exact value, less than 9.1% above; see `rollups`). The model is the
+    /// resolved one, else the requested one. A filter on the status, which the
+    /// rollups do not keep, scans every record of the window
+    /// ([`Store::usage_scan`]).
+    pub async fn usage(
         &self,
         f: &RecordFilter,
         by: UsageBy,
@@ -400,8 +405,16 @@ impl Store {
     ) -> Result<Vec<UsageRow>, StoreError> {
         let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
             .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
+        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
+        // The whole hours: from the first that starts in the window, to the
+        // end of the last that ends in it.
+        let from = f.since_ms.map(|t| if hour(t) == t { t } else { hour(t) + rollups::HOUR_MS });
+        let to = f.until_ms.map(hour);
+        if f.status.is_some() || matches!((from, to), (Some(a), Some(b)) if a >= b) {
+            return self.usage_scan(f, by, slo_ms).await;
+        }
         let key = rollups::column(by);
-        let w = Where::rollups(f)?;
+        let w = Where::rollups(f, from, to);
         let sums = format!(
             "SELECT {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
              CAST(SUM(errors) AS BIGINT) AS errors, \
@@ -420,35 +433,78 @@ impl Store {
             w.sql,
             rollups::TOTAL
         );
+        // The partial hours at the ends, from their records.
+        let ends: Vec<(i64, i64)> = [(f.since_ms, from), (to, f.until_ms)]
+            .into_iter()
+            .filter_map(|(a, b)| Some((a?, b?)).filter(|(a, b)| a < b))
+            .collect();
+        let edges = Where::edges(f, &ends).map(|e| {
+            let raw = match by {
+                UsageBy::User => "user_id",
+                UsageBy::Project => "project_id",
+                UsageBy::Model => "COALESCE(resolved_model, requested_model)",
+                UsageBy::Provider => "served_provider",
+            };
+            let sql = format!(
+                "SELECT {raw} AS k, status, error_code, input_tokens, output_tokens, \
+                 cache_read_tokens, cache_write_tokens, cost_usd, total_ms \
+                 FROM request_records{}",
+                e.sql
+            );
+            (e, sql)
+        });
         let backend = self.backend();
-        let mut groups: HashMap<String, rollups::Reading> = HashMap::new();
+        let mut groups: HashMap<Option<String>, rollups::Reading> = HashMap::new();
+        let named = |k: String| (!k.is_empty()).then_some(k);
         on_pool!(self, |p| {
             let mut tx = p.begin().await?;
             if backend == Backend::Postgres {
-                // Both reads see one snapshot.
+                // Every read sees one snapshot.
                 sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                     .execute(&mut *tx)
                     .await?;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                let g = groups.entry(row.col::<String>("k")?).or_default();
-                g.sums.requests = row.col("requests")?;
-                g.sums.errors = row.col("errors")?;
-                g.sums.input_tokens = row.col("input_tokens")?;
-                g.sums.output_tokens = row.col("output_tokens")?;
-                g.sums.cache_read_tokens = row.col("cache_read_tokens")?;
-                g.sums.cache_write_tokens = row.col("cache_write_tokens")?;
-                g.sums.costed = row.col("costed")?;
-                g.sums.cost_usd = row.col("cost")?;
+                let g = groups.entry(named(row.col::<String>("k")?)).or_default();
+                g.sums.requests += row.col::<i64>("requests")?;
+                g.sums.errors += row.col::<i64>("errors")?;
+                g.sums.input_tokens += row.col::<i64>("input_tokens")?;
+                g.sums.output_tokens += row.col::<i64>("output_tokens")?;
+                g.sums.cache_read_tokens += row.col::<i64>("cache_read_tokens")?;
+                g.sums.cache_write_tokens += row.col::<i64>("cache_write_tokens")?;
+                g.sums.costed += row.col::<i64>("costed")?;
+                g.sums.cost_usd += row.col::<f64>("cost")?;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
-                let g = groups.entry(row.col::<String>("k")?).or_default();
+                let g = groups.entry(named(row.col::<String>("k")?)).or_default();
                 g.buckets.push((row.col("bucket")?, row.col("n")?));
+            }
+            if let Some((e, sql)) = edges {
+                let mut stream = e.bind(sqlx::query(AssertSqlSafe(sql))).fetch(&mut *tx);
+                while let Some(row) = stream.try_next().await? {
+                    let g = groups.entry(row.col::<Option<String>>("k")?).or_default();
+                    let error = row.col::<i32>("status")? >= 400
+                        || row.col::<Option<String>>("error_code")?.is_some();
+                    let known = |v: Option<i64>| v.unwrap_or(0);
+                    let cost = row.col::<Option<f64>>("cost_usd")?;
+                    g.sums.requests += 1;
+                    g.sums.errors += i64::from(error);
+                    g.sums.input_tokens += known(row.col("input_tokens")?);
+                    g.sums.output_tokens += known(row.col("output_tokens")?);
+                    g.sums.cache_read_tokens += known(row.col("cache_read_tokens")?);
+                    g.sums.cache_write_tokens += known(row.col("cache_write_tokens")?);
+                    g.sums.costed += i64::from(cost.is_some());
+                    g.sums.cost_usd += cost.unwrap_or(0.0);
+                    g.values.push(row.col("total_ms")?);
+                }
             }
             tx.commit().await?;
         });
-        let mut out: Vec<UsageRow> =
-            groups.into_iter().map(|(k, g)| g.row((!k.is_empty()).then_some(k), slo)).collect();
+        let mut out: Vec<UsageRow> = groups
+            .into_iter()
+            .filter(|(_, g)| g.sums.requests > 0)
+            .map(|(k, g)| g.row(k, slo))
+            .collect();
         out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
         Ok(out)
     }
@@ -569,23 +625,16 @@ impl Where {
         w
     }
 
-    /// The same filter on the rollups, by whole hours.
-    fn rollups(f: &RecordFilter) -> Result<Where, StoreError> {
-        if f.status.is_some() {
-            return Err(StoreError::Invalid(
-                "the rollups keep no status: filter the records".into(),
-            ));
-        }
-        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
+    /// `f`'s user, project and model on the rollups, over the hours from
+    /// `from` to `to` (each an hour's start; `None`: unbounded).
+    fn rollups(f: &RecordFilter, from: Option<i64>, to: Option<i64>) -> Where {
         let mut w = Where { sql: String::new(), args: Vec::new() };
         let mut conds = Vec::new();
-        if let Some(t) = f.since_ms {
-            conds.push(format!("hour_ms >= {}", w.arg(Arg::Int(hour(t)))));
+        if let Some(t) = from {
+            conds.push(format!("hour_ms >= {}", w.arg(Arg::Int(t))));
         }
-        if let Some(t) = f.until_ms {
-            // The hour `until` falls in counts, unless it starts it.
-            let end = if hour(t) == t { t } else { hour(t).saturating_add(rollups::HOUR_MS) };
-            conds.push(format!("hour_ms < {}", w.arg(Arg::Int(end))));
+        if let Some(t) = to {
+            conds.push(format!("hour_ms < {}", w.arg(Arg::Int(t))));
         }
         for (column, value) in
             [("user_id", &f.user), ("project_id", &f.project), ("model", &f.model)]
@@ -597,7 +646,35 @@ impl Where {
         if !conds.is_empty() {
             w.sql = format!(" WHERE {}", conds.join(" AND "));
         }
-        Ok(w)
+        w
+    }
+
+    /// `f`'s user, project and model (as the rollups key it) on the records
+    /// of the time ranges `ends`; `None` when there are none.
+    fn edges(f: &RecordFilter, ends: &[(i64, i64)]) -> Option<Where> {
+        if ends.is_empty() {
+            return None;
+        }
+        let mut w = Where { sql: String::new(), args: Vec::new() };
+        let ranges: Vec<String> = ends
+            .iter()
+            .map(|&(a, b)| {
+                let a = w.arg(Arg::Int(a));
+                format!("(time_ms >= {a} AND time_ms < {})", w.arg(Arg::Int(b)))
+            })
+            .collect();
+        let mut conds = vec![format!("({})", ranges.join(" OR "))];
+        for (column, value) in [
+            ("user_id", &f.user),
+            ("project_id", &f.project),
+            ("COALESCE(resolved_model, requested_model)", &f.model),
+        ] {
+            if let Some(v) = value {
+                conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
+            }
+        }
+        w.sql = format!(" WHERE {}", conds.join(" AND "));
+        Some(w)
     }
 
     /// Adds a value; returns its placeholder.

@@ -214,18 +214,27 @@ pub(crate) fn column(by: UsageBy) -> &'static str {
     }
 }
 
-/// One group of a usage read from the rollups, being summed.
+/// One group of a usage, being summed from the rollups and from records.
 #[derive(Debug, Default)]
 pub(crate) struct Reading {
     pub sums: Sums,
-    /// Requests per bucket of the whole request's time.
+    /// Requests per bucket of the whole request's time (from the rollups).
     pub buckets: Vec<(i64, i64)>,
+    /// The whole request's time of each record read (the window's partial hours).
+    pub values: Vec<i64>,
 }
 
 impl Reading {
-    /// The usage row of group `key`, its percentiles and SLO share read from
-    /// its histogram.
+    /// The usage row of group `key`: its percentiles and SLO share exact when
+    /// only records were read, else read from its histogram, the records'
+    /// times added in.
     pub fn row(mut self, key: Option<String>, slo_ms: u64) -> UsageRow {
+        if self.buckets.is_empty() {
+            return self.exact_row(key, slo_ms);
+        }
+        for ms in std::mem::take(&mut self.values) {
+            self.buckets.push((bucket(ms), 1));
+        }
         self.buckets.sort_unstable();
         let n: i64 = self.buckets.iter().map(|(_, c)| c).sum();
         let at_rank = |pct: u64| {
@@ -242,10 +251,31 @@ impl Reading {
         };
         let slo_bucket = bucket(i64::try_from(slo_ms).unwrap_or(i64::MAX));
         let over: i64 = self.buckets.iter().filter(|(b, _)| *b > slo_bucket).map(|(_, c)| c).sum();
-        let s = self.sums;
-        let count = |v: i64| u64::try_from(v).unwrap_or(0);
         #[allow(clippy::cast_precision_loss)]
         let share = if n > 0 { over as f64 / n as f64 } else { 0.0 };
+        self.usage_row(key, at_rank(50), at_rank(95), share)
+    }
+
+    /// Nearest-rank percentiles and the SLO share of the records' times.
+    fn exact_row(mut self, key: Option<String>, slo_ms: u64) -> UsageRow {
+        self.values.sort_unstable();
+        let n = u64::try_from(self.values.len()).unwrap_or(0);
+        let at_rank = |pct: u64| {
+            let rank = crate::records::nearest_rank(pct, n);
+            let at = usize::try_from(rank).unwrap_or(usize::MAX).saturating_sub(1);
+            self.values.get(at).map_or(0, |v| u64::try_from(*v).unwrap_or(0))
+        };
+        let slo = i64::try_from(slo_ms).unwrap_or(i64::MAX);
+        let over = self.values.iter().filter(|v| **v > slo).count();
+        #[allow(clippy::cast_precision_loss)]
+        let share = if n > 0 { over as f64 / n as f64 } else { 0.0 };
+        let (p50, p95) = (at_rank(50), at_rank(95));
+        self.usage_row(key, p50, p95, share)
+    }
+
+    fn usage_row(&self, key: Option<String>, p50_ms: u64, p95_ms: u64, share: f64) -> UsageRow {
+        let s = self.sums;
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
         UsageRow {
             key,
             requests: count(s.requests),
@@ -256,8 +286,8 @@ impl Reading {
             cache_write_tokens: count(s.cache_write_tokens),
             cost_usd: (s.costed > 0).then_some(s.cost_usd),
             cost_complete: s.costed == s.requests,
-            p50_ms: at_rank(50),
-            p95_ms: at_rank(95),
+            p50_ms,
+            p95_ms,
             slo_breach_share: share,
         }
     }

@@ -62,6 +62,7 @@ fn percentiles_and_the_slo_are_read_to_the_bucket() {
     let reading = Reading {
         sums: Sums { requests: 100, costed: 100, cost_usd: 1.5, ..Sums::default() },
         buckets: vec![(bucket(8_000), 10), (bucket(100), 90)],
+        values: Vec::new(),
     };
     let row = reading.row(Some("m".into()), 5_000);
     assert_eq!((row.p50_ms, row.p95_ms), (upper(bucket(100)), upper(bucket(8_000))));
@@ -70,7 +71,11 @@ fn percentiles_and_the_slo_are_read_to_the_bucket() {
     assert!(row.cost_complete);
     assert_eq!(row.cost_usd, Some(1.5));
     // No costs known: unknown, not zero.
-    let none = Reading { sums: Sums { requests: 1, ..Sums::default() }, buckets: vec![(1, 1)] };
+    let none = Reading {
+        sums: Sums { requests: 1, ..Sums::default() },
+        buckets: vec![(1, 1)],
+        values: Vec::new(),
+    };
     let row = none.row(None, 5_000);
     assert_eq!((row.cost_usd, row.cost_complete), (None, false));
 }
@@ -90,4 +95,23 @@ fn upserts_have_a_placeholder_per_column_and_row_and_add_on_conflict() {
             assert!(latency.ends_with("count = request_rollup_latency.count + excluded.count"));
         }
     }
+}
+
+#[test]
+fn records_alone_give_exact_percentiles_and_join_a_histogram_by_bucket() {
+    let exact = Reading {
+        sums: Sums { requests: 4, ..Sums::default() },
+        buckets: Vec::new(),
+        values: vec![300, 100, 10_000, 200],
+    };
+    let row = exact.row(None, 5_000);
+    assert_eq!((row.p50_ms, row.p95_ms, row.slo_breach_share), (200, 10_000, 0.25));
+    let mixed = Reading {
+        sums: Sums { requests: 4, ..Sums::default() },
+        buckets: vec![(bucket(100), 3)],
+        values: vec![10_000],
+    };
+    let row = mixed.row(None, 5_000);
+    assert_eq!((row.p50_ms, row.p95_ms), (upper(bucket(100)), upper(bucket(10_000))));
+    assert_eq!(row.slo_breach_share, 0.25);
 }

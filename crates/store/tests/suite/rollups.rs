@@ -1,6 +1,7 @@
 //! The hourly rollups against the records they sum: usage read from them
-//! matches usage read from the records (percentiles to a bucket), and a
-//! record counts once however often it is written.
+//! (`Store::usage`) matches usage read from every record (`usage_scan`),
+//! percentiles to a bucket, and a record counts once however often it is
+//! written.
 
 use super::*;
 
@@ -67,8 +68,8 @@ pub(crate) async fn case_rollups_match_the_records(store: Store) {
     };
     for by in [UsageBy::Model, UsageBy::Provider, UsageBy::Project, UsageBy::User] {
         for slo in [0, 500, 20_000] {
-            let exact = store.usage(&f, by, slo).await.unwrap();
-            let rolled = store.rollup_usage(&f, by, slo).await.unwrap();
+            let exact = store.usage_scan(&f, by, slo).await.unwrap();
+            let rolled = store.usage(&f, by, slo).await.unwrap();
             assert_eq!(exact.len(), rolled.len(), "{by:?}");
             for (e, r) in exact.iter().zip(&rolled) {
                 let what = format!("{by:?} {:?} slo {slo}", e.key);
@@ -103,25 +104,38 @@ pub(crate) async fn case_rollups_match_the_records(store: Store) {
             }
         }
     }
-    // A window inside an hour reads that whole hour from the rollups.
-    let late = RecordFilter { since_ms: Some((T + HOUR + 1) as i64), ..RecordFilter::default() };
-    let rolled: u64 = store
-        .rollup_usage(&late, UsageBy::Model, 0)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.requests)
-        .sum();
-    assert_eq!(rolled, 60, "the second hour's records");
-    // Filters on the rollups' dimensions; status is not one.
+    // A window that cuts hours: the whole ones from the rollups, the cut ones
+    // from their records, counted exactly.
+    for (since, until) in [(T + HOUR / 2, T + 2 * HOUR), (T + 1, T + HOUR + 30_000)] {
+        let cut = RecordFilter {
+            since_ms: Some(since as i64),
+            until_ms: Some(until as i64),
+            ..RecordFilter::default()
+        };
+        let exact = store.usage_scan(&cut, UsageBy::Model, 0).await.unwrap();
+        let mixed = store.usage(&cut, UsageBy::Model, 0).await.unwrap();
+        let counts = |rows: &[UsageRow]| {
+            rows.iter().map(|r| (r.key.clone(), r.requests, r.input_tokens)).collect::<Vec<_>>()
+        };
+        assert_eq!(counts(&exact), counts(&mixed), "{since}..{until}");
+    }
+    // Within one hour: every record read, the percentiles exact.
+    let inside = RecordFilter {
+        since_ms: Some((T + 1) as i64),
+        until_ms: Some((T + HOUR - 1) as i64),
+        ..RecordFilter::default()
+    };
+    assert_eq!(
+        store.usage(&inside, UsageBy::Model, 0).await.unwrap(),
+        store.usage_scan(&inside, UsageBy::Model, 0).await.unwrap()
+    );
+    // The model as the rollups key it; a status filter reads the records.
     let beta = RecordFilter { model: Some("beta".into()), ..RecordFilter::default() };
-    let rows = store.rollup_usage(&beta, UsageBy::Model, 0).await.unwrap();
+    let rows = store.usage(&beta, UsageBy::Model, 0).await.unwrap();
     assert_eq!((rows.len(), rows[0].requests), (1, 40));
-    let by_status = RecordFilter { status: Some(200), ..RecordFilter::default() };
-    assert!(matches!(
-        store.rollup_usage(&by_status, UsageBy::Model, 0).await,
-        Err(StoreError::Invalid(_))
-    ));
+    let failed = RecordFilter { status: Some(502), ..RecordFilter::default() };
+    let rows = store.usage(&failed, UsageBy::Model, 0).await.unwrap();
+    assert_eq!(rows.iter().map(|r| r.requests).sum::<u64>(), 11);
     // What only the rollups keep: failovers, cache hits, time to first token.
     let (failovers, hits, ttfts) = rollup_counts(&store).await;
     assert_eq!((failovers, hits, ttfts), (10, 8, 120));
@@ -138,7 +152,7 @@ pub(crate) async fn case_rollups_count_a_record_once(store: Store) {
     let mut more = first.clone();
     more.push(served("new", T + 10, "alpha", 5));
     store.insert_records(&more).await.unwrap();
-    let rows = store.rollup_usage(&RecordFilter::default(), UsageBy::Model, 0).await.unwrap();
+    let rows = store.usage(&RecordFilter::default(), UsageBy::Model, 0).await.unwrap();
     let total: u64 = rows.iter().map(|r| r.requests).sum();
     assert_eq!(total, 121);
     let (_, _, ttfts) = rollup_counts(&store).await;

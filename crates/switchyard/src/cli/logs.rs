@@ -82,7 +82,7 @@ pub struct UsageArgs {
     /// Only requests attributed to this project (id or name).
     #[arg(long)]
     project: Option<String>,
-    /// Only requests for this model (resolved or as requested).
+    /// Only requests for this model (the resolved one, else as requested).
     #[arg(long)]
     model: Option<String>,
     /// Group by (the provider is the one that served the request).
