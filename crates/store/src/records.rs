@@ -15,6 +15,9 @@ use crate::error::StoreError;
 use crate::model::{RecordFilter, UsageBy, UsageRow};
 use crate::rollups::{self, Rollup};
 
+/// The most records one retention statement deletes.
+pub const RETENTION_BATCH: i64 = 5_000;
+
 /// The SLO `usage` measures against when given 0.
 pub const DEFAULT_SLO_MS: u64 = 5_000;
 /// `usage` clamps its SLO into this range.
@@ -509,13 +512,42 @@ impl Store {
         Ok(out)
     }
 
-    /// Deletes records that arrived before `time_ms`; returns how many.
+    /// Deletes records that arrived before `time_ms`; returns how many. In
+    /// batches of [`RETENTION_BATCH`], each its own transaction, so a large
+    /// purge never holds the write lock (SQLite) or one long transaction
+    /// (PostgreSQL) against the audit writer; on SQLite the freed pages then go
+    /// back to the file system ([`Store::reclaim`]). The hourly rollups stay.
     pub async fn delete_records_before(&self, time_ms: i64) -> Result<u64, StoreError> {
-        Ok(on_pool!(self, |p| sqlx::query("DELETE FROM request_records WHERE time_ms < $1")
-            .bind(time_ms)
-            .execute(p)
-            .await?
-            .rows_affected()))
+        let deleted = self.delete_records_in_batches(time_ms, RETENTION_BATCH).await?;
+        if deleted > 0 {
+            self.reclaim().await?;
+        }
+        Ok(deleted)
+    }
+
+    /// [`Store::delete_records_before`], `batch` records per statement, without
+    /// the reclaim.
+    pub async fn delete_records_in_batches(
+        &self,
+        time_ms: i64,
+        batch: i64,
+    ) -> Result<u64, StoreError> {
+        // Oldest first, by the time index: each batch is a bounded slice.
+        let sql = "DELETE FROM request_records WHERE id IN \
+                   (SELECT id FROM request_records WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)";
+        let mut total = 0;
+        loop {
+            let n = on_pool!(self, |p| sqlx::query(sql)
+                .bind(time_ms)
+                .bind(batch)
+                .execute(p)
+                .await?
+                .rows_affected());
+            total += n;
+            if n < u64::try_from(batch).unwrap_or(0) {
+                return Ok(total);
+            }
+        }
     }
 }
 

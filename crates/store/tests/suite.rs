@@ -109,11 +109,15 @@ suite!(
     case_concurrent_writers,
     case_rollups_match_the_records,
     case_rollups_count_a_record_once,
+    case_retention_deletes_in_batches_and_keeps_the_rollups,
 );
 
 #[path = "suite/rollups.rs"]
 mod rollups;
 use rollups::{case_rollups_count_a_record_once, case_rollups_match_the_records};
+#[path = "suite/retention.rs"]
+mod retention;
+use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {

@@ -33,8 +33,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteRow, SqliteSynchronous,
 };
 use sqlx::{Decode, Postgres, Row, SqlSafeStr, Sqlite, Type};
 
@@ -200,7 +200,11 @@ impl Store {
             let mut opts = SqliteConnectOptions::from_str(url)?
                 .create_if_missing(true)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                .foreign_keys(true);
+                .foreign_keys(true)
+                // Pages freed by retention can be handed back to the file
+                // system (`Store::reclaim`); set when the file is created (an
+                // older file is converted by `migrate`).
+                .auto_vacuum(SqliteAutoVacuum::Incremental);
             let mut pool = SqlitePoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
             if memory {
                 // Every connection would see its own database: keep exactly one,
@@ -279,6 +283,27 @@ impl Store {
     pub async fn migrate(&self) -> Result<(), StoreError> {
         let m = migrator(self.backend());
         on_pool!(self, |p| m.run(p).await?);
+        if let DbPool::Sqlite(p) = &self.pool {
+            // A file made before retention reclaimed space: converted once, by
+            // a full VACUUM (the setting alone changes nothing on a file that
+            // has tables).
+            let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(p).await?;
+            if mode != 2 {
+                tracing::info!("converting the SQLite file to incremental vacuum (once)");
+                sqlx::query("PRAGMA auto_vacuum = INCREMENTAL").execute(p).await?;
+                sqlx::query("VACUUM").execute(p).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the pages deleted rows freed back to the file system, so the file
+    /// shrinks with retention (SQLite's incremental vacuum). PostgreSQL's
+    /// autovacuum reuses them in place: nothing to do there.
+    pub async fn reclaim(&self) -> Result<(), StoreError> {
+        if let DbPool::Sqlite(p) = &self.pool {
+            sqlx::query("PRAGMA incremental_vacuum").execute(p).await?;
+        }
         Ok(())
     }
 
