@@ -109,12 +109,16 @@ suite!(
     case_concurrent_writers,
     case_rollups_match_the_records,
     case_rollups_count_a_record_once,
+    case_rollups_backfill_matches_what_writes_keep,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
 );
 
 #[path = "suite/rollups.rs"]
 mod rollups;
-use rollups::{case_rollups_count_a_record_once, case_rollups_match_the_records};
+use rollups::{
+    case_rollups_backfill_matches_what_writes_keep, case_rollups_count_a_record_once,
+    case_rollups_match_the_records,
+};
 #[path = "suite/retention.rs"]
 mod retention;
 use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
@@ -182,7 +186,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

@@ -175,6 +175,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "key_limits", include_str!("../../migrations/sqlite/0003_key_limits.sql")),
     (4, "record_cache", include_str!("../../migrations/sqlite/0004_record_cache.sql")),
     (5, "rollups", include_str!("../../migrations/sqlite/0005_rollups.sql")),
+    (6, "rollups_backfill", include_str!("../../migrations/sqlite/0006_rollups_backfill.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -186,6 +187,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "key_limits", include_str!("../../migrations/postgres/0003_key_limits.sql")),
     (4, "record_cache", include_str!("../../migrations/postgres/0004_record_cache.sql")),
     (5, "rollups", include_str!("../../migrations/postgres/0005_rollups.sql")),
+    (6, "rollups_backfill", include_str!("../../migrations/postgres/0006_rollups_backfill.sql")),
 ];
 
 impl Store {
