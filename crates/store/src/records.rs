@@ -468,15 +468,17 @@ impl Store {
                     .await?;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                let g = groups.entry(named(row.col::<String>("k")?)).or_default();
-                g.sums.requests += row.col::<i64>("requests")?;
-                g.sums.errors += row.col::<i64>("errors")?;
-                g.sums.input_tokens += row.col::<i64>("input_tokens")?;
-                g.sums.output_tokens += row.col::<i64>("output_tokens")?;
-                g.sums.cache_read_tokens += row.col::<i64>("cache_read_tokens")?;
-                g.sums.cache_write_tokens += row.col::<i64>("cache_write_tokens")?;
-                g.sums.costed += row.col::<i64>("costed")?;
-                g.sums.cost_usd += row.col::<f64>("cost")?;
+                groups.entry(named(row.col::<String>("k")?)).or_default().sums += rollups::Sums {
+                    requests: row.col("requests")?,
+                    errors: row.col("errors")?,
+                    input_tokens: row.col("input_tokens")?,
+                    output_tokens: row.col("output_tokens")?,
+                    cache_read_tokens: row.col("cache_read_tokens")?,
+                    cache_write_tokens: row.col("cache_write_tokens")?,
+                    costed: row.col("costed")?,
+                    cost_usd: row.col("cost")?,
+                    ..rollups::Sums::default()
+                };
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
                 let g = groups.entry(named(row.col::<String>("k")?)).or_default();
@@ -490,14 +492,17 @@ impl Store {
                         || row.col::<Option<String>>("error_code")?.is_some();
                     let known = |v: Option<i64>| v.unwrap_or(0);
                     let cost = row.col::<Option<f64>>("cost_usd")?;
-                    g.sums.requests += 1;
-                    g.sums.errors += i64::from(error);
-                    g.sums.input_tokens += known(row.col("input_tokens")?);
-                    g.sums.output_tokens += known(row.col("output_tokens")?);
-                    g.sums.cache_read_tokens += known(row.col("cache_read_tokens")?);
-                    g.sums.cache_write_tokens += known(row.col("cache_write_tokens")?);
-                    g.sums.costed += i64::from(cost.is_some());
-                    g.sums.cost_usd += cost.unwrap_or(0.0);
+                    g.sums += rollups::Sums {
+                        requests: 1,
+                        errors: i64::from(error),
+                        input_tokens: known(row.col("input_tokens")?),
+                        output_tokens: known(row.col("output_tokens")?),
+                        cache_read_tokens: known(row.col("cache_read_tokens")?),
+                        cache_write_tokens: known(row.col("cache_write_tokens")?),
+                        costed: i64::from(cost.is_some()),
+                        cost_usd: cost.unwrap_or(0.0),
+                        ..rollups::Sums::default()
+                    };
                     g.values.push(row.col("total_ms")?);
                 }
             }

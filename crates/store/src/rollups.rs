@@ -92,6 +92,24 @@ pub(crate) struct Sums {
     pub ttft_ms_sum: i64,
 }
 
+impl std::ops::AddAssign for Sums {
+    fn add_assign(&mut self, add: Sums) {
+        self.requests += add.requests;
+        self.errors += add.errors;
+        self.failovers += add.failovers;
+        self.cache_hits += add.cache_hits;
+        self.input_tokens += add.input_tokens;
+        self.output_tokens += add.output_tokens;
+        self.cache_read_tokens += add.cache_read_tokens;
+        self.cache_write_tokens += add.cache_write_tokens;
+        self.costed += add.costed;
+        self.cost_usd += add.cost_usd;
+        self.total_ms_sum += add.total_ms_sum;
+        self.ttft_count += add.ttft_count;
+        self.ttft_ms_sum += add.ttft_ms_sum;
+    }
+}
+
 /// What one record adds: its group, its sums, and its latencies
 /// (`ttft_ms` when it has one).
 pub(crate) struct Entry<'a> {
@@ -114,21 +132,7 @@ impl<'a> Rollup<'a> {
         let mut groups: HashMap<Group<'a>, Sums> = HashMap::new();
         let mut latency: HashMap<(Group<'a>, i64, i64), i64> = HashMap::new();
         for e in entries {
-            let s = groups.entry(e.group).or_default();
-            let add = e.sums;
-            s.requests += add.requests;
-            s.errors += add.errors;
-            s.failovers += add.failovers;
-            s.cache_hits += add.cache_hits;
-            s.input_tokens += add.input_tokens;
-            s.output_tokens += add.output_tokens;
-            s.cache_read_tokens += add.cache_read_tokens;
-            s.cache_write_tokens += add.cache_write_tokens;
-            s.costed += add.costed;
-            s.cost_usd += add.cost_usd;
-            s.total_ms_sum += add.total_ms_sum;
-            s.ttft_count += add.ttft_count;
-            s.ttft_ms_sum += add.ttft_ms_sum;
+            *groups.entry(e.group).or_default() += e.sums;
             *latency.entry((e.group, TOTAL, bucket(e.total_ms))).or_default() += 1;
             if let Some(ttft) = e.ttft_ms {
                 *latency.entry((e.group, TTFT, bucket(ttft))).or_default() += 1;
