@@ -15,6 +15,8 @@ use crate::error::StoreError;
 use crate::model::{RecordFilter, UsageBy, UsageRow};
 use crate::rollups::{self, Rollup};
 
+mod contents;
+
 /// The most records one retention statement deletes.
 pub const RETENTION_BATCH: i64 = 5_000;
 
@@ -155,6 +157,8 @@ pub(crate) struct Encoded<'a> {
     cost_usd: Option<f64>,
     /// JSON array; `None` when there are none.
     field_edits: Option<String>,
+    /// The logged content, deflated (`request_contents`).
+    packed: Option<Vec<u8>>,
 }
 
 impl<'a> Encoded<'a> {
@@ -238,7 +242,8 @@ impl Store {
                         .bind(e.cost_usd)
                         .bind(e.r.estimated)
                         .bind(e.r.stream)
-                        .bind(opt::<Db>(e.r.content.as_deref()))
+                        // Apart, compressed (`request_contents`).
+                        .bind(opt::<Db>(None))
                         .bind(opt::<Db>(e.r.session_id.as_deref()))
                         .bind(opt::<Db>(e.field_edits.as_deref()))
                         .bind(opt::<Db>(e.r.cache.as_deref()));
@@ -246,6 +251,17 @@ impl Store {
                 for row in q.fetch_all(&mut *tx).await? {
                     taken.insert(row.col::<String>("id")?);
                 }
+            }
+            let logged: Vec<&Encoded<'_>> = rows
+                .iter()
+                .filter(|e| e.packed.is_some() && taken.contains(e.r.id.as_str()))
+                .collect();
+            for chunk in insert_chunks(&logged) {
+                let mut q = sqlx::query::<Db>(contents::insert_sql(sqlite, chunk.len()));
+                for e in chunk {
+                    q = q.bind(text::<Db>(&e.r.id)).bind(e.time_ms).bind(e.packed.as_deref());
+                }
+                q.execute(&mut *tx).await?;
             }
             // A record repeated in the batch counts once: its id is taken once.
             let rollup = Rollup::of(
@@ -299,7 +315,13 @@ impl Store {
     }
 
     pub async fn record(&self, id: &str) -> Result<Option<RequestRecord>, StoreError> {
-        let sql = const_format!("SELECT ", RECORD_COLS, " FROM request_records WHERE id = $1");
+        let sql = const_format!(
+            "SELECT ",
+            RECORD_COLS,
+            ", ",
+            contents::PACKED,
+            " FROM request_records WHERE id = $1"
+        );
         on_pool!(self, |p| {
             let row = sqlx::query(sql).bind(id).fetch_optional(p).await?;
             row.as_ref().map(record_from).transpose()
@@ -311,7 +333,9 @@ impl Store {
         let mut w = Where::new(f);
         let limit = w.arg(Arg::Int(i64::from(f.effective_limit())));
         let sql = format!(
-            "SELECT {RECORD_COLS} FROM request_records{} ORDER BY time_ms DESC, id DESC LIMIT {limit}",
+            "SELECT {RECORD_COLS}, {} FROM request_records{} ORDER BY time_ms DESC, id DESC \
+             LIMIT {limit}",
+            contents::PACKED,
             w.sql
         );
         on_pool!(self, |p| {
@@ -540,19 +564,26 @@ impl Store {
         // Oldest first, by the time index: each batch is a bounded slice.
         let sql = "DELETE FROM request_records WHERE id IN \
                    (SELECT id FROM request_records WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)";
+        let contents = "DELETE FROM request_contents WHERE id IN \
+                   (SELECT id FROM request_contents WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)";
         let mut total = 0;
-        loop {
-            let n = on_pool!(self, |p| sqlx::query(sql)
-                .bind(time_ms)
-                .bind(batch)
-                .execute(p)
-                .await?
-                .rows_affected());
-            total += n;
-            if n < u64::try_from(batch).unwrap_or(0) {
-                return Ok(total);
+        for (sql, counted) in [(sql, true), (contents, false)] {
+            loop {
+                let n = on_pool!(self, |p| sqlx::query(sql)
+                    .bind(time_ms)
+                    .bind(batch)
+                    .execute(p)
+                    .await?
+                    .rows_affected());
+                if counted {
+                    total += n;
+                }
+                if n < u64::try_from(batch).unwrap_or(0) {
+                    break;
+                }
             }
         }
+        Ok(total)
     }
 }
 
@@ -772,6 +803,7 @@ fn encode(r: &RequestRecord) -> Result<Encoded<'_>, StoreError> {
                 })?,
             )
         },
+        packed: r.content.as_deref().map(contents::deflate).transpose()?,
     })
 }
 
@@ -818,7 +850,11 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
     rec.cost_usd = r.col("cost_usd")?;
     rec.estimated = r.col("estimated")?;
     rec.stream = r.col("stream")?;
-    rec.content = r.col("content")?;
+    // Earlier versions wrote it in the row; this one apart, compressed.
+    rec.content = match r.col::<Option<String>>("content")? {
+        Some(text) => Some(text),
+        None => r.col::<Option<Vec<u8>>>("packed")?.map(|p| contents::inflate(&p)).transpose()?,
+    };
     rec.session_id = r.col("session_id")?;
     rec.field_edits = match r.col::<Option<String>>("field_edits")? {
         None => Vec::new(),

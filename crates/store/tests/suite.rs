@@ -111,6 +111,7 @@ suite!(
     case_rollups_count_a_record_once,
     case_rollups_backfill_matches_what_writes_keep,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
+    case_content_is_stored_compressed_apart_and_read_back,
 );
 
 #[path = "suite/rollups.rs"]
@@ -122,6 +123,9 @@ use rollups::{
 #[path = "suite/retention.rs"]
 mod retention;
 use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
+#[path = "suite/contents.rs"]
+mod contents;
+use contents::case_content_is_stored_compressed_apart_and_read_back;
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {
@@ -186,7 +190,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

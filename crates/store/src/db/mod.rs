@@ -176,6 +176,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "record_cache", include_str!("../../migrations/sqlite/0004_record_cache.sql")),
     (5, "rollups", include_str!("../../migrations/sqlite/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/sqlite/0006_rollups_backfill.sql")),
+    (7, "record_contents", include_str!("../../migrations/sqlite/0007_record_contents.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -188,6 +189,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "record_cache", include_str!("../../migrations/postgres/0004_record_cache.sql")),
     (5, "rollups", include_str!("../../migrations/postgres/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/postgres/0006_rollups_backfill.sql")),
+    (7, "record_contents", include_str!("../../migrations/postgres/0007_record_contents.sql")),
 ];
 
 impl Store {
