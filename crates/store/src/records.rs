@@ -1,29 +1,28 @@
-//! Request records: batch insert (idempotent on id), lookup, filtered listing,
-//! usage aggregation and retention.
+//! Request records: batch insert (idempotent on id, the hourly rollups and the
+//! logged content kept with it), lookup, filtered listing and retention; usage
+//! reports in `records/usage.rs`, content at rest in `records/contents.rs`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 
-use futures_util::TryStreamExt;
 use sqlx::AssertSqlSafe;
 use switchyard_core::record::{AttemptRecord, RequestRecord};
 use switchyard_protocol::Usage;
 
 use crate::db::{Backend, RowExt, SQLITE_BEGIN_WRITE, Store, const_format, on_pool};
 use crate::error::StoreError;
-use crate::model::{RecordFilter, UsageBy, UsageRow};
+use crate::model::RecordFilter;
 use crate::rollups::{self, Rollup};
 
 mod contents;
+mod usage;
+
+pub(crate) use usage::nearest_rank;
+pub use usage::{DEFAULT_SLO_MS, SLO_RANGE_MS};
 
 /// The most records one retention statement deletes.
 pub const RETENTION_BATCH: i64 = 5_000;
-
-/// The SLO `usage` measures against when given 0.
-pub const DEFAULT_SLO_MS: u64 = 5_000;
-/// `usage` clamps its SLO into this range.
-pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
 /// Rows per INSERT statement, largest first: a batch is split into statements of
 /// these sizes only, so each connection caches at most three prepared inserts.
@@ -344,203 +343,6 @@ impl Store {
         })
     }
 
-    /// [`Store::usage`] from every matching record, the rollups unread:
-    /// percentiles exact (nearest rank over `total_ms`, from one ordered pass;
-    /// memory per group, not per record), at the cost of a scan of the window.
-    pub async fn usage_scan(
-        &self,
-        f: &RecordFilter,
-        by: UsageBy,
-        slo_ms: u64,
-    ) -> Result<Vec<UsageRow>, StoreError> {
-        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
-            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
-        let key = match by {
-            UsageBy::User => "user_id",
-            UsageBy::Project => "project_id",
-            UsageBy::Model => "COALESCE(resolved_model, requested_model)",
-            UsageBy::Provider => "served_provider",
-        };
-        let mut w = Where::new(f);
-        let slo_arg = w.arg(Arg::Int(i64::try_from(slo).unwrap_or(i64::MAX)));
-        let sums = format!(
-            "SELECT {key} AS k, COUNT(*) AS requests, \
-             SUM(CASE WHEN status >= 400 OR error_code IS NOT NULL THEN 1 ELSE 0 END) AS errors, \
-             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
-             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
-             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
-             COUNT(cost_usd) AS costed, SUM(cost_usd) AS cost, \
-             SUM(CASE WHEN total_ms > {slo_arg} THEN 1 ELSE 0 END) AS breaches \
-             FROM request_records{} GROUP BY {key}",
-            w.sql
-        );
-        let w2 = Where::new(f);
-        let times =
-            format!("SELECT {key} AS k, total_ms FROM request_records{} ORDER BY total_ms", w2.sql);
-        let backend = self.backend();
-        on_pool!(self, |p| {
-            let mut tx = p.begin().await?;
-            if backend == Backend::Postgres {
-                // Both passes see one snapshot.
-                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let rows = w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await?;
-            let mut groups = Vec::with_capacity(rows.len());
-            let mut index = HashMap::with_capacity(rows.len());
-            for row in &rows {
-                let g = group_from(row)?;
-                index.insert(g.row.key.clone(), groups.len());
-                groups.push(g);
-            }
-            let mut stream = w2.bind(sqlx::query(AssertSqlSafe(times))).fetch(&mut *tx);
-            while let Some(row) = stream.try_next().await? {
-                let k: Option<String> = row.col("k")?;
-                let ms = to_u64(row.col::<i64>("total_ms")?, "total_ms")?;
-                if let Some(g) = index.get(&k).and_then(|&i| groups.get_mut(i)) {
-                    g.see(ms);
-                }
-            }
-            drop(stream);
-            tx.commit().await?;
-            let mut out: Vec<UsageRow> = groups.into_iter().map(|g| g.row).collect();
-            out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
-            Ok(out)
-        })
-    }
-
-    /// Usage of the records matching `f` (its limit ignored), grouped `by`, the
-    /// busiest group first. `slo_ms` is clamped into [`SLO_RANGE_MS`]; 0 means
-    /// [`DEFAULT_SLO_MS`].
-    ///
-    /// The window's whole hours are read from the hourly rollups (a few rows
-    /// per hour and group, whatever the traffic), the partial hours at its ends
-    /// from their records (at most two hours of them). Counts, tokens and costs
-    /// are exact. Percentiles and the SLO share are exact when the window holds
-    /// no whole hour, else read to the latency histograms' bucket (never below
-    /// the exact value, less than 9.1% above; see `rollups`). The model is the
-    /// resolved one, else the requested one. A filter on the status, which the
-    /// rollups do not keep, scans every record of the window
-    /// ([`Store::usage_scan`]).
-    pub async fn usage(
-        &self,
-        f: &RecordFilter,
-        by: UsageBy,
-        slo_ms: u64,
-    ) -> Result<Vec<UsageRow>, StoreError> {
-        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
-            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
-        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
-        // The whole hours: from the first that starts in the window, to the
-        // end of the last that ends in it.
-        let from = f.since_ms.map(|t| if hour(t) == t { t } else { hour(t) + rollups::HOUR_MS });
-        let to = f.until_ms.map(hour);
-        if f.status.is_some() || matches!((from, to), (Some(a), Some(b)) if a >= b) {
-            return self.usage_scan(f, by, slo_ms).await;
-        }
-        let key = rollups::column(by);
-        let w = Where::rollups(f, from, to);
-        let sums = format!(
-            "SELECT {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
-             CAST(SUM(errors) AS BIGINT) AS errors, \
-             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
-             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
-             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
-             CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost \
-             FROM request_rollups{} GROUP BY {key}",
-            w.sql
-        );
-        let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
-        let histogram = format!(
-            "SELECT {key} AS k, bucket, CAST(SUM(count) AS BIGINT) AS n \
-             FROM request_rollup_latency{}{and} metric = {} GROUP BY {key}, bucket",
-            w.sql,
-            rollups::TOTAL
-        );
-        // The partial hours at the ends, from their records.
-        let ends: Vec<(i64, i64)> = [(f.since_ms, from), (to, f.until_ms)]
-            .into_iter()
-            .filter_map(|(a, b)| Some((a?, b?)).filter(|(a, b)| a < b))
-            .collect();
-        let edges = Where::edges(f, &ends).map(|e| {
-            let raw = match by {
-                UsageBy::User => "user_id",
-                UsageBy::Project => "project_id",
-                UsageBy::Model => "COALESCE(resolved_model, requested_model)",
-                UsageBy::Provider => "served_provider",
-            };
-            let sql = format!(
-                "SELECT {raw} AS k, status, error_code, input_tokens, output_tokens, \
-                 cache_read_tokens, cache_write_tokens, cost_usd, total_ms \
-                 FROM request_records{}",
-                e.sql
-            );
-            (e, sql)
-        });
-        let backend = self.backend();
-        let mut groups: HashMap<Option<String>, rollups::Reading> = HashMap::new();
-        let named = |k: String| (!k.is_empty()).then_some(k);
-        on_pool!(self, |p| {
-            let mut tx = p.begin().await?;
-            if backend == Backend::Postgres {
-                // Every read sees one snapshot.
-                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                groups.entry(named(row.col::<String>("k")?)).or_default().sums += rollups::Sums {
-                    requests: row.col("requests")?,
-                    errors: row.col("errors")?,
-                    input_tokens: row.col("input_tokens")?,
-                    output_tokens: row.col("output_tokens")?,
-                    cache_read_tokens: row.col("cache_read_tokens")?,
-                    cache_write_tokens: row.col("cache_write_tokens")?,
-                    costed: row.col("costed")?,
-                    cost_usd: row.col("cost")?,
-                    ..rollups::Sums::default()
-                };
-            }
-            for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
-                let g = groups.entry(named(row.col::<String>("k")?)).or_default();
-                g.buckets.push((row.col("bucket")?, row.col("n")?));
-            }
-            if let Some((e, sql)) = edges {
-                let mut stream = e.bind(sqlx::query(AssertSqlSafe(sql))).fetch(&mut *tx);
-                while let Some(row) = stream.try_next().await? {
-                    let g = groups.entry(row.col::<Option<String>>("k")?).or_default();
-                    let error = row.col::<i32>("status")? >= 400
-                        || row.col::<Option<String>>("error_code")?.is_some();
-                    let known = |v: Option<i64>| v.unwrap_or(0);
-                    let cost = row.col::<Option<f64>>("cost_usd")?;
-                    g.sums += rollups::Sums {
-                        requests: 1,
-                        errors: i64::from(error),
-                        input_tokens: known(row.col("input_tokens")?),
-                        output_tokens: known(row.col("output_tokens")?),
-                        cache_read_tokens: known(row.col("cache_read_tokens")?),
-                        cache_write_tokens: known(row.col("cache_write_tokens")?),
-                        costed: i64::from(cost.is_some()),
-                        cost_usd: cost.unwrap_or(0.0),
-                        ..rollups::Sums::default()
-                    };
-                    g.values.push(row.col("total_ms")?);
-                }
-            }
-            tx.commit().await?;
-        });
-        let mut out: Vec<UsageRow> = groups
-            .into_iter()
-            .filter(|(_, g)| g.sums.requests > 0)
-            .map(|(k, g)| g.row(k, slo))
-            .collect();
-        out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
-        Ok(out)
-    }
-
     /// Deletes records that arrived before `time_ms`; returns how many. In
     /// batches of [`RETENTION_BATCH`], each its own transaction, so a large
     /// purge never holds the write lock (SQLite) or one long transaction
@@ -597,60 +399,6 @@ impl crate::audit::RecordStore for Store {
     }
 }
 
-/// A group being aggregated: its sums from SQL, its percentiles from the ordered
-/// pass over `total_ms`.
-struct Group {
-    row: UsageRow,
-    seen: u64,
-    rank50: u64,
-    rank95: u64,
-}
-
-impl Group {
-    fn see(&mut self, ms: u64) {
-        self.seen += 1;
-        if self.seen <= self.rank50 {
-            self.row.p50_ms = ms;
-        }
-        if self.seen <= self.rank95 {
-            self.row.p95_ms = ms;
-        }
-    }
-}
-
-/// Nearest rank (1-based) of percentile `pct` among `n` sorted values.
-pub(crate) fn nearest_rank(pct: u64, n: u64) -> u64 {
-    (pct * n).div_ceil(100).max(1)
-}
-
-fn group_from(r: &impl RowExt) -> Result<Group, StoreError> {
-    let requests = to_u64(r.col::<i64>("requests")?, "requests")?;
-    let sum =
-        |c: &str| -> Result<u64, StoreError> { to_u64(r.col::<Option<i64>>(c)?.unwrap_or(0), c) };
-    let costed = to_u64(r.col::<i64>("costed")?, "costed")?;
-    let breaches = sum("breaches")?;
-    let row = UsageRow {
-        key: r.col("k")?,
-        requests,
-        errors: sum("errors")?,
-        input_tokens: sum("input_tokens")?,
-        output_tokens: sum("output_tokens")?,
-        cache_read_tokens: sum("cache_read_tokens")?,
-        cache_write_tokens: sum("cache_write_tokens")?,
-        cost_usd: if costed == 0 { None } else { r.col::<Option<f64>>("cost")? },
-        cost_complete: costed == requests,
-        p50_ms: 0,
-        p95_ms: 0,
-        slo_breach_share: if requests == 0 { 0.0 } else { breaches as f64 / requests as f64 },
-    };
-    Ok(Group {
-        row,
-        seen: 0,
-        rank50: nearest_rank(50, requests),
-        rank95: nearest_rank(95, requests),
-    })
-}
-
 /// A bound value of a dynamic query.
 enum Arg {
     Int(i64),
@@ -691,58 +439,6 @@ impl Where {
             w.sql = format!(" WHERE {}", conds.join(" AND "));
         }
         w
-    }
-
-    /// `f`'s user, project and model on the rollups, over the hours from
-    /// `from` to `to` (each an hour's start; `None`: unbounded).
-    fn rollups(f: &RecordFilter, from: Option<i64>, to: Option<i64>) -> Where {
-        let mut w = Where { sql: String::new(), args: Vec::new() };
-        let mut conds = Vec::new();
-        if let Some(t) = from {
-            conds.push(format!("hour_ms >= {}", w.arg(Arg::Int(t))));
-        }
-        if let Some(t) = to {
-            conds.push(format!("hour_ms < {}", w.arg(Arg::Int(t))));
-        }
-        for (column, value) in
-            [("user_id", &f.user), ("project_id", &f.project), ("model", &f.model)]
-        {
-            if let Some(v) = value {
-                conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
-            }
-        }
-        if !conds.is_empty() {
-            w.sql = format!(" WHERE {}", conds.join(" AND "));
-        }
-        w
-    }
-
-    /// `f`'s user, project and model (as the rollups key it) on the records
-    /// of the time ranges `ends`; `None` when there are none.
-    fn edges(f: &RecordFilter, ends: &[(i64, i64)]) -> Option<Where> {
-        if ends.is_empty() {
-            return None;
-        }
-        let mut w = Where { sql: String::new(), args: Vec::new() };
-        let ranges: Vec<String> = ends
-            .iter()
-            .map(|&(a, b)| {
-                let a = w.arg(Arg::Int(a));
-                format!("(time_ms >= {a} AND time_ms < {})", w.arg(Arg::Int(b)))
-            })
-            .collect();
-        let mut conds = vec![format!("({})", ranges.join(" OR "))];
-        for (column, value) in [
-            ("user_id", &f.user),
-            ("project_id", &f.project),
-            ("COALESCE(resolved_model, requested_model)", &f.model),
-        ] {
-            if let Some(v) = value {
-                conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
-            }
-        }
-        w.sql = format!(" WHERE {}", conds.join(" AND "));
-        Some(w)
     }
 
     /// Adds a value; returns its placeholder.
@@ -898,16 +594,6 @@ mod tests {
             insert_chunks(&[0u8; 75]).map(<[u8]>::len).collect::<Vec<_>>(),
             [64, 8, 1, 1, 1]
         );
-    }
-
-    #[test]
-    fn nearest_rank_matches_the_definition() {
-        assert_eq!(nearest_rank(50, 1), 1);
-        assert_eq!(nearest_rank(95, 1), 1);
-        assert_eq!(nearest_rank(50, 4), 2);
-        assert_eq!(nearest_rank(95, 20), 19);
-        assert_eq!(nearest_rank(95, 21), 20);
-        assert_eq!(nearest_rank(50, 0), 1);
     }
 
     #[test]
