@@ -60,6 +60,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/credentials", put(access::put_credential).get(access::list_credentials))
         .route("/credentials/{owner_kind}/{owner_id}/{provider}", delete(access::delete_credential))
         .route("/usage", get(reports::usage))
+        .route("/analytics", get(reports::analytics))
         .route("/budgets", get(reports::budgets))
         .route("/requests", get(reports::list_requests))
         .route("/requests/{id}", get(reports::get_request))

@@ -59,6 +59,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/admin/credentials"),
     ("DELETE", "/admin/credentials/{owner_kind}/{owner_id}/{provider}"),
     ("GET", "/admin/usage"),
+    ("GET", "/admin/analytics"),
     ("GET", "/admin/budgets"),
     ("GET", "/admin/requests"),
     ("GET", "/admin/requests/{id}"),
@@ -1244,6 +1245,15 @@ async fn case_usage_and_requests_report_what_was_served(db: TestDb) {
         .expect(200, "GET", &format!("/admin/usage?since={}", 4_102_444_800_000_i64), None)
         .await;
     assert_eq!(since_ms["data"], json!([]));
+    // Hour by hour: the same requests, in this hour (or the last, at its turn).
+    let series = env.expect(200, "GET", "/admin/analytics?since=1h&by=provider", None).await;
+    assert_eq!(series["step_ms"], 3_600_000);
+    let points = series["data"].as_array().unwrap();
+    let sum = |key: &str| -> u64 {
+        points.iter().filter(|p| p["key"] == key).map(|p| p["requests"].as_u64().unwrap()).sum()
+    };
+    assert_eq!((sum("mock"), sum("openai")), (3, 1), "{series}");
+    assert!(points.iter().all(|p| p["hour_ms"].as_i64().unwrap() % 3_600_000 == 0), "{series}");
 
     for bad in [
         "/admin/usage?since=yesterday",

@@ -266,6 +266,24 @@ pub enum UsageBy {
     Provider,
 }
 
+/// One hour of one group of [`crate::Store::usage_series`]: the hour's
+/// usage, and what only the rollups keep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesPoint {
+    /// The hour's start, in ms since the epoch.
+    pub hour_ms: i64,
+    #[serde(flatten)]
+    pub usage: UsageRow,
+    /// Requests served after failing over.
+    pub failovers: u64,
+    /// Requests answered from the response cache.
+    pub cache_hits: u64,
+    /// Percentiles of the time to first token, to the bucket; `None` when no
+    /// request of the hour streamed content.
+    pub ttft_p50_ms: Option<u64>,
+    pub ttft_p95_ms: Option<u64>,
+}
+
 /// One group of [`crate::Store::usage`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UsageRow {

@@ -218,6 +218,22 @@ pub(crate) fn column(by: UsageBy) -> &'static str {
     }
 }
 
+/// The nearest-rank percentile `pct` of a histogram, `buckets` sorted by
+/// bucket, as its bucket's upper bound; `None` when it is empty.
+pub(crate) fn percentile(buckets: &[(i64, i64)], pct: u64) -> Option<u64> {
+    let n: i64 = buckets.iter().map(|(_, c)| c).sum();
+    let rank = crate::records::nearest_rank(pct, u64::try_from(n).ok()?);
+    let rank = i64::try_from(rank).unwrap_or(i64::MAX);
+    let mut seen = 0;
+    for (b, c) in buckets {
+        seen += c;
+        if seen >= rank {
+            return Some(upper(*b));
+        }
+    }
+    None
+}
+
 /// One group of a usage, being summed from the rollups and from records.
 #[derive(Debug, Default)]
 pub(crate) struct Reading {
@@ -241,18 +257,7 @@ impl Reading {
         }
         self.buckets.sort_unstable();
         let n: i64 = self.buckets.iter().map(|(_, c)| c).sum();
-        let at_rank = |pct: u64| {
-            let rank = crate::records::nearest_rank(pct, u64::try_from(n).unwrap_or(0));
-            let rank = i64::try_from(rank).unwrap_or(i64::MAX);
-            let mut seen = 0;
-            for (b, c) in &self.buckets {
-                seen += c;
-                if seen >= rank {
-                    return upper(*b);
-                }
-            }
-            0
-        };
+        let at_rank = |pct: u64| percentile(&self.buckets, pct).unwrap_or(0);
         let slo_bucket = bucket(i64::try_from(slo_ms).unwrap_or(i64::MAX));
         let over: i64 = self.buckets.iter().filter(|(b, _)| *b > slo_bucket).map(|(_, c)| c).sum();
         #[allow(clippy::cast_precision_loss)]

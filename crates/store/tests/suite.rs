@@ -110,6 +110,7 @@ suite!(
     case_rollups_match_the_records,
     case_rollups_count_a_record_once,
     case_rollups_backfill_matches_what_writes_keep,
+    case_usage_series_is_hour_by_hour,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_content_is_stored_compressed_apart_and_read_back,
 );
@@ -118,7 +119,7 @@ suite!(
 mod rollups;
 use rollups::{
     case_rollups_backfill_matches_what_writes_keep, case_rollups_count_a_record_once,
-    case_rollups_match_the_records,
+    case_rollups_match_the_records, case_usage_series_is_hour_by_hour,
 };
 #[path = "suite/retention.rs"]
 mod retention;

@@ -205,9 +205,29 @@ fn paths() -> Value {
                           query_param("slo_ms", "integer", "Latency SLO in ms (default 5000; clamped to 500..60000)."),
                           query_param("user", "string", "Only this user id."),
                           query_param("project", "string", "Only this project id."),
-                          query_param("model", "string", "Only this model (resolved or requested)."),
+                          query_param("model", "string", "Only this model (the resolved one, else as requested)."),
                       ],
                       None, ok_ref("UsageReport"), &["400"]),
+        }),
+    );
+    add(
+        "/admin/analytics",
+        json!({
+            "get": op("records", "Usage hour by hour",
+                      "For each hour the window touches (widened to whole hours) and each \
+                       group, what /admin/usage reports, with failovers, cache hits and the \
+                       time to first token; read from the hourly rollups, percentiles to the \
+                       latency histograms' bucket. Oldest hour first.",
+                      vec![
+                          time_param("since", "Hours at or after this time's hour."),
+                          time_param("until", "Hours before this time (its own hour included)."),
+                          query_param_enum("by", &["user", "project", "model", "provider"], "Grouping (default model)."),
+                          query_param("slo_ms", "integer", "Latency SLO in ms (default 5000; clamped to 500..60000)."),
+                          query_param("user", "string", "Only this user id."),
+                          query_param("project", "string", "Only this project id."),
+                          query_param("model", "string", "Only this model (the resolved one, else as requested)."),
+                      ],
+                      None, ok_ref("SeriesReport"), &["400"]),
         }),
     );
     add(
@@ -684,6 +704,29 @@ fn schemas() -> Value {
                 "until_ms": nullable("integer"),
                 "slo_ms": { "type": "integer", "description": "The SLO applied" },
                 "data": { "type": "array", "items": schema_ref("UsageRow") }
+            }
+        }),
+    );
+    s.insert(
+        "SeriesReport".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "by": { "type": "string", "enum": ["user", "project", "model", "provider"] },
+                "since_ms": nullable("integer"),
+                "until_ms": nullable("integer"),
+                "slo_ms": { "type": "integer", "description": "The SLO applied" },
+                "step_ms": { "type": "integer", "description": "An hour" },
+                "data": { "type": "array", "items": { "allOf": [schema_ref("UsageRow"), {
+                    "type": "object",
+                    "properties": {
+                        "hour_ms": { "type": "integer", "description": "The hour's start" },
+                        "failovers": { "type": "integer" },
+                        "cache_hits": { "type": "integer" },
+                        "ttft_p50_ms": { "type": "integer", "nullable": true },
+                        "ttft_p95_ms": { "type": "integer", "nullable": true }
+                    }
+                }]}}
             }
         }),
     );

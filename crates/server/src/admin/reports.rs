@@ -125,6 +125,31 @@ pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -
     }))
 }
 
+/// `GET /admin/analytics`: usage hour by hour, from the rollups
+/// ([`switchyard_store::Store::usage_series`]), the window widened to whole hours.
+pub(crate) async fn analytics(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -> ApiResult {
+    let (since_ms, until_ms) = window(q.since, q.until)?;
+    let by = q.by.unwrap_or(UsageBy::Model);
+    let slo = q.slo_ms.unwrap_or(0);
+    let filter = RecordFilter {
+        since_ms,
+        until_ms,
+        user: given(q.user),
+        project: given(q.project),
+        model: given(q.model),
+        ..RecordFilter::default()
+    };
+    let points = store.usage_series(&filter, by, slo).await?;
+    ok(json!({
+        "by": by,
+        "since_ms": since_ms,
+        "until_ms": until_ms,
+        "slo_ms": effective_slo(slo),
+        "step_ms": 3_600_000,
+        "data": points,
+    }))
+}
+
 /// `GET /admin/budgets`: every configured budget in its period now, live from
 /// the counters where they have it, else spent by the records.
 pub(crate) async fn budgets(State(state): State<Arc<AppState>>, Db { store, .. }: Db) -> ApiResult {

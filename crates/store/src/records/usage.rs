@@ -10,7 +10,7 @@ use sqlx::AssertSqlSafe;
 use super::{Arg, Where, to_u64};
 use crate::db::{Backend, RowExt, Store, on_pool};
 use crate::error::StoreError;
-use crate::model::{RecordFilter, UsageBy, UsageRow};
+use crate::model::{RecordFilter, SeriesPoint, UsageBy, UsageRow};
 use crate::rollups;
 
 /// The SLO `usage` measures against when given 0.
@@ -19,6 +19,111 @@ pub const DEFAULT_SLO_MS: u64 = 5_000;
 pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
 impl Store {
+    /// Usage hour by hour, from the rollups alone: for each hour that overlaps
+    /// the window (`since` and `until` widened to whole hours) and each group
+    /// `by`, what [`Store::usage`] reports, with failovers, cache hits and the
+    /// time to first token. Oldest hour first, the busiest group first within
+    /// it. The percentiles are read to the histograms' bucket. A status filter
+    /// is refused: the rollups do not keep it.
+    pub async fn usage_series(
+        &self,
+        f: &RecordFilter,
+        by: UsageBy,
+        slo_ms: u64,
+    ) -> Result<Vec<SeriesPoint>, StoreError> {
+        if f.status.is_some() {
+            return Err(StoreError::Invalid("the hourly series keeps no status".into()));
+        }
+        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
+            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
+        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
+        let from = f.since_ms.map(hour);
+        let to = f.until_ms.map(|t| if hour(t) == t { t } else { hour(t) + rollups::HOUR_MS });
+        let key = rollups::column(by);
+        let w = Where::rollups(f, from, to);
+        let sums = format!(
+            "SELECT hour_ms, {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
+             CAST(SUM(errors) AS BIGINT) AS errors, CAST(SUM(failovers) AS BIGINT) AS failovers, \
+             CAST(SUM(cache_hits) AS BIGINT) AS cache_hits, \
+             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
+             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
+             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
+             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
+             CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost \
+             FROM request_rollups{} GROUP BY hour_ms, {key}",
+            w.sql
+        );
+        let histograms = format!(
+            "SELECT hour_ms, {key} AS k, metric, bucket, CAST(SUM(count) AS BIGINT) AS n \
+             FROM request_rollup_latency{} GROUP BY hour_ms, {key}, metric, bucket",
+            w.sql
+        );
+        let backend = self.backend();
+        // (hour, group) → the hour's usage, failovers and cache hits, TTFT buckets.
+        type Hour = (rollups::Reading, i64, i64, Vec<(i64, i64)>);
+        let mut hours: HashMap<(i64, String), Hour> = HashMap::new();
+        on_pool!(self, |p| {
+            let mut tx = p.begin().await?;
+            if backend == Backend::Postgres {
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
+                let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
+                let h = hours.entry(at).or_default();
+                h.0.sums += rollups::Sums {
+                    requests: row.col("requests")?,
+                    errors: row.col("errors")?,
+                    input_tokens: row.col("input_tokens")?,
+                    output_tokens: row.col("output_tokens")?,
+                    cache_read_tokens: row.col("cache_read_tokens")?,
+                    cache_write_tokens: row.col("cache_write_tokens")?,
+                    costed: row.col("costed")?,
+                    cost_usd: row.col("cost")?,
+                    ..rollups::Sums::default()
+                };
+                h.1 += row.col::<i64>("failovers")?;
+                h.2 += row.col::<i64>("cache_hits")?;
+            }
+            for row in w.bind(sqlx::query(AssertSqlSafe(histograms))).fetch_all(&mut *tx).await? {
+                let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
+                let h = hours.entry(at).or_default();
+                let cell = (row.col::<i64>("bucket")?, row.col::<i64>("n")?);
+                if row.col::<i64>("metric")? == rollups::TTFT {
+                    h.3.push(cell);
+                } else {
+                    h.0.buckets.push(cell);
+                }
+            }
+            tx.commit().await?;
+        });
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
+        let mut out: Vec<SeriesPoint> = hours
+            .into_iter()
+            .filter(|(_, h)| h.0.sums.requests > 0)
+            .map(|((hour_ms, k), (reading, failovers, cache_hits, mut ttft))| {
+                ttft.sort_unstable();
+                SeriesPoint {
+                    hour_ms,
+                    usage: reading.row((!k.is_empty()).then_some(k), slo),
+                    failovers: count(failovers),
+                    cache_hits: count(cache_hits),
+                    ttft_p50_ms: rollups::percentile(&ttft, 50),
+                    ttft_p95_ms: rollups::percentile(&ttft, 95),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (a.hour_ms, std::cmp::Reverse(a.usage.requests), &a.usage.key).cmp(&(
+                b.hour_ms,
+                std::cmp::Reverse(b.usage.requests),
+                &b.usage.key,
+            ))
+        });
+        Ok(out)
+    }
+
     /// [`Store::usage`] from every matching record, the rollups unread:
     /// percentiles exact (nearest rank over `total_ms`, from one ordered pass;
     /// memory per group, not per record), at the cost of a scan of the window.

@@ -240,3 +240,48 @@ pub(crate) async fn case_rollups_backfill_matches_what_writes_keep(store: Store)
     }
     assert_eq!(rollup_rows(&store).await, kept);
 }
+
+pub(crate) async fn case_usage_series_is_hour_by_hour(store: Store) {
+    store.insert_records(&batch()).await.unwrap();
+    // Widened to the whole hours it touches.
+    let f = RecordFilter {
+        since_ms: Some((T + 1) as i64),
+        until_ms: Some((T + 2 * HOUR - 1) as i64),
+        ..RecordFilter::default()
+    };
+    let series = store.usage_series(&f, UsageBy::Model, 0).await.unwrap();
+    let points: Vec<(u64, Option<&str>, u64)> = series
+        .iter()
+        .map(|p| (p.hour_ms as u64, p.usage.key.as_deref(), p.usage.requests))
+        .collect();
+    // Even records in the first hour, odd ones in the second; every third is beta.
+    assert_eq!(
+        points,
+        [
+            (T, Some("alpha"), 40),
+            (T, Some("beta"), 20),
+            (T + HOUR, Some("alpha"), 40),
+            (T + HOUR, Some("beta"), 20)
+        ]
+    );
+    assert_eq!(series.iter().map(|p| p.failovers).sum::<u64>(), 10);
+    assert_eq!(series.iter().map(|p| p.cache_hits).sum::<u64>(), 8);
+    for p in &series {
+        let (p50, p95) = (p.ttft_p50_ms.unwrap(), p.ttft_p95_ms.unwrap());
+        assert!(p50 <= p95 && p95 <= p.usage.p95_ms, "{p:?}");
+    }
+    // The hours' sums are the window's.
+    let whole = RecordFilter {
+        since_ms: Some(T as i64),
+        until_ms: Some((T + 2 * HOUR) as i64),
+        ..RecordFilter::default()
+    };
+    let total = store.usage_scan(&whole, UsageBy::Model, 0).await.unwrap();
+    let summed: u64 = series.iter().map(|p| p.usage.input_tokens).sum();
+    assert_eq!(summed, total.iter().map(|r| r.input_tokens).sum::<u64>());
+    let by_status = RecordFilter { status: Some(200), ..RecordFilter::default() };
+    assert!(matches!(
+        store.usage_series(&by_status, UsageBy::Model, 0).await,
+        Err(StoreError::Invalid(_))
+    ));
+}
