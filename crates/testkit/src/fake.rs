@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use axum::Router;
 use axum::body::Body;
@@ -17,16 +17,14 @@ use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use axum::serve::ListenerExt;
 use bytes::Bytes;
-use futures_util::stream;
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 use crate::Vendor;
 use crate::bedrock::{self, BedrockAuth};
-use crate::canned::{self, Answer};
+use crate::canned;
 use crate::script::{Reply, ReplyBody};
-use crate::tool_loop;
 use crate::validate::flavour::{self, Flavour};
 use crate::{azure, vertex};
 
@@ -401,9 +399,13 @@ enum Cloud {
 // Routing: `fake_route.rs`.
 #[path = "fake_route.rs"]
 mod route;
-use route::{Call, Route, azure_call, route};
+use route::{Route, azure_call, route};
 
 // Model lists: `fake_models.rs`.
+#[path = "fake_reply.rs"]
+mod reply;
+use reply::{Prepared, prepare, respond};
+
 #[path = "fake_models.rs"]
 pub(crate) mod models;
 
@@ -586,185 +588,6 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
     };
     respond(&reply, prepared, guard)
-}
-
-/// A reply's body made concrete: its frames and default content type.
-struct Prepared {
-    content_type: &'static str,
-    /// Bedrock's `x-amzn-ErrorType` for an error body.
-    error_type: Option<&'static str>,
-    frames: Vec<Bytes>,
-    /// Sent as a stream (chunked) even without faults.
-    streamed: bool,
-}
-
-/// `None` for [`ReplyBody::Hang`].
-fn prepare(vendor: Vendor, reply: &Reply, call: &Call, request: &Value) -> Option<Prepared> {
-    let json = |v: &Value| Prepared {
-        content_type: "application/json",
-        error_type: None,
-        frames: vec![Bytes::from(v.to_string())],
-        streamed: false,
-    };
-    let sse = |frames: &[String]| Prepared {
-        content_type: "text/event-stream",
-        error_type: None,
-        frames: frames.iter().map(|f| Bytes::from(f.clone())).collect(),
-        streamed: true,
-    };
-    let binary = |frames: Vec<Bytes>, content_type| Prepared {
-        content_type,
-        error_type: None,
-        frames,
-        streamed: true,
-    };
-    Some(match &reply.body {
-        ReplyBody::Hang => return None,
-        ReplyBody::Json(v) => json(v),
-        ReplyBody::Raw(b, ct) => Prepared {
-            content_type: ct,
-            error_type: None,
-            frames: vec![b.clone()],
-            streamed: false,
-        },
-        ReplyBody::Sse(frames) if call.invoke => {
-            binary(bedrock::invoke::chunks(frames), canned::EVENT_STREAM)
-        }
-        ReplyBody::Sse(frames) => sse(frames),
-        ReplyBody::Frames(frames, ct) => binary(frames.clone(), ct),
-        ReplyBody::VendorError(message) => Prepared {
-            error_type: (vendor == Vendor::Bedrock).then(|| bedrock::error_type(reply.status)),
-            ..json(&canned::error_body(vendor, reply.status, message))
-        },
-        ReplyBody::Auto if call.count => json(&canned::count_answer(vendor, request)),
-        ReplyBody::Auto if call.compact => json(&crate::responses::compacted(request)),
-        ReplyBody::Auto if call.responses => {
-            let turn = crate::responses::auto(request, &call.model);
-            match crate::responses::reply(&turn, call.stream) {
-                ReplyBody::Sse(frames) => sse(&frames),
-                ReplyBody::Json(v) => json(&v),
-                _ => return None,
-            }
-        }
-        ReplyBody::Auto => {
-            // InvokeModel answers in Claude's own shape.
-            let vendor = if call.invoke { Vendor::Anthropic } else { vendor };
-            // The scripted tool loop when the prompt asks for it, else the echo.
-            let step = tool_loop::step(vendor, request);
-            let echo;
-            let answer = match &step {
-                Some(step) => Answer {
-                    model: &call.model,
-                    thinking: step.thinking,
-                    text: step.text.as_deref(),
-                    tool: step.tool.as_ref().map(|(name, args)| (name.as_str(), args.as_str())),
-                    signature: step.signature,
-                },
-                None => {
-                    echo = canned::echo_text(vendor, request);
-                    Answer { model: &call.model, text: Some(&echo), ..Answer::default() }
-                }
-            };
-            if !call.stream {
-                json(&canned::complete(vendor, &answer))
-            } else if call.invoke {
-                let frames = canned::sse_frames(vendor, &answer);
-                binary(bedrock::invoke::chunks(&frames), canned::EVENT_STREAM)
-            } else if vendor == Vendor::Bedrock {
-                binary(bedrock::answer::frames(&answer), canned::EVENT_STREAM)
-            } else if call.json_array {
-                Prepared {
-                    content_type: "application/json",
-                    error_type: None,
-                    frames: canned::gemini_json_array_frames(&answer)
-                        .into_iter()
-                        .map(Bytes::from)
-                        .collect(),
-                    streamed: true,
-                }
-            } else {
-                sse(&canned::sse_frames(vendor, &answer))
-            }
-        }
-    })
-}
-
-fn respond(reply: &Reply, prepared: Prepared, guard: InFlight) -> Response {
-    let mut response = Response::new(Body::empty());
-    *response.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    if !reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static(prepared.content_type));
-    }
-    if let Some(kind) = prepared.error_type
-        && !reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(ERROR_TYPE))
-    {
-        headers.insert(HeaderName::from_static(ERROR_TYPE), HeaderValue::from_static(kind));
-    }
-    for (k, v) in &reply.headers {
-        if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
-            headers.append(k, v);
-        }
-    }
-    let Prepared { mut frames, streamed, .. } = prepared;
-    if !streamed && reply.break_after.is_none() {
-        *response.body_mut() = Body::from(frames.concat());
-        return response;
-    }
-    if !streamed {
-        // A non-streamed body breaks in halves (see `Reply::break_after`).
-        let whole = Bytes::from(frames.concat());
-        let mid = whole.len() / 2;
-        frames = vec![whole.slice(..mid), whole.slice(mid..)];
-    }
-    *response.body_mut() =
-        Body::from_stream(frame_stream(frames, reply.chunk_delay, reply.break_after, guard));
-    response
-}
-
-struct Pacing {
-    frames: VecDeque<Bytes>,
-    sent: usize,
-    delay: Duration,
-    break_after: Option<usize>,
-    done: bool,
-    _guard: InFlight,
-}
-
-fn frame_stream(
-    frames: Vec<Bytes>,
-    delay: Duration,
-    break_after: Option<usize>,
-    guard: InFlight,
-) -> impl futures_util::Stream<Item = io::Result<Bytes>> + Send + 'static {
-    let pacing =
-        Pacing { frames: frames.into(), sent: 0, delay, break_after, done: false, _guard: guard };
-    stream::unfold(pacing, |mut p| async move {
-        if p.done {
-            return None;
-        }
-        let broken = p.break_after.is_some_and(|n| p.sent >= n);
-        let Some(frame) = p.frames.pop_front().filter(|_| !broken) else {
-            if p.break_after.is_some() {
-                p.done = true;
-                // Return Pending once, so hyper flushes what was written
-                // before the error drops the connection.
-                tokio::task::yield_now().await;
-                let err = io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "fake upstream: connection broken by script (break_after)",
-                );
-                return Some((Err(err), p));
-            }
-            return None;
-        };
-        if p.sent > 0 && !p.delay.is_zero() {
-            tokio::time::sleep(p.delay).await;
-        }
-        p.sent += 1;
-        Some((Ok(frame), p))
-    })
 }
 
 /// Bedrock's error-type header (lowercase, as `HeaderName` wants it).

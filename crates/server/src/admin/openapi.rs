@@ -198,15 +198,7 @@ fn paths() -> Value {
             "get": op("records", "Usage by user, project, model or provider",
                       "Requests, errors, token sums, cost, latency percentiles and SLO breaches \
                        of the matching request records, the busiest group first.",
-                      vec![
-                          time_param("since", "Records at or after this time."),
-                          time_param("until", "Records before this time."),
-                          query_param_enum("by", &["user", "project", "model", "provider"], "Grouping (default model)."),
-                          query_param("slo_ms", "integer", "Latency SLO in ms (default 5000; clamped to 500..60000)."),
-                          query_param("user", "string", "Only this user id."),
-                          query_param("project", "string", "Only this project id."),
-                          query_param("model", "string", "Only this model (the resolved one, else as requested)."),
-                      ],
+                      usage_params("Records at or after this time.", "Records before this time."),
                       None, ok_ref("UsageReport"), &["400"]),
         }),
     );
@@ -218,15 +210,10 @@ fn paths() -> Value {
                        group, what /admin/usage reports, with failovers, cache hits and the \
                        time to first token; read from the hourly rollups, percentiles to the \
                        latency histograms' bucket. Oldest hour first.",
-                      vec![
-                          time_param("since", "Hours at or after this time's hour."),
-                          time_param("until", "Hours before this time (its own hour included)."),
-                          query_param_enum("by", &["user", "project", "model", "provider"], "Grouping (default model)."),
-                          query_param("slo_ms", "integer", "Latency SLO in ms (default 5000; clamped to 500..60000)."),
-                          query_param("user", "string", "Only this user id."),
-                          query_param("project", "string", "Only this project id."),
-                          query_param("model", "string", "Only this model (the resolved one, else as requested)."),
-                      ],
+                      usage_params(
+                          "Hours at or after this time's hour.",
+                          "Hours before this time (its own hour included).",
+                      ),
                       None, ok_ref("SeriesReport"), &["400"]),
         }),
     );
@@ -367,6 +354,28 @@ fn query_param(name: &str, ty: &str, description: &str) -> Value {
 
 fn query_param_enum(name: &str, values: &[&str], description: &str) -> Value {
     json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string", "enum": values } })
+}
+
+/// The parameters of a usage report: its window (`since`, `until`), grouping,
+/// SLO and filters.
+fn usage_params(since: &str, until: &str) -> Vec<Value> {
+    vec![
+        time_param("since", since),
+        time_param("until", until),
+        query_param_enum(
+            "by",
+            &["user", "project", "model", "provider"],
+            "Grouping (default model).",
+        ),
+        query_param(
+            "slo_ms",
+            "integer",
+            "Latency SLO in ms (default 5000; clamped to 500..60000).",
+        ),
+        query_param("user", "string", "Only this user id."),
+        query_param("project", "string", "Only this project id."),
+        query_param("model", "string", "Only this model (the resolved one, else as requested)."),
+    ]
 }
 
 fn time_param(name: &str, description: &str) -> Value {

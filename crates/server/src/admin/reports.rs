@@ -103,10 +103,9 @@ fn effective_slo(slo_ms: u64) -> u64 {
         .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end())
 }
 
-pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -> ApiResult {
+/// What a usage query asks: its filter, grouping and SLO.
+fn usage_query(q: UsageQuery) -> Result<(RecordFilter, UsageBy, u64), ApiError> {
     let (since_ms, until_ms) = window(q.since, q.until)?;
-    let by = q.by.unwrap_or(UsageBy::Model);
-    let slo = q.slo_ms.unwrap_or(0);
     let filter = RecordFilter {
         since_ms,
         until_ms,
@@ -115,11 +114,16 @@ pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -
         model: given(q.model),
         ..RecordFilter::default()
     };
+    Ok((filter, q.by.unwrap_or(UsageBy::Model), q.slo_ms.unwrap_or(0)))
+}
+
+pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -> ApiResult {
+    let (filter, by, slo) = usage_query(q)?;
     let rows = store.usage(&filter, by, slo).await?;
     ok(json!({
         "by": by,
-        "since_ms": since_ms,
-        "until_ms": until_ms,
+        "since_ms": filter.since_ms,
+        "until_ms": filter.until_ms,
         "slo_ms": effective_slo(slo),
         "data": rows,
     }))
@@ -128,22 +132,12 @@ pub(crate) async fn usage(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -
 /// `GET /admin/analytics`: usage hour by hour, from the rollups
 /// ([`switchyard_store::Store::usage_series`]), the window widened to whole hours.
 pub(crate) async fn analytics(Db { store, .. }: Db, Params(q): Params<UsageQuery>) -> ApiResult {
-    let (since_ms, until_ms) = window(q.since, q.until)?;
-    let by = q.by.unwrap_or(UsageBy::Model);
-    let slo = q.slo_ms.unwrap_or(0);
-    let filter = RecordFilter {
-        since_ms,
-        until_ms,
-        user: given(q.user),
-        project: given(q.project),
-        model: given(q.model),
-        ..RecordFilter::default()
-    };
+    let (filter, by, slo) = usage_query(q)?;
     let points = store.usage_series(&filter, by, slo).await?;
     ok(json!({
         "by": by,
-        "since_ms": since_ms,
-        "until_ms": until_ms,
+        "since_ms": filter.since_ms,
+        "until_ms": filter.until_ms,
         "slo_ms": effective_slo(slo),
         "step_ms": 3_600_000,
         "data": points,

@@ -18,6 +18,33 @@ pub const DEFAULT_SLO_MS: u64 = 5_000;
 /// `usage` clamps its SLO into this range.
 pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
+/// The sums a rollup read selects, named as [`rolled_sums`] reads them.
+const ROLLED_SUMS: &str = "CAST(SUM(requests) AS BIGINT) AS requests, \
+    CAST(SUM(errors) AS BIGINT) AS errors, CAST(SUM(failovers) AS BIGINT) AS failovers, \
+    CAST(SUM(cache_hits) AS BIGINT) AS cache_hits, \
+    CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
+    CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
+    CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
+    CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
+    CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost";
+
+/// A row of [`ROLLED_SUMS`].
+fn rolled_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
+    Ok(rollups::Sums {
+        requests: row.col("requests")?,
+        errors: row.col("errors")?,
+        failovers: row.col("failovers")?,
+        cache_hits: row.col("cache_hits")?,
+        input_tokens: row.col("input_tokens")?,
+        output_tokens: row.col("output_tokens")?,
+        cache_read_tokens: row.col("cache_read_tokens")?,
+        cache_write_tokens: row.col("cache_write_tokens")?,
+        costed: row.col("costed")?,
+        cost_usd: row.col("cost")?,
+        ..rollups::Sums::default()
+    })
+}
+
 impl Store {
     /// Usage hour by hour, from the rollups alone: for each hour that overlaps
     /// the window (`since` and `until` widened to whole hours) and each group
@@ -42,15 +69,8 @@ impl Store {
         let key = rollups::column(by);
         let w = Where::rollups(f, from, to);
         let sums = format!(
-            "SELECT hour_ms, {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
-             CAST(SUM(errors) AS BIGINT) AS errors, CAST(SUM(failovers) AS BIGINT) AS failovers, \
-             CAST(SUM(cache_hits) AS BIGINT) AS cache_hits, \
-             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
-             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
-             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
-             CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost \
-             FROM request_rollups{} GROUP BY hour_ms, {key}",
+            "SELECT hour_ms, {key} AS k, {ROLLED_SUMS} FROM request_rollups{} \
+             GROUP BY hour_ms, {key}",
             w.sql
         );
         let histograms = format!(
@@ -71,20 +91,11 @@ impl Store {
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
                 let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
+                let sums = rolled_sums(&row)?;
                 let h = hours.entry(at).or_default();
-                h.0.sums += rollups::Sums {
-                    requests: row.col("requests")?,
-                    errors: row.col("errors")?,
-                    input_tokens: row.col("input_tokens")?,
-                    output_tokens: row.col("output_tokens")?,
-                    cache_read_tokens: row.col("cache_read_tokens")?,
-                    cache_write_tokens: row.col("cache_write_tokens")?,
-                    costed: row.col("costed")?,
-                    cost_usd: row.col("cost")?,
-                    ..rollups::Sums::default()
-                };
-                h.1 += row.col::<i64>("failovers")?;
-                h.2 += row.col::<i64>("cache_hits")?;
+                h.0.sums += sums;
+                h.1 += sums.failovers;
+                h.2 += sums.cache_hits;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(histograms))).fetch_all(&mut *tx).await? {
                 let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
@@ -223,14 +234,7 @@ impl Store {
         let key = rollups::column(by);
         let w = Where::rollups(f, from, to);
         let sums = format!(
-            "SELECT {key} AS k, CAST(SUM(requests) AS BIGINT) AS requests, \
-             CAST(SUM(errors) AS BIGINT) AS errors, \
-             CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
-             CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
-             CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-             CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
-             CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost \
-             FROM request_rollups{} GROUP BY {key}",
+            "SELECT {key} AS k, {ROLLED_SUMS} FROM request_rollups{} GROUP BY {key}",
             w.sql
         );
         let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
@@ -272,17 +276,8 @@ impl Store {
                     .await?;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                groups.entry(named(row.col::<String>("k")?)).or_default().sums += rollups::Sums {
-                    requests: row.col("requests")?,
-                    errors: row.col("errors")?,
-                    input_tokens: row.col("input_tokens")?,
-                    output_tokens: row.col("output_tokens")?,
-                    cache_read_tokens: row.col("cache_read_tokens")?,
-                    cache_write_tokens: row.col("cache_write_tokens")?,
-                    costed: row.col("costed")?,
-                    cost_usd: row.col("cost")?,
-                    ..rollups::Sums::default()
-                };
+                groups.entry(named(row.col::<String>("k")?)).or_default().sums +=
+                    rolled_sums(&row)?;
             }
             for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
                 let g = groups.entry(named(row.col::<String>("k")?)).or_default();
