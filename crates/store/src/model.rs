@@ -239,7 +239,15 @@ pub struct RecordFilter {
     pub project: Option<String>,
     /// Matches the resolved or the requested model.
     pub model: Option<String>,
+    /// The provider that served the request.
+    pub provider: Option<String>,
+    /// The visible prefix of the gateway key that made it.
+    pub key_prefix: Option<String>,
     pub status: Option<u16>,
+    /// Keyset pagination for `list_records`: only records after this one in
+    /// its order (newest first), given as its `(time_ms, id)`. Usage reports
+    /// ignore it.
+    pub before: Option<(i64, String)>,
     /// Rows for `list_records` (default 100, at most 1000); ignored by `usage`.
     pub limit: Option<u32>,
 }
@@ -264,6 +272,8 @@ pub enum UsageBy {
     Model,
     /// The provider that served the request.
     Provider,
+    /// The visible prefix of the gateway key that made it.
+    Key,
 }
 
 /// One hour of one group of [`crate::Store::usage_series`]: the hour's

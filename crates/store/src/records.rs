@@ -329,7 +329,7 @@ impl Store {
 
     /// Records matching `f`, newest first, at most `f.effective_limit()`.
     pub async fn list_records(&self, f: &RecordFilter) -> Result<Vec<RequestRecord>, StoreError> {
-        let mut w = Where::new(f);
+        let mut w = Where::listing(f);
         let limit = w.arg(Arg::Int(i64::from(f.effective_limit())));
         let sql = format!(
             "SELECT {RECORD_COLS}, {} FROM request_records{} ORDER BY time_ms DESC, id DESC \
@@ -432,13 +432,43 @@ impl Where {
             let a = w.arg(Arg::Text(m.clone()));
             conds.push(format!("(resolved_model = {a} OR requested_model = {a})"));
         }
+        if let Some(p) = &f.provider {
+            conds.push(format!("served_provider = {}", w.arg(Arg::Text(p.clone()))));
+        }
+        if let Some(k) = &f.key_prefix {
+            conds.push(format!("key_prefix = {}", w.arg(Arg::Text(k.clone()))));
+        }
         if let Some(s) = f.status {
             conds.push(format!("status = {}", w.arg(Arg::Int(i64::from(s)))));
         }
-        if !conds.is_empty() {
-            w.sql = format!(" WHERE {}", conds.join(" AND "));
+        w.and(conds);
+        w
+    }
+
+    /// [`Where::new`] and the listing's keyset cursor (`f.before`).
+    fn listing(f: &RecordFilter) -> Where {
+        let mut w = Where::new(f);
+        if let Some((t, id)) = &f.before {
+            // The row-value comparison spelled out: both databases walk the
+            // (time_ms, id) order from the cursor this way.
+            let t = w.arg(Arg::Int(*t));
+            let id = w.arg(Arg::Text(id.clone()));
+            w.and(vec![format!("(time_ms < {t} OR (time_ms = {t} AND id < {id}))")]);
         }
         w
+    }
+
+    /// Adds conditions to the clause.
+    fn and(&mut self, conds: Vec<String>) {
+        if conds.is_empty() {
+            return;
+        }
+        let joined = conds.join(" AND ");
+        self.sql = if self.sql.is_empty() {
+            format!(" WHERE {joined}")
+        } else {
+            format!("{} AND {joined}", self.sql)
+        };
     }
 
     /// Adds a value; returns its placeholder.
@@ -604,16 +634,29 @@ mod tests {
             user: Some("u".into()),
             project: Some("p".into()),
             model: Some("m".into()),
+            provider: Some("pr".into()),
+            key_prefix: Some("sy-abcdef".into()),
             status: Some(200),
+            before: Some((9, "req_9".into())),
             limit: None,
         };
         let w = Where::new(&f);
         assert_eq!(
             w.sql,
             " WHERE time_ms >= $1 AND time_ms < $2 AND user_id = $3 AND project_id = $4 \
-             AND (resolved_model = $5 OR requested_model = $5) AND status = $6"
+             AND (resolved_model = $5 OR requested_model = $5) AND served_provider = $6 \
+             AND key_prefix = $7 AND status = $8"
         );
-        assert_eq!(w.args.len(), 6);
+        assert_eq!(w.args.len(), 8);
+        // The cursor is the listing's alone.
+        let w = Where::listing(&f);
+        assert!(
+            w.sql.ends_with(" AND status = $8 AND (time_ms < $9 OR (time_ms = $9 AND id < $10))")
+        );
+        assert_eq!(w.args.len(), 10);
         assert_eq!(Where::new(&RecordFilter::default()).sql, "");
+        let w =
+            Where::listing(&RecordFilter { before: Some((9, "x".into())), ..Default::default() });
+        assert_eq!(w.sql, " WHERE (time_ms < $1 OR (time_ms = $1 AND id < $2))");
     }
 }

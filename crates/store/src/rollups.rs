@@ -215,6 +215,7 @@ pub(crate) fn column(by: UsageBy) -> &'static str {
         UsageBy::Project => "project_id",
         UsageBy::Model => "model",
         UsageBy::Provider => "provider",
+        UsageBy::Key => "key_prefix",
     }
 }
 

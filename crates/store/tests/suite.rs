@@ -113,6 +113,8 @@ suite!(
     case_usage_series_is_hour_by_hour,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_content_is_stored_compressed_apart_and_read_back,
+    case_console_sessions,
+    case_records_keyset_pages_and_filters,
 );
 
 #[path = "suite/rollups.rs"]
@@ -127,6 +129,12 @@ use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
 #[path = "suite/contents.rs"]
 mod contents;
 use contents::case_content_is_stored_compressed_apart_and_read_back;
+#[path = "suite/sessions.rs"]
+mod sessions;
+use sessions::case_console_sessions;
+#[path = "suite/listing.rs"]
+mod listing;
+use listing::case_records_keyset_pages_and_filters;
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {

@@ -66,10 +66,15 @@ impl Store {
     /// The key whose secret this is, revoked and expired ones included (the caller
     /// decides; see [`ApiKey::is_active`]).
     pub async fn key_by_secret(&self, secret: &str) -> Result<Option<ApiKey>, StoreError> {
-        let hash = hash_secret(secret);
+        self.key_by_hash(&hash_secret(secret)).await
+    }
+
+    /// The key whose secret has this SHA-256 ([`hash_secret`]), revoked and
+    /// expired ones included: what a console session signed in with a key keeps.
+    pub async fn key_by_hash(&self, hash: &str) -> Result<Option<ApiKey>, StoreError> {
         let sql = const_format!("SELECT ", KEY_COLS, " FROM api_keys WHERE hash = $1");
         on_pool!(self, |p| {
-            let row = sqlx::query(sql).bind(&hash).fetch_optional(p).await?;
+            let row = sqlx::query(sql).bind(hash).fetch_optional(p).await?;
             row.as_ref().map(key_from).transpose()
         })
     }

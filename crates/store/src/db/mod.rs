@@ -45,6 +45,8 @@ mod credentials;
 mod groups;
 mod keys;
 mod projects;
+mod sessions;
+pub use sessions::{ConsoleSession, NewSession, SignIn};
 mod rules;
 mod users;
 
@@ -177,6 +179,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "rollups", include_str!("../../migrations/sqlite/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/sqlite/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/sqlite/0007_record_contents.sql")),
+    (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -190,6 +193,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "rollups", include_str!("../../migrations/postgres/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/postgres/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/postgres/0007_record_contents.sql")),
+    (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
 ];
 
 impl Store {

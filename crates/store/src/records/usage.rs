@@ -146,12 +146,7 @@ impl Store {
     ) -> Result<Vec<UsageRow>, StoreError> {
         let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
             .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
-        let key = match by {
-            UsageBy::User => "user_id",
-            UsageBy::Project => "project_id",
-            UsageBy::Model => "COALESCE(resolved_model, requested_model)",
-            UsageBy::Provider => "served_provider",
-        };
+        let key = record_column(by);
         let mut w = Where::new(f);
         let slo_arg = w.arg(Arg::Int(i64::try_from(slo).unwrap_or(i64::MAX)));
         let sums = format!(
@@ -250,12 +245,7 @@ impl Store {
             .filter_map(|(a, b)| Some((a?, b?)).filter(|(a, b)| a < b))
             .collect();
         let edges = Where::edges(f, &ends).map(|e| {
-            let raw = match by {
-                UsageBy::User => "user_id",
-                UsageBy::Project => "project_id",
-                UsageBy::Model => "COALESCE(resolved_model, requested_model)",
-                UsageBy::Provider => "served_provider",
-            };
+            let raw = record_column(by);
             let sql = format!(
                 "SELECT {raw} AS k, status, error_code, input_tokens, output_tokens, \
                  cache_read_tokens, cache_write_tokens, cost_usd, total_ms \
@@ -383,9 +373,13 @@ impl Where {
         if let Some(t) = to {
             conds.push(format!("hour_ms < {}", w.arg(Arg::Int(t))));
         }
-        for (column, value) in
-            [("user_id", &f.user), ("project_id", &f.project), ("model", &f.model)]
-        {
+        for (column, value) in [
+            ("user_id", &f.user),
+            ("project_id", &f.project),
+            ("model", &f.model),
+            ("provider", &f.provider),
+            ("key_prefix", &f.key_prefix),
+        ] {
             if let Some(v) = value {
                 conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
             }
@@ -415,6 +409,8 @@ impl Where {
             ("user_id", &f.user),
             ("project_id", &f.project),
             ("COALESCE(resolved_model, requested_model)", &f.model),
+            ("served_provider", &f.provider),
+            ("key_prefix", &f.key_prefix),
         ] {
             if let Some(v) = value {
                 conds.push(format!("{column} = {}", w.arg(Arg::Text(v.clone()))));
@@ -422,6 +418,18 @@ impl Where {
         }
         w.sql = format!(" WHERE {}", conds.join(" AND "));
         Some(w)
+    }
+}
+
+/// The record column a usage grouping reads (the rollups' own is
+/// [`rollups::column`]): the same value the rollups key the record by.
+fn record_column(by: UsageBy) -> &'static str {
+    match by {
+        UsageBy::User => "user_id",
+        UsageBy::Project => "project_id",
+        UsageBy::Model => "COALESCE(resolved_model, requested_model)",
+        UsageBy::Provider => "served_provider",
+        UsageBy::Key => "key_prefix",
     }
 }
 
