@@ -24,7 +24,7 @@
 
 mod access;
 mod openapi;
-mod reports;
+pub(crate) mod reports;
 mod tenancy;
 
 use std::sync::Arc;

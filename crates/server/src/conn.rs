@@ -26,6 +26,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -123,7 +124,7 @@ pub(crate) async fn accept_loop<S>(
             r = listener.accept() => r,
             () = stop.cancelled() => break,
         };
-        let (tcp, _) = match accepted {
+        let (tcp, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors, or the peer gave up before the accept.
@@ -142,7 +143,7 @@ pub(crate) async fn accept_loop<S>(
         let _ = tcp.set_nodelay(true);
         let activity = Arc::new(Activity::new());
         let io = Io { tcp, activity: activity.clone(), _slot: permit };
-        let service = Tracked { app: app.clone(), activity: activity.clone() };
+        let service = Tracked { app: app.clone(), activity: activity.clone(), peer };
         tasks.spawn(serve_connection(builder.clone(), io, service, activity, limits, stop.clone()));
     }
     drop(listener);
@@ -392,7 +393,13 @@ impl<S> App for S where
 struct Tracked<S> {
     app: S,
     activity: Arc<Activity>,
+    peer: SocketAddr,
 }
+
+/// The client's address, handed to the console's requests only (its sign-in
+/// limit is per address); the API's requests carry nothing extra.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub SocketAddr);
 
 impl<S: App> tower_service::Service<hyper::Request<Incoming>> for Tracked<S> {
     type Response = hyper::Response<TrackedBody>;
@@ -405,8 +412,12 @@ impl<S: App> tower_service::Service<hyper::Request<Incoming>> for Tracked<S> {
 
     fn call(&mut self, req: hyper::Request<Incoming>) -> Self::Future {
         let guard = self.activity.begin();
+        let mut req = req.map(Body::new);
+        if req.uri().path().starts_with("/console") {
+            req.extensions_mut().insert(Peer(self.peer));
+        }
         // The app is always ready; calling it without `poll_ready` is allowed.
-        let inner = tower_service::Service::call(&mut self.app, req.map(Body::new));
+        let inner = tower_service::Service::call(&mut self.app, req);
         TrackedFuture { inner, guard: Some(guard) }
     }
 }

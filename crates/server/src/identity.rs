@@ -33,6 +33,17 @@ pub struct Caller {
     pub byok: Vec<(String, Secret)>,
 }
 
+/// Someone the console lets in: an admin (reads and changes) or a viewer (reads).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Operator {
+    /// A user id, `bootstrap-admin`, or an identity provider's subject.
+    pub subject: String,
+    /// What pages call them (an email), when known.
+    pub name: Option<String>,
+    /// [`CallerRole::Admin`] or [`CallerRole::Viewer`].
+    pub role: CallerRole,
+}
+
 #[derive(Clone)]
 enum Cached {
     Known(Box<Caller>),
@@ -246,6 +257,49 @@ impl Identity {
             None if self.auth_required().await => Err(invalid()),
             None => Ok(Caller::default()),
         }
+    }
+
+    /// Who may use the console with this key: the bootstrap admin, or a stored
+    /// key's user with the admin or viewer role. `None` for anyone else (static
+    /// keys act as members; unknown, revoked and expired keys; disabled users).
+    pub(crate) async fn operator(&self, key: &str) -> Result<Option<Operator>, GatewayError> {
+        self.operator_by_hash(&hash_secret(key)).await
+    }
+
+    /// [`Identity::operator`] by the key's SHA-256, as a console session keeps
+    /// it: resolved at each page, uncached, so a revoked key, a disabled user or
+    /// a changed role takes effect at the next one.
+    pub(crate) async fn operator_by_hash(
+        &self,
+        hash: &str,
+    ) -> Result<Option<Operator>, GatewayError> {
+        if let Some(admin) = &self.admin_key
+            && subtle::ConstantTimeEq::ct_eq(
+                hash_secret(admin.expose()).as_bytes(),
+                hash.as_bytes(),
+            )
+            .into()
+        {
+            return Ok(Some(Operator {
+                subject: "bootstrap-admin".to_owned(),
+                name: None,
+                role: CallerRole::Admin,
+            }));
+        }
+        let Some(store) = &self.store else { return Ok(None) };
+        let Some(key) = store.key_by_hash(hash).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
+        if !key.is_active(now_ms()) {
+            return Ok(None);
+        }
+        let Some(user) = store.user(&key.user_id).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
+        if user.disabled || !matches!(user.role, CallerRole::Admin | CallerRole::Viewer) {
+            return Ok(None);
+        }
+        Ok(Some(Operator { subject: user.id, name: Some(user.email), role: user.role }))
     }
 
     fn cached(&self, hash: &str) -> Option<Cached> {

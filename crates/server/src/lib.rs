@@ -7,6 +7,7 @@ mod admin;
 mod auth;
 mod browser;
 mod conn;
+mod console;
 mod count;
 mod encode;
 mod gemini;
@@ -47,6 +48,8 @@ pub struct AppState {
     shutdown: tokio_util::sync::CancellationToken,
     /// Open WebSocket sessions, so shutdown can wait for them within its grace.
     sessions: tokio::sync::watch::Sender<usize>,
+    /// Failed console sign-ins per client address.
+    sign_ins: console::SignInLimiter,
 }
 
 impl AppState {
@@ -65,6 +68,7 @@ impl AppState {
             ready: AtomicBool::new(true),
             shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: tokio::sync::watch::Sender::new(0),
+            sign_ins: console::SignInLimiter::default(),
         })
     }
 }
@@ -99,6 +103,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(prometheus::render))
         .nest("/admin", admin::router())
+        .merge(console::router())
         .fallback(http::not_found)
         .with_state(state)
 }

@@ -238,6 +238,7 @@ fn paths() -> Value {
                           query_param("user", "string", "Only this user id."),
                           query_param("project", "string", "Only this project id."),
                           query_param("model", "string", "Only this model (resolved or requested)."),
+                          query_param("provider", "string", "Only requests this provider served."),
                           query_param("status", "integer", "Only this HTTP status."),
                           query_param("limit", "integer", "Most rows (default 100, at most 1000)."),
                       ],
@@ -364,8 +365,8 @@ fn usage_params(since: &str, until: &str) -> Vec<Value> {
         time_param("until", until),
         query_param_enum(
             "by",
-            &["user", "project", "model", "provider"],
-            "Grouping (default model).",
+            &["user", "project", "model", "provider", "key"],
+            "Grouping (default model; `key`: the gateway key's visible prefix).",
         ),
         query_param(
             "slo_ms",
@@ -375,6 +376,7 @@ fn usage_params(since: &str, until: &str) -> Vec<Value> {
         query_param("user", "string", "Only this user id."),
         query_param("project", "string", "Only this project id."),
         query_param("model", "string", "Only this model (the resolved one, else as requested)."),
+        query_param("provider", "string", "Only requests this provider served."),
     ]
 }
 
@@ -708,7 +710,7 @@ fn schemas() -> Value {
         json!({
             "type": "object",
             "properties": {
-                "by": { "type": "string", "enum": ["user", "project", "model", "provider"] },
+                "by": { "type": "string", "enum": ["user", "project", "model", "provider", "key"] },
                 "since_ms": nullable("integer"),
                 "until_ms": nullable("integer"),
                 "slo_ms": { "type": "integer", "description": "The SLO applied" },
@@ -721,7 +723,7 @@ fn schemas() -> Value {
         json!({
             "type": "object",
             "properties": {
-                "by": { "type": "string", "enum": ["user", "project", "model", "provider"] },
+                "by": { "type": "string", "enum": ["user", "project", "model", "provider", "key"] },
                 "since_ms": nullable("integer"),
                 "until_ms": nullable("integer"),
                 "slo_ms": { "type": "integer", "description": "The SLO applied" },

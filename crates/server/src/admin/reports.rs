@@ -31,6 +31,8 @@ pub(crate) struct UsageQuery {
     project: Option<String>,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -46,6 +48,8 @@ pub(crate) struct RequestsQuery {
     project: Option<String>,
     #[serde(default)]
     model: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
     #[serde(default)]
     status: Option<u16>,
     #[serde(default)]
@@ -112,6 +116,7 @@ fn usage_query(q: UsageQuery) -> Result<(RecordFilter, UsageBy, u64), ApiError> 
         user: given(q.user),
         project: given(q.project),
         model: given(q.model),
+        provider: given(q.provider),
         ..RecordFilter::default()
     };
     Ok((filter, q.by.unwrap_or(UsageBy::Model), q.slo_ms.unwrap_or(0)))
@@ -190,8 +195,10 @@ pub(crate) async fn list_requests(
         user: given(q.user),
         project: given(q.project),
         model: given(q.model),
+        provider: given(q.provider),
         status: q.status,
         limit: q.limit,
+        ..RecordFilter::default()
     };
     list(store.list_records(&filter).await?)
 }

@@ -1,0 +1,476 @@
+//! The console over HTTP, black box through the real server on a fresh
+//! database (both backends): who may sign in, the session cookie's flags,
+//! viewers against admins, CSRF and origin checks on every write, revocation
+//! (of a session, and of the key a session was opened with), the sign-in
+//! limit, and every page rendered with traffic in it and no secret on it.
+//! (Chromium drives the same pages in `console_browser.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, Upstreams, WAIT, config_yaml};
+use serde_json::{Value, json};
+use switchyard_core::util::Secret;
+use switchyard_core::{Catalog, ConfigSource, Engine, SharedSink};
+use switchyard_server::AppState;
+use switchyard_server::identity::Identity;
+use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
+use switchyard_store::on_both_backends;
+use switchyard_store::testing::TestDb;
+use switchyard_testkit::{FakeUpstream, Vendor};
+use tokio::sync::oneshot;
+
+const ADMIN: &str = "sy-bootstrap-admin-key-for-console-0123";
+
+on_both_backends! {
+    case_only_admins_and_viewers_sign_in => only_admins_and_viewers_sign_in_sqlite, only_admins_and_viewers_sign_in_postgres;
+    case_viewers_read_admins_change_and_writes_are_checked =>
+        viewers_read_admins_change_and_writes_are_checked_sqlite,
+        viewers_read_admins_change_and_writes_are_checked_postgres;
+    case_revoking_the_key_ends_its_sessions =>
+        revoking_the_key_ends_its_sessions_sqlite, revoking_the_key_ends_its_sessions_postgres;
+    case_failed_sign_ins_are_limited => failed_sign_ins_are_limited_sqlite, failed_sign_ins_are_limited_postgres;
+    case_pages_show_the_traffic_and_no_secret =>
+        pages_show_the_traffic_and_no_secret_sqlite, pages_show_the_traffic_and_no_secret_postgres;
+}
+
+/// An answer: status, headers we look at, body.
+struct Page {
+    status: u16,
+    location: Option<String>,
+    set_cookie: Option<String>,
+    retry_after: Option<String>,
+    text: String,
+}
+
+struct Env {
+    base: String,
+    client: reqwest::Client,
+    _openai: FakeUpstream,
+    _anthropic: FakeUpstream,
+    _gemini: FakeUpstream,
+    _bedrock: FakeUpstream,
+    dir: PathBuf,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Env {
+    async fn start(db: &TestDb) -> Env {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir()
+            .join(format!("switchyard-console-test-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let openai = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+        let anthropic = FakeUpstream::start(Vendor::Anthropic).await.unwrap();
+        let gemini = FakeUpstream::start(Vendor::Gemini).await.unwrap();
+        let bedrock = FakeUpstream::start(Vendor::Bedrock).await.unwrap();
+        let urls = Upstreams {
+            openai: &openai.base_url(),
+            anthropic: &anthropic.base_url(),
+            gemini: &gemini.base_url(),
+            bedrock: &bedrock.base_url(),
+        };
+        let yaml = config_yaml(&urls, &Options::default());
+        let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
+        let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
+        let store = db.store().clone();
+        let cfg = AuditConfig {
+            flush_every: Duration::from_millis(10),
+            ..AuditConfig::new(dir.join("spill.jsonl"))
+        };
+        let records: Arc<dyn RecordStore> = Arc::new(store.clone());
+        let (writer, _task) = AuditWriter::start(records, cfg).unwrap();
+        let sink: SharedSink = Arc::new(writer);
+        let gateway = Arc::new(Engine::new(catalog, sink).unwrap());
+        let identity = Identity::new(
+            vec![Secret::new(GATEWAY_KEY)],
+            Some(Secret::new(ADMIN)),
+            Some(store),
+            None,
+            Duration::from_secs(600),
+        );
+        let state = AppState::with_identity(gateway, identity);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(switchyard_server::serve(listener, state, async move {
+            let _ = rx.await;
+        }));
+        // Redirects are looked at, not followed; cookies are carried by hand.
+        let client =
+            common::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Env {
+            base,
+            client,
+            _openai: openai,
+            _anthropic: anthropic,
+            _gemini: gemini,
+            _bedrock: bedrock,
+            dir,
+            shutdown: Some(tx),
+        }
+    }
+
+    async fn answer(&self, req: reqwest::RequestBuilder) -> Page {
+        let resp = tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap();
+        let header = |name: &str| resp.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+        Page {
+            status: resp.status().as_u16(),
+            location: header("location"),
+            set_cookie: header("set-cookie"),
+            retry_after: header("retry-after"),
+            text: resp.text().await.unwrap(),
+        }
+    }
+
+    /// GET a console page with `cookie` (the session token), if any.
+    async fn get(&self, path: &str, cookie: Option<&str>) -> Page {
+        let mut req = self.client.get(format!("{}{path}", self.base));
+        if let Some(c) = cookie {
+            req = req.header("cookie", format!("switchyard_console={c}"));
+        }
+        self.answer(req).await
+    }
+
+    /// POST a form, as a page of the console would (same Origin).
+    async fn post(&self, path: &str, cookie: Option<&str>, form: &[(&str, &str)]) -> Page {
+        self.post_from(path, cookie, form, Some(&self.base)).await
+    }
+
+    async fn post_from(
+        &self,
+        path: &str,
+        cookie: Option<&str>,
+        form: &[(&str, &str)],
+        origin: Option<&str>,
+    ) -> Page {
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(urlencoded(form));
+        if let Some(c) = cookie {
+            req = req.header("cookie", format!("switchyard_console={c}"));
+        }
+        if let Some(o) = origin {
+            req = req.header("origin", o);
+        }
+        self.answer(req).await
+    }
+
+    /// Signs in with `key`: the session token, from the cookie set.
+    async fn sign_in(&self, key: &str) -> String {
+        let p = self
+            .post("/console/sign-in", None, &[("key", key), ("next", "/console/requests")])
+            .await;
+        assert_eq!(p.status, 303, "{}", p.text);
+        assert_eq!(p.location.as_deref(), Some("/console/requests"));
+        let cookie = p.set_cookie.unwrap();
+        let token = cookie.split(';').next().unwrap().strip_prefix("switchyard_console=").unwrap();
+        token.to_owned()
+    }
+
+    /// A JSON call to the admin API with the bootstrap key.
+    async fn admin(&self, method: &str, path: &str, body: Value) -> Value {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(ADMIN)
+            .json(&body);
+        let resp = tokio::time::timeout(WAIT, req.send()).await.unwrap().unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        resp.json().await.unwrap_or(Value::Null)
+    }
+
+    /// A user of `role` with a key: (user id, key id, key secret).
+    async fn user(&self, email: &str, role: &str) -> (String, String, String) {
+        let user = self.admin("POST", "/admin/users", json!({"email": email, "role": role})).await;
+        let uid = user["id"].as_str().unwrap().to_owned();
+        let key = self.admin("POST", "/admin/keys", json!({"user_id": uid})).await;
+        (uid, key["id"].as_str().unwrap().to_owned(), key["secret"].as_str().unwrap().to_owned())
+    }
+
+    /// The CSRF token a page's forms carry.
+    fn csrf(page: &Page) -> String {
+        let at = page.text.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+        page.text[at..].split('"').next().unwrap().to_owned()
+    }
+}
+
+/// A form body, as a browser encodes it.
+fn urlencoded(form: &[(&str, &str)]) -> String {
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    char::from(b).to_string()
+                }
+                b' ' => "+".to_owned(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    form.iter().map(|(k, v)| format!("{}={}", enc(k), enc(v))).collect::<Vec<_>>().join("&")
+}
+
+async fn case_only_admins_and_viewers_sign_in(db: TestDb) {
+    let env = Env::start(&db).await;
+    // Without a session every page goes to the sign-in page, and comes back.
+    let p = env.get("/console/requests?model=m-openai", None).await;
+    assert_eq!(p.status, 303);
+    assert_eq!(
+        p.location.as_deref(),
+        Some("/console/sign-in?next=/console/requests%3Fmodel%3Dm-openai")
+    );
+    let form = env.get("/console/sign-in", None).await;
+    assert_eq!(form.status, 200);
+    assert!(form.text.contains("type=\"password\""));
+
+    // The bootstrap admin key: a session cookie with every flag.
+    let p =
+        env.post("/console/sign-in", None, &[("key", ADMIN), ("next", "/console/overview")]).await;
+    assert_eq!((p.status, p.location.as_deref()), (303, Some("/console/overview")));
+    let cookie = p.set_cookie.unwrap();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+    assert!(!cookie.contains(ADMIN), "the cookie holds a token, never the key");
+    let token = cookie.split(';').next().unwrap().strip_prefix("switchyard_console=").unwrap();
+    let overview = env.get("/console/overview", Some(token)).await;
+    assert_eq!(overview.status, 200, "{}", overview.text);
+    assert!(overview.text.contains("bootstrap-admin · admin"));
+
+    // Behind a TLS-terminating proxy the cookie is Secure.
+    let req = env
+        .client
+        .post(format!("{}/console/sign-in", env.base))
+        .header("x-forwarded-proto", "https")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(urlencoded(&[("key", ADMIN)]));
+    let p = env.answer(req).await;
+    assert!(p.set_cookie.unwrap().contains("; Secure"));
+
+    // A viewer's key signs in; a member's, a static key, a wrong key and no key do not.
+    let (_, _, viewer) = env.user("vera@example.com", "viewer").await;
+    let token = env.sign_in(&viewer).await;
+    assert!(
+        env.get("/console/overview", Some(&token)).await.text.contains("vera@example.com · viewer")
+    );
+    let (_, _, member) = env.user("mo@example.com", "member").await;
+    for key in [member.as_str(), GATEWAY_KEY, "sy-not-a-key-at-all", ""] {
+        let p = env.post("/console/sign-in", None, &[("key", key)]).await;
+        assert_eq!(p.status, 401, "{key}: {}", p.text);
+        assert!(p.set_cookie.is_none());
+        assert!(p.text.contains("does not belong to an admin or a viewer"));
+    }
+    // A made-up session token, or none, is no session.
+    assert_eq!(env.get("/console/overview", Some("sys_forged")).await.status, 303);
+    // The redirect after sign-in never leaves the console.
+    let p = env
+        .post("/console/sign-in", None, &[("key", ADMIN), ("next", "https://evil.example/")])
+        .await;
+    assert_eq!(p.location.as_deref(), Some("/console/overview"));
+    // Signing in from another site's page is refused (login CSRF).
+    let p = env
+        .post_from("/console/sign-in", None, &[("key", ADMIN)], Some("https://evil.example"))
+        .await;
+    assert_eq!(p.status, 403);
+    assert!(p.set_cookie.is_none());
+}
+
+async fn case_viewers_read_admins_change_and_writes_are_checked(db: TestDb) {
+    let env = Env::start(&db).await;
+    let (_, _, viewer) = env.user("vera@example.com", "viewer").await;
+    let admin = env.sign_in(ADMIN).await;
+    let seen = env.sign_in(&viewer).await;
+    let sessions = env.get("/console/sessions", Some(&admin)).await;
+    assert_eq!(sessions.status, 200);
+    assert!(sessions.text.contains("vera@example.com"));
+    let csrf = Env::csrf(&sessions);
+    // The viewer's session id, as the page names it in its revoke form.
+    let viewer_id = {
+        let row = sessions.text.split("<tr>").find(|r| r.contains("vera@example.com")).unwrap();
+        let at = row.find("/console/sessions/").unwrap() + "/console/sessions/".len();
+        row[at..].split('/').next().unwrap().to_owned()
+    };
+    let revoke = format!("/console/sessions/{viewer_id}/revoke");
+
+    // A viewer sees the list without revoke buttons, and may not revoke.
+    let as_viewer = env.get("/console/sessions", Some(&seen)).await;
+    assert_eq!(as_viewer.status, 200);
+    assert!(!as_viewer.text.contains("/revoke"));
+    let viewer_csrf = Env::csrf(&as_viewer);
+    let p = env.post(&revoke, Some(&seen), &[("csrf", &viewer_csrf)]).await;
+    assert_eq!(p.status, 403, "{}", p.text);
+    assert!(p.text.contains("needs an admin"));
+
+    // An admin's write without the session's token, with another session's,
+    // or from another origin, is refused.
+    for bad in ["", "0000", viewer_csrf.as_str()] {
+        let p = env.post(&revoke, Some(&admin), &[("csrf", bad)]).await;
+        assert_eq!(p.status, 403, "csrf {bad:?}");
+    }
+    let p = env
+        .post_from(&revoke, Some(&admin), &[("csrf", &csrf)], Some("https://evil.example"))
+        .await;
+    assert_eq!(p.status, 403);
+    assert_eq!(env.get("/console/overview", Some(&seen)).await.status, 200, "still signed in");
+
+    // The admin revokes the viewer's session: its next page asks to sign in.
+    let p = env.post(&revoke, Some(&admin), &[("csrf", &csrf)]).await;
+    assert_eq!((p.status, p.location.as_deref()), (303, Some("/console/sessions")));
+    assert_eq!(env.get("/console/overview", Some(&seen)).await.status, 303);
+    assert_eq!(env.post(&revoke, Some(&admin), &[("csrf", &csrf)]).await.status, 404);
+
+    // Signing out ends the admin's own session, and clears the cookie.
+    let p = env.post("/console/sign-out", Some(&admin), &[("csrf", &csrf)]).await;
+    assert_eq!(p.status, 303);
+    assert!(p.set_cookie.unwrap().contains("Max-Age=0"));
+    assert_eq!(env.get("/console/overview", Some(&admin)).await.status, 303);
+}
+
+async fn case_revoking_the_key_ends_its_sessions(db: TestDb) {
+    let env = Env::start(&db).await;
+    let (uid, kid, key) = env.user("vera@example.com", "viewer").await;
+    let token = env.sign_in(&key).await;
+    assert_eq!(env.get("/console/requests", Some(&token)).await.status, 200);
+    // Demoted to member: the session no longer lets them in.
+    env.admin("PATCH", &format!("/admin/users/{uid}"), json!({"role": "member"})).await;
+    assert_eq!(env.get("/console/requests", Some(&token)).await.status, 303);
+    // Promoted again, signed in again; then the key is revoked.
+    env.admin("PATCH", &format!("/admin/users/{uid}"), json!({"role": "admin"})).await;
+    let token = env.sign_in(&key).await;
+    assert!(env.get("/console/overview", Some(&token)).await.text.contains("· admin"));
+    env.admin("DELETE", &format!("/admin/keys/{kid}"), json!({})).await;
+    assert_eq!(env.get("/console/overview", Some(&token)).await.status, 303);
+}
+
+async fn case_failed_sign_ins_are_limited(db: TestDb) {
+    let env = Env::start(&db).await;
+    for _ in 0..10 {
+        assert_eq!(env.post("/console/sign-in", None, &[("key", "sy-wrong")]).await.status, 401);
+    }
+    // The eleventh is held back, even with the right key.
+    let p = env.post("/console/sign-in", None, &[("key", ADMIN)]).await;
+    assert_eq!(p.status, 429, "{}", p.text);
+    let wait: u64 = p.retry_after.unwrap().parse().unwrap();
+    assert!((1..=300).contains(&wait));
+    assert!(p.set_cookie.is_none());
+}
+
+async fn case_pages_show_the_traffic_and_no_secret(db: TestDb) {
+    let env = Env::start(&db).await;
+    let (_, _, viewer) = env.user("vera@example.com", "viewer").await;
+    // Traffic: a chat request through the gateway, its record stored.
+    let body = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let resp = env
+        .client
+        .post(format!("{}/v1/chat/completions", env.base))
+        .bearer_auth(GATEWAY_KEY)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let id = resp.headers()["x-request-id"].to_str().unwrap().to_owned();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let r = env
+                .client
+                .get(format!("{}/admin/requests/{id}", env.base))
+                .bearer_auth(ADMIN)
+                .send()
+                .await
+                .unwrap();
+            if r.status() == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+
+    let admin = env.sign_in(ADMIN).await;
+    let token = env.sign_in(&viewer).await;
+    let mut seen = Vec::new();
+    for session in [&admin, &token] {
+        let overview = env.get("/console/overview", Some(session)).await;
+        assert_eq!(overview.status, 200, "{}", overview.text);
+        assert!(overview.text.contains("id=\"routes\""));
+        assert!(overview.text.contains("<span class=\"state closed\">closed</span>"));
+        assert!(overview.text.contains("<b id=\"hour-requests\">1</b>"), "{}", overview.text);
+
+        let providers = env.get("/console/providers", Some(session)).await;
+        assert_eq!(providers.status, 200);
+        assert!(providers.text.contains("id=\"provider-openai\""));
+        assert!(providers.text.contains("<code>openai-chat</code>"));
+        // The key's fingerprint, never the key.
+        let fingerprint = Secret::new(OPENAI_KEY).fingerprint();
+        assert!(providers.text.contains(&fingerprint), "{}", providers.text);
+
+        let list =
+            env.get("/console/requests?since=1h&provider=openai&status=200", Some(session)).await;
+        assert_eq!(list.status, 200);
+        assert!(list.text.contains(&format!("/console/requests/{id}")), "{}", list.text);
+        let none = env.get("/console/requests?provider=anthropic", Some(session)).await;
+        assert!(none.text.contains("No requests match."));
+        let bad = env.get("/console/requests?status=abc", Some(session)).await;
+        assert_eq!(bad.status, 400);
+
+        let detail = env.get(&format!("/console/requests/{id}"), Some(session)).await;
+        assert_eq!(detail.status, 200);
+        assert!(detail.text.contains("id=\"descriptor\""));
+        assert!(detail.text.contains("id=\"timeline\""));
+        assert!(detail.text.contains("<td class=\"status-ok\">ok</td>"), "{}", detail.text);
+        assert_eq!(env.get("/console/requests/req_missing", Some(session)).await.status, 404);
+
+        let analytics = env.get("/console/analytics?by=provider&slo_ms=10", Some(session)).await;
+        assert_eq!(analytics.status, 200, "{}", analytics.text);
+        // The SLO is clamped as the API clamps it.
+        assert!(analytics.text.contains("Over 500 ms"));
+        assert!(
+            analytics.text.contains("<code>openai</code></td><td class=\"num\">1</td>"),
+            "{}",
+            analytics.text
+        );
+        for chart in ["chart-requests", "chart-ttft", "chart-tokens", "chart-cost", "chart-rates"] {
+            assert!(analytics.text.contains(&format!("id=\"{chart}\"")), "{chart}");
+        }
+        assert!(analytics.text.contains("<svg viewBox"));
+        assert_eq!(env.get("/console/analytics?by=colour", Some(session)).await.status, 400);
+        seen.extend([overview.text, providers.text, list.text, detail.text, analytics.text]);
+        seen.push(env.get("/console/sessions", Some(session)).await.text);
+    }
+    let css = env.get("/console/assets/console.css", None).await;
+    assert_eq!(css.status, 200);
+    assert!(css.text.contains("prefers-color-scheme: dark"));
+    for page in &seen {
+        for secret in [
+            OPENAI_KEY,
+            ANTHROPIC_KEY,
+            GATEWAY_KEY,
+            ADMIN,
+            viewer.as_str(),
+            admin.as_str(),
+            token.as_str(),
+        ] {
+            assert!(!page.contains(secret), "a page shows a secret");
+        }
+    }
+}
