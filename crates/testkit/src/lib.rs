@@ -1,5 +1,6 @@
 //! Dev-only test kit: scriptable **fake upstream providers** for the gateway's
-//! end-to-end tests and benchmark.
+//! end-to-end tests and benchmark, and a **headless-Chromium harness**
+//! ([`browser`]) for tests of the pages it serves.
 //!
 //! A [`FakeUpstream`] is a real HTTP server on `127.0.0.1:0` that speaks one
 //! vendor's wire ([`Vendor::OpenAi`], [`Vendor::Anthropic`], [`Vendor::Gemini`],
@@ -112,6 +113,7 @@ mod script;
 
 pub mod azure;
 pub mod bedrock;
+pub mod browser;
 pub mod canned;
 pub mod responses;
 pub mod sigv4;
