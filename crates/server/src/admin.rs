@@ -22,7 +22,7 @@
 //!   gateway. Other instances pick them up when their cache entries expire
 //!   (rules: on restart).
 
-mod access;
+pub(crate) mod access;
 pub(crate) mod directory;
 mod openapi;
 pub(crate) mod reports;

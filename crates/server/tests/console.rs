@@ -36,6 +36,8 @@ on_both_backends! {
     case_admins_manage_keys_and_people_viewers_only_look =>
         admins_manage_keys_and_people_viewers_only_look_sqlite,
         admins_manage_keys_and_people_viewers_only_look_postgres;
+    case_rules_are_added_removed_and_tested =>
+        rules_are_added_removed_and_tested_sqlite, rules_are_added_removed_and_tested_postgres;
     case_pages_show_the_traffic_and_no_secret =>
         pages_show_the_traffic_and_no_secret_sqlite, pages_show_the_traffic_and_no_secret_postgres;
 }
@@ -610,4 +612,108 @@ async fn case_admins_manage_keys_and_people_viewers_only_look(db: TestDb) {
         env.post(&format!("/console/keys/{kid}/revoke"), Some(&admin), &[("csrf", &csrf)]).await;
     assert_eq!(p.status, 303);
     assert_eq!(call(secret).await, 401);
+}
+
+async fn case_rules_are_added_removed_and_tested(db: TestDb) {
+    let env = Env::start(&db).await;
+    let admin = env.sign_in(ADMIN).await;
+    let (_, _, member) = env.user("mo@example.com", "member").await;
+    let prefix = env.admin("GET", "/admin/keys", json!(null)).await["data"][0]["prefix"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = env.get("/console/rules", Some(&admin)).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let csrf = Env::csrf(&page);
+    let tester = |session: String| {
+        let path = format!("/console/rules?key={prefix}&model=m-openai");
+        let env = &env;
+        async move { env.get(&path, Some(&session)).await.text }
+    };
+    assert!(
+        tester(admin.clone()).await.contains("Allowed</b>: no rule matches: allowed by default")
+    );
+    // A bad rule is refused with its reason; a good one is stored and applies.
+    let bad = env
+        .post(
+            "/console/rules",
+            Some(&admin),
+            &[
+                ("csrf", &csrf),
+                ("name", "x"),
+                ("effect", "deny"),
+                ("pattern", "*"),
+                ("subject_kind", "role"),
+                ("subject_value", "wizard"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.text.contains("is not admin, member or viewer"));
+    let made = env
+        .post(
+            "/console/rules",
+            Some(&admin),
+            &[
+                ("csrf", &csrf),
+                ("name", "no-openai-for-members"),
+                ("effect", "deny"),
+                ("pattern", "m-openai"),
+                ("subject_kind", "role"),
+                ("subject_value", "member"),
+                ("reason", "ask first"),
+                ("priority", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let verdict = tester(admin.clone()).await;
+    assert!(
+        verdict.contains(
+            "Denied</b>: rule &#34;no-openai-for-members&#34; (deny, priority 5): ask first"
+        ) || verdict.contains(
+            "Denied</b>: rule &quot;no-openai-for-members&quot; (deny, priority 5): ask first"
+        ),
+        "{verdict}"
+    );
+    // The tester says what a request gets.
+    let chat = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let r = env
+        .client
+        .post(format!("{}/v1/chat/completions", env.base))
+        .bearer_auth(&member)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // A viewer may test, not change.
+    let (_, _, viewer_key) = env.user("vera@example.com", "viewer").await;
+    let viewer = env.sign_in(&viewer_key).await;
+    assert!(tester(viewer.clone()).await.contains("Denied</b>"));
+    let seen = env.get("/console/rules", Some(&viewer)).await;
+    assert!(!seen.text.contains("id=\"create-rule\""));
+    let id = env.admin("GET", "/admin/rules", json!(null)).await["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let p = env
+        .post(&format!("/console/rules/{id}/delete"), Some(&viewer), &[("csrf", &Env::csrf(&seen))])
+        .await;
+    assert_eq!(p.status, 403);
+    let p =
+        env.post(&format!("/console/rules/{id}/delete"), Some(&admin), &[("csrf", &csrf)]).await;
+    assert_eq!(p.status, 303);
+    assert!(tester(admin).await.contains("Allowed</b>"));
+    let r = env
+        .client
+        .post(format!("{}/v1/chat/completions", env.base))
+        .bearer_auth(&member)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let unknown = env.get("/console/rules?key=sy-nothing&model=m-openai", Some(&viewer)).await;
+    assert_eq!(unknown.status, 400);
 }

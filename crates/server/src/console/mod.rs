@@ -10,7 +10,7 @@
 //! rollups.
 //!
 //! A page per file: [`overview`], [`providers`], [`requests`], [`analytics`],
-//! [`keys`], [`people`], [`sessions`];
+//! [`keys`], [`people`], [`rules`], [`sessions`];
 //! charts are SVG drawn here ([`chart`]), each beside the table it plots.
 
 mod analytics;
@@ -22,6 +22,7 @@ mod page;
 mod people;
 mod providers;
 mod requests;
+mod rules;
 mod session;
 mod sessions;
 mod signin;
@@ -55,6 +56,8 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/people", get(people::page))
         .route("/console/people/{what}", post(people::create))
         .route("/console/people/{what}/{id}", post(people::update))
+        .route("/console/rules", get(rules::page).post(rules::create))
+        .route("/console/rules/{id}/delete", post(rules::delete))
         .route("/console/sessions", get(sessions::page))
         .route("/console/sessions/{id}/revoke", post(sessions::revoke))
 }

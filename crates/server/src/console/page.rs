@@ -41,6 +41,7 @@ impl Chrome {
             ("analytics", "Analytics"),
             ("keys", "Keys"),
             ("people", "People"),
+            ("rules", "Rules"),
             ("sessions", "Sessions"),
         ]
     }
