@@ -113,6 +113,7 @@ mod script;
 pub mod azure;
 pub mod bedrock;
 pub mod canned;
+pub mod otlp;
 pub mod responses;
 pub mod sigv4;
 pub mod tool_loop;
