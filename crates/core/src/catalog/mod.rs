@@ -19,6 +19,7 @@ mod compile_auth;
 mod compile_client;
 mod compile_numbers;
 mod compile_routes;
+mod compile_telemetry;
 pub mod presets;
 mod resolve;
 mod spec;
@@ -56,6 +57,8 @@ pub struct Catalog {
     pub limits: raw::LimitsConfig,
     /// Budgets, in file order.
     pub budgets: Vec<crate::limits::BudgetSpec>,
+    /// `telemetry:`: traces over OTLP; `None`: off.
+    pub telemetry: Option<Arc<crate::otel::TraceConfig>>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

@@ -12,11 +12,13 @@ mod models;
 mod providers;
 mod routes;
 mod state;
+mod telemetry;
 
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
 pub use state::*;
+pub use telemetry::*;
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -54,6 +56,9 @@ pub struct RawConfig {
     /// `budgets:`: USD per period, per scope.
     #[serde(default)]
     pub budgets: Vec<BudgetConfig>,
+    /// `telemetry:`: OpenTelemetry traces (problems at the block's line).
+    #[serde(default)]
+    pub telemetry: Spanned<TelemetryConfig>,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.
