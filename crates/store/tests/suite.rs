@@ -113,6 +113,10 @@ suite!(
     case_usage_series_is_hour_by_hour,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_content_is_stored_compressed_apart_and_read_back,
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
 );
 
 #[path = "suite/rollups.rs"]
@@ -127,6 +131,14 @@ use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
 #[path = "suite/contents.rs"]
 mod contents;
 use contents::case_content_is_stored_compressed_apart_and_read_back;
+#[path = "suite/partitions.rs"]
+mod partitions;
+use partitions::{
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
+};
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {
@@ -191,7 +203,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
