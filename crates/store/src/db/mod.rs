@@ -298,7 +298,12 @@ impl Store {
     /// the days ahead ([`Store::ensure_partitions`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
         self.migrate_through(i64::MAX).await?;
-        self.ensure_partitions().await?;
+        // Not fatal: it may wait out its lock timeout behind a long report on
+        // another instance. Records meanwhile go to DEFAULT (moved out when
+        // their day is made), and the hourly upkeep tries again.
+        if let Err(e) = self.ensure_partitions().await {
+            tracing::warn!("partition upkeep at start-up: {e}");
+        }
         Ok(())
     }
 
