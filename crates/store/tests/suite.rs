@@ -115,6 +115,10 @@ suite!(
     case_content_is_stored_compressed_apart_and_read_back,
     case_console_sessions,
     case_records_keyset_pages_and_filters,
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
 );
 
 #[path = "suite/rollups.rs"]
@@ -135,6 +139,14 @@ use sessions::case_console_sessions;
 #[path = "suite/listing.rs"]
 mod listing;
 use listing::case_records_keyset_pages_and_filters;
+#[path = "suite/partitions.rs"]
+mod partitions;
+use partitions::{
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
+};
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {
@@ -199,7 +211,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
