@@ -50,6 +50,15 @@ pub struct AppState {
     sessions: tokio::sync::watch::Sender<usize>,
     /// Failed console sign-ins per client address.
     sign_ins: console::SignInLimiter,
+    /// The configuration file being served and its reloader, where there is
+    /// one (the console's route editor writes it); unset on embedded defaults.
+    config_file: std::sync::OnceLock<ConfigFile>,
+}
+
+/// The configuration file the gateway serves from, and what reloads it.
+pub struct ConfigFile {
+    pub path: std::path::PathBuf,
+    pub reloader: reload::Reloader,
 }
 
 impl AppState {
@@ -69,7 +78,14 @@ impl AppState {
             shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: tokio::sync::watch::Sender::new(0),
             sign_ins: console::SignInLimiter::default(),
+            config_file: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Names the configuration file the gateway was started from and its
+    /// reloader, so the console can edit it (once; later calls are ignored).
+    pub fn attach_config(&self, file: ConfigFile) {
+        let _ = self.config_file.set(file);
     }
 }
 

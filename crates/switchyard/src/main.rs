@@ -328,7 +328,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         let poll = gateway.snapshot().catalog.settings.reload_poll;
         switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll, store.clone())
     });
-    spawn_sighup(reloader);
+    spawn_sighup(reloader.clone());
     let identity = switchyard_server::identity::Identity::new(
         static_keys,
         admin_key,
@@ -337,6 +337,9 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         key_cache,
     );
     let state = switchyard_server::AppState::with_identity(gateway, identity);
+    if let (Some(path), Some(reloader)) = (source.path.clone(), reloader.clone()) {
+        state.attach_config(switchyard_server::ConfigFile { path, reloader });
+    }
     // The metrics address stays up while the gateway drains (so the drain can be
     // watched) and stops when it is done.
     let (drained, metrics_stop) = tokio::sync::oneshot::channel::<()>();

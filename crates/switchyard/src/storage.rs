@@ -267,6 +267,11 @@ pub fn spawn_retention(store: Store, retention_days: u32) {
             if let Err(e) = store.ensure_partitions().await {
                 tracing::warn!("partition upkeep: {e}");
             }
+            // Console sessions that ended (expired or revoked) a day ago are
+            // forgotten; a revoked one stays listed that long.
+            if let Err(e) = store.purge_sessions(now_ms() - 86_400_000).await {
+                tracing::warn!("console sessions: {e}");
+            }
             if retention_days == 0 {
                 continue;
             }
