@@ -15,8 +15,9 @@ use common::{ANTHROPIC_KEY, GATEWAY_KEY, OPENAI_KEY, Options, Upstreams, WAIT, c
 use serde_json::{Value, json};
 use switchyard_core::util::Secret;
 use switchyard_core::{Catalog, ConfigSource, Engine, SharedSink};
-use switchyard_server::AppState;
 use switchyard_server::identity::Identity;
+use switchyard_server::reload::Reloader;
+use switchyard_server::{AppState, ConfigFile};
 use switchyard_store::audit::{AuditConfig, AuditWriter, RecordStore};
 use switchyard_store::on_both_backends;
 use switchyard_store::testing::TestDb;
@@ -38,6 +39,8 @@ on_both_backends! {
         admins_manage_keys_and_people_viewers_only_look_postgres;
     case_rules_are_added_removed_and_tested =>
         rules_are_added_removed_and_tested_sqlite, rules_are_added_removed_and_tested_postgres;
+    case_the_route_editor_checks_saves_and_reloads =>
+        the_route_editor_checks_saves_and_reloads_sqlite, the_route_editor_checks_saves_and_reloads_postgres;
     case_pages_show_the_traffic_and_no_secret =>
         pages_show_the_traffic_and_no_secret_sqlite, pages_show_the_traffic_and_no_secret_postgres;
 }
@@ -73,6 +76,12 @@ impl Drop for Env {
 
 impl Env {
     async fn start(db: &TestDb) -> Env {
+        Self::start_with(db, None).await
+    }
+
+    /// With `routes`: served from a configuration file holding them, which the
+    /// console's editor may change (its reloader attached, no polling).
+    async fn start_with(db: &TestDb, routes: Option<&str>) -> Env {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir()
@@ -89,9 +98,13 @@ impl Env {
             gemini: &gemini.base_url(),
             bedrock: &bedrock.base_url(),
         };
-        let yaml = config_yaml(&urls, &Options::default());
-        let raw = ConfigSource::from_text("test.yaml", &yaml).parse_with(&|_| None).unwrap();
-        let catalog = Catalog::compile(&raw, "test.yaml", &|_| None).unwrap();
+        let options = Options { routes: routes.unwrap_or_default().into(), ..Options::default() };
+        let yaml = config_yaml(&urls, &options);
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, &yaml).unwrap();
+        let source = ConfigSource::from_path(&path).unwrap();
+        let raw = source.parse_with(&|_| None).unwrap();
+        let catalog = Catalog::compile(&raw, &source.name, &|_| None).unwrap();
         let store = db.store().clone();
         let cfg = AuditConfig {
             flush_every: Duration::from_millis(10),
@@ -108,7 +121,12 @@ impl Env {
             None,
             Duration::from_secs(600),
         );
-        let state = AppState::with_identity(gateway, identity);
+        let state = AppState::with_identity(gateway.clone(), identity);
+        if routes.is_some() {
+            let reloader =
+                Reloader::spawn(gateway, path.clone(), Duration::ZERO, Some(db.store().clone()));
+            state.attach_config(ConfigFile { path, reloader });
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
@@ -716,4 +734,105 @@ async fn case_rules_are_added_removed_and_tested(db: TestDb) {
     assert_eq!(r.status(), 200);
     let unknown = env.get("/console/rules?key=sy-nothing&model=m-openai", Some(&viewer)).await;
     assert_eq!(unknown.status, 400);
+}
+
+const PINNED: &str = "routes:\n  - name: pinned\n    match: \"m-openai\"\n    provider: openai\n";
+
+async fn case_the_route_editor_checks_saves_and_reloads(db: TestDb) {
+    let env = Env::start_with(&db, Some(PINNED)).await;
+    let path = env.dir.join("config.yaml");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let chat = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let served_by = || {
+        let req = env
+            .client
+            .post(format!("{}/v1/chat/completions", env.base))
+            .bearer_auth(GATEWAY_KEY)
+            .json(&chat);
+        async move {
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            r.headers()["x-gateway-provider"].to_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(served_by().await, "openai");
+    let admin = env.sign_in(ADMIN).await;
+    let page = env.get("/console/routes", Some(&admin)).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("<b>pinned</b>"));
+    assert!(page.text.contains("name: pinned"), "the editor holds the section");
+    let csrf = Env::csrf(&page);
+    let base = {
+        let at = page.text.find("name=\"base\" value=\"").unwrap() + "name=\"base\" value=\"".len();
+        page.text[at..].split('"').next().unwrap().to_owned()
+    };
+    let save = |text: &str, base: &str| {
+        let form = [("csrf", csrf.as_str()), ("base", base), ("routes", text)];
+        let form: Vec<(String, String)> =
+            form.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let env = &env;
+        let admin = admin.clone();
+        async move {
+            let form: Vec<(&str, &str)> =
+                form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            env.post("/console/routes", Some(&admin), &form).await
+        }
+    };
+
+    // A provider that does not exist: refused by the start-up check, with the
+    // field and the editor's line; the file is as it was.
+    let bad =
+        save("routes:\n  - name: pinned\n    match: \"m-openai\"\n    provider: nowhere\n", &base)
+            .await;
+    assert_eq!(bad.status, 422, "{}", bad.text);
+    assert!(bad.text.contains("id=\"problems\""));
+    assert!(bad.text.contains("nowhere"), "{}", bad.text);
+    assert!(
+        bad.text.contains("line 2: ") || bad.text.contains("line 4: "),
+        "the problem is placed on its line: {}",
+        bad.text
+    );
+    assert!(bad.text.contains("provider: nowhere"), "the text is kept for fixing");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+    // YAML that does not parse, and a section that reaches past routes.
+    assert_eq!(save("routes:\n  - name: [unclosed\n", &base).await.status, 422);
+    let smuggled = save("routes: []\nproviders:\n  evil: { wire: mock }\n", &base).await;
+    assert_eq!(smuggled.status, 422);
+    assert!(smuggled.text.contains("changes `routes:` only"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+
+    // A good change: saved, the old file kept, reloaded, and followed at once.
+    let good = "routes:\n  - name: pinned\n    match: \"m-openai\"\n    provider: anthropic\n    model: up-anthropic\n";
+    let p = save(good, &base).await;
+    assert_eq!(
+        (p.status, p.location.as_deref()),
+        (303, Some("/console/routes?saved=1")),
+        "{}",
+        p.text
+    );
+    assert_eq!(std::fs::read_to_string(env.dir.join("config.yaml.bak")).unwrap(), original);
+    let now = std::fs::read_to_string(&path).unwrap();
+    assert!(now.contains("provider: anthropic\n    model: up-anthropic"));
+    assert_eq!(now.replace(good, PINNED), original, "nothing else in the file changed");
+    assert_eq!(served_by().await, "anthropic");
+    assert!(env.get("/console/routes?saved=1", Some(&admin)).await.text.contains("id=\"saved\""));
+    // A second save from the page opened before the first is refused.
+    let stale = save(PINNED, &base).await;
+    assert_eq!(stale.status, 422);
+    assert!(stale.text.contains("the file changed since this editor was opened"));
+    assert_eq!(served_by().await, "anthropic");
+
+    // A viewer sees the table and the section, not the form, and cannot save.
+    let (_, _, viewer_key) = env.user("vera@example.com", "viewer").await;
+    let viewer = env.sign_in(&viewer_key).await;
+    let seen = env.get("/console/routes", Some(&viewer)).await;
+    assert!(!seen.text.contains("id=\"edit-routes\""));
+    let p = env
+        .post(
+            "/console/routes",
+            Some(&viewer),
+            &[("csrf", &Env::csrf(&seen)), ("base", "x"), ("routes", PINNED)],
+        )
+        .await;
+    assert_eq!(p.status, 403);
 }

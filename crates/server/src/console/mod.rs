@@ -9,7 +9,7 @@
 //! live breaker and in-flight state, and the request records and their hourly
 //! rollups.
 //!
-//! A page per file: [`overview`], [`providers`], [`requests`], [`analytics`],
+//! A page per file: [`overview`], [`providers`], [`routes`], [`requests`], [`analytics`],
 //! [`keys`], [`people`], [`rules`], [`sessions`];
 //! charts are SVG drawn here ([`chart`]), each beside the table it plots.
 
@@ -22,6 +22,7 @@ mod page;
 mod people;
 mod providers;
 mod requests;
+mod routes;
 mod rules;
 mod session;
 mod sessions;
@@ -56,6 +57,7 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/people", get(people::page))
         .route("/console/people/{what}", post(people::create))
         .route("/console/people/{what}/{id}", post(people::update))
+        .route("/console/routes", get(routes::page).post(routes::save))
         .route("/console/rules", get(rules::page).post(rules::create))
         .route("/console/rules/{id}/delete", post(rules::delete))
         .route("/console/sessions", get(sessions::page))

@@ -2,17 +2,16 @@
 //! health, requests in flight, and the last hours' requests, errors and
 //! failovers (from the hourly rollups).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::State;
 use axum::response::Response;
-use switchyard_core::catalog::{Catalog, ChainSpec, TargetSpec};
 use switchyard_store::{RecordFilter, UsageBy};
 
 use super::page::{Chrome, PageError, render};
 use super::providers::{Credential, credentials, wire_name};
+use super::routes::{RouteRow, dispatch};
 use super::session::Signed;
 use crate::AppState;
 use crate::identity::now_ms;
@@ -20,27 +19,6 @@ use crate::identity::now_ms;
 const HOUR_MS: i64 = 3_600_000;
 /// Hours the traffic table covers (the current one included).
 const HOURS: i64 = 3;
-
-struct Target {
-    provider: String,
-    model: String,
-    /// The provider's credentials that are not closed, as `label state`.
-    trouble: Vec<String>,
-}
-
-struct Chain {
-    /// `None` for the route's own chain; a scope's value otherwise.
-    scope: Option<String>,
-    strategy: &'static str,
-    targets: Vec<Target>,
-}
-
-struct RouteRow {
-    name: String,
-    pattern: String,
-    chains: Vec<Chain>,
-    context_fallbacks: Vec<String>,
-}
 
 struct Health {
     provider: String,
@@ -84,39 +62,7 @@ pub(crate) async fn page(
             credentials: credentials(&state.gateway, p),
         })
         .collect();
-    let troubled = |provider: &str| -> Vec<String> {
-        health
-            .iter()
-            .find(|h| h.provider == provider)
-            .map(|h| {
-                h.credentials
-                    .iter()
-                    .filter(|c| c.state != "closed")
-                    .map(|c| format!("{} {}", c.label, c.state))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let routes = catalog
-        .routes
-        .iter()
-        .map(|r| {
-            let mut chains = vec![chain(catalog, None, &r.chain, &troubled)];
-            if let Some(scopes) = &r.scopes {
-                let sorted: BTreeMap<_, _> = scopes.chains.iter().collect();
-                for (value, c) in sorted {
-                    let scope = format!("{} = {value}", scopes.dimension);
-                    chains.push(chain(catalog, Some(scope), c, &troubled));
-                }
-            }
-            RouteRow {
-                name: r.name.clone(),
-                pattern: r.pattern.clone(),
-                chains,
-                context_fallbacks: r.context_fallbacks.clone(),
-            }
-        })
-        .collect();
+    let routes = dispatch(&state);
     // The traffic of the last hours, whole hours from the rollups.
     let now = now_ms();
     let this_hour = now - now.rem_euclid(HOUR_MS);
@@ -150,26 +96,4 @@ pub(crate) async fn page(
         health,
         hours,
     }))
-}
-
-fn chain(
-    catalog: &Catalog,
-    scope: Option<String>,
-    c: &ChainSpec,
-    troubled: &dyn Fn(&str) -> Vec<String>,
-) -> Chain {
-    let target = |t: &TargetSpec| {
-        let provider =
-            catalog.providers.get(t.provider).map(|p| p.name.clone()).unwrap_or_default();
-        Target {
-            trouble: troubled(&provider),
-            provider,
-            model: t.model.clone().unwrap_or_else(|| "(the requested model)".to_owned()),
-        }
-    };
-    Chain {
-        scope,
-        strategy: c.strategy.as_str(),
-        targets: std::iter::once(&c.primary).chain(&c.fallbacks).map(target).collect(),
-    }
 }

@@ -37,6 +37,7 @@ impl Chrome {
         &[
             ("overview", "Overview"),
             ("providers", "Providers"),
+            ("routes", "Routes"),
             ("requests", "Requests"),
             ("analytics", "Analytics"),
             ("keys", "Keys"),
