@@ -429,6 +429,42 @@ async fn case_pages_show_the_traffic_and_no_secret(db: TestDb) {
     .await
     .unwrap();
 
+    // The public price page shows what the meter charged: the request's cost is
+    // its tokens at the page's prices.
+    let pricing = env.get("/pricing", None).await;
+    assert_eq!(pricing.status, 200);
+    assert!(!pricing.text.contains("m-hidden"), "hidden models are not listed");
+    let row = pricing
+        .text
+        .split("<tr ")
+        .find(|r| r.contains("data-model=\"m-openai\" data-provider=\"openai\""))
+        .unwrap();
+    let prices: Vec<f64> = row
+        .split("<td class=\"num\">$")
+        .skip(1)
+        .map(|c| c.split('<').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        prices,
+        [1.0, 2.0, 1.0, 1.0],
+        "input, output, cache read and write (falling back to input)"
+    );
+    let record = env
+        .client
+        .get(format!("{}/admin/requests/{id}", env.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    let record: Value = record.json().await.unwrap();
+    let (input, output) = (
+        record["usage"]["input_tokens"].as_f64().unwrap(),
+        record["usage"]["output_tokens"].as_f64().unwrap(),
+    );
+    let billed = record["cost_usd"].as_f64().unwrap();
+    let shown = (input * prices[0] + output * prices[1]) / 1e6;
+    assert!(billed > 0.0 && (billed - shown).abs() < 1e-12, "billed {billed}, page says {shown}");
+
     let admin = env.sign_in(ADMIN).await;
     let token = env.sign_in(&viewer).await;
     let mut seen = Vec::new();
@@ -477,7 +513,18 @@ async fn case_pages_show_the_traffic_and_no_secret(db: TestDb) {
         }
         assert!(analytics.text.contains("<svg viewBox"));
         assert_eq!(env.get("/console/analytics?by=colour", Some(session)).await.status, 400);
-        seen.extend([overview.text, providers.text, list.text, detail.text, analytics.text]);
+        let models = env.get("/console/models", Some(session)).await;
+        assert_eq!(models.status, 200);
+        assert!(models.text.contains("<code>m-hidden</code>"), "operators see hidden models");
+        assert!(models.text.contains("<td class=\"num\">$3.00</td><td class=\"num\">$15.00</td><td class=\"num\">$0.30</td><td class=\"num\">$3.75</td>"));
+        seen.extend([
+            overview.text,
+            providers.text,
+            list.text,
+            detail.text,
+            analytics.text,
+            models.text,
+        ]);
         seen.push(env.get("/console/sessions", Some(session)).await.text);
     }
     let css = env.get("/console/assets/console.css", None).await;

@@ -21,10 +21,12 @@ mod compile_numbers;
 mod compile_routes;
 mod compile_telemetry;
 pub mod presets;
+mod prices;
 mod resolve;
 mod spec;
 
 pub use compile::{InvalidRegistry, Problem};
+pub use prices::PriceLine;
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
     AffinitySpec, AttemptPolicy, CacheSpec, Candidate, Capabilities, ChainSpec, Connections,

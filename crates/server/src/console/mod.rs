@@ -9,7 +9,8 @@
 //! live breaker and in-flight state, and the request records and their hourly
 //! rollups.
 //!
-//! A page per file: [`overview`], [`providers`], [`routes`], [`requests`], [`analytics`],
+//! A page per file: [`overview`], [`providers`], [`routes`], [`models`] (and the
+//! public `/pricing`), [`requests`], [`analytics`],
 //! [`keys`], [`people`], [`rules`], [`sessions`];
 //! charts are SVG drawn here ([`chart`]), each beside the table it plots.
 
@@ -17,6 +18,7 @@ mod analytics;
 mod assets;
 mod chart;
 mod keys;
+mod models;
 mod overview;
 mod page;
 mod people;
@@ -58,6 +60,8 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/people/{what}", post(people::create))
         .route("/console/people/{what}/{id}", post(people::update))
         .route("/console/routes", get(routes::page).post(routes::save))
+        .route("/console/models", get(models::page))
+        .route("/pricing", get(models::public))
         .route("/console/rules", get(rules::page).post(rules::create))
         .route("/console/rules/{id}/delete", post(rules::delete))
         .route("/console/sessions", get(sessions::page))

@@ -38,6 +38,7 @@ impl Chrome {
             ("overview", "Overview"),
             ("providers", "Providers"),
             ("routes", "Routes"),
+            ("models", "Models"),
             ("requests", "Requests"),
             ("analytics", "Analytics"),
             ("keys", "Keys"),

@@ -1,0 +1,153 @@
+//! Models and prices: the catalog as the gateway serves it (aliases,
+//! deployments, limits, capabilities) with each deployment's prices as billed,
+//! for operators; and the public price page at `/pricing`, no sign-in, listing
+//! what clients can call. Both read `Catalog::price_list`, what the meter
+//! charges, so the price shown is the price billed.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::State;
+use axum::response::Response;
+use switchyard_core::catalog::PriceLine;
+use switchyard_core::util::Date;
+
+use super::page::{Chrome, PageError, render};
+use super::session::Signed;
+use crate::AppState;
+
+/// A price line as a table shows it: USD per million tokens.
+pub(crate) struct Price {
+    pub model: String,
+    pub provider: String,
+    pub upstream_model: String,
+    pub input: String,
+    pub output: String,
+    pub cache_read: String,
+    pub cache_write: String,
+}
+
+impl Price {
+    fn of(l: &PriceLine) -> Price {
+        let p = l.billed.clone().unwrap_or_default();
+        let usd = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), per_million);
+        Price {
+            model: l.model.clone(),
+            provider: l.provider.clone(),
+            upstream_model: l.upstream_model.clone(),
+            input: usd(p.input),
+            output: usd(p.output),
+            cache_read: usd(p.cache_read),
+            cache_write: usd(p.cache_write),
+        }
+    }
+}
+
+/// USD per million tokens, with the digits a price has (no rounding away of
+/// a fraction of a cent).
+fn per_million(v: f64) -> String {
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0');
+    let s = s.strip_suffix('.').map_or(s.to_owned(), |t| format!("{t}.00"));
+    if s.split('.').nth(1).is_some_and(|f| f.len() < 2) {
+        format!("${s}0")
+    } else {
+        format!("${s}")
+    }
+}
+
+struct ModelRow {
+    id: String,
+    aliases: String,
+    context_window: String,
+    max_output: String,
+    capabilities: String,
+    hidden: bool,
+    retires: String,
+    prices: Vec<Price>,
+}
+
+#[derive(Template)]
+#[template(path = "console/models.html")]
+struct ModelsPage {
+    chrome: Chrome,
+    models: Vec<ModelRow>,
+}
+
+pub(crate) async fn page(
+    signed: Signed,
+    State(state): State<Arc<AppState>>,
+) -> Result<Response, PageError> {
+    let snapshot = state.gateway.snapshot();
+    let catalog = &snapshot.catalog;
+    let list = catalog.price_list(Date::today());
+    let models = catalog
+        .models
+        .iter()
+        .map(|m| {
+            let caps = m.capabilities.map(|c| {
+                [
+                    ("vision", c.vision),
+                    ("tools", c.tools),
+                    ("structured output", c.structured_output),
+                    ("reasoning", c.reasoning),
+                ]
+                .iter()
+                .filter(|(_, on)| *on)
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+            });
+            ModelRow {
+                id: m.id.clone(),
+                aliases: m.aliases.join(", "),
+                context_window: m.context_window.map(|v| v.to_string()).unwrap_or_default(),
+                max_output: m.max_output_tokens.map(|v| v.to_string()).unwrap_or_default(),
+                capabilities: caps.unwrap_or_else(|| "not stated".to_owned()),
+                hidden: m.hidden,
+                retires: m.retires.map(|d| d.to_string()).unwrap_or_default(),
+                prices: list.iter().filter(|l| l.model == m.id).map(Price::of).collect(),
+            }
+        })
+        .collect();
+    Ok(render(&ModelsPage { chrome: Chrome::new(&signed, "models", "Models and prices"), models }))
+}
+
+#[derive(Template)]
+#[template(path = "console/pricing.html")]
+struct PricingPage {
+    prices: Vec<Price>,
+}
+
+/// `GET /pricing`: public, what clients can call and what it costs them.
+pub(crate) async fn public(State(state): State<Arc<AppState>>) -> Response {
+    let snapshot = state.gateway.snapshot();
+    let prices = snapshot
+        .catalog
+        .price_list(Date::today())
+        .iter()
+        .filter(|l| l.visible)
+        .map(Price::of)
+        .collect();
+    let mut page = render(&PricingPage { prices });
+    // Public and the same for everyone: a short shared cache is fine.
+    page.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("public, max-age=60"),
+    );
+    page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prices_keep_their_digits() {
+        assert_eq!(per_million(3.0), "$3.00");
+        assert_eq!(per_million(0.3), "$0.30");
+        assert_eq!(per_million(0.075), "$0.075");
+        assert_eq!(per_million(15.0), "$15.00");
+        assert_eq!(per_million(1.234567), "$1.234567");
+    }
+}
