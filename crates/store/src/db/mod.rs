@@ -44,7 +44,9 @@ use crate::model::CallerRole;
 mod credentials;
 mod groups;
 mod keys;
+mod oidc_logins;
 mod projects;
+pub use oidc_logins::{OidcLogin, PENDING_OIDC_LOGINS_MAX};
 mod sessions;
 pub use sessions::{ConsoleSession, NewSession, SignIn};
 mod rules;
@@ -180,6 +182,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "rollups_backfill", include_str!("../../migrations/sqlite/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/sqlite/0007_record_contents.sql")),
     (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
+    (10, "console_oidc", include_str!("../../migrations/sqlite/0010_console_oidc.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -194,6 +197,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "rollups_backfill", include_str!("../../migrations/postgres/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/postgres/0007_record_contents.sql")),
     (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
+    (10, "console_oidc", include_str!("../../migrations/postgres/0010_console_oidc.sql")),
 ];
 
 impl Store {
