@@ -19,11 +19,13 @@ mod compile_auth;
 mod compile_client;
 mod compile_numbers;
 mod compile_routes;
+mod console;
 pub mod presets;
 mod resolve;
 mod spec;
 
 pub use compile::{InvalidRegistry, Problem};
+pub use console::{ConsoleSpec, OidcSpec};
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
     AffinitySpec, AttemptPolicy, CacheSpec, Candidate, Capabilities, ChainSpec, Connections,
@@ -56,6 +58,8 @@ pub struct Catalog {
     pub limits: raw::LimitsConfig,
     /// Budgets, in file order.
     pub budgets: Vec<crate::limits::BudgetSpec>,
+    /// How operators sign in to the console.
+    pub console: ConsoleSpec,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 use super::{Span, Spanned};
 use serde::Deserialize;
 
+mod console;
 mod models;
 mod providers;
 mod routes;
 mod state;
 
+pub use console::*;
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
@@ -54,6 +56,10 @@ pub struct RawConfig {
     /// `budgets:`: USD per period, per scope.
     #[serde(default)]
     pub budgets: Vec<BudgetConfig>,
+    /// `console:`: how operators sign in to the web console (problems at the
+    /// block's line).
+    #[serde(default)]
+    pub console: Spanned<ConsoleConfig>,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.
