@@ -115,6 +115,7 @@ pub mod azure;
 pub mod bedrock;
 pub mod browser;
 pub mod canned;
+pub mod oidc;
 pub mod responses;
 pub mod sigv4;
 pub mod tool_loop;
