@@ -50,6 +50,8 @@ pub struct AppState {
     sessions: tokio::sync::watch::Sender<usize>,
     /// Failed console sign-ins per client address.
     sign_ins: console::SignInLimiter,
+    /// The console's identity provider's documents (discovery, keys), cached.
+    oidc: console::OidcState,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
             shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: tokio::sync::watch::Sender::new(0),
             sign_ins: console::SignInLimiter::default(),
+            oidc: console::OidcState::default(),
         })
     }
 }
