@@ -422,39 +422,39 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The authorization request's checks: `Err(page)` for a client or redirect
-/// URI it must not redirect to, `Ok(Err(error))` for an error to send back.
-fn check_authorize(
-    inner: &Inner,
-    q: &HashMap<String, String>,
-) -> Result<Result<(), &'static str>, Response> {
+/// What the authorization endpoint makes of a request.
+enum Verdict {
+    Fine,
+    /// A client or redirect URI it must not redirect to: an error page.
+    Page(&'static str),
+    /// An error sent back to the client (`error=`).
+    Back(&'static str),
+}
+
+/// The authorization request's checks.
+fn check_authorize(inner: &Inner, q: &HashMap<String, String>) -> Verdict {
     let get = |k: &str| q.get(k).map(String::as_str);
     if get("client_id") != Some(inner.config.client_id.as_str()) {
-        return Err(page(StatusCode::BAD_REQUEST, "unknown client_id"));
+        return Verdict::Page("unknown client_id");
     }
-    let Some(redirect) = get("redirect_uri") else {
-        return Err(page(StatusCode::BAD_REQUEST, "no redirect_uri"));
-    };
+    let Some(redirect) = get("redirect_uri") else { return Verdict::Page("no redirect_uri") };
     if !inner.redirect_uris.iter().any(|r| r == redirect) {
-        return Err(page(
-            StatusCode::BAD_REQUEST,
-            "redirect_uri is not registered for this client",
-        ));
+        return Verdict::Page("redirect_uri is not registered for this client");
     }
     if get("response_type") != Some("code") {
-        return Ok(Err("unsupported_response_type"));
+        return Verdict::Back("unsupported_response_type");
     }
     if !get("scope").unwrap_or_default().split(' ').any(|s| s == "openid") {
-        return Ok(Err("invalid_scope"));
+        return Verdict::Back("invalid_scope");
     }
     if get("state").is_none_or(str::is_empty) {
-        return Ok(Err("invalid_request"));
+        return Verdict::Back("invalid_request");
     }
     let challenge = get("code_challenge").unwrap_or_default();
     if !(43..=128).contains(&challenge.len()) || get("code_challenge_method") != Some("S256") {
-        return Ok(Err("invalid_request"));
+        return Verdict::Back("invalid_request");
     }
-    Ok(Ok(()))
+    Verdict::Fine
 }
 
 fn back_with(q: &HashMap<String, String>, params: &[(&str, &str)]) -> Response {
@@ -507,9 +507,9 @@ fn approve(inner: &mut Inner, q: &HashMap<String, String>, sub: &str) -> Respons
 async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
     let mut inner = lock(&s);
     match check_authorize(&inner, &q) {
-        Err(page) => return page,
-        Ok(Err(error)) => return back_with(&q, &[("error", error)]),
-        Ok(Ok(())) => {}
+        Verdict::Page(why) => return page(StatusCode::BAD_REQUEST, why),
+        Verdict::Back(error) => return back_with(&q, &[("error", error)]),
+        Verdict::Fine => {}
     }
     if let Some(sub) = inner.approve_as.clone() {
         return approve(&mut inner, &q, &sub);
@@ -538,9 +538,9 @@ async fn authorize(State(s): State<Shared>, Query(q): Query<HashMap<String, Stri
 async fn log_in(State(s): State<Shared>, Form(q): Form<HashMap<String, String>>) -> Response {
     let mut inner = lock(&s);
     match check_authorize(&inner, &q) {
-        Err(page) => return page,
-        Ok(Err(error)) => return back_with(&q, &[("error", error)]),
-        Ok(Ok(())) => {}
+        Verdict::Page(why) => return page(StatusCode::BAD_REQUEST, why),
+        Verdict::Back(error) => return back_with(&q, &[("error", error)]),
+        Verdict::Fine => {}
     }
     let sub = q.get("login_user").cloned().unwrap_or_default();
     approve(&mut inner, &q, &sub)
