@@ -264,22 +264,42 @@ fn subject_matches(s: &Subject, who: &Principal) -> bool {
     }
 }
 
-/// May `who` use `model` (through `route`)? `rules` are the configured and stored
-/// rules together.
-pub fn decide<'a>(
+/// What decides whether a caller may use a model: the key's own model limit,
+/// the highest-priority matching rule, or no rule at all (allowed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decider<'a> {
+    /// The key's `allowed_models` leave the model out (denied).
+    KeyLimit,
+    /// This rule decides, by its effect.
+    Rule(&'a Rule),
+    /// No rule matches: allowed.
+    Default,
+}
+
+impl Decider<'_> {
+    /// Whether the caller may go on.
+    pub fn allows(&self) -> bool {
+        match self {
+            Decider::KeyLimit => false,
+            Decider::Rule(r) => r.effect == Effect::Allow,
+            Decider::Default => true,
+        }
+    }
+}
+
+/// Which rule decides whether `who` may use `model` (through `route`); `rules`
+/// are the configured and stored rules together. The highest priority among
+/// the matching rules decides; a deny wins a tie.
+pub fn decider<'a>(
     rules: impl IntoIterator<Item = &'a Rule>,
     who: &Principal,
     model: &str,
     route: Option<&str>,
-) -> Result<(), Denial> {
+) -> Decider<'a> {
     if let Some(allowed) = &who.allowed_models
         && !allowed.iter().any(|p| glob_match(p, model))
     {
-        let key = who.key_prefix.as_deref().unwrap_or("key");
-        return Err(Denial {
-            rule: format!("key:{key}"),
-            reason: format!("this API key may only use {}", allowed.join(", ")),
-        });
+        return Decider::KeyLimit;
     }
     let mut best: Option<&Rule> = None;
     for r in rules {
@@ -301,8 +321,27 @@ pub fn decide<'a>(
             keep => keep,
         };
     }
-    match best {
-        Some(r) if r.effect == Effect::Deny => {
+    best.map_or(Decider::Default, Decider::Rule)
+}
+
+/// May `who` use `model` (through `route`)? `rules` are the configured and stored
+/// rules together.
+pub fn decide<'a>(
+    rules: impl IntoIterator<Item = &'a Rule>,
+    who: &Principal,
+    model: &str,
+    route: Option<&str>,
+) -> Result<(), Denial> {
+    match decider(rules, who, model, route) {
+        Decider::KeyLimit => {
+            let key = who.key_prefix.as_deref().unwrap_or("key");
+            let allowed = who.allowed_models.as_deref().unwrap_or_default();
+            Err(Denial {
+                rule: format!("key:{key}"),
+                reason: format!("this API key may only use {}", allowed.join(", ")),
+            })
+        }
+        Decider::Rule(r) if r.effect == Effect::Deny => {
             Err(Denial { rule: r.name.clone(), reason: r.reason.clone() })
         }
         _ => Ok(()),
@@ -335,6 +374,31 @@ mod tests {
             email: Some("ann@example.com".into()),
             ..Principal::default()
         }
+    }
+
+    #[test]
+    fn the_deciding_rule_is_named_whether_it_allows_or_denies() {
+        let rules = vec![
+            rule("opus-closed", Effect::Deny, "claude-opus-*", Subject::Any, 0),
+            rule(
+                "research-opus",
+                Effect::Allow,
+                "claude-opus-*",
+                Subject::Group("research".into()),
+                10,
+            ),
+        ];
+        let d = decider(&rules, &member(&["research"]), "claude-opus-5", None);
+        assert_eq!(d, Decider::Rule(&rules[1]));
+        assert!(d.allows());
+        let d = decider(&rules, &member(&[]), "claude-opus-5", None);
+        assert_eq!(d, Decider::Rule(&rules[0]));
+        assert!(!d.allows());
+        assert_eq!(decider(&rules, &member(&[]), "gpt-5", None), Decider::Default);
+        let mut limited = member(&["research"]);
+        limited.allowed_models = Some(vec!["gpt-*".into()]);
+        assert_eq!(decider(&rules, &limited, "claude-opus-5", None), Decider::KeyLimit);
+        assert!(!Decider::KeyLimit.allows());
     }
 
     #[test]

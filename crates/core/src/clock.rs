@@ -23,6 +23,13 @@ impl UnixMs {
     }
 }
 
+/// Nanoseconds since the Unix epoch, as trace spans time themselves (0 if the
+/// clock is set before 1970).
+pub fn unix_nanos() -> u64 {
+    let ns = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

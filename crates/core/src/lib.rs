@@ -47,6 +47,7 @@ pub mod health_sync;
 pub mod hosted;
 pub mod limits;
 pub mod mock;
+pub mod otel;
 pub mod record;
 pub mod refusals;
 pub mod runtime;

@@ -41,6 +41,10 @@ pub struct AttemptRecord {
     /// Milliseconds from its start until it answered or failed (for a stream,
     /// until its first content).
     pub latency_ms: u64,
+    /// Milliseconds from the request's arrival until this attempt started
+    /// (0 in records written before it was kept).
+    #[serde(default)]
+    pub started_ms: u64,
     /// `primary`, `retry` or `failover`.
     pub kind: Cow<'static, str>,
     /// Usage a failed attempt reported before failing (e.g. a stream that broke
@@ -51,6 +55,12 @@ pub struct AttemptRecord {
     /// reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Why the answer stopped, as the GenAI conventions name it (`stop`,
+    /// `length`, `tool_call`, `content_filter`, `error`); `None`: not
+    /// answered, or not read (a whole answer forwarded with only its usage
+    /// read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 /// One row per request. Small on purpose: ids and numbers, no catalog copies, no
@@ -158,9 +168,11 @@ impl AttemptRecord {
             credential: None,
             outcome: outcome.into(),
             latency_ms,
+            started_ms: 0,
             kind: kind.into(),
             usage: None,
             cost_usd: None,
+            finish_reason: None,
         }
     }
 

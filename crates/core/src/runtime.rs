@@ -190,6 +190,10 @@ pub struct Runtime {
     /// The flags and fields providers refused, learned from their answers
     /// (kept in this process).
     pub refusals: Arc<crate::refusals::Refusals>,
+    /// Where finished requests' traces go (`telemetry.otlp`, started by the
+    /// binary: [`crate::otel::start`]); `None`: no spans are exported, and a
+    /// client's `traceparent` is passed to upstreams as it came.
+    pub traces: Option<crate::otel::Traces>,
 }
 
 impl Default for Runtime {
@@ -209,6 +213,7 @@ impl Default for Runtime {
             queued: Arc::default(),
             affinity: Arc::new(crate::cache::LocalCache::new(crate::cache::AFFINITY_BOUNDS)),
             refusals: Arc::default(),
+            traces: None,
         }
     }
 }

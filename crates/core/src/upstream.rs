@@ -157,6 +157,11 @@ pub(crate) struct Outgoing<'a> {
     pub dropped: Vec<&'a HostedTool>,
     /// What the provider was learned to refuse (flags, fields), left out.
     pub refused: Option<&'a crate::refusals::Learned>,
+    /// The W3C `traceparent` the upstream is sent: the attempt's span as the
+    /// parent (traces exported), or the client's own (passed on); `None`: none.
+    pub traceparent: Option<&'a str>,
+    /// The client's `tracestate`, sent with a `traceparent`.
+    pub tracestate: Option<&'a str>,
 }
 
 /// Serialize `map` with some keys replaced and some removed, without cloning it.
@@ -542,6 +547,12 @@ fn with_headers(
         req = req.header("accept", api.framing.media_type());
     }
     req = with_key(req, api.auth, key);
+    if let Some(parent) = out.traceparent {
+        req = req.header("traceparent", parent);
+        if let Some(state) = out.tracestate {
+            req = req.header("tracestate", state);
+        }
+    }
     for header in api.headers {
         req = req.header(header.name, forwarded(out, header.name).unwrap_or(header.default));
     }

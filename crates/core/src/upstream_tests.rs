@@ -65,6 +65,8 @@ mod presets {
             forward_headers: &[],
             dropped: Vec::new(),
             refused: None,
+            traceparent: None,
+            tracestate: None,
         };
         let traits = ModelTraits::infer(Wire::OpenAiChat, "up");
         let body = build_body(&out, Wire::OpenAiChat, spec, "up", cap, traits).unwrap();

@@ -22,7 +22,8 @@
 //!   gateway. Other instances pick them up when their cache entries expire
 //!   (rules: on restart).
 
-mod access;
+pub(crate) mod access;
+pub(crate) mod directory;
 mod openapi;
 pub(crate) mod reports;
 mod tenancy;
@@ -100,6 +101,13 @@ impl ApiError {
     /// An outage answer; `code` is one of the 503 codes (`storage_unavailable`, …).
     fn unavailable(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError(GatewayError::new(code, message))
+    }
+}
+
+impl ApiError {
+    /// The error as the caller is answered with it.
+    pub(crate) fn error(&self) -> &GatewayError {
+        &self.0
     }
 }
 

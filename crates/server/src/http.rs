@@ -290,7 +290,22 @@ pub(crate) async fn inbound(
     inbound.affinity = affinity;
     inbound.content_cap = content_cap;
     inbound.cache = cache;
+    inbound.trace = trace_context(headers);
     Ok(inbound)
+}
+
+/// The client's W3C trace context. Two `traceparent` headers make it invalid
+/// (the spec); several `tracestate` headers are one list.
+fn trace_context(headers: &HeaderMap) -> switchyard_core::otel::Incoming {
+    let mut parents = headers.get_all("traceparent").iter();
+    let parent = match (parents.next(), parents.next()) {
+        (Some(one), None) => one.to_str().ok(),
+        _ => None,
+    };
+    let states: Vec<&str> =
+        headers.get_all("tracestate").iter().filter_map(|v| v.to_str().ok()).collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    switchyard_core::otel::Incoming::from_headers(parent, state.as_deref())
 }
 
 pub(crate) async fn generate(

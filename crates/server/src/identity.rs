@@ -329,6 +329,29 @@ impl Identity {
         if !api_key.is_active(now) {
             return Ok(None);
         }
+        let Some(principal) = self.principal_of(store, &api_key).await? else {
+            return Ok(None);
+        };
+        let (user, project) =
+            (principal.user_id.as_deref().unwrap_or_default(), principal.project.as_deref());
+        let byok = self.byok(store, user, project).await?;
+        // Best effort: last-used time is informational.
+        let (store, id) = (store.clone(), api_key.id.clone());
+        tokio::spawn(async move {
+            let _ = store.touch_key(&id, now).await;
+        });
+        Ok(Some(Caller { principal, byok }))
+    }
+
+    /// Who a stored key acts as: its user (with role, groups, projects) and the
+    /// key's own binding, model limit and rate limits. `None` when the user is
+    /// gone or disabled. Whether the key itself is active is the caller's to
+    /// check.
+    pub(crate) async fn principal_of(
+        &self,
+        store: &Store,
+        api_key: &switchyard_store::ApiKey,
+    ) -> Result<Option<Principal>, GatewayError> {
         let Some(user) = store.user(&api_key.user_id).await.map_err(unavailable)? else {
             return Ok(None);
         };
@@ -364,13 +387,7 @@ impl Identity {
         // instance when the cache entry expires (`security.key_cache_ms`), or at
         // once after an admin API change, which clears this instance's cache.
         principal.limits = api_key.limits;
-        let byok = self.byok(store, &user.id, project.as_deref()).await?;
-        // Best effort: last-used time is informational.
-        let (store, id) = (store.clone(), api_key.id.clone());
-        tokio::spawn(async move {
-            let _ = store.touch_key(&id, now).await;
-        });
-        Ok(Some(Caller { principal, byok }))
+        Ok(Some(principal))
     }
 
     /// A project by id or name, as `(id, name)`: for admins, who may attribute a

@@ -52,6 +52,15 @@ pub struct AppState {
     sign_ins: console::SignInLimiter,
     /// The console's identity provider's documents (discovery, keys), cached.
     oidc: console::OidcState,
+    /// The configuration file being served and its reloader, where there is
+    /// one (the console's route editor writes it); unset on embedded defaults.
+    config_file: std::sync::OnceLock<ConfigFile>,
+}
+
+/// The configuration file the gateway serves from, and what reloads it.
+pub struct ConfigFile {
+    pub path: std::path::PathBuf,
+    pub reloader: reload::Reloader,
 }
 
 impl AppState {
@@ -72,7 +81,14 @@ impl AppState {
             sessions: tokio::sync::watch::Sender::new(0),
             sign_ins: console::SignInLimiter::default(),
             oidc: console::OidcState::default(),
+            config_file: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Names the configuration file the gateway was started from and its
+    /// reloader, so the console can edit it (once; later calls are ignored).
+    pub fn attach_config(&self, file: ConfigFile) {
+        let _ = self.config_file.set(file);
     }
 }
 

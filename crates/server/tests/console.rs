@@ -33,6 +33,11 @@ on_both_backends! {
     case_revoking_the_key_ends_its_sessions =>
         revoking_the_key_ends_its_sessions_sqlite, revoking_the_key_ends_its_sessions_postgres;
     case_failed_sign_ins_are_limited => failed_sign_ins_are_limited_sqlite, failed_sign_ins_are_limited_postgres;
+    case_admins_manage_keys_and_people_viewers_only_look =>
+        admins_manage_keys_and_people_viewers_only_look_sqlite,
+        admins_manage_keys_and_people_viewers_only_look_postgres;
+    case_rules_are_added_removed_and_tested =>
+        rules_are_added_removed_and_tested_sqlite, rules_are_added_removed_and_tested_postgres;
     case_pages_show_the_traffic_and_no_secret =>
         pages_show_the_traffic_and_no_secret_sqlite, pages_show_the_traffic_and_no_secret_postgres;
 }
@@ -473,4 +478,242 @@ async fn case_pages_show_the_traffic_and_no_secret(db: TestDb) {
             assert!(!page.contains(secret), "a page shows a secret");
         }
     }
+}
+
+async fn case_admins_manage_keys_and_people_viewers_only_look(db: TestDb) {
+    let env = Env::start(&db).await;
+    let admin = env.sign_in(ADMIN).await;
+    let people = env.get("/console/people", Some(&admin)).await;
+    assert_eq!(people.status, 200, "{}", people.text);
+    let csrf = Env::csrf(&people);
+    // A user, a project and a group, through the page's forms.
+    let p = env
+        .post(
+            "/console/people/users",
+            Some(&admin),
+            &[("csrf", &csrf), ("email", "ann@example.com"), ("role", "member")],
+        )
+        .await;
+    assert_eq!((p.status, p.location.as_deref()), (303, Some("/console/people")), "{}", p.text);
+    let dup = env
+        .post(
+            "/console/people/users",
+            Some(&admin),
+            &[("csrf", &csrf), ("email", "ann@example.com")],
+        )
+        .await;
+    assert_eq!(dup.status, 400);
+    assert!(dup.text.contains("already exists"), "{}", dup.text);
+    for (what, name) in [("projects", "search"), ("groups", "oncall")] {
+        let p = env
+            .post(
+                &format!("/console/people/{what}"),
+                Some(&admin),
+                &[("csrf", &csrf), ("name", name)],
+            )
+            .await;
+        assert_eq!(p.status, 303, "{what}: {}", p.text);
+    }
+    let users = env.admin("GET", "/admin/users", json!(null)).await;
+    let ann = users["data"][0]["id"].as_str().unwrap().to_owned();
+    let groups = env.admin("GET", "/admin/groups", json!(null)).await;
+    let group = groups["data"][0]["id"].as_str().unwrap().to_owned();
+    let p = env
+        .post(
+            &format!("/console/people/group-members/{group}"),
+            Some(&admin),
+            &[("csrf", &csrf), ("user_id", &ann)],
+        )
+        .await;
+    assert_eq!(p.status, 303, "{}", p.text);
+    let page = env.get("/console/people", Some(&admin)).await;
+    let row = page.text.split("<tr id=\"user-").find(|r| r.starts_with(&ann)).unwrap();
+    assert!(row.contains("oncall"), "{row}");
+
+    // A key for her, with a limit; its secret is on the answer, once.
+    let keys = env.get("/console/keys", Some(&admin)).await;
+    let csrf = Env::csrf(&keys);
+    let bad = env
+        .post("/console/keys", Some(&admin), &[("csrf", &csrf), ("user_id", &ann), ("rpm", "lots")])
+        .await;
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.text.contains("rpm: &#34;lots&#34; is not a whole number")
+            || bad.text.contains("rpm: &quot;lots&quot; is not a whole number"),
+        "{}",
+        bad.text
+    );
+    let zero = env
+        .post("/console/keys", Some(&admin), &[("csrf", &csrf), ("user_id", &ann), ("rpm", "0")])
+        .await;
+    assert_eq!(zero.status, 400, "the directory's own check refuses a zero limit");
+    let made = env
+        .post(
+            "/console/keys",
+            Some(&admin),
+            &[("csrf", &csrf), ("user_id", &ann), ("label", "laptop"), ("rpm", "60")],
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    let at = made.text.find("id=\"new-key-secret\"").unwrap();
+    let before = &made.text[..at];
+    let secret = before.rsplit("value=\"").next().unwrap().split('"').next().unwrap().to_owned();
+    assert!(secret.starts_with("sy-"), "{secret}");
+    // The key works, and the listing never shows it again.
+    let chat = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let call = |key: String| {
+        let req = env
+            .client
+            .post(format!("{}/v1/chat/completions", env.base))
+            .bearer_auth(key)
+            .json(&chat);
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(call(secret.clone()).await, 200);
+    let listed = env.get("/console/keys", Some(&admin)).await;
+    assert!(!listed.text.contains(&secret));
+    assert!(listed.text.contains("laptop"));
+    let kid = env.admin("GET", "/admin/keys", json!(null)).await["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Its limits change from the page.
+    let p = env
+        .post(
+            &format!("/console/keys/{kid}/limits"),
+            Some(&admin),
+            &[("csrf", &csrf), ("rpm", "120"), ("tpm", ""), ("concurrent", "2")],
+        )
+        .await;
+    assert_eq!(p.status, 303, "{}", p.text);
+    let key = env.admin("GET", "/admin/keys", json!(null)).await;
+    assert_eq!(key["data"][0]["limits"], json!({"rpm": 120, "concurrent": 2}));
+
+    // A viewer sees the pages without forms, and cannot post them.
+    let (_, _, viewer_key) = env.user("vera@example.com", "viewer").await;
+    let viewer = env.sign_in(&viewer_key).await;
+    let seen = env.get("/console/keys", Some(&viewer)).await;
+    assert_eq!(seen.status, 200);
+    assert!(!seen.text.contains("id=\"create-key\""));
+    assert!(!seen.text.contains("/revoke"));
+    let viewer_csrf = Env::csrf(&seen);
+    let p = env
+        .post(&format!("/console/keys/{kid}/revoke"), Some(&viewer), &[("csrf", &viewer_csrf)])
+        .await;
+    assert_eq!(p.status, 403);
+    let p = env
+        .post("/console/people/groups", Some(&viewer), &[("csrf", &viewer_csrf), ("name", "x")])
+        .await;
+    assert_eq!(p.status, 403);
+    assert!(!env.get("/console/people", Some(&viewer)).await.text.contains("id=\"create-user\""));
+
+    // The admin revokes it: it stops working at once.
+    let p =
+        env.post(&format!("/console/keys/{kid}/revoke"), Some(&admin), &[("csrf", &csrf)]).await;
+    assert_eq!(p.status, 303);
+    assert_eq!(call(secret).await, 401);
+}
+
+async fn case_rules_are_added_removed_and_tested(db: TestDb) {
+    let env = Env::start(&db).await;
+    let admin = env.sign_in(ADMIN).await;
+    let (_, _, member) = env.user("mo@example.com", "member").await;
+    let prefix = env.admin("GET", "/admin/keys", json!(null)).await["data"][0]["prefix"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = env.get("/console/rules", Some(&admin)).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let csrf = Env::csrf(&page);
+    let tester = |session: String| {
+        let path = format!("/console/rules?key={prefix}&model=m-openai");
+        let env = &env;
+        async move { env.get(&path, Some(&session)).await.text }
+    };
+    assert!(
+        tester(admin.clone()).await.contains("Allowed</b>: no rule matches: allowed by default")
+    );
+    // A bad rule is refused with its reason; a good one is stored and applies.
+    let bad = env
+        .post(
+            "/console/rules",
+            Some(&admin),
+            &[
+                ("csrf", &csrf),
+                ("name", "x"),
+                ("effect", "deny"),
+                ("pattern", "*"),
+                ("subject_kind", "role"),
+                ("subject_value", "wizard"),
+            ],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.text.contains("is not admin, member or viewer"));
+    let made = env
+        .post(
+            "/console/rules",
+            Some(&admin),
+            &[
+                ("csrf", &csrf),
+                ("name", "no-openai-for-members"),
+                ("effect", "deny"),
+                ("pattern", "m-openai"),
+                ("subject_kind", "role"),
+                ("subject_value", "member"),
+                ("reason", "ask first"),
+                ("priority", "5"),
+            ],
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.text);
+    let verdict = tester(admin.clone()).await;
+    assert!(
+        verdict.contains(
+            "Denied</b>: rule &#34;no-openai-for-members&#34; (deny, priority 5): ask first"
+        ) || verdict.contains(
+            "Denied</b>: rule &quot;no-openai-for-members&quot; (deny, priority 5): ask first"
+        ),
+        "{verdict}"
+    );
+    // The tester says what a request gets.
+    let chat = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let r = env
+        .client
+        .post(format!("{}/v1/chat/completions", env.base))
+        .bearer_auth(&member)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // A viewer may test, not change.
+    let (_, _, viewer_key) = env.user("vera@example.com", "viewer").await;
+    let viewer = env.sign_in(&viewer_key).await;
+    assert!(tester(viewer.clone()).await.contains("Denied</b>"));
+    let seen = env.get("/console/rules", Some(&viewer)).await;
+    assert!(!seen.text.contains("id=\"create-rule\""));
+    let id = env.admin("GET", "/admin/rules", json!(null)).await["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let p = env
+        .post(&format!("/console/rules/{id}/delete"), Some(&viewer), &[("csrf", &Env::csrf(&seen))])
+        .await;
+    assert_eq!(p.status, 403);
+    let p =
+        env.post(&format!("/console/rules/{id}/delete"), Some(&admin), &[("csrf", &csrf)]).await;
+    assert_eq!(p.status, 303);
+    assert!(tester(admin).await.contains("Allowed</b>"));
+    let r = env
+        .client
+        .post(format!("{}/v1/chat/completions", env.base))
+        .bearer_auth(&member)
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let unknown = env.get("/console/rules?key=sy-nothing&model=m-openai", Some(&viewer)).await;
+    assert_eq!(unknown.status, 400);
 }

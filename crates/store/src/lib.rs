@@ -19,6 +19,7 @@ pub mod error;
 mod files;
 mod ledger;
 pub mod model;
+pub mod partitions;
 pub mod records;
 pub mod redis;
 pub mod redis_cache;

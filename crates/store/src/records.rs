@@ -101,10 +101,16 @@ fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
             RECORD_COL_COUNT,
             rows,
             sqlite,
-            " ON CONFLICT (id) DO NOTHING RETURNING id",
+            if sqlite { SQLITE_RECORD_CONFLICT } else { POSTGRES_RECORD_CONFLICT },
         )
     })
 }
+
+/// A record already stored is skipped, and not returned (not counted again in
+/// the rollups). PostgreSQL's key holds the partition key too (migration 8): a
+/// replayed record carries its time, so it still meets its stored self.
+const SQLITE_RECORD_CONFLICT: &str = " ON CONFLICT (id) DO NOTHING RETURNING id";
+const POSTGRES_RECORD_CONFLICT: &str = " ON CONFLICT (id, time_ms) DO NOTHING RETURNING id";
 
 const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
@@ -343,17 +349,21 @@ impl Store {
         })
     }
 
-    /// Deletes records that arrived before `time_ms`; returns how many. In
+    /// Deletes records that arrived before `time_ms`; returns how many. On
+    /// PostgreSQL the day partitions wholly before it are dropped first
+    /// (`partitions.rs`: no dead tuples); what is left before it (the day it
+    /// falls in, and the DEFAULT partition) and every old row on SQLite go in
     /// batches of [`RETENTION_BATCH`], each its own transaction, so a large
     /// purge never holds the write lock (SQLite) or one long transaction
     /// (PostgreSQL) against the audit writer; on SQLite the freed pages then go
     /// back to the file system ([`Store::reclaim`]). The hourly rollups stay.
     pub async fn delete_records_before(&self, time_ms: i64) -> Result<u64, StoreError> {
+        let dropped = self.drop_partitions_before(time_ms).await?;
         let deleted = self.delete_records_in_batches(time_ms, RETENTION_BATCH).await?;
         if deleted > 0 {
             self.reclaim().await?;
         }
-        Ok(deleted)
+        Ok(dropped + deleted)
     }
 
     /// [`Store::delete_records_before`], `batch` records per statement, without
@@ -364,10 +374,25 @@ impl Store {
         batch: i64,
     ) -> Result<u64, StoreError> {
         // Oldest first, by the time index: each batch is a bounded slice.
-        let sql = "DELETE FROM request_records WHERE id IN \
-                   (SELECT id FROM request_records WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)";
-        let contents = "DELETE FROM request_contents WHERE id IN \
-                   (SELECT id FROM request_contents WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)";
+        let (sql, contents) = match self.backend() {
+            Backend::Sqlite => (
+                "DELETE FROM request_records WHERE id IN \
+                 (SELECT id FROM request_records WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)",
+                "DELETE FROM request_contents WHERE id IN \
+                 (SELECT id FROM request_contents WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)",
+            ),
+            // By the whole key, and bounded by time outside too: the delete
+            // then visits only the partitions before the cutoff, not every
+            // day's index for each id.
+            Backend::Postgres => (
+                "DELETE FROM request_records WHERE time_ms < $1 AND (id, time_ms) IN \
+                 (SELECT id, time_ms FROM request_records WHERE time_ms < $1 \
+                 ORDER BY time_ms LIMIT $2)",
+                "DELETE FROM request_contents WHERE time_ms < $1 AND (id, time_ms) IN \
+                 (SELECT id, time_ms FROM request_contents WHERE time_ms < $1 \
+                 ORDER BY time_ms LIMIT $2)",
+            ),
+        };
         let mut total = 0;
         for (sql, counted) in [(sql, true), (contents, false)] {
             loop {
@@ -605,7 +630,7 @@ mod tests {
                 assert_eq!(sql.matches(mark).count(), rows * RECORD_COL_COUNT, "{sql}");
                 let last =
                     if sqlite { "?)".to_owned() } else { format!("${})", rows * RECORD_COL_COUNT) };
-                let tail = " ON CONFLICT (id) DO NOTHING RETURNING id";
+                let tail = if sqlite { SQLITE_RECORD_CONFLICT } else { POSTGRES_RECORD_CONFLICT };
                 assert!(sql.ends_with(&format!("{last}{tail}")), "{sql}");
                 assert!(std::ptr::eq(sql, insert_sql(sqlite, rows)), "built once");
             }

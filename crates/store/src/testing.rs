@@ -107,8 +107,14 @@ impl TestDb {
 }
 
 /// A fresh SQLite database in a new file in the temp folder, migrated.
-#[allow(clippy::panic, reason = "test fixture: a failed setup fails the test (documented)")]
 pub async fn sqlite_temp() -> TestDb {
+    sqlite_temp_through(LATEST).await
+}
+
+/// [`sqlite_temp`] migrated up to `version` only: the database an earlier
+/// version left, for a test of the migrations after it.
+#[allow(clippy::panic, reason = "test fixture: a failed setup fails the test (documented)")]
+pub async fn sqlite_temp_through(version: i64) -> TestDb {
     let path = std::env::temp_dir().join(format!("{}.db", unique("switchyard_test")));
     let guard = Guard(Some(Target::Sqlite(path.clone())));
     let url = format!("sqlite://{}", path.display());
@@ -116,7 +122,7 @@ pub async fn sqlite_temp() -> TestDb {
         Ok(s) => s,
         Err(e) => panic!("cannot open the test database {url}: {e}"),
     };
-    if let Err(e) = store.migrate().await {
+    if let Err(e) = migrate(&store, version).await {
         panic!("cannot migrate the test database {url}: {e}");
     }
     TestDb { store, url, sqlite_path: Some(path), guard }
@@ -125,8 +131,13 @@ pub async fn sqlite_temp() -> TestDb {
 /// A fresh PostgreSQL schema at `SWITCHYARD_TEST_POSTGRES_URL`, migrated; `None`
 /// (after saying `SKIPPED: …` once) when the variable is unset or the server is
 /// unreachable. Panics instead when `SWITCHYARD_REQUIRE_POSTGRES=1`.
-#[allow(clippy::panic, reason = "test fixture: a failed setup fails the test (documented)")]
 pub async fn postgres() -> Option<TestDb> {
+    postgres_through(LATEST).await
+}
+
+/// [`postgres`] migrated up to `version` only (see [`sqlite_temp_through`]).
+#[allow(clippy::panic, reason = "test fixture: a failed setup fails the test (documented)")]
+pub async fn postgres_through(version: i64) -> Option<TestDb> {
     let required = std::env::var(REQUIRE_POSTGRES_VAR).is_ok_and(|v| v == "1");
     let Some(base) = std::env::var(POSTGRES_URL_VAR).ok().filter(|u| !u.is_empty()) else {
         if required {
@@ -162,10 +173,19 @@ pub async fn postgres() -> Option<TestDb> {
         Ok(s) => s,
         Err(e) => panic!("cannot connect to the test schema {schema}: {e}"),
     };
-    if let Err(e) = store.migrate().await {
+    if let Err(e) = migrate(&store, version).await {
         panic!("cannot migrate the test schema {schema}: {e}");
     }
     Some(TestDb { store, url, sqlite_path: None, guard })
+}
+
+/// Every migration, as [`Store::migrate`] applies them.
+const LATEST: i64 = i64::MAX;
+
+/// [`Store::migrate`] (partitions made and all) for [`LATEST`], else the
+/// migrations through `version` alone.
+async fn migrate(store: &Store, version: i64) -> Result<(), crate::StoreError> {
+    if version == LATEST { store.migrate().await } else { store.migrate_to(version).await }
 }
 
 /// Says once per test binary, past libtest's output capture, that PostgreSQL

@@ -116,6 +116,10 @@ suite!(
     case_console_sessions,
     case_oidc_logins_are_taken_once,
     case_records_keyset_pages_and_filters,
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
 );
 
 #[path = "suite/rollups.rs"]
@@ -136,6 +140,14 @@ use sessions::{case_console_sessions, case_oidc_logins_are_taken_once};
 #[path = "suite/listing.rs"]
 mod listing;
 use listing::case_records_keyset_pages_and_filters;
+#[path = "suite/partitions.rs"]
+mod partitions;
+use partitions::{
+    case_each_record_lands_in_its_day_and_a_replay_counts_once,
+    case_retention_drops_whole_days_and_cuts_the_last_by_time,
+    case_rows_in_default_move_into_their_day,
+    case_upkeep_at_once_from_two_callers_makes_each_day_once,
+};
 
 /// Every non-null text value of `table` (what a raw dump of it would show).
 async fn text_values(store: &Store, table: &str) -> Vec<String> {
@@ -200,7 +212,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 9, 10]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

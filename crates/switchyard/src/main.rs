@@ -257,6 +257,27 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    // Traces over OTLP (`telemetry.otlp`): the exporter runs until shutdown,
+    // with the endpoint it started with (a reload changes sampling and
+    // content capture, not where spans go).
+    let trace_task = match catalog.telemetry.as_deref().map(switchyard_core::otel::start) {
+        None => None,
+        Some(Ok((traces, task))) => {
+            // The host only: a URL's query may carry a key.
+            let t = catalog.telemetry.as_deref();
+            tracing::info!(
+                host = t.and_then(|t| t.endpoint.host_str()).unwrap_or(""),
+                protocol = t.map_or("", |t| t.protocol.as_str()),
+                "exporting traces over OTLP"
+            );
+            runtime.traces = Some(traces);
+            Some(task)
+        }
+        Some(Err(e)) => {
+            eprintln!("switchyard: cannot start the trace exporter: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let gateway = match Engine::with_runtime(catalog, sink, runtime) {
         Ok(g) => Arc::new(g),
         Err(e) => {
@@ -307,7 +328,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         let poll = gateway.snapshot().catalog.settings.reload_poll;
         switchyard_server::reload::Reloader::spawn(gateway.clone(), path, poll, store.clone())
     });
-    spawn_sighup(reloader);
+    spawn_sighup(reloader.clone());
     let identity = switchyard_server::identity::Identity::new(
         static_keys,
         admin_key,
@@ -316,6 +337,9 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         key_cache,
     );
     let state = switchyard_server::AppState::with_identity(gateway, identity);
+    if let (Some(path), Some(reloader)) = (source.path.clone(), reloader.clone()) {
+        state.attach_config(switchyard_server::ConfigFile { path, reloader });
+    }
     // The metrics address stays up while the gateway drains (so the drain can be
     // watched) and stops when it is done.
     let (drained, metrics_stop) = tokio::sync::oneshot::channel::<()>();
@@ -332,6 +356,14 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             Ok(Ok(Ok(()))) | Err(_) => {}
             Ok(Ok(Err(e))) => tracing::error!("metrics address: {e}"),
             Ok(Err(e)) => tracing::error!("metrics address: {e}"),
+        }
+    }
+    if let Some(task) = trace_task {
+        // Export the spans still queued; a collector that does not answer is
+        // not waited for long.
+        if tokio::time::timeout(std::time::Duration::from_secs(10), task.shutdown()).await.is_err()
+        {
+            tracing::warn!("trace export on shutdown timed out after 10 s (queued spans lost)");
         }
     }
     if let Some(task) = audit_task {

@@ -256,15 +256,25 @@ pub fn spawn_rule_refresh(store: Store, gateway: Arc<Engine>, every: Duration) {
     });
 }
 
-/// Delete records older than the retention period, hourly.
+/// Hourly, from the first moment: on PostgreSQL, the request tables' day
+/// partitions made ahead (every instance runs it; the store makes each day
+/// once); then records older than the retention period deleted (0: kept).
 pub fn spawn_retention(store: Store, retention_days: u32) {
-    if retention_days == 0 {
-        return;
-    }
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
             tick.tick().await;
+            if let Err(e) = store.ensure_partitions().await {
+                tracing::warn!("partition upkeep: {e}");
+            }
+            // Console sessions that ended (expired or revoked) a day ago are
+            // forgotten; a revoked one stays listed that long.
+            if let Err(e) = store.purge_sessions(now_ms() - 86_400_000).await {
+                tracing::warn!("console sessions: {e}");
+            }
+            if retention_days == 0 {
+                continue;
+            }
             let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
             match store.delete_records_before(cutoff).await {
                 Ok(0) => {}

@@ -121,6 +121,7 @@ pub mod bedrock;
 pub mod browser;
 pub mod canned;
 pub mod oidc;
+pub mod otlp;
 pub mod responses;
 pub mod sigv4;
 pub mod tool_loop;

@@ -105,6 +105,7 @@ impl Catalog {
         super::compile_numbers::check_numbers(raw, &mut problems);
         check_edge(&raw.gateway, &mut problems);
         let console = super::console::compile_console(raw, env, &mut problems);
+        let telemetry = super::compile_telemetry::compile_telemetry(raw, &mut problems);
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.
         let map = &raw.source_map;
@@ -141,6 +142,7 @@ impl Catalog {
             limits: raw.limits.value.clone(),
             budgets: super::compile_numbers::budgets(raw),
             console,
+            telemetry,
             warnings,
             provider_index,
             lookup,

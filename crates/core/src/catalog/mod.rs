@@ -19,6 +19,7 @@ mod compile_auth;
 mod compile_client;
 mod compile_numbers;
 mod compile_routes;
+mod compile_telemetry;
 mod console;
 pub mod presets;
 mod resolve;
@@ -60,6 +61,8 @@ pub struct Catalog {
     pub budgets: Vec<crate::limits::BudgetSpec>,
     /// How operators sign in to the console.
     pub console: ConsoleSpec,
+    /// `telemetry:`: traces over OTLP; `None`: off.
+    pub telemetry: Option<Arc<crate::otel::TraceConfig>>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

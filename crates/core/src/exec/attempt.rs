@@ -28,6 +28,8 @@ pub(super) struct Call<'a> {
     pub wire: Wire,
     pub key: Option<&'a Secret>,
     pub deadline: Instant,
+    /// The `traceparent` the upstream is sent, if any.
+    pub traceparent: Option<&'a str>,
 }
 
 /// What one attempt came to.
@@ -130,6 +132,14 @@ impl Flow {
                         break 'candidates;
                     }
                     let started = Instant::now();
+                    // The attempt's span exists before it is sent: the
+                    // upstream's `traceparent` names it as the parent.
+                    let span_id =
+                        guard.trace.as_ref().map(|_| crate::otel::propagation::new_span_id());
+                    let traceparent = match (&guard.trace, span_id) {
+                        (Some(trace), Some(span)) => Some(trace.traceparent(span)),
+                        _ => inbound.trace.passthrough(),
+                    };
                     let kind = if retries > 0 {
                         "retry"
                     } else if i == 0 {
@@ -146,6 +156,7 @@ impl Flow {
                             runtime,
                             deadline,
                             plan.bypass_breakers,
+                            traceparent.as_deref(),
                         )
                         .await;
                     // A failed attempt that reported usage is metered too.
@@ -185,6 +196,7 @@ impl Flow {
                     // worth a record each.
                     let requeued = round > 0 && matches!(result, Err(Failure::Capacity { .. }));
                     if !requeued {
+                        let offset = started.saturating_duration_since(inbound.received);
                         guard.rec.attempts.push(AttemptRecord {
                             deployment: cand.label(),
                             credential,
@@ -193,10 +205,20 @@ impl Flow {
                                 Err(f) => f.outcome(),
                             },
                             latency_ms: elapsed.as_millis() as u64,
+                            started_ms: offset.as_millis() as u64,
                             kind: kind.into(),
                             usage: failed_usage,
                             cost_usd: failed_cost,
+                            finish_reason: None,
                         });
+                        if let (Some(trace), Some(span_id)) = (&mut guard.trace, span_id) {
+                            trace.attempts.push(crate::otel::AttemptSpan::new(
+                                span_id,
+                                offset,
+                                elapsed,
+                                &cand.provider,
+                            ));
+                        }
                     }
                     this.provider_meters(&cand.provider.name, |m| {
                         m.attempt_seconds.record(elapsed.as_secs_f64());
@@ -326,6 +348,7 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         deadline: Instant,
         bypass_breakers: bool,
+        traceparent: Option<&str>,
     ) -> Tried {
         let mut reported = Usage::default();
         let failed = |f, credential| Tried {
@@ -371,7 +394,8 @@ impl Snapshot {
             }
             (ProviderKind::Wire(wire), Some(_)) => {
                 let tools = dropped.tools(&inbound.request);
-                let call = Call { request, dropped: tools, wire: *wire, key, deadline };
+                let call =
+                    Call { request, dropped: tools, wire: *wire, key, deadline, traceparent };
                 self.attempt_http(inbound, cand, call, runtime, &mut reported).await
             }
             (ProviderKind::Wire(_), None) => {
@@ -482,7 +506,7 @@ impl Snapshot {
         runtime: &Runtime,
         reported: &mut Usage,
     ) -> Result<Answer, Failure> {
-        let Call { request, dropped, wire, key, deadline } = call;
+        let Call { request, dropped, wire, key, deadline, traceparent } = call;
         let Some(rt) = self.runtimes.get(&cand.provider.name) else {
             return Err(Failure::Unavailable(format!(
                 "provider {} has no client",
@@ -509,6 +533,7 @@ impl Snapshot {
             let mut out = inbound.outgoing(request, wire);
             out.dropped = dropped.clone();
             out.refused = refused.as_deref();
+            out.traceparent = traceparent;
             let body =
                 upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
                     .map_err(Failure::from_protocol)?;
@@ -557,7 +582,11 @@ impl Snapshot {
             // Forwarded as it is: read only the usage, unless the text is wanted
             // (content logging) or must stand in for missing token counts.
             // A canonical caller (a library, a shared cached call) needs it parsed.
-            if fast && inbound.content_cap.is_none() && inbound.output == Output::Client {
+            if fast
+                && inbound.content_cap.is_none()
+                && !inbound.trace_answer
+                && inbound.output == Output::Client
+            {
                 let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
                 if let Some(usage) =
                     usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())

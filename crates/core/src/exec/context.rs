@@ -151,6 +151,8 @@ impl Inbound {
             limits: RequestRouting::default(),
             cache: CacheMode::default(),
             affinity: None,
+            trace: crate::otel::Incoming::default(),
+            trace_answer: false,
             estimate: Estimate::default(),
         }
     }
@@ -170,6 +172,8 @@ impl Inbound {
             forward_headers: &self.forward_headers,
             dropped: Vec::new(),
             refused: None,
+            traceparent: None,
+            tracestate: self.trace.state.as_deref(),
         }
     }
 

@@ -82,6 +82,17 @@ impl Snapshot {
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
+                if let Some(attempt) = guard.rec.attempts.last_mut() {
+                    attempt.finish_reason =
+                        response.stop_reason.map(|r| crate::otel::finish_reason(r).to_owned());
+                }
+                if let Some(trace) = guard.trace.as_mut().filter(|t| t.wants_text()) {
+                    for part in &response.content {
+                        if let Part::Text(t) = part {
+                            trace.capture(&t.text);
+                        }
+                    }
+                }
                 keep.extend(continuity::signatures_to_keep(&response.content));
                 if continuity::needs_store(inbound.format) {
                     keep.extend(continuity::thinking_to_keep(&response.content));

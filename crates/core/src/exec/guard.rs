@@ -16,6 +16,9 @@ pub(super) struct RecordGuard {
     pub(super) occupied: Option<Taken>,
     /// The request's metrics are recorded (`gateway.metrics`).
     pub(super) metrics: bool,
+    /// Its trace, when spans are exported: handed to the exporter with the
+    /// record.
+    pub(super) trace: Option<crate::otel::RequestTrace>,
 }
 
 impl RecordGuard {
@@ -34,7 +37,16 @@ impl RecordGuard {
             ..RequestRecord::default()
         };
         let started = inbound.received;
-        Self { rec, sink, started, done: false, reservation: None, occupied: None, metrics }
+        Self {
+            rec,
+            sink,
+            started,
+            done: false,
+            reservation: None,
+            occupied: None,
+            metrics,
+            trace: None,
+        }
     }
 
     pub(super) fn finish(mut self, status: u16, error_code: Option<ErrorCode>) {
@@ -62,6 +74,7 @@ impl RecordGuard {
             reservation: self.reservation.take(),
             occupied: self.occupied.take(),
             metrics: self.metrics,
+            trace: self.trace.take(),
         };
         self.done = true;
         guard
@@ -96,6 +109,11 @@ impl RecordGuard {
                     }
                 });
             }
+        }
+        if let Some(mut trace) = self.trace.take().filter(|t| t.sampled) {
+            trace.ended = self.started.elapsed();
+            let traces = trace.traces.clone();
+            traces.submit(crate::otel::Finished { record: self.rec.clone(), trace });
         }
         self.sink.record(std::mem::take(&mut self.rec));
     }

@@ -96,6 +96,14 @@ pub struct Inbound {
     /// The conversation's affinity key as the caller names it
     /// (`x-switchyard-affinity`); `None`: derived from the conversation.
     pub affinity: Option<String>,
+    /// The client's W3C trace context (`traceparent`, `tracestate`), as far as
+    /// it was valid: continued by the request's spans, or passed to upstreams
+    /// as it came when no spans are exported.
+    pub trace: crate::otel::Incoming,
+    /// A whole answer is parsed for the request's exported trace (its finish
+    /// reason, and its text with `telemetry.capture_content`), also where it
+    /// is forwarded as it came: set by the pipeline.
+    pub(crate) trace_answer: bool,
     /// Computed on first use ([`Inbound::input_estimate`]).
     estimate: context::Estimate,
 }
@@ -433,6 +441,17 @@ impl Snapshot {
             }
             let metrics = self.catalog.settings.metrics;
             let mut guard = RecordGuard::open(&inbound, sink, metrics);
+            if let (Some(traces), Some(config)) = (&runtime.traces, &self.catalog.telemetry) {
+                let trace = crate::otel::RequestTrace::begin(
+                    &inbound.trace,
+                    traces,
+                    config,
+                    &inbound.request,
+                    inbound.received,
+                );
+                inbound.trace_answer = trace.sampled;
+                guard.trace = Some(trace);
+            }
             // Plan: resolve, authorize, filter and order the candidates.
             let mut plan = match self.prepare(&inbound, &runtime, &mut guard.rec) {
                 Ok(p) => p,

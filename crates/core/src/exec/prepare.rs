@@ -208,6 +208,19 @@ impl Snapshot {
         self.decide(&runtime.rules.load(), who, &m.id, route).is_ok()
     }
 
+    /// Which rule decides whether `who` may call the catalog model `m` (its id
+    /// and the route serving it, on the configured and `stored` rules): what
+    /// `authorize` applies, for an operator asking "would this be allowed?".
+    pub fn access_decider<'a>(
+        &'a self,
+        stored: &'a [access::Rule],
+        who: &Principal,
+        m: &crate::catalog::ModelEntry,
+    ) -> access::Decider<'a> {
+        let route = self.catalog.route_of(m).map(|r| r.id.as_str());
+        access::decider(self.catalog.rules.iter().chain(stored), who, &m.id, route)
+    }
+
     /// Access rules: refuse the request (403) when the caller may not use the model
     /// or route; drop fallback deployments serving a model the caller may not use,
     /// so an allowed primary never fails over to a denied fallback.

@@ -256,7 +256,18 @@ impl Pump {
             }
             match ev {
                 StreamEvent::Usage { usage } => self.usage.merge(usage),
+                StreamEvent::Stop { reason, .. } => {
+                    if let Some(attempt) = self.guard.rec.attempts.last_mut() {
+                        attempt.finish_reason =
+                            Some(crate::otel::finish_reason(*reason).to_owned());
+                    }
+                }
                 StreamEvent::Delta { delta, .. } => {
+                    if let (Some(trace), switchyard_protocol::Delta::Text { text }) =
+                        (&mut self.guard.trace, delta)
+                    {
+                        trace.capture(text);
+                    }
                     if let (Some(cap), switchyard_protocol::Delta::Text { text }) =
                         (self.content_cap, delta)
                         && self.captured.len() < cap

@@ -61,16 +61,7 @@ pub(crate) async fn create_rule(
 ) -> ApiResult {
     let RuleBody { name, effect, pattern, subject, reason, priority } = body;
     let rule = NewRule { name, effect, pattern, subject, reason, priority };
-    if state.gateway.snapshot().catalog.rules.iter().any(|r| r.name == rule.name.trim()) {
-        return Err(ApiError::conflict(format!(
-            "a rule named {:?} is in the configuration file",
-            rule.name.trim()
-        )));
-    }
-    let created = store.create_rule(rule).await?;
-    let n = reload_rules(&state, &store).await?;
-    tracing::info!(target: "switchyard::admin", actor = %actor, rule = %created.id, name = %created.rule.name, stored_rules = n, "created rule");
-    reply(StatusCode::CREATED, created)
+    reply(StatusCode::CREATED, add_rule(&state, &store, &actor, rule).await?)
 }
 
 pub(crate) async fn delete_rule(
@@ -78,12 +69,44 @@ pub(crate) async fn delete_rule(
     State(state): State<Arc<AppState>>,
     Segments(name_or_id): Segments<String>,
 ) -> ApiResult {
-    if !store.delete_rule(&name_or_id).await? {
+    remove_rule(&state, &store, &actor, &name_or_id).await?;
+    ok(json!({ "deleted": name_or_id }))
+}
+
+/// Stores a rule and installs the stored rules into the running gateway; a
+/// name the configuration file already uses is a conflict. (The admin API's
+/// and the console's way in.)
+pub(crate) async fn add_rule(
+    state: &AppState,
+    store: &Store,
+    actor: &str,
+    rule: NewRule,
+) -> Result<switchyard_store::Rule, ApiError> {
+    if state.gateway.snapshot().catalog.rules.iter().any(|r| r.name == rule.name.trim()) {
+        return Err(ApiError::conflict(format!(
+            "a rule named {:?} is in the configuration file",
+            rule.name.trim()
+        )));
+    }
+    let created = store.create_rule(rule).await?;
+    let n = reload_rules(state, store).await?;
+    tracing::info!(target: "switchyard::admin", actor = %actor, rule = %created.id, name = %created.rule.name, stored_rules = n, "created rule");
+    Ok(created)
+}
+
+/// Deletes a stored rule (by name or id) and installs the rest.
+pub(crate) async fn remove_rule(
+    state: &AppState,
+    store: &Store,
+    actor: &str,
+    name_or_id: &str,
+) -> Result<(), ApiError> {
+    if !store.delete_rule(name_or_id).await? {
         return Err(ApiError::not_found(format!("rule not found: {name_or_id}")));
     }
-    let n = reload_rules(&state, &store).await?;
+    let n = reload_rules(state, store).await?;
     tracing::info!(target: "switchyard::admin", actor = %actor, rule = %name_or_id, stored_rules = n, "deleted rule");
-    ok(json!({ "deleted": name_or_id }))
+    Ok(())
 }
 
 // ------------------------------------------------------------ credentials

@@ -748,7 +748,9 @@ fn schemas() -> Value {
             "credential": { "type": "string", "nullable": true, "description": "Fingerprint of the credential used" },
             "outcome": { "type": "string" },
             "latency_ms": { "type": "integer" },
-            "kind": { "type": "string", "enum": ["primary", "retry", "failover"] }
+            "started_ms": { "type": "integer", "description": "Milliseconds from the request's arrival to this attempt's start (0 in records from before it was kept)" },
+            "kind": { "type": "string", "enum": ["primary", "retry", "failover"] },
+            "finish_reason": { "type": "string", "description": "Why the answer stopped (stop, length, tool_call, content_filter, error); absent when not answered or not read" }
         }
     }));
     s.insert(

@@ -10,18 +10,21 @@
 //! rollups.
 //!
 //! A page per file: [`overview`], [`providers`], [`requests`], [`analytics`],
-//! [`sessions`];
+//! [`keys`], [`people`], [`rules`], [`sessions`];
 //! charts are SVG drawn here ([`chart`]), each beside the table it plots.
 
 mod analytics;
 mod assets;
 mod chart;
+mod keys;
 mod oidc;
 mod oidc_token;
 mod overview;
 mod page;
+mod people;
 mod providers;
 mod requests;
+mod rules;
 mod session;
 mod sessions;
 mod signin;
@@ -52,6 +55,14 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/requests", get(requests::list))
         .route("/console/requests/{id}", get(requests::detail))
         .route("/console/analytics", get(analytics::page))
+        .route("/console/keys", get(keys::page).post(keys::create))
+        .route("/console/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/keys/{id}/limits", post(keys::limits))
+        .route("/console/people", get(people::page))
+        .route("/console/people/{what}", post(people::create))
+        .route("/console/people/{what}/{id}", post(people::update))
+        .route("/console/rules", get(rules::page).post(rules::create))
+        .route("/console/rules/{id}/delete", post(rules::delete))
         .route("/console/sessions", get(sessions::page))
         .route("/console/sessions/{id}/revoke", post(sessions::revoke))
 }

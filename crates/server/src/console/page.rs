@@ -39,6 +39,9 @@ impl Chrome {
             ("providers", "Providers"),
             ("requests", "Requests"),
             ("analytics", "Analytics"),
+            ("keys", "Keys"),
+            ("people", "People"),
+            ("rules", "Rules"),
             ("sessions", "Sessions"),
         ]
     }
@@ -143,4 +146,13 @@ pub(crate) fn encode_query(s: &str) -> String {
         }
     }
     out
+}
+
+/// The admin API's refusals (the directory's checks) as pages.
+impl From<crate::admin::ApiError> for PageError {
+    fn from(e: crate::admin::ApiError) -> Self {
+        let status =
+            StatusCode::from_u16(e.error().status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        PageError::Status { status, message: e.error().body().message.clone() }
+    }
 }

@@ -192,6 +192,8 @@ struct Bar {
     credential: String,
     kind: String,
     outcome: String,
+    /// When it started, in ms from the request's arrival.
+    started_ms: u64,
     latency_ms: u64,
     tokens: String,
     cost: String,
@@ -230,38 +232,69 @@ pub(crate) async fn detail(signed: Signed, Path(id): Path<String>) -> Result<Res
     }))
 }
 
-/// The attempts laid out in the order they ran, each as long as it took, on
-/// the scale of the whole request.
+/// The attempts on the scale of the whole request, each where it started and
+/// as long as it took. Records written before attempts kept their start
+/// (`started_ms` 0 on every attempt after the first) are laid end to end.
 fn timeline(r: &RequestRecord) -> Vec<Bar> {
-    let spent: u64 = r.attempts.iter().map(|a| a.latency_ms).sum();
-    let span = r.total_ms.max(spent).max(1) as f64;
+    let laid_out = r.attempts.iter().skip(1).any(|a| a.started_ms > 0);
     let mut at = 0u64;
-    r.attempts
+    let starts: Vec<u64> = r
+        .attempts
         .iter()
         .map(|a| {
-            let x = at as f64 / span * 100.0;
-            at += a.latency_ms;
-            Bar {
-                deployment: a.deployment.clone(),
-                credential: a.credential.clone().unwrap_or_default(),
-                kind: a.kind.to_string(),
-                outcome: a.outcome.clone(),
-                latency_ms: a.latency_ms,
-                tokens: a
-                    .usage
-                    .map(|u| {
-                        format!(
-                            "{} → {}",
-                            u.input_tokens.unwrap_or(0),
-                            u.output_tokens.unwrap_or(0)
-                        )
-                    })
-                    .unwrap_or_else(|| "—".to_owned()),
-                cost: super::usd(a.cost_usd),
-                x,
-                width: (a.latency_ms as f64 / span * 100.0).max(0.5),
-                ok: a.outcome == "ok",
-            }
+            let start = if laid_out { a.started_ms } else { at };
+            at = start + a.latency_ms;
+            start
+        })
+        .collect();
+    let end = r.attempts.iter().zip(&starts).map(|(a, s)| s + a.latency_ms).max().unwrap_or(0);
+    let span = r.total_ms.max(end).max(1) as f64;
+    r.attempts
+        .iter()
+        .zip(starts)
+        .map(|(a, start)| Bar {
+            deployment: a.deployment.clone(),
+            credential: a.credential.clone().unwrap_or_default(),
+            kind: a.kind.to_string(),
+            outcome: a.outcome.clone(),
+            started_ms: start,
+            latency_ms: a.latency_ms,
+            tokens: a
+                .usage
+                .map(|u| {
+                    format!("{} → {}", u.input_tokens.unwrap_or(0), u.output_tokens.unwrap_or(0))
+                })
+                .unwrap_or_else(|| "—".to_owned()),
+            cost: super::usd(a.cost_usd),
+            x: start as f64 / span * 100.0,
+            width: (a.latency_ms as f64 / span * 100.0).max(0.5),
+            ok: a.outcome == "ok",
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchyard_core::record::AttemptRecord;
+
+    fn attempt(started_ms: u64, latency_ms: u64) -> AttemptRecord {
+        let mut a = AttemptRecord::new("p/m", "ok", latency_ms, "primary");
+        a.started_ms = started_ms;
+        a
+    }
+
+    #[test]
+    fn attempts_sit_where_they_started_or_end_to_end_in_old_records() {
+        let mut r = RequestRecord::new("r", 0);
+        r.total_ms = 1000;
+        r.attempts = vec![attempt(10, 200), attempt(500, 400)];
+        let bars = timeline(&r);
+        assert_eq!((bars[0].x, bars[0].width), (1.0, 20.0));
+        assert_eq!((bars[1].x, bars[1].width), (50.0, 40.0));
+        // Written before the start was kept: one after the other.
+        r.attempts = vec![attempt(0, 200), attempt(0, 400)];
+        let bars = timeline(&r);
+        assert_eq!((bars[1].started_ms, bars[1].x), (200, 20.0));
+    }
 }

@@ -57,6 +57,9 @@ pub struct Harness {
     pub gemini: FakeUpstream,
     pub bedrock: FakeUpstream,
     pub state: Arc<AppState>,
+    /// The trace exporter, when the configuration has `telemetry.otlp` (as
+    /// the binary starts it).
+    pub traces: Option<switchyard_core::otel::ExportTask>,
     shutdown: Option<oneshot::Sender<()>>,
     pub server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -249,7 +252,7 @@ impl Harness {
         // As the binary does without a gateway secret.
         let seal: Arc<dyn switchyard_protocol::Seal> =
             Arc::new(switchyard_store::seal::ContinuitySeal::ephemeral().unwrap());
-        let runtime = switchyard_core::runtime::Runtime {
+        let mut runtime = switchyard_core::runtime::Runtime {
             seal: Some(seal),
             // As the binary does on the local backend, unless the test brings its own.
             admission: Some(options.admission.clone().unwrap_or_else(|| {
@@ -261,6 +264,11 @@ impl Harness {
             }),
             ..Default::default()
         };
+        let traces = catalog.telemetry.as_deref().map(|config| {
+            let (handle, task) = switchyard_core::otel::start(config).unwrap();
+            runtime.traces = Some(handle);
+            task
+        });
         let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());
         let state = AppState::new(gateway);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -278,6 +286,7 @@ impl Harness {
             gemini,
             bedrock,
             state,
+            traces,
             shutdown: Some(tx),
             server: Some(server),
         }

@@ -181,6 +181,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "rollups", include_str!("../../migrations/sqlite/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/sqlite/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/sqlite/0007_record_contents.sql")),
+    (
+        8,
+        "partitioned_records",
+        include_str!("../../migrations/sqlite/0008_partitioned_records.sql"),
+    ),
     (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/sqlite/0010_console_oidc.sql")),
 ];
@@ -196,6 +201,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "rollups", include_str!("../../migrations/postgres/0005_rollups.sql")),
     (6, "rollups_backfill", include_str!("../../migrations/postgres/0006_rollups_backfill.sql")),
     (7, "record_contents", include_str!("../../migrations/postgres/0007_record_contents.sql")),
+    (
+        8,
+        "partitioned_records",
+        include_str!("../../migrations/postgres/0008_partitioned_records.sql"),
+    ),
     (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/postgres/0010_console_oidc.sql")),
 ];
@@ -291,9 +301,30 @@ impl Store {
     }
 
     /// Applies the embedded migrations this database has not seen yet
-    /// (idempotent; concurrent callers on PostgreSQL wait on an advisory lock).
+    /// (idempotent; concurrent callers on PostgreSQL wait on an advisory lock),
+    /// then, on PostgreSQL, makes the request tables' partitions for today and
+    /// the days ahead ([`Store::ensure_partitions`]).
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let m = migrator(self.backend());
+        self.migrate_through(i64::MAX).await?;
+        // Not fatal: it may wait out its lock timeout behind a long report on
+        // another instance. Records meanwhile go to DEFAULT (moved out when
+        // their day is made), and the hourly upkeep tries again.
+        if let Err(e) = self.ensure_partitions().await {
+            tracing::warn!("partition upkeep at start-up: {e}");
+        }
+        Ok(())
+    }
+
+    /// The migrations up to `version` only: a test's database as an earlier
+    /// version left it, for the migration after it to run on.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub async fn migrate_to(&self, version: i64) -> Result<(), StoreError> {
+        self.migrate_through(version).await
+    }
+
+    async fn migrate_through(&self, version: i64) -> Result<(), StoreError> {
+        let m = migrator(self.backend(), version);
         on_pool!(self, |p| m.run(p).await?);
         if let DbPool::Sqlite(p) = &self.pool {
             // A file made before retention reclaimed space: converted once, by
@@ -331,7 +362,7 @@ impl Store {
     }
 }
 
-fn migrator(backend: Backend) -> Migrator {
+fn migrator(backend: Backend, through: i64) -> Migrator {
     let files = match backend {
         Backend::Sqlite => SQLITE_MIGRATIONS,
         Backend::Postgres => POSTGRES_MIGRATIONS,
@@ -339,6 +370,7 @@ fn migrator(backend: Backend) -> Migrator {
     Migrator::with_migrations(
         files
             .iter()
+            .filter(|(version, _, _)| *version <= through)
             .map(|(version, description, sql)| {
                 Migration::new(
                     *version,

@@ -9,9 +9,11 @@ use flate2::write::DeflateEncoder;
 
 use crate::error::StoreError;
 
-/// The column a record read adds: its content, packed (NULL without one).
-pub(super) const PACKED: &str =
-    "(SELECT content FROM request_contents c WHERE c.id = request_records.id) AS packed";
+/// The column a record read adds: its content, packed (NULL without one). By
+/// the whole key: on PostgreSQL an id alone is not unique across days, and the
+/// time picks the one day partition to look in.
+pub(super) const PACKED: &str = "(SELECT content FROM request_contents c \
+     WHERE c.id = request_records.id AND c.time_ms = request_records.time_ms) AS packed";
 
 /// The most a packed content may inflate to: content is capped when it is
 /// logged (`content_cap_bytes`, 64 KiB by default), so a row that inflates
@@ -49,7 +51,12 @@ pub(super) fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
             3,
             rows,
             sqlite,
-            " ON CONFLICT (id) DO NOTHING",
+            // PostgreSQL's key holds the partition key (migration 8).
+            if sqlite {
+                " ON CONFLICT (id) DO NOTHING"
+            } else {
+                " ON CONFLICT (id, time_ms) DO NOTHING"
+            },
         )
     })
 }

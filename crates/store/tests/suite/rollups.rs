@@ -177,7 +177,7 @@ async fn rollup_counts(store: &Store) -> (i64, i64, i64) {
 }
 
 /// Every row of both rollup tables, as text, in key order.
-async fn rollup_rows(store: &Store) -> Vec<String> {
+pub(crate) async fn rollup_rows(store: &Store) -> Vec<String> {
     let sums = "SELECT hour_ms, model, provider, project_id, user_id, key_prefix, requests, \
                 errors, failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens, \
                 cache_write_tokens, costed, total_ms_sum, ttft_count, ttft_ms_sum, \

@@ -130,8 +130,7 @@ async fn filter(ctx: &Ctx, w: &Window, now: i64) -> Result<RecordFilter> {
         user,
         project,
         model: w.model.clone(),
-        status: None,
-        limit: None,
+        ..RecordFilter::default()
     })
 }
 

@@ -13,12 +13,14 @@ mod models;
 mod providers;
 mod routes;
 mod state;
+mod telemetry;
 
 pub use console::*;
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
 pub use state::*;
+pub use telemetry::*;
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -60,6 +62,9 @@ pub struct RawConfig {
     /// block's line).
     #[serde(default)]
     pub console: Spanned<ConsoleConfig>,
+    /// `telemetry:`: OpenTelemetry traces (problems at the block's line).
+    #[serde(default)]
+    pub telemetry: Spanned<TelemetryConfig>,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.
