@@ -289,6 +289,27 @@ pub(crate) fn tls_config(options: &ClientOptions) -> Result<rustls::ClientConfig
     Ok(config)
 }
 
+/// A client for the gateway's own calls to an HTTPS service that is not a
+/// provider (the console's OpenID Connect provider): the TLS setup of
+/// [`tls_config`] from `options` (the platform's roots, extra roots, proxy),
+/// a connect deadline, and redirects not followed (a token endpoint that
+/// redirects is not sent a code or a secret elsewhere).
+pub fn service_client(
+    options: &ClientOptions,
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    let tls = tls_config(options)?;
+    let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(connect_timeout)
+        .pool_idle_timeout(options.pool_idle_timeout)
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some(proxy) = &options.proxy {
+        builder = builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| e.to_string())?);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 #[path = "client_tests.rs"]
 mod tests;

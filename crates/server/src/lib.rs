@@ -50,6 +50,8 @@ pub struct AppState {
     sessions: tokio::sync::watch::Sender<usize>,
     /// Failed console sign-ins per client address.
     sign_ins: console::SignInLimiter,
+    /// The console's identity provider's documents (discovery, keys), cached.
+    oidc: console::OidcState,
     /// The configuration file being served and its reloader, where there is
     /// one (the console's route editor writes it); unset on embedded defaults.
     config_file: std::sync::OnceLock<ConfigFile>,
@@ -78,6 +80,7 @@ impl AppState {
             shutdown: tokio_util::sync::CancellationToken::new(),
             sessions: tokio::sync::watch::Sender::new(0),
             sign_ins: console::SignInLimiter::default(),
+            oidc: console::OidcState::default(),
             config_file: std::sync::OnceLock::new(),
         })
     }

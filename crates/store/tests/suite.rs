@@ -114,6 +114,7 @@ suite!(
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_content_is_stored_compressed_apart_and_read_back,
     case_console_sessions,
+    case_oidc_logins_are_taken_once,
     case_records_keyset_pages_and_filters,
     case_each_record_lands_in_its_day_and_a_replay_counts_once,
     case_retention_drops_whole_days_and_cuts_the_last_by_time,
@@ -135,7 +136,7 @@ mod contents;
 use contents::case_content_is_stored_compressed_apart_and_read_back;
 #[path = "suite/sessions.rs"]
 mod sessions;
-use sessions::case_console_sessions;
+use sessions::{case_console_sessions, case_oidc_logins_are_taken_once};
 #[path = "suite/listing.rs"]
 mod listing;
 use listing::case_records_keyset_pages_and_filters;
@@ -211,7 +212,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

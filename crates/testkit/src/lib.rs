@@ -44,6 +44,11 @@
 //! ([`FakeUpstream::start_vertex`], [`vertex`]) its publishers' routes and a
 //! Google token endpoint. Both take only the credentials they know.
 //!
+//! A fake OpenID Connect provider ([`oidc::FakeIdp`]) serves the console's
+//! sign-in tests: discovery, authorization, token endpoint and JWKS, strict
+//! about clients, redirect URIs, codes and PKCE, its ID tokens spoiled on
+//! demand ([`oidc::Fault`]).
+//!
 //! A Bedrock fake also authenticates every request as AWS does (see
 //! [`bedrock::authenticate`]): start it with [`FakeUpstream::start_bedrock`]
 //! and the credentials it accepts, or with [`FakeUpstream::start`] and the
@@ -115,6 +120,7 @@ pub mod azure;
 pub mod bedrock;
 pub mod browser;
 pub mod canned;
+pub mod oidc;
 pub mod otlp;
 pub mod responses;
 pub mod sigv4;

@@ -104,6 +104,7 @@ impl Catalog {
         check_default_model(&raw.gateway, &lookup, &mut problems);
         super::compile_numbers::check_numbers(raw, &mut problems);
         check_edge(&raw.gateway, &mut problems);
+        let console = super::console::compile_console(raw, env, &mut problems);
         let telemetry = super::compile_telemetry::compile_telemetry(raw, &mut problems);
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.
@@ -140,6 +141,7 @@ impl Catalog {
             state: raw.state.value.clone(),
             limits: raw.limits.value.clone(),
             budgets: super::compile_numbers::budgets(raw),
+            console,
             telemetry,
             warnings,
             provider_index,

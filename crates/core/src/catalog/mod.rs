@@ -20,12 +20,14 @@ mod compile_client;
 mod compile_numbers;
 mod compile_routes;
 mod compile_telemetry;
+mod console;
 pub mod presets;
 mod prices;
 mod resolve;
 mod spec;
 
 pub use compile::{InvalidRegistry, Problem};
+pub use console::{ConsoleSpec, OidcSpec};
 pub use prices::PriceLine;
 pub use resolve::{ResolveError, governance_ok};
 pub use spec::{
@@ -59,6 +61,8 @@ pub struct Catalog {
     pub limits: raw::LimitsConfig,
     /// Budgets, in file order.
     pub budgets: Vec<crate::limits::BudgetSpec>,
+    /// How operators sign in to the console.
+    pub console: ConsoleSpec,
     /// `telemetry:`: traces over OTLP; `None`: off.
     pub telemetry: Option<Arc<crate::otel::TraceConfig>>,
     /// Non-fatal findings (disabled providers, shadowed routes).

@@ -733,3 +733,44 @@ fn the_catalog_names_the_family_of_an_id_that_names_none() {
     assert_eq!(traits("m2").family, Family::Other);
     assert_eq!(traits("m2").reasoning, ReasoningControl::Budget);
 }
+
+#[test]
+fn console_oidc_is_compiled_and_its_problems_are_at_the_block_s_line() {
+    let env = |k: &str| (k == "KEY" || k == "IDP_SECRET").then(|| "sk-test-123456".to_owned());
+    let ok = format!(
+        "{BASE}console:\n  oidc:\n    issuer: https://id.example.com/realms/ops/\n    client_id: gw\n    client_secret_env: IDP_SECRET\n    admin_groups: [ops]\n"
+    );
+    let raw = ConfigSource::from_text("t.yaml", &ok).parse_with(&env).unwrap();
+    let c = Catalog::compile(&raw, "t.yaml", &env).unwrap();
+    let o = c.console.oidc.as_deref().unwrap();
+    assert_eq!(
+        o.discovery_url(),
+        "https://id.example.com/realms/ops/.well-known/openid-configuration"
+    );
+    assert_eq!((o.scope.as_str(), o.group_claim.as_str()), ("openid email profile", "groups"));
+    assert_eq!(o.display_name, "Single sign-on");
+    assert_eq!(o.client_secret.as_ref().map(Secret::expose), Some("sk-test-123456"));
+    assert!(compile(BASE).unwrap().console.oidc.is_none());
+
+    // The block's line: where its mapping starts, `oidc:`.
+    let line = BASE.lines().count() + 2;
+    let bad = format!(
+        "{BASE}console:\n  oidc:\n    issuer: http://id.example.com\n    client_id: \"\"\n    client_secret_env: UNSET_VAR\n    scopes: [email]\n    redirect_url: gw.example/cb\n"
+    );
+    let text = problems(&bad);
+    for what in [
+        "console.oidc.issuer: must be an https URL",
+        "console.oidc.client_id: required",
+        "console.oidc.client_secret_env: the variable UNSET_VAR is not set",
+        "console.oidc.scopes: must include openid",
+        "console.oidc.redirect_url:",
+        "console.oidc: admin_groups and viewer_groups are both empty",
+    ] {
+        assert!(text.contains(&format!("t.yaml:{line}: {what}")), "{what} at {line}:\n{text}");
+    }
+    // An unknown key is the parser's to refuse.
+    let typo = format!(
+        "{BASE}console:\n  oidc:\n    issuer: https://x\n    client_id: a\n    admin_group: [x]\n"
+    );
+    assert!(ConfigSource::from_text("t.yaml", &typo).parse_with(&env).is_err());
+}

@@ -3,7 +3,7 @@
 //! one stylesheet embedded in the binary, no JavaScript build.
 //!
 //! Who may use it: an admin or a viewer, signed in with their gateway key
-//! ([`signin`]); sessions live in the database, so every instance on it knows
+//! ([`signin`]) or through an OpenID Connect provider ([`oidc`]); sessions live in the database, so every instance on it knows
 //! them ([`session`]). Viewers read; admins also change. Every page reads the
 //! same state the gateway serves from: the current configuration snapshot, the
 //! live breaker and in-flight state, and the request records and their hourly
@@ -19,6 +19,8 @@ mod assets;
 mod chart;
 mod keys;
 mod models;
+mod oidc;
+mod oidc_token;
 mod overview;
 mod page;
 mod people;
@@ -38,6 +40,7 @@ use axum::routing::{get, post};
 use switchyard_store::Store;
 
 use crate::AppState;
+pub(crate) use oidc::OidcState;
 pub(crate) use signin::SignInLimiter;
 
 /// The console's routes, under `/console`.
@@ -47,6 +50,8 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/", get(|| async { Redirect::to("/console/overview") }))
         .route("/console/sign-in", get(signin::form).post(signin::submit))
         .route("/console/sign-out", post(signin::sign_out))
+        .route("/console/oidc/start", get(oidc::start))
+        .route("/console/oidc/callback", get(oidc::callback))
         .route("/console/assets/{name}", get(assets::serve))
         .route("/console/overview", get(overview::page))
         .route("/console/providers", get(providers::page))

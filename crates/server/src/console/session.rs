@@ -120,7 +120,7 @@ pub(crate) fn cookie(headers: &HeaderMap) -> Option<String> {
 
 /// Whether the browser reached the gateway over TLS (the gateway itself serves
 /// plain HTTP; a proxy that terminates TLS says so).
-fn over_tls(headers: &HeaderMap) -> bool {
+pub(crate) fn over_tls(headers: &HeaderMap) -> bool {
     headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| {
         v.split(',').next().is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
     })

@@ -1,4 +1,5 @@
-//! Signing in and out: a gateway key of an admin or a viewer opens a session;
+//! Signing in and out: a gateway key of an admin or a viewer opens a session
+//! (an identity provider's sign-in is `oidc`'s);
 //! failed attempts are limited per client address.
 
 use std::collections::HashMap;
@@ -36,7 +37,7 @@ pub(crate) struct SignInLimiter {
 
 impl SignInLimiter {
     /// `Err(wait)` when `from` has failed too often lately.
-    fn check(&self, from: IpAddr) -> Result<(), Duration> {
+    pub(super) fn check(&self, from: IpAddr) -> Result<(), Duration> {
         let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         match map.get(&from) {
             Some((since, n)) if *n >= FAILURES_ALLOWED && since.elapsed() < FAILURE_WINDOW => {
@@ -46,7 +47,7 @@ impl SignInLimiter {
         }
     }
 
-    fn failed(&self, from: IpAddr) {
+    pub(super) fn failed(&self, from: IpAddr) {
         let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() > 10_000 {
             map.retain(|_, (since, _)| since.elapsed() < FAILURE_WINDOW);
@@ -58,7 +59,7 @@ impl SignInLimiter {
         entry.1 += 1;
     }
 
-    fn succeeded(&self, from: IpAddr) {
+    pub(super) fn succeeded(&self, from: IpAddr) {
         self.failures.lock().unwrap_or_else(|e| e.into_inner()).remove(&from);
     }
 }
@@ -68,6 +69,13 @@ impl SignInLimiter {
 struct SignInPage<'a> {
     next: &'a str,
     error: Option<&'a str>,
+    /// The identity provider's button label, when one is configured.
+    oidc: Option<String>,
+}
+
+/// The label of the identity provider's button, when one is configured.
+fn oidc_label(state: &AppState) -> Option<String> {
+    state.gateway.snapshot().catalog.console.oidc.as_ref().map(|o| o.display_name.clone())
 }
 
 #[derive(Deserialize)]
@@ -82,7 +90,7 @@ pub(crate) async fn form(
 ) -> Result<Response, PageError> {
     super::store(&state)?;
     let next = safe_back(q.next.as_deref().unwrap_or_default());
-    Ok(render(&SignInPage { next, error: None }))
+    Ok(render(&SignInPage { next, error: None, oidc: oidc_label(&state) }))
 }
 
 #[derive(Deserialize)]
@@ -103,8 +111,11 @@ pub(crate) async fn submit(
     let from = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0.0.ip());
     let next = safe_back(&f.next);
     if let Err(wait) = state.sign_ins.check(from) {
-        let page =
-            SignInPage { next, error: Some("Too many failed sign-ins: wait a few minutes.") };
+        let page = SignInPage {
+            next,
+            error: Some("Too many failed sign-ins: wait a few minutes."),
+            oidc: oidc_label(&state),
+        };
         let mut response = render(&page);
         *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         if let Ok(v) = axum::http::HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
@@ -128,6 +139,7 @@ pub(crate) async fn submit(
         let page = SignInPage {
             next,
             error: Some("That key does not belong to an admin or a viewer (or is revoked)."),
+            oidc: oidc_label(&state),
         };
         let mut response = render(&page);
         *response.status_mut() = StatusCode::UNAUTHORIZED;

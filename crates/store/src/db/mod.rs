@@ -44,7 +44,9 @@ use crate::model::CallerRole;
 mod credentials;
 mod groups;
 mod keys;
+mod oidc_logins;
 mod projects;
+pub use oidc_logins::{OidcLogin, PENDING_OIDC_LOGINS_MAX};
 mod sessions;
 pub use sessions::{ConsoleSession, NewSession, SignIn};
 mod rules;
@@ -185,6 +187,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0008_partitioned_records.sql"),
     ),
     (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
+    (10, "console_oidc", include_str!("../../migrations/sqlite/0010_console_oidc.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -204,6 +207,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0008_partitioned_records.sql"),
     ),
     (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
+    (10, "console_oidc", include_str!("../../migrations/postgres/0010_console_oidc.sql")),
 ];
 
 impl Store {

@@ -44,3 +44,41 @@ pub(crate) async fn case_console_sessions(store: Store) {
     let purged = store.purge_sessions(i64::MAX).await.unwrap();
     assert_eq!(purged, 3, "the revoked, the expired and the one expiring before the cutoff");
 }
+
+/// A sign-in through an identity provider under way: its values are fresh and
+/// well formed, the cookie value is not stored, and it is taken once.
+pub(crate) async fn case_oidc_logins_are_taken_once(store: Store) {
+    let (token, begun) = store
+        .begin_oidc_login("https://gw.example/console/oidc/callback", "/console/requests", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let (other_token, other) = store
+        .begin_oidc_login("https://gw.example/cb", "/console", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(token, other_token);
+    assert_ne!(begun.state, other.state);
+    assert_ne!(begun.nonce, other.nonce);
+    assert_ne!(begun.code_verifier, other.code_verifier);
+    // RFC 7636: 43 to 128 unreserved characters.
+    assert!((43..=128).contains(&begun.code_verifier.len()));
+    assert!(begun.code_verifier.bytes().all(|b| b.is_ascii_alphanumeric()));
+    let dump = text_values(&store, "console_oidc_logins").await;
+    assert!(!dump.iter().any(|v| v.contains(&token)), "{dump:?}");
+    // An unknown value, or the stored id, finds nothing and takes nothing.
+    assert_eq!(store.take_oidc_login("syo_0000").await.unwrap(), None);
+    assert_eq!(store.take_oidc_login(&hash_secret(&token)).await.unwrap(), None);
+    let taken = store.take_oidc_login(&token).await.unwrap().unwrap();
+    assert_eq!(taken, begun);
+    assert_eq!(taken.redirect_uri, "https://gw.example/console/oidc/callback");
+    assert_eq!(taken.next, "/console/requests");
+    assert_eq!(store.take_oidc_login(&token).await.unwrap(), None, "taken twice");
+    // Expired: not handed out, and purged by the next start.
+    let (expired, _) =
+        store.begin_oidc_login("https://gw.example/cb", "/console", -1).await.unwrap().unwrap();
+    store.begin_oidc_login("https://gw.example/cb", "/console", 600_000).await.unwrap().unwrap();
+    assert_eq!(store.take_oidc_login(&expired).await.unwrap(), None);
+    assert!(store.take_oidc_login(&other_token).await.unwrap().is_some());
+}

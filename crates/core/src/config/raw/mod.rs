@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use super::{Span, Spanned};
 use serde::Deserialize;
 
+mod console;
 mod models;
 mod providers;
 mod routes;
 mod state;
 mod telemetry;
 
+pub use console::*;
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
@@ -56,6 +58,10 @@ pub struct RawConfig {
     /// `budgets:`: USD per period, per scope.
     #[serde(default)]
     pub budgets: Vec<BudgetConfig>,
+    /// `console:`: how operators sign in to the web console (problems at the
+    /// block's line).
+    #[serde(default)]
+    pub console: Spanned<ConsoleConfig>,
     /// `telemetry:`: OpenTelemetry traces (problems at the block's line).
     #[serde(default)]
     pub telemetry: Spanned<TelemetryConfig>,
