@@ -168,9 +168,11 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
     // Requests and p95 TTFT per group.
     let mut requests: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
     let mut ttft: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
-    // Totals per hour.
+    // Counts are 0 in an hour without requests; a latency or a rate there is
+    // unknown (a gap in its line).
     let blank = || vec![None; hours.len()];
-    let (mut tokens_in, mut tokens_out, mut cost) = (blank(), blank(), blank());
+    let zeros = || vec![Some(0.0); hours.len()];
+    let (mut tokens_in, mut tokens_out, mut cost) = (zeros(), zeros(), zeros());
     let (mut total, mut errors, mut failovers, mut hits) = (
         vec![0u64; hours.len()],
         vec![0u64; hours.len()],
@@ -184,7 +186,7 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
     };
     for p in series {
         let Some(i) = at(p.hour_ms) else { continue };
-        add(requests.entry(line_of(p)).or_insert_with(blank), i, p.usage.requests as f64);
+        add(requests.entry(line_of(p)).or_insert_with(zeros), i, p.usage.requests as f64);
         if top.contains(&name(p).as_str())
             && let Some(t) = p.ttft_p95_ms
         {

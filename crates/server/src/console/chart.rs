@@ -110,10 +110,16 @@ fn draw(title: &str, xs: &[String], series: &[Series]) -> String {
     }
     // At most 8 x labels, evenly spaced.
     let every = n.div_ceil(8).max(1);
-    for (i, label) in xs.iter().enumerate().filter(|(i, _)| i % every == 0) {
+    for (i, label) in xs.iter().enumerate().filter(|(i, _)| i % every == 0 || *i + 1 == n) {
+        // The ends' labels are anchored inward, so neither is cut by the frame.
+        let anchor = match i {
+            0 if n > 1 => "start",
+            i if i + 1 == n && n > 1 => "end",
+            _ => "middle",
+        };
         let _ = write!(
             svg,
-            r#"<text x="{:.1}" y="250" text-anchor="middle">{}</text>"#,
+            r#"<text x="{:.1}" y="250" text-anchor="{anchor}">{}</text>"#,
             x_at(i),
             escape(label)
         );

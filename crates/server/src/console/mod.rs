@@ -111,7 +111,9 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 fn usd(v: Option<f64>) -> String {
     match v {
         Some(v) if v >= 100.0 => format!("${v:.2}"),
-        Some(v) => format!("${v:.4}"),
+        Some(v) if v == 0.0 || v >= 0.01 => format!("${v:.4}"),
+        // A single request's cost is often a fraction of a cent.
+        Some(v) => format!("${v:.6}"),
         None => "—".to_owned(),
     }
 }
@@ -126,5 +128,14 @@ mod tests {
         assert_eq!(utc(1_700_000_000_123), "2023-11-14 22:13:20");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
         assert_eq!(utc(1_798_761_599_000), "2026-12-31 23:59:59");
+    }
+
+    #[test]
+    fn costs_keep_a_fraction_of_a_cent() {
+        assert_eq!(usd(Some(0.00003)), "$0.000030");
+        assert_eq!(usd(Some(0.0)), "$0.0000");
+        assert_eq!(usd(Some(1.5)), "$1.5000");
+        assert_eq!(usd(Some(250.0)), "$250.00");
+        assert_eq!(usd(None), "—");
     }
 }

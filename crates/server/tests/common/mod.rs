@@ -454,6 +454,7 @@ impl Drop for ConfigFile {
     }
 }
 
+pub mod console;
 pub mod ws;
 
 /// The catalog model each vendor's fake serves in [`config_yaml`].
