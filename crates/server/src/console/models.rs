@@ -122,13 +122,13 @@ struct PricingPage {
 /// `GET /pricing`: public, what clients can call and what it costs them.
 pub(crate) async fn public(State(state): State<Arc<AppState>>) -> Response {
     let snapshot = state.gateway.snapshot();
-    let prices = snapshot
-        .catalog
-        .price_list(Date::today())
-        .iter()
-        .filter(|l| l.visible)
-        .map(Price::of)
-        .collect();
+    let catalog = &snapshot.catalog;
+    // What a client can call: listed models, on providers that can serve
+    // without the caller's own key (as `/v1/models` lists them).
+    let served = |l: &&PriceLine| {
+        l.visible && catalog.provider(&l.provider).is_some_and(|p| p.reachable_with(&[]))
+    };
+    let prices = catalog.price_list(Date::today()).iter().filter(served).map(Price::of).collect();
     let mut page = render(&PricingPage { prices });
     // Public and the same for everyone: a short shared cache is fine.
     page.headers_mut().insert(
