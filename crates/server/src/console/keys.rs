@@ -14,10 +14,10 @@ use serde::Deserialize;
 use switchyard_core::limits::Limits;
 use switchyard_store::ApiKey;
 
-use super::page::{Chrome, PageError, render};
+use super::page::{Chrome, CsrfForm, PageError, render};
 use super::session::Signed;
 use crate::AppState;
-use crate::admin::directory::{CreateKey, Directory};
+use crate::admin::directory::CreateKey;
 use crate::identity::now_ms;
 
 struct Row {
@@ -167,17 +167,11 @@ pub(crate) async fn create(
         Ok(b) => b,
         Err(e) => return keys_page(&signed, None, Some(e)).await,
     };
-    let directory =
-        Directory { store: &signed.store, identity: &state.identity, actor: &signed.who };
+    let directory = signed.directory(&state);
     match directory.create_key(body).await {
         Ok((key, secret)) => keys_page(&signed, Some((key.prefix, secret)), None).await,
         Err(e) => keys_page(&signed, None, Some(e.error().body().message.clone())).await,
     }
-}
-
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    csrf: String,
 }
 
 pub(crate) async fn revoke(
@@ -189,8 +183,7 @@ pub(crate) async fn revoke(
 ) -> Result<Response, PageError> {
     signed.admin()?;
     signed.check_write(&headers, &f.csrf)?;
-    let directory =
-        Directory { store: &signed.store, identity: &state.identity, actor: &signed.who };
+    let directory = signed.directory(&state);
     directory.revoke_key(&id).await.map_err(PageError::from)?;
     Ok(Redirect::to("/console/keys").into_response())
 }
@@ -219,8 +212,7 @@ pub(crate) async fn limits(
         Ok(l) => l,
         Err(e) => return keys_page(&signed, None, Some(e)).await,
     };
-    let directory =
-        Directory { store: &signed.store, identity: &state.identity, actor: &signed.who };
+    let directory = signed.directory(&state);
     match directory.set_key_limits(&id, limits).await {
         Ok(_) => Ok(Redirect::to("/console/keys").into_response()),
         Err(e) => keys_page(&signed, None, Some(e.error().body().message.clone())).await,

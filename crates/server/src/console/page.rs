@@ -61,6 +61,12 @@ pub(crate) fn render(t: &impl Template) -> Response {
     }
 }
 
+/// A form that carries nothing but the session's CSRF token (a button).
+#[derive(serde::Deserialize)]
+pub(crate) struct CsrfForm {
+    pub csrf: String,
+}
+
 /// Why a page is not shown.
 #[derive(Debug)]
 pub(crate) enum PageError {

@@ -18,7 +18,7 @@ use switchyard_core::limits::Limits;
 use super::page::{Chrome, PageError, render};
 use super::session::Signed;
 use crate::AppState;
-use crate::admin::directory::{CreateProject, CreateUser, Directory, PatchUser};
+use crate::admin::directory::{CreateProject, CreateUser, PatchUser};
 
 struct UserRow {
     id: String,
@@ -185,8 +185,7 @@ async fn change(
 ) -> Result<Response, PageError> {
     signed.admin()?;
     signed.check_write(&headers, &f.csrf)?;
-    let directory =
-        Directory { store: &signed.store, identity: &state.identity, actor: &signed.who };
+    let directory = signed.directory(&state);
     let text = |v: &str| Some(v.trim().to_owned()).filter(|s| !s.is_empty());
     let done: Result<(), String> = async {
         let api = |e: crate::admin::ApiError| e.error().body().message.clone();

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use switchyard_core::access::{CallerRole, Decider, Effect, Rule, Subject};
 
-use super::page::{Chrome, PageError, render};
+use super::page::{Chrome, CsrfForm, PageError, render};
 use super::session::Signed;
 use crate::AppState;
 use crate::admin::access::{add_rule, remove_rule};
@@ -252,11 +252,6 @@ pub(crate) async fn create(
         },
     };
     rules_page(&signed, &state, TestQuery::default(), None, Some(failed)).await
-}
-
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    csrf: String,
 }
 
 pub(crate) async fn delete(

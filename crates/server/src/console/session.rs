@@ -43,6 +43,18 @@ impl Signed {
         self.role == CallerRole::Admin
     }
 
+    /// Changes to the directory made by this operator (the admin API's checks).
+    pub(crate) fn directory<'a>(
+        &'a self,
+        state: &'a AppState,
+    ) -> crate::admin::directory::Directory<'a> {
+        crate::admin::directory::Directory {
+            store: &self.store,
+            identity: &state.identity,
+            actor: &self.who,
+        }
+    }
+
     /// 403 for a viewer.
     pub(crate) fn admin(&self) -> Result<(), PageError> {
         if self.is_admin() {

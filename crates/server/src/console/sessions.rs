@@ -6,9 +6,8 @@ use axum::Form;
 use axum::extract::Path;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
 
-use super::page::{Chrome, PageError, render};
+use super::page::{Chrome, CsrfForm, PageError, render};
 use super::session::Signed;
 
 struct Row {
@@ -59,16 +58,11 @@ pub(crate) async fn page(signed: Signed) -> Result<Response, PageError> {
     Ok(render(&SessionsPage { chrome: Chrome::new(&signed, "sessions", "Sessions"), rows }))
 }
 
-#[derive(Deserialize)]
-pub(crate) struct RevokeForm {
-    csrf: String,
-}
-
 pub(crate) async fn revoke(
     signed: Signed,
     Path(id): Path<String>,
     headers: HeaderMap,
-    Form(f): Form<RevokeForm>,
+    Form(f): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
     signed.admin()?;
     signed.check_write(&headers, &f.csrf)?;

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use switchyard_store::db::{NewSession, SignIn};
 
-use super::page::{PageError, render};
+use super::page::{CsrfForm, PageError, render};
 use super::session::{self, Signed};
 use crate::AppState;
 use crate::conn::Peer;
@@ -165,11 +165,6 @@ pub(crate) async fn submit(
     tracing::info!(subject = %op.subject, role = op.role.as_str(), session = %&opened.id[..12], "console: signed in");
     let cookie = session::set_cookie(&headers, &token, ttl_ms / 1000);
     Ok(([(header::SET_COOKIE, cookie)], Redirect::to(next)).into_response())
-}
-
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    csrf: String,
 }
 
 pub(crate) async fn sign_out(
