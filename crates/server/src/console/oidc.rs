@@ -548,15 +548,7 @@ async fn exchange(
 
 /// The pending sign-in's cookie value.
 fn pending_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == PENDING_COOKIE)
-        .map(|(_, value)| value.trim().to_owned())
-        .filter(|v| !v.is_empty())
+    session::cookie_named(headers, PENDING_COOKIE)
 }
 
 /// `application/x-www-form-urlencoded`, as a query string or a body.

@@ -119,13 +119,18 @@ impl FromRequestParts<Arc<AppState>> for Signed {
 
 /// The session token the browser sent, if any.
 pub(crate) fn cookie(headers: &HeaderMap) -> Option<String> {
+    cookie_named(headers, COOKIE)
+}
+
+/// The value of the cookie `name` the browser sent, if any (not empty).
+pub(crate) fn cookie_named(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(n, _)| *n == name)
         .map(|(_, value)| value.trim().to_owned())
         .filter(|v| !v.is_empty())
 }
