@@ -57,7 +57,8 @@ fn billed(p: &Pricing, markup: f64) -> Pricing {
     }
 }
 
-#[cfg(test)]
+// The test reads its catalog from YAML (the `yaml` feature).
+#[cfg(all(test, feature = "yaml"))]
 mod tests {
     use switchyard_protocol::Usage;
 
