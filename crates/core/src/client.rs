@@ -291,7 +291,7 @@ pub(crate) fn tls_config(options: &ClientOptions) -> Result<rustls::ClientConfig
 
 /// A client for the gateway's own calls to an HTTPS service that is not a
 /// provider (the console's OpenID Connect provider): the TLS setup of
-/// [`tls_config`] from `options` (the platform's roots, extra roots, proxy),
+/// `tls_config` from `options` (the platform's roots, extra roots, proxy),
 /// a connect deadline, and redirects not followed (a token endpoint that
 /// redirects is not sent a code or a secret elsewhere).
 pub fn service_client(

@@ -19,7 +19,7 @@
 //!
 //! **Locks.** Attaching takes a lock on the parent that does not stop inserts or
 //! reads; dropping a partition takes one that does, for as long as the drop
-//! lasts. Both wait at most [`LOCK_TIMEOUT`] for it (a long report holding the
+//! lasts. Both wait at most `LOCK_TIMEOUT` for it (a long report holding the
 //! table): a step that cannot have it fails, is logged, and is tried again at
 //! the next run, instead of queueing the audit writer behind it.
 

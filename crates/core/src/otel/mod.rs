@@ -5,7 +5,7 @@
 //!
 //! Spans are built from what the pipeline decides anyway: the request's record
 //! (models, provider, usage, cost, attempts and their timings) and its trace
-//! context ([`RequestTrace`]), handed over once, when the record is written.
+//! context (`RequestTrace`), handed over once, when the record is written.
 //! Only the ids must exist earlier: an attempt's span id is made when the
 //! attempt starts, because the upstream's `traceparent` names it as the parent.
 //!
