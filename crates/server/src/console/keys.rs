@@ -143,8 +143,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     Form(f): Form<CreateForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     let parsed = (|| -> Result<CreateKey, String> {
         let models: Vec<String> = f
             .allowed_models
@@ -181,8 +180,7 @@ pub(crate) async fn revoke(
     headers: HeaderMap,
     Form(f): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     let directory = signed.directory(&state);
     directory.revoke_key(&id).await.map_err(PageError::from)?;
     Ok(Redirect::to("/console/keys").into_response())
@@ -206,8 +204,7 @@ pub(crate) async fn limits(
     headers: HeaderMap,
     Form(f): Form<LimitsForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     let limits = match limits_of(&f.rpm, &f.tpm, &f.concurrent) {
         Ok(l) => l,
         Err(e) => return keys_page(&signed, None, Some(e)).await,

@@ -181,8 +181,7 @@ pub(crate) async fn save(
     headers: HeaderMap,
     Form(f): Form<SaveForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     let Some(file) = state.config_file.get() else {
         return Err(PageError::invalid(
             "the gateway runs on its embedded defaults: start it with a configuration file to edit routes here",

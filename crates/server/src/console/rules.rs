@@ -242,8 +242,7 @@ pub(crate) async fn create(
     headers: HeaderMap,
     Form(f): Form<RuleForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     let failed = match parse_rule(&f) {
         Err(e) => e,
         Ok(rule) => match add_rule(&state, &signed.store, &signed.who, rule).await {
@@ -261,8 +260,7 @@ pub(crate) async fn delete(
     headers: HeaderMap,
     Form(f): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     remove_rule(&state, &signed.store, &signed.who, &id).await?;
     Ok(Redirect::to("/console/rules").into_response())
 }

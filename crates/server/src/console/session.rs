@@ -64,6 +64,12 @@ impl Signed {
         }
     }
 
+    /// An admin's write: [`Signed::admin`], then [`Signed::check_write`].
+    pub(crate) fn admin_write(&self, headers: &HeaderMap, csrf: &str) -> Result<(), PageError> {
+        self.admin()?;
+        self.check_write(headers, csrf)
+    }
+
     /// The checks a write passes: the form's CSRF token is this session's, and
     /// the request comes from the console's own origin.
     pub(crate) fn check_write(&self, headers: &HeaderMap, csrf: &str) -> Result<(), PageError> {

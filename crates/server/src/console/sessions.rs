@@ -64,8 +64,7 @@ pub(crate) async fn revoke(
     headers: HeaderMap,
     Form(f): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
-    signed.admin()?;
-    signed.check_write(&headers, &f.csrf)?;
+    signed.admin_write(&headers, &f.csrf)?;
     if !signed.store.revoke_session(&id).await? {
         return Err(PageError::not_found("no live session with that id"));
     }
