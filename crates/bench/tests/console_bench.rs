@@ -16,7 +16,16 @@ fn seeds_times_every_page_and_runs_retention_on_a_small_sqlite_database() {
     let run = |db: &str| {
         Command::new(env!("CARGO_BIN_EXE_switchyard-console-bench"))
             .args(["--db", db, "--rows", "12000", "--days", "3", "--runs", "1", "--warmup", "0"])
-            .args(["--users", "40", "--projects", "6", "--keep-days", "1"])
+            .args([
+                "--users",
+                "40",
+                "--projects",
+                "6",
+                "--keep-days",
+                "1",
+                "--rollup-keep-days",
+                "1",
+            ])
             .output()
             .unwrap()
     };
@@ -29,6 +38,7 @@ fn seeds_times_every_page_and_runs_retention_on_a_small_sqlite_database() {
         "| overview |",
         "| requests ?status=503 |",
         "| analytics 30d by user |",
+        "| analytics 24h by key ?model |",
         "| people |",
         "| /admin/usage?since=30d |",
         "| request detail |",
@@ -45,6 +55,14 @@ fn seeds_times_every_page_and_runs_retention_on_a_small_sqlite_database() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no retention line:\n{stdout}"));
     assert!((6_000..12_000).contains(&removed), "{removed}");
+    // And the hourly rollups of those days.
+    let trimmed: u64 = stdout
+        .split("the daily slices stay): ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no rollup retention line:\n{stdout}"));
+    assert!(trimmed > 0, "{stdout}");
 
     // A database that already holds records is refused, untouched.
     let again = run(&db);

@@ -294,6 +294,17 @@ pub struct SeriesPoint {
     pub ttft_p95_ms: Option<u64>,
 }
 
+/// [`crate::Store::usage_series_of`]: hour by hour, the groups asked for and
+/// all the traffic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SeriesOf {
+    /// The groups' hours, as [`crate::Store::usage_series`] gives them.
+    pub groups: Vec<SeriesPoint>,
+    /// All the traffic the filter matches, an hour a point (`usage.key` is
+    /// `None`).
+    pub total: Vec<SeriesPoint>,
+}
+
 /// One group of [`crate::Store::usage`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UsageRow {

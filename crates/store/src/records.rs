@@ -2,7 +2,7 @@
 //! logged content kept with it), lookup, filtered listing and retention; usage
 //! reports in `records/usage.rs`, content at rest in `records/contents.rs`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -16,6 +16,8 @@ use crate::model::RecordFilter;
 use crate::rollups::{self, Rollup};
 
 mod contents;
+mod retention;
+mod series;
 mod usage;
 
 pub(crate) use usage::nearest_rank;
@@ -314,6 +316,68 @@ impl Store {
                 }
                 q.execute(&mut *tx).await?;
             }
+            // The slices: sums added, histograms merged (`rollups`).
+            macro_rules! bind_slice {
+                ($q:expr, $s:expr, $v:expr, $latency:expr, $ttft:expr) => {
+                    $q.bind($s.span_ms)
+                        .bind(text::<Db>($s.dimension))
+                        .bind($s.start_ms)
+                        .bind(text::<Db>($s.value))
+                        .bind($v.sums.requests)
+                        .bind($v.sums.errors)
+                        .bind($v.sums.failovers)
+                        .bind($v.sums.cache_hits)
+                        .bind($v.sums.input_tokens)
+                        .bind($v.sums.output_tokens)
+                        .bind($v.sums.cache_read_tokens)
+                        .bind($v.sums.cache_write_tokens)
+                        .bind($v.sums.costed)
+                        .bind($v.sums.cost_usd)
+                        .bind($v.sums.total_ms_sum)
+                        .bind($v.sums.ttft_count)
+                        .bind($v.sums.ttft_ms_sum)
+                        .bind(text::<Db>($latency))
+                        .bind(text::<Db>($ttft))
+                };
+            }
+            for chunk in insert_chunks(&rollup.slices) {
+                let mut q = sqlx::query::<Db>(rollups::upsert_slices_sql(sqlite, chunk.len()));
+                for (s, v) in chunk {
+                    q = bind_slice!(q, s, v, "", "");
+                }
+                let mut stored: HashMap<(i64, String, i64, String), (String, String)> =
+                    HashMap::with_capacity(chunk.len());
+                for row in q.fetch_all(&mut *tx).await? {
+                    stored.insert(
+                        (
+                            row.col("span_ms")?,
+                            row.col("dimension")?,
+                            row.col("start_ms")?,
+                            row.col("value")?,
+                        ),
+                        (row.col("latency")?, row.col("ttft")?),
+                    );
+                }
+                let mut merged = Vec::with_capacity(chunk.len());
+                for (s, v) in chunk {
+                    let key = (s.span_ms, s.dimension.to_owned(), s.start_ms, s.value.to_owned());
+                    let (mut latency, mut ttft) = match stored.get(&key) {
+                        Some((l, t)) => {
+                            (rollups::Histogram::decode(l)?, rollups::Histogram::decode(t)?)
+                        }
+                        None => Default::default(),
+                    };
+                    latency.merge(&v.latency);
+                    ttft.merge(&v.ttft);
+                    merged.push((latency.encode(), ttft.encode()));
+                }
+                let mut q =
+                    sqlx::query::<Db>(rollups::set_slice_histograms_sql(sqlite, chunk.len()));
+                for ((s, v), (latency, ttft)) in chunk.iter().zip(&merged) {
+                    q = bind_slice!(q, s, v, latency, ttft);
+                }
+                q.execute(&mut *tx).await?;
+            }
             tx.commit().await?;
         });
         Ok(())
@@ -347,70 +411,6 @@ impl Store {
             let rows = w.bind(sqlx::query(AssertSqlSafe(sql))).fetch_all(p).await?;
             rows.iter().map(record_from).collect()
         })
-    }
-
-    /// Deletes records that arrived before `time_ms`; returns how many. On
-    /// PostgreSQL the day partitions wholly before it are dropped first
-    /// (`partitions.rs`: no dead tuples); what is left before it (the day it
-    /// falls in, and the DEFAULT partition) and every old row on SQLite go in
-    /// batches of [`RETENTION_BATCH`], each its own transaction, so a large
-    /// purge never holds the write lock (SQLite) or one long transaction
-    /// (PostgreSQL) against the audit writer; on SQLite the freed pages then go
-    /// back to the file system ([`Store::reclaim`]). The hourly rollups stay.
-    pub async fn delete_records_before(&self, time_ms: i64) -> Result<u64, StoreError> {
-        let dropped = self.drop_partitions_before(time_ms).await?;
-        let deleted = self.delete_records_in_batches(time_ms, RETENTION_BATCH).await?;
-        if deleted > 0 {
-            self.reclaim().await?;
-        }
-        Ok(dropped + deleted)
-    }
-
-    /// [`Store::delete_records_before`], `batch` records per statement, without
-    /// the reclaim.
-    pub async fn delete_records_in_batches(
-        &self,
-        time_ms: i64,
-        batch: i64,
-    ) -> Result<u64, StoreError> {
-        // Oldest first, by the time index: each batch is a bounded slice.
-        let (sql, contents) = match self.backend() {
-            Backend::Sqlite => (
-                "DELETE FROM request_records WHERE id IN \
-                 (SELECT id FROM request_records WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)",
-                "DELETE FROM request_contents WHERE id IN \
-                 (SELECT id FROM request_contents WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)",
-            ),
-            // By the whole key, and bounded by time outside too: the delete
-            // then visits only the partitions before the cutoff, not every
-            // day's index for each id.
-            Backend::Postgres => (
-                "DELETE FROM request_records WHERE time_ms < $1 AND (id, time_ms) IN \
-                 (SELECT id, time_ms FROM request_records WHERE time_ms < $1 \
-                 ORDER BY time_ms LIMIT $2)",
-                "DELETE FROM request_contents WHERE time_ms < $1 AND (id, time_ms) IN \
-                 (SELECT id, time_ms FROM request_contents WHERE time_ms < $1 \
-                 ORDER BY time_ms LIMIT $2)",
-            ),
-        };
-        let mut total = 0;
-        for (sql, counted) in [(sql, true), (contents, false)] {
-            loop {
-                let n = on_pool!(self, |p| sqlx::query(sql)
-                    .bind(time_ms)
-                    .bind(batch)
-                    .execute(p)
-                    .await?
-                    .rows_affected());
-                if counted {
-                    total += n;
-                }
-                if n < u64::try_from(batch).unwrap_or(0) {
-                    break;
-                }
-            }
-        }
-        Ok(total)
     }
 }
 

@@ -16,16 +16,31 @@
 //!   it. An SLO is judged by bucket: a request counts as over it when its
 //!   bucket is above the SLO's.
 //!
+//! - **Slices** (`request_rollup_slices`, migration 11) roll the same records
+//!   up by one dimension at a time (model, provider, project, user, key, or
+//!   none: all the traffic), by the hour and by the UTC day, each row with its
+//!   histograms inline ([`Histogram`], as text). The fine groups barely
+//!   compress when there are hundreds of keys (about seven records a group); a
+//!   slice holds a row per value per hour or day, so unfiltered reports over a
+//!   month read thousands of rows, not millions. A histogram cannot be added by
+//!   an upsert's arithmetic: the writer's first upsert adds the sums and
+//!   returns the histograms as stored (locking the row on PostgreSQL until the
+//!   commit, so no other writer reads it in between; SQLite's write lock is
+//!   already held), and a second writes them back merged.
+//!
 //! A batch's records are summed in memory first ([`Rollup`]), so each group
 //! and bucket is one row of one upsert statement (PostgreSQL refuses a
 //! statement that updates a row twice).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use crate::error::StoreError;
 use crate::model::{UsageBy, UsageRow};
 
 /// An hour, in milliseconds.
 pub(crate) const HOUR_MS: i64 = 3_600_000;
+/// A day, in milliseconds (slices' days are UTC days).
+pub(crate) const DAY_MS: i64 = 86_400_000;
 
 /// Buckets per doubling of milliseconds.
 const PER_DOUBLING: f64 = 8.0;
@@ -74,6 +89,21 @@ pub(crate) struct Group<'a> {
     pub key_prefix: &'a str,
 }
 
+impl<'a> Group<'a> {
+    /// The slices' dimensions and this group's value of each; `""` (no
+    /// dimension) is all the traffic.
+    fn values(&self) -> [(&'static str, &'a str); 6] {
+        [
+            ("", ""),
+            (dimension(UsageBy::Model), self.model),
+            (dimension(UsageBy::Provider), self.provider),
+            (dimension(UsageBy::Project), self.project),
+            (dimension(UsageBy::User), self.user),
+            (dimension(UsageBy::Key), self.key_prefix),
+        ]
+    }
+}
+
 /// A group's sums.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Sums {
@@ -119,11 +149,29 @@ pub(crate) struct Entry<'a> {
     pub ttft_ms: Option<i64>,
 }
 
-/// A batch's records, summed by group and by histogram bucket.
+/// One slice: the hour or day starting at `start_ms`, and one dimension's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Slice<'a> {
+    pub span_ms: i64,
+    pub dimension: &'static str,
+    pub start_ms: i64,
+    pub value: &'a str,
+}
+
+/// A slice's sums and histograms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Sliced {
+    pub sums: Sums,
+    pub latency: Histogram,
+    pub ttft: Histogram,
+}
+
+/// A batch's records, summed by group and by histogram bucket, and by slice.
 #[derive(Debug, Default)]
 pub(crate) struct Rollup<'a> {
     pub groups: Vec<(Group<'a>, Sums)>,
     pub latency: Vec<(Group<'a>, i64, i64, i64)>,
+    pub slices: Vec<(Slice<'a>, Sliced)>,
 }
 
 impl<'a> Rollup<'a> {
@@ -131,11 +179,24 @@ impl<'a> Rollup<'a> {
     pub fn of(entries: impl IntoIterator<Item = Entry<'a>>) -> Self {
         let mut groups: HashMap<Group<'a>, Sums> = HashMap::new();
         let mut latency: HashMap<(Group<'a>, i64, i64), i64> = HashMap::new();
+        let mut slices: HashMap<Slice<'a>, Sliced> = HashMap::new();
         for e in entries {
             *groups.entry(e.group).or_default() += e.sums;
             *latency.entry((e.group, TOTAL, bucket(e.total_ms))).or_default() += 1;
             if let Some(ttft) = e.ttft_ms {
                 *latency.entry((e.group, TTFT, bucket(ttft))).or_default() += 1;
+            }
+            for span_ms in [HOUR_MS, DAY_MS] {
+                let start_ms = e.group.hour_ms - e.group.hour_ms.rem_euclid(span_ms);
+                for (dimension, value) in e.group.values() {
+                    let s =
+                        slices.entry(Slice { span_ms, dimension, start_ms, value }).or_default();
+                    s.sums += e.sums;
+                    s.latency.add(bucket(e.total_ms), 1);
+                    if let Some(ttft) = e.ttft_ms {
+                        s.ttft.add(bucket(ttft), 1);
+                    }
+                }
             }
         }
         // In key order: writers that touch the same rows lock them in the same
@@ -146,7 +207,9 @@ impl<'a> Rollup<'a> {
         let mut latency: Vec<(Group<'a>, i64, i64, i64)> =
             latency.into_iter().map(|((g, m, b), n)| (g, m, b, n)).collect();
         latency.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        Rollup { groups, latency }
+        let mut slices: Vec<(Slice<'a>, Sliced)> = slices.into_iter().collect();
+        slices.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Rollup { groups, latency, slices }
     }
 }
 
@@ -208,6 +271,70 @@ pub(crate) fn upsert_latency_sql(sqlite: bool, rows: usize) -> &'static str {
     })
 }
 
+/// The key columns of `request_rollup_slices`.
+pub(crate) const SLICE_KEY: &str = "span_ms, dimension, start_ms, value";
+
+/// Columns per `request_rollup_slices` row.
+pub(crate) const SLICE_COLS: usize = 4 + SUMS.len() + 2;
+
+/// The first upsert of `rows` slices: adds their sums (their histograms are
+/// bound empty and left alone) and returns each row's key and histograms as
+/// stored, empty for a row it made.
+pub(crate) fn upsert_slices_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: crate::records::Statements = crate::records::Statements::new();
+    SQL.get(sqlite, rows, |rows| {
+        let adds: Vec<String> = SUMS
+            .iter()
+            .map(|c| format!("{c} = request_rollup_slices.{c} + excluded.{c}"))
+            .collect();
+        crate::records::values_sql(
+            &format!(
+                "INSERT INTO request_rollup_slices ({SLICE_KEY}, {}, latency, ttft)",
+                SUMS.join(", ")
+            ),
+            SLICE_COLS,
+            rows,
+            sqlite,
+            &format!(
+                " ON CONFLICT ({SLICE_KEY}) DO UPDATE SET {} RETURNING {SLICE_KEY}, latency, ttft",
+                adds.join(", ")
+            ),
+        )
+    })
+}
+
+/// The second: writes `rows` slices' merged histograms (every row exists by
+/// now; the sums bound are the batch's, as the first upsert added them).
+pub(crate) fn set_slice_histograms_sql(sqlite: bool, rows: usize) -> &'static str {
+    static SQL: crate::records::Statements = crate::records::Statements::new();
+    SQL.get(sqlite, rows, |rows| {
+        crate::records::values_sql(
+            &format!(
+                "INSERT INTO request_rollup_slices ({SLICE_KEY}, {}, latency, ttft)",
+                SUMS.join(", ")
+            ),
+            SLICE_COLS,
+            rows,
+            sqlite,
+            &format!(
+                " ON CONFLICT ({SLICE_KEY}) DO UPDATE SET latency = excluded.latency, \
+                 ttft = excluded.ttft"
+            ),
+        )
+    })
+}
+
+/// The slices' dimension of a usage grouping (`""`: all the traffic).
+pub(crate) fn dimension(by: UsageBy) -> &'static str {
+    match by {
+        UsageBy::User => "user",
+        UsageBy::Project => "project",
+        UsageBy::Model => "model",
+        UsageBy::Provider => "provider",
+        UsageBy::Key => "key",
+    }
+}
+
 /// The rollup column a usage grouping reads.
 pub(crate) fn column(by: UsageBy) -> &'static str {
     match by {
@@ -219,20 +346,82 @@ pub(crate) fn column(by: UsageBy) -> &'static str {
     }
 }
 
-/// The nearest-rank percentile `pct` of a histogram, `buckets` sorted by
-/// bucket, as its bucket's upper bound; `None` when it is empty.
-pub(crate) fn percentile(buckets: &[(i64, i64)], pct: u64) -> Option<u64> {
-    let n: i64 = buckets.iter().map(|(_, c)| c).sum();
-    let rank = crate::records::nearest_rank(pct, u64::try_from(n).ok()?);
-    let rank = i64::try_from(rank).unwrap_or(i64::MAX);
-    let mut seen = 0;
-    for (b, c) in buckets {
-        seen += c;
-        if seen >= rank {
-            return Some(upper(*b));
+/// A latency histogram: requests per bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Histogram(BTreeMap<i64, i64>);
+
+impl Histogram {
+    /// Adds `n` requests to `bucket`.
+    pub fn add(&mut self, bucket: i64, n: i64) {
+        if n != 0 {
+            *self.0.entry(bucket).or_default() += n;
         }
     }
-    None
+
+    /// Adds `other`'s requests.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (b, n) in &other.0 {
+            self.add(*b, *n);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Requests counted.
+    pub fn count(&self) -> i64 {
+        self.0.values().sum()
+    }
+
+    /// Requests in buckets above `bucket`.
+    pub fn above(&self, bucket: i64) -> i64 {
+        self.0.range(bucket + 1..).map(|(_, n)| n).sum()
+    }
+
+    /// The nearest-rank percentile `pct`, as its bucket's upper bound; `None`
+    /// when it is empty.
+    pub fn percentile(&self, pct: u64) -> Option<u64> {
+        let rank = crate::records::nearest_rank(pct, u64::try_from(self.count()).ok()?);
+        let rank = i64::try_from(rank).unwrap_or(i64::MAX);
+        let mut seen = 0;
+        for (b, c) in &self.0 {
+            seen += c;
+            if seen >= rank {
+                return Some(upper(*b));
+            }
+        }
+        None
+    }
+
+    /// The stored form: `bucket:count` pairs by bucket, separated by spaces.
+    pub fn encode(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::with_capacity(self.0.len() * 7);
+        for (b, n) in &self.0 {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            let _ = write!(out, "{b}:{n}");
+        }
+        out
+    }
+
+    /// Reads the stored form, in any order, a bucket repeated adding up (as
+    /// SQLite's `group_concat` in migration 11 may leave it).
+    pub fn decode(text: &str) -> Result<Histogram, StoreError> {
+        let mut h = Histogram::default();
+        for pair in text.split_ascii_whitespace() {
+            let cell = pair
+                .split_once(':')
+                .and_then(|(b, n)| Some((b.parse::<i64>().ok()?, n.parse::<i64>().ok()?)));
+            let Some((b, n)) = cell else {
+                return Err(StoreError::Corrupt(format!("latency histogram: {pair:?}")));
+            };
+            h.add(b, n);
+        }
+        Ok(h)
+    }
 }
 
 /// One group of a usage, being summed from the rollups and from records.
@@ -240,7 +429,7 @@ pub(crate) fn percentile(buckets: &[(i64, i64)], pct: u64) -> Option<u64> {
 pub(crate) struct Reading {
     pub sums: Sums,
     /// Requests per bucket of the whole request's time (from the rollups).
-    pub buckets: Vec<(i64, i64)>,
+    pub buckets: Histogram,
     /// The whole request's time of each record read (the window's partial hours).
     pub values: Vec<i64>,
 }
@@ -254,13 +443,11 @@ impl Reading {
             return self.exact_row(key, slo_ms);
         }
         for ms in std::mem::take(&mut self.values) {
-            self.buckets.push((bucket(ms), 1));
+            self.buckets.add(bucket(ms), 1);
         }
-        self.buckets.sort_unstable();
-        let n: i64 = self.buckets.iter().map(|(_, c)| c).sum();
-        let at_rank = |pct: u64| percentile(&self.buckets, pct).unwrap_or(0);
-        let slo_bucket = bucket(i64::try_from(slo_ms).unwrap_or(i64::MAX));
-        let over: i64 = self.buckets.iter().filter(|(b, _)| *b > slo_bucket).map(|(_, c)| c).sum();
+        let n = self.buckets.count();
+        let at_rank = |pct: u64| self.buckets.percentile(pct).unwrap_or(0);
+        let over = self.buckets.above(bucket(i64::try_from(slo_ms).unwrap_or(i64::MAX)));
         #[allow(clippy::cast_precision_loss)]
         let share = if n > 0 { over as f64 / n as f64 } else { 0.0 };
         self.usage_row(key, at_rank(50), at_rank(95), share)

@@ -18,6 +18,14 @@ fn buckets_are_eight_per_doubling_and_their_bounds_hold_them() {
     assert_eq!(bucket(upper(MAX_BUCKET) as i64), MAX_BUCKET);
 }
 
+fn histogram(cells: &[(i64, i64)]) -> Histogram {
+    let mut h = Histogram::default();
+    for (b, n) in cells {
+        h.add(*b, *n);
+    }
+    h
+}
+
 fn entry(model: &'static str, total_ms: i64, ttft_ms: Option<i64>) -> Entry<'static> {
     Entry {
         group: Group { hour_ms: 0, model, provider: "p", project: "", user: "", key_prefix: "" },
@@ -61,7 +69,7 @@ fn percentiles_and_the_slo_are_read_to_the_bucket() {
     // 100 requests: 90 of 100 ms, 10 of 8 s.
     let reading = Reading {
         sums: Sums { requests: 100, costed: 100, cost_usd: 1.5, ..Sums::default() },
-        buckets: vec![(bucket(8_000), 10), (bucket(100), 90)],
+        buckets: histogram(&[(bucket(8_000), 10), (bucket(100), 90)]),
         values: Vec::new(),
     };
     let row = reading.row(Some("m".into()), 5_000);
@@ -73,7 +81,7 @@ fn percentiles_and_the_slo_are_read_to_the_bucket() {
     // No costs known: unknown, not zero.
     let none = Reading {
         sums: Sums { requests: 1, ..Sums::default() },
-        buckets: vec![(1, 1)],
+        buckets: histogram(&[(1, 1)]),
         values: Vec::new(),
     };
     let row = none.row(None, 5_000);
@@ -101,17 +109,105 @@ fn upserts_have_a_placeholder_per_column_and_row_and_add_on_conflict() {
 fn records_alone_give_exact_percentiles_and_join_a_histogram_by_bucket() {
     let exact = Reading {
         sums: Sums { requests: 4, ..Sums::default() },
-        buckets: Vec::new(),
+        buckets: Histogram::default(),
         values: vec![300, 100, 10_000, 200],
     };
     let row = exact.row(None, 5_000);
     assert_eq!((row.p50_ms, row.p95_ms, row.slo_breach_share), (200, 10_000, 0.25));
     let mixed = Reading {
         sums: Sums { requests: 4, ..Sums::default() },
-        buckets: vec![(bucket(100), 3)],
+        buckets: histogram(&[(bucket(100), 3)]),
         values: vec![10_000],
     };
     let row = mixed.row(None, 5_000);
     assert_eq!((row.p50_ms, row.p95_ms), (upper(bucket(100)), upper(bucket(10_000))));
     assert_eq!(row.slo_breach_share, 0.25);
+}
+
+#[test]
+fn a_batch_sums_by_slice_each_dimension_by_hour_and_day() {
+    let at = |hour_ms: i64, model: &'static str, key: &'static str, total_ms: i64| Entry {
+        group: Group { hour_ms, model, provider: "p", project: "", user: "u", key_prefix: key },
+        sums: Sums { requests: 1, input_tokens: 10, ..Sums::default() },
+        total_ms,
+        ttft_ms: Some(total_ms / 2),
+    };
+    let day = 20_000 * DAY_MS;
+    let rollup = Rollup::of([
+        at(day, "a", "k1", 100),
+        at(day + HOUR_MS, "a", "k2", 100),
+        at(day + HOUR_MS, "b", "k1", 900),
+    ]);
+    let find = |span_ms: i64, dimension: &str, start_ms: i64, value: &str| {
+        rollup
+            .slices
+            .iter()
+            .find(|(s, _)| {
+                (s.span_ms, s.dimension, s.start_ms, s.value)
+                    == (span_ms, dimension, start_ms, value)
+            })
+            .map(|(_, v)| v.clone())
+    };
+    // All the traffic: an hour each, one day with the three.
+    let all = find(DAY_MS, "", day, "").unwrap();
+    assert_eq!((all.sums.requests, all.sums.input_tokens), (3, 30));
+    assert_eq!(all.latency, histogram(&[(bucket(100), 2), (bucket(900), 1)]));
+    assert_eq!(all.ttft, histogram(&[(bucket(50), 2), (bucket(450), 1)]));
+    assert_eq!(find(HOUR_MS, "", day + HOUR_MS, "").unwrap().sums.requests, 2);
+    // One dimension at a time; a missing value is "" (the project here).
+    assert_eq!(find(DAY_MS, "model", day, "a").unwrap().sums.requests, 2);
+    assert_eq!(find(HOUR_MS, "key", day + HOUR_MS, "k1").unwrap().sums.requests, 1);
+    assert_eq!(find(DAY_MS, "key", day, "k1").unwrap().sums.requests, 2);
+    assert_eq!(find(DAY_MS, "project", day, "").unwrap().sums.requests, 3);
+    assert_eq!(find(DAY_MS, "user", day, "u").unwrap().sums.requests, 3);
+    assert!(find(DAY_MS, "key", day + HOUR_MS, "k1").is_none(), "a day starts at midnight");
+    // In key order, each slice once.
+    let keys: Vec<_> = rollup.slices.iter().map(|(s, _)| *s).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(keys, sorted);
+    // 2 hours (all, model, provider, project, user, key: 1+2+1+1+1+2 in the
+    // second, 6 in the first) and a day (1+2+1+1+1+2).
+    assert_eq!(rollup.slices.len(), 6 + 8 + 8);
+}
+
+#[test]
+fn histograms_are_stored_as_text_and_read_in_any_order() {
+    let h = histogram(&[(90, 3), (0, 1), (200, 12)]);
+    assert_eq!(h.encode(), "0:1 90:3 200:12");
+    assert_eq!(Histogram::decode(&h.encode()).unwrap(), h);
+    assert_eq!(Histogram::decode("").unwrap(), Histogram::default());
+    // SQLite's group_concat keeps no order; a bucket twice adds up.
+    assert_eq!(Histogram::decode("200:12  90:1 0:1 90:2").unwrap(), h);
+    for bad in ["90", "90:x", "a:1", "90:1,2"] {
+        assert!(matches!(Histogram::decode(bad), Err(StoreError::Corrupt(_))), "{bad}");
+    }
+    let mut merged = h.clone();
+    merged.merge(&histogram(&[(90, 1), (5, 2)]));
+    assert_eq!(merged.encode(), "0:1 5:2 90:4 200:12");
+    assert_eq!((merged.count(), merged.above(90)), (19, 12));
+}
+
+#[test]
+fn slice_upserts_add_sums_and_return_the_stored_histograms() {
+    for sqlite in [true, false] {
+        for rows in [1, 8, 64] {
+            let first = upsert_slices_sql(sqlite, rows);
+            let second = set_slice_histograms_sql(sqlite, rows);
+            let count = |sql: &str| {
+                if sqlite { sql.matches('?').count() } else { sql.matches('$').count() }
+            };
+            assert_eq!((count(first), count(second)), (rows * SLICE_COLS, rows * SLICE_COLS));
+            assert!(
+                first.contains("requests = request_rollup_slices.requests + excluded.requests")
+            );
+            assert!(!first.contains("latency = "), "the first leaves the histograms alone");
+            assert!(
+                first.ends_with("RETURNING span_ms, dimension, start_ms, value, latency, ttft")
+            );
+            assert!(second.ends_with("latency = excluded.latency, ttft = excluded.ttft"));
+            assert!(!second.contains("requests = "), "the second adds nothing");
+        }
+    }
 }

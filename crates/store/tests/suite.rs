@@ -111,7 +111,10 @@ suite!(
     case_rollups_count_a_record_once,
     case_rollups_backfill_matches_what_writes_keep,
     case_usage_series_is_hour_by_hour,
+    case_slices_agree_with_the_fine_rollups,
+    case_slices_backfill_matches_what_writes_keep,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
+    case_rollup_retention_keeps_the_daily_slices,
     case_content_is_stored_compressed_apart_and_read_back,
     case_console_sessions,
     case_oidc_logins_are_taken_once,
@@ -126,11 +129,15 @@ suite!(
 mod rollups;
 use rollups::{
     case_rollups_backfill_matches_what_writes_keep, case_rollups_count_a_record_once,
-    case_rollups_match_the_records, case_usage_series_is_hour_by_hour,
+    case_rollups_match_the_records, case_slices_agree_with_the_fine_rollups,
+    case_slices_backfill_matches_what_writes_keep, case_usage_series_is_hour_by_hour,
 };
 #[path = "suite/retention.rs"]
 mod retention;
-use retention::case_retention_deletes_in_batches_and_keeps_the_rollups;
+use retention::{
+    case_retention_deletes_in_batches_and_keeps_the_rollups,
+    case_rollup_retention_keeps_the_daily_slices,
+};
 #[path = "suite/contents.rs"]
 mod contents;
 use contents::case_content_is_stored_compressed_apart_and_read_back;
@@ -212,7 +219,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =
@@ -339,6 +346,7 @@ async fn case_projects(store: Store) {
     let of_bob: Vec<String> =
         store.projects_of(&bob.id).await.unwrap().into_iter().map(|p| p.name).collect();
     assert_eq!(of_bob, ["bob", "research"]);
+    assert_eq!(store.project_names_by_user().await.unwrap()[&bob.id], of_bob);
     assert!(store.add_project_member("prj_missing", &bob.id).await.unwrap_err().is_not_found());
     assert!(
         store.add_project_member(&research.id, "usr_missing").await.unwrap_err().is_not_found()
@@ -368,6 +376,12 @@ async fn case_groups(store: Store) {
     store.add_group_member(&ml.id, &other.id).await.unwrap();
     assert_eq!(store.groups_of(&u.id).await.unwrap(), ["ml", "ops"]);
     assert_eq!(store.groups_of(&other.id).await.unwrap(), ["ml"]);
+    // Everyone's at once, the same.
+    let all = store.group_names_by_user().await.unwrap();
+    assert_eq!(
+        (&all[&u.id], &all[&other.id]),
+        (&vec!["ml".to_owned(), "ops".into()], &vec!["ml".into()])
+    );
     assert!(store.add_group_member("grp_missing", &u.id).await.unwrap_err().is_not_found());
     assert!(store.add_group_member(&ml.id, "usr_missing").await.unwrap_err().is_not_found());
     assert_eq!(store.list_groups().await.unwrap(), [ml, ops]);
@@ -1142,6 +1156,19 @@ async fn case_concurrent_writers(store: Store) {
     // record counted, once.
     let rolled = store.usage(&RecordFilter::default(), UsageBy::Model, 0).await.unwrap();
     assert_eq!(rolled[0].requests, 600);
+    // The slices' histograms are merged by read and write back: none lost.
+    let sql = "SELECT latency FROM request_rollup_slices WHERE dimension = ''";
+    let histograms: Vec<String> = match store.pool() {
+        DbPool::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await.unwrap(),
+        DbPool::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await.unwrap(),
+    };
+    let counted: i64 = histograms
+        .iter()
+        .flat_map(|h| h.split_whitespace())
+        .map(|pair| pair.split_once(':').unwrap().1.parse::<i64>().unwrap())
+        .sum();
+    // An hour and a day each.
+    assert_eq!(counted, 2 * 600);
 }
 
 // ------------------------------------------------------- backend-specific

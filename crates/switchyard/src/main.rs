@@ -211,6 +211,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     }
     let key_cache = std::time::Duration::from_millis(catalog.security.key_cache_ms);
     let retention_days = catalog.storage.retention_days;
+    let rollup_retention_days = catalog.storage.rollup_retention_days;
     let seal = match storage::continuity_seal(&catalog.security) {
         Ok(s) => s,
         Err(e) => {
@@ -295,7 +296,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             eprintln!("switchyard: cannot load access rules: {e}");
             return ExitCode::FAILURE;
         }
-        storage::spawn_retention(s.clone(), retention_days);
+        storage::spawn_retention(s.clone(), retention_days, rollup_retention_days);
         storage::spawn_rule_refresh(s.clone(), gateway.clone(), std::time::Duration::from_secs(10));
     }
     let listener = match tokio::net::TcpListener::bind(&addr).await {

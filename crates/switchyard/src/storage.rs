@@ -258,8 +258,9 @@ pub fn spawn_rule_refresh(store: Store, gateway: Arc<Engine>, every: Duration) {
 
 /// Hourly, from the first moment: on PostgreSQL, the request tables' day
 /// partitions made ahead (every instance runs it; the store makes each day
-/// once); then records older than the retention period deleted (0: kept).
-pub fn spawn_retention(store: Store, retention_days: u32) {
+/// once); then records older than the retention period deleted, and rollups
+/// older than theirs (0: kept).
+pub fn spawn_retention(store: Store, retention_days: u32, rollup_retention_days: u32) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(3600));
         loop {
@@ -272,14 +273,21 @@ pub fn spawn_retention(store: Store, retention_days: u32) {
             if let Err(e) = store.purge_sessions(now_ms() - 86_400_000).await {
                 tracing::warn!("console sessions: {e}");
             }
-            if retention_days == 0 {
-                continue;
+            if retention_days > 0 {
+                let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
+                match store.delete_records_before(cutoff).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(rows = n, "retention: deleted old request records"),
+                    Err(e) => tracing::warn!("retention: {e}"),
+                }
             }
-            let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
-            match store.delete_records_before(cutoff).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(rows = n, "retention: deleted old request records"),
-                Err(e) => tracing::warn!("retention: {e}"),
+            if rollup_retention_days > 0 {
+                let cutoff = now_ms() - i64::from(rollup_retention_days) * 86_400_000;
+                match store.delete_rollups_before(cutoff).await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(rows = n, "retention: deleted old hourly rollups"),
+                    Err(e) => tracing::warn!("rollup retention: {e}"),
+                }
             }
         }
     });

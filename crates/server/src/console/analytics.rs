@@ -10,9 +10,7 @@ use askama::Template;
 use axum::extract::Query;
 use axum::response::Response;
 use serde::Deserialize;
-use switchyard_store::{
-    DEFAULT_SLO_MS, RecordFilter, SLO_RANGE_MS, SeriesPoint, UsageBy, UsageRow,
-};
+use switchyard_store::{DEFAULT_SLO_MS, RecordFilter, SLO_RANGE_MS, SeriesOf, UsageBy, UsageRow};
 
 use super::chart::Chart;
 use super::page::{Chrome, PageError, render};
@@ -106,7 +104,10 @@ pub(crate) async fn page(signed: Signed, Query(p): Query<Params>) -> Result<Resp
         ..RecordFilter::default()
     };
     let rows = signed.store.usage(&filter, by, slo_ms).await?;
-    let series = signed.store.usage_series(&filter, by, slo_ms).await?;
+    // The charts' lines: the busiest groups, and all the traffic (the rest is
+    // the difference), not every group's every hour.
+    let top: Vec<Option<String>> = rows.iter().take(LINES).map(|u| u.key.clone()).collect();
+    let series = signed.store.usage_series_of(&filter, by, slo_ms, &top).await?;
     let mut groups: Vec<GroupRow> = rows
         .into_iter()
         .map(|u| GroupRow {
@@ -143,7 +144,7 @@ fn percent(part: u64, whole: u64) -> String {
 /// The hourly charts: requests per group (the busiest groups, the rest as
 /// "other"), p95 time to first token per group, tokens, cost, and the error,
 /// failover and cache-hit rates of all traffic.
-fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) -> Vec<Chart> {
+fn charts(series: &SeriesOf, since_ms: i64, now: i64, groups: &[GroupRow]) -> Vec<Chart> {
     let first = since_ms - since_ms.rem_euclid(HOUR_MS);
     let last = now - now.rem_euclid(HOUR_MS);
     let hours: Vec<i64> = (0..).map(|i| first + i * HOUR_MS).take_while(|h| *h <= last).collect();
@@ -158,13 +159,8 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
             }
         })
         .collect();
-    let at = |h: i64| hours.iter().position(|x| *x == h);
+    let at = |h: i64| usize::try_from((h - first) / HOUR_MS).ok().filter(|i| *i < hours.len());
     let top: Vec<&str> = groups.iter().take(LINES).map(|g| g.key.as_str()).collect();
-    let name = |p: &SeriesPoint| p.usage.key.clone().unwrap_or_else(|| "(none)".to_owned());
-    let line_of = |p: &SeriesPoint| {
-        let n = name(p);
-        if top.contains(&n.as_str()) { n } else { "other".to_owned() }
-    };
     // Requests and p95 TTFT per group.
     let mut requests: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
     let mut ttft: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
@@ -184,17 +180,21 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
             *slot = Some(slot.unwrap_or(0.0) + x);
         }
     };
-    for p in series {
+    let mut named = vec![0u64; hours.len()];
+    for p in &series.groups {
         let Some(i) = at(p.hour_ms) else { continue };
-        add(requests.entry(line_of(p)).or_insert_with(zeros), i, p.usage.requests as f64);
-        if top.contains(&name(p).as_str())
-            && let Some(t) = p.ttft_p95_ms
-        {
-            let slot = ttft.entry(name(p)).or_insert_with(blank);
+        let name = p.usage.key.clone().unwrap_or_else(|| "(none)".to_owned());
+        add(requests.entry(name.clone()).or_insert_with(zeros), i, p.usage.requests as f64);
+        named[i] += p.usage.requests;
+        if let Some(t) = p.ttft_p95_ms {
+            let slot = ttft.entry(name).or_insert_with(blank);
             if let Some(s) = slot.get_mut(i) {
-                *s = Some(s.unwrap_or(0.0).max(t as f64));
+                *s = Some(t as f64);
             }
         }
+    }
+    for p in &series.total {
+        let Some(i) = at(p.hour_ms) else { continue };
         add(&mut tokens_in, i, p.usage.input_tokens as f64);
         add(&mut tokens_out, i, p.usage.output_tokens as f64);
         if let Some(c) = p.usage.cost_usd {
@@ -204,6 +204,10 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
         errors[i] += p.usage.errors;
         failovers[i] += p.failovers;
         hits[i] += p.cache_hits;
+    }
+    if groups.len() > top.len() {
+        let other = total.iter().zip(&named).map(|(t, n)| Some(t.saturating_sub(*n) as f64));
+        requests.insert("other".to_owned(), other.collect());
     }
     let rate = |part: &[u64]| -> Vec<Option<f64>> {
         part.iter()
@@ -254,3 +258,7 @@ fn charts(series: &[SeriesPoint], since_ms: i64, now: i64, groups: &[GroupRow]) 
         ),
     ]
 }
+
+#[cfg(test)]
+#[path = "analytics_tests.rs"]
+mod tests;

@@ -81,9 +81,12 @@ async fn people_page(
     let configured = &snapshot.catalog.limits;
     let store = &signed.store;
     let mut users = Vec::new();
+    // Memberships in two queries, not two per user.
+    let mut projects_of = store.project_names_by_user().await?;
+    let mut groups_of = store.group_names_by_user().await?;
     for u in store.list_users().await? {
-        let projects = store.projects_of(&u.id).await?.into_iter().map(|p| p.name).collect();
-        let groups = store.groups_of(&u.id).await?;
+        let projects = projects_of.remove(&u.id).unwrap_or_default();
+        let groups = groups_of.remove(&u.id).unwrap_or_default();
         let limits = shown(configured.users.get(&u.id).or_else(|| configured.users.get(&u.email)));
         users.push(UserRow {
             role: u.role.as_str(),

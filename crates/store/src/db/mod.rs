@@ -188,6 +188,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/sqlite/0010_console_oidc.sql")),
+    (11, "rollup_slices", include_str!("../../migrations/sqlite/0011_rollup_slices.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -208,6 +209,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/postgres/0010_console_oidc.sql")),
+    (11, "rollup_slices", include_str!("../../migrations/postgres/0011_rollup_slices.sql")),
 ];
 
 impl Store {

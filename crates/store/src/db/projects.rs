@@ -103,6 +103,26 @@ impl Store {
             rows.iter().map(project_from).collect()
         })
     }
+
+    /// Every user's projects' names at once (user id → names, by name): what
+    /// [`Store::projects_of`] gives each user, in one query.
+    pub async fn project_names_by_user(
+        &self,
+    ) -> Result<std::collections::HashMap<String, Vec<String>>, StoreError> {
+        let rows: Vec<(String, String)> = on_pool!(self, |p| {
+            sqlx::query_as(
+                "SELECT m.user_id, p.name FROM projects p JOIN project_members m \
+                 ON m.project_id = p.id ORDER BY m.user_id, p.name",
+            )
+            .fetch_all(p)
+            .await?
+        });
+        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for (user, name) in rows {
+            out.entry(user).or_default().push(name);
+        }
+        Ok(out)
+    }
 }
 
 const DEFAULT_CONTENT_CAP: i64 = 65_536;

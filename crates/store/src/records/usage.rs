@@ -10,7 +10,7 @@ use sqlx::AssertSqlSafe;
 use super::{Arg, Where, to_u64};
 use crate::db::{Backend, RowExt, Store, on_pool};
 use crate::error::StoreError;
-use crate::model::{RecordFilter, SeriesPoint, UsageBy, UsageRow};
+use crate::model::{RecordFilter, UsageBy, UsageRow};
 use crate::rollups;
 
 /// The SLO `usage` measures against when given 0.
@@ -19,7 +19,7 @@ pub const DEFAULT_SLO_MS: u64 = 5_000;
 pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
 /// The sums a rollup read selects, named as [`rolled_sums`] reads them.
-const ROLLED_SUMS: &str = "CAST(SUM(requests) AS BIGINT) AS requests, \
+pub(super) const ROLLED_SUMS: &str = "CAST(SUM(requests) AS BIGINT) AS requests, \
     CAST(SUM(errors) AS BIGINT) AS errors, CAST(SUM(failovers) AS BIGINT) AS failovers, \
     CAST(SUM(cache_hits) AS BIGINT) AS cache_hits, \
     CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
@@ -28,8 +28,12 @@ const ROLLED_SUMS: &str = "CAST(SUM(requests) AS BIGINT) AS requests, \
     CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
     CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost";
 
-/// A row of [`ROLLED_SUMS`].
-fn rolled_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
+/// The same sums of one slice row, as [`rolled_sums`] reads them.
+pub(super) const SLICE_SUMS: &str = "requests, errors, failovers, cache_hits, input_tokens, \
+    output_tokens, cache_read_tokens, cache_write_tokens, costed, cost_usd AS cost";
+
+/// A row of [`ROLLED_SUMS`] or [`SLICE_SUMS`].
+pub(super) fn rolled_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
     Ok(rollups::Sums {
         requests: row.col("requests")?,
         errors: row.col("errors")?,
@@ -46,95 +50,6 @@ fn rolled_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
 }
 
 impl Store {
-    /// Usage hour by hour, from the rollups alone: for each hour that overlaps
-    /// the window (`since` and `until` widened to whole hours) and each group
-    /// `by`, what [`Store::usage`] reports, with failovers, cache hits and the
-    /// time to first token. Oldest hour first, the busiest group first within
-    /// it. The percentiles are read to the histograms' bucket. A status filter
-    /// is refused: the rollups do not keep it.
-    pub async fn usage_series(
-        &self,
-        f: &RecordFilter,
-        by: UsageBy,
-        slo_ms: u64,
-    ) -> Result<Vec<SeriesPoint>, StoreError> {
-        if f.status.is_some() {
-            return Err(StoreError::Invalid("the hourly series keeps no status".into()));
-        }
-        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
-            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
-        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
-        let from = f.since_ms.map(hour);
-        let to = f.until_ms.map(|t| if hour(t) == t { t } else { hour(t) + rollups::HOUR_MS });
-        let key = rollups::column(by);
-        let w = Where::rollups(f, from, to);
-        let sums = format!(
-            "SELECT hour_ms, {key} AS k, {ROLLED_SUMS} FROM request_rollups{} \
-             GROUP BY hour_ms, {key}",
-            w.sql
-        );
-        let histograms = format!(
-            "SELECT hour_ms, {key} AS k, metric, bucket, CAST(SUM(count) AS BIGINT) AS n \
-             FROM request_rollup_latency{} GROUP BY hour_ms, {key}, metric, bucket",
-            w.sql
-        );
-        let backend = self.backend();
-        // (hour, group) → the hour's usage, failovers and cache hits, TTFT buckets.
-        type Hour = (rollups::Reading, i64, i64, Vec<(i64, i64)>);
-        let mut hours: HashMap<(i64, String), Hour> = HashMap::new();
-        on_pool!(self, |p| {
-            let mut tx = p.begin().await?;
-            if backend == Backend::Postgres {
-                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
-                let sums = rolled_sums(&row)?;
-                let h = hours.entry(at).or_default();
-                h.0.sums += sums;
-                h.1 += sums.failovers;
-                h.2 += sums.cache_hits;
-            }
-            for row in w.bind(sqlx::query(AssertSqlSafe(histograms))).fetch_all(&mut *tx).await? {
-                let at = (row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
-                let h = hours.entry(at).or_default();
-                let cell = (row.col::<i64>("bucket")?, row.col::<i64>("n")?);
-                if row.col::<i64>("metric")? == rollups::TTFT {
-                    h.3.push(cell);
-                } else {
-                    h.0.buckets.push(cell);
-                }
-            }
-            tx.commit().await?;
-        });
-        let count = |v: i64| u64::try_from(v).unwrap_or(0);
-        let mut out: Vec<SeriesPoint> = hours
-            .into_iter()
-            .filter(|(_, h)| h.0.sums.requests > 0)
-            .map(|((hour_ms, k), (reading, failovers, cache_hits, mut ttft))| {
-                ttft.sort_unstable();
-                SeriesPoint {
-                    hour_ms,
-                    usage: reading.row((!k.is_empty()).then_some(k), slo),
-                    failovers: count(failovers),
-                    cache_hits: count(cache_hits),
-                    ttft_p50_ms: rollups::percentile(&ttft, 50),
-                    ttft_p95_ms: rollups::percentile(&ttft, 95),
-                }
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            (a.hour_ms, std::cmp::Reverse(a.usage.requests), &a.usage.key).cmp(&(
-                b.hour_ms,
-                std::cmp::Reverse(b.usage.requests),
-                &b.usage.key,
-            ))
-        });
-        Ok(out)
-    }
-
     /// [`Store::usage`] from every matching record, the rollups unread:
     /// percentiles exact (nearest rank over `total_ms`, from one ordered pass;
     /// memory per group, not per record), at the cost of a scan of the window.
@@ -144,8 +59,7 @@ impl Store {
         by: UsageBy,
         slo_ms: u64,
     ) -> Result<Vec<UsageRow>, StoreError> {
-        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
-            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
+        let slo = effective_slo(slo_ms);
         let key = record_column(by);
         let mut w = Where::new(f);
         let slo_arg = w.arg(Arg::Int(i64::try_from(slo).unwrap_or(i64::MAX)));
@@ -201,12 +115,16 @@ impl Store {
     /// busiest group first. `slo_ms` is clamped into [`SLO_RANGE_MS`]; 0 means
     /// [`DEFAULT_SLO_MS`].
     ///
-    /// The window's whole hours are read from the hourly rollups (a few rows
-    /// per hour and group, whatever the traffic), the partial hours at its ends
-    /// from their records (at most two hours of them). Counts, tokens and costs
-    /// are exact. Percentiles and the SLO share are exact when the window holds
-    /// no whole hour, else read to the latency histograms' bucket (never below
-    /// the exact value, less than 9.1% above; see `rollups`). The model is the
+    /// The window's whole hours are read from the rollups, the partial hours at
+    /// its ends from their records (at most two hours of them). Unfiltered, or
+    /// filtered only on the grouping's own dimension, the rollups read are the
+    /// slices: the window's whole UTC days from the daily ones, its other whole
+    /// hours from the hourly ones (a row per group per day or hour, however many
+    /// keys); otherwise the fine rollups (a row per hour and combination of
+    /// model, provider, project, user and key). Counts, tokens and costs are
+    /// exact. Percentiles and the SLO share are exact when the window holds no
+    /// whole hour, else read to the latency histograms' bucket (never below the
+    /// exact value, less than 9.1% above; see `rollups`). The model is the
     /// resolved one, else the requested one. A filter on the status, which the
     /// rollups do not keep, scans every record of the window
     /// ([`Store::usage_scan`]).
@@ -216,29 +134,42 @@ impl Store {
         by: UsageBy,
         slo_ms: u64,
     ) -> Result<Vec<UsageRow>, StoreError> {
-        let slo = if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
-            .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end());
-        let hour = |t: i64| t - t.rem_euclid(rollups::HOUR_MS);
+        let slo = effective_slo(slo_ms);
         // The whole hours: from the first that starts in the window, to the
         // end of the last that ends in it.
-        let from = f.since_ms.map(|t| if hour(t) == t { t } else { hour(t) + rollups::HOUR_MS });
-        let to = f.until_ms.map(hour);
+        let from = f.since_ms.map(|t| ceil(t, rollups::HOUR_MS));
+        let to = f.until_ms.map(|t| floor(t, rollups::HOUR_MS));
         if f.status.is_some() || matches!((from, to), (Some(a), Some(b)) if a >= b) {
             return self.usage_scan(f, by, slo_ms).await;
         }
-        let key = rollups::column(by);
-        let w = Where::rollups(f, from, to);
-        let sums = format!(
-            "SELECT {key} AS k, {ROLLED_SUMS} FROM request_rollups{} GROUP BY {key}",
-            w.sql
-        );
-        let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
-        let histogram = format!(
-            "SELECT {key} AS k, bucket, CAST(SUM(count) AS BIGINT) AS n \
-             FROM request_rollup_latency{}{and} metric = {} GROUP BY {key}, bucket",
-            w.sql,
-            rollups::TOTAL
-        );
+        let mut reads: Vec<(Where, String, Read)> = Vec::new();
+        if let Some((dimension, value)) = slice_of(f, Some(by)) {
+            for (span, lo, hi) in slice_ranges(from, to) {
+                let w = Where::slices(span, dimension, value, lo, hi);
+                let sql = format!(
+                    "SELECT value AS k, {SLICE_SUMS}, latency FROM request_rollup_slices{}",
+                    w.sql
+                );
+                reads.push((w, sql, Read::Slices));
+            }
+        } else {
+            let key = rollups::column(by);
+            let w = Where::rollups(f, from, to);
+            let sums = format!(
+                "SELECT {key} AS k, {ROLLED_SUMS} FROM request_rollups{} GROUP BY {key}",
+                w.sql
+            );
+            let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
+            let histogram = format!(
+                "SELECT {key} AS k, bucket, CAST(SUM(count) AS BIGINT) AS n \
+                 FROM request_rollup_latency{}{and} metric = {} GROUP BY {key}, bucket",
+                w.sql,
+                rollups::TOTAL
+            );
+            let w2 = Where::rollups(f, from, to);
+            reads.push((w, sums, Read::Sums));
+            reads.push((w2, histogram, Read::Histogram));
+        }
         // The partial hours at the ends, from their records.
         let ends: Vec<(i64, i64)> = [(f.since_ms, from), (to, f.until_ms)]
             .into_iter()
@@ -265,13 +196,19 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            for row in w.bind(sqlx::query(AssertSqlSafe(sums))).fetch_all(&mut *tx).await? {
-                groups.entry(named(row.col::<String>("k")?)).or_default().sums +=
-                    rolled_sums(&row)?;
-            }
-            for row in w.bind(sqlx::query(AssertSqlSafe(histogram))).fetch_all(&mut *tx).await? {
-                let g = groups.entry(named(row.col::<String>("k")?)).or_default();
-                g.buckets.push((row.col("bucket")?, row.col("n")?));
+            for (w, sql, read) in reads {
+                for row in w.bind(sqlx::query(AssertSqlSafe(sql))).fetch_all(&mut *tx).await? {
+                    let g = groups.entry(named(row.col::<String>("k")?)).or_default();
+                    match read {
+                        Read::Sums => g.sums += rolled_sums(&row)?,
+                        Read::Histogram => g.buckets.add(row.col("bucket")?, row.col("n")?),
+                        Read::Slices => {
+                            g.sums += rolled_sums(&row)?;
+                            let latency = row.col::<String>("latency")?;
+                            g.buckets.merge(&rollups::Histogram::decode(&latency)?);
+                        }
+                    }
+                }
             }
             if let Some((e, sql)) = edges {
                 let mut stream = e.bind(sqlx::query(AssertSqlSafe(sql))).fetch(&mut *tx);
@@ -305,6 +242,93 @@ impl Store {
         out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
         Ok(out)
     }
+}
+
+/// What a rollup read's rows hold.
+#[derive(Clone, Copy)]
+enum Read {
+    /// A group's sums ([`ROLLED_SUMS`]).
+    Sums,
+    /// A group's requests in one bucket (`bucket`, `n`).
+    Histogram,
+    /// A slice: its sums ([`SLICE_SUMS`]) and its `latency` histogram.
+    Slices,
+}
+
+/// `slo_ms` as reports apply it: 0 is [`DEFAULT_SLO_MS`], clamped into
+/// [`SLO_RANGE_MS`].
+pub(super) fn effective_slo(slo_ms: u64) -> u64 {
+    if slo_ms == 0 { DEFAULT_SLO_MS } else { slo_ms }
+        .clamp(*SLO_RANGE_MS.start(), *SLO_RANGE_MS.end())
+}
+
+/// `t` down to a multiple of `span`.
+pub(super) fn floor(t: i64, span: i64) -> i64 {
+    t - t.rem_euclid(span)
+}
+
+/// `t` up to a multiple of `span`.
+pub(super) fn ceil(t: i64, span: i64) -> i64 {
+    if floor(t, span) == t { t } else { floor(t, span) + span }
+}
+
+/// The slice that answers a read filtered by `f` and grouped `by` (`None`:
+/// all of it): its dimension, and the value `f` holds it to. `None` when
+/// `f` constrains a dimension other than the grouping's (only the fine
+/// rollups hold combinations), or constrains two.
+pub(super) fn slice_of(
+    f: &RecordFilter,
+    by: Option<UsageBy>,
+) -> Option<(&'static str, Option<&str>)> {
+    let filters = [
+        (UsageBy::User, &f.user),
+        (UsageBy::Project, &f.project),
+        (UsageBy::Model, &f.model),
+        (UsageBy::Provider, &f.provider),
+        (UsageBy::Key, &f.key_prefix),
+    ];
+    let mut set = filters.iter().filter_map(|(d, v)| Some((*d, v.as_deref()?)));
+    let first = set.next();
+    if set.next().is_some() {
+        return None;
+    }
+    match (by, first) {
+        (None, None) => Some(("", None)),
+        (Some(by), None) => Some((rollups::dimension(by), None)),
+        (None, Some((d, v))) => Some((rollups::dimension(d), Some(v))),
+        (Some(by), Some((d, v))) if by == d => Some((rollups::dimension(d), Some(v))),
+        (Some(_), Some(_)) => None,
+    }
+}
+
+/// The slices that cover the whole hours from `from` to `to` (each an hour's
+/// start; `None`: unbounded): (span, first start, end), the whole UTC days
+/// by the day, the hours around them by the hour. A daily slice holds its day
+/// so far, so an open end is read by the day.
+pub(super) fn slice_ranges(
+    from: Option<i64>,
+    to: Option<i64>,
+) -> Vec<(i64, Option<i64>, Option<i64>)> {
+    let (hour, day) = (rollups::HOUR_MS, rollups::DAY_MS);
+    let first_day = from.map(|t| ceil(t, day));
+    let last_day = to.map(|t| floor(t, day));
+    if let (Some(a), Some(b)) = (first_day, last_day)
+        && a >= b
+    {
+        return vec![(hour, from, to)];
+    }
+    let mut out = vec![(day, first_day, last_day)];
+    if let (Some(a), Some(b)) = (from, first_day)
+        && a < b
+    {
+        out.push((hour, Some(a), Some(b)));
+    }
+    if let (Some(a), Some(b)) = (last_day, to)
+        && a < b
+    {
+        out.push((hour, Some(a), Some(b)));
+    }
+    out
 }
 
 /// A group being aggregated: its sums from SQL, its percentiles from the ordered
@@ -364,7 +388,7 @@ fn group_from(r: &impl RowExt) -> Result<Group, StoreError> {
 impl Where {
     /// `f`'s user, project and model on the rollups, over the hours from
     /// `from` to `to` (each an hour's start; `None`: unbounded).
-    fn rollups(f: &RecordFilter, from: Option<i64>, to: Option<i64>) -> Where {
+    pub(super) fn rollups(f: &RecordFilter, from: Option<i64>, to: Option<i64>) -> Where {
         let mut w = Where { sql: String::new(), args: Vec::new() };
         let mut conds = Vec::new();
         if let Some(t) = from {
@@ -387,6 +411,33 @@ impl Where {
         if !conds.is_empty() {
             w.sql = format!(" WHERE {}", conds.join(" AND "));
         }
+        w
+    }
+
+    /// The slices of `dimension` (`value`, when given) spanning `span_ms` that
+    /// start from `lo` up to `hi` (`None`: unbounded).
+    pub(super) fn slices(
+        span_ms: i64,
+        dimension: &str,
+        value: Option<&str>,
+        lo: Option<i64>,
+        hi: Option<i64>,
+    ) -> Where {
+        let mut w = Where { sql: String::new(), args: Vec::new() };
+        let mut conds = vec![
+            format!("span_ms = {}", w.arg(Arg::Int(span_ms))),
+            format!("dimension = {}", w.arg(Arg::Text(dimension.to_owned()))),
+        ];
+        if let Some(t) = lo {
+            conds.push(format!("start_ms >= {}", w.arg(Arg::Int(t))));
+        }
+        if let Some(t) = hi {
+            conds.push(format!("start_ms < {}", w.arg(Arg::Int(t))));
+        }
+        if let Some(v) = value {
+            conds.push(format!("value = {}", w.arg(Arg::Text(v.to_owned()))));
+        }
+        w.sql = format!(" WHERE {}", conds.join(" AND "));
         w
     }
 
@@ -423,7 +474,7 @@ impl Where {
 
 /// The record column a usage grouping reads (the rollups' own is
 /// [`rollups::column`]): the same value the rollups key the record by.
-fn record_column(by: UsageBy) -> &'static str {
+pub(super) fn record_column(by: UsageBy) -> &'static str {
     match by {
         UsageBy::User => "user_id",
         UsageBy::Project => "project_id",
@@ -436,6 +487,60 @@ fn record_column(by: UsageBy) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const H: i64 = rollups::HOUR_MS;
+    const D: i64 = rollups::DAY_MS;
+
+    #[test]
+    fn whole_days_are_read_by_the_day_and_the_hours_around_them_by_the_hour() {
+        let day = 20_000 * D;
+        // Within a day: hours only.
+        assert_eq!(
+            slice_ranges(Some(day + H), Some(day + 5 * H)),
+            [(H, Some(day + H), Some(day + 5 * H))]
+        );
+        // Across midnight without a whole day: hours only.
+        assert_eq!(
+            slice_ranges(Some(day + 20 * H), Some(day + D + 3 * H)),
+            [(H, Some(day + 20 * H), Some(day + D + 3 * H))]
+        );
+        // Whole days in the middle, hours at both ends.
+        assert_eq!(
+            slice_ranges(Some(day + 20 * H), Some(day + 3 * D + 2 * H)),
+            [
+                (D, Some(day + D), Some(day + 3 * D)),
+                (H, Some(day + 20 * H), Some(day + D)),
+                (H, Some(day + 3 * D), Some(day + 3 * D + 2 * H)),
+            ]
+        );
+        // Aligned on days: days only.
+        assert_eq!(slice_ranges(Some(day), Some(day + 2 * D)), [(D, Some(day), Some(day + 2 * D))]);
+        // Open ends: a daily slice holds its day so far.
+        assert_eq!(
+            slice_ranges(Some(day + 20 * H), None),
+            [(D, Some(day + D), None), (H, Some(day + 20 * H), Some(day + D))]
+        );
+        assert_eq!(slice_ranges(None, None), [(D, None, None)]);
+        assert_eq!(
+            slice_ranges(None, Some(day + 2 * H)),
+            [(D, None, Some(day)), (H, Some(day), Some(day + 2 * H))]
+        );
+    }
+
+    #[test]
+    fn a_slice_answers_a_filter_on_the_grouping_or_on_one_dimension_of_the_total() {
+        let none = RecordFilter::default();
+        assert_eq!(slice_of(&none, Some(UsageBy::Model)), Some(("model", None)));
+        assert_eq!(slice_of(&none, None), Some(("", None)));
+        let model = RecordFilter { model: Some("m".into()), ..RecordFilter::default() };
+        assert_eq!(slice_of(&model, Some(UsageBy::Model)), Some(("model", Some("m"))));
+        assert_eq!(slice_of(&model, None), Some(("model", Some("m"))));
+        // Another dimension, or two: the fine rollups.
+        assert_eq!(slice_of(&model, Some(UsageBy::Key)), None);
+        let two = RecordFilter { project: Some("p".into()), ..model };
+        assert_eq!(slice_of(&two, None), None);
+        assert_eq!(slice_of(&two, Some(UsageBy::Model)), None);
+    }
 
     #[test]
     fn nearest_rank_matches_the_definition() {

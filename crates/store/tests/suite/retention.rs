@@ -37,3 +37,41 @@ pub(crate) async fn case_retention_deletes_in_batches_and_keeps_the_rollups(stor
         assert_eq!(free, 0, "every freed page handed back");
     }
 }
+
+pub(crate) async fn case_rollup_retention_keeps_the_daily_slices(store: Store) {
+    const HOUR: u64 = 3_600_000;
+    const DAY: u64 = 24 * HOUR;
+    let day0 = 20_000 * DAY;
+    // Ten days, a record every six hours, two users.
+    let batch: Vec<RequestRecord> = (0..40u64)
+        .map(|i| {
+            with(rec(&format!("r{i}"), day0 + i * 6 * HOUR + 60_000), |r| {
+                r.user = Some(format!("usr_{}", i % 2));
+                r.total_ms = 100 + i;
+            })
+        })
+        .collect();
+    store.insert_records(&batch).await.unwrap();
+    let all = RecordFilter::default();
+    let by_user = store.usage(&all, UsageBy::User, 0).await.unwrap();
+    // Trimmed before day 4 at 09:30: the hours that ended by then go, the hour
+    // it falls in stays.
+    let cutoff = (day0 + 4 * DAY + 9 * HOUR + HOUR / 2) as i64;
+    let deleted = store.delete_rollups_before(cutoff).await.unwrap();
+    assert!(deleted > 0);
+    assert_eq!(store.delete_rollups_before(cutoff).await.unwrap(), 0, "nothing left to trim");
+    // Unfiltered and filtered on the grouping: whole days still there.
+    assert_eq!(store.usage(&all, UsageBy::User, 0).await.unwrap(), by_user);
+    let since_day1 = RecordFilter { since_ms: Some((day0 + DAY) as i64), ..all.clone() };
+    let one = RecordFilter { user: Some("usr_1".into()), ..since_day1.clone() };
+    let rows = store.usage(&one, UsageBy::User, 0).await.unwrap();
+    assert_eq!(rows[0].requests, 18);
+    // The hourly series and reports filtered across dimensions start at the
+    // cutoff's hour.
+    let series = store.usage_series(&all, UsageBy::User, 0).await.unwrap();
+    assert_eq!(series.first().unwrap().hour_ms, (day0 + 4 * DAY + 12 * HOUR) as i64);
+    let crossed = RecordFilter { model: Some("m".into()), ..since_day1 };
+    let fine: u64 =
+        store.usage(&crossed, UsageBy::User, 0).await.unwrap().iter().map(|r| r.requests).sum();
+    assert_eq!(fine, 40 - 18);
+}

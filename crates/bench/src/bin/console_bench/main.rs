@@ -71,6 +71,9 @@ struct Cli {
     /// Days retention keeps at the end.
     #[arg(long, default_value_t = 7)]
     keep_days: u32,
+    /// Days the rollup retention keeps at the end (after the records').
+    #[arg(long, default_value_t = 7)]
+    rollup_keep_days: u32,
     /// Skip retention (keep the seeded database as it is, e.g. to look at
     /// query plans afterwards).
     #[arg(long)]
@@ -153,8 +156,14 @@ async fn run(cli: &Cli) -> Result<String, Error> {
     let traffic = traffic::Traffic::new(keys.clone(), cli.rows, cli.days, end_ms, cli.seed);
     let seeded = seed::records(&store, traffic).await?;
     eprintln!(
-        "seeded {} records ({} with content) in {:.0} s; rollups rebuilt in {:.0} s ({} groups)",
-        seeded.rows, seeded.contents, seeded.secs, seeded.rollup_secs, seeded.rollup_groups
+        "seeded {} records ({} with content) in {:.0} s; rollups rebuilt in {:.0} s \
+         ({} groups, {} slices)",
+        seeded.rows,
+        seeded.contents,
+        seeded.secs,
+        seeded.rollup_secs,
+        seeded.rollup_groups,
+        seeded.rollup_slices
     );
     if let DbPool::Postgres(p) = store.pool() {
         // What autovacuum does on its own after a load (statistics, the
@@ -163,7 +172,7 @@ async fn run(cli: &Cli) -> Result<String, Error> {
         let t = std::time::Instant::now();
         sqlx::raw_sql(
             "VACUUM (ANALYZE) request_records, request_contents, request_rollups, \
-             request_rollup_latency",
+             request_rollup_latency, request_rollup_slices",
         )
         .execute(p)
         .await?;
@@ -206,7 +215,7 @@ async fn run(cli: &Cli) -> Result<String, Error> {
     out.push_str(&format!(
         "## Console on {} request records ({db}, {} days)\n\n\
          Seeded in {:.0} s ({:.0} rows/s), {} with logged content; rollups rebuilt in {:.0} s \
-         ({} groups, checked against the records). {runs} timed runs per page after {warmup} \
+         ({} groups, {} slices, checked against the records). {runs} timed runs per page after {warmup} \
          untimed, one at a time (fewer for a page past {}s); time from request sent to body \
          read.\n\n| page | path | runs | p50 ms | p95 ms | max ms |\n|---|---|---:|---:|---:|---:|\n",
         seeded.rows,
@@ -216,6 +225,7 @@ async fn run(cli: &Cli) -> Result<String, Error> {
         seeded.contents,
         seeded.rollup_secs,
         seeded.rollup_groups,
+        seeded.rollup_slices,
         cli.page_budget,
     ));
     let mut over = Vec::new();
@@ -263,6 +273,17 @@ async fn run(cli: &Cli) -> Result<String, Error> {
             }
         ));
         storage_lines(&mut out, "after retention", &after);
+        let cutoff = now - i64::from(cli.rollup_keep_days) * DAY_MS;
+        eprintln!("rollup retention: keeping {} days", cli.rollup_keep_days);
+        let (removed, secs) = storage::rollup_retention(&store, cutoff).await?;
+        let after = storage::sizes(&store, &cli.db).await?;
+        out.push_str(&format!(
+            "\nRollup retention keeping the last {} days (`Store::delete_rollups_before`: the \
+             fine rollups and the hourly slices; the daily slices stay): {removed} rows removed \
+             in {secs:.1} s.\n\n",
+            cli.rollup_keep_days,
+        ));
+        storage_lines(&mut out, "after rollup retention", &after);
     }
     close(&store).await;
     Ok(out)

@@ -193,6 +193,15 @@ pub(crate) fn plan(keys: &[Key]) -> Vec<(String, String)> {
             ));
         }
     }
+    // Filtered on one dimension and grouped by another: the fine rollups.
+    pages.push((
+        "analytics 24h by key ?model".into(),
+        format!("/console/analytics?since=24h&by=key&model={}", MODELS[0].id),
+    ));
+    pages.push((
+        "analytics 7d by model ?project".into(),
+        format!("/console/analytics?since=7d&by=model&project={project}"),
+    ));
     for (label, path) in [
         ("keys", "/console/keys"),
         ("people", "/console/people"),

@@ -114,6 +114,7 @@ pub(crate) struct Seeded {
     pub(crate) secs: f64,
     pub(crate) rollup_secs: f64,
     pub(crate) rollup_groups: i64,
+    pub(crate) rollup_slices: i64,
 }
 
 /// Writes every row of `traffic`, then rebuilds and checks the rollups.
@@ -236,8 +237,15 @@ pub(crate) async fn records(store: &Store, mut traffic: Traffic) -> Result<Seede
     }
     let secs = started.elapsed().as_secs_f64();
     let at = Instant::now();
-    let rollup_groups = rebuild_rollups(store).await?;
-    Ok(Seeded { rows, contents, secs, rollup_secs: at.elapsed().as_secs_f64(), rollup_groups })
+    let rebuilt = rebuild_rollups(store).await?;
+    Ok(Seeded {
+        rows,
+        contents,
+        secs,
+        rollup_secs: at.elapsed().as_secs_f64(),
+        rollup_groups: rebuilt.groups,
+        rollup_slices: rebuilt.slices,
+    })
 }
 
 fn progress(rows: u64, reported: &mut u64, started: &Instant) {
@@ -373,21 +381,49 @@ fn backfill_sql(backend: Backend) -> Result<String, Error> {
 
 /// Records, those with a TTFT; what the rollups count: requests, latencies,
 /// TTFTs; and the rollups' groups.
-const EMPTY_ROLLUPS: &str = "DELETE FROM request_rollups; DELETE FROM request_rollup_latency";
-type Check = (i64, i64, Option<i64>, Option<i64>, Option<i64>, i64);
+const EMPTY_ROLLUPS: &str = "DELETE FROM request_rollups; DELETE FROM request_rollup_latency; \
+    DELETE FROM request_rollup_slices";
+type Check = (i64, i64, Option<i64>, Option<i64>, Option<i64>, i64, Option<i64>, i64);
 const CHECK_SQL: &str = "SELECT (SELECT COUNT(*) FROM request_records), \
     (SELECT COUNT(ttft_ms) FROM request_records), \
     (SELECT CAST(SUM(requests) AS BIGINT) FROM request_rollups), \
     (SELECT CAST(SUM(count) AS BIGINT) FROM request_rollup_latency WHERE metric = 0), \
     (SELECT CAST(SUM(count) AS BIGINT) FROM request_rollup_latency WHERE metric = 1), \
-    (SELECT COUNT(*) FROM request_rollups)";
+    (SELECT COUNT(*) FROM request_rollups), \
+    (SELECT CAST(SUM(requests) AS BIGINT) FROM request_rollup_slices \
+     WHERE span_ms = 86400000 AND dimension = ''), \
+    (SELECT COUNT(*) FROM request_rollup_slices)";
+
+/// Migration 11's backfill: the slices of what the fine rollups hold.
+fn slices_sql(backend: Backend) -> Result<&'static str, Error> {
+    let sql = match backend {
+        Backend::Sqlite => {
+            include_str!("../../../../store/migrations/sqlite/0011_rollup_slices.sql")
+        }
+        Backend::Postgres => {
+            include_str!("../../../../store/migrations/postgres/0011_rollup_slices.sql")
+        }
+    };
+    let (_, rest) = sql
+        .split_once("-- The slices of what is already rolled up")
+        .and_then(|(_, rest)| rest.split_once('\n'))
+        .ok_or("migration 11 changed: its backfill is not marked")?;
+    Ok(rest)
+}
+
+/// The rollups as built: fine groups, slice rows.
+pub(crate) struct Rebuilt {
+    pub(crate) groups: i64,
+    pub(crate) slices: i64,
+}
 
 /// Empties the rollups and builds them again from every record, in one
-/// transaction; checks that they count every record (requests, and both
-/// latency histograms) and returns how many groups they hold.
-pub(crate) async fn rebuild_rollups(store: &Store) -> Result<i64, Error> {
-    let sql = backfill_sql(store.backend())?;
-    let (records, ttfts, rolled, totals, firsts, groups) = match store.pool() {
+/// transaction (the fine ones by migration 6's SQL, the slices from them by
+/// migration 11's); checks that they count every record (requests, both
+/// latency histograms, and the slices' daily total).
+pub(crate) async fn rebuild_rollups(store: &Store) -> Result<Rebuilt, Error> {
+    let sql = format!("{}\n{}", backfill_sql(store.backend())?, slices_sql(store.backend())?);
+    let (records, ttfts, rolled, totals, firsts, groups, sliced, slices) = match store.pool() {
         DbPool::Sqlite(p) => {
             let mut conn = p.acquire().await?;
             // The GROUP BY sorts every record: in memory, not in /var/tmp.
@@ -412,12 +448,14 @@ pub(crate) async fn rebuild_rollups(store: &Store) -> Result<i64, Error> {
         }
     };
     let (rolled, totals, firsts) = (rolled.unwrap_or(0), totals.unwrap_or(0), firsts.unwrap_or(0));
-    if rolled != records || totals != records || firsts != ttfts {
+    let sliced = sliced.unwrap_or(0);
+    if rolled != records || totals != records || firsts != ttfts || sliced != records {
         return Err(format!(
             "rollups do not add up: {records} records ({ttfts} with a TTFT), rollups count \
-             {rolled} requests, histograms {totals} latencies and {firsts} TTFTs"
+             {rolled} requests, histograms {totals} latencies and {firsts} TTFTs, daily \
+             slices {sliced} requests"
         )
         .into());
     }
-    Ok(groups)
+    Ok(Rebuilt { groups, slices })
 }

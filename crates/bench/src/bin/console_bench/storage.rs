@@ -13,9 +13,9 @@ pub(crate) struct Sizes {
     /// SQLite: the file (and its -wal); PostgreSQL: the request tables below together.
     pub(crate) total: u64,
     /// Records with their indexes (PostgreSQL: every partition's), logged
-    /// content, and the rollups with their histograms; `None` on SQLite,
+    /// content, the rollups with their histograms, and the slices; `None` on SQLite,
     /// whose build has no per-table figures (no dbstat).
-    pub(crate) parts: Option<[(&'static str, u64); 4]>,
+    pub(crate) parts: Option<[(&'static str, u64); 5]>,
     pub(crate) rows: u64,
 }
 
@@ -54,6 +54,7 @@ pub(crate) async fn sizes(store: &Store, url: &str) -> Result<Sizes, Error> {
                 ("logged content", partitioned("request_contents")),
                 ("rollups", table("request_rollups")),
                 ("latency histograms", table("request_rollup_latency")),
+                ("rollup slices", table("request_rollup_slices")),
             ]
             .map(|(name, sql)| (name, sql, 0u64));
             for (_, sql, bytes) in &mut parts {
@@ -79,6 +80,13 @@ pub(crate) async fn sizes(store: &Store, url: &str) -> Result<Sizes, Error> {
 pub(crate) async fn retention(store: &Store, cutoff_ms: i64) -> Result<(u64, f64), Error> {
     let t = Instant::now();
     let removed = store.delete_records_before(cutoff_ms).await?;
+    Ok((removed, t.elapsed().as_secs_f64()))
+}
+
+/// Rollup retention as the binary runs it (`Store::delete_rollups_before`).
+pub(crate) async fn rollup_retention(store: &Store, cutoff_ms: i64) -> Result<(u64, f64), Error> {
+    let t = Instant::now();
+    let removed = store.delete_rollups_before(cutoff_ms).await?;
     Ok((removed, t.elapsed().as_secs_f64()))
 }
 

@@ -97,6 +97,11 @@ pub struct StorageConfig {
     pub url: String,
     /// Request records older than this are deleted (0 keeps them forever).
     pub retention_days: u32,
+    /// Hourly rollups older than this are deleted: the fine ones (every
+    /// combination of model, provider, project, user and key, which filtered
+    /// reports read) and the hourly slices. The daily slices (one row per
+    /// model, provider, project, user and key per day) are kept. 0 keeps all.
+    pub rollup_retention_days: u32,
     /// Bounded audit queue between the request path and the database.
     pub audit_queue: usize,
     /// Most records written in one insert.
@@ -113,6 +118,7 @@ impl Default for StorageConfig {
         Self {
             url: "sqlite://switchyard-data/switchyard.db".to_owned(),
             retention_days: 30,
+            rollup_retention_days: 90,
             audit_queue: 10_000,
             audit_batch: 500,
             audit_flush_ms: 200,
@@ -133,6 +139,13 @@ impl StorageConfig {
     #[must_use]
     pub fn retention_days(mut self, days: u32) -> Self {
         self.retention_days = days;
+        self
+    }
+
+    /// Days the hourly rollups are kept (0: forever).
+    #[must_use]
+    pub fn rollup_retention_days(mut self, days: u32) -> Self {
+        self.rollup_retention_days = days;
         self
     }
 

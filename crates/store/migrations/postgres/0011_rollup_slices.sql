@@ -1,0 +1,86 @@
+-- Switchyard store, version 11 (PostgreSQL). Keep in step with ../sqlite/0011_rollup_slices.sql.
+-- Rollups by one dimension at a time, by the hour and by the UTC day, each row
+-- holding its latency histograms. `request_rollups` is keyed by every
+-- dimension at once (hour, model, provider, project, user, key), which with
+-- hundreds of keys holds about a row per seven records: a month's usage by
+-- model read millions of rows. A slice holds one row per value of one
+-- dimension per hour or day (a month by model: 20 models x 30 days), so an
+-- unfiltered report reads a few thousand. The fine rollups stay for reports
+-- filtered on one dimension and grouped by another.
+--
+-- dimension: 'model', 'provider', 'project', 'user', 'key', or '' for all the
+-- traffic (value ''). A record without a value of the dimension counts under
+-- value ''. latency / ttft: the histogram of the whole request's time and of
+-- the time to first token, "bucket:count" pairs separated by spaces (buckets
+-- as in request_rollup_latency; the store's rollups.rs).
+CREATE TABLE request_rollup_slices (
+    span_ms            BIGINT NOT NULL, -- 3600000 (an hour) or 86400000 (a UTC day)
+    dimension          TEXT NOT NULL,
+    start_ms           BIGINT NOT NULL,
+    value              TEXT NOT NULL,
+    requests           BIGINT NOT NULL,
+    errors             BIGINT NOT NULL,
+    failovers          BIGINT NOT NULL,
+    cache_hits         BIGINT NOT NULL,
+    input_tokens       BIGINT NOT NULL,
+    output_tokens      BIGINT NOT NULL,
+    cache_read_tokens  BIGINT NOT NULL,
+    cache_write_tokens BIGINT NOT NULL,
+    costed             BIGINT NOT NULL,
+    cost_usd           DOUBLE PRECISION NOT NULL,
+    total_ms_sum       BIGINT NOT NULL,
+    ttft_count         BIGINT NOT NULL,
+    ttft_ms_sum        BIGINT NOT NULL,
+    latency            TEXT NOT NULL,
+    ttft               TEXT NOT NULL,
+    PRIMARY KEY (span_ms, dimension, start_ms, value)
+);
+-- The slices of what is already rolled up, in this transaction.
+CREATE TEMP TABLE slice_spans (span_ms BIGINT NOT NULL);
+INSERT INTO slice_spans VALUES (3600000), (86400000);
+CREATE TEMP TABLE slice_dimensions (dimension TEXT NOT NULL);
+INSERT INTO slice_dimensions VALUES (''), ('model'), ('provider'), ('project'), ('user'), ('key');
+CREATE TEMP TABLE slice_cells AS
+SELECT s.span_ms AS span_ms, d.dimension AS dimension,
+    l.hour_ms - (l.hour_ms % s.span_ms) AS start_ms,
+    CASE d.dimension WHEN 'model' THEN l.model WHEN 'provider' THEN l.provider
+        WHEN 'project' THEN l.project_id WHEN 'user' THEN l.user_id
+        WHEN 'key' THEN l.key_prefix ELSE '' END AS value,
+    l.metric AS metric, l.bucket AS bucket, CAST(SUM(l.count) AS BIGINT) AS n
+FROM request_rollup_latency l, slice_spans s, slice_dimensions d
+GROUP BY 1, 2, 3, 4, 5, 6;
+CREATE TEMP TABLE slice_histograms AS
+SELECT span_ms, dimension, start_ms, value, metric,
+    string_agg(bucket || ':' || n, ' ' ORDER BY bucket) AS histogram
+FROM slice_cells GROUP BY 1, 2, 3, 4, 5;
+INSERT INTO request_rollup_slices (span_ms, dimension, start_ms, value, requests, errors,
+    failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens,
+    cache_write_tokens, costed, cost_usd, total_ms_sum, ttft_count, ttft_ms_sum,
+    latency, ttft)
+SELECT g.span_ms, g.dimension, g.start_ms, g.value, g.requests, g.errors, g.failovers,
+    g.cache_hits, g.input_tokens, g.output_tokens, g.cache_read_tokens,
+    g.cache_write_tokens, g.costed, g.cost_usd, g.total_ms_sum, g.ttft_count,
+    g.ttft_ms_sum, COALESCE(l.histogram, ''), COALESCE(t.histogram, '')
+FROM (
+    SELECT s.span_ms AS span_ms, d.dimension AS dimension,
+        r.hour_ms - (r.hour_ms % s.span_ms) AS start_ms,
+        CASE d.dimension WHEN 'model' THEN r.model WHEN 'provider' THEN r.provider
+            WHEN 'project' THEN r.project_id WHEN 'user' THEN r.user_id
+            WHEN 'key' THEN r.key_prefix ELSE '' END AS value,
+        CAST(SUM(r.requests) AS BIGINT) AS requests, CAST(SUM(r.errors) AS BIGINT) AS errors, CAST(SUM(r.failovers) AS BIGINT) AS failovers,
+        CAST(SUM(r.cache_hits) AS BIGINT) AS cache_hits, CAST(SUM(r.input_tokens) AS BIGINT) AS input_tokens,
+        CAST(SUM(r.output_tokens) AS BIGINT) AS output_tokens, CAST(SUM(r.cache_read_tokens) AS BIGINT) AS cache_read_tokens,
+        CAST(SUM(r.cache_write_tokens) AS BIGINT) AS cache_write_tokens, CAST(SUM(r.costed) AS BIGINT) AS costed,
+        SUM(r.cost_usd) AS cost_usd, CAST(SUM(r.total_ms_sum) AS BIGINT) AS total_ms_sum,
+        CAST(SUM(r.ttft_count) AS BIGINT) AS ttft_count, CAST(SUM(r.ttft_ms_sum) AS BIGINT) AS ttft_ms_sum
+    FROM request_rollups r, slice_spans s, slice_dimensions d
+    GROUP BY 1, 2, 3, 4
+) AS g
+LEFT JOIN slice_histograms l ON l.span_ms = g.span_ms AND l.dimension = g.dimension
+    AND l.start_ms = g.start_ms AND l.value = g.value AND l.metric = 0
+LEFT JOIN slice_histograms t ON t.span_ms = g.span_ms AND t.dimension = g.dimension
+    AND t.start_ms = g.start_ms AND t.value = g.value AND t.metric = 1;
+DROP TABLE slice_histograms;
+DROP TABLE slice_cells;
+DROP TABLE slice_dimensions;
+DROP TABLE slice_spans;
