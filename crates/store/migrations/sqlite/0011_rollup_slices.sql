@@ -35,52 +35,71 @@ CREATE TABLE request_rollup_slices (
     ttft               TEXT NOT NULL,
     PRIMARY KEY (span_ms, dimension, start_ms, value)
 );
--- The slices of what is already rolled up, in this transaction.
-CREATE TEMP TABLE slice_spans (span_ms BIGINT NOT NULL);
-INSERT INTO slice_spans VALUES (3600000), (86400000);
+-- The slices of what is already rolled up, in this transaction: the hours
+-- from the fine rollups, then the days from the hours.
 CREATE TEMP TABLE slice_dimensions (dimension TEXT NOT NULL);
 INSERT INTO slice_dimensions VALUES (''), ('model'), ('provider'), ('project'), ('user'), ('key');
 CREATE TEMP TABLE slice_cells AS
-SELECT s.span_ms AS span_ms, d.dimension AS dimension,
-    l.hour_ms - (l.hour_ms % s.span_ms) AS start_ms,
+SELECT 3600000 AS span_ms, d.dimension AS dimension, l.hour_ms AS start_ms,
     CASE d.dimension WHEN 'model' THEN l.model WHEN 'provider' THEN l.provider
         WHEN 'project' THEN l.project_id WHEN 'user' THEN l.user_id
         WHEN 'key' THEN l.key_prefix ELSE '' END AS value,
     l.metric AS metric, l.bucket AS bucket, SUM(l.count) AS n
-FROM request_rollup_latency l, slice_spans s, slice_dimensions d
+FROM request_rollup_latency l, slice_dimensions d
 GROUP BY 1, 2, 3, 4, 5, 6;
+INSERT INTO slice_cells (span_ms, dimension, start_ms, value, metric, bucket, n)
+SELECT 86400000, dimension, start_ms - (start_ms % 86400000), value, metric, bucket,
+    SUM(n)
+FROM slice_cells GROUP BY 1, 2, 3, 4, 5, 6;
 CREATE TEMP TABLE slice_histograms AS
-SELECT span_ms, dimension, start_ms, value, metric,
-    group_concat(bucket || ':' || n, ' ') AS histogram
+SELECT span_ms, dimension, start_ms, value, metric, group_concat(bucket || ':' || n, ' ') AS histogram
 FROM slice_cells GROUP BY 1, 2, 3, 4, 5;
-INSERT INTO request_rollup_slices (span_ms, dimension, start_ms, value, requests, errors,
-    failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens,
-    cache_write_tokens, costed, cost_usd, total_ms_sum, ttft_count, ttft_ms_sum,
+CREATE TEMP TABLE slice_sums AS
+SELECT 3600000 AS span_ms, d.dimension AS dimension, r.hour_ms AS start_ms,
+    CASE d.dimension WHEN 'model' THEN r.model WHEN 'provider' THEN r.provider
+        WHEN 'project' THEN r.project_id WHEN 'user' THEN r.user_id
+        WHEN 'key' THEN r.key_prefix ELSE '' END AS value,
+        SUM(r.requests) AS requests,
+        SUM(r.errors) AS errors,
+        SUM(r.failovers) AS failovers,
+        SUM(r.cache_hits) AS cache_hits,
+        SUM(r.input_tokens) AS input_tokens,
+        SUM(r.output_tokens) AS output_tokens,
+        SUM(r.cache_read_tokens) AS cache_read_tokens,
+        SUM(r.cache_write_tokens) AS cache_write_tokens,
+        SUM(r.costed) AS costed,
+        SUM(r.cost_usd) AS cost_usd,
+        SUM(r.total_ms_sum) AS total_ms_sum,
+        SUM(r.ttft_count) AS ttft_count,
+        SUM(r.ttft_ms_sum) AS ttft_ms_sum
+FROM request_rollups r, slice_dimensions d
+GROUP BY 1, 2, 3, 4;
+INSERT INTO slice_sums (span_ms, dimension, start_ms, value, requests, errors, failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, costed, cost_usd, total_ms_sum, ttft_count, ttft_ms_sum)
+SELECT 86400000, dimension, start_ms - (start_ms % 86400000), value,
+        SUM(requests) AS requests,
+        SUM(errors) AS errors,
+        SUM(failovers) AS failovers,
+        SUM(cache_hits) AS cache_hits,
+        SUM(input_tokens) AS input_tokens,
+        SUM(output_tokens) AS output_tokens,
+        SUM(cache_read_tokens) AS cache_read_tokens,
+        SUM(cache_write_tokens) AS cache_write_tokens,
+        SUM(costed) AS costed,
+        SUM(cost_usd) AS cost_usd,
+        SUM(total_ms_sum) AS total_ms_sum,
+        SUM(ttft_count) AS ttft_count,
+        SUM(ttft_ms_sum) AS ttft_ms_sum
+FROM slice_sums GROUP BY 1, 2, 3, 4;
+INSERT INTO request_rollup_slices (span_ms, dimension, start_ms, value, requests, errors, failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, costed, cost_usd, total_ms_sum, ttft_count, ttft_ms_sum,
     latency, ttft)
-SELECT g.span_ms, g.dimension, g.start_ms, g.value, g.requests, g.errors, g.failovers,
-    g.cache_hits, g.input_tokens, g.output_tokens, g.cache_read_tokens,
-    g.cache_write_tokens, g.costed, g.cost_usd, g.total_ms_sum, g.ttft_count,
-    g.ttft_ms_sum, COALESCE(l.histogram, ''), COALESCE(t.histogram, '')
-FROM (
-    SELECT s.span_ms AS span_ms, d.dimension AS dimension,
-        r.hour_ms - (r.hour_ms % s.span_ms) AS start_ms,
-        CASE d.dimension WHEN 'model' THEN r.model WHEN 'provider' THEN r.provider
-            WHEN 'project' THEN r.project_id WHEN 'user' THEN r.user_id
-            WHEN 'key' THEN r.key_prefix ELSE '' END AS value,
-        SUM(r.requests) AS requests, SUM(r.errors) AS errors, SUM(r.failovers) AS failovers,
-        SUM(r.cache_hits) AS cache_hits, SUM(r.input_tokens) AS input_tokens,
-        SUM(r.output_tokens) AS output_tokens, SUM(r.cache_read_tokens) AS cache_read_tokens,
-        SUM(r.cache_write_tokens) AS cache_write_tokens, SUM(r.costed) AS costed,
-        SUM(r.cost_usd) AS cost_usd, SUM(r.total_ms_sum) AS total_ms_sum,
-        SUM(r.ttft_count) AS ttft_count, SUM(r.ttft_ms_sum) AS ttft_ms_sum
-    FROM request_rollups r, slice_spans s, slice_dimensions d
-    GROUP BY 1, 2, 3, 4
-) AS g
+SELECT g.span_ms, g.dimension, g.start_ms, g.value, g.requests, g.errors, g.failovers, g.cache_hits, g.input_tokens, g.output_tokens, g.cache_read_tokens, g.cache_write_tokens, g.costed, g.cost_usd, g.total_ms_sum, g.ttft_count, g.ttft_ms_sum,
+    COALESCE(l.histogram, ''), COALESCE(t.histogram, '')
+FROM slice_sums g
 LEFT JOIN slice_histograms l ON l.span_ms = g.span_ms AND l.dimension = g.dimension
     AND l.start_ms = g.start_ms AND l.value = g.value AND l.metric = 0
 LEFT JOIN slice_histograms t ON t.span_ms = g.span_ms AND t.dimension = g.dimension
     AND t.start_ms = g.start_ms AND t.value = g.value AND t.metric = 1;
+DROP TABLE slice_sums;
 DROP TABLE slice_histograms;
 DROP TABLE slice_cells;
 DROP TABLE slice_dimensions;
-DROP TABLE slice_spans;
