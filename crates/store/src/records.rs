@@ -204,6 +204,25 @@ impl<'a> Encoded<'a> {
     }
 }
 
+/// Binds a rollup row's sums, in the order of the rollups' `SUMS`.
+macro_rules! bind_sums {
+    ($q:expr, $s:expr) => {
+        $q.bind($s.requests)
+            .bind($s.errors)
+            .bind($s.failovers)
+            .bind($s.cache_hits)
+            .bind($s.input_tokens)
+            .bind($s.output_tokens)
+            .bind($s.cache_read_tokens)
+            .bind($s.cache_write_tokens)
+            .bind($s.costed)
+            .bind($s.cost_usd)
+            .bind($s.total_ms_sum)
+            .bind($s.ttft_count)
+            .bind($s.ttft_ms_sum)
+    };
+}
+
 impl Store {
     /// Writes a batch in one transaction. A record whose id is already stored is
     /// skipped (a replayed spill file must not fail), including a repeat inside the
@@ -274,109 +293,54 @@ impl Store {
             let rollup = Rollup::of(
                 rows.iter().filter(|e| taken.remove(e.r.id.as_str())).map(Encoded::entry),
             );
-            for chunk in insert_chunks(&rollup.groups) {
-                let mut q = sqlx::query::<Db>(rollups::upsert_sums_sql(sqlite, chunk.len()));
-                for (g, s) in chunk {
-                    q = q
-                        .bind(g.hour_ms)
-                        .bind(text::<Db>(g.model))
-                        .bind(text::<Db>(g.provider))
-                        .bind(text::<Db>(g.project))
-                        .bind(text::<Db>(g.user))
-                        .bind(text::<Db>(g.key_prefix))
-                        .bind(s.requests)
-                        .bind(s.errors)
-                        .bind(s.failovers)
-                        .bind(s.cache_hits)
-                        .bind(s.input_tokens)
-                        .bind(s.output_tokens)
-                        .bind(s.cache_read_tokens)
-                        .bind(s.cache_write_tokens)
-                        .bind(s.costed)
-                        .bind(s.cost_usd)
-                        .bind(s.total_ms_sum)
-                        .bind(s.ttft_count)
-                        .bind(s.ttft_ms_sum);
-                }
-                q.execute(&mut *tx).await?;
-            }
-            for chunk in insert_chunks(&rollup.latency) {
-                let mut q = sqlx::query::<Db>(rollups::upsert_latency_sql(sqlite, chunk.len()));
-                for (g, metric, bucket, count) in chunk {
-                    q = q
-                        .bind(g.hour_ms)
-                        .bind(text::<Db>(g.model))
-                        .bind(text::<Db>(g.provider))
-                        .bind(text::<Db>(g.project))
-                        .bind(text::<Db>(g.user))
-                        .bind(text::<Db>(g.key_prefix))
-                        .bind(*metric)
-                        .bind(*bucket)
-                        .bind(*count);
-                }
-                q.execute(&mut *tx).await?;
-            }
-            // The slices: sums added, histograms merged (`rollups`).
-            macro_rules! bind_slice {
-                ($q:expr, $s:expr, $v:expr, $latency:expr, $ttft:expr) => {
-                    $q.bind($s.span_ms)
-                        .bind(text::<Db>($s.dimension))
-                        .bind($s.start_ms)
-                        .bind(text::<Db>($s.value))
-                        .bind($v.sums.requests)
-                        .bind($v.sums.errors)
-                        .bind($v.sums.failovers)
-                        .bind($v.sums.cache_hits)
-                        .bind($v.sums.input_tokens)
-                        .bind($v.sums.output_tokens)
-                        .bind($v.sums.cache_read_tokens)
-                        .bind($v.sums.cache_write_tokens)
-                        .bind($v.sums.costed)
-                        .bind($v.sums.cost_usd)
-                        .bind($v.sums.total_ms_sum)
-                        .bind($v.sums.ttft_count)
-                        .bind($v.sums.ttft_ms_sum)
-                        .bind(text::<Db>($latency))
-                        .bind(text::<Db>($ttft))
-                };
-            }
-            for chunk in insert_chunks(&rollup.slices) {
-                let mut q = sqlx::query::<Db>(rollups::upsert_slices_sql(sqlite, chunk.len()));
-                for (s, v) in chunk {
-                    q = bind_slice!(q, s, v, "", "");
-                }
-                let mut stored: HashMap<(i64, String, i64, String), (String, String)> =
-                    HashMap::with_capacity(chunk.len());
-                for row in q.fetch_all(&mut *tx).await? {
-                    stored.insert(
-                        (
-                            row.col("span_ms")?,
-                            row.col("dimension")?,
-                            row.col("start_ms")?,
-                            row.col("value")?,
-                        ),
-                        (row.col("latency")?, row.col("ttft")?),
-                    );
-                }
-                let mut merged = Vec::with_capacity(chunk.len());
-                for (s, v) in chunk {
-                    let key = (s.span_ms, s.dimension.to_owned(), s.start_ms, s.value.to_owned());
-                    let (mut latency, mut ttft) = match stored.get(&key) {
-                        Some((l, t)) => {
-                            (rollups::Histogram::decode(l)?, rollups::Histogram::decode(t)?)
+            for (table, rows) in
+                [(&rollups::FINE, &rollup.fine), (&rollups::SLICES, &rollup.slices)]
+            {
+                for chunk in insert_chunks(rows) {
+                    // Sums added, histograms as stored returned (`rollups`).
+                    let mut q = sqlx::query::<Db>(table.add_sql(sqlite, chunk.len()));
+                    for (key, v) in chunk {
+                        for i in &key.ints {
+                            q = q.bind(*i);
                         }
-                        None => Default::default(),
-                    };
-                    latency.merge(&v.latency);
-                    ttft.merge(&v.ttft);
-                    merged.push((latency.encode(), ttft.encode()));
+                        for t in &key.texts {
+                            q = q.bind(text::<Db>(t));
+                        }
+                        q = bind_sums!(q, v.sums).bind(text::<Db>("")).bind(text::<Db>(""));
+                    }
+                    let mut stored: HashMap<String, (String, String)> =
+                        HashMap::with_capacity(chunk.len());
+                    for row in q.fetch_all(&mut *tx).await? {
+                        stored.insert(
+                            table.stored_key(&row)?,
+                            (row.col("latency")?, row.col("ttft")?),
+                        );
+                    }
+                    // Merged, written back.
+                    let mut merged = Vec::with_capacity(chunk.len());
+                    for (key, v) in chunk {
+                        let (mut latency, mut ttft) = match stored.get(&key.joined()) {
+                            Some((l, t)) => {
+                                (rollups::Histogram::decode(l)?, rollups::Histogram::decode(t)?)
+                            }
+                            None => Default::default(),
+                        };
+                        latency.merge(&v.latency);
+                        ttft.merge(&v.ttft);
+                        merged.push((latency.encode(), ttft.encode()));
+                    }
+                    let mut q = sqlx::query::<Db>(table.set_sql(sqlite, chunk.len()));
+                    for ((key, v), (latency, ttft)) in chunk.iter().zip(&merged) {
+                        for i in &key.ints {
+                            q = q.bind(*i);
+                        }
+                        for t in &key.texts {
+                            q = q.bind(text::<Db>(t));
+                        }
+                        q = bind_sums!(q, v.sums).bind(text::<Db>(latency)).bind(text::<Db>(ttft));
+                    }
+                    q.execute(&mut *tx).await?;
                 }
-                let mut q =
-                    sqlx::query::<Db>(rollups::set_slice_histograms_sql(sqlite, chunk.len()));
-                for ((s, v), (latency, ttft)) in chunk.iter().zip(&merged) {
-                    q = bind_slice!(q, s, v, latency, ttft);
-                }
-                q.execute(&mut *tx).await?;
             }
             tx.commit().await?;
         });

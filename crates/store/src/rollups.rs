@@ -1,12 +1,19 @@
-//! Hourly rollups of the request records (`request_rollups`,
-//! `request_rollup_latency`, migration 5): kept as records are written, in the
+//! Rollups of the request records, kept as records are written, in the
 //! insert's own transaction, so that usage and analytics read a few rows per
-//! hour and group instead of every record.
+//! hour and group instead of every record. Two tables, one row shape: a key,
+//! the sums ([`Sums`]) and two latency histograms inline ([`Histogram`], as
+//! text: the whole request's time and the time to first token).
 //!
-//! - **A group** is (hour, model, provider, project, user, key prefix); a
-//!   dimension a record has none of is `''`. Its sums are added by upserts
-//!   (`… ON CONFLICT … DO UPDATE SET x = x + excluded.x`), so instances writing
-//!   at once add up exactly.
+//! - **The fine rollups** (`request_rollups`, migrations 5 and 11): a row per
+//!   hour and (model, provider, project, user, key prefix); a dimension a
+//!   record has none of is `''`. What a report filtered on one dimension and
+//!   grouped by another reads.
+//! - **Slices** (`request_rollup_slices`, migration 11): the same records by
+//!   one dimension at a time (model, provider, project, user, key, or none:
+//!   all the traffic), by the hour and by the UTC day. The fine rows barely
+//!   compress when there are hundreds of keys (about seven records a row); a
+//!   slice holds a row per value per hour or day, so unfiltered reports over a
+//!   month read thousands of rows, not millions.
 //! - **Only what the insert took counts**: the record insert says which ids it
 //!   stored (`RETURNING id`), so a replayed spill file, or a record repeated in
 //!   its batch, adds nothing twice.
@@ -15,22 +22,17 @@
 //!   bound of its bucket: never below the exact one, and less than 9.1% above
 //!   it. An SLO is judged by bucket: a request counts as over it when its
 //!   bucket is above the SLO's.
+//! - **Writers on several instances add up exactly.** Sums are added by the
+//!   upsert (`… DO UPDATE SET x = x + excluded.x`); a histogram is not a sum
+//!   SQL can add, so the first upsert also returns the histograms as stored
+//!   (the row now locked on PostgreSQL until the commit, so no other writer
+//!   reads it in between; SQLite's write lock is already held), and a second
+//!   writes them back merged ([`Table::add_sql`], [`Table::set_sql`]).
 //!
-//! - **Slices** (`request_rollup_slices`, migration 11) roll the same records
-//!   up by one dimension at a time (model, provider, project, user, key, or
-//!   none: all the traffic), by the hour and by the UTC day, each row with its
-//!   histograms inline ([`Histogram`], as text). The fine groups barely
-//!   compress when there are hundreds of keys (about seven records a group); a
-//!   slice holds a row per value per hour or day, so unfiltered reports over a
-//!   month read thousands of rows, not millions. A histogram cannot be added by
-//!   an upsert's arithmetic: the writer's first upsert adds the sums and
-//!   returns the histograms as stored (locking the row on PostgreSQL until the
-//!   commit, so no other writer reads it in between; SQLite's write lock is
-//!   already held), and a second writes them back merged.
-//!
-//! A batch's records are summed in memory first ([`Rollup`]), so each group
-//! and bucket is one row of one upsert statement (PostgreSQL refuses a
-//! statement that updates a row twice).
+//! A batch's records are summed in memory first ([`Rollup`]), so each row is
+//! one row of one upsert statement (PostgreSQL refuses a statement that
+//! updates a row twice), rows in key order (writers lock rows in one order, so
+//! two PostgreSQL transactions never wait on each other in a cycle).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,11 +49,6 @@ const PER_DOUBLING: f64 = 8.0;
 
 /// The last bucket: everything from about 2^25 ms (9 hours) on.
 const MAX_BUCKET: i64 = 200;
-
-/// `metric` of the whole request's time.
-pub(crate) const TOTAL: i64 = 0;
-/// `metric` of the time to first token.
-pub(crate) const TTFT: i64 = 1;
 
 /// The histogram bucket of `ms`: 0 for 0 ms, then `1 + floor(8 log2 ms)`.
 pub(crate) fn bucket(ms: i64) -> i64 {
@@ -158,7 +155,7 @@ pub(crate) struct Slice<'a> {
     pub value: &'a str,
 }
 
-/// A slice's sums and histograms.
+/// A row's sums and histograms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Sliced {
     pub sums: Sums,
@@ -166,57 +163,81 @@ pub(crate) struct Sliced {
     pub ttft: Histogram,
 }
 
-/// A batch's records, summed by group and by histogram bucket, and by slice.
+impl Sliced {
+    fn add(&mut self, e: &Entry<'_>) {
+        self.sums += e.sums;
+        self.latency.add(bucket(e.total_ms), 1);
+        if let Some(ttft) = e.ttft_ms {
+            self.ttft.add(bucket(ttft), 1);
+        }
+    }
+}
+
+/// A row's key, as a table binds it: its integer columns, then its text ones
+/// (the order of [`Table::ints`] and [`Table::texts`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct RowKey<'a> {
+    pub ints: Vec<i64>,
+    pub texts: Vec<&'a str>,
+}
+
+impl RowKey<'_> {
+    /// The key as one string (a map key matching [`Table::stored_key`]).
+    pub fn joined(&self) -> String {
+        joined(&self.ints, self.texts.iter().copied())
+    }
+}
+
+fn joined<'s>(ints: &[i64], texts: impl Iterator<Item = &'s str>) -> String {
+    let mut out: Vec<String> = ints.iter().map(i64::to_string).collect();
+    out.extend(texts.map(str::to_owned));
+    out.join("\u{1f}")
+}
+
+/// A batch's records, summed by fine row and by slice, each in key order.
 #[derive(Debug, Default)]
 pub(crate) struct Rollup<'a> {
-    pub groups: Vec<(Group<'a>, Sums)>,
-    pub latency: Vec<(Group<'a>, i64, i64, i64)>,
-    pub slices: Vec<(Slice<'a>, Sliced)>,
+    pub fine: Vec<(RowKey<'a>, Sliced)>,
+    pub slices: Vec<(RowKey<'a>, Sliced)>,
 }
 
 impl<'a> Rollup<'a> {
     /// Sums `entries`.
     pub fn of(entries: impl IntoIterator<Item = Entry<'a>>) -> Self {
-        let mut groups: HashMap<Group<'a>, Sums> = HashMap::new();
-        let mut latency: HashMap<(Group<'a>, i64, i64), i64> = HashMap::new();
+        let mut fine: HashMap<Group<'a>, Sliced> = HashMap::new();
         let mut slices: HashMap<Slice<'a>, Sliced> = HashMap::new();
         for e in entries {
-            *groups.entry(e.group).or_default() += e.sums;
-            *latency.entry((e.group, TOTAL, bucket(e.total_ms))).or_default() += 1;
-            if let Some(ttft) = e.ttft_ms {
-                *latency.entry((e.group, TTFT, bucket(ttft))).or_default() += 1;
-            }
+            fine.entry(e.group).or_default().add(&e);
             for span_ms in [HOUR_MS, DAY_MS] {
                 let start_ms = e.group.hour_ms - e.group.hour_ms.rem_euclid(span_ms);
                 for (dimension, value) in e.group.values() {
-                    let s =
-                        slices.entry(Slice { span_ms, dimension, start_ms, value }).or_default();
-                    s.sums += e.sums;
-                    s.latency.add(bucket(e.total_ms), 1);
-                    if let Some(ttft) = e.ttft_ms {
-                        s.ttft.add(bucket(ttft), 1);
-                    }
+                    slices
+                        .entry(Slice { span_ms, dimension, start_ms, value })
+                        .or_default()
+                        .add(&e);
                 }
             }
         }
-        // In key order: writers that touch the same rows lock them in the same
-        // order, so two PostgreSQL transactions never wait on each other in a
-        // cycle.
-        let mut groups: Vec<(Group<'a>, Sums)> = groups.into_iter().collect();
-        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut latency: Vec<(Group<'a>, i64, i64, i64)> =
-            latency.into_iter().map(|((g, m, b), n)| (g, m, b, n)).collect();
-        latency.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        let mut slices: Vec<(Slice<'a>, Sliced)> = slices.into_iter().collect();
+        let mut fine: Vec<(RowKey<'a>, Sliced)> = fine
+            .into_iter()
+            .map(|(g, v)| {
+                let texts = vec![g.model, g.provider, g.project, g.user, g.key_prefix];
+                (RowKey { ints: vec![g.hour_ms], texts }, v)
+            })
+            .collect();
+        fine.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut slices: Vec<(RowKey<'a>, Sliced)> = slices
+            .into_iter()
+            .map(|(s, v)| {
+                (RowKey { ints: vec![s.span_ms, s.start_ms], texts: vec![s.dimension, s.value] }, v)
+            })
+            .collect();
         slices.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Rollup { groups, latency, slices }
+        Rollup { fine, slices }
     }
 }
 
-/// The dimension columns of both tables, in their key's order.
-pub(crate) const DIMENSIONS: &str = "hour_ms, model, provider, project_id, user_id, key_prefix";
-
-/// The columns of `request_rollups` after its dimensions.
+/// The sums' columns, after a row's key.
 const SUMS: [&str; 13] = [
     "requests",
     "errors",
@@ -233,95 +254,92 @@ const SUMS: [&str; 13] = [
     "ttft_ms_sum",
 ];
 
-/// Columns per `request_rollups` row.
-pub(crate) const ROLLUP_COLS: usize = 6 + SUMS.len();
-/// Columns per `request_rollup_latency` row.
-pub(crate) const LATENCY_COLS: usize = 9;
-
-/// The upsert of `rows` groups' sums.
-pub(crate) fn upsert_sums_sql(sqlite: bool, rows: usize) -> &'static str {
-    static SQL: crate::records::Statements = crate::records::Statements::new();
-    SQL.get(sqlite, rows, |rows| {
-        let adds: Vec<String> =
-            SUMS.iter().map(|c| format!("{c} = request_rollups.{c} + excluded.{c}")).collect();
-        crate::records::values_sql(
-            &format!("INSERT INTO request_rollups ({DIMENSIONS}, {})", SUMS.join(", ")),
-            ROLLUP_COLS,
-            rows,
-            sqlite,
-            &format!(" ON CONFLICT ({DIMENSIONS}) DO UPDATE SET {}", adds.join(", ")),
-        )
-    })
+/// A rollup table: its key's columns, integers first, as [`RowKey`] holds them.
+pub(crate) struct Table {
+    pub name: &'static str,
+    pub ints: &'static [&'static str],
+    pub texts: &'static [&'static str],
+    add: &'static crate::records::Statements,
+    set: &'static crate::records::Statements,
 }
 
-/// The upsert of `rows` histogram buckets' counts.
-pub(crate) fn upsert_latency_sql(sqlite: bool, rows: usize) -> &'static str {
-    static SQL: crate::records::Statements = crate::records::Statements::new();
-    SQL.get(sqlite, rows, |rows| {
+static FINE_ADD: crate::records::Statements = crate::records::Statements::new();
+static FINE_SET: crate::records::Statements = crate::records::Statements::new();
+static SLICES_ADD: crate::records::Statements = crate::records::Statements::new();
+static SLICES_SET: crate::records::Statements = crate::records::Statements::new();
+
+/// `request_rollups`.
+pub(crate) const FINE: Table = Table {
+    name: "request_rollups",
+    ints: &["hour_ms"],
+    texts: &["model", "provider", "project_id", "user_id", "key_prefix"],
+    add: &FINE_ADD,
+    set: &FINE_SET,
+};
+
+/// `request_rollup_slices`.
+pub(crate) const SLICES: Table = Table {
+    name: "request_rollup_slices",
+    ints: &["span_ms", "start_ms"],
+    texts: &["dimension", "value"],
+    add: &SLICES_ADD,
+    set: &SLICES_SET,
+};
+
+impl Table {
+    /// Columns per row: the key's, the sums, the two histograms.
+    pub fn columns(&self) -> usize {
+        self.ints.len() + self.texts.len() + SUMS.len() + 2
+    }
+
+    fn key(&self) -> String {
+        let mut cols: Vec<&str> = self.ints.to_vec();
+        cols.extend(self.texts);
+        cols.join(", ")
+    }
+
+    fn insert(&self, sqlite: bool, rows: usize, tail: &str) -> String {
         crate::records::values_sql(
-            &format!("INSERT INTO request_rollup_latency ({DIMENSIONS}, metric, bucket, count)"),
-            LATENCY_COLS,
-            rows,
-            sqlite,
             &format!(
-                " ON CONFLICT ({DIMENSIONS}, metric, bucket) DO UPDATE SET \
-                 count = request_rollup_latency.count + excluded.count"
-            ),
-        )
-    })
-}
-
-/// The key columns of `request_rollup_slices`.
-pub(crate) const SLICE_KEY: &str = "span_ms, dimension, start_ms, value";
-
-/// Columns per `request_rollup_slices` row.
-pub(crate) const SLICE_COLS: usize = 4 + SUMS.len() + 2;
-
-/// The first upsert of `rows` slices: adds their sums (their histograms are
-/// bound empty and left alone) and returns each row's key and histograms as
-/// stored, empty for a row it made.
-pub(crate) fn upsert_slices_sql(sqlite: bool, rows: usize) -> &'static str {
-    static SQL: crate::records::Statements = crate::records::Statements::new();
-    SQL.get(sqlite, rows, |rows| {
-        let adds: Vec<String> = SUMS
-            .iter()
-            .map(|c| format!("{c} = request_rollup_slices.{c} + excluded.{c}"))
-            .collect();
-        crate::records::values_sql(
-            &format!(
-                "INSERT INTO request_rollup_slices ({SLICE_KEY}, {}, latency, ttft)",
+                "INSERT INTO {} ({}, {}, latency, ttft)",
+                self.name,
+                self.key(),
                 SUMS.join(", ")
             ),
-            SLICE_COLS,
+            self.columns(),
             rows,
             sqlite,
-            &format!(
-                " ON CONFLICT ({SLICE_KEY}) DO UPDATE SET {} RETURNING {SLICE_KEY}, latency, ttft",
-                adds.join(", ")
-            ),
+            &format!(" ON CONFLICT ({}) DO UPDATE SET {tail}", self.key()),
         )
-    })
-}
+    }
 
-/// The second: writes `rows` slices' merged histograms (every row exists by
-/// now; the sums bound are the batch's, as the first upsert added them).
-pub(crate) fn set_slice_histograms_sql(sqlite: bool, rows: usize) -> &'static str {
-    static SQL: crate::records::Statements = crate::records::Statements::new();
-    SQL.get(sqlite, rows, |rows| {
-        crate::records::values_sql(
-            &format!(
-                "INSERT INTO request_rollup_slices ({SLICE_KEY}, {}, latency, ttft)",
-                SUMS.join(", ")
-            ),
-            SLICE_COLS,
-            rows,
-            sqlite,
-            &format!(
-                " ON CONFLICT ({SLICE_KEY}) DO UPDATE SET latency = excluded.latency, \
-                 ttft = excluded.ttft"
-            ),
-        )
-    })
+    /// The first upsert of `rows` rows: adds their sums (their histograms are
+    /// bound empty and left alone) and returns each row's key and histograms
+    /// as stored, empty for a row it made.
+    pub fn add_sql(&self, sqlite: bool, rows: usize) -> &'static str {
+        self.add.get(sqlite, rows, |rows| {
+            let adds: Vec<String> =
+                SUMS.iter().map(|c| format!("{c} = {}.{c} + excluded.{c}", self.name)).collect();
+            let tail = format!("{} RETURNING {}, latency, ttft", adds.join(", "), self.key());
+            self.insert(sqlite, rows, &tail)
+        })
+    }
+
+    /// The second: writes `rows` rows' merged histograms (every row exists by
+    /// now; the sums bound are the batch's, as the first upsert added them).
+    pub fn set_sql(&self, sqlite: bool, rows: usize) -> &'static str {
+        self.set.get(sqlite, rows, |rows| {
+            self.insert(sqlite, rows, "latency = excluded.latency, ttft = excluded.ttft")
+        })
+    }
+
+    /// The key of a row the first upsert returned, as [`RowKey::joined`].
+    pub fn stored_key(&self, row: &impl crate::db::RowExt) -> Result<String, StoreError> {
+        let ints = self.ints.iter().map(|c| row.col::<i64>(c)).collect::<Result<Vec<_>, _>>()?;
+        let texts =
+            self.texts.iter().map(|c| row.col::<String>(c)).collect::<Result<Vec<_>, _>>()?;
+        Ok(joined(&ints, texts.iter().map(String::as_str)))
+    }
 }
 
 /// The slices' dimension of a usage grouping (`""`: all the traffic).

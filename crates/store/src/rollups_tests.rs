@@ -36,32 +36,23 @@ fn entry(model: &'static str, total_ms: i64, ttft_ms: Option<i64>) -> Entry<'sta
 }
 
 #[test]
-fn a_batch_sums_by_group_and_bucket_in_key_order() {
+fn a_batch_sums_by_fine_row_with_its_histograms_in_key_order() {
     let rollup = Rollup::of([
         entry("b", 100, Some(10)),
         entry("a", 100, None),
         entry("b", 100, Some(11)),
         entry("b", 5_000, None),
     ]);
-    let models: Vec<&str> = rollup.groups.iter().map(|(g, _)| g.model).collect();
+    let models: Vec<&str> = rollup.fine.iter().map(|(k, _)| k.texts[0]).collect();
     assert_eq!(models, ["a", "b"]);
-    let b = rollup.groups[1].1;
-    assert_eq!((b.requests, b.input_tokens, b.total_ms_sum), (3, 30, 5_200));
-    let b_latency: Vec<(i64, i64, i64)> = rollup
-        .latency
-        .iter()
-        .filter(|(g, ..)| g.model == "b")
-        .map(|(_, metric, bucket, n)| (*metric, *bucket, *n))
-        .collect();
+    let (key, b) = &rollup.fine[1];
     assert_eq!(
-        b_latency,
-        [
-            (TOTAL, bucket(100), 2),
-            (TOTAL, bucket(5_000), 1),
-            (TTFT, bucket(10), 1),
-            (TTFT, bucket(11), 1)
-        ]
+        (key.ints.as_slice(), key.texts.as_slice()),
+        (&[0][..], &["b", "p", "", "", ""][..])
     );
+    assert_eq!((b.sums.requests, b.sums.input_tokens, b.sums.total_ms_sum), (3, 30, 5_200));
+    assert_eq!(b.latency, histogram(&[(bucket(100), 2), (bucket(5_000), 1)]));
+    assert_eq!(b.ttft, histogram(&[(bucket(10), 1), (bucket(11), 1)]));
 }
 
 #[test]
@@ -86,23 +77,6 @@ fn percentiles_and_the_slo_are_read_to_the_bucket() {
     };
     let row = none.row(None, 5_000);
     assert_eq!((row.cost_usd, row.cost_complete), (None, false));
-}
-
-#[test]
-fn upserts_have_a_placeholder_per_column_and_row_and_add_on_conflict() {
-    for sqlite in [true, false] {
-        for rows in [1, 8, 64] {
-            let sums = upsert_sums_sql(sqlite, rows);
-            let latency = upsert_latency_sql(sqlite, rows);
-            let count = |sql: &str| {
-                if sqlite { sql.matches('?').count() } else { sql.matches('$').count() }
-            };
-            assert_eq!(count(sums), rows * ROLLUP_COLS);
-            assert_eq!(count(latency), rows * LATENCY_COLS);
-            assert!(sums.contains("requests = request_rollups.requests + excluded.requests"));
-            assert!(latency.ends_with("count = request_rollup_latency.count + excluded.count"));
-        }
-    }
 }
 
 #[test]
@@ -139,14 +113,8 @@ fn a_batch_sums_by_slice_each_dimension_by_hour_and_day() {
         at(day + HOUR_MS, "b", "k1", 900),
     ]);
     let find = |span_ms: i64, dimension: &str, start_ms: i64, value: &str| {
-        rollup
-            .slices
-            .iter()
-            .find(|(s, _)| {
-                (s.span_ms, s.dimension, s.start_ms, s.value)
-                    == (span_ms, dimension, start_ms, value)
-            })
-            .map(|(_, v)| v.clone())
+        let key = RowKey { ints: vec![span_ms, start_ms], texts: vec![dimension, value] };
+        rollup.slices.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())
     };
     // All the traffic: an hour each, one day with the three.
     let all = find(DAY_MS, "", day, "").unwrap();
@@ -162,7 +130,7 @@ fn a_batch_sums_by_slice_each_dimension_by_hour_and_day() {
     assert_eq!(find(DAY_MS, "user", day, "u").unwrap().sums.requests, 3);
     assert!(find(DAY_MS, "key", day + HOUR_MS, "k1").is_none(), "a day starts at midnight");
     // In key order, each slice once.
-    let keys: Vec<_> = rollup.slices.iter().map(|(s, _)| *s).collect();
+    let keys: Vec<_> = rollup.slices.iter().map(|(k, _)| k.clone()).collect();
     let mut sorted = keys.clone();
     sorted.sort();
     sorted.dedup();
@@ -190,24 +158,34 @@ fn histograms_are_stored_as_text_and_read_in_any_order() {
 }
 
 #[test]
-fn slice_upserts_add_sums_and_return_the_stored_histograms() {
-    for sqlite in [true, false] {
-        for rows in [1, 8, 64] {
-            let first = upsert_slices_sql(sqlite, rows);
-            let second = set_slice_histograms_sql(sqlite, rows);
-            let count = |sql: &str| {
-                if sqlite { sql.matches('?').count() } else { sql.matches('$').count() }
-            };
-            assert_eq!((count(first), count(second)), (rows * SLICE_COLS, rows * SLICE_COLS));
-            assert!(
-                first.contains("requests = request_rollup_slices.requests + excluded.requests")
-            );
-            assert!(!first.contains("latency = "), "the first leaves the histograms alone");
-            assert!(
-                first.ends_with("RETURNING span_ms, dimension, start_ms, value, latency, ttft")
-            );
-            assert!(second.ends_with("latency = excluded.latency, ttft = excluded.ttft"));
-            assert!(!second.contains("requests = "), "the second adds nothing");
+fn upserts_add_sums_then_write_the_merged_histograms() {
+    for table in [&FINE, &SLICES] {
+        for sqlite in [true, false] {
+            for rows in [1, 8, 64] {
+                let (first, second) = (table.add_sql(sqlite, rows), table.set_sql(sqlite, rows));
+                let count = |sql: &str| {
+                    if sqlite { sql.matches('?').count() } else { sql.matches('$').count() }
+                };
+                let cols = table.columns();
+                assert_eq!((count(first), count(second)), (rows * cols, rows * cols));
+                let name = table.name;
+                assert!(first.contains(&format!("requests = {name}.requests + excluded.requests")));
+                assert!(!first.contains("latency = "), "the first leaves the histograms alone");
+                assert!(first.ends_with("latency, ttft"), "{first}");
+                assert!(first.contains(" RETURNING "), "{first}");
+                assert!(second.ends_with("latency = excluded.latency, ttft = excluded.ttft"));
+                assert!(!second.contains("requests = "), "the second adds nothing");
+            }
         }
     }
+    assert_eq!((FINE.columns(), SLICES.columns()), (6 + 13 + 2, 4 + 13 + 2));
+}
+
+#[test]
+fn a_returned_row_is_matched_by_its_key() {
+    let key = RowKey { ints: vec![7, 8], texts: vec!["model", "a b"] };
+    assert_eq!(key.joined(), "7\u{1f}8\u{1f}model\u{1f}a b");
+    // Text with the separator cannot stand for another key's columns: keys
+    // are gateway-made names (models, ids, prefixes), never control bytes.
+    assert_ne!(key.joined(), RowKey { ints: vec![7, 8], texts: vec!["model a", "b"] }.joined());
 }

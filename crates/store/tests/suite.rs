@@ -112,7 +112,6 @@ suite!(
     case_rollups_backfill_matches_what_writes_keep,
     case_usage_series_is_hour_by_hour,
     case_slices_agree_with_the_fine_rollups,
-    case_slices_backfill_matches_what_writes_keep,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_rollup_retention_keeps_the_daily_slices,
     case_content_is_stored_compressed_apart_and_read_back,
@@ -130,7 +129,7 @@ mod rollups;
 use rollups::{
     case_rollups_backfill_matches_what_writes_keep, case_rollups_count_a_record_once,
     case_rollups_match_the_records, case_slices_agree_with_the_fine_rollups,
-    case_slices_backfill_matches_what_writes_keep, case_usage_series_is_hour_by_hour,
+    case_usage_series_is_hour_by_hour,
 };
 #[path = "suite/retention.rs"]
 mod retention;

@@ -81,10 +81,8 @@ fn the_busiest_groups_get_lines_and_the_rest_is_the_total_less_them() {
 fn no_other_line_when_every_group_is_drawn() {
     let h0 = 480_000 * HOUR_MS;
     let groups = vec![row("a", 3)];
-    let series = SeriesOf {
-        groups: vec![point(h0, Some("a"), 3, 0)],
-        total: vec![point(h0, None, 3, 0)],
-    };
+    let series =
+        SeriesOf { groups: vec![point(h0, Some("a"), 3, 0)], total: vec![point(h0, None, 3, 0)] };
     let charts = charts(&series, h0, h0 + 1, &groups);
     let names: Vec<&str> = charts[0].series.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["a"]);

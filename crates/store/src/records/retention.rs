@@ -72,12 +72,13 @@ impl Store {
     }
 
     /// Deletes the rollups of hours that ended before `time_ms`: the fine
-    /// rollups and their histograms, and the hourly slices. The daily slices
+    /// rollups and the hourly slices. The daily slices
     /// stay (a row per dimension's value per day), so usage unfiltered, or
     /// filtered on its grouping, still reaches back past the cutoff by whole
     /// days. A day at a time, each its own statement, oldest first, so a first
-    /// trim of a long history never holds one long transaction. Returns the
-    /// rows deleted.
+    /// trim of a long history never holds one long transaction; on SQLite the
+    /// freed pages then go back to the file system ([`Store::reclaim`]).
+    /// Returns the rows deleted.
     pub async fn delete_rollups_before(&self, time_ms: i64) -> Result<u64, StoreError> {
         let cutoff = time_ms - time_ms.rem_euclid(rollups::HOUR_MS);
         let oldest: Option<i64> = on_pool!(self, |p| {
@@ -94,7 +95,6 @@ impl Store {
         };
         let statements = [
             "DELETE FROM request_rollups WHERE hour_ms >= $1 AND hour_ms < $2",
-            "DELETE FROM request_rollup_latency WHERE hour_ms >= $1 AND hour_ms < $2",
             "DELETE FROM request_rollup_slices WHERE span_ms = 3600000 \
              AND start_ms >= $1 AND start_ms < $2",
         ];
@@ -110,6 +110,9 @@ impl Store {
                     .rows_affected());
             }
             from = to;
+        }
+        if total > 0 {
+            self.reclaim().await?;
         }
         Ok(total)
     }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use sqlx::AssertSqlSafe;
 
-use super::usage::{ROLLED_SUMS, SLICE_SUMS, ceil, effective_slo, floor, rolled_sums, slice_of};
+use super::usage::{ROW_SUMS, ceil, effective_slo, floor, row_sums, slice_of};
 use super::{Arg, Where};
 use crate::db::{Backend, RowExt, Store, on_pool};
 use crate::error::StoreError;
@@ -21,17 +21,6 @@ type Hour = (Reading, Histogram);
 enum Target {
     Groups,
     Total,
-}
-
-/// What a read's rows hold.
-#[derive(Clone, Copy)]
-enum Read {
-    /// A group's hour: its sums ([`ROLLED_SUMS`]).
-    Sums,
-    /// A group's hour: its requests in one bucket of one metric.
-    Histogram,
-    /// A slice: its sums ([`SLICE_SUMS`]) and both histograms.
-    Slices,
 }
 
 impl Store {
@@ -87,12 +76,12 @@ impl Store {
         let to = f.until_ms.map(|t| ceil(t, rollups::HOUR_MS));
         let mut reads = Vec::new();
         match only {
-            None => reads.extend(reads_of(f, Some(by), None, from, to, Target::Groups)),
+            None => reads.push(read_of(f, Some(by), None, from, to, Target::Groups)),
             Some(groups) => {
                 if !groups.is_empty() {
-                    reads.extend(reads_of(f, Some(by), Some(groups), from, to, Target::Groups));
+                    reads.push(read_of(f, Some(by), Some(groups), from, to, Target::Groups));
                 }
-                reads.extend(reads_of(f, None, None, from, to, Target::Total));
+                reads.push(read_of(f, None, None, from, to, Target::Total));
             }
         }
         let backend = self.backend();
@@ -104,26 +93,13 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            for (w, sql, read, target) in reads {
+            for (w, sql, target) in reads {
                 for row in w.bind(sqlx::query(AssertSqlSafe(sql))).fetch_all(&mut *tx).await? {
                     let at = (target, row.col::<i64>("hour_ms")?, row.col::<String>("k")?);
                     let h = hours.entry(at).or_default();
-                    match read {
-                        Read::Sums => h.0.sums += rolled_sums(&row)?,
-                        Read::Histogram => {
-                            let (bucket, n) = (row.col("bucket")?, row.col("n")?);
-                            if row.col::<i64>("metric")? == rollups::TTFT {
-                                h.1.add(bucket, n);
-                            } else {
-                                h.0.buckets.add(bucket, n);
-                            }
-                        }
-                        Read::Slices => {
-                            h.0.sums += rolled_sums(&row)?;
-                            h.0.buckets.merge(&Histogram::decode(&row.col::<String>("latency")?)?);
-                            h.1.merge(&Histogram::decode(&row.col::<String>("ttft")?)?);
-                        }
-                    }
+                    h.0.sums += row_sums(&row)?;
+                    h.0.buckets.merge(&Histogram::decode(&row.col::<String>("latency")?)?);
+                    h.1.merge(&Histogram::decode(&row.col::<String>("ttft")?)?);
                 }
             }
             tx.commit().await?;
@@ -158,53 +134,42 @@ impl Store {
     }
 }
 
-/// The reads of the hours from `from` to `to` grouped `by` (`None`: all of the
+/// The read of the hours from `from` to `to` grouped `by` (`None`: all of the
 /// traffic as one group), `only` those groups when given.
-fn reads_of(
+fn read_of(
     f: &RecordFilter,
     by: Option<UsageBy>,
     only: Option<&[Option<String>]>,
     from: Option<i64>,
     to: Option<i64>,
     target: Target,
-) -> Vec<(Where, String, Read, Target)> {
+) -> (Where, String, Target) {
     // A group without a value is stored as ''.
     let only: Option<Vec<String>> =
         only.map(|gs| gs.iter().map(|g| g.clone().unwrap_or_default()).collect());
-    if let Some((dimension, value)) = slice_of(f, by) {
-        let mut w = Where::slices(rollups::HOUR_MS, dimension, value, from, to);
-        if let Some(values) = &only {
-            let cond = in_list(&mut w, "value", values);
-            w.and(vec![cond]);
-        }
-        let sql = format!(
-            "SELECT start_ms AS hour_ms, value AS k, {SLICE_SUMS}, latency, ttft \
-             FROM request_rollup_slices{}",
-            w.sql
-        );
-        return vec![(w, sql, Read::Slices, target)];
-    }
-    let key = by.map_or("''", rollups::column);
-    let clause = || {
-        let mut w = Where::rollups(f, from, to);
-        if let Some(values) = &only {
-            let cond = in_list(&mut w, key, values);
-            w.and(vec![cond]);
-        }
-        w
+    let (mut w, table, hour, key) = match slice_of(f, by) {
+        Some((dimension, value)) => (
+            Where::slices(rollups::HOUR_MS, dimension, value, from, to),
+            "request_rollup_slices",
+            "start_ms",
+            "value",
+        ),
+        None => (
+            Where::rollups(f, from, to),
+            "request_rollups",
+            "hour_ms",
+            by.map_or("''", rollups::column),
+        ),
     };
-    let w = clause();
-    let sums = format!(
-        "SELECT hour_ms, {key} AS k, {ROLLED_SUMS} FROM request_rollups{} GROUP BY hour_ms, {key}",
+    if let Some(values) = &only {
+        let cond = in_list(&mut w, key, values);
+        w.and(vec![cond]);
+    }
+    let sql = format!(
+        "SELECT {hour} AS hour_ms, {key} AS k, {ROW_SUMS}, latency, ttft FROM {table}{}",
         w.sql
     );
-    let w2 = clause();
-    let histograms = format!(
-        "SELECT hour_ms, {key} AS k, metric, bucket, CAST(SUM(count) AS BIGINT) AS n \
-         FROM request_rollup_latency{} GROUP BY hour_ms, {key}, metric, bucket",
-        w2.sql
-    );
-    vec![(w, sums, Read::Sums, target), (w2, histograms, Read::Histogram, target)]
+    (w, sql, target)
 }
 
 /// `column IN (…)` of `values`, bound; never-true for none.

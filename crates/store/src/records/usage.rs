@@ -1,6 +1,6 @@
-//! Usage reports over the records: from the hourly rollups for a window's
-//! whole hours and from the records for its partial ones ([`Store::usage`]),
-//! or from every record ([`Store::usage_scan`]).
+//! Usage reports over the records: from the rollups for a window's whole
+//! hours and from the records for its partial ones ([`Store::usage`]), or from
+//! every record ([`Store::usage_scan`]).
 
 use std::collections::HashMap;
 
@@ -18,22 +18,12 @@ pub const DEFAULT_SLO_MS: u64 = 5_000;
 /// `usage` clamps its SLO into this range.
 pub const SLO_RANGE_MS: std::ops::RangeInclusive<u64> = 500..=60_000;
 
-/// The sums a rollup read selects, named as [`rolled_sums`] reads them.
-pub(super) const ROLLED_SUMS: &str = "CAST(SUM(requests) AS BIGINT) AS requests, \
-    CAST(SUM(errors) AS BIGINT) AS errors, CAST(SUM(failovers) AS BIGINT) AS failovers, \
-    CAST(SUM(cache_hits) AS BIGINT) AS cache_hits, \
-    CAST(SUM(input_tokens) AS BIGINT) AS input_tokens, \
-    CAST(SUM(output_tokens) AS BIGINT) AS output_tokens, \
-    CAST(SUM(cache_read_tokens) AS BIGINT) AS cache_read_tokens, \
-    CAST(SUM(cache_write_tokens) AS BIGINT) AS cache_write_tokens, \
-    CAST(SUM(costed) AS BIGINT) AS costed, SUM(cost_usd) AS cost";
-
-/// The same sums of one slice row, as [`rolled_sums`] reads them.
-pub(super) const SLICE_SUMS: &str = "requests, errors, failovers, cache_hits, input_tokens, \
+/// The sums of a rollup row (fine or slice), as [`row_sums`] reads them.
+pub(super) const ROW_SUMS: &str = "requests, errors, failovers, cache_hits, input_tokens, \
     output_tokens, cache_read_tokens, cache_write_tokens, costed, cost_usd AS cost";
 
-/// A row of [`ROLLED_SUMS`] or [`SLICE_SUMS`].
-pub(super) fn rolled_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
+/// A row of [`ROW_SUMS`].
+pub(super) fn row_sums(row: &impl RowExt) -> Result<rollups::Sums, StoreError> {
     Ok(rollups::Sums {
         requests: row.col("requests")?,
         errors: row.col("errors")?,
@@ -142,33 +132,26 @@ impl Store {
         if f.status.is_some() || matches!((from, to), (Some(a), Some(b)) if a >= b) {
             return self.usage_scan(f, by, slo_ms).await;
         }
-        let mut reads: Vec<(Where, String, Read)> = Vec::new();
+        // Rows with their sums and histograms: slices where they answer,
+        // else the fine rollups.
+        let mut reads: Vec<(Where, String)> = Vec::new();
         if let Some((dimension, value)) = slice_of(f, Some(by)) {
             for (span, lo, hi) in slice_ranges(from, to) {
                 let w = Where::slices(span, dimension, value, lo, hi);
                 let sql = format!(
-                    "SELECT value AS k, {SLICE_SUMS}, latency FROM request_rollup_slices{}",
+                    "SELECT value AS k, {ROW_SUMS}, latency FROM request_rollup_slices{}",
                     w.sql
                 );
-                reads.push((w, sql, Read::Slices));
+                reads.push((w, sql));
             }
         } else {
-            let key = rollups::column(by);
             let w = Where::rollups(f, from, to);
-            let sums = format!(
-                "SELECT {key} AS k, {ROLLED_SUMS} FROM request_rollups{} GROUP BY {key}",
+            let sql = format!(
+                "SELECT {} AS k, {ROW_SUMS}, latency FROM request_rollups{}",
+                rollups::column(by),
                 w.sql
             );
-            let and = if w.sql.is_empty() { " WHERE" } else { " AND" };
-            let histogram = format!(
-                "SELECT {key} AS k, bucket, CAST(SUM(count) AS BIGINT) AS n \
-                 FROM request_rollup_latency{}{and} metric = {} GROUP BY {key}, bucket",
-                w.sql,
-                rollups::TOTAL
-            );
-            let w2 = Where::rollups(f, from, to);
-            reads.push((w, sums, Read::Sums));
-            reads.push((w2, histogram, Read::Histogram));
+            reads.push((w, sql));
         }
         // The partial hours at the ends, from their records.
         let ends: Vec<(i64, i64)> = [(f.since_ms, from), (to, f.until_ms)]
@@ -196,18 +179,11 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            for (w, sql, read) in reads {
+            for (w, sql) in reads {
                 for row in w.bind(sqlx::query(AssertSqlSafe(sql))).fetch_all(&mut *tx).await? {
                     let g = groups.entry(named(row.col::<String>("k")?)).or_default();
-                    match read {
-                        Read::Sums => g.sums += rolled_sums(&row)?,
-                        Read::Histogram => g.buckets.add(row.col("bucket")?, row.col("n")?),
-                        Read::Slices => {
-                            g.sums += rolled_sums(&row)?;
-                            let latency = row.col::<String>("latency")?;
-                            g.buckets.merge(&rollups::Histogram::decode(&latency)?);
-                        }
-                    }
+                    g.sums += row_sums(&row)?;
+                    g.buckets.merge(&rollups::Histogram::decode(&row.col::<String>("latency")?)?);
                 }
             }
             if let Some((e, sql)) = edges {
@@ -242,17 +218,6 @@ impl Store {
         out.sort_by(|a, b| b.requests.cmp(&a.requests).then_with(|| a.key.cmp(&b.key)));
         Ok(out)
     }
-}
-
-/// What a rollup read's rows hold.
-#[derive(Clone, Copy)]
-enum Read {
-    /// A group's sums ([`ROLLED_SUMS`]).
-    Sums,
-    /// A group's requests in one bucket (`bucket`, `n`).
-    Histogram,
-    /// A slice: its sums ([`SLICE_SUMS`]) and its `latency` histogram.
-    Slices,
 }
 
 /// `slo_ms` as reports apply it: 0 is [`DEFAULT_SLO_MS`], clamped into

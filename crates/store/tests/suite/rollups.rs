@@ -176,69 +176,113 @@ async fn rollup_counts(store: &Store) -> (i64, i64, i64) {
     }
 }
 
-/// Every row of both rollup tables, as text, in key order.
+/// A histogram's text with its pairs sorted (SQLite's `group_concat` keeps no
+/// order).
+fn sorted_pairs(text: &str) -> String {
+    let mut pairs: Vec<&str> = text.split_whitespace().collect();
+    pairs.sort_unstable();
+    pairs.join(" ")
+}
+
+/// Every fine rollup row as text, in key order, its histograms as pairs: from
+/// the row (version 11 on) or from `request_rollup_latency` (before).
 pub(crate) async fn rollup_rows(store: &Store) -> Vec<String> {
-    let sums = "SELECT hour_ms, model, provider, project_id, user_id, key_prefix, requests, \
-                errors, failovers, cache_hits, input_tokens, output_tokens, cache_read_tokens, \
-                cache_write_tokens, costed, total_ms_sum, ttft_count, ttft_ms_sum, \
-                CAST(ROUND(cost_usd * 1000000) AS BIGINT) AS micro FROM request_rollups \
-                ORDER BY hour_ms, model, provider, project_id, user_id, key_prefix";
-    let latency = "SELECT hour_ms, model, provider, project_id, user_id, key_prefix, metric, \
-                   bucket, count FROM request_rollup_latency ORDER BY hour_ms, model, provider, \
-                   project_id, user_id, key_prefix, metric, bucket";
-    let mut out = Vec::new();
-    macro_rules! rows {
-        ($p:expr, $row:ty) => {
-            for sql in [sums, latency] {
-                for row in sqlx::query(sql).fetch_all($p).await.unwrap() {
-                    let row: $row = row;
-                    let cells: Vec<String> = (0..row.len())
-                        .map(|i| {
-                            row.try_get::<i64, _>(i)
-                                .map(|v| v.to_string())
-                                .or_else(|_| row.try_get::<String, _>(i))
-                                .unwrap()
-                        })
-                        .collect();
-                    out.push(cells.join("|"));
+    const KEY: &str = "hour_ms, model, provider, project_id, user_id, key_prefix";
+    let sums = format!(
+        "SELECT {KEY}, requests, errors, failovers, cache_hits, input_tokens, output_tokens, \
+         cache_read_tokens, cache_write_tokens, costed, total_ms_sum, ttft_count, ttft_ms_sum, \
+         CAST(ROUND(cost_usd * 1000000) AS BIGINT) AS micro FROM request_rollups ORDER BY {KEY}"
+    );
+    let cells = format!(
+        "SELECT {KEY}, metric, bucket, count FROM request_rollup_latency \
+         ORDER BY {KEY}, metric, bucket"
+    );
+    let inline = format!("SELECT {KEY}, latency, ttft FROM request_rollups ORDER BY {KEY}");
+    let mut rows = Vec::new();
+    // The row's key → its two histograms.
+    let mut histograms: std::collections::HashMap<String, [Vec<String>; 2]> = Default::default();
+    macro_rules! read {
+        ($p:expr, $row:ty) => {{
+            let text = |row: &$row, i: usize| -> String {
+                row.try_get::<i64, _>(i)
+                    .map(|v| v.to_string())
+                    .or_else(|_| row.try_get::<String, _>(i))
+                    .unwrap()
+            };
+            let key = |row: &$row| (0..6).map(|i| text(row, i)).collect::<Vec<_>>().join("|");
+            for row in sqlx::query(sqlx::AssertSqlSafe(sums)).fetch_all($p).await.unwrap() {
+                let row: $row = row;
+                rows.push((0..row.len()).map(|i| text(&row, i)).collect::<Vec<_>>().join("|"));
+            }
+            let before_11 = sqlx::query(sqlx::AssertSqlSafe(cells.clone())).fetch_all($p).await;
+            match before_11 {
+                Ok(found) => {
+                    for row in found {
+                        let row: $row = row;
+                        let metric: i64 = row.get(6);
+                        let (b, n): (i64, i64) = (row.get(7), row.get(8));
+                        let slot = histograms.entry(key(&row)).or_default();
+                        slot[metric as usize].push(format!("{b}:{n}"));
+                    }
+                }
+                Err(_) => {
+                    for row in sqlx::query(sqlx::AssertSqlSafe(inline)).fetch_all($p).await.unwrap()
+                    {
+                        let row: $row = row;
+                        let (latency, ttft): (String, String) = (row.get(6), row.get(7));
+                        let split = |t: &str| t.split_whitespace().map(str::to_owned).collect();
+                        histograms.insert(key(&row), [split(&latency), split(&ttft)]);
+                    }
                 }
             }
-        };
+        }};
     }
     match store.pool() {
-        DbPool::Sqlite(p) => rows!(p, sqlx::sqlite::SqliteRow),
-        DbPool::Postgres(p) => rows!(p, sqlx::postgres::PgRow),
+        DbPool::Sqlite(p) => read!(p, sqlx::sqlite::SqliteRow),
+        DbPool::Postgres(p) => read!(p, sqlx::postgres::PgRow),
     }
-    out
+    rows.into_iter()
+        .map(|row| {
+            let key = row.split('|').take(6).collect::<Vec<_>>().join("|");
+            let [latency, ttft] = histograms.remove(&key).unwrap_or_default();
+            format!("{row}|{}|{}", sorted_pairs(&latency.join(" ")), sorted_pairs(&ttft.join(" ")))
+        })
+        .collect()
 }
 
 pub(crate) async fn case_rollups_backfill_matches_what_writes_keep(store: Store) {
     // Records written by this version keep the rollups as they go; the
-    // migration that rolls up an older version's records must make the same.
+    // migrations that roll up an older version's records (6: the fine rollups,
+    // with their histograms a row per bucket; 11: the slices, and the fine
+    // histograms moved inline) must make the same.
+    for chunk in days().chunks(50) {
+        store.insert_records(chunk).await.unwrap();
+    }
     store.insert_records(&batch()).await.unwrap();
-    let kept = rollup_rows(&store).await;
-    assert!(kept.len() > 10, "{kept:?}");
-    let backfill = match store.backend() {
-        Backend::Sqlite => include_str!("../../migrations/sqlite/0006_rollups_backfill.sql"),
-        Backend::Postgres => include_str!("../../migrations/postgres/0006_rollups_backfill.sql"),
+    let (fine, slices) = (rollup_rows(&store).await, slice_rows(&store).await);
+    assert!(fine.len() > 10 && slices.len() > 50, "{fine:?} {slices:?}");
+    // Back to version 10's tables, empty; then the migrations again.
+    let (v5, v6, v11) = match store.backend() {
+        Backend::Sqlite => (
+            include_str!("../../migrations/sqlite/0005_rollups.sql"),
+            include_str!("../../migrations/sqlite/0006_rollups_backfill.sql"),
+            include_str!("../../migrations/sqlite/0011_rollup_slices.sql"),
+        ),
+        Backend::Postgres => (
+            include_str!("../../migrations/postgres/0005_rollups.sql"),
+            include_str!("../../migrations/postgres/0006_rollups_backfill.sql"),
+            include_str!("../../migrations/postgres/0011_rollup_slices.sql"),
+        ),
     };
-    match store.pool() {
-        DbPool::Sqlite(p) => {
-            sqlx::raw_sql("DELETE FROM request_rollups; DELETE FROM request_rollup_latency")
-                .execute(p)
-                .await
-                .unwrap();
-            sqlx::raw_sql(backfill).execute(p).await.unwrap();
-        }
-        DbPool::Postgres(p) => {
-            sqlx::raw_sql("DELETE FROM request_rollups; DELETE FROM request_rollup_latency")
-                .execute(p)
-                .await
-                .unwrap();
-            sqlx::raw_sql(backfill).execute(p).await.unwrap();
+    let reset = "DROP TABLE request_rollup_slices; DROP TABLE request_rollups;";
+    for sql in [reset, v5, v6, v11] {
+        match store.pool() {
+            DbPool::Sqlite(p) => drop(sqlx::raw_sql(sql).execute(p).await.unwrap()),
+            DbPool::Postgres(p) => drop(sqlx::raw_sql(sql).execute(p).await.unwrap()),
         }
     }
-    assert_eq!(rollup_rows(&store).await, kept);
+    assert_eq!(rollup_rows(&store).await, fine);
+    assert_eq!(slice_rows(&store).await, slices);
 }
 
 pub(crate) async fn case_usage_series_is_hour_by_hour(store: Store) {
@@ -387,12 +431,9 @@ async fn slice_rows(store: &Store) -> Vec<String> {
                 let row: $row = row;
                 let cells: Vec<String> = (0..row.len())
                     .map(|i| {
-                        row.try_get::<i64, _>(i).map(|v| v.to_string()).unwrap_or_else(|_| {
-                            let text: String = row.try_get(i).unwrap();
-                            let mut pairs: Vec<&str> = text.split(' ').collect();
-                            pairs.sort();
-                            pairs.join(" ")
-                        })
+                        row.try_get::<i64, _>(i)
+                            .map(|v| v.to_string())
+                            .unwrap_or_else(|_| sorted_pairs(&row.try_get::<String, _>(i).unwrap()))
                     })
                     .collect();
                 out.push(cells.join("|"));
@@ -404,30 +445,4 @@ async fn slice_rows(store: &Store) -> Vec<String> {
         DbPool::Postgres(p) => rows!(p, sqlx::postgres::PgRow),
     }
     out
-}
-
-pub(crate) async fn case_slices_backfill_matches_what_writes_keep(store: Store) {
-    // Migration 11 slices what the fine rollups hold; writes keep the slices
-    // as they go. Both must agree.
-    for chunk in days().chunks(50) {
-        store.insert_records(chunk).await.unwrap();
-    }
-    let kept = slice_rows(&store).await;
-    assert!(kept.len() > 50, "{kept:?}");
-    let migration = match store.backend() {
-        Backend::Sqlite => include_str!("../../migrations/sqlite/0011_rollup_slices.sql"),
-        Backend::Postgres => include_str!("../../migrations/postgres/0011_rollup_slices.sql"),
-    };
-    let (_, backfill) = migration.split_once("-- The slices of what is already rolled up").unwrap();
-    let (_, backfill) = backfill.split_once('\n').unwrap();
-    let sql = format!("DELETE FROM request_rollup_slices;\n{backfill}");
-    match store.pool() {
-        DbPool::Sqlite(p) => {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await.unwrap().rows_affected()
-        }
-        DbPool::Postgres(p) => {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(p).await.unwrap().rows_affected()
-        }
-    };
-    assert_eq!(slice_rows(&store).await, kept);
 }

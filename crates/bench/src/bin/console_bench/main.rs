@@ -172,7 +172,7 @@ async fn run(cli: &Cli) -> Result<String, Error> {
         let t = std::time::Instant::now();
         sqlx::raw_sql(
             "VACUUM (ANALYZE) request_records, request_contents, request_rollups, \
-             request_rollup_latency, request_rollup_slices",
+             request_rollup_slices",
         )
         .execute(p)
         .await?;

@@ -379,36 +379,45 @@ fn backfill_sql(backend: Backend) -> Result<String, Error> {
     Ok(sql)
 }
 
-/// Records, those with a TTFT; what the rollups count: requests, latencies,
-/// TTFTs; and the rollups' groups.
-const EMPTY_ROLLUPS: &str = "DELETE FROM request_rollups; DELETE FROM request_rollup_latency; \
-    DELETE FROM request_rollup_slices";
-type Check = (i64, i64, Option<i64>, Option<i64>, Option<i64>, i64, Option<i64>, i64);
+/// Back to version 10's rollup tables, empty (migration 5 makes them again).
+const RESET_ROLLUPS: &str = "DROP TABLE request_rollup_slices; DROP TABLE request_rollups;";
+
+/// Records, those with a TTFT; the fine rollups' requests and rows; the daily
+/// slices' requests and TTFTs (all the traffic); the slices' rows.
+type Check = (i64, i64, Option<i64>, i64, Option<i64>, Option<i64>, i64);
 const CHECK_SQL: &str = "SELECT (SELECT COUNT(*) FROM request_records), \
     (SELECT COUNT(ttft_ms) FROM request_records), \
     (SELECT CAST(SUM(requests) AS BIGINT) FROM request_rollups), \
-    (SELECT CAST(SUM(count) AS BIGINT) FROM request_rollup_latency WHERE metric = 0), \
-    (SELECT CAST(SUM(count) AS BIGINT) FROM request_rollup_latency WHERE metric = 1), \
     (SELECT COUNT(*) FROM request_rollups), \
     (SELECT CAST(SUM(requests) AS BIGINT) FROM request_rollup_slices \
      WHERE span_ms = 86400000 AND dimension = ''), \
+    (SELECT CAST(SUM(ttft_count) AS BIGINT) FROM request_rollup_slices \
+     WHERE span_ms = 86400000 AND dimension = ''), \
     (SELECT COUNT(*) FROM request_rollup_slices)";
+/// Every histogram of the fine rollups, and of the daily slices of all traffic.
+const HISTOGRAMS_SQL: &str = "SELECT latency, ttft FROM request_rollups";
+const DAILY_SQL: &str = "SELECT latency, ttft FROM request_rollup_slices \
+    WHERE span_ms = 86400000 AND dimension = ''";
 
-/// Migration 11's backfill: the slices of what the fine rollups hold.
-fn slices_sql(backend: Backend) -> Result<&'static str, Error> {
-    let sql = match backend {
-        Backend::Sqlite => {
-            include_str!("../../../../store/migrations/sqlite/0011_rollup_slices.sql")
+/// Rows' histograms as stored: the whole request's time, the TTFT.
+type Histograms = Vec<(String, String)>;
+
+/// Requests counted by `bucket:count` histograms' texts.
+fn counted(histograms: &[(String, String)]) -> Result<(i64, i64), Error> {
+    let count = |text: &str| -> Result<i64, Error> {
+        let mut n = 0;
+        for pair in text.split_whitespace() {
+            let (_, c) = pair.split_once(':').ok_or("a histogram pair without ':'")?;
+            n += c.parse::<i64>()?;
         }
-        Backend::Postgres => {
-            include_str!("../../../../store/migrations/postgres/0011_rollup_slices.sql")
-        }
+        Ok(n)
     };
-    let (_, rest) = sql
-        .split_once("-- The slices of what is already rolled up")
-        .and_then(|(_, rest)| rest.split_once('\n'))
-        .ok_or("migration 11 changed: its backfill is not marked")?;
-    Ok(rest)
+    let (mut latency, mut ttft) = (0, 0);
+    for (l, t) in histograms {
+        latency += count(l)?;
+        ttft += count(t)?;
+    }
+    Ok((latency, ttft))
 }
 
 /// The rollups as built: fine groups, slice rows.
@@ -417,43 +426,67 @@ pub(crate) struct Rebuilt {
     pub(crate) slices: i64,
 }
 
-/// Empties the rollups and builds them again from every record, in one
-/// transaction (the fine ones by migration 6's SQL, the slices from them by
-/// migration 11's); checks that they count every record (requests, both
-/// latency histograms, and the slices' daily total).
+/// Builds the rollups again from every record, in one transaction, as an
+/// upgrade from version 10 does: the tables made again by migration 5, the
+/// fine rollups filled by migration 6 (edited, above), then migration 11 (the
+/// slices, and the fine histograms moved inline). Checks that they count
+/// every record: requests, both histograms of the fine rows and of the daily
+/// slices.
 pub(crate) async fn rebuild_rollups(store: &Store) -> Result<Rebuilt, Error> {
-    let sql = format!("{}\n{}", backfill_sql(store.backend())?, slices_sql(store.backend())?);
-    let (records, ttfts, rolled, totals, firsts, groups, sliced, slices) = match store.pool() {
+    let (v5, v11) = match store.backend() {
+        Backend::Sqlite => (
+            include_str!("../../../../store/migrations/sqlite/0005_rollups.sql"),
+            include_str!("../../../../store/migrations/sqlite/0011_rollup_slices.sql"),
+        ),
+        Backend::Postgres => (
+            include_str!("../../../../store/migrations/postgres/0005_rollups.sql"),
+            include_str!("../../../../store/migrations/postgres/0011_rollup_slices.sql"),
+        ),
+    };
+    let sql = format!("{RESET_ROLLUPS}\n{v5}\n{}\n{v11}", backfill_sql(store.backend())?);
+    let (check, fine, daily): (Check, Histograms, Histograms) = match store.pool() {
         DbPool::Sqlite(p) => {
             let mut conn = p.acquire().await?;
             // The GROUP BY sorts every record: in memory, not in /var/tmp.
             sqlx::raw_sql("PRAGMA temp_store = MEMORY").execute(&mut *conn).await?;
             let mut tx = conn.begin().await?;
-            sqlx::raw_sql(EMPTY_ROLLUPS).execute(&mut *tx).await?;
             sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *tx).await?;
             tx.commit().await?;
             sqlx::raw_sql("PRAGMA temp_store = DEFAULT").execute(&mut *conn).await?;
-            sqlx::query_as::<_, Check>(CHECK_SQL).fetch_one(&mut *conn).await?
+            (
+                sqlx::query_as(CHECK_SQL).fetch_one(&mut *conn).await?,
+                sqlx::query_as(HISTOGRAMS_SQL).fetch_all(&mut *conn).await?,
+                sqlx::query_as(DAILY_SQL).fetch_all(&mut *conn).await?,
+            )
         }
         DbPool::Postgres(p) => {
             let mut conn = p.acquire().await?;
             // The aggregate hashes its groups in memory rather than spilling.
             sqlx::raw_sql("SET work_mem = '1GB'").execute(&mut *conn).await?;
             let mut tx = conn.begin().await?;
-            sqlx::raw_sql(EMPTY_ROLLUPS).execute(&mut *tx).await?;
             sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *tx).await?;
             tx.commit().await?;
             sqlx::raw_sql("RESET work_mem").execute(&mut *conn).await?;
-            sqlx::query_as::<_, Check>(CHECK_SQL).fetch_one(&mut *conn).await?
+            (
+                sqlx::query_as(CHECK_SQL).fetch_one(&mut *conn).await?,
+                sqlx::query_as(HISTOGRAMS_SQL).fetch_all(&mut *conn).await?,
+                sqlx::query_as(DAILY_SQL).fetch_all(&mut *conn).await?,
+            )
         }
     };
-    let (rolled, totals, firsts) = (rolled.unwrap_or(0), totals.unwrap_or(0), firsts.unwrap_or(0));
-    let sliced = sliced.unwrap_or(0);
-    if rolled != records || totals != records || firsts != ttfts || sliced != records {
+    let (records, ttfts, rolled, groups, sliced, sliced_ttfts, slices) = check;
+    let ((latencies, firsts), (daily_latencies, daily_firsts)) =
+        (counted(&fine)?, counted(&daily)?);
+    let (rolled, sliced, sliced_ttfts) =
+        (rolled.unwrap_or(0), sliced.unwrap_or(0), sliced_ttfts.unwrap_or(0));
+    let counts = [rolled, latencies, sliced, daily_latencies];
+    let ttft_counts = [firsts, sliced_ttfts, daily_firsts];
+    if counts.iter().any(|n| *n != records) || ttft_counts.iter().any(|n| *n != ttfts) {
         return Err(format!(
-            "rollups do not add up: {records} records ({ttfts} with a TTFT), rollups count \
-             {rolled} requests, histograms {totals} latencies and {firsts} TTFTs, daily \
-             slices {sliced} requests"
+            "rollups do not add up: {records} records ({ttfts} with a TTFT); fine rollups \
+             count {rolled} requests, their histograms {latencies} latencies and {firsts} \
+             TTFTs; daily slices {sliced} requests ({sliced_ttfts} TTFTs), their histograms \
+             {daily_latencies} and {daily_firsts}"
         )
         .into());
     }

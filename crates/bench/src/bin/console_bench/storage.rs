@@ -13,9 +13,9 @@ pub(crate) struct Sizes {
     /// SQLite: the file (and its -wal); PostgreSQL: the request tables below together.
     pub(crate) total: u64,
     /// Records with their indexes (PostgreSQL: every partition's), logged
-    /// content, the rollups with their histograms, and the slices; `None` on SQLite,
+    /// content, the fine rollups, and the slices; `None` on SQLite,
     /// whose build has no per-table figures (no dbstat).
-    pub(crate) parts: Option<[(&'static str, u64); 5]>,
+    pub(crate) parts: Option<[(&'static str, u64); 4]>,
     pub(crate) rows: u64,
 }
 
@@ -52,8 +52,7 @@ pub(crate) async fn sizes(store: &Store, url: &str) -> Result<Sizes, Error> {
             let mut parts = [
                 ("records (with indexes)", partitioned("request_records")),
                 ("logged content", partitioned("request_contents")),
-                ("rollups", table("request_rollups")),
-                ("latency histograms", table("request_rollup_latency")),
+                ("fine rollups", table("request_rollups")),
                 ("rollup slices", table("request_rollup_slices")),
             ]
             .map(|(name, sql)| (name, sql, 0u64));
