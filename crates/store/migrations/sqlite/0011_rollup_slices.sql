@@ -109,22 +109,18 @@ DROP TABLE slice_dimensions;
 -- The fine rollups' histograms move inline.
 ALTER TABLE request_rollups ADD COLUMN latency TEXT NOT NULL DEFAULT '';
 ALTER TABLE request_rollups ADD COLUMN ttft TEXT NOT NULL DEFAULT '';
--- Filled from request_rollup_latency, which then goes.
+-- Filled from request_rollup_latency, which then goes; both columns in one
+-- UPDATE (on PostgreSQL each UPDATE of a row leaves a dead version of it).
 CREATE TEMP TABLE fine_histograms AS
-SELECT hour_ms, model, provider, project_id, user_id, key_prefix, metric,
-    group_concat(bucket || ':' || count, ' ') AS histogram
-FROM request_rollup_latency GROUP BY 1, 2, 3, 4, 5, 6, 7;
+SELECT hour_ms, model, provider, project_id, user_id, key_prefix,
+    COALESCE(group_concat(CASE WHEN metric = 0 THEN bucket || ':' || count END, ' '), '') AS latency,
+    COALESCE(group_concat(CASE WHEN metric = 1 THEN bucket || ':' || count END, ' '), '') AS ttft
+FROM request_rollup_latency GROUP BY 1, 2, 3, 4, 5, 6;
 CREATE INDEX fine_histograms_key ON fine_histograms
-    (hour_ms, model, provider, project_id, user_id, key_prefix, metric);
-UPDATE request_rollups SET latency = f.histogram FROM fine_histograms f
+    (hour_ms, model, provider, project_id, user_id, key_prefix);
+UPDATE request_rollups SET latency = f.latency, ttft = f.ttft FROM fine_histograms f
 WHERE f.hour_ms = request_rollups.hour_ms AND f.model = request_rollups.model
     AND f.provider = request_rollups.provider AND f.project_id = request_rollups.project_id
-    AND f.user_id = request_rollups.user_id AND f.key_prefix = request_rollups.key_prefix
-    AND f.metric = 0;
-UPDATE request_rollups SET ttft = f.histogram FROM fine_histograms f
-WHERE f.hour_ms = request_rollups.hour_ms AND f.model = request_rollups.model
-    AND f.provider = request_rollups.provider AND f.project_id = request_rollups.project_id
-    AND f.user_id = request_rollups.user_id AND f.key_prefix = request_rollups.key_prefix
-    AND f.metric = 1;
+    AND f.user_id = request_rollups.user_id AND f.key_prefix = request_rollups.key_prefix;
 DROP TABLE fine_histograms;
 DROP TABLE request_rollup_latency;
