@@ -69,19 +69,11 @@ impl Store {
     pub async fn group_names_by_user(
         &self,
     ) -> Result<std::collections::HashMap<String, Vec<String>>, StoreError> {
-        let rows: Vec<(String, String)> = on_pool!(self, |p| {
-            sqlx::query_as(
-                "SELECT m.user_id, g.name FROM groups g JOIN group_members m \
-                 ON m.group_id = g.id ORDER BY m.user_id, g.name",
-            )
-            .fetch_all(p)
-            .await?
-        });
-        let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
-        for (user, name) in rows {
-            out.entry(user).or_default().push(name);
-        }
-        Ok(out)
+        self.names_by_user(
+            "SELECT m.user_id, g.name FROM groups g JOIN group_members m \
+             ON m.group_id = g.id ORDER BY m.user_id, g.name",
+        )
+        .await
     }
 
     /// Every group, by name.

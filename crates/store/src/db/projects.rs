@@ -109,14 +109,20 @@ impl Store {
     pub async fn project_names_by_user(
         &self,
     ) -> Result<std::collections::HashMap<String, Vec<String>>, StoreError> {
-        let rows: Vec<(String, String)> = on_pool!(self, |p| {
-            sqlx::query_as(
-                "SELECT m.user_id, p.name FROM projects p JOIN project_members m \
-                 ON m.project_id = p.id ORDER BY m.user_id, p.name",
-            )
-            .fetch_all(p)
-            .await?
-        });
+        self.names_by_user(
+            "SELECT m.user_id, p.name FROM projects p JOIN project_members m \
+             ON m.project_id = p.id ORDER BY m.user_id, p.name",
+        )
+        .await
+    }
+
+    /// `(user id, name)` rows of `sql`, in order, gathered by user.
+    pub(crate) async fn names_by_user(
+        &self,
+        sql: &'static str,
+    ) -> Result<std::collections::HashMap<String, Vec<String>>, StoreError> {
+        let rows: Vec<(String, String)> =
+            on_pool!(self, |p| sqlx::query_as(sql).fetch_all(p).await?);
         let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
         for (user, name) in rows {
             out.entry(user).or_default().push(name);
