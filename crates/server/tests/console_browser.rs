@@ -108,6 +108,20 @@ async fn console_end_to_end() {
         .await
         .unwrap();
     assert!(drawn.as_u64().unwrap() >= 1, "the requests chart plots something: {drawn}");
+    // Lines, not filled polygons (a series class's fill once outranked the
+    // polyline's `fill: none`).
+    let fills = browser
+        .execute(
+            "return [...document.querySelectorAll('svg polyline')].map(p => getComputedStyle(p).fill)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let fills = fills.as_array().unwrap();
+    assert!(
+        !fills.is_empty() && fills.iter().all(|f| f == "none"),
+        "every line unfilled: {fills:?}"
+    );
     browser.save_screenshot("analytics").await.unwrap();
 
     // Sign out: the console asks to sign in again.
