@@ -93,6 +93,19 @@ async fn console_end_to_end() {
     browser.save_screenshot("requests").await.unwrap();
     browser.find("#requests a.mono").await.unwrap().click().await.unwrap();
     browser.wait_for("#timeline svg rect").await.unwrap();
+    // Each attempt's bar is filled in its outcome's colour (the series' stroke),
+    // not the SVG default black.
+    let bars = browser
+        .execute(
+            "return [...document.querySelectorAll('#timeline svg rect')].map(r => \
+             [getComputedStyle(r).fill, getComputedStyle(r).stroke])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    for bar in bars.as_array().unwrap() {
+        assert!(bar[0] == bar[1] && bar[0] != "rgb(0, 0, 0)", "a bar's fill: {bar}");
+    }
     let descriptor = browser.find("#descriptor").await.unwrap().text().await.unwrap();
     assert!(descriptor.contains("route:pinned"), "{descriptor}");
     browser.save_screenshot("request-detail").await.unwrap();
