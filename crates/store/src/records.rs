@@ -319,12 +319,16 @@ impl Store {
                     // Merged, written back.
                     let mut merged = Vec::with_capacity(chunk.len());
                     for (key, v) in chunk {
-                        let (mut latency, mut ttft) = match stored.get(&key.joined()) {
-                            Some((l, t)) => {
-                                (rollups::Histogram::decode(l)?, rollups::Histogram::decode(t)?)
-                            }
-                            None => Default::default(),
+                        // Every row the upsert touched comes back (a new one with
+                        // empty histograms); one missing would be overwritten.
+                        let Some((l, t)) = stored.get(&key.joined()) else {
+                            return Err(StoreError::Corrupt(format!(
+                                "{}: the upsert returned no row for {:?}",
+                                table.name, key
+                            )));
                         };
+                        let (mut latency, mut ttft) =
+                            (rollups::Histogram::decode(l)?, rollups::Histogram::decode(t)?);
                         latency.merge(&v.latency);
                         ttft.merge(&v.ttft);
                         merged.push((latency.encode(), ttft.encode()));
