@@ -310,6 +310,11 @@ pub fn service_client(
     builder.build().map_err(|e| e.to_string())
 }
 
+mod connect;
+mod pool;
+pub(crate) use connect::{ConnectError, chain};
+pub(crate) use pool::{ClientError, HttpClient, Response};
+
 #[cfg(test)]
 #[path = "client_tests.rs"]
 mod tests;

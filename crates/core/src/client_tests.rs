@@ -7,13 +7,13 @@ use super::*;
 use crate::embed::{Gateway, Provider};
 use crate::upstream::ProviderRuntime;
 
-// The test PKI (tests/data/tls/gen.sh): a CA, a server certificate for
+// The test PKI (crates/testkit/data/tls/gen.sh): a CA, a server certificate for
 // 127.0.0.1 and a client certificate, both issued by it.
-const CA: &[u8] = include_bytes!("../tests/data/tls/ca.pem");
-const SERVER_CERT: &[u8] = include_bytes!("../tests/data/tls/server.pem");
-const SERVER_KEY: &[u8] = include_bytes!("../tests/data/tls/server.key");
-const CLIENT_CERT: &[u8] = include_bytes!("../tests/data/tls/client.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../tests/data/tls/client.key");
+const CA: &[u8] = switchyard_testkit::tls::CA_PEM;
+const SERVER_CERT: &[u8] = switchyard_testkit::tls::SERVER_CERT_PEM;
+const SERVER_KEY: &[u8] = switchyard_testkit::tls::SERVER_KEY_PEM;
+const CLIENT_CERT: &[u8] = switchyard_testkit::tls::CLIENT_CERT_PEM;
+const CLIENT_KEY: &[u8] = switchyard_testkit::tls::CLIENT_KEY_PEM;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -156,6 +156,11 @@ fn runtime(port: u16, options: ClientOptions) -> ProviderRuntime {
     ProviderRuntime::new(&catalog.settings, catalog.provider("p").unwrap()).unwrap()
 }
 
+/// A `GET /` of the TLS server at `port`.
+fn get(port: u16) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    http::Request::get(format!("https://127.0.0.1:{port}/")).body(Default::default()).unwrap()
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut shown = e.to_string();
     let mut source = e.source();
@@ -171,9 +176,7 @@ async fn a_provider_client_trusts_its_ca_presents_its_certificate_and_offers_htt
     let (port, server) = tls_server().await;
     let rt = runtime(port, ClientOptions::default().ca_pem(CA).identity(client_identity()));
     // The server closes after the handshake: the request itself fails.
-    let _ = tokio::time::timeout(WAIT, rt.client.get(format!("https://127.0.0.1:{port}/")).send())
-        .await
-        .unwrap();
+    let _ = tokio::time::timeout(WAIT, rt.client.send(get(port))).await.unwrap();
     let seen = tokio::time::timeout(WAIT, server).await.unwrap().unwrap().unwrap();
     assert_eq!(seen.alpn.as_deref(), Some(&b"h2"[..]));
     assert_eq!(seen.client_cert, Some(certificates(CLIENT_CERT).unwrap()[0].to_vec()));
@@ -183,7 +186,7 @@ async fn a_provider_client_trusts_its_ca_presents_its_certificate_and_offers_htt
 async fn without_its_ca_a_provider_client_refuses_the_server() {
     let (port, server) = tls_server().await;
     let rt = runtime(port, ClientOptions::default().identity(client_identity()));
-    let send = rt.client.get(format!("https://127.0.0.1:{port}/")).send();
+    let send = rt.client.send(get(port));
     let err = tokio::time::timeout(WAIT, send).await.unwrap().unwrap_err();
     assert!(chain(&err).contains("UnknownIssuer"), "{}", chain(&err));
     assert!(tokio::time::timeout(WAIT, server).await.unwrap().unwrap().is_err());

@@ -7,10 +7,10 @@
 //! (usage asked for on an OpenAI stream) know a wire by name.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use http_body_util::{BodyExt, Full};
 use serde_json::{Map, Value};
 use switchyard_protocol::{
     ClientFormat, HostedTool, ModelPlacement, ModelTraits, OutputLimit, ProtocolError, Request,
@@ -18,6 +18,7 @@ use switchyard_protocol::{
 };
 
 use crate::catalog::{ProviderSpec, Settings};
+use crate::client::{HttpClient, Response};
 use crate::util::{Redactor, Secret};
 
 /// Largest upstream error body read (the rest is ignored).
@@ -28,11 +29,16 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// options are unchanged.
 #[derive(Debug)]
 pub(crate) struct ProviderRuntime {
-    pub client: reqwest::Client,
+    pub client: HttpClient,
     next_key: AtomicUsize,
-    /// The request URL, parsed once, for wires whose URL is the same for every
-    /// request (`WireSpec::fixed_url`: OpenAI chat, Anthropic).
-    fixed_url: Option<reqwest::Url>,
+    /// The request URL, with the provider's query parameters, made once for
+    /// wires whose URL is the same for every request (`WireSpec::fixed_url`:
+    /// OpenAI chat, Anthropic).
+    fixed_url: Option<http::Uri>,
+    /// Basic credentials from the endpoint's userinfo, sent as `Authorization`
+    /// where the key does not take that header (the userinfo itself never
+    /// leaves: it is taken off every URL).
+    basic: Option<HeaderValue>,
     meters: std::sync::OnceLock<ProviderMeters>,
 }
 
@@ -59,34 +65,24 @@ impl ProviderRuntime {
     /// Fails on a TLS setup the compiler could not check (the platform's trust
     /// store unreadable, say).
     pub fn new(settings: &Settings, spec: &ProviderSpec) -> Result<Self, String> {
-        let options = &spec.client;
-        // A TLS config of its own, given whole: the client library would
-        // otherwise look for a process-wide crypto provider (and panic when
-        // there is none), and this one installs none.
-        let tls = crate::client::tls_config(options)?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(settings.connect_timeout)
-            .pool_idle_timeout(options.pool_idle_timeout)
-            .pool_max_idle_per_host(options.pool_max_idle_per_host)
-            .tcp_nodelay(true)
-            .tcp_keepalive(Duration::from_secs(30))
-            // Never followed: a redirect would carry the prompt, and every key
-            // header but `Authorization`, to whatever host the upstream names.
-            // A 3xx is the attempt's failure instead (`Failure::Redirect`).
-            .redirect(reqwest::redirect::Policy::none());
-        if let Some(proxy) = &options.proxy {
-            let proxy = reqwest::Proxy::all(proxy.as_str()).map_err(|e| format!("proxy: {e}"))?;
-            builder = builder.proxy(proxy);
-        }
-        let client = builder.build().map_err(|e| e.to_string())?;
+        // Redirects are never followed (the client has no notion of them): a
+        // redirect would carry the prompt, and every key header, to whatever
+        // host the upstream names. A 3xx is the attempt's failure instead
+        // (`Failure::Redirect`).
+        let client = HttpClient::new(&spec.client, settings.connect_timeout)?;
         let fixed_url = spec
             .wire()
             .map(Wire::spec)
             .filter(|api| api.fixed_url())
-            .and_then(|api| api.url(&spec.endpoint, "", false).parse().ok());
+            .and_then(|api| reqwest::Url::parse(&api.url(&spec.endpoint, "", false)).ok())
+            .and_then(|mut url| {
+                with_query(&mut url, &spec.query);
+                uri(&url).ok()
+            });
+        let basic = reqwest::Url::parse(&spec.endpoint).ok().and_then(|url| basic_auth(&url));
         Ok(Self {
             client,
+            basic,
             next_key: AtomicUsize::new(0),
             fixed_url,
             meters: std::sync::OnceLock::new(),
@@ -418,7 +414,7 @@ pub(crate) async fn send(
     out: &Outgoing<'_>,
     stream: bool,
     body: Vec<u8>,
-) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
+) -> Result<(Response, Vec<Secret>), Failure> {
     let Dest { runtime: rt, spec, wire, upstream_model, .. } = dest;
     // A compact request goes to the wire's own compaction endpoint (it reaches
     // an attempt only where there is one: `Snapshot::compacts_natively`).
@@ -426,30 +422,96 @@ pub(crate) async fn send(
         (Some(switchyard_protocol::Compaction::Endpoint { .. }), Some(path)) => Some(path),
         _ => None,
     };
-    let mut url = match (&rt.fixed_url, compact) {
+    let url = match (&rt.fixed_url, compact) {
         (Some(u), None) => u.clone(),
         (_, Some(path)) => {
-            reqwest::Url::parse(&format!("{}{path}", spec.endpoint)).map_err(|e| {
-                Failure::Unavailable(format!("{}: the compact URL is not valid: {e}", spec.name))
-            })?
+            let mut url =
+                reqwest::Url::parse(&format!("{}{path}", spec.endpoint)).map_err(|e| {
+                    Failure::Unavailable(format!(
+                        "{}: the compact URL is not valid: {e}",
+                        spec.name
+                    ))
+                })?;
+            with_query(&mut url, &spec.query);
+            uri(&url)?
         }
         (None, None) => {
             let url = wire.spec().url(&spec.endpoint, upstream_model, stream);
-            reqwest::Url::parse(&url).map_err(|e| {
+            let mut url = reqwest::Url::parse(&url).map_err(|e| {
                 Failure::Unavailable(format!(
                     "{}: the request URL is not valid: {e}",
                     crate::util::redact_userinfo(&url)
                 ))
-            })?
+            })?;
+            with_query(&mut url, &spec.query);
+            uri(&url)?
         }
     };
-    with_query(&mut url, &spec.query);
     let signed = cloud_headers(dest, "POST", &url, &JSON, &body).await?;
     let minted = minted(&signed);
-    let req = with_headers(rt.client.post(url), dest, out, stream, true)?;
-    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
-    let resp = req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))?;
+    let req = with_headers(post(url), dest, out, stream, true)?;
+    let resp = finish(dest, req, signed, body).await?;
     Ok((resp, minted))
+}
+
+/// A `POST` of `url`.
+fn post(url: http::Uri) -> http::request::Builder {
+    http::Request::post(url)
+}
+
+/// `url` as the client takes it, without userinfo (sent as [`basic_auth`]).
+fn uri(url: &reqwest::Url) -> Result<http::Uri, Failure> {
+    let parsed = if url.username().is_empty() && url.password().is_none() {
+        url.as_str().parse()
+    } else {
+        let mut bare = url.clone();
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        bare.as_str().parse()
+    };
+    parsed.map_err(|e| {
+        Failure::Unavailable(format!(
+            "{}: the request URL is not valid: {e}",
+            crate::util::redact_userinfo(url.as_str())
+        ))
+    })
+}
+
+/// The `Authorization: Basic` value of `url`'s userinfo (decoded, as a client
+/// sends it), marked sensitive; `None` without one.
+fn basic_auth(url: &reqwest::Url) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let user = crate::util::percent_decode(url.username());
+    let password = crate::util::percent_decode(url.password().unwrap_or(""));
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
+/// The request with the cloud credential's `signed` headers and `body`, sent
+/// with the provider's client; resolves with the answer's head.
+async fn finish(
+    dest: Dest<'_>,
+    mut req: http::request::Builder,
+    signed: Vec<(String, String)>,
+    body: Vec<u8>,
+) -> Result<Response, Failure> {
+    if let Some(basic) = &dest.runtime.basic
+        && req.headers_ref().is_some_and(|h| !h.contains_key(AUTHORIZATION))
+        && !signed.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        req = req.header(AUTHORIZATION, basic.clone());
+    }
+    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
+    // Names only: a value that fails may be a key.
+    let req = req.body(Full::new(Bytes::from(body))).map_err(|e| {
+        Failure::Unavailable(format!("{}: a request header is not valid: {e}", dest.spec.name))
+    })?;
+    dest.runtime.client.send(req).await.map_err(|e| Failure::from_client(&e))
 }
 
 /// Send a request for a whole JSON answer to `url`, another of the wire's
@@ -461,15 +523,15 @@ pub(crate) async fn send_to(
     url: &str,
     body: Vec<u8>,
     passthrough: bool,
-) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
+) -> Result<(Response, Vec<Secret>), Failure> {
     let mut url = reqwest::Url::parse(url)
         .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
     with_query(&mut url, &dest.spec.query);
+    let url = uri(&url)?;
     let signed = cloud_headers(dest, "POST", &url, &JSON, &body).await?;
     let minted = minted(&signed);
-    let req = with_headers(dest.runtime.client.post(url), dest, out, false, passthrough)?;
-    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
-    let resp = req.body(body).send().await.map_err(|e| Failure::from_reqwest(&e))?;
+    let req = with_headers(post(url), dest, out, false, passthrough)?;
+    let resp = finish(dest, req, signed, body).await?;
     Ok((resp, minted))
 }
 
@@ -517,7 +579,7 @@ fn with_query(url: &mut reqwest::Url, query: &[(String, String)]) {
 async fn cloud_headers(
     dest: Dest<'_>,
     method: &str,
-    url: &reqwest::Url,
+    url: &http::Uri,
     signed: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Vec<(String, String)>, Failure> {
@@ -525,7 +587,7 @@ async fn cloud_headers(
         return Ok(Vec::new());
     };
     cloud
-        .headers(method, url.as_str(), signed, body)
+        .headers(method, &url.to_string(), signed, body)
         .await
         .map_err(|e| Failure::Credential(format!("{}: {e}", dest.spec.name)))
 }
@@ -534,19 +596,19 @@ async fn cloud_headers(
 /// the key where the wire takes it, the wire's required and (`passthrough`)
 /// passed-through headers, the provider's own.
 fn with_headers(
-    mut req: reqwest::RequestBuilder,
+    mut req: http::request::Builder,
     dest: Dest<'_>,
     out: &Outgoing<'_>,
     stream: bool,
     passthrough: bool,
-) -> Result<reqwest::RequestBuilder, Failure> {
+) -> Result<http::request::Builder, Failure> {
     let Dest { spec, wire, key, .. } = dest;
     let api = wire.spec();
-    req = req.header("content-type", "application/json");
+    req = req.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if stream {
-        req = req.header("accept", api.framing.media_type());
+        req = req.header(ACCEPT, api.framing.media_type());
     }
-    req = with_key(req, api.auth, key);
+    req = with_key(req, api.auth, key)?;
     if let Some(parent) = out.traceparent {
         req = req.header("traceparent", parent);
         if let Some(state) = out.tracestate {
@@ -592,7 +654,7 @@ fn forwarded<'a>(out: &'a Outgoing<'_>, name: &str) -> Option<&'a str> {
 /// of a key behind. The body is read until `deadline` at the latest: an upstream
 /// that trickles its error holds the request no longer than a good answer could.
 pub(crate) async fn read_failure(
-    resp: reqwest::Response,
+    resp: Response,
     wire: Wire,
     redactor: &Redactor<'_>,
     deadline: std::time::Instant,
@@ -610,9 +672,9 @@ pub(crate) async fn read_failure(
     let retry_after = retry_after(resp.headers());
     let mut body = Vec::new();
     let mut truncated = false;
-    let mut stream = resp.bytes_stream();
+    let mut stream = resp.into_body();
     loop {
-        match tokio::time::timeout_at(deadline, stream.next()).await {
+        match tokio::time::timeout_at(deadline, next_data(&mut stream)).await {
             Ok(Some(Ok(chunk))) => {
                 body.extend_from_slice(&chunk);
                 if body.len() >= MAX_ERROR_BODY {
@@ -646,19 +708,19 @@ pub(crate) async fn read_failure(
 /// an upstream cannot make the gateway buffer more than a legitimate answer needs,
 /// nor hold the request past its deadline by trickling it.
 pub(crate) async fn read_body(
-    resp: reqwest::Response,
+    resp: Response,
     cap: usize,
     deadline: std::time::Instant,
 ) -> Result<Bytes, Failure> {
     let deadline = tokio::time::Instant::from_std(deadline);
-    if resp.content_length().is_some_and(|n| n > cap as u64) {
+    if http_body::Body::size_hint(resp.body()).lower() > cap as u64 {
         return Err(too_large(cap));
     }
-    let mut stream = resp.bytes_stream();
+    let mut stream = resp.into_body();
     let mut first: Option<Bytes> = None;
     let mut rest: Vec<u8> = Vec::new();
     loop {
-        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+        let chunk = match tokio::time::timeout_at(deadline, next_data(&mut stream)).await {
             Err(_) => {
                 return Err(Failure::Transport {
                     class: TransportClass::Timeout,
@@ -666,7 +728,7 @@ pub(crate) async fn read_body(
                 });
             }
             Ok(None) => break,
-            Ok(Some(Err(e))) => return Err(Failure::from_reqwest(&e)),
+            Ok(Some(Err(e))) => return Err(Failure::from_body(&e)),
             Ok(Some(Ok(chunk))) => chunk,
         };
         // Most answers arrive in one chunk: kept as it is, never copied.
@@ -685,6 +747,21 @@ pub(crate) async fn read_body(
         }
     }
     Ok(first.unwrap_or_else(|| Bytes::from(rest)))
+}
+
+/// The next data of a body (trailers skipped); `None` at its end.
+pub(crate) async fn next_data(
+    body: &mut hyper::body::Incoming,
+) -> Option<Result<Bytes, hyper::Error>> {
+    loop {
+        match body.frame().await? {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => return Some(Ok(data)),
+                Err(_trailers) => continue,
+            },
+            Err(e) => return Some(Err(e)),
+        }
+    }
 }
 
 fn too_large(cap: usize) -> Failure {

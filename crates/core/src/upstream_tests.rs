@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::json;
+use std::time::Duration;
 
 #[test]
 fn write_object_overrides_and_drops_without_losing_unknown_fields() {
@@ -15,7 +16,7 @@ fn write_object_overrides_and_drops_without_losing_unknown_fields() {
 
 #[test]
 fn retry_after_parses_seconds() {
-    let mut h = reqwest::header::HeaderMap::new();
+    let mut h = http::HeaderMap::new();
     h.insert("retry-after", "2".parse().unwrap());
     assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
     h.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());

@@ -8,9 +8,9 @@ use std::time::Duration;
 use switchyard_core::embed::{ClientIdentity, ClientOptions, Gateway, Generate, Model, Provider};
 use switchyard_core::protocol::{Message, Request, Role};
 
-const CA: &[u8] = include_bytes!("data/tls/ca.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("data/tls/client.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("data/tls/client.key");
+const CA: &[u8] = switchyard_testkit::tls::CA_PEM;
+const CLIENT_CERT: &[u8] = switchyard_testkit::tls::CLIENT_CERT_PEM;
+const CLIENT_KEY: &[u8] = switchyard_testkit::tls::CLIENT_KEY_PEM;
 
 #[tokio::test]
 async fn building_a_gateway_and_sending_through_it_installs_no_crypto_provider() {

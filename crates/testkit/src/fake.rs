@@ -43,6 +43,8 @@ pub struct Received {
     pub body: Value,
     /// The body bytes as received.
     pub raw: Bytes,
+    /// The HTTP version it came in (`HTTP/1.1`, `HTTP/2.0`).
+    pub version: String,
 }
 
 impl Received {
@@ -71,6 +73,8 @@ pub struct FakeUpstream {
 struct Handle {
     shared: Arc<Shared>,
     addr: SocketAddr,
+    /// Served over TLS ([`FakeUpstream::start_tls`]).
+    tls: bool,
     /// Dropping it tells the server task and any hanging handlers to stop.
     _shutdown: watch::Sender<()>,
 }
@@ -202,6 +206,15 @@ impl FakeUpstream {
             + shared.azure.as_ref().map_or(0, |tokens| lock(tokens).count())
     }
 
+    /// `vendor`'s fake served over TLS, as a real provider's API is: a
+    /// certificate for `127.0.0.1` and `localhost` issued by the test CA
+    /// ([`crate::tls::CA_PEM`]), HTTP/2 and HTTP/1.1 offered by ALPN
+    /// ([`Received::version`] says which a request came in).
+    /// [`base_url`](Self::base_url) is `https://`.
+    pub async fn start_tls(vendor: Vendor) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_served(vendor, BedrockAuth::default(), Cloud::None, true).await
+    }
+
     async fn start_with(vendor: Vendor, bedrock: BedrockAuth) -> io::Result<FakeUpstream> {
         FakeUpstream::start_inner(vendor, bedrock, Cloud::None).await
     }
@@ -210,6 +223,15 @@ impl FakeUpstream {
         vendor: Vendor,
         bedrock: BedrockAuth,
         cloud: Cloud,
+    ) -> io::Result<FakeUpstream> {
+        FakeUpstream::start_served(vendor, bedrock, cloud, false).await
+    }
+
+    async fn start_served(
+        vendor: Vendor,
+        bedrock: BedrockAuth,
+        cloud: Cloud,
+        tls: bool,
     ) -> io::Result<FakeUpstream> {
         let vertex = cloud == Cloud::Vertex;
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
@@ -238,6 +260,11 @@ impl FakeUpstream {
             shutdown: rx.clone(),
         });
         let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        if tls {
+            crate::tls::serve(listener, app, rx)?;
+            let handle = Handle { shared, addr, tls, _shutdown: tx };
+            return Ok(FakeUpstream { handle: Arc::new(handle) });
+        }
         let listener = listener.tap_io(|s| {
             let _ = s.set_nodelay(true);
         });
@@ -249,12 +276,13 @@ impl FakeUpstream {
                 })
                 .await;
         });
-        Ok(FakeUpstream { handle: Arc::new(Handle { shared, addr, _shutdown: tx }) })
+        Ok(FakeUpstream { handle: Arc::new(Handle { shared, addr, tls, _shutdown: tx }) })
     }
 
-    /// `http://127.0.0.1:PORT`, no path suffix.
+    /// `http://127.0.0.1:PORT` (`https://` for a TLS fake), no path suffix.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.handle.addr)
+        let scheme = if self.handle.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.handle.addr)
     }
 
     /// The bound address.
@@ -433,6 +461,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .collect(),
         body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
         raw,
+        version: format!("{:?}", parts.version),
     };
     let vendor = shared.vendor;
     if let Some((tokens, token_url)) = &shared.vertex {

@@ -8,10 +8,10 @@ use crate::config::ConfigSource;
 use crate::util::Secret;
 use crate::{Catalog, InvalidRegistry};
 
-const CA: &[u8] = include_bytes!("../../tests/data/tls/ca.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("../../tests/data/tls/client.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../../tests/data/tls/client.key");
-const SERVER_KEY: &[u8] = include_bytes!("../../tests/data/tls/server.key");
+const CA: &[u8] = switchyard_testkit::tls::CA_PEM;
+const CLIENT_CERT: &[u8] = switchyard_testkit::tls::CLIENT_CERT_PEM;
+const CLIENT_KEY: &[u8] = switchyard_testkit::tls::CLIENT_KEY_PEM;
+const SERVER_KEY: &[u8] = switchyard_testkit::tls::SERVER_KEY_PEM;
 
 /// A fresh directory holding `tls/` with the test PKI, removed on drop.
 struct Dir(PathBuf);

@@ -76,10 +76,10 @@ fn project_chains_and_a_primary_s_model_and_weight_are_kept() {
     assert_eq!(scopes.chains["team"].strategy, Some(Strategy::Cost));
 }
 
-const CA: &[u8] = include_bytes!("../../tests/data/tls/ca.pem");
-const CLIENT_CERT: &[u8] = include_bytes!("../../tests/data/tls/client.pem");
-const CLIENT_KEY: &[u8] = include_bytes!("../../tests/data/tls/client.key");
-const SERVER_KEY: &[u8] = include_bytes!("../../tests/data/tls/server.key");
+const CA: &[u8] = include_bytes!("../../../testkit/data/tls/ca.pem");
+const CLIENT_CERT: &[u8] = include_bytes!("../../../testkit/data/tls/client.pem");
+const CLIENT_KEY: &[u8] = include_bytes!("../../../testkit/data/tls/client.key");
+const SERVER_KEY: &[u8] = include_bytes!("../../../testkit/data/tls/server.key");
 
 #[test]
 fn client_options_reach_the_catalog_as_given() {

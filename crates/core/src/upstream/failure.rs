@@ -161,23 +161,35 @@ impl Failure {
         }
     }
 
-    pub fn from_reqwest(e: &reqwest::Error) -> Self {
-        let class = if e.is_timeout() {
-            TransportClass::Timeout
-        } else if e.is_connect() {
-            TransportClass::Connect
-        } else if e.is_body() || e.is_decode() {
-            TransportClass::Body
-        } else {
-            TransportClass::Reset
-        };
-        // reqwest's Display includes the URL; ours never carry keys (they go in headers).
-        Failure::Transport { class, message: format!("upstream {class} error: {e}") }
+    /// A request that got no answer: a connection that could not be opened
+    /// (a timeout among them), or one lost before the answer's head.
+    pub fn from_client(e: &crate::client::ClientError) -> Self {
+        let mut class =
+            if e.is_connect() { TransportClass::Connect } else { TransportClass::Reset };
+        let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+        while let Some(s) = source {
+            if let Some(c) = s.downcast_ref::<crate::client::ConnectError>() {
+                class = if c.timed_out { TransportClass::Timeout } else { TransportClass::Connect };
+            } else if s.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_timeout) {
+                class = TransportClass::Timeout;
+            }
+            source = s.source();
+        }
+        // The chain names the host, never a key (keys go in headers).
+        let shown = crate::client::chain(e);
+        Failure::Transport { class, message: format!("upstream {class} error: {shown}") }
+    }
+
+    /// An answer's body that broke off while it was read.
+    pub fn from_body(e: &hyper::Error) -> Self {
+        let class = if e.is_timeout() { TransportClass::Timeout } else { TransportClass::Body };
+        let shown = crate::client::chain(e);
+        Failure::Transport { class, message: format!("upstream {class} error: {shown}") }
     }
 }
 
 /// Parse a Retry-After header: delta-seconds (HTTP dates are treated as absent).
-pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let v = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    let v = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?;
     v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64)
 }

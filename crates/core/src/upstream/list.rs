@@ -3,7 +3,9 @@
 
 use switchyard_protocol::Auth;
 
-use super::{Dest, Failure, cloud_headers, with_query};
+use http::header::{ACCEPT, AUTHORIZATION, HeaderValue};
+
+use super::{Dest, Failure, Response, cloud_headers, finish, uri, with_query};
 use crate::util::Secret;
 
 /// A `GET` of `url` for a whole JSON answer (the wire's model list), with
@@ -15,36 +17,48 @@ use crate::util::Secret;
 pub(crate) async fn get(
     dest: Dest<'_>,
     mut url: reqwest::Url,
-) -> Result<(reqwest::Response, Vec<Secret>), Failure> {
+) -> Result<(Response, Vec<Secret>), Failure> {
     with_query(&mut url, &dest.spec.query);
+    let url = uri(&url)?;
     let signed = cloud_headers(dest, "GET", &url, &[], b"").await?;
     let minted = super::minted(&signed);
-    let mut req = with_key(dest.runtime.client.get(url), dest.wire.spec().auth, dest.key);
-    req = req.header("accept", "application/json");
+    let mut req = with_key(http::Request::get(url), dest.wire.spec().auth, dest.key)?;
+    req = req.header(ACCEPT, HeaderValue::from_static("application/json"));
     for header in dest.wire.spec().headers {
         req = req.header(header.name, header.default);
     }
     for (k, v) in &dest.spec.headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    let req = signed.into_iter().fold(req, |req, (name, value)| req.header(name, value));
-    let resp = req.send().await.map_err(|e| Failure::from_reqwest(&e))?;
+    let resp = finish(dest, req, signed, Vec::new()).await?;
     Ok((resp, minted))
 }
 
 /// The key, where the wire's `auth` takes it (a list's request and a
 /// generation's alike).
 pub(super) fn with_key(
-    req: reqwest::RequestBuilder,
+    req: http::request::Builder,
     auth: Auth,
     key: Option<&Secret>,
-) -> reqwest::RequestBuilder {
-    let Some(k) = key else { return req };
-    match auth {
-        Auth::Bearer => req.bearer_auth(k.expose()),
-        Auth::Header(name) | Auth::Entra { key_header: name } => req.header(name, k.expose()),
+) -> Result<http::request::Builder, Failure> {
+    let Some(k) = key else { return Ok(req) };
+    // Marked sensitive: left out of the client's debug output, and never
+    // indexed by an HTTP/2 connection's header compression.
+    let value = |text: &str| {
+        let mut value = HeaderValue::from_str(text).map_err(|_| {
+            Failure::Unavailable("the key is not valid in an HTTP header".to_owned())
+        })?;
+        value.set_sensitive(true);
+        Ok::<_, Failure>(value)
+    };
+    Ok(match auth {
+        Auth::Header(name) | Auth::Entra { key_header: name } => {
+            req.header(name, value(k.expose())?)
+        }
         // A key given where the wire is signed or takes a minted token is a
         // bearer token of its own: a Bedrock API key, a Google access token.
-        Auth::OAuthToken | Auth::SigV4 { .. } => req.bearer_auth(k.expose()),
-    }
+        Auth::Bearer | Auth::OAuthToken | Auth::SigV4 { .. } => {
+            req.header(AUTHORIZATION, value(&format!("Bearer {}", k.expose()))?)
+        }
+    })
 }

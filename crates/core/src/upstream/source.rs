@@ -1,16 +1,11 @@
 //! A streamed answer being read: bytes cut into frames by the wire's framing,
 //! decoded into canonical events, and handed on in batches of whole frames.
 
-use std::pin::Pin;
-
 use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
 use switchyard_protocol::{Frame, Framer, ProtocolError, StreamDecoder, StreamEvent, Wire};
 use tokio::sync::mpsc;
 
 use super::Failure;
-
-type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// One batch of stream progress.
 #[derive(Debug, Default)]
@@ -38,10 +33,12 @@ fn release(partial: &mut Vec<u8>, read: Bytes, pending: usize) -> Bytes {
     Bytes::from(std::mem::replace(partial, rest))
 }
 
-/// A streaming answer being read.
+/// A streaming answer being read. One per stream, held in place while it is
+/// read: the HTTP variant's size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Source {
     Http {
-        body: ByteStream,
+        body: hyper::body::Incoming,
         framer: Framer,
         decoder: Box<dyn StreamDecoder>,
         /// Bytes read but not yet part of a complete frame: held back from
@@ -58,9 +55,9 @@ pub(crate) enum Source {
 
 impl Source {
     /// Cut into frames as the wire's spec says its streams are framed.
-    pub fn http(resp: reqwest::Response, wire: Wire) -> Self {
+    pub fn http(resp: crate::client::Response, wire: Wire) -> Self {
         Source::Http {
-            body: Box::pin(resp.bytes_stream()),
+            body: resp.into_body(),
             framer: wire.spec().framing.framer(),
             decoder: wire.stream_decoder(),
             partial: Vec::new(),
@@ -83,7 +80,7 @@ impl Source {
                     ProtocolError::MalformedUpstream(m) => Failure::BrokenStream(m),
                     other => Failure::from_protocol(other),
                 };
-                match body.next().await {
+                match super::next_data(body).await {
                     Some(Ok(bytes)) => {
                         framer
                             .push(&bytes, &mut frames)

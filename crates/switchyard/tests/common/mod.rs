@@ -30,6 +30,17 @@ impl Gateway {
     /// `switchyard serve` under `wrapper` (a command that runs the binary), with
     /// `config` as its configuration file when given.
     pub fn start_with(name: &str, wrapper: &[&str], config: Option<&str>) -> Gateway {
+        Self::start_env(name, wrapper, config, &[])
+    }
+
+    /// As [`start_with`](Self::start_with), with `vars` set in its environment
+    /// (the proxy variables, which are otherwise removed from it).
+    pub fn start_env(
+        name: &str,
+        wrapper: &[&str],
+        config: Option<&str>,
+        vars: &[(&str, &str)],
+    ) -> Gateway {
         let dir =
             std::env::temp_dir().join(format!("switchyard-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -54,6 +65,15 @@ impl Gateway {
             .env_remove("SWITCHYARD_LISTEN_ADDR")
             .env_remove("SWITCHYARD_LOG_FORMAT")
             .env("SWITCHYARD_LOG", "info")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .envs(vars.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
