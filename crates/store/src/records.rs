@@ -93,26 +93,30 @@ pub(crate) fn values_sql(head: &str, cols: usize, rows: usize, sqlite: bool, tai
     sql
 }
 
-/// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]): it says which ids
-/// it took, for the rollups.
-fn insert_sql(sqlite: bool, rows: usize) -> &'static str {
+/// The INSERT for `rows` records (one of [`INSERT_CHUNKS`]); with `returning`,
+/// it says which ids it took, for the rollups.
+fn insert_sql(sqlite: bool, rows: usize, returning: bool) -> &'static str {
     static SQL: Statements = Statements::new();
-    SQL.get(sqlite, rows, |rows| {
+    static RETURNING: Statements = Statements::new();
+    let statements = if returning { &RETURNING } else { &SQL };
+    statements.get(sqlite, rows, |rows| {
+        let conflict = if sqlite { SQLITE_RECORD_CONFLICT } else { POSTGRES_RECORD_CONFLICT };
         values_sql(
             &format!("INSERT INTO request_records ({RECORD_COLS})"),
             RECORD_COL_COUNT,
             rows,
             sqlite,
-            if sqlite { SQLITE_RECORD_CONFLICT } else { POSTGRES_RECORD_CONFLICT },
+            &if returning { format!("{conflict} RETURNING id") } else { conflict.to_owned() },
         )
     })
 }
 
-/// A record already stored is skipped, and not returned (not counted again in
-/// the rollups). PostgreSQL's key holds the partition key too (migration 8): a
-/// replayed record carries its time, so it still meets its stored self.
-const SQLITE_RECORD_CONFLICT: &str = " ON CONFLICT (id) DO NOTHING RETURNING id";
-const POSTGRES_RECORD_CONFLICT: &str = " ON CONFLICT (id, time_ms) DO NOTHING RETURNING id";
+/// A record already stored is skipped (and, asked, not returned: not counted
+/// again in the rollups). PostgreSQL's key holds the partition key too
+/// (migration 8): a replayed record carries its time, so it still meets its
+/// stored self.
+const SQLITE_RECORD_CONFLICT: &str = " ON CONFLICT (id) DO NOTHING";
+const POSTGRES_RECORD_CONFLICT: &str = " ON CONFLICT (id, time_ms) DO NOTHING";
 
 const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_format, \
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
@@ -205,6 +209,48 @@ impl<'a> Encoded<'a> {
 }
 
 /// Binds a rollup row's sums, in the order of the rollups' `SUMS`.
+/// Binds a chunk of records, in [`RECORD_COLS`]' order.
+macro_rules! bind_records {
+    ($q:expr, $chunk:expr) => {{
+        let mut q = $q;
+        for e in $chunk {
+            q = q
+                .bind(text::<Db>(&e.r.id))
+                .bind(e.time_ms)
+                .bind(opt::<Db>(e.r.user.as_deref()))
+                .bind(opt::<Db>(e.r.key_prefix.as_deref()))
+                .bind(opt::<Db>(e.r.project.as_deref()))
+                .bind(text::<Db>(&e.r.client_format))
+                .bind(text::<Db>(&e.r.requested_model))
+                .bind(opt::<Db>(e.r.resolved_model.as_deref()))
+                .bind(opt::<Db>(e.r.route_id.as_deref()))
+                .bind(opt::<Db>(e.r.provider.as_deref()))
+                .bind(opt::<Db>(e.r.served_provider.as_deref()))
+                .bind(opt::<Db>(e.r.upstream_model.as_deref()))
+                .bind(text::<Db>(&e.r.descriptor))
+                .bind(e.status)
+                .bind(opt::<Db>(e.r.error_code.as_deref()))
+                .bind(text::<Db>(&e.attempts))
+                .bind(e.ttft_ms)
+                .bind(e.total_ms)
+                .bind(e.tokens[0])
+                .bind(e.tokens[1])
+                .bind(e.tokens[2])
+                .bind(e.tokens[3])
+                .bind(e.tokens[4])
+                .bind(e.cost_usd)
+                .bind(e.r.estimated)
+                .bind(e.r.stream)
+                // Apart, compressed (`request_contents`).
+                .bind(opt::<Db>(None))
+                .bind(opt::<Db>(e.r.session_id.as_deref()))
+                .bind(opt::<Db>(e.field_edits.as_deref()))
+                .bind(opt::<Db>(e.r.cache.as_deref()));
+        }
+        q
+    }};
+}
+
 macro_rules! bind_sums {
     ($q:expr, $s:expr) => {
         $q.bind($s.requests)
@@ -234,54 +280,45 @@ impl Store {
         let rows = batch.iter().map(encode).collect::<Result<Vec<_>, _>>()?;
         let sqlite = self.backend() == Backend::Sqlite;
         on_pool!(self, |p, Db| {
-            let mut tx =
-                if sqlite { p.begin_with(SQLITE_BEGIN_WRITE).await? } else { p.begin().await? };
-            // The ids the inserts took: only those count in the rollups.
-            let mut taken: HashSet<String> = HashSet::with_capacity(rows.len());
-            for chunk in insert_chunks(&rows) {
-                let mut q = sqlx::query::<Db>(insert_sql(sqlite, chunk.len()));
-                for e in chunk {
-                    q = q
-                        .bind(text::<Db>(&e.r.id))
-                        .bind(e.time_ms)
-                        .bind(opt::<Db>(e.r.user.as_deref()))
-                        .bind(opt::<Db>(e.r.key_prefix.as_deref()))
-                        .bind(opt::<Db>(e.r.project.as_deref()))
-                        .bind(text::<Db>(&e.r.client_format))
-                        .bind(text::<Db>(&e.r.requested_model))
-                        .bind(opt::<Db>(e.r.resolved_model.as_deref()))
-                        .bind(opt::<Db>(e.r.route_id.as_deref()))
-                        .bind(opt::<Db>(e.r.provider.as_deref()))
-                        .bind(opt::<Db>(e.r.served_provider.as_deref()))
-                        .bind(opt::<Db>(e.r.upstream_model.as_deref()))
-                        .bind(text::<Db>(&e.r.descriptor))
-                        .bind(e.status)
-                        .bind(opt::<Db>(e.r.error_code.as_deref()))
-                        .bind(text::<Db>(&e.attempts))
-                        .bind(e.ttft_ms)
-                        .bind(e.total_ms)
-                        .bind(e.tokens[0])
-                        .bind(e.tokens[1])
-                        .bind(e.tokens[2])
-                        .bind(e.tokens[3])
-                        .bind(e.tokens[4])
-                        .bind(e.cost_usd)
-                        .bind(e.r.estimated)
-                        .bind(e.r.stream)
-                        // Apart, compressed (`request_contents`).
-                        .bind(opt::<Db>(None))
-                        .bind(opt::<Db>(e.r.session_id.as_deref()))
-                        .bind(opt::<Db>(e.field_edits.as_deref()))
-                        .bind(opt::<Db>(e.r.cache.as_deref()));
+            // First without asking which ids the inserts took: in the common case
+            // every one is new, which the row counts show. Where one is not (a
+            // replayed spill file, a batch retried after a lost commit, an id
+            // repeated in the batch), the batch is written again, learning
+            // which: only those count in the rollups.
+            let mut learn = false;
+            let (mut tx, mut taken) = loop {
+                let mut tx = if sqlite {
+                    p.begin_with(SQLITE_BEGIN_WRITE).await?
+                } else {
+                    p.begin().await?
+                };
+                let mut taken: Option<HashSet<String>> = learn.then(HashSet::new);
+                let mut inserted = 0u64;
+                for chunk in insert_chunks(&rows) {
+                    let q = sqlx::query::<Db>(insert_sql(sqlite, chunk.len(), learn));
+                    let q = bind_records!(q, chunk);
+                    match &mut taken {
+                        Some(taken) => {
+                            for row in q.fetch_all(&mut *tx).await? {
+                                taken.insert(row.col::<String>("id")?);
+                            }
+                        }
+                        None => inserted += q.execute(&mut *tx).await?.rows_affected(),
+                    }
                 }
-                for row in q.fetch_all(&mut *tx).await? {
-                    taken.insert(row.col::<String>("id")?);
+                if learn || inserted == rows.len() as u64 {
+                    break (tx, taken);
                 }
-            }
-            let logged: Vec<&Encoded<'_>> = rows
-                .iter()
-                .filter(|e| e.packed.is_some() && taken.contains(e.r.id.as_str()))
-                .collect();
+                tx.rollback().await?;
+                learn = true;
+            };
+            // Every record, or those whose id the inserts took (a record
+            // repeated in the batch counts once: its id is taken once).
+            let mut took =
+                |e: &Encoded<'_>| taken.as_mut().is_none_or(|t| t.remove(e.r.id.as_str()));
+            let rows: Vec<&Encoded<'_>> = rows.iter().filter(|e| took(e)).collect();
+            let logged: Vec<&Encoded<'_>> =
+                rows.iter().copied().filter(|e| e.packed.is_some()).collect();
             for chunk in insert_chunks(&logged) {
                 let mut q = sqlx::query::<Db>(contents::insert_sql(sqlite, chunk.len()));
                 for e in chunk {
@@ -289,10 +326,7 @@ impl Store {
                 }
                 q.execute(&mut *tx).await?;
             }
-            // A record repeated in the batch counts once: its id is taken once.
-            let rollup = Rollup::of(
-                rows.iter().filter(|e| taken.remove(e.r.id.as_str())).map(Encoded::entry),
-            );
+            let rollup = Rollup::of(rows.iter().map(|e| e.entry()));
             for (table, rows) in
                 [(&rollups::FINE, &rollup.fine), (&rollups::SLICES, &rollup.slices)]
             {
@@ -592,15 +626,17 @@ mod tests {
     fn insert_statements_have_a_placeholder_per_column_and_row() {
         assert_eq!(RECORD_COLS.split(',').count(), RECORD_COL_COUNT);
         for sqlite in [true, false] {
-            for rows in INSERT_CHUNKS {
-                let sql = insert_sql(sqlite, rows);
+            for (rows, returning) in INSERT_CHUNKS.into_iter().flat_map(|n| [(n, false), (n, true)])
+            {
+                let sql = insert_sql(sqlite, rows, returning);
                 let mark = if sqlite { '?' } else { '$' };
                 assert_eq!(sql.matches(mark).count(), rows * RECORD_COL_COUNT, "{sql}");
                 let last =
                     if sqlite { "?)".to_owned() } else { format!("${})", rows * RECORD_COL_COUNT) };
                 let tail = if sqlite { SQLITE_RECORD_CONFLICT } else { POSTGRES_RECORD_CONFLICT };
+                let tail = if returning { format!("{tail} RETURNING id") } else { tail.to_owned() };
                 assert!(sql.ends_with(&format!("{last}{tail}")), "{sql}");
-                assert!(std::ptr::eq(sql, insert_sql(sqlite, rows)), "built once");
+                assert!(std::ptr::eq(sql, insert_sql(sqlite, rows, returning)), "built once");
             }
         }
     }

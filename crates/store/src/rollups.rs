@@ -164,6 +164,12 @@ pub(crate) struct Sliced {
 }
 
 impl Sliced {
+    fn merge(&mut self, other: &Sliced) {
+        self.sums += other.sums;
+        self.latency.merge(&other.latency);
+        self.ttft.merge(&other.ttft);
+    }
+
     fn add(&mut self, e: &Entry<'_>) {
         self.sums += e.sums;
         self.latency.add(bucket(e.total_ms), 1);
@@ -205,16 +211,20 @@ impl<'a> Rollup<'a> {
     /// Sums `entries`.
     pub fn of(entries: impl IntoIterator<Item = Entry<'a>>) -> Self {
         let mut fine: HashMap<Group<'a>, Sliced> = HashMap::new();
-        let mut slices: HashMap<Slice<'a>, Sliced> = HashMap::new();
         for e in entries {
             fine.entry(e.group).or_default().add(&e);
+        }
+        // A slice is a sum of fine rows: each adds to the slices it falls in
+        // (a batch has far fewer fine rows than records).
+        let mut slices: HashMap<Slice<'a>, Sliced> = HashMap::new();
+        for (group, row) in &fine {
             for span_ms in [HOUR_MS, DAY_MS] {
-                let start_ms = e.group.hour_ms - e.group.hour_ms.rem_euclid(span_ms);
-                for (dimension, value) in e.group.values() {
+                let start_ms = group.hour_ms - group.hour_ms.rem_euclid(span_ms);
+                for (dimension, value) in group.values() {
                     slices
                         .entry(Slice { span_ms, dimension, start_ms, value })
                         .or_default()
-                        .add(&e);
+                        .merge(row);
                 }
             }
         }

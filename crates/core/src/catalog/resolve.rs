@@ -222,6 +222,7 @@ impl Catalog {
             weight: 1,
             server_tools: provider.server_tools,
             limits: crate::limits::Limits::default(),
+            traits: std::sync::OnceLock::new(),
         };
         Some(Plan {
             requested: requested.to_owned(),
@@ -304,6 +305,7 @@ impl Catalog {
                     weight: 1,
                     server_tools: d.server_tools.unwrap_or(provider.server_tools),
                     limits: d.limits,
+                    traits: std::sync::OnceLock::new(),
                 },
             );
         }
@@ -351,6 +353,7 @@ impl Catalog {
                 model: served,
                 weight: t.weight,
                 limits,
+                traits: std::sync::OnceLock::new(),
             },
         );
     }

@@ -495,6 +495,9 @@ pub struct Candidate {
     pub server_tools: ServerTools,
     /// Its capacity per credential (empty: unlimited).
     pub limits: crate::limits::Limits,
+    /// [`Candidate::traits`], worked out on first use: every stage of a
+    /// request asks (the plan's notes, the body, the edits recorded).
+    pub traits: std::sync::OnceLock<(switchyard_protocol::Wire, switchyard_protocol::ModelTraits)>,
 }
 
 impl Candidate {
@@ -512,6 +515,17 @@ impl Candidate {
     /// catalog's word where it gives one, else inferred from the upstream id;
     /// the output field its provider's preset names, if any.
     pub fn traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
+        match self.traits.get() {
+            Some((known, traits)) if *known == wire => *traits,
+            _ => {
+                let traits = self.infer_traits(wire);
+                let _ = self.traits.set((wire, traits));
+                traits
+            }
+        }
+    }
+
+    fn infer_traits(&self, wire: switchyard_protocol::Wire) -> switchyard_protocol::ModelTraits {
         let mut traits = match &self.model {
             Some(m) => m.traits(wire, &self.upstream_model),
             None => switchyard_protocol::ModelTraits::infer(wire, &self.upstream_model),
