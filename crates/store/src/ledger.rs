@@ -4,13 +4,13 @@
 //! still queued in the audit writer (seconds) and those past
 //! `storage.retention_days` are not seen.
 
-use sqlx::AssertSqlSafe;
 use switchyard_core::clock::UnixMs;
 use switchyard_core::continuity::BoxFuture;
 use switchyard_core::limits::{BackendError, BudgetScope, BudgetSpec, Budgeted, Ledger};
 
-use crate::db::{RowExt, Store, on_pool};
+use crate::db::Store;
 use crate::error::StoreError;
+use crate::model::{RecordFilter, UsageBy};
 
 impl Ledger for Store {
     fn spent<'a>(&'a self, b: &'a Budgeted) -> BoxFuture<'a, Result<f64, BackendError>> {
@@ -28,39 +28,37 @@ impl Store {
     /// gateway; else those whose records name it `name` (a key by its visible
     /// prefix, as the records keep no key id; users and projects by id). No
     /// name: nothing spent.
+    ///
+    /// Read from the rollups (`Store::usage`: the scope's own slices, whole
+    /// hours and days), not by summing a period's records: a month of them is
+    /// millions of rows, and the request table keeps no index per project or
+    /// key for it.
     async fn records_spent(
         &self,
         scope: &BudgetScope,
         name: Option<&str>,
         since: UnixMs,
     ) -> Result<f64, StoreError> {
-        let since = i64::try_from(since.0).unwrap_or(i64::MAX);
-        let column = match scope {
+        let mut f = RecordFilter {
+            since_ms: Some(i64::try_from(since.0).unwrap_or(i64::MAX)),
+            ..RecordFilter::default()
+        };
+        let slot = match scope {
             BudgetScope::Gateway => None,
-            BudgetScope::Key(_) => Some("key_prefix"),
-            BudgetScope::User(_) => Some("user_id"),
-            BudgetScope::Project(_) => Some("project_id"),
+            BudgetScope::Key(_) => Some((UsageBy::Key, &mut f.key_prefix)),
+            BudgetScope::User(_) => Some((UsageBy::User, &mut f.user)),
+            BudgetScope::Project(_) => Some((UsageBy::Project, &mut f.project)),
         };
-        let sum: Option<f64> = match (column, name) {
-            (None, _) => {
-                let sql = "SELECT SUM(cost_usd) AS c FROM request_records WHERE time_ms >= $1";
-                on_pool!(self, |p| sqlx::query(sql).bind(since).fetch_one(p).await?.col("c")?)
+        let by = match (slot, name) {
+            (None, _) => UsageBy::Provider,
+            (Some((by, slot)), Some(name)) => {
+                *slot = Some(name.to_owned());
+                by
             }
-            (Some(column), Some(name)) => {
-                let sql = format!(
-                    "SELECT SUM(cost_usd) AS c FROM request_records \
-                     WHERE {column} = $1 AND time_ms >= $2"
-                );
-                on_pool!(self, |p| sqlx::query(AssertSqlSafe(sql))
-                    .bind(name)
-                    .bind(since)
-                    .fetch_one(p)
-                    .await?
-                    .col("c")?)
-            }
-            (Some(_), None) => None,
+            (Some(_), None) => return Ok(0.0),
         };
-        Ok(sum.unwrap_or(0.0))
+        let rows = self.usage(&f, by, 0).await?;
+        Ok(rows.iter().filter_map(|r| r.cost_usd).sum())
     }
 
     /// What `spec`'s scope spent in the period `now` falls in, by the records:

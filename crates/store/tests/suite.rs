@@ -112,6 +112,7 @@ suite!(
     case_rollups_backfill_matches_what_writes_keep,
     case_usage_series_is_hour_by_hour,
     case_slices_agree_with_the_fine_rollups,
+    case_the_ledger_reads_what_the_records_cost,
     case_retention_deletes_in_batches_and_keeps_the_rollups,
     case_rollup_retention_keeps_the_daily_slices,
     case_content_is_stored_compressed_apart_and_read_back,
@@ -129,7 +130,7 @@ mod rollups;
 use rollups::{
     case_rollups_backfill_matches_what_writes_keep, case_rollups_count_a_record_once,
     case_rollups_match_the_records, case_slices_agree_with_the_fine_rollups,
-    case_usage_series_is_hour_by_hour,
+    case_the_ledger_reads_what_the_records_cost, case_usage_series_is_hour_by_hour,
 };
 #[path = "suite/retention.rs"]
 mod retention;
@@ -218,7 +219,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

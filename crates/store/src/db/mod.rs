@@ -189,6 +189,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "console_sessions", include_str!("../../migrations/sqlite/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/sqlite/0010_console_oidc.sql")),
     (11, "rollup_slices", include_str!("../../migrations/sqlite/0011_rollup_slices.sql")),
+    (
+        12,
+        "fewer_record_indexes",
+        include_str!("../../migrations/sqlite/0012_fewer_record_indexes.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -210,6 +215,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "console_sessions", include_str!("../../migrations/postgres/0009_console_sessions.sql")),
     (10, "console_oidc", include_str!("../../migrations/postgres/0010_console_oidc.sql")),
     (11, "rollup_slices", include_str!("../../migrations/postgres/0011_rollup_slices.sql")),
+    (
+        12,
+        "fewer_record_indexes",
+        include_str!("../../migrations/postgres/0012_fewer_record_indexes.sql"),
+    ),
 ];
 
 impl Store {

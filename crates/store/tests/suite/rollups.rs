@@ -446,3 +446,58 @@ async fn slice_rows(store: &Store) -> Vec<String> {
     }
     out
 }
+
+/// A budget's spend, rebuilt from the ledger, is read from the rollups: for
+/// the gateway, a key, a user and a project, since a whole hour and since one
+/// cut mid-hour, it is what the records in the period cost.
+pub(crate) async fn case_the_ledger_reads_what_the_records_cost(store: Store) {
+    use switchyard_core::clock::UnixMs;
+    use switchyard_core::limits::{BudgetMode, BudgetScope, BudgetSpec, Budgeted, Ledger, Period};
+    let records: Vec<RequestRecord> = days()
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            with(r, |r| {
+                r.cost_usd = (i % 6 != 0).then_some(0.0125 * (i % 5) as f64);
+                r.user = Some(format!("usr_{}", i % 2));
+            })
+        })
+        .collect();
+    for chunk in records.chunks(41) {
+        store.insert_records(chunk).await.unwrap();
+    }
+    let day = T - T % DAY;
+    type Named = fn(&RequestRecord) -> Option<&str>;
+    let scopes: [(BudgetScope, Option<&str>, Named); 4] = [
+        (BudgetScope::Gateway, None, |_| None),
+        (BudgetScope::Key("sy-key1".into()), Some("sy-key1"), |r| r.key_prefix.as_deref()),
+        (BudgetScope::User("usr_1".into()), Some("usr_1"), |r| r.user.as_deref()),
+        (BudgetScope::Project("prj_2".into()), Some("prj_2"), |r| r.project.as_deref()),
+    ];
+    for since in [day + 5 * HOUR, day + 29 * HOUR + 123_456] {
+        for (scope, name, named) in &scopes {
+            let spec = BudgetSpec {
+                scope: scope.clone(),
+                limit_usd: 100.0,
+                period: Period::Month,
+                mode: BudgetMode::Enforce,
+                max_reservation_usd: 1.0,
+                lower_max_tokens: false,
+            };
+            let mut b = Budgeted::now(&spec, UnixMs(since));
+            b.names = name.iter().map(|n| (*n).to_owned()).collect();
+            b.window.start = UnixMs(since);
+            let expected: f64 = records
+                .iter()
+                .filter(|r| r.time_ms >= since && (name.is_none() || named(r) == *name))
+                .filter_map(|r| r.cost_usd)
+                .sum();
+            let spent = store.spent(&b).await.unwrap();
+            assert!(expected > 0.0, "{scope}: the case spends nothing");
+            assert!(
+                (spent - expected).abs() < 1e-9,
+                "{scope} since {since}: {spent} != {expected}"
+            );
+        }
+    }
+}
