@@ -122,13 +122,6 @@ async fn audit_throughput_sqlite_and_postgres() {
         ));
         let store = Store::connect(&format!("sqlite://{}", path.display())).await.unwrap();
         store.migrate().await.unwrap();
-        if let (Ok(sql), switchyard_store::db::DbPool::Sqlite(p)) =
-            (std::env::var("EXPERIMENT_SQL"), store.pool())
-        {
-            for stmt in sql.split(';').filter(|s| !s.trim().is_empty()) {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(stmt.to_owned())).execute(p).await.unwrap();
-            }
-        }
         measure(&format!("sqlite {label}"), store, rate).await;
         let _ = std::fs::remove_file(&path);
         if let Ok(url) = std::env::var("SWITCHYARD_TEST_POSTGRES_URL") {
