@@ -8,8 +8,10 @@
 //! the upstream's status, content type and body. No parsing, no routing, no
 //! records, no metrics, no logging. They differ only in the client:
 //!
-//! * `reqwest`: the client the gateway uses (same builder settings);
-//! * `hyper`: hyper-util's pooled client, which reqwest wraps, called directly.
+//! * `reqwest`: the client the gateway used for its upstreams until it moved to
+//!   hyper-util's (kept for comparison: what reqwest's layers cost);
+//! * `hyper`: hyper-util's pooled client, which reqwest wraps, called directly:
+//!   the gateway's upstream client since.
 //!
 //! The bench starts them as `switchyard-bench --forwarder KIND --listen ADDR
 //! --upstream ADDR`, pinned like the gateway, and measures them in the
@@ -31,7 +33,7 @@ use hyper_util::rt::TokioExecutor;
 /// Which client a forwarder uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
-    /// axum + reqwest: the gateway's HTTP stack.
+    /// axum + reqwest: the gateway's HTTP stack before hyper-util's client.
     Reqwest,
     /// axum + hyper-util's client.
     Hyper,

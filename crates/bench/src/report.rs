@@ -159,8 +159,8 @@ impl Report {
         let gateway_cpu = self.tput("gateway").and_then(|r| r.cpu_us_per_request);
         let mut lines = Vec::new();
         for (name, what) in [
-            ("axum+reqwest", "axum + reqwest, the gateway's HTTP stack"),
-            ("axum+hyper", "axum + hyper-util's client, what reqwest wraps"),
+            ("axum+reqwest", "axum + reqwest, the gateway's HTTP stack until hyper-util's client"),
+            ("axum+hyper", "axum + hyper-util's client, the gateway's HTTP stack"),
         ] {
             let Some(row) = self.tput(name) else { continue };
             let vs_nginx = nginx.map(|n| row.rps / n.rps);
