@@ -68,28 +68,19 @@ impl FakeProxy {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared { required, seen: Mutex::default() });
-        let (tx, mut stop) = watch::channel(());
+        let (tx, stop) = watch::channel(());
         let serving = Arc::clone(&shared);
-        tokio::spawn(async move {
-            loop {
-                let tcp = tokio::select! {
-                    accepted = listener.accept() => match accepted {
-                        Ok((tcp, _)) => tcp,
-                        Err(_) => continue,
-                    },
-                    _ = stop.changed() => return,
-                };
-                let shared = Arc::clone(&serving);
-                let service = hyper::service::service_fn(move |req| {
-                    let shared = Arc::clone(&shared);
-                    async move { Ok::<_, Infallible>(handle(&shared, req).await) }
-                });
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), service)
-                        .with_upgrades(),
-                );
-            }
+        crate::tls::accept_until(listener, stop, move |tcp| {
+            let shared = Arc::clone(&serving);
+            let service = hyper::service::service_fn(move |req| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(handle(&shared, req).await) }
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .with_upgrades(),
+            );
         });
         Ok(FakeProxy { addr, shared, _stop: tx })
     }

@@ -52,33 +52,46 @@ fn server_config() -> Result<rustls::ServerConfig, String> {
 pub(crate) fn serve(
     listener: TcpListener,
     app: Router,
-    mut stop: watch::Receiver<()>,
+    stop: watch::Receiver<()>,
 ) -> std::io::Result<()> {
     let config = server_config().map_err(std::io::Error::other)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    tokio::spawn(async move {
-        loop {
-            let tcp = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((tcp, _)) => tcp,
-                    Err(_) => continue,
-                },
-                _ = stop.changed() => return,
-            };
-            let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            let service = TowerToHyperService::new(app.clone());
-            let mut stop = stop.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
-                let builder = auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection(TokioIo::new(tls), service);
-                tokio::select! {
-                    _ = conn => {}
-                    _ = stop.changed() => {}
-                }
-            });
-        }
+    let until = stop.clone();
+    accept_until(listener, stop, move |tcp| {
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(app.clone());
+        let mut stop = until.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else { return };
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(tls), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = stop.changed() => {}
+            }
+        });
     });
     Ok(())
+}
+
+/// Hands each connection `listener` accepts to `serve`, in a task, until
+/// `stop` fires (its sender is dropped).
+pub(crate) fn accept_until(
+    listener: TcpListener,
+    mut stop: watch::Receiver<()>,
+    serve: impl Fn(tokio::net::TcpStream) + Send + 'static,
+) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    if let Ok((tcp, _)) = accepted {
+                        serve(tcp);
+                    }
+                }
+                _ = stop.changed() => return,
+            }
+        }
+    });
 }
