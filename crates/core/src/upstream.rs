@@ -235,10 +235,7 @@ fn path_model_body(
     spec: &ProviderSpec,
     clamp: Option<u64>,
 ) -> Option<Vec<u8>> {
-    if clamp.is_none()
-        && spec.drop_fields.is_empty()
-        && memchr::memmem::find(raw.bytes(), b"\"switchyard\"").is_none()
-    {
+    if clamp.is_none() && spec.drop_fields.is_empty() && !raw.extension {
         return Some(raw.bytes().to_vec());
     }
     let object = raw.object()?;

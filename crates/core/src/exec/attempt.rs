@@ -42,6 +42,9 @@ pub(super) struct Tried {
     /// The deployment's capacity this attempt took, given back when the request
     /// ends (at once, when the attempt failed).
     pub occupied: Option<Taken>,
+    /// How the body sent differs from what the client asked
+    /// ([`upstream::field_edits`]), worked out from the body as it was built.
+    pub field_edits: Vec<String>,
 }
 
 /// The keys a request may use on a candidate: the caller's own key for that
@@ -147,7 +150,7 @@ impl Flow {
                     } else {
                         "failover"
                     };
-                    let Tried { result, credential, reported, occupied } = this
+                    let Tried { result, credential, reported, occupied, field_edits } = this
                         .attempt(
                             inbound,
                             &request,
@@ -180,15 +183,7 @@ impl Flow {
                     }
                     sent += usize::from(sent_upstream);
                     if sent_upstream {
-                        guard.rec.field_edits = match cand.provider.wire() {
-                            Some(wire) => {
-                                let refused = runtime.refusals.get(&cand.provider.name);
-                                let mut out = inbound.outgoing(&request, wire);
-                                out.refused = refused.as_deref();
-                                upstream::field_edits(&out, wire, &cand.provider, cand.traits(wire))
-                            }
-                            None => Vec::new(),
-                        };
+                        guard.rec.field_edits = field_edits;
                         guard.rec.field_edits.extend(dropped.edits(&inbound.request));
                     }
                     let elapsed = started.elapsed();
@@ -351,11 +346,13 @@ impl Snapshot {
         traceparent: Option<&str>,
     ) -> Tried {
         let mut reported = Usage::default();
+        let mut field_edits = Vec::new();
         let failed = |f, credential| Tried {
             result: Err(f),
             credential,
             reported: Usage::default(),
             occupied: None,
+            field_edits: Vec::new(),
         };
         let keys = credentials(cand, inbound);
         if let Some(why) = &cand.provider.unavailable
@@ -396,7 +393,8 @@ impl Snapshot {
                 let tools = dropped.tools(&inbound.request);
                 let call =
                     Call { request, dropped: tools, wire: *wire, key, deadline, traceparent };
-                self.attempt_http(inbound, cand, call, runtime, &mut reported).await
+                self.attempt_http(inbound, cand, call, runtime, &mut reported, &mut field_edits)
+                    .await
             }
             (ProviderKind::Wire(_), None) => {
                 Err(Failure::Unavailable(format!("provider {} has no client", cand.provider.name)))
@@ -422,7 +420,13 @@ impl Snapshot {
                 other.map_err(|f| f.redacted(&redactor))
             }
         };
-        Tried { result: result.map(|a| (a, in_flight)), credential, reported, occupied }
+        Tried {
+            result: result.map(|a| (a, in_flight)),
+            credential,
+            reported,
+            occupied,
+            field_edits,
+        }
     }
 
     /// Record into `provider`'s histograms (kept by its runtime; the mock
@@ -505,6 +509,7 @@ impl Snapshot {
         call: Call<'_>,
         runtime: &Runtime,
         reported: &mut Usage,
+        field_edits: &mut Vec<String>,
     ) -> Result<Answer, Failure> {
         let Call { request, dropped, wire, key, deadline, traceparent } = call;
         let Some(rt) = self.runtimes.get(&cand.provider.name) else {
@@ -537,6 +542,7 @@ impl Snapshot {
             let body =
                 upstream::build_body(&out, wire, &cand.provider, &cand.upstream_model, cap, traits)
                     .map_err(Failure::from_protocol)?;
+            *field_edits = upstream::field_edits(&out, wire, &cand.provider, traits);
             let remaining = deadline.saturating_duration_since(Instant::now());
             let first_byte = inbound
                 .limits

@@ -22,7 +22,7 @@ pub use compat::{
     Compat, OutputField, compat_edits, encode_request_as, is_tool_id, may_edit, tool_id,
 };
 pub use models::parse_models;
-pub use native::{adapt_native, fast_path, may_adapt};
+pub use native::{adapt_native, may_adapt};
 pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;

@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// Whether [`adapt_native`] might edit this body: it sets `max_tokens` and the model
 /// refuses it.
@@ -39,18 +39,6 @@ pub fn adapt_native(
     }
     edits.extend(super::sampling::edits(body, traits));
     edits
-}
-
-/// Same-format fast path: the client's own body, with the model rewritten and, for a
-/// stream, usage requested. Every other field, known or not, is kept.
-pub fn fast_path(body: &mut Map<String, Value>, model: &str) {
-    body.insert("model".into(), Value::String(model.to_owned()));
-    if body.get("stream").and_then(Value::as_bool) == Some(true) {
-        let opts = body.entry("stream_options").or_insert_with(|| json!({}));
-        if let Value::Object(o) = opts {
-            o.insert("include_usage".into(), Value::Bool(true));
-        }
-    }
 }
 
 #[cfg(test)]

@@ -2,22 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::util;
-
 use super::*;
-
-#[test]
-fn fast_path_keeps_unknown_fields_and_requests_usage() {
-    let mut body = util::parse_object(
-        br#"{"model":"alias","stream":true,"logit_bias":{"1":2},"x_custom":[1]}"#,
-    )
-    .unwrap();
-    fast_path(&mut body, "gpt-5");
-    assert_eq!(body["model"], "gpt-5");
-    assert_eq!(body["logit_bias"], json!({"1": 2}));
-    assert_eq!(body["x_custom"], json!([1]));
-    assert_eq!(body["stream_options"]["include_usage"], true);
-}
 
 #[test]
 fn max_tokens_becomes_max_completion_tokens_for_models_that_refuse_it() {
