@@ -151,7 +151,15 @@ impl HealthRegistry {
     ) -> Clearance {
         let mut inner = self.lock();
         let Inner { entries, .. } = &mut *inner;
-        let entry = entries.entry(key.clone()).or_insert_with(Entry::new);
+        // Looked up before it is made: the common case finds it, and an owned
+        // key for `entry` would be two allocations per attempt.
+        if !entries.contains_key(key) {
+            entries.insert(key.clone(), Entry::new());
+        }
+        let Some(entry) = entries.get_mut(key) else {
+            // Never: inserted above.
+            return Clearance::Rejected { state: BreakerState::Closed };
+        };
         let epoch = entry.epoch;
         let permit = |probe, ticket| Permit::issued(key.clone(), epoch, probe, ticket);
         match entry.state_gated(key, now, gate) {
