@@ -175,8 +175,13 @@ impl Failure {
             }
             source = s.source();
         }
-        // The chain names the host, never a key (keys go in headers).
-        let shown = crate::client::chain(e);
+        // The chain names the host, never a key (keys go in headers); the
+        // client's own wrapper ("client error (Connect)") says nothing the
+        // class does not.
+        let shown = match std::error::Error::source(e) {
+            Some(cause) => crate::client::chain(cause),
+            None => e.to_string(),
+        };
         Failure::Transport { class, message: format!("upstream {class} error: {shown}") }
     }
 
