@@ -208,7 +208,6 @@ impl<'a> Encoded<'a> {
     }
 }
 
-/// Binds a rollup row's sums, in the order of the rollups' `SUMS`.
 /// Binds a chunk of records, in [`RECORD_COLS`]' order.
 macro_rules! bind_records {
     ($q:expr, $chunk:expr) => {{
@@ -251,6 +250,7 @@ macro_rules! bind_records {
     }};
 }
 
+/// Binds a rollup row's sums, in the order of the rollups' `SUMS`.
 macro_rules! bind_sums {
     ($q:expr, $s:expr) => {
         $q.bind($s.requests)
