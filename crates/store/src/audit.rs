@@ -165,10 +165,10 @@ impl AuditWriter {
     /// Starts the spill thread and the batching task, on a thread of its own
     /// with its own single-threaded runtime. A batch's encoding, binding and
     /// rollup sums are a few milliseconds of CPU: on the runtime that serves
-    /// requests, they held every request behind them for as long (the bench's
-    /// p99 under load); on a thread of their own, the scheduler shares the CPU
-    /// between them and the requests, which get it back as they arrive. Fails
-    /// when a thread or the runtime cannot be made.
+    /// requests (one thread, on one CPU), they held every request behind them
+    /// for as long; on a thread of their own, the scheduler shares the CPU
+    /// between them and the requests. Fails when a thread or the runtime
+    /// cannot be made.
     pub fn start(
         store: Arc<dyn RecordStore>,
         cfg: AuditConfig,
