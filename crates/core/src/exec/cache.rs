@@ -228,29 +228,25 @@ pub(super) async fn lookup(cache: &dyn ResponseCache, keyed: &Keyed) -> Option<(
     serde_json::from_slice(&bytes).ok().map(|r| (i, r))
 }
 
-/// Keep `shared` under the key of the candidate that served it.
-async fn keep(
-    cache: &dyn ResponseCache,
+/// What keeping `shared` writes: the key of the candidate that served it and
+/// the answer's bytes; `None` when it is not to be kept (larger than
+/// `max_bytes`, or served by no candidate of the plan).
+fn entry(
     keyed: &Keyed,
     plan: &Plan,
     shared: &Shared,
     max_bytes: u64,
-) {
+) -> Option<(String, Arc<[u8]>)> {
     let served = &shared.served;
-    let Some(key) = plan
+    let key = plan
         .candidates
         .iter()
         .position(|c| {
             c.provider.name == served.provider && c.upstream_model == served.upstream_model
         })
-        .and_then(|i| keyed.keys.get(i))
-    else {
-        return;
-    };
-    let Ok(bytes) = serde_json::to_vec(&shared.response) else { return };
-    if bytes.len() as u64 <= max_bytes {
-        cache.put(key.clone(), Arc::from(bytes), keyed.ttl_ms).await;
-    }
+        .and_then(|i| keyed.keys.get(i))?;
+    let bytes = serde_json::to_vec(&shared.response).ok()?;
+    (bytes.len() as u64 <= max_bytes).then(|| (key.clone(), Arc::from(bytes)))
 }
 
 /// The answer of a successful request, to share and keep, if it may be.
@@ -329,19 +325,29 @@ impl Flow {
                         flow.plan.descriptor.iter().any(|d| d.starts_with(super::LOWERED));
                     let landing = landing.filter(|_| !lowered);
                     let kept = landing.clone().filter(|_| !was_coalesced(&result));
+                    // The answer is kept, then the claim released (an identical
+                    // request elsewhere finds the claim or the answer, never
+                    // neither), by a task of their own: this one is aborted when
+                    // its last caller lets go of the flight, which the leader's
+                    // caller does as soon as it has the answer sent below. The
+                    // answer is kept even when every caller has gone.
+                    let max = flow.snapshot.catalog.state.cache.max_entry_bytes;
+                    let entry = kept.and_then(|shared| entry(&keyed, &flow.plan, &shared, max));
+                    if entry.is_some() || claimed {
+                        let cache = Arc::clone(&flow.runtime.cache);
+                        let (base, token, ttl_ms) =
+                            (keyed.base.clone(), flow.inbound.id.clone(), keyed.ttl_ms);
+                        tokio::spawn(async move {
+                            if let Some((key, bytes)) = entry {
+                                cache.put(key, bytes, ttl_ms).await;
+                            }
+                            if claimed {
+                                cache.release(&base, &token).await;
+                            }
+                        });
+                    }
                     publisher.land(landing);
-                    // The leader's caller may have gone: its answer is still kept.
                     let _ = tx.send(result);
-                    let cache = flow.runtime.cache.as_ref();
-                    if let Some(shared) = kept {
-                        let max = flow.snapshot.catalog.state.cache.max_entry_bytes;
-                        keep(cache, &keyed, &flow.plan, &shared, max).await;
-                    }
-                    // Released after the answer is kept: an identical request
-                    // elsewhere finds the claim or the answer, never neither.
-                    if claimed {
-                        cache.release(&keyed.base, &flow.inbound.id).await;
-                    }
                 });
                 flight.started(task.abort_handle());
                 let result = rx.await.unwrap_or_else(|_| {
