@@ -49,6 +49,41 @@ use switchyard_core::catalog::Connections;
 /// How often a refused accept or a reached cap is logged, at most.
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
+/// The listen backlog [`bind`] asks for. The kernel caps it at
+/// `net.core.somaxconn` (4096 on Linux since 5.4).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a listener on `addr` (`host:port`; each address the name resolves to
+/// is tried in turn) with a backlog of [`LISTEN_BACKLOG`]. tokio's `bind` asks
+/// for 128: a burst of connects larger than that, a thousand agents starting
+/// streams at once, overflows the accept queue, and every handshake the kernel
+/// drops waits out the client's one-second SYN retransmission.
+pub async fn bind(addr: &str) -> io::Result<TcpListener> {
+    let mut last = None;
+    for a in tokio::net::lookup_host(addr).await? {
+        match bind_addr(a) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "the address resolves to nothing")
+    }))
+}
+
+fn bind_addr(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As tokio's own bind: a restarted gateway rebinds while old connections
+    // sit in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// The open-connection cap: the configured one, else half the open-file limit
 /// (the other half for upstream connections, the database and files). Never
 /// above the limit less a reserve (64, or a quarter of a small limit), whatever is

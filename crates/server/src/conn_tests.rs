@@ -72,3 +72,28 @@ fn http2_frames_between_requests_are_not_a_request() {
     let idle = a.at(a.idle_since.load(Ordering::Relaxed));
     assert_eq!(a.check(&l, idle + l.header_read_timeout), Check::Wait(idle + l.idle_timeout));
 }
+
+/// A burst of connects larger than tokio's own backlog (128) is queued by the
+/// kernel, not dropped: with nothing accepting, every handshake still completes.
+/// Against a backlog of 128 the connects past it would wait out SYN retries
+/// until the timeout below.
+#[tokio::test]
+async fn a_burst_of_connects_waits_in_the_backlog() {
+    let listener = bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..300 {
+        tasks.push(tokio::spawn(async move {
+            tokio::time::timeout(Duration::from_secs(20), TcpStream::connect(addr)).await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().expect("the handshake completed").unwrap();
+    }
+    drop(listener);
+}
+
+#[tokio::test]
+async fn bind_names_what_it_cannot_resolve() {
+    assert!(bind("no-such-host.invalid:1").await.is_err());
+}

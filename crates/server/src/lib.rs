@@ -197,4 +197,4 @@ pub async fn serve(
     }
 }
 
-pub use conn::{connection_cap, file_limit};
+pub use conn::{LISTEN_BACKLOG, bind, connection_cap, file_limit};

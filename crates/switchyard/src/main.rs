@@ -299,7 +299,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         storage::spawn_retention(s.clone(), retention_days, rollup_retention_days);
         storage::spawn_rule_refresh(s.clone(), gateway.clone(), std::time::Duration::from_secs(10));
     }
-    let listener = match tokio::net::TcpListener::bind(&addr).await {
+    let listener = match switchyard_server::bind(&addr).await {
         Ok(l) => l,
         Err(e) => {
             eprintln!("switchyard: cannot listen on {addr}: {e}");
@@ -310,7 +310,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     tracing::info!(config = %source.name, listen = %local, "switchyard listening");
     let metrics_listener = match gateway.snapshot().catalog.settings.metrics_listen.clone() {
         None => None,
-        Some(addr) => match tokio::net::TcpListener::bind(&addr).await {
+        Some(addr) => match switchyard_server::bind(&addr).await {
             Ok(l) => {
                 let local = l.local_addr().map(|a| a.to_string()).unwrap_or(addr);
                 tracing::info!(listen = %local, "/metrics served without a key on its own address");
