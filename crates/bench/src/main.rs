@@ -15,8 +15,9 @@ mod client;
 mod configs;
 mod forward;
 mod load;
-mod procs;
 mod report;
+
+use switchyard_bench::procs;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -257,32 +258,6 @@ fn progress(msg: impl AsRef<str>) {
     eprintln!("[bench] {}", msg.as_ref());
 }
 
-/// Resolves the gateway binary, or says how to build it.
-fn gateway_binary(cli: &Cli) -> Result<PathBuf, String> {
-    let build = "build it first: `cargo build --release -p switchyard` (or pass --gateway PATH)";
-    if let Some(p) = &cli.gateway {
-        return if p.is_file() {
-            Ok(p.clone())
-        } else {
-            Err(format!("gateway binary not found at {}; {build}", p.display()))
-        };
-    }
-    let default = PathBuf::from("target/release/switchyard");
-    if default.is_file() {
-        return Ok(default);
-    }
-    let sibling = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("switchyard")))
-        .filter(|p| p.is_file());
-    sibling.ok_or_else(|| {
-        format!(
-            "gateway binary not found at {} (nor next to this binary); {build}",
-            default.display()
-        )
-    })
-}
-
 fn command_output(program: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
     let text =
@@ -345,7 +320,7 @@ fn memory(server: &Server) -> Result<(u64, u64), String> {
 }
 
 async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Report, String> {
-    let gateway_bin = gateway_binary(cli)?;
+    let gateway_bin = procs::gateway_binary(cli.gateway.as_deref())?;
     let (clk_tck, clk_read) = procs::clock_ticks();
     let tmp = TempDir::new()?;
     let pin = placement.server_cpus.as_deref();

@@ -45,6 +45,33 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The release gateway binary: `explicit`, else `target/release/switchyard`,
+/// else `switchyard` next to this binary; or an error saying how to build it.
+pub fn gateway_binary(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    let build = "build it first: `cargo build --release -p switchyard` (or pass --gateway PATH)";
+    if let Some(p) = explicit {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(format!("gateway binary not found at {}; {build}", p.display()))
+        };
+    }
+    let default = PathBuf::from("target/release/switchyard");
+    if default.is_file() {
+        return Ok(default);
+    }
+    let sibling = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("switchyard")))
+        .filter(|p| p.is_file());
+    sibling.ok_or_else(|| {
+        format!(
+            "gateway binary not found at {} (nor next to this binary); {build}",
+            default.display()
+        )
+    })
+}
+
 /// A child process killed (and reaped) on drop.
 pub struct Server {
     pub name: &'static str,
@@ -139,6 +166,31 @@ impl Server {
                 .ok_or_else(|| format!("{path}: no {name}"))
         };
         Ok((field("VmHWM:")?, field("VmRSS:")?))
+    }
+}
+
+impl Server {
+    /// Sends SIGTERM (the gateway drains: streams finish, queued records are
+    /// written) and waits up to `within` for the exit.
+    pub fn terminate(mut self, within: Duration) -> Result<std::process::ExitStatus, String> {
+        let pid = self.pid().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        if !sent.is_ok_and(|s| s.success()) {
+            return Err(format!("cannot send SIGTERM to {} ({pid})", self.name));
+        }
+        let start = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) if start.elapsed() < within => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Ok(None) => {
+                    return Err(format!("{} did not exit within {within:?} of SIGTERM", self.name));
+                }
+                Err(e) => return Err(format!("{}: {e}", self.name)),
+            }
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use axum::response::Response;
 use axum::serve::ListenerExt;
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{Notify, watch};
 
 use crate::Vendor;
@@ -99,10 +99,26 @@ struct Shared {
     shutdown: watch::Receiver<()>,
 }
 
+/// Picks the reply for a request the script does not cover
+/// ([`FakeUpstream::set_chooser`]): its arrival number (from 0, unrouted
+/// requests counted) and the request.
+pub type Chooser = Arc<dyn Fn(usize, &Received) -> Reply + Send + Sync>;
+
+/// A [`Chooser`] that `ScriptState`'s `Debug` can print.
+struct Choose(Chooser);
+
+impl std::fmt::Debug for Choose {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Choose(..)")
+    }
+}
+
 #[derive(Debug)]
 struct ScriptState {
     script: VecDeque<Reply>,
     default: Reply,
+    /// Replaces `default` when set.
+    chooser: Option<Choose>,
     received: Vec<Received>,
     /// Requests arrived, recorded or not.
     count: usize,
@@ -137,7 +153,14 @@ impl Shared {
             if st.recording {
                 st.received.push(received.clone());
             }
-            take_reply.then(|| st.script.pop_front().unwrap_or_else(|| st.default.clone()))
+            let n = st.count - 1;
+            take_reply.then(|| match st.script.pop_front() {
+                Some(reply) => reply,
+                None => match &st.chooser {
+                    Some(Choose(choose)) => choose(n, received),
+                    None => st.default.clone(),
+                },
+            })
         };
         self.arrived.notify_waiters();
         reply
@@ -234,7 +257,7 @@ impl FakeUpstream {
         tls: bool,
     ) -> io::Result<FakeUpstream> {
         let vertex = cloud == Cloud::Vertex;
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = listen_wide((Ipv4Addr::LOCALHOST, 0).into())?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
         let shared = Arc::new(Shared {
@@ -245,6 +268,7 @@ impl FakeUpstream {
             state: Mutex::new(ScriptState {
                 script: VecDeque::new(),
                 default: Reply::auto(),
+                chooser: None,
                 received: Vec::new(),
                 count: 0,
                 recording: true,
@@ -310,6 +334,13 @@ impl FakeUpstream {
     /// The reply used when the script is empty (initially [`Reply::auto`]).
     pub fn set_default(&self, reply: Reply) {
         self.handle.shared.lock().default = reply;
+    }
+
+    /// Replies chosen per request when the script is empty, in place of the
+    /// default: a soak's mix of faults, drawn from the arrival number so a run
+    /// can be repeated. It runs under the fake's lock: keep it quick.
+    pub fn set_chooser(&self, choose: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static) {
+        self.handle.shared.lock().chooser = Some(Choose(Arc::new(choose)));
     }
 
     /// Drops the unused part of the script.
@@ -414,6 +445,18 @@ impl FakeUpstream {
             notified.await;
         }
     }
+}
+
+/// Binds `addr` with a listen backlog of 4096 (the kernel caps it at
+/// `net.core.somaxconn`) rather than tokio's 128: a burst of a thousand
+/// connects, a soak's slow streams or a gateway opening its pool, would
+/// otherwise overflow the accept queue, and each dropped handshake waits out
+/// the client's one-second SYN retransmission.
+pub(crate) fn listen_wide(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
 }
 
 /// Which cloud's fake, if any: its own routes and authentication.

@@ -132,7 +132,7 @@ pub mod vertex;
 
 pub use bedrock::BedrockAuth;
 pub use fake::models::FakeModel;
-pub use fake::{FakeUpstream, Received};
+pub use fake::{Chooser, FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};
 pub use validate::flavour::Flavour;
 

@@ -271,6 +271,33 @@ async fn script_then_default() {
 }
 
 #[tokio::test]
+async fn a_chooser_answers_past_the_script_by_arrival_number_and_request() {
+    let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    fake.push(Reply::json(json!({"n": "scripted"})));
+    fake.set_chooser(|n, received| {
+        let model = received.body["model"].as_str().unwrap_or("").to_owned();
+        Reply::json(json!({"n": n, "model": model})).with_status(if n % 2 == 0 { 200 } else { 503 })
+    });
+    let url = openai_url(&fake);
+    let mut got = Vec::new();
+    for model in ["a", "b", "c"] {
+        let r = post(&url, &openai_req(model, "x", false)).await;
+        let status = r.status().as_u16();
+        let v: Value = r.json_lossy().await;
+        got.push((status, v["n"].clone(), v["model"].clone()));
+    }
+    // The script first (arrival 0); then the chooser, numbered from the start.
+    assert_eq!(
+        got,
+        [
+            (200, json!("scripted"), Value::Null),
+            (503, json!(1), json!("b")),
+            (200, json!(2), json!("c")),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn status_replies_in_vendor_shape() {
     for vendor in [Vendor::OpenAi, Vendor::Anthropic, Vendor::Gemini] {
         let fake = FakeUpstream::start(vendor).await.unwrap();
