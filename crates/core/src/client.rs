@@ -313,7 +313,7 @@ pub fn service_client(
 mod connect;
 mod pool;
 pub(crate) use connect::{ConnectError, chain};
-pub(crate) use pool::{ClientError, HttpClient, Response};
+pub(crate) use pool::{Body, ClientError, HttpClient, Response};
 
 #[cfg(test)]
 #[path = "client_tests.rs"]

@@ -748,7 +748,7 @@ pub(crate) async fn read_body(
 
 /// The next data of a body (trailers skipped); `None` at its end.
 pub(crate) async fn next_data(
-    body: &mut hyper::body::Incoming,
+    body: &mut crate::client::Body,
 ) -> Option<Result<Bytes, hyper::Error>> {
     loop {
         match body.frame().await? {

@@ -9,6 +9,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use switchyard_testkit::proxy::FakeProxy;
 use switchyard_testkit::{FakeUpstream, Vendor};
@@ -77,6 +79,40 @@ async fn a_tls_upstream_is_reached_over_http2_with_the_providers_own_roots() {
     let (status, answer) = chat(&addr, "untrusted", false).await;
     assert_eq!(status, 502, "{answer}");
     assert_eq!(fake.received().len(), 2, "a refused handshake sends nothing");
+}
+
+/// An HTTP/2 server takes so many streams per connection (the fake: hyper's
+/// 200), and hyper-util's pool keeps one connection per origin: the requests
+/// past the limit used to wait on it for a free stream. The provider's client
+/// opens another connection instead (its lanes), so 300 requests held open at
+/// once all reach the upstream.
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_past_one_http2_connections_stream_limit_open_another() {
+    use tokio::io::AsyncWriteExt;
+
+    let fake = FakeUpstream::start_tls(Vendor::OpenAi).await.unwrap();
+    fake.set_recording(false);
+    fake.set_default(switchyard_testkit::Reply::hang());
+    let yaml = config(&[("h2", fake.base_url(), format!("{{ ca_file: \"{CA}\" }}"))]);
+    let gw = Gateway::start_env("h2-lanes", &[], Some(&yaml), &[]);
+    let addr = listening(&gw);
+
+    let body = r#"{"model":"h2","stream":true,"messages":[{"role":"user","content":"hold"}]}"#;
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // Held open (never read) until the end of the test.
+    let mut clients = Vec::new();
+    for _ in 0..300 {
+        let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        c.write_all(request.as_bytes()).await.unwrap();
+        clients.push(c);
+    }
+    let all = tokio::time::timeout(Duration::from_secs(60), fake.wait_for_requests(300)).await;
+    assert!(all.is_ok(), "only {} of 300 requests reached the upstream", fake.request_count());
+    drop(clients);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -38,7 +38,7 @@ fn release(partial: &mut Vec<u8>, read: Bytes, pending: usize) -> Bytes {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Source {
     Http {
-        body: hyper::body::Incoming,
+        body: crate::client::Body,
         framer: Framer,
         decoder: Box<dyn StreamDecoder>,
         /// Bytes read but not yet part of a complete frame: held back from

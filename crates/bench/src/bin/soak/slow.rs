@@ -79,8 +79,14 @@ pub async fn run(
     concurrency: usize,
     total: usize,
 ) -> Result<Samples, String> {
+    // Trusts the test CA, for the TLS fake called directly; one connection per
+    // stream either way (HTTP/1.1 to the gateway, as agents mostly connect).
+    let ca = reqwest::Certificate::from_pem(switchyard_testkit::tls::CA_PEM)
+        .map_err(|e| format!("test CA: {e}"))?;
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(usize::MAX)
+        .http1_only()
+        .add_root_certificate(ca)
         .timeout(Duration::from_secs(120))
         .build()
         .map_err(|e| format!("client: {e}"))?;
