@@ -213,15 +213,14 @@ fn splice(
     {
         return None;
     }
-    let body = util::replace_top_level_string(raw.bytes(), "model", upstream_model)?;
-    if request.stream
-        && spec.openai.stream_options
-        && let Some((field, key)) = wire.behaviour().stream_usage_option()
-    {
-        let asked = serde_json::json!({ key: true }).to_string();
-        return util::insert_top_level(&body, field, asked.as_bytes());
-    }
-    Some(body)
+    // One scan and one copy for both edits (a stream that did not ask for usage
+    // gets `stream_options` asking).
+    let asked = (request.stream && spec.openai.stream_options)
+        .then(|| wire.behaviour().stream_usage_option())
+        .flatten()
+        .map(|(field, key)| (field, serde_json::json!({ key: true }).to_string()));
+    let insert = asked.as_ref().map(|(field, value)| (*field, value.as_bytes()));
+    util::replace_and_insert(raw.bytes(), "model", upstream_model, insert)
 }
 
 /// The client's body for a wire that takes the model in the URL (Gemini): nothing

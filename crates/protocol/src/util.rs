@@ -366,6 +366,42 @@ pub fn replace_top_level_string(body: &[u8], key: &str, value: &str) -> Option<V
     Some(out)
 }
 
+/// [`replace_top_level_string`] then, when given, [`insert_top_level`] of
+/// `insert`, in one scan of the members and one copy: the same-format fast
+/// path's two edits of a stream's body (its model, and `stream_options` asking
+/// for usage). `None` where either would be.
+pub fn replace_and_insert(
+    body: &[u8],
+    key: &str,
+    value: &str,
+    insert: Option<(&str, &[u8])>,
+) -> Option<Vec<u8>> {
+    let (mut span, mut twice, mut inserted_present) = (None, false, false);
+    let close = members(body, |name, v| {
+        if name == key.as_bytes() {
+            twice |= span.replace(v).is_some();
+        } else if insert.is_some_and(|(k, _)| name == k.as_bytes()) {
+            inserted_present = true;
+        }
+    })?;
+    let span = span.filter(|_| !twice && !inserted_present)?;
+    let extra = insert.map_or(0, |(k, v)| k.len() + v.len() + 4);
+    let mut out = Vec::with_capacity(body.len() + value.len() + 2 + extra);
+    out.extend_from_slice(body.get(..span.start)?);
+    // Writing a str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, value);
+    out.extend_from_slice(body.get(span.end..close)?);
+    if let Some((k, v)) = insert {
+        // The replaced key is a member: the object is not empty.
+        out.push(b',');
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        out.extend_from_slice(v);
+    }
+    out.extend_from_slice(body.get(close..)?);
+    Some(out)
+}
+
 /// FNV-1a, 64-bit: a stable, dependency-free hash for deterministic ids.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -550,10 +586,49 @@ mod tests {
             prop_assert!(insert_top_level(&out, "opts", b"1").is_none(), "already present");
         }
 
+        /// One scan and one copy mean the same as the two edits one after the
+        /// other, and refuse where either refuses.
+        #[test]
+        fn replace_and_insert_equals_the_two_edits(
+            fields in prop::collection::btree_map("[a-z_]{1,8}", value(), 0..6),
+            model in ".{0,20}",
+            pretty in any::<bool>(),
+            opts_present in any::<bool>(),
+        ) {
+            let mut obj: Map<String, Value> = fields.into_iter().collect();
+            obj.insert("model".into(), json!("original"));
+            if !opts_present {
+                obj.remove("opts");
+            } else {
+                obj.insert("opts".into(), json!(1));
+            }
+            let body = if pretty {
+                serde_json::to_vec_pretty(&obj).unwrap()
+            } else {
+                serde_json::to_vec(&obj).unwrap()
+            };
+            let one = replace_and_insert(&body, "model", &model, Some(("opts", br#"{"a":true}"#)));
+            let two = replace_top_level_string(&body, "model", &model)
+                .and_then(|b| insert_top_level(&b, "opts", br#"{"a":true}"#));
+            prop_assert_eq!(one.is_some(), !opts_present);
+            match (one, two) {
+                (Some(one), Some(two)) => {
+                    let (a, b): (Value, Value) =
+                        (serde_json::from_slice(&one).unwrap(), serde_json::from_slice(&two).unwrap());
+                    prop_assert_eq!(a, b);
+                }
+                (None, None) => {}
+                (one, two) => prop_assert!(false, "one: {:?}, two: {:?}", one.is_some(), two.is_some()),
+            }
+            let alone = replace_and_insert(&body, "model", &model, None).unwrap();
+            prop_assert_eq!(alone, replace_top_level_string(&body, "model", &model).unwrap());
+        }
+
         #[test]
         fn never_panics(body in prop::collection::vec(any::<u8>(), 0..64)) {
             let _ = top_level_value(&body, "model");
             let _ = insert_top_level(&body, "k", b"1");
+            let _ = replace_and_insert(&body, "model", "m", Some(("k", b"1")));
             let _ = nests_deeper_than(&body, 3);
             let _ = exceeds_json_bounds(&body, 3, 5);
         }
