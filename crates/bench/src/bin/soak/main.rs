@@ -449,6 +449,7 @@ async fn fault_phase(cli: &Cli, bin: &Path) -> Result<(Value, bool), String> {
                 "end": samples.last().map(|s| s.1),
                 "peak": samples.iter().map(|s| s.1).max(),
                 "slope_kib_per_min_after_1_min": slope.map(|s| (s * 10.0).round() / 10.0),
+                "by_minute": (1..).map(|m| at(60.0 * f64::from(m))).take_while(Option::is_some).flatten().collect::<Vec<_>>(),
             },
             "checks": checks.iter().map(|(k, v)| json!({"check": k, "passed": v})).collect::<Vec<_>>(),
             "passed": ok,
@@ -537,6 +538,10 @@ fn markdown(r: &Value) -> String {
             f["rss_kib"]["at_1_min"], f["rss_kib"]["end"], f["rss_kib"]["peak"],
             f["rss_kib"]["slope_kib_per_min_after_1_min"]
         ));
+        if let Some(by) = f["rss_kib"]["by_minute"].as_array() {
+            let list: Vec<String> = by.iter().map(Value::to_string).collect();
+            out.push_str(&format!("RSS at each minute (KiB): {}\n\n", list.join(", ")));
+        }
         if let Some(checks) = f["checks"].as_array() {
             for c in checks {
                 let mark = if c["passed"].as_bool() == Some(true) { "pass" } else { "FAIL" };
