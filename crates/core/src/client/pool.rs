@@ -197,3 +197,7 @@ impl HttpClient {
         Ok(resp.map(|inner| Body { inner, busy: Some(busy) }))
     }
 }
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod tests;
