@@ -20,6 +20,7 @@ mod files;
 mod ledger;
 pub mod model;
 pub mod partitions;
+mod priority;
 pub mod records;
 pub mod redis;
 pub mod redis_cache;
