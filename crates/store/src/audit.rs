@@ -187,9 +187,6 @@ impl AuditWriter {
         let (done_tx, done) = oneshot::channel();
         let batching = spill.clone();
         std::thread::Builder::new().name("audit-writer".into()).spawn(move || {
-            // Below the request threads, and so is the SQLite connection thread
-            // it opens (see `crate::priority`).
-            crate::priority::lower_this_thread();
             let result = runtime.block_on(batch_loop(rx, close_rx, store, cfg, batching));
             let _ = done_tx.send(result);
         })?;
@@ -1109,101 +1106,5 @@ mod tests {
                 assert_eq!(s.spilled, 0, "the writer did not keep up with {name}");
             }
         }
-    }
-}
-
-/// The record path's threads run below the request threads (`crate::priority`).
-#[cfg(test)]
-#[cfg(target_os = "linux")]
-mod priority_tests {
-    use std::future::Future;
-    use std::path::PathBuf;
-    use std::pin::Pin;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::time::Duration;
-
-    use switchyard_core::RecordSink;
-    use switchyard_core::record::RequestRecord;
-
-    use super::{AuditConfig, AuditWriter, RecordStore};
-
-    fn nice_of(tid: Option<rustix::process::Pid>) -> i32 {
-        rustix::process::getpriority_process(tid).unwrap()
-    }
-
-    /// Notes the nice value of the thread that writes.
-    #[derive(Default)]
-    struct Probe(AtomicI32);
-
-    impl RecordStore for Probe {
-        fn insert_batch<'a>(
-            &'a self,
-            _batch: &'a [RequestRecord],
-        ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
-            self.0.store(nice_of(Some(rustix::thread::gettid())) + 100, Ordering::SeqCst);
-            Box::pin(async { Ok(()) })
-        }
-    }
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir()
-            .join(format!("switchyard-audit-nice-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    async fn until(mut done: impl FnMut() -> bool) {
-        let t0 = std::time::Instant::now();
-        while !done() {
-            assert!(t0.elapsed() < Duration::from_secs(10), "never happened");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
-    #[tokio::test]
-    async fn the_writer_writes_from_a_thread_ten_below_the_process() {
-        let base = nice_of(Some(rustix::thread::gettid()));
-        let dir = scratch("probe");
-        let probe = Arc::new(Probe::default());
-        let (w, task) =
-            AuditWriter::start(probe.clone(), AuditConfig::new(dir.join("spill"))).unwrap();
-        w.record(RequestRecord::new("req-1".to_owned(), 1_700_000_000_000));
-        until(|| probe.0.load(Ordering::SeqCst) != 0).await;
-        assert_eq!(probe.0.load(Ordering::SeqCst) - 100, (base + 10).min(19));
-        task.shutdown().await.unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// sqlx runs each SQLite connection on a thread of its own, made when the
-    /// connection opens: the writer's own connection opens from its lowered
-    /// thread, so that thread starts lowered too.
-    #[tokio::test]
-    async fn its_sqlite_connection_thread_runs_below_too() {
-        let base = nice_of(Some(rustix::thread::gettid()));
-        let dir = scratch("sqlite");
-        let url = format!("sqlite://{}", dir.join("records.db").display());
-        let store = crate::db::Store::connect(&url).await.unwrap();
-        store.migrate().await.unwrap();
-        let (w, task) =
-            AuditWriter::start(Arc::new(store.background()), AuditConfig::new(dir.join("spill")))
-                .unwrap();
-        w.record(RequestRecord::new("req-1".to_owned(), 1_700_000_000_000));
-        until(|| w.stats().written == 1).await;
-        let lowered = std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .filter(|t| {
-                std::fs::read_to_string(t.path().join("comm"))
-                    .is_ok_and(|c| c.starts_with("sqlx-sqlite"))
-            })
-            .filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok())
-            .filter_map(rustix::process::Pid::from_raw)
-            .filter(|tid| nice_of(Some(*tid)) >= (base + 10).min(19))
-            .count();
-        assert!(lowered >= 1, "no SQLite connection thread runs below the process");
-        task.shutdown().await.unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

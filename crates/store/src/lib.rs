@@ -20,7 +20,6 @@ mod files;
 mod ledger;
 pub mod model;
 pub mod partitions;
-mod priority;
 pub mod records;
 pub mod redis;
 pub mod redis_cache;

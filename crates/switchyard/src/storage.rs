@@ -238,8 +238,7 @@ pub async fn start_audit(
         flush_every: Duration::from_millis(s.audit_flush_ms),
         ..AuditConfig::new(spill)
     };
-    // Its own connection, opened from its own lower-priority thread.
-    AuditWriter::start(Arc::new(store.background()), cfg).map_err(|e| e.to_string())
+    AuditWriter::start(record_store, cfg).map_err(|e| e.to_string())
 }
 
 /// Reload the stored access rules periodically, so rules changed through another

@@ -307,31 +307,6 @@ impl Store {
         }
     }
 
-    /// The same database for the audit writer. On an SQLite file, a pool of
-    /// its own, one connection, opened when first used: from the writer's own
-    /// thread, which runs below the request threads, so sqlx's connection thread
-    /// starts there and runs below them too (`crate::priority`). PostgreSQL's
-    /// work is the server's, and an in-memory database has one connection:
-    /// those share this pool.
-    pub fn background(&self) -> Store {
-        match &self.pool {
-            DbPool::Sqlite(pool) => {
-                // An in-memory database is one connection, kept for ever
-                // (`Store::connect`): a second would see another database.
-                if pool.options().get_max_connections() == 1 {
-                    return self.clone();
-                }
-                let opts = (*pool.connect_options()).clone();
-                let own = SqlitePoolOptions::new()
-                    .max_connections(1)
-                    .acquire_timeout(ACQUIRE_TIMEOUT)
-                    .connect_lazy_with(opts);
-                Store { pool: DbPool::Sqlite(own) }
-            }
-            DbPool::Postgres(_) => self.clone(),
-        }
-    }
-
     /// The underlying pool.
     pub fn pool(&self) -> &DbPool {
         &self.pool
