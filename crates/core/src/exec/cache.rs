@@ -265,9 +265,9 @@ impl Flow {
     /// a flight it followed or led); `Err` hands the request back for the
     /// uncached path.
     pub(super) async fn cached(
-        mut self,
+        mut self: Box<Self>,
         keyed: Keyed,
-    ) -> Result<Result<Success, GatewayError>, Flow> {
+    ) -> Result<Result<Success, GatewayError>, Box<Flow>> {
         let runtime = Arc::clone(&self.runtime);
         if keyed.mode == CacheMode::Use
             && let Some((i, response)) = lookup(runtime.cache.as_ref(), &keyed).await

@@ -458,7 +458,9 @@ impl Snapshot {
                 Err(err) => return Err(guard.fail(inbound.format, err)),
             };
             plan.descriptor.extend(purpose.map(str::to_owned));
-            let mut flow = Flow { snapshot: self, runtime, inbound, plan, guard };
+            // Boxed: the later phases' futures hold the request by pointer, not
+            // 2.4 KB copied into each of their states.
+            let mut flow = Box::new(Flow { snapshot: self, runtime, inbound, plan, guard });
             flow.restore_signatures().await;
             // Affinity: a conversation's turns go back where the last one went.
             let pin = affinity::steer(&flow.inbound, &mut flow.plan, &flow.runtime).await;
@@ -512,10 +514,9 @@ impl Flow {
 
     /// Answered from the cache, by an identical request's upstream call, or by
     /// admission and the attempt loop.
-    async fn answer(self, purpose: Option<&str>) -> Result<Success, GatewayError> {
+    async fn answer(mut self: Box<Self>, purpose: Option<&str>) -> Result<Success, GatewayError> {
         let Some(keyed) = cache::keyed(&self.inbound, &self.plan, purpose) else {
-            let mut flow = self;
-            return flow.admit_and_attempt().await;
+            return self.admit_and_attempt().await;
         };
         match self.cached(keyed).await {
             Ok(answered) => answered,
