@@ -22,13 +22,27 @@ pub struct Target {
     pub stream_request: Arc<Vec<u8>>,
     /// The process serving it (none for the in-process fake).
     pub pid: Option<u32>,
+    /// The throughput phase sends `stream_request`, and the fake answers it with
+    /// an unpaced stream: what a stream costs per request.
+    pub streamed: bool,
 }
 
 /// The request bytes for a chat completion to `addr`.
 pub fn build_request(addr: SocketAddr, api_key: &str, body: &Value) -> Vec<u8> {
+    build_request_at(
+        addr,
+        "/v1/chat/completions",
+        &format!("authorization: Bearer {api_key}"),
+        body,
+    )
+}
+
+/// The request bytes for a POST of `body` to `path` on `addr`, `auth` its
+/// credential header (`name: value`).
+pub fn build_request_at(addr: SocketAddr, path: &str, auth: &str, body: &Value) -> Vec<u8> {
     let body = body.to_string();
     format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {api_key}\r\ncontent-type: application/json\r\naccept: */*\r\ncontent-length: {}\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\n{auth}\r\ncontent-type: application/json\r\naccept: */*\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -53,7 +67,8 @@ async fn call(conn: &mut Conn, t: &Target, req: &[u8], body: &mut Vec<u8>) -> Re
     Ok(())
 }
 
-/// Checks that a non-stream answer is the canned completion.
+/// Checks that a non-stream answer is the canned completion (in Chat
+/// Completions' shape, or in Anthropic's for a Messages request).
 pub async fn verify(t: &Target, expect_text: &str) -> Result<(), String> {
     let mut conn = Conn::new(t.addr);
     let mut body = Vec::new();
@@ -61,7 +76,10 @@ pub async fn verify(t: &Target, expect_text: &str) -> Result<(), String> {
     let v: Value = serde_json::from_slice(&body).map_err(|e| {
         err(t, format!("answer is not JSON ({e}): {}", String::from_utf8_lossy(&body)))
     })?;
-    let got = v.pointer("/choices/0/message/content").and_then(Value::as_str);
+    let got = v
+        .pointer("/choices/0/message/content")
+        .or_else(|| v.pointer("/content/0/text"))
+        .and_then(Value::as_str);
     if got != Some(expect_text) {
         return Err(err(t, format!("unexpected answer: {v}")));
     }
@@ -82,13 +100,14 @@ pub async fn latency(t: &Target, concurrency: usize, total: usize) -> Result<Vec
         tasks.push(tokio::spawn(async move {
             let mut conn = Conn::new(t.addr);
             let mut body = Vec::with_capacity(4096);
-            let ready = call(&mut conn, &t, &t.request, &mut body).await;
+            let request = if t.streamed { &t.stream_request } else { &t.request };
+            let ready = call(&mut conn, &t, request, &mut body).await;
             barrier.wait().await;
             ready?;
             let mut samples = Vec::with_capacity(n);
             for _ in 0..n {
                 let start = Instant::now();
-                call(&mut conn, &t, &t.request, &mut body).await?;
+                call(&mut conn, &t, request, &mut body).await?;
                 samples.push(start.elapsed().as_nanos() as u64);
             }
             Ok::<_, String>(samples)
@@ -132,7 +151,8 @@ pub async fn throughput(
         tasks.push(tokio::spawn(async move {
             let mut conn = Conn::new(t.addr);
             let mut body = Vec::with_capacity(4096);
-            let ready = call(&mut conn, &t, &t.request, &mut body).await;
+            let request = if t.streamed { &t.stream_request } else { &t.request };
+            let ready = call(&mut conn, &t, request, &mut body).await;
             barrier.wait().await;
             ready?;
             let deadline = Instant::now() + duration;
@@ -142,7 +162,7 @@ pub async fn throughput(
                 if start >= deadline {
                     break;
                 }
-                call(&mut conn, &t, &t.request, &mut body).await?;
+                call(&mut conn, &t, request, &mut body).await?;
                 samples.push(start.elapsed().as_nanos() as u64);
             }
             Ok::<_, String>(samples)

@@ -46,6 +46,16 @@ const NO_RECORDS: &str = "gateway, no records";
 const CONTROLS_LOCAL: &str = "gateway, no records, controls (local)";
 /// The same, counted on Redis (`--redis`).
 const CONTROLS_REDIS: &str = "gateway, no records, controls (redis)";
+/// The gateway without records, asked in Anthropic's Messages format: the
+/// translated path (Messages → canonical → Chat Completions, and back).
+const TRANSLATED: &str = "gateway, no records, Anthropic in";
+/// The same, streamed: 20 content chunks, each decoded and re-encoded.
+const TRANSLATED_STREAMED: &str = "gateway, no records, Anthropic in, streamed";
+/// The gateway without records, streamed in its own format: the base the
+/// translated stream is compared with.
+const NO_RECORDS_STREAMED: &str = "gateway, no records, streamed";
+/// nginx forwarding the same stream: what relaying its chunks costs a proxy.
+const NGINX_STREAMED: &str = "nginx, streamed";
 /// Concurrency levels of the latency phase.
 const LATENCY_LEVELS: [usize; 2] = [1, 32];
 /// Rounds the latency phase is split into, targets interleaved, so a slow
@@ -312,6 +322,33 @@ fn target(name: &'static str, addr: SocketAddr, pid: Option<u32>) -> Target {
         request: Arc::new(load::build_request(addr, API_KEY, &request_body(false))),
         stream_request: Arc::new(load::build_request(addr, API_KEY, &request_body(true))),
         pid,
+        streamed: false,
+    }
+}
+
+/// The same question in Anthropic's Messages format, as its SDK sends it.
+fn messages_body(stream: bool) -> Value {
+    json!({
+        "model": MODEL,
+        "system": "You are a helpful assistant.",
+        "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
+        "max_tokens": 64,
+        "stream": stream
+    })
+}
+
+/// A target that asks in Anthropic's Messages format.
+fn messages_target(name: &'static str, addr: SocketAddr, pid: Option<u32>) -> Target {
+    let auth = format!("x-api-key: {API_KEY}\r\nanthropic-version: 2023-06-01");
+    let build =
+        |stream| load::build_request_at(addr, "/v1/messages", &auth, &messages_body(stream));
+    Target {
+        name,
+        addr,
+        request: Arc::new(build(false)),
+        stream_request: Arc::new(build(true)),
+        pid,
+        streamed: false,
     }
 }
 
@@ -336,7 +373,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
         other => return Err(format!("unexpected canned body {other:?}")),
     };
     let canned_len = canned_json.len();
-    fake.set_default(Reply::raw(canned_json, "application/json"));
+    fake.set_default(Reply::raw(canned_json.clone(), "application/json"));
     let upstream = fake.addr();
 
     // nginx, when there is one.
@@ -485,8 +522,22 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     }
     targets.push(target("gateway", gateway.addr, Some(gateway.pid())));
 
-    let floor_targets: Vec<Target> =
+    let mut floor_targets: Vec<Target> =
         floors.iter().map(|f| target(f.name, f.addr, Some(f.pid()))).collect();
+    // What translation costs, and what a stream costs per request, on the
+    // gateway without records (after the floors: `zip` below verifies those).
+    let bare = floors.iter().find(|f| f.name == NO_RECORDS);
+    let variants: Vec<Target> = bare
+        .map(|f| {
+            let translated = messages_target(TRANSLATED, f.addr, Some(f.pid()));
+            let streamed = |t: Target, name| Target { name, streamed: true, ..t };
+            vec![
+                streamed(target(f.name, f.addr, Some(f.pid())), NO_RECORDS_STREAMED),
+                streamed(translated.clone(), TRANSLATED_STREAMED),
+                translated,
+            ]
+        })
+        .unwrap_or_default();
     for t in &targets {
         load::verify(t, ANSWER).await.map_err(|e| {
             let log = if t.name == "gateway" { gateway.log_tail() } else { String::new() };
@@ -496,6 +547,24 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     for (t, f) in floor_targets.iter().zip(&floors) {
         load::verify(t, ANSWER).await.map_err(|e| format!("{e}\n{}", f.log_tail()))?;
     }
+    if let (Some(t), Some(f)) = (variants.iter().find(|t| !t.streamed), bare) {
+        load::verify(t, ANSWER).await.map_err(|e| format!("{e}\n{}", f.log_tail()))?;
+    }
+    floor_targets.extend(variants);
+    if let Some(n) = &nginx {
+        let t = target(NGINX_STREAMED, n.addr, Some(n.pid()));
+        floor_targets.push(Target { streamed: true, ..t });
+    }
+    // The fake's answers: a completion, or (to a streamed target) a stream of
+    // STREAM_FRAMES chunks with no pause between them.
+    let frames = load::stream_frames(MODEL, STREAM_FRAMES);
+    let answer_for = |t: &Target| {
+        fake.set_default(if t.streamed {
+            Reply::sse(frames.clone())
+        } else {
+            Reply::raw(canned_json.clone(), "application/json")
+        })
+    };
     let mut exclude = vec![std::process::id(), gateway.pid()];
     exclude.extend(nginx.as_ref().map(Server::pid));
     exclude.extend(floors.iter().map(Server::pid));
@@ -566,6 +635,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     // 2. Throughput (and 4. CPU per request), the stack floor after the gateway.
     for t in &floor_targets {
         progress(format!("warming up {}", t.name));
+        answer_for(t);
         load::throughput(t, THROUGHPUT_CONCURRENCY, Duration::from_secs(1)).await?;
     }
     let duration = Duration::from_secs(cli.duration);
@@ -576,6 +646,7 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
             cli.duration, t.name
         ));
         let phase = format!("throughput, {}", t.name);
+        answer_for(t);
         let mut attempt = 0;
         let r = loop {
             let w = watch.start();
@@ -611,7 +682,6 @@ async fn run(cli: &Cli, argv: Vec<String>, placement: Placement) -> Result<Repor
     }
 
     // 3. Streaming.
-    let frames = load::stream_frames(MODEL, STREAM_FRAMES);
     fake.set_default(Reply::sse(frames).chunk_delay(STREAM_GAP));
     for t in &targets {
         load::streaming(t, STREAM_CONCURRENCY, 2 * STREAM_CONCURRENCY, STREAM_FRAMES).await?;
