@@ -27,7 +27,7 @@ for k in "${!rows[@]}"; do
   valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --count "$n" --pair "$k" 2>"$tmp/log.$k" \
     || { cat "$tmp/log.$k" >&2; exit 1; }
   # Each step's inclusive cost, per call; frames per stream from the binary.
-  callgrind_annotate --inclusive=yes "$out" 2>/dev/null | awk -v n="$n" -v row="${rows[$k]}" -v frames="$("$bin" --frames "$k")" '
+  callgrind_annotate --inclusive=yes --threshold=100 "$out" 2>/dev/null | awk -v n="$n" -v row="${rows[$k]}" -v frames="$("$bin" --frames "$k")" '
     /translate::step_/ {
       gsub(",", "", $1)
       name = $0; sub(/.*translate::step_/, "", name); sub(/[^a-z_].*/, "", name)

@@ -200,8 +200,14 @@ pub trait ClientBehaviour: Sync {
     fn parse_request(&self, body: &[u8], seal: Option<&dyn Seal>)
     -> Result<Request, ProtocolError>;
 
-    /// See [`crate::ClientFormat::encode_response`].
-    fn encode_response(&self, resp: &Response, tools: &[Tool], seal: Option<&dyn Seal>) -> Value;
+    /// See [`crate::ClientFormat::encode_response`]: the body, appended to `out`.
+    fn write_response(
+        &self,
+        resp: &Response,
+        tools: &[Tool],
+        seal: Option<&dyn Seal>,
+        out: &mut Vec<u8>,
+    );
 
     /// See [`crate::ClientFormat::stream_encoder`].
     fn stream_encoder(

@@ -128,8 +128,10 @@ impl ClientFormat {
         resp: &Response,
         tools: &[Tool],
         seal: Option<&dyn Seal>,
-    ) -> serde_json::Value {
-        self.behaviour().encode_response(resp, tools, seal)
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        self.behaviour().write_response(resp, tools, seal, &mut out);
+        out
     }
 
     /// The encoder for a stream answering `req`: a Responses client gets its

@@ -307,7 +307,26 @@ pub fn write_event(out: &mut Vec<u8>, event: Option<&str>, data: &str) {
 
 /// Append a JSON value as one event.
 pub fn write_json(out: &mut Vec<u8>, event: Option<&str>, value: &serde_json::Value) {
-    write_event(out, event, &value.to_string());
+    write_data(out, event, value);
+}
+
+/// Append `value`, serialized straight into `out`, as one event: no string or
+/// `Value` in between. Compact JSON holds no line break (one in a string is
+/// escaped), so it is one `data:` line. A value that does not serialize (a map
+/// with keys that are not strings) leaves `out` as it was.
+pub fn write_data<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, event: Option<&str>, value: &T) {
+    let start = out.len();
+    if let Some(event) = event {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(event.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"data: ");
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(start);
+        return;
+    }
+    out.extend_from_slice(b"\n\n");
 }
 
 #[cfg(test)]

@@ -161,6 +161,26 @@ fn writer_round_trips() {
     assert_eq!(ev[0].data, "line1\nline2");
 }
 
+#[test]
+fn data_is_serialized_as_one_line_that_decodes_back() {
+    #[derive(serde::Serialize)]
+    struct Chunk<'a> {
+        text: &'a str,
+    }
+    let mut buf = b"kept".to_vec();
+    write_data(&mut buf, Some("delta"), &Chunk { text: "two\nlines \u{e9}" });
+    let expected = "keptevent: delta\ndata: {\"text\":\"two\\nlines \u{e9}\"}\n\n";
+    assert_eq!(String::from_utf8_lossy(&buf), expected);
+    let ev = decode_all(&[&buf[4..]]);
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].data, "{\"text\":\"two\\nlines \u{e9}\"}");
+
+    // What does not serialize leaves the buffer as it was.
+    let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+    write_data(&mut buf, Some("delta"), &bad);
+    assert_eq!(String::from_utf8_lossy(&buf), expected);
+}
+
 proptest! {
     #[test]
     fn any_split_gives_the_same_events(split in prop::collection::vec(0usize..64, 0..8)) {

@@ -4,6 +4,16 @@ use serde_json::{Map, Value};
 
 use crate::ProtocolError;
 
+/// Append `value` as compact JSON to `out`. The bodies this crate writes are
+/// structs and `Value`s whose maps have string keys, which always serialize; a
+/// value that did not would leave `out` as it was.
+pub fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let start = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(start);
+    }
+}
+
 /// Parse a JSON body into an object map, naming the problem on failure.
 pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ProtocolError> {
     match serde_json::from_slice::<Value>(body) {

@@ -26,7 +26,7 @@ pub fn whole(
         let body = responses::encode_compacted(&response.id, sealed, retained, &response.usage);
         return Bytes::from(body.to_string());
     }
-    Bytes::from(format.encode_response(response, &request.tools, seal).to_string())
+    Bytes::from(format.encode_response(response, &request.tools, seal))
 }
 
 /// Writes one stream's chunks in its client's format.

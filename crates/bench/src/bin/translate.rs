@@ -180,7 +180,7 @@ fn step_parse_answer(p: &Prepared) {
 
 #[inline(never)]
 fn step_encode_answer(p: &Prepared) {
-    black_box(p.client.encode_response(black_box(&p.response), &p.parsed.tools, None).to_string());
+    black_box(p.client.encode_response(black_box(&p.response), &p.parsed.tools, None));
 }
 
 #[inline(never)]

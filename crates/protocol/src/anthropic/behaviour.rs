@@ -262,8 +262,14 @@ impl ClientBehaviour for AnthropicClient {
         super::parse_request(body)
     }
 
-    fn encode_response(&self, resp: &Response, _tools: &[Tool], _seal: Option<&dyn Seal>) -> Value {
-        super::encode_response(resp)
+    fn write_response(
+        &self,
+        resp: &Response,
+        _tools: &[Tool],
+        _seal: Option<&dyn Seal>,
+        out: &mut Vec<u8>,
+    ) {
+        crate::util::write_json(out, &super::encode_response(resp));
     }
 
     fn stream_encoder(

@@ -41,6 +41,7 @@ mod rules;
 mod stream_decode;
 mod stream_encode;
 mod wire;
+mod write;
 
 pub use behaviour::{AnthropicClient, AnthropicWire};
 pub use extras::claude_code_session;
@@ -55,6 +56,7 @@ pub(crate) use rules::{DEFAULT_MAX_TOKENS, Samplers, anthropic_effort, budget_wi
 pub use rules::{gated_fields, sampling_edits};
 pub use stream_decode::Decoder;
 pub use stream_encode::Encoder;
+pub use write::Message;
 
 use crate::spec::{
     Auth, CountBody, CountSpec, Framing, ModelPlacement, RequiredHeader, Streaming, WireSpec,

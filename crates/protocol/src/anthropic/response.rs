@@ -3,11 +3,12 @@
 //! Anthropic client ([`encode_response`]), and error bodies ([`parse_error`]).
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::{Part, ProtocolError, Response, StopReason, Usage, util};
+use crate::{ProtocolError, Response, StopReason, Usage};
 
 use super::wire::{InBlock, InResponse, WireError, WireUsage, at, block_to_part};
+use super::write::Message;
 
 /// Parse a complete (non-streamed) Messages API response from the upstream.
 pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
@@ -76,75 +77,10 @@ pub fn parse_usage(body: &[u8]) -> Result<Option<Usage>, ProtocolError> {
     Ok(w.usage.map(WireUsage::to_canonical))
 }
 
-/// Render a canonical response as a Messages API response for an Anthropic client.
-pub fn encode_response(resp: &Response) -> Value {
-    let content: Vec<Value> = resp
-        .content
-        .iter()
-        .filter_map(|part| match part {
-            Part::Text(t) => Some(json!({"type": "text", "text": t.text})),
-            // SDKs type `signature` as a string; `""` marks thinking that has none
-            // (from a non-Anthropic upstream) and is dropped if the client sends it back.
-            Part::Thinking { text, signature } => Some(json!({
-                "type": "thinking",
-                "thinking": text,
-                "signature": signature.as_deref().unwrap_or(""),
-            })),
-            Part::RedactedThinking { data } => {
-                Some(json!({"type": "redacted_thinking", "data": data}))
-            }
-            // `input` must be an object. Arguments that are not JSON (a model cut off
-            // mid-call) cannot be rendered as one, so the client gets `{}` and its tool
-            // validation reports the missing arguments.
-            Part::ToolCall(call) => Some(json!({
-                "type": "tool_use",
-                "id": call.id,
-                "name": call.name,
-                "input": util::arguments_to_value(&call.arguments)
-                    .unwrap_or_else(|_| Value::Object(Map::new())),
-            })),
-            Part::Image(_)
-            | Part::Document(_)
-            | Part::ToolResult(_)
-            | Part::Untranslatable { .. }
-            | Part::Compaction { .. } => None,
-        })
-        .collect();
-    json!({
-        "id": resp.id,
-        "type": "message",
-        "role": "assistant",
-        "model": resp.model,
-        "content": content,
-        "stop_reason": resp.stop_reason.map(StopReason::to_anthropic),
-        "stop_sequence": resp.stop_sequence,
-        "usage": usage_json(&resp.usage, true),
-    })
-}
-
-/// Usage as Anthropic reports it. `input_tokens` and `output_tokens` are required by
-/// the SDKs' types, so a full report (response, `message_start`) gives `0` for an
-/// unknown count; `message_delta` (`full == false`) requires only `output_tokens` and
-/// leaves out unknown input counts. Unknown cache counts are always left out.
-pub(super) fn usage_json(usage: &Usage, full: bool) -> Value {
-    let mut map = Map::new();
-    match usage.uncached_input() {
-        Some(input) => {
-            map.insert("input_tokens".into(), json!(input));
-        }
-        None if full => {
-            map.insert("input_tokens".into(), json!(0));
-        }
-        None => {}
-    }
-    map.insert("output_tokens".into(), json!(usage.output_tokens.unwrap_or(0)));
-    if let Some(read) = usage.cache_read_tokens {
-        map.insert("cache_read_input_tokens".into(), json!(read));
-    }
-    if let Some(write) = usage.cache_write_tokens {
-        map.insert("cache_creation_input_tokens".into(), json!(write));
-    }
-    Value::Object(map)
+/// Render a canonical response as a Messages API response for an Anthropic
+/// client: a struct that borrows `resp`, to serialize.
+pub fn encode_response(resp: &Response) -> Message<'_> {
+    Message::of(resp)
 }
 
 /// The message of an Anthropic error body (`{"type":"error","error":{"type","message"}}`).

@@ -1,10 +1,8 @@
 //! Stream encoder: canonical events → SSE for an Anthropic client.
 
-use serde_json::{Value, json};
-
 use crate::{BlockKind, Delta, ErrorBody, StopReason, StreamEncoder, StreamEvent, Usage, sse};
 
-use super::response::usage_json;
+use super::write::{Block, BlockDelta, Event, Message, StopDelta, UsageOut};
 
 /// Encodes canonical events as an Anthropic event stream.
 ///
@@ -37,28 +35,19 @@ impl Encoder {
             return;
         }
         self.started = true;
-        let message = json!({
-            "id": self.id,
-            "type": "message",
-            "role": "assistant",
-            "model": self.model,
-            "content": [],
-            "stop_reason": null,
-            "stop_sequence": null,
-            "usage": usage_json(&self.usage, true),
-        });
-        emit(out, "message_start", json!({"type": "message_start", "message": message}));
+        let message = Message::start(&self.id, &self.model, &self.usage);
+        emit(out, &Event::MessageStart { message });
     }
 
     fn close_open(&mut self, out: &mut Vec<u8>) {
         if let Some(index) = self.open.take() {
-            emit(out, "content_block_stop", json!({"type": "content_block_stop", "index": index}));
+            emit(out, &Event::ContentBlockStop { index });
         }
     }
 }
 
-fn emit(out: &mut Vec<u8>, name: &str, data: Value) {
-    sse::write_json(out, Some(name), &data);
+fn emit(out: &mut Vec<u8>, event: &Event<'_>) {
+    sse::write_data(out, Some(event.name()), event);
 }
 
 impl StreamEncoder for Encoder {
@@ -76,23 +65,11 @@ impl StreamEncoder for Encoder {
             StreamEvent::BlockStart { index, kind } => {
                 self.ensure_started(out);
                 self.close_open(out);
-                let block = match kind {
-                    BlockKind::Text => json!({"type": "text", "text": ""}),
-                    BlockKind::Thinking => json!({"type": "thinking", "thinking": ""}),
-                    BlockKind::RedactedThinking { data } => {
-                        json!({"type": "redacted_thinking", "data": data})
-                    }
-                    BlockKind::ToolCall { id, name } => {
-                        json!({"type": "tool_use", "id": id, "name": name, "input": {}})
-                    }
-                    // Compaction is answered in the Responses API only.
-                    BlockKind::Compaction { .. } => return,
+                // Compaction is answered in the Responses API only.
+                let Some(content_block) = Block::opened(kind) else {
+                    return;
                 };
-                emit(
-                    out,
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": index, "content_block": block}),
-                );
+                emit(out, &Event::ContentBlockStart { index: *index, content_block });
                 self.open = Some(*index);
                 self.open_thinking = matches!(kind, BlockKind::Thinking);
             }
@@ -100,20 +77,14 @@ impl StreamEncoder for Encoder {
             StreamEvent::Delta { index, delta } => {
                 self.ensure_started(out);
                 let delta = match delta {
-                    Delta::Text { text } => json!({"type": "text_delta", "text": text}),
-                    Delta::Thinking { text } => json!({"type": "thinking_delta", "thinking": text}),
-                    Delta::Signature { signature } => {
-                        json!({"type": "signature_delta", "signature": signature})
-                    }
+                    Delta::Text { text } => BlockDelta::TextDelta { text },
+                    Delta::Thinking { text } => BlockDelta::ThinkingDelta { thinking: text },
+                    Delta::Signature { signature } => BlockDelta::SignatureDelta { signature },
                     Delta::ToolArguments { json } => {
-                        json!({"type": "input_json_delta", "partial_json": json})
+                        BlockDelta::InputJsonDelta { partial_json: json }
                     }
                 };
-                emit(
-                    out,
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": index, "delta": delta}),
-                );
+                emit(out, &Event::ContentBlockDelta { index: *index, delta });
             }
             StreamEvent::BlockStop { index } => {
                 if self.open == Some(*index) {
@@ -137,16 +108,12 @@ impl StreamEncoder for Encoder {
         self.close_open(out);
         self.finished = true;
         let (reason, stop_sequence) = self.stop.take().unwrap_or((StopReason::EndTurn, None));
-        emit(
-            out,
-            "message_delta",
-            json!({
-                "type": "message_delta",
-                "delta": {"stop_reason": reason.to_anthropic(), "stop_sequence": stop_sequence},
-                "usage": usage_json(&self.usage, false),
-            }),
-        );
-        emit(out, "message_stop", json!({"type": "message_stop"}));
+        let delta = StopDelta {
+            stop_reason: reason.to_anthropic(),
+            stop_sequence: stop_sequence.as_deref(),
+        };
+        emit(out, &Event::MessageDelta { delta, usage: UsageOut::of(&self.usage, false) });
+        emit(out, &Event::MessageStop);
     }
 
     fn error(&mut self, err: &ErrorBody, out: &mut Vec<u8>) {
@@ -154,6 +121,6 @@ impl StreamEncoder for Encoder {
             return;
         }
         self.finished = true;
-        emit(out, "error", err.to_anthropic());
+        sse::write_json(out, Some("error"), &err.to_anthropic());
     }
 }

@@ -210,8 +210,14 @@ impl ClientBehaviour for GeminiClient {
         super::parse_client_request(body)
     }
 
-    fn encode_response(&self, resp: &Response, _tools: &[Tool], _seal: Option<&dyn Seal>) -> Value {
-        super::encode_client_response(resp)
+    fn write_response(
+        &self,
+        resp: &Response,
+        _tools: &[Tool],
+        _seal: Option<&dyn Seal>,
+        out: &mut Vec<u8>,
+    ) {
+        super::response::write_client_response(resp, out);
     }
 
     fn stream_encoder(

@@ -180,17 +180,22 @@ pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
 /// A whole response as Gemini writes it: call ids as Gemini issues them (the
 /// inverse of [`parse_response`]).
 pub fn encode_response(resp: &Response) -> Value {
-    encode(resp, false)
+    serde_json::to_value(encode(resp, false)).unwrap_or_default()
 }
 
 /// A whole response for a Gemini client: each call carries its canonical id as
 /// `functionCall.id`, which the client sends back with the call and its
 /// `functionResponse` (read by [`parse_client_request`](super::parse_client_request)).
 pub fn encode_client_response(resp: &Response) -> Value {
-    encode(resp, true)
+    serde_json::to_value(encode(resp, true)).unwrap_or_default()
 }
 
-fn encode(resp: &Response, client: bool) -> Value {
+/// [`encode_client_response`], appended to `out` as it serializes (no `Value`).
+pub(super) fn write_client_response(resp: &Response, out: &mut Vec<u8>) {
+    crate::util::write_json(out, &encode(resp, true));
+}
+
+fn encode(resp: &Response, client: bool) -> WireResponse {
     let mut parts = Vec::new();
     for part in &resp.content {
         match part {
@@ -206,9 +211,7 @@ fn encode(resp: &Response, client: bool) -> Value {
         }
     }
     let reason = resp.stop_reason.unwrap_or(StopReason::EndTurn).to_gemini();
-    let wire =
-        response_chunk(&resp.id, &resp.model, parts, Some(reason), usage_to_wire(&resp.usage));
-    serde_json::to_value(&wire).unwrap_or_default()
+    response_chunk(&resp.id, &resp.model, parts, Some(reason), usage_to_wire(&resp.usage))
 }
 
 pub(super) fn thought_part(text: &str) -> Option<WirePart> {

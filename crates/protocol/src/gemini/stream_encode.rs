@@ -1,7 +1,7 @@
 //! Stream encoder: canonical events → Gemini SSE.
 
 use crate::model::{BlockKind, Delta, StopReason, ToolCall, Usage};
-use crate::sse::write_json;
+use crate::sse::{write_data, write_json};
 use crate::{ErrorBody, StreamEncoder, StreamEvent};
 
 use super::request::text_part;
@@ -49,7 +49,7 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) {
         let chunk = response_chunk(&self.id, &self.model, parts, finish, usage);
-        write_json(out, None, &serde_json::to_value(&chunk).unwrap_or_default());
+        write_data(out, None, &chunk);
     }
 
     fn flush_call(&mut self, out: &mut Vec<u8>) {

@@ -16,6 +16,7 @@ pub mod sampling;
 mod stream_decode;
 mod stream_encode;
 mod wire;
+mod write;
 
 pub use behaviour::{OpenAiChatClient, OpenAiChatWire};
 pub use compat::{
@@ -27,6 +28,7 @@ pub use request::{encode_request, parse_request};
 pub use response::{encode_response, parse_error, parse_response, parse_usage};
 pub use stream_decode::Decoder;
 pub use stream_encode::{Encoder, is_usage_only_chunk};
+pub use write::Completion;
 
 use crate::spec::{Auth, Framing, ModelPlacement, Streaming, WireSpec};
 

@@ -3,12 +3,13 @@
 //! ([`parse_error`]).
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{Part, ProtocolError, Response, StopReason, TextBlock, ToolCall, Usage};
 
 use super::request::content_parts;
 use super::wire::{WireResponse, WireUsage};
+use super::write::Completion;
 
 /// Parse a complete (non-streamed) Chat Completions response from the upstream.
 pub fn parse_response(body: &[u8]) -> Result<Response, ProtocolError> {
@@ -207,63 +208,10 @@ pub(super) fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// Render a canonical response as a Chat Completions response for an OpenAI client.
-pub fn encode_response(resp: &Response) -> Value {
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let mut calls = Vec::new();
-    for part in &resp.content {
-        match part {
-            Part::Text(t) => text.push_str(&t.text),
-            Part::Thinking { text: t, .. } => reasoning.push_str(t),
-            Part::ToolCall(c) => calls.push(json!({
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments},
-            })),
-            _ => {}
-        }
-    }
-    let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { json!(text) }});
-    if !reasoning.is_empty() {
-        message["reasoning_content"] = json!(reasoning);
-    }
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    let mut v = json!({
-        "id": resp.id,
-        "object": "chat.completion",
-        "created": now_secs(),
-        "model": resp.model,
-        "choices": [{
-            "index": 0,
-            "message": message,
-            "finish_reason": resp.stop_reason.unwrap_or(StopReason::EndTurn).to_openai(),
-            "logprobs": null,
-        }],
-    });
-    if !resp.usage.is_empty() {
-        v["usage"] = usage_json(&resp.usage);
-    }
-    v
-}
-
-pub(super) fn usage_json(u: &Usage) -> Value {
-    let input = u.input_tokens.unwrap_or(0);
-    let output = u.output_tokens.unwrap_or(0);
-    let mut v = json!({
-        "prompt_tokens": input,
-        "completion_tokens": output,
-        "total_tokens": input + output,
-    });
-    if let Some(cached) = u.cache_read_tokens {
-        v["prompt_tokens_details"] = json!({ "cached_tokens": cached });
-    }
-    if let Some(reasoning) = u.reasoning_tokens {
-        v["completion_tokens_details"] = json!({ "reasoning_tokens": reasoning });
-    }
-    v
+/// Render a canonical response as a Chat Completions response for an OpenAI
+/// client: a struct that borrows `resp`, to serialize.
+pub fn encode_response(resp: &Response) -> Completion<'_> {
+    Completion::of(resp, now_secs())
 }
 
 /// The message of an OpenAI-style error body (`{"error":{"message"}}`, `{"error":

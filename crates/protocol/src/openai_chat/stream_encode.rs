@@ -1,11 +1,10 @@
 //! Stream encoder: canonical events → chat completion chunks for an OpenAI client.
 
-use serde_json::{Value, json};
-
-use crate::sse::{self};
+use crate::sse;
 use crate::{BlockKind, Delta, ErrorBody, StreamEncoder, StreamEvent, Usage};
 
-use super::response::{now_secs, usage_json};
+use super::response::now_secs;
+use super::write::{CallDelta, Chunk, ChunkChoice, ChunkDelta, FunctionDelta, UsageOut};
 
 /// Canonical events → Chat Completions chunks, then `[DONE]`. Usage is sent in a
 /// final chunk with `choices: []` only when the client asked for it
@@ -29,15 +28,21 @@ impl Encoder {
         Self { created: now_secs(), include_usage, ..Self::default() }
     }
 
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>, out: &mut Vec<u8>) {
-        let v = json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": null}],
-        });
-        sse::write_json(out, None, &v);
+    fn chunk(&self, delta: ChunkDelta<'_>, finish_reason: Option<&'static str>, out: &mut Vec<u8>) {
+        let choices = [ChunkChoice { index: 0, delta, finish_reason, logprobs: None }];
+        self.write(&choices, None, out);
+    }
+
+    fn write(&self, choices: &[ChunkChoice<'_>], usage: Option<UsageOut>, out: &mut Vec<u8>) {
+        let chunk = Chunk {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices,
+            usage,
+        };
+        sse::write_data(out, None, &chunk);
     }
 }
 
@@ -47,20 +52,40 @@ impl StreamEncoder for Encoder {
             StreamEvent::Start { id, model } => {
                 self.id.clone_from(id);
                 self.model.clone_from(model);
-                self.chunk(json!({"role": "assistant", "content": ""}), None, out);
+                let delta = ChunkDelta {
+                    role: Some("assistant"),
+                    content: Some(""),
+                    ..ChunkDelta::default()
+                };
+                self.chunk(delta, None, out);
             }
             StreamEvent::BlockStart { index, kind: BlockKind::ToolCall { id, name } } => {
                 let tool = self.tool_index.len();
                 self.tool_index.push((*index, tool));
-                let call = json!({"index": tool, "id": id, "type": "function", "function": {"name": name, "arguments": ""}});
-                self.chunk(json!({"tool_calls": [call]}), None, out);
+                let call = CallDelta {
+                    index: tool,
+                    id: Some(id),
+                    kind: Some("function"),
+                    function: FunctionDelta { name: Some(name), arguments: "" },
+                };
+                self.chunk(
+                    ChunkDelta { tool_calls: Some([call]), ..ChunkDelta::default() },
+                    None,
+                    out,
+                );
             }
             StreamEvent::BlockStart { .. } | StreamEvent::BlockStop { .. } => {}
             StreamEvent::Delta { index, delta } => match delta {
-                Delta::Text { text } => self.chunk(json!({"content": text}), None, out),
-                Delta::Thinking { text } => {
-                    self.chunk(json!({"reasoning_content": text}), None, out)
-                }
+                Delta::Text { text } => self.chunk(
+                    ChunkDelta { content: Some(text), ..ChunkDelta::default() },
+                    None,
+                    out,
+                ),
+                Delta::Thinking { text } => self.chunk(
+                    ChunkDelta { reasoning_content: Some(text), ..ChunkDelta::default() },
+                    None,
+                    out,
+                ),
                 Delta::Signature { .. } => {}
                 Delta::ToolArguments { json: args } => {
                     let tool = self
@@ -69,13 +94,22 @@ impl StreamEncoder for Encoder {
                         .find(|(block, _)| block == index)
                         .map(|(_, t)| *t)
                         .unwrap_or(0);
-                    let call = json!({"index": tool, "function": {"arguments": args}});
-                    self.chunk(json!({"tool_calls": [call]}), None, out);
+                    let call = CallDelta {
+                        index: tool,
+                        id: None,
+                        kind: None,
+                        function: FunctionDelta { name: None, arguments: args },
+                    };
+                    self.chunk(
+                        ChunkDelta { tool_calls: Some([call]), ..ChunkDelta::default() },
+                        None,
+                        out,
+                    );
                 }
             },
             StreamEvent::Usage { usage } => self.usage.merge(usage),
             StreamEvent::Stop { reason, .. } => {
-                self.chunk(json!({}), Some(reason.to_openai()), out)
+                self.chunk(ChunkDelta::default(), Some(reason.to_openai()), out)
             }
         }
     }
@@ -85,15 +119,7 @@ impl StreamEncoder for Encoder {
             return;
         }
         if self.include_usage && !self.usage.is_empty() {
-            let v = json!({
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": usage_json(&self.usage),
-            });
-            sse::write_json(out, None, &v);
+            self.write(&[], Some(UsageOut::of(&self.usage)), out);
         }
         sse::write_event(out, None, "[DONE]");
     }

@@ -220,8 +220,14 @@ impl ClientBehaviour for ResponsesClient {
         super::parse_request_sealed(body, seal)
     }
 
-    fn encode_response(&self, resp: &Response, tools: &[Tool], seal: Option<&dyn Seal>) -> Value {
-        super::encode_response_sealed(resp, tools, seal)
+    fn write_response(
+        &self,
+        resp: &Response,
+        tools: &[Tool],
+        seal: Option<&dyn Seal>,
+        out: &mut Vec<u8>,
+    ) {
+        crate::util::write_json(out, &super::encode_response_sealed(resp, tools, seal));
     }
 
     fn stream_encoder(
