@@ -264,10 +264,11 @@ fn ceiling(limit: OutputLimit, body: &Map<String, Value>, cap: u64) -> Vec<(&'st
     }
 }
 
-/// The body to send to `wire` for this candidate.
 /// The request extension field (routing hints); never forwarded upstream.
 pub(crate) const EXTENSION_FIELD: &str = "switchyard";
 
+/// The body to send to `wire` for this candidate.
+///
 /// `max_tokens_cap`: the deployment's output ceiling; a request asking for more is
 /// clamped to it (not refused). `traits`: how the target model takes reasoning and
 /// sampling settings (used when the request is translated).
@@ -362,30 +363,38 @@ pub(crate) fn build_body(
         }
         return Ok(write_object(raw, &overrides, &drop));
     }
-    // An OpenAI-compatible server with a preset gets its own form of the body.
-    let encode = |req: &Request| match wire {
-        Wire::OpenAiChat if !spec.openai.is_openai() => {
-            openai_chat::encode_request_as(req, &spec.openai)
-        }
-        _ => wire.encode_request_for(req, traits),
-    };
-    let mut v = match clamp {
+    // Translated.
+    let clamped;
+    let req = match clamp {
         Some(cap) => {
-            let mut req = out.request.clone();
-            req.max_tokens = Some(cap);
-            encode(&req)?
+            clamped = Request { max_tokens: Some(cap), ..out.request.clone() };
+            &clamped
         }
-        None => encode(out.request)?,
+        None => out.request,
+    };
+    // An OpenAI-compatible server with a preset gets its own form of the body.
+    let preset = wire == Wire::OpenAiChat && !spec.openai.is_openai();
+    let refused: Vec<&str> =
+        out.refused.into_iter().flat_map(crate::refusals::Learned::fields).collect();
+    let model = (wire.spec().model == ModelPlacement::Body).then_some(upstream_model);
+    if !preset && spec.drop_fields.is_empty() && refused.is_empty() {
+        // Nothing to take out: written straight from the canonical request (with
+        // no `Value` in between where the wire's bodies are typed).
+        let mut body = Vec::with_capacity(1024);
+        wire.write_request_for(req, traits, model, &mut body)?;
+        return Ok(body);
+    }
+    let mut v = if preset {
+        openai_chat::encode_request_as(req, &spec.openai)?
+    } else {
+        wire.encode_request_for(req, traits)?
     };
     if let Value::Object(m) = &mut v {
-        if wire.spec().model == ModelPlacement::Body {
-            m.insert("model".into(), Value::String(upstream_model.to_owned()));
+        if let Some(model) = model {
+            m.insert("model".into(), Value::String(model.to_owned()));
         }
         // What the provider is known to refuse goes from translations too.
-        for field in &spec.drop_fields {
-            m.remove(field);
-        }
-        for field in out.refused.into_iter().flat_map(crate::refusals::Learned::fields) {
+        for field in spec.drop_fields.iter().map(String::as_str).chain(refused) {
             m.remove(field);
         }
     }

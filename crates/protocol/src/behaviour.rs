@@ -48,6 +48,23 @@ pub trait WireBehaviour: Sync {
         traits: ModelTraits,
     ) -> Result<Value, ProtocolError>;
 
+    /// See [`crate::Wire::write_request_for`]. By default [`Self::encode_request_for`]'s
+    /// value, written out; a wire with typed bodies writes them with none.
+    fn write_request_for(
+        &self,
+        req: &Request,
+        traits: ModelTraits,
+        model: Option<&str>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtocolError> {
+        let mut body = self.encode_request_for(req, traits)?;
+        if let (Some(model), Value::Object(map)) = (model, &mut body) {
+            map.insert("model".into(), Value::String(model.to_owned()));
+        }
+        crate::util::write_json(out, &body);
+        Ok(())
+    }
+
     /// See [`crate::Wire::parse_response`].
     fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError>;
 

@@ -321,6 +321,19 @@ impl Wire {
         self.behaviour().encode_request_for(req, traits)
     }
 
+    /// [`Wire::encode_request_for`], appended to `out` as bytes, with `model` as
+    /// the body's model (for a wire that names it in the body). Wires with typed
+    /// bodies serialize straight from `req`, with no `Value` in between.
+    pub fn write_request_for(
+        self,
+        req: &Request,
+        traits: ModelTraits,
+        model: Option<&str>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtocolError> {
+        self.behaviour().write_request_for(req, traits, model, out)
+    }
+
     /// Parse an upstream's whole (non-streamed) response body.
     pub fn parse_response(self, body: &[u8]) -> Result<Response, ProtocolError> {
         self.behaviour().parse_response(body)

@@ -77,12 +77,10 @@ impl StreamEncoder for Encoder {
             StreamEvent::Delta { index, delta } => {
                 self.ensure_started(out);
                 let delta = match delta {
-                    Delta::Text { text } => BlockDelta::TextDelta { text },
-                    Delta::Thinking { text } => BlockDelta::ThinkingDelta { thinking: text },
-                    Delta::Signature { signature } => BlockDelta::SignatureDelta { signature },
-                    Delta::ToolArguments { json } => {
-                        BlockDelta::InputJsonDelta { partial_json: json }
-                    }
+                    Delta::Text { text } => BlockDelta::Text { text },
+                    Delta::Thinking { text } => BlockDelta::Thinking { thinking: text },
+                    Delta::Signature { signature } => BlockDelta::Signature { signature },
+                    Delta::ToolArguments { json } => BlockDelta::InputJson { partial_json: json },
                 };
                 emit(out, &Event::ContentBlockDelta { index: *index, delta });
             }

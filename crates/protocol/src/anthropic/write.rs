@@ -152,14 +152,18 @@ fn arguments(text: &str) -> &RawValue {
     serde_json::from_str::<&RawValue>(text).unwrap_or_else(|_| empty_input())
 }
 
-/// A `content_block_delta`'s piece.
+/// A `content_block_delta`'s piece; `type` is the variant's name with `_delta`.
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 pub(super) enum BlockDelta<'a> {
-    TextDelta { text: &'a str },
-    ThinkingDelta { thinking: &'a str },
-    SignatureDelta { signature: &'a str },
-    InputJsonDelta { partial_json: &'a str },
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
 }
 
 /// `message_delta`'s `delta`.

@@ -49,6 +49,22 @@ impl WireBehaviour for OpenAiChatWire {
         Ok(body)
     }
 
+    fn write_request_for(
+        &self,
+        req: &Request,
+        traits: ModelTraits,
+        model: Option<&str>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtocolError> {
+        let mut body = super::request_out::Body::of(req, None)?;
+        if let Some(model) = model {
+            body.model = model;
+        }
+        super::sampling::strip_typed(&mut body, traits);
+        crate::util::write_json(out, &body);
+        Ok(())
+    }
+
     fn parse_response(&self, body: &[u8]) -> Result<Response, ProtocolError> {
         super::parse_response(body)
     }

@@ -11,6 +11,7 @@ mod compat;
 mod models;
 mod native;
 mod request;
+mod request_out;
 mod response;
 pub mod sampling;
 mod stream_decode;

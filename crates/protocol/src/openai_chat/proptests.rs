@@ -131,6 +131,20 @@ proptest! {
     }
 
     #[test]
+    fn the_written_body_is_the_encoded_one_with_the_model(req in request(), reasoning in any::<bool>()) {
+        // A reasoning model takes no sampling parameters: both paths leave them out.
+        let upstream = if reasoning { "o3" } else { "gpt-4o" };
+        let traits = crate::ModelTraits::infer(crate::Wire::OpenAiChat, upstream);
+        let mut written = Vec::new();
+        crate::Wire::OpenAiChat.write_request_for(&req, traits, Some(upstream), &mut written).unwrap();
+        let mut encoded = crate::Wire::OpenAiChat.encode_request_for(&req, traits).unwrap();
+        encoded["model"] = serde_json::json!(upstream);
+        let written: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        prop_assert_eq!(&written, &encoded);
+        prop_assert_eq!(written.get("temperature").is_some(), req.temperature.is_some() && !reasoning);
+    }
+
+    #[test]
     fn response_round_trips(resp in response()) {
         let wire = serde_json::to_vec(&encode_response(&resp)).unwrap();
         let back = parse_response(&wire).unwrap();

@@ -35,6 +35,14 @@ pub fn strip(body: &mut Value, traits: ModelTraits) {
     }
 }
 
+/// Leave them out of a typed body (the same fields as [`strip`]).
+pub(super) fn strip_typed(body: &mut super::request_out::Body<'_>, traits: ModelTraits) {
+    if !traits.sampling {
+        body.temperature = None;
+        body.top_p = None;
+    }
+}
+
 /// For the record: those `req` asked for that the model refuses.
 pub fn dropped(req: &Request, traits: ModelTraits) -> Vec<String> {
     if traits.sampling {
