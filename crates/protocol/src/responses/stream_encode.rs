@@ -1,5 +1,6 @@
 //! Stream encoding: canonical events → a Responses SSE stream.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::{
@@ -117,14 +118,7 @@ impl Encoder {
     }
 
     fn emit(&mut self, out: &mut Vec<u8>, ty: &str, payload: Value) {
-        let mut event = match payload {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        event.insert("type".into(), json!(ty));
-        event.insert("sequence_number".into(), json!(self.seq));
-        self.seq += 1;
-        sse::write_json(out, Some(ty), &Value::Object(event));
+        emit_value(out, &mut self.seq, ty, payload);
     }
 
     fn snapshot(&self, status: &str, incomplete_reason: Option<&str>, error: Value) -> Value {
@@ -223,29 +217,32 @@ impl Encoder {
             return;
         }
         let (item_id, output_index) = (open.item_id.as_str(), open.output_index);
-        let mut events: Vec<(&str, Value)> = Vec::new();
+        let seq = &mut self.seq;
+        let piece = |ty, delta| DeltaEvent {
+            ty,
+            sequence_number: 0,
+            item_id,
+            output_index,
+            content_index: None,
+            summary_index: None,
+            delta,
+            logprobs: None,
+        };
         match (&mut open.kind, delta) {
             (OpenKind::Text { text }, Delta::Text { text: d }) if !d.is_empty() => {
                 text.push_str(d);
-                events.push((
-                    "response.output_text.delta",
-                    json!({
-                        "item_id": item_id,
-                        "output_index": output_index,
-                        "content_index": 0,
-                        "delta": d,
-                        "logprobs": [],
-                    }),
-                ));
+                let event = DeltaEvent {
+                    content_index: Some(0),
+                    logprobs: Some([]),
+                    ..piece("response.output_text.delta", d)
+                };
+                emit_delta(out, seq, event);
             }
             (OpenKind::ToolCall { arguments, .. }, Delta::ToolArguments { json: d })
                 if !d.is_empty() =>
             {
                 arguments.push_str(d);
-                events.push((
-                    "response.function_call_arguments.delta",
-                    json!({"item_id": item_id, "output_index": output_index, "delta": d}),
-                ));
+                emit_delta(out, seq, piece("response.function_call_arguments.delta", d));
             }
             (OpenKind::CustomCall { arguments, .. }, Delta::ToolArguments { json: d }) => {
                 arguments.push_str(d);
@@ -258,7 +255,9 @@ impl Encoder {
             {
                 text.push_str(d);
                 if !std::mem::replace(part_open, true) {
-                    events.push((
+                    emit_value(
+                        out,
+                        seq,
                         "response.reasoning_summary_part.added",
                         json!({
                             "item_id": item_id,
@@ -266,23 +265,16 @@ impl Encoder {
                             "summary_index": 0,
                             "part": {"type": "summary_text", "text": ""},
                         }),
-                    ));
+                    );
                 }
-                events.push((
-                    "response.reasoning_summary_text.delta",
-                    json!({
-                        "item_id": item_id,
-                        "output_index": output_index,
-                        "summary_index": 0,
-                        "delta": d,
-                    }),
-                ));
+                let event = DeltaEvent {
+                    summary_index: Some(0),
+                    ..piece("response.reasoning_summary_text.delta", d)
+                };
+                emit_delta(out, seq, event);
             }
             // Signatures are Anthropic-only; mismatched or empty deltas carry nothing.
             _ => {}
-        }
-        for (ty, payload) in events {
-            self.emit(out, ty, payload);
         }
     }
 
@@ -460,4 +452,40 @@ impl StreamEncoder for Encoder {
         let response = self.snapshot("failed", None, error);
         self.emit(out, "response.failed", json!({"response": response}));
     }
+}
+
+/// One event: `payload`'s fields, with its `type` and the next `sequence_number`.
+fn emit_value(out: &mut Vec<u8>, seq: &mut u64, ty: &str, payload: Value) {
+    let mut event = match payload {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    event.insert("type".into(), json!(ty));
+    event.insert("sequence_number".into(), json!(*seq));
+    *seq += 1;
+    sse::write_json(out, Some(ty), &Value::Object(event));
+}
+
+/// A delta: the event a stream sends per chunk, so written typed (no `Value`).
+#[derive(Serialize)]
+struct DeltaEvent<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    sequence_number: u64,
+    item_id: &'a str,
+    output_index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary_index: Option<usize>,
+    delta: &'a str,
+    /// `[]` on a text delta (the SDKs type it as required there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<[(); 0]>,
+}
+
+fn emit_delta(out: &mut Vec<u8>, seq: &mut u64, event: DeltaEvent<'_>) {
+    let event = DeltaEvent { sequence_number: *seq, ..event };
+    *seq += 1;
+    sse::write_data(out, Some(event.ty), &event);
 }
