@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+use super::write::CallOut;
 use crate::carry::{self, Placement};
 use crate::{
     Document, DocumentSource, Image, Part, ProtocolError, Request, ResponseFormat, Role, TextBlock,
@@ -294,20 +295,6 @@ struct FileOut {
 }
 
 #[derive(Serialize)]
-struct CallOut<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: CallFunctionOut<'a>,
-}
-
-#[derive(Serialize)]
-struct CallFunctionOut<'a> {
-    name: &'a str,
-    arguments: &'a str,
-}
-
-#[derive(Serialize)]
 struct ToolOut<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
@@ -453,11 +440,7 @@ fn assistant<'a>(
                 None => text = Some(Cow::Borrowed(&t.text)),
                 Some(acc) => acc.to_mut().push_str(&t.text),
             },
-            Part::ToolCall(c) => calls.push(CallOut {
-                id: &c.id,
-                kind: "function",
-                function: CallFunctionOut { name: &c.name, arguments: &c.arguments },
-            }),
+            Part::ToolCall(c) => calls.push(CallOut::of(c)),
             // Reasoning from any provider is not sent back: OpenAI-compatible servers
             // either ignore it or refuse it (unless `echo` asks for it, below).
             Part::Thinking { .. } | Part::RedactedThinking { .. } => {}

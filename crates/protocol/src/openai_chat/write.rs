@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use crate::{Part, Response, StopReason, Usage};
+use crate::{Part, Response, StopReason, ToolCall, Usage};
 
 /// A whole chat completion (`object: chat.completion`).
 #[derive(Serialize)]
@@ -40,8 +40,9 @@ struct MessageOut<'a> {
     tool_calls: Vec<CallOut<'a>>,
 }
 
+/// A whole tool call, in an answer or in a request's assistant turn.
 #[derive(Serialize)]
-struct CallOut<'a> {
+pub(super) struct CallOut<'a> {
     id: &'a str,
     #[serde(rename = "type")]
     kind: &'static str,
@@ -52,6 +53,16 @@ struct CallOut<'a> {
 struct FunctionOut<'a> {
     name: &'a str,
     arguments: &'a str,
+}
+
+impl<'a> CallOut<'a> {
+    pub(super) fn of(call: &'a ToolCall) -> Self {
+        CallOut {
+            id: &call.id,
+            kind: "function",
+            function: FunctionOut { name: &call.name, arguments: &call.arguments },
+        }
+    }
 }
 
 /// Usage as OpenAI reports it.
@@ -121,11 +132,7 @@ impl<'a> Completion<'a> {
             .content
             .iter()
             .filter_map(|p| match p {
-                Part::ToolCall(c) => Some(CallOut {
-                    id: &c.id,
-                    kind: "function",
-                    function: FunctionOut { name: &c.name, arguments: &c.arguments },
-                }),
+                Part::ToolCall(c) => Some(CallOut::of(c)),
                 _ => None,
             })
             .collect();
