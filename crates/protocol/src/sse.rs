@@ -244,7 +244,7 @@ impl Partial {
         if !matches!(field, b"data" | b"event" | b"id") {
             return Ok(());
         }
-        let value = String::from_utf8_lossy(value);
+        let value = crate::util::lossy(value);
         // The size once this line is taken: data grows (with its joining `\n`),
         // `event:` and `id:` replace their old values.
         let size = match field {

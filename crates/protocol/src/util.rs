@@ -406,6 +406,17 @@ pub fn replace_and_insert(
     Some(out)
 }
 
+/// `bytes` as text, as `String::from_utf8_lossy` gives it (U+FFFD for each
+/// invalid sequence), but checked first by the standard library's validator:
+/// `from_utf8_lossy` walks valid text a byte at a time, and on a stream's frames
+/// it was the relay's largest single cost.
+pub fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// FNV-1a, 64-bit: a stable, dependency-free hash for deterministic ids.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -447,6 +458,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    proptest! {
+        #[test]
+        fn lossy_reads_as_from_utf8_lossy(bytes in proptest::collection::vec(any::<u8>(), 0..64), text in ".{0,16}") {
+            prop_assert_eq!(lossy(&bytes), String::from_utf8_lossy(&bytes));
+            prop_assert!(matches!(lossy(text.as_bytes()), std::borrow::Cow::Borrowed(t) if t == text));
+        }
+    }
 
     #[test]
     fn a_flat_array_of_zeros_is_refused_by_its_count() {

@@ -344,8 +344,13 @@ impl Pump {
                 None
             };
             let data = renamed.as_deref().unwrap_or(ev.data.as_bytes());
-            let data = redactor.forwarded(data);
-            sse::write_event(out, ev.event.as_deref(), &String::from_utf8_lossy(&data));
+            match redactor.forwarded(data) {
+                // Untouched: the frame's own text.
+                Cow::Borrowed(_) if renamed.is_none() => {
+                    sse::write_event(out, ev.event.as_deref(), &ev.data);
+                }
+                data => sse::write_event(out, ev.event.as_deref(), &util::lossy(&data)),
+            }
         }
     }
 

@@ -189,7 +189,7 @@ impl<'a> Headers<'a> {
 }
 
 fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    crate::util::lossy(bytes).into_owned()
 }
 
 /// The big-endian u32 at `at`; the caller has checked the length.

@@ -76,7 +76,7 @@ fn line(bytes: &[u8], max_line: usize, out: &mut Vec<Frame>) -> Result<(), Frame
     }
     let bytes = bytes.trim_ascii();
     if !bytes.is_empty() {
-        let data = String::from_utf8_lossy(bytes).into_owned();
+        let data = crate::util::lossy(bytes).into_owned();
         out.push(Frame { event: None, data, id: None });
     }
     Ok(())
