@@ -45,6 +45,7 @@ pub mod exec;
 pub mod filter;
 pub mod health_sync;
 pub mod hosted;
+pub mod intent;
 pub mod limits;
 pub mod mock;
 pub mod otel;

@@ -1,0 +1,133 @@
+//! Intent: what a request needs, read from the request itself, for the `auto`
+//! models to route by. The classifier is deterministic and auditable: a fixed
+//! order of named rules over signals measured on the canonical request (so the
+//! four client formats classify alike), each decision carrying the rule that made
+//! it and the signals it saw.
+//!
+//! The rules, first match wins:
+//!
+//! | rule | class | when |
+//! |---|---|---|
+//! | `image` | vision | the last user turn carries an image (or a tool result does) |
+//! | `image_referred` | vision | an earlier turn's image, which the last turn points at |
+//! | `small_talk` | cheap | the last user turn is only a greeting, thanks or sign-off |
+//! | `tool_loop` | code | the client sends tool results back and its tools are a coding agent's (files, shell, edits, search) |
+//! | `coding_agent` | code | a coding agent's tools or system prompt, and the turn asks for work |
+//! | `code_text` | code | the task text holds code, a stack trace or build output, or asks for code by name |
+//! | `writing` | ordinary | a writing task (poem, email, summary, translation of a text) |
+//! | `reasoning_text` | reasoning | proofs, probability, puzzles, equations, quantitative problems, many constraints |
+//! | `short` | cheap | a short question with no evidence of the above, or one asking for a terse answer |
+//! | `default` | ordinary | everything else |
+//!
+//! A short follow-up (`why?`, `and the second?`) is read with the user turn before
+//! it: its context carries the class.
+
+mod signals;
+
+use switchyard_protocol::Request;
+
+pub use signals::Signals;
+
+/// What a request needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Intent {
+    /// Deliberate multi-step thought that is not software work.
+    Reasoning,
+    /// Software engineering: code, shell, build output, a coding agent's loop.
+    Code,
+    /// Writing, explaining, summarising, advising: the general case.
+    Ordinary,
+    /// Trivial: small talk, one-line facts, trivial arithmetic.
+    Cheap,
+    /// Answering needs looking at an image.
+    Vision,
+}
+
+impl Intent {
+    /// Every class, in a stable order.
+    pub const ALL: [Intent; 5] =
+        [Intent::Reasoning, Intent::Code, Intent::Ordinary, Intent::Cheap, Intent::Vision];
+
+    /// The name configs, headers and records use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::Reasoning => "reasoning",
+            Intent::Code => "code",
+            Intent::Ordinary => "ordinary",
+            Intent::Cheap => "cheap",
+            Intent::Vision => "vision",
+        }
+    }
+
+    /// The class a name (as [`Intent::as_str`] writes it) stands for.
+    pub fn parse(name: &str) -> Option<Intent> {
+        Intent::ALL.into_iter().find(|i| i.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Intent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A classification and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The class.
+    pub intent: Intent,
+    /// The rule that decided (see the module's table).
+    pub rule: &'static str,
+    /// What the rules saw.
+    pub signals: Signals,
+}
+
+impl Decision {
+    /// `auto:<class>`, the descriptor records and headers carry, with the rule:
+    /// `auto:code (tool_loop)`.
+    pub fn describe(&self) -> String {
+        format!("auto:{} ({})", self.intent, self.rule)
+    }
+}
+
+/// Classify `req` by the rules in the module's table.
+pub fn classify(req: &Request) -> Decision {
+    let s = Signals::of(req);
+    let (intent, rule) = decide(&s);
+    Decision { intent, rule, signals: s }
+}
+
+/// The rules over the signals, in order.
+fn decide(s: &Signals) -> (Intent, &'static str) {
+    if s.images_last > 0 {
+        return (Intent::Vision, "image");
+    }
+    if s.image_referred {
+        return (Intent::Vision, "image_referred");
+    }
+    if s.small_talk {
+        return (Intent::Cheap, "small_talk");
+    }
+    if s.tool_results_last > 0 && s.coding_tools {
+        return (Intent::Code, "tool_loop");
+    }
+    if (s.coding_tools || s.coding_system) && !s.writing && s.task_chars > 0 {
+        return (Intent::Code, "coding_agent");
+    }
+    if s.code >= signals::CODE_THRESHOLD {
+        return (Intent::Code, "code_text");
+    }
+    if s.writing {
+        return (Intent::Ordinary, "writing");
+    }
+    if s.reasoning >= signals::REASONING_THRESHOLD {
+        return (Intent::Reasoning, "reasoning_text");
+    }
+    if s.short {
+        return (Intent::Cheap, "short");
+    }
+    (Intent::Ordinary, "default")
+}
+
+#[cfg(test)]
+mod tests;

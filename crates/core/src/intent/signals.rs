@@ -1,0 +1,1174 @@
+//! The signals the intent rules read, measured once on the canonical request.
+//! Word lists are small and named, so a decision can be explained by pointing at
+//! the list that matched; they hold the common terms of the languages clients
+//! write in, and structural signals (code fences, stack traces, code-shaped
+//! lines, equations) carry across languages.
+
+use switchyard_protocol::{Message, Part, Request, Role};
+
+/// Code evidence at or above this decides `code_text`.
+pub(super) const CODE_THRESHOLD: u32 = 4;
+/// Reasoning evidence at or above this decides `reasoning_text`.
+pub(super) const REASONING_THRESHOLD: u32 = 3;
+/// A task text this short (in characters) with nothing else in it is `short`.
+const SHORT_CHARS: usize = 80;
+/// A last user turn this short is a follow-up, read with the turn before it.
+const FOLLOW_UP_CHARS: usize = 40;
+
+/// What the rules saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Signals {
+    /// Characters of the task text: the last user turn's text, with the user
+    /// turn before it when it is a short follow-up or only tool results.
+    pub task_chars: usize,
+    /// Messages in the conversation.
+    pub turns: usize,
+    /// Images in the last user turn (tool results' included).
+    pub images_last: usize,
+    /// No image in the last user turn, but one earlier that the last turn
+    /// points at ("look at the photo again").
+    pub image_referred: bool,
+    /// Tool results in the last user turn.
+    pub tool_results_last: usize,
+    /// The tools look like a coding agent's (files, shell, edits, search).
+    pub coding_tools: bool,
+    /// The system prompt describes a coding agent.
+    pub coding_system: bool,
+    /// The last user turn is only a greeting, thanks or sign-off.
+    pub small_talk: bool,
+    /// The task asks for writing: a poem, an email, a summary.
+    pub writing: bool,
+    /// The last user turn is short and asks for no explanation, or asks for a
+    /// terse answer (one word, a number, yes or no).
+    pub short: bool,
+    /// Code evidence (see [`CODE_THRESHOLD`]).
+    pub code: u32,
+    /// Reasoning evidence (see [`REASONING_THRESHOLD`]).
+    pub reasoning: u32,
+}
+
+impl Signals {
+    /// Measure `req`.
+    pub fn of(req: &Request) -> Signals {
+        let users: Vec<&Message> = req.messages.iter().filter(|m| m.role == Role::User).collect();
+        let last = users.last().copied();
+        let mut s = Signals { turns: req.messages.len(), ..Signals::default() };
+        let last_text = last.map(|m| text_of(&m.content)).unwrap_or_default();
+        if let Some(m) = last {
+            for part in &m.content {
+                match part {
+                    Part::Image(_) => s.images_last += 1,
+                    Part::ToolResult(r) => {
+                        s.tool_results_last += 1;
+                        s.images_last +=
+                            r.content.iter().filter(|p| matches!(p, Part::Image(_))).count();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        s.coding_tools = coding_tools(req);
+        let system: String =
+            req.system.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n");
+        s.coding_system = distinct_hits(&system.to_lowercase(), CODING_SYSTEM) >= 2;
+        let last_lower = last_text.trim().to_lowercase();
+        s.small_talk = s.tool_results_last == 0 && is_small_talk(&last_lower);
+        // The task: the last user words, with the turn before them where they
+        // lean on it (a follow-up) or where the turn is only tool results.
+        let earlier =
+            users.iter().rev().skip(1).map(|m| text_of(&m.content)).find(|t| !t.trim().is_empty());
+        let task = match earlier {
+            Some(before) if text_len(&last_lower) <= FOLLOW_UP_CHARS => {
+                format!("{before}\n{last_text}")
+            }
+            _ => last_text.clone(),
+        };
+        let task_lower = task.to_lowercase();
+        s.task_chars = text_len(task.trim());
+        s.writing = is_writing(&task_lower, s.task_chars);
+        s.code = code_evidence(&task, &task_lower, s.writing);
+        s.reasoning = reasoning_evidence(&task, &task_lower);
+        let explains = distinct_hits(&last_lower, EXPLAIN) > 0;
+        s.short = (text_len(&last_lower) <= SHORT_CHARS && !explains)
+            || distinct_hits(&last_lower, TERSE) > 0;
+        s.image_referred = s.images_last == 0
+            && users
+                .iter()
+                .rev()
+                .skip(1)
+                .any(|m| m.content.iter().any(|p| matches!(p, Part::Image(_))))
+            && distinct_hits(&last_lower, IMAGE_WORDS) > 0;
+        s
+    }
+}
+
+/// The text parts of a turn, joined.
+fn text_of(parts: &[Part]) -> String {
+    let mut out = String::new();
+    for part in parts {
+        if let Part::Text(t) = part {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&t.text);
+        }
+    }
+    out
+}
+
+/// Whether `needle` occurs in `hay` as a word (or, for a needle with non-ASCII
+/// letters such as CJK, anywhere: those scripts do not separate words).
+fn has_word(hay: &str, needle: &str) -> bool {
+    if !needle.is_ascii() {
+        return hay.contains(needle);
+    }
+    let bytes = hay.as_bytes();
+    let mut from = 0;
+    while let Some(at) = hay.get(from..).and_then(|h| h.find(needle)) {
+        let start = from + at;
+        let end = start + needle.len();
+        let before = start.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        let after = bytes.get(end).copied();
+        let boundary = |b: Option<u8>| b.is_none_or(|b| !b.is_ascii_alphanumeric() && b != b'_');
+        // A needle ending in a space or punctuation bounds itself.
+        let open_end = needle.ends_with(|c: char| !c.is_ascii_alphanumeric());
+        if boundary(before) && (open_end || boundary(after)) {
+            return true;
+        }
+        from = start + 1;
+    }
+    false
+}
+
+/// How many of `list` occur in `hay` as words.
+fn distinct_hits(hay: &str, list: &[&str]) -> usize {
+    list.iter().filter(|w| has_word(hay, w)).count()
+}
+
+fn is_small_talk(lower: &str) -> bool {
+    let cleaned: String =
+        lower.chars().map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' }).collect();
+    let words: Vec<&str> = cleaned.split_whitespace().collect();
+    if words.is_empty() || words.len() > 8 {
+        return false;
+    }
+    // Every word small talk, or the whole (unspaced scripts) one phrase.
+    words.iter().all(|w| SMALL_TALK.contains(w))
+        || SMALL_TALK_PHRASES.iter().any(|p| cleaned.trim() == *p)
+}
+
+/// A writing task: a writing verb with a piece of writing as its object
+/// (`write a poem`, `draft an email`), or a summary, proofreading or rewrite of
+/// a text. The object alone is not enough: "each letter is a digit".
+fn is_writing(lower: &str, chars: usize) -> bool {
+    (distinct_hits(lower, WRITING_VERBS) > 0 && distinct_hits(lower, WRITING_OBJECTS) > 0)
+        || distinct_hits(lower, REWORKING) > 0
+        || (chars > 200 && distinct_hits(lower, TRANSLATE) > 0)
+}
+
+/// A text's length as it reads: a CJK character, a kana or a hangul syllable
+/// carries about as much as a short English word, so it counts three.
+pub(super) fn text_len(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c as u32 {
+            0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF => 3,
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Whether the tools are a coding agent's: at least two (or the only one) whose
+/// name has a word of [`CODING_TOOLS`] (`read_file`, `Bash`, `apply_patch`,
+/// `TodoWrite`); `get_order_details` or `search_flights` have none.
+fn coding_tools(req: &Request) -> bool {
+    let coding = req
+        .tools
+        .iter()
+        .filter(|t| name_words(&t.name).iter().any(|w| CODING_TOOLS.contains(&w.as_str())))
+        .count();
+    coding >= 2 || (coding == 1 && req.tools.len() == 1)
+}
+
+/// A tool name's words: split at `_`, `-`, `.` and where camelCase turns upper.
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if (!c.is_alphanumeric() || (c.is_uppercase() && prev_lower)) && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Code evidence in the task text: its structure first (fences, traces,
+/// code-shaped lines, paths), then what it asks for by name. A writing task's
+/// words about code count for nothing without code in it.
+fn code_evidence(text: &str, lower: &str, writing: bool) -> u32 {
+    let mut structural = 0u32;
+    let fences = text.matches("```").count();
+    structural += match fences {
+        0 => 0,
+        1 => 2,
+        _ => 4,
+    };
+    if TRACES.iter().any(|t| text.contains(t)) {
+        structural += 4;
+    }
+    let code_lines = text.lines().filter(|l| looks_like_code(l)).count();
+    structural += match code_lines {
+        0 => 0,
+        1 | 2 => 2,
+        _ => 4,
+    };
+    if text.split_whitespace().any(is_code_path) {
+        structural += 2;
+    }
+    let identifiers = text
+        .split(|c: char| c.is_whitespace() || ",;\"'`".contains(c))
+        .filter(|w| is_identifier_like(w))
+        .count();
+    structural += identifiers.min(3) as u32;
+    let inline = text.split('`').skip(1).step_by(2).filter(|s| {
+        !s.is_empty() && s.len() < 80 && s.contains(['(', '.', '_', '/', '-', '=', ':'])
+    });
+    structural += inline.take(2).count() as u32;
+    if writing {
+        return structural;
+    }
+    let asks = distinct_hits(lower, CODE_ASKS).min(2) as u32 * 2;
+    let words = distinct_hits(lower, CODE_WORDS).min(3) as u32;
+    structural + asks + words
+}
+
+/// A command-line flag (`--hard`, `-rf`), a snake_case name (`created_at`), or
+/// a call (`customers(id`, `len()`).
+fn is_identifier_like(word: &str) -> bool {
+    let flag = word.len() > 2
+        && word.starts_with("--")
+        && word[2..].chars().all(|c| c.is_ascii_lowercase() || c == '-');
+    let letters = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric());
+    let snake = word.split('_').count() >= 2 && word.split('_').all(letters);
+    let call = word.split_once('(').is_some_and(|(name, _)| {
+        name.len() >= 2 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    });
+    flag || snake || call
+}
+
+/// A line shaped like code in most languages, or a shell prompt.
+fn looks_like_code(line: &str) -> bool {
+    let t = line.trim();
+    if t.len() < 3 {
+        return false;
+    }
+    let ends = t.ends_with(';') || t.ends_with('{') || t == "}" || t == "};" || t.ends_with("):");
+    let starts = CODE_LINE_STARTS.iter().any(|s| t.starts_with(s));
+    let assigns = t.contains(" = ") && (t.contains('(') || t.ends_with(')') || t.ends_with(']'));
+    let arrow = t.contains(" => ") || t.contains(" -> ");
+    // An indented `key:` or `- key: value` line: YAML, the configs CI and
+    // deployments are written in.
+    let indented = line.starts_with("  ") || line.starts_with('\t');
+    let yaml_key = t.trim_start_matches("- ").split_once(':').is_some_and(|(k, _)| {
+        !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    });
+    ends || starts
+        || (assigns && !t.contains(". "))
+        || (arrow && t.contains('('))
+        || (indented && yaml_key)
+}
+
+fn is_code_path(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| "`'\"(),:;".contains(c));
+    if CODE_FILES.iter().any(|f| w.eq_ignore_ascii_case(f)) {
+        return true;
+    }
+    match w.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !stem.ends_with('.') => {
+            CODE_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str())
+                && stem.chars().all(|c| c.is_ascii_alphanumeric() || "_-/.".contains(c))
+        }
+        _ => false,
+    }
+}
+
+/// Reasoning evidence: what the task asks (proofs, probability, puzzles), how
+/// it is written (equations, notation), and how constrained it is.
+fn reasoning_evidence(text: &str, lower: &str) -> u32 {
+    let mut score = 3 * distinct_hits(lower, REASONING_STRONG).min(2) as u32;
+    score += distinct_hits(lower, REASONING_WEAK).min(2) as u32;
+    let notation = MATH_NOTATION.iter().filter(|n| text.contains(*n)).count()
+        + text.split_whitespace().filter(|w| is_equation(w)).count().min(3);
+    if notation >= 2 {
+        score += 2;
+    }
+    let numbers = text.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).count();
+    if numbers >= 3 && distinct_hits(lower, QUANTITATIVE) > 0 && text_len(text) > SHORT_CHARS {
+        score += 2;
+    }
+    let constraints = CONSTRAINTS.iter().map(|c| lower.matches(c).count()).sum::<usize>();
+    if numbers >= 4 && constraints >= 3 {
+        score += 2;
+    }
+    score
+}
+
+/// `x^2`, `2x+3=7`, `f(x)`, `n!`: a word that is an expression.
+fn is_equation(word: &str) -> bool {
+    let has_digit = word.chars().any(|c| c.is_ascii_digit());
+    let ops = word.chars().filter(|c| "=^+*/<>".contains(*c)).count();
+    (has_digit && ops >= 1 && word.len() >= 3 && !word.contains("://"))
+        || word.starts_with("f(")
+        || (word.ends_with('!')
+            && word.trim_end_matches('!').chars().all(|c| c.is_ascii_alphanumeric())
+            && word.len() > 1
+            && word.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && word.len() <= 4)
+}
+
+const SMALL_TALK: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "heya",
+    "yo",
+    "thanks",
+    "thank",
+    "you",
+    "thx",
+    "ty",
+    "cheers",
+    "ok",
+    "okay",
+    "great",
+    "cool",
+    "nice",
+    "awesome",
+    "perfect",
+    "bye",
+    "goodbye",
+    "good",
+    "morning",
+    "night",
+    "evening",
+    "afternoon",
+    "got",
+    "it",
+    "sounds",
+    "appreciate",
+    "much",
+    "so",
+    "very",
+    "lol",
+    "sure",
+    "np",
+    "welcome",
+    "you're",
+    "that's",
+    "all",
+    "for",
+    "now",
+    "see",
+    "ya",
+    "later",
+    "again",
+    "a",
+    "lot",
+    "was",
+    "that",
+    "is",
+    "it's",
+    "really",
+    "super",
+    "done",
+    "wonderful",
+    "excellent",
+    "brilliant",
+    "the",
+    "help",
+    "helpful",
+    "there",
+    "how",
+    "are",
+    "hola",
+    "gracias",
+    "muchas",
+    "adiós",
+    "adios",
+    "buenos",
+    "días",
+    "dias",
+    "buenas",
+    "noches",
+    "danke",
+    "dankeschön",
+    "schön",
+    "vielen",
+    "dank",
+    "hallo",
+    "tschüss",
+    "guten",
+    "tag",
+    "morgen",
+    "merci",
+    "beaucoup",
+    "bonjour",
+    "salut",
+    "bonsoir",
+    "obrigado",
+    "obrigada",
+    "olá",
+    "ola",
+    "oi",
+    "tchau",
+    "ciao",
+    "grazie",
+    "mille",
+    "buongiorno",
+    "спасибо",
+    "привет",
+    "пока",
+    "большое",
+    "شكرا",
+    "مرحبا",
+    "धन्यवाद",
+    "नमस्ते",
+    "शुक्रिया",
+];
+
+const SMALL_TALK_PHRASES: &[&str] = &[
+    "こんにちは",
+    "ありがとう",
+    "ありがとうございます",
+    "ありがとうございました",
+    "おはよう",
+    "おはようございます",
+    "こんばんは",
+    "さようなら",
+    "你好",
+    "谢谢",
+    "谢谢你",
+    "多谢",
+    "再见",
+    "안녕하세요",
+    "감사합니다",
+    "고맙습니다",
+    "안녕",
+];
+
+const WRITING_VERBS: &[&str] = &[
+    "write",
+    "compose",
+    "draft",
+    "craft",
+    "pen",
+    "create",
+    "make",
+    "give me",
+    "turn",
+    "need",
+    "escribe",
+    "escribir",
+    "redacta",
+    "schreib",
+    "schreibe",
+    "verfasse",
+    "écris",
+    "écrire",
+    "rédige",
+    "scrivi",
+    "escreva",
+    "escrever",
+    "書いて",
+    "作って",
+    "写",
+    "लिखो",
+    "लिखिए",
+    "लिखें",
+    "напиши",
+];
+
+const WRITING_OBJECTS: &[&str] = &[
+    "poem",
+    "poems",
+    "haiku",
+    "limerick",
+    "sonnet",
+    "lyrics",
+    "song",
+    "story",
+    "short story",
+    "essay",
+    "email",
+    "e-mail",
+    "cover letter",
+    "letter",
+    "tweet",
+    "slogan",
+    "tagline",
+    "toast",
+    "speech",
+    "blog post",
+    "post",
+    "caption",
+    "announcement",
+    "newsletter",
+    "bio",
+    "message",
+    "poema",
+    "cuento",
+    "correo",
+    "carta",
+    "gedicht",
+    "geschichte",
+    "poème",
+    "histoire",
+    "lettre",
+    "poesia",
+    "storia",
+    "lettera",
+    "詩",
+    "メール",
+    "手紙",
+    "诗",
+    "邮件",
+    "故事",
+    "कविता",
+    "कहानी",
+    "стихотворение",
+    "письмо",
+    "рассказ",
+];
+
+const REWORKING: &[&str] = &[
+    "summarize",
+    "summarise",
+    "summary",
+    "tl;dr",
+    "proofread",
+    "paraphrase",
+    "rewrite",
+    "resumen",
+    "resume",
+    "resumir",
+    "zusammenfassung",
+    "zusammenfassen",
+    "résumé",
+    "résumer",
+    "riassunto",
+    "riassumi",
+    "resumo",
+    "要約",
+    "总结",
+    "摘要",
+    "सारांश",
+    "резюме",
+];
+
+const TRANSLATE: &[&str] =
+    &["translate", "traduce", "traduire", "traduzir", "übersetze", "traduci", "翻訳", "翻译"];
+
+const TERSE: &[&str] = &[
+    "one word",
+    "one-word",
+    "just the name",
+    "just the number",
+    "number only",
+    "only the number",
+    "only the name",
+    "just the answer",
+    "only the answer",
+    "yes or no",
+    "true or false",
+    "positive, negative or neutral",
+    "answer only",
+    "just answer",
+    "sí o no",
+    "ja oder nein",
+    "oui ou non",
+    "sim ou não",
+];
+
+const IMAGE_WORDS: &[&str] = &[
+    "image",
+    "picture",
+    "photo",
+    "screenshot",
+    "diagram",
+    "chart",
+    "look again",
+    "look at",
+    "in the photo",
+    "imagen",
+    "foto",
+    "bild",
+    "photo",
+    "immagine",
+    "画像",
+    "写真",
+    "字",
+    "图片",
+    "照片",
+    "图",
+    "तस्वीर",
+    "фото",
+];
+
+const EXPLAIN: &[&str] = &[
+    "explain",
+    "why",
+    "how does",
+    "how do",
+    "how can",
+    "how should",
+    "describe",
+    "compare",
+    "difference",
+    "differences",
+    "pros and cons",
+    "advice",
+    "recommend",
+    "should i",
+    "help me",
+    "plan",
+    "ideas",
+    "suggest",
+    "write",
+    "draft",
+    "create",
+    "outline",
+    "analyze",
+    "analyse",
+    "review",
+    "explica",
+    "por qué",
+    "erkläre",
+    "erklär",
+    "warum",
+    "explique",
+    "pourquoi",
+    "spiega",
+    "perché",
+    "explique",
+    "porque",
+    "説明",
+    "なぜ",
+    "解释",
+    "为什么",
+    "समझा",
+    "क्यों",
+    "объясни",
+    "почему",
+    "建议",
+    "怎么",
+    "如何",
+    "アドバイス",
+    "どう",
+    "方法",
+    "consejos",
+    "tipps",
+    "conseils",
+    "dicas",
+    "सुझाव",
+    "советы",
+];
+
+const CODING_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "terminal",
+    "exec",
+    "command",
+    "cmd",
+    "read",
+    "write",
+    "edit",
+    "multiedit",
+    "patch",
+    "grep",
+    "glob",
+    "ls",
+    "dir",
+    "directory",
+    "file",
+    "files",
+    "filesystem",
+    "replace",
+    "view",
+    "git",
+    "notebook",
+    "codebase",
+    "code",
+    "apply",
+    "run",
+    "todo",
+    "todowrite",
+];
+
+const CODING_SYSTEM: &[&str] = &[
+    "software engineer",
+    "software engineering",
+    "coding",
+    "programming",
+    "codebase",
+    "repository",
+    "cli",
+    "code",
+    "developer",
+    "pull request",
+    "commit",
+    "terminal",
+    "files",
+];
+
+const TRACES: &[&str] = &[
+    "Traceback (most recent call last)",
+    "Exception in thread",
+    "error[E",
+    "panicked at",
+    "\tat ",
+    "    at ",
+    "Segmentation fault",
+    "npm ERR!",
+    "SyntaxError",
+    "TypeError:",
+    "NameError",
+    "ReferenceError",
+    "NullPointerException",
+    "undefined reference",
+    "command not found",
+    "exited with code",
+    "Uncaught ",
+    "FAILED",
+    "fatal error:",
+    "error: ",
+    "warning: unused",
+    "ModuleNotFoundError",
+    "ImportError",
+    "KeyError",
+    "IndexError",
+    "ValueError",
+    "AttributeError",
+    "segfault",
+    "core dumped",
+    "stack overflow",
+    "cannot find module",
+    "E0",
+    "CrashLoopBackOff",
+    "OOMKilled",
+    "exit status",
+];
+
+const CODE_LINE_STARTS: &[&str] = &[
+    "def ",
+    "class ",
+    "import ",
+    "from ",
+    "fn ",
+    "pub ",
+    "let ",
+    "const ",
+    "var ",
+    "function ",
+    "#include",
+    "public ",
+    "private ",
+    "return ",
+    "if (",
+    "for (",
+    "while (",
+    "select ",
+    "SELECT ",
+    "INSERT ",
+    "UPDATE ",
+    "CREATE ",
+    "$ ",
+    ">>> ",
+    "<div",
+    "</",
+    "package ",
+    "func ",
+    "async ",
+    "await ",
+    "println",
+    "console.",
+    "print(",
+    "echo ",
+    "sudo ",
+    "npm ",
+    "pip ",
+    "cargo ",
+    "git ",
+    "kubectl ",
+    "docker ",
+    "curl ",
+    "#!/",
+    "@",
+    "//",
+    "/*",
+    "# ",
+    "use ",
+    "impl ",
+    "struct ",
+    "enum ",
+    "interface ",
+    "type ",
+    "export ",
+    "module ",
+];
+
+const CODE_FILES: &[&str] = &[
+    "Dockerfile",
+    "Makefile",
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+    "requirements.txt",
+    "pom.xml",
+    "tsconfig.json",
+    ".gitignore",
+    "docker-compose.yml",
+];
+
+const CODE_EXTENSIONS: &[&str] = &[
+    "py", "rs", "js", "ts", "tsx", "jsx", "go", "java", "kt", "c", "h", "cpp", "hpp", "cs", "rb",
+    "php", "swift", "scala", "sh", "bash", "sql", "yaml", "yml", "toml", "json", "tf", "lua", "ex",
+    "exs", "ipynb", "vue", "css", "scss", "html", "gradle", "proto",
+];
+
+const CODE_ASKS: &[&str] = &[
+    "write a function",
+    "write a script",
+    "implement",
+    "refactor",
+    "fix the bug",
+    "fix this bug",
+    "debug",
+    "unit test",
+    "unit tests",
+    "regex",
+    "regular expression",
+    "sql query",
+    "shell command",
+    "bash script",
+    "one-liner",
+    "this code",
+    "my code",
+    "the code",
+    "compile",
+    "stack trace",
+    "pull request",
+    "code review",
+    "write code",
+    "in python",
+    "in rust",
+    "in javascript",
+    "in typescript",
+    "in go",
+    "in java",
+    "in c++",
+    "dockerfile",
+    "kubernetes",
+    "terraform",
+    "github actions",
+    "migration",
+    "endpoint",
+    "api call",
+    "segfault",
+    "memory leak",
+    "race condition",
+    "deadlock",
+    "build fails",
+    "build error",
+    "linker",
+];
+
+const CODE_WORDS: &[&str] = &[
+    "function",
+    "method",
+    "variable",
+    "compiler",
+    "bug",
+    "exception",
+    "sql",
+    "api",
+    "json",
+    "yaml",
+    "docker",
+    "git",
+    "python",
+    "javascript",
+    "typescript",
+    "rust",
+    "golang",
+    "java",
+    "c++",
+    "c#",
+    "kotlin",
+    "bash",
+    "npm",
+    "pip",
+    "cargo",
+    "react",
+    "django",
+    "flask",
+    "css",
+    "html",
+    "algorithm",
+    "recursion",
+    "array",
+    "struct",
+    "class",
+    "library",
+    "framework",
+    "repo",
+    "repository",
+    "codebase",
+    "script",
+    "program",
+    "code",
+    "async",
+    "thread",
+    "database",
+    "query",
+    "schema",
+    "backend",
+    "frontend",
+    "server",
+    "deploy",
+    "ci",
+    "postgres",
+    "postgresql",
+    "mysql",
+    "sqlite",
+    "mongodb",
+    "redis",
+    "join",
+    "regex",
+    "pcre",
+    "jinja",
+    "jinja2",
+    "template",
+    "matplotlib",
+    "pandas",
+    "numpy",
+    "component",
+    "aria",
+    "commit",
+    "branch",
+    "rebase",
+    "merge",
+    "workflow",
+    "pipeline",
+    "shell",
+    "terminal",
+    "compile",
+    "runtime",
+    "null",
+    "index",
+    "loop",
+    "parser",
+    "sdk",
+    "cli",
+    "http",
+    "webhook",
+    "oauth",
+];
+
+const REASONING_STRONG: &[&str] = &[
+    "prove",
+    "proof",
+    "theorem",
+    "lemma",
+    "show that",
+    "derive",
+    "derivation",
+    "probability",
+    "expected value",
+    "how many ways",
+    "combinatorics",
+    "integral",
+    "derivative",
+    "solve for",
+    "logic puzzle",
+    "riddle",
+    "puzzle",
+    "knights and knaves",
+    "by induction",
+    "optimal strategy",
+    "game theory",
+    "equilibrium",
+    "bayes",
+    "conditional probability",
+    "permutations",
+    "combinations",
+    "modulo",
+    "converge",
+    "converges",
+    "eigenvalue",
+    "minimum number",
+    "maximum number",
+    "at least how many",
+    "at most how many",
+    "demuestra",
+    "demostrar",
+    "probabilidad",
+    "ecuación",
+    "beweise",
+    "beweisen",
+    "wahrscheinlichkeit",
+    "gleichung",
+    "démontrer",
+    "démontre",
+    "prouver",
+    "probabilité",
+    "équation",
+    "dimostra",
+    "probabilità",
+    "equazione",
+    "probabilidade",
+    "equação",
+    "demonstre",
+    "証明",
+    "確率",
+    "方程式",
+    "证明",
+    "概率",
+    "方程",
+    "증명",
+    "확률",
+    "доказ",
+    "вероятност",
+    "уравнен",
+    "सिद्ध",
+    "प्रायिकता",
+    "संभावना",
+    "inclusion-exclusion",
+    "包除原理",
+    "pigeonhole",
+    "invariant",
+    "paradox",
+    "all solutions",
+    "maximise",
+    "maximize",
+    "minimise",
+    "minimize",
+    "rate of change",
+    "wahrscheinlich",
+    "knight",
+    "logician",
+    "logicians",
+];
+
+/// Quantitative questions: with several numbers in the text, a problem to work.
+const QUANTITATIVE: &[&str] = &[
+    "how many",
+    "how much",
+    "how long",
+    "how fast",
+    "how far",
+    "how likely",
+    "what is the chance",
+    "which is better",
+    "significant",
+    "sample size",
+    "expected",
+    "rate",
+    "odds",
+    "chance",
+    "cuántos",
+    "cuánto",
+    "wie viele",
+    "wie lange",
+    "wie wahrscheinlich",
+    "combien",
+    "quantos",
+    "quanto",
+    "quanti",
+    "いくつ",
+    "何通り",
+    "多少",
+    "几",
+    "कितना",
+    "कितने",
+    "कितनी",
+    "сколько",
+];
+
+const REASONING_WEAK: &[&str] = &[
+    "step by step",
+    "think carefully",
+    "reason",
+    "reasoning",
+    "trade-off",
+    "trade-offs",
+    "tradeoff",
+    "constraints",
+    "constraint",
+    "schedule",
+    "optimize",
+    "optimise",
+    "minimize",
+    "minimise",
+    "maximize",
+    "maximise",
+    "worst case",
+    "rigorous",
+    "rigorously",
+    "justify",
+    "calculate",
+    "compute",
+    "estimate",
+    "paso a paso",
+    "schritt für schritt",
+    "étape par étape",
+    "show your working",
+    "show the working",
+    "show your work",
+    "walk me through",
+    "convince me",
+    "what am i doing wrong",
+    "passo a passo",
+    "raciocínio",
+    "raisonnement",
+    "montre pourquoi",
+    "途中の式",
+    "推理",
+    "तर्क",
+];
+
+const MATH_NOTATION: &[&str] = &[
+    "√", "∫", "∑", "≤", "≥", "≠", "π", "∞", "\\frac", "\\sum", "\\int", "$$", "mod ", "log(",
+    "sin(", "cos(", "²", "³", "P(", "×", "α", "σ", "μ",
+];
+
+const CONSTRAINTS: &[&str] = &[
+    "must",
+    "cannot",
+    "can't",
+    "at least",
+    "at most",
+    "exactly",
+    "each",
+    "every",
+    "no two",
+    "only if",
+    "unless",
+    "no more than",
+    "no fewer than",
+    "before",
+    "after",
+    "not on",
+];
+
+#[cfg(test)]
+pub(super) fn name_words_for_tests(name: &str) -> Vec<String> {
+    name_words(name)
+}
