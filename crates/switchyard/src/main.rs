@@ -54,6 +54,9 @@ enum Command {
         #[command(subcommand)]
         cmd: cli::catalog::CatalogCmd,
     },
+    /// The intent an `auto` model would route a request body by, and why,
+    /// without sending it.
+    Explain(cli::explain::ExplainArgs),
     /// Operator subcommands: migrate, users, projects, groups, keys, rules,
     /// credentials, secrets, logs, usage (see cli/mod.rs).
     #[command(flatten)]
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
     }) {
         Command::Check { file } => check(file),
         Command::Catalog { cmd } => cli::catalog::run(cmd),
+        Command::Explain(args) => cli::explain::run(args),
         Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);

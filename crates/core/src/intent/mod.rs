@@ -26,7 +26,7 @@ mod signals;
 
 use switchyard_protocol::Request;
 
-pub use signals::Signals;
+pub use signals::{CODE_THRESHOLD, REASONING_THRESHOLD, Signals};
 
 /// What a request needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,9 +7,9 @@
 use switchyard_protocol::{Message, Part, Request, Role};
 
 /// Code evidence at or above this decides `code_text`.
-pub(super) const CODE_THRESHOLD: u32 = 4;
+pub const CODE_THRESHOLD: u32 = 4;
 /// Reasoning evidence at or above this decides `reasoning_text`.
-pub(super) const REASONING_THRESHOLD: u32 = 3;
+pub const REASONING_THRESHOLD: u32 = 3;
 /// A task text this short (in characters) with nothing else in it is `short`.
 const SHORT_CHARS: usize = 80;
 /// A last user turn this short is a follow-up, read with the turn before it.

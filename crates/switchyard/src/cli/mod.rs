@@ -14,6 +14,7 @@ mod budgets;
 mod byok;
 pub mod catalog;
 mod directory;
+pub mod explain;
 mod fmt;
 mod keys;
 mod limits;
