@@ -106,6 +106,8 @@ impl Catalog {
         check_edge(&raw.gateway, &mut problems);
         let console = super::console::compile_console(raw, env, &mut problems);
         let telemetry = super::compile_telemetry::compile_telemetry(raw, &mut problems);
+        let served = |name: &str| lookup.contains_key(name);
+        let intent = super::compile_intent::compile_intent(raw, &served, &routes, &mut problems);
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.
         let map = &raw.source_map;
@@ -143,6 +145,7 @@ impl Catalog {
             budgets: super::compile_numbers::budgets(raw),
             console,
             telemetry,
+            intent,
             warnings,
             provider_index,
             lookup,

@@ -17,6 +17,7 @@ use crate::config::raw;
 mod compile;
 mod compile_auth;
 mod compile_client;
+mod compile_intent;
 mod compile_numbers;
 mod compile_routes;
 mod compile_telemetry;
@@ -65,6 +66,9 @@ pub struct Catalog {
     pub console: ConsoleSpec,
     /// `telemetry:`: traces over OTLP; `None`: off.
     pub telemetry: Option<Arc<crate::otel::TraceConfig>>,
+    /// `intent:`: where the `auto` models send each class; `None`: no `auto`
+    /// models.
+    pub intent: Option<crate::intent::Targets>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

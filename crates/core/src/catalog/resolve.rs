@@ -88,6 +88,17 @@ impl Catalog {
             .and_then(|r| self.routes.get(r))
     }
 
+    /// How a requested `auto` model resolves for `req` (see [`crate::intent`]):
+    /// `None` for every other name, and for every name without `intent:`.
+    pub fn auto_model(
+        &self,
+        requested: &str,
+        req: &switchyard_protocol::Request,
+    ) -> Option<crate::intent::Resolved> {
+        let targets = self.intent.as_ref()?;
+        crate::intent::resolve(&self.canonical_name(requested), req, targets)
+    }
+
     /// The canonical id for a requested name: normalised, namespace prefix removed.
     pub fn canonical_name(&self, requested: &str) -> String {
         let name = normalize_model(requested);

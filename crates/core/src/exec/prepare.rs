@@ -61,7 +61,15 @@ impl Snapshot {
             project_name: inbound.project_name.as_deref(),
         };
         let today = Date::today();
-        let mut plan = self.catalog.plan(&inbound.request.model, today, &scope)?;
+        // An `auto` model goes where its class goes; the class and the rule that
+        // decided it lead the descriptor (the `x-gateway-route` header, the record).
+        let auto = self.catalog.auto_model(&inbound.request.model, &inbound.request);
+        let model = auto.as_ref().map_or(inbound.request.model.as_str(), |a| a.target.as_str());
+        let mut plan = self.catalog.plan(model, today, &scope)?;
+        if let Some(a) = &auto {
+            plan.descriptor
+                .splice(0..0, [format!("auto:{}", a.intent), format!("intent_rule:{}", a.rule)]);
+        }
         // The request's own fallbacks follow the model's candidates (authorized,
         // filtered and bounded below like them).
         for fallback in &inbound.limits.fallbacks {

@@ -28,7 +28,7 @@ use switchyard_protocol::Request;
 
 pub use signals::{CODE_THRESHOLD, REASONING_THRESHOLD, Signals};
 
-/// What a request needs.
+/// What a request needs. The discriminants index [`Targets`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Intent {
     /// Deliberate multi-step thought that is not software work.
@@ -69,6 +69,50 @@ impl std::fmt::Display for Intent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Where each class goes: the compiled `intent:` block, a catalog model (or a
+/// name a route matches) per class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Targets([String; 5]);
+
+impl Targets {
+    /// `by_class[i as usize]` serves class `i`.
+    pub fn new(by_class: [String; 5]) -> Targets {
+        Targets(by_class)
+    }
+
+    /// The model that serves `intent`.
+    pub fn of(&self, intent: Intent) -> &str {
+        &self.0[intent as usize]
+    }
+}
+
+/// How an `auto` model resolved: the class, the rule (`named` for an
+/// `auto-<class>` name), and the model that serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The class.
+    pub intent: Intent,
+    /// The rule that decided it (`named`: the client named the class).
+    pub rule: &'static str,
+    /// The catalog model (or routed name) the request goes to.
+    pub target: String,
+}
+
+/// Resolve `name` (canonical: normalised, namespace prefix removed) if it is
+/// an `auto` model: `auto` by classifying `req`, `auto-<class>` by its name.
+/// `None` for every other name.
+pub fn resolve(name: &str, req: &Request, targets: &Targets) -> Option<Resolved> {
+    let (intent, rule) = match name.strip_prefix("auto") {
+        Some("") => {
+            let d = classify(req);
+            (d.intent, d.rule)
+        }
+        Some(rest) => (Intent::parse(rest.strip_prefix('-')?)?, "named"),
+        None => return None,
+    };
+    Some(Resolved { intent, rule, target: targets.of(intent).to_owned() })
 }
 
 /// A classification and why.

@@ -9,6 +9,7 @@ use super::{Span, Spanned};
 use serde::Deserialize;
 
 mod console;
+mod intent;
 mod models;
 mod providers;
 mod routes;
@@ -16,6 +17,7 @@ mod state;
 mod telemetry;
 
 pub use console::*;
+pub use intent::*;
 pub use models::*;
 pub use providers::*;
 pub use routes::*;
@@ -65,6 +67,10 @@ pub struct RawConfig {
     /// `telemetry:`: OpenTelemetry traces (problems at the block's line).
     #[serde(default)]
     pub telemetry: Spanned<TelemetryConfig>,
+    /// `intent:`: what the `auto` models route to, by class (problems at the
+    /// block's line).
+    #[serde(default)]
+    pub intent: Spanned<IntentConfig>,
     /// Not in the file: how the parsed text maps back to the file as written,
     /// so that compile problems name the written line and never a variable's
     /// value. Empty for a configuration built in code.

@@ -1,0 +1,77 @@
+//! `intent:` read and checked: each class a class, `ordinary` there when any
+//! is, each target a catalog model or a name a route matches, and no catalog
+//! model in the way of the `auto` names.
+
+use super::compile::Problem;
+use super::normalize_model;
+use super::spec::RouteSpec;
+use crate::config::raw::RawConfig;
+use crate::intent::{Intent, Targets};
+use crate::util::glob_match;
+
+/// The compiled `intent:` block; `None` when it names no target (or has
+/// problems, which are pushed, at the block's line).
+pub(super) fn compile_intent(
+    raw: &RawConfig,
+    served: &dyn Fn(&str) -> bool,
+    routes: &[RouteSpec],
+    problems: &mut Vec<Problem>,
+) -> Option<Targets> {
+    let block = &raw.intent;
+    let written = &block.value.targets;
+    if written.is_empty() {
+        return None;
+    }
+    let before = problems.len();
+    let mut targets: [Option<String>; 5] = Default::default();
+    for (class, target) in written {
+        let Some(intent) = Intent::parse(class) else {
+            problems.push(Problem::at(
+                block,
+                format!(
+                    "intent.targets.{class}: not a class (expected one of reasoning, code, ordinary, cheap, vision)"
+                ),
+            ));
+            continue;
+        };
+        let name = normalize_model(target);
+        if !served(&name) && !routes.iter().any(|r| glob_match(&r.pattern, &name)) {
+            problems.push(Problem::at(
+                block,
+                format!("intent.targets.{class}: `{target}` is no catalog model, and no route matches it"),
+            ));
+        }
+        if name == "auto" || name.starts_with("auto-") {
+            problems.push(Problem::at(
+                block,
+                format!("intent.targets.{class}: `{target}` is an auto name itself"),
+            ));
+        }
+        targets[intent as usize] = Some(name);
+    }
+    let Some(ordinary) = targets[Intent::Ordinary as usize].clone() else {
+        problems.push(Problem::at(
+            block,
+            "intent.targets.ordinary: required once any class has a target (the classes left out go there)",
+        ));
+        return None;
+    };
+    for name in
+        std::iter::once("auto".to_owned()).chain(Intent::ALL.iter().map(|i| format!("auto-{i}")))
+    {
+        if served(&name) {
+            problems.push(Problem::at(
+                block,
+                format!("intent: the catalog has a model or alias `{name}`, which the auto models answer to"),
+            ));
+        }
+    }
+    if problems.len() > before {
+        return None;
+    }
+    Some(Targets::new(targets.map(|t| t.unwrap_or_else(|| ordinary.clone()))))
+}
+
+#[cfg(test)]
+#[path = "compile_intent_tests.rs"]
+mod tests;

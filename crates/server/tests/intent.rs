@@ -1,0 +1,87 @@
+//! The `auto` models, black box: a request for `auto` goes where the class the
+//! classifier gives it goes, in every client format; `auto-<class>` names its
+//! class; the class and its rule lead the `x-gateway-route` header.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn options() -> Options {
+    Options {
+        gateway_extra: "  model_prefixes: [\"app/\"]\n".into(),
+        top_level: "intent:\n  targets:\n    reasoning: m-gemini\n    code: m-anthropic\n    ordinary: m-openai\n    cheap: mock-echo\n".into(),
+        ..Options::default()
+    }
+}
+
+async fn routed(h: &Harness, path: &str, body: &Value) -> (String, String) {
+    let r = h.post(path, body).await;
+    let status = r.status();
+    let provider = r.headers().get("x-gateway-provider").map(|v| v.to_str().unwrap().to_owned());
+    let route = r.headers().get("x-gateway-route").map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(status, 200, "{}", r.text().await.unwrap());
+    (provider.unwrap_or_default(), route.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn each_class_goes_to_its_target_in_each_client_format() {
+    let h = Harness::start_with(options()).await;
+    let tools = json!([
+        {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "run_shell_command", "parameters": {"type": "object"}}}]);
+    let agent = json!({"model": "auto", "tools": tools, "messages": [
+        {"role": "user", "content": "Why does the build fail?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "run_shell_command", "arguments": "{\"command\":\"cargo build\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "error[E0425]: cannot find value `x`"}]});
+    let (provider, route) = routed(&h, "/v1/chat/completions", &agent).await;
+    assert_eq!(provider, "anthropic");
+    assert!(route.starts_with("auto:code intent_rule:tool_loop"), "{route}");
+
+    let proof = json!({"model": "auto", "max_tokens": 512, "messages": [
+        {"role": "user", "content": "Prove that there are infinitely many primes."}]});
+    let (provider, route) = routed(&h, "/v1/messages", &proof).await;
+    assert_eq!(provider, "gemini");
+    assert!(route.starts_with("auto:reasoning intent_rule:reasoning_text"), "{route}");
+
+    let thanks = json!({"model": "app/auto", "input": "thanks, that's all!"});
+    let (provider, route) = routed(&h, "/v1/responses", &thanks).await;
+    assert_eq!(provider, "mock");
+    assert!(route.starts_with("auto:cheap intent_rule:small_talk"), "{route}");
+
+    let prose = json!({"contents": [{"role": "user", "parts": [{"text":
+        "Write a friendly email to my landlord asking to move the inspection to next week."}]}]});
+    let (provider, route) = routed(&h, "/v1beta/models/auto:generateContent", &prose).await;
+    assert_eq!(provider, "openai");
+    assert!(route.starts_with("auto:ordinary intent_rule:writing"), "{route}");
+}
+
+#[tokio::test]
+async fn a_named_class_needs_no_classification_and_vision_falls_back_to_ordinary() {
+    let h = Harness::start_with(options()).await;
+    let hello = json!({"model": "auto-reasoning", "messages": [{"role": "user", "content": "hi"}]});
+    let (provider, route) = routed(&h, "/v1/chat/completions", &hello).await;
+    assert_eq!(provider, "gemini");
+    assert!(route.starts_with("auto:reasoning intent_rule:named"), "{route}");
+    // No vision target: a class left out goes where ordinary goes.
+    let png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let look = json!({"model": "auto", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image_url", "image_url": {"url": png}}]}]});
+    let (provider, route) = routed(&h, "/v1/chat/completions", &look).await;
+    assert_eq!(provider, "openai");
+    assert!(route.starts_with("auto:vision intent_rule:image"), "{route}");
+}
+
+#[tokio::test]
+async fn without_intent_auto_is_an_unknown_model() {
+    let h = Harness::start().await;
+    let r = h
+        .post(
+            "/v1/chat/completions",
+            &json!({"model": "auto", "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 404, "{}", r.text().await.unwrap());
+}
