@@ -653,6 +653,7 @@ impl Gateway {
         let Generate { mut request, routing, caller, project, id: _ } = generate;
         let snapshot = self.inner.snapshot();
         snapshot.apply_default_model(&mut request);
+        crate::intent::settle_reasoning(&mut request);
         for model in std::iter::once(&request.model).chain(&routing.fallbacks) {
             check_model_id(model)?;
         }

@@ -85,3 +85,53 @@ async fn without_intent_auto_is_an_unknown_model() {
         .await;
     assert_eq!(r.status(), 404, "{}", r.text().await.unwrap());
 }
+
+/// What the upstream got for `body` sent as `path`, from `fake`.
+async fn upstream_got(
+    h: &Harness,
+    fake: &switchyard_testkit::FakeUpstream,
+    path: &str,
+    body: &Value,
+) -> Value {
+    let before = fake.request_count();
+    let r = h.post(path, body).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    assert_eq!(fake.request_count(), before + 1);
+    fake.received().last().cloned().unwrap().body
+}
+
+#[tokio::test]
+async fn effort_auto_is_settled_by_the_intent_and_never_sent() {
+    let h = Harness::start().await;
+    let chat = |text: &str| {
+        json!({"model": "m-openai", "reasoning_effort": "auto",
+            "messages": [{"role": "user", "content": text}]})
+    };
+    // The client's own format and wire: the body is written anew, not forwarded.
+    let proof = chat("Prove that there are infinitely many primes.");
+    let got = upstream_got(&h, &h.openai, "/v1/chat/completions", &proof).await;
+    assert_eq!(got["reasoning_effort"], "high", "{got}");
+    let code = chat("Fix this:\n```rust\nfn main() { let x = ; }\n```");
+    let got = upstream_got(&h, &h.openai, "/v1/chat/completions", &code).await;
+    assert_eq!(got["reasoning_effort"], "medium", "{got}");
+    let thanks = chat("thanks!");
+    let got = upstream_got(&h, &h.openai, "/v1/chat/completions", &thanks).await;
+    assert!(got.get("reasoning_effort").is_none_or(|e| e == "minimal" || e == "none"), "{got}");
+
+    // The Responses API's `reasoning.effort`, translated to Chat.
+    let essay = json!({"model": "m-openai", "reasoning": {"effort": "auto"},
+        "input": "Explain how tides work to a ten-year-old."});
+    let got = upstream_got(&h, &h.openai, "/v1/responses", &essay).await;
+    assert_eq!(got["reasoning_effort"], "low", "{got}");
+    assert!(!got.to_string().contains("\"auto\""), "{got}");
+
+    // Anthropic's `output_config.effort`, to Anthropic.
+    let puzzle = json!({"model": "m-anthropic", "max_tokens": 4096,
+        "output_config": {"effort": "auto"},
+        "messages": [{"role": "user", "content": "Prove that the square root of 2 is irrational."}]});
+    let got = upstream_got(&h, &h.anthropic, "/v1/messages", &puzzle).await;
+    // A budget model: high effort is high's budget.
+    let high = switchyard_core::protocol::Effort::High.budget_tokens();
+    assert_eq!(got["thinking"], json!({"type": "enabled", "budget_tokens": high}), "{got}");
+    assert!(!got.to_string().contains("\"auto\""), "{got}");
+}

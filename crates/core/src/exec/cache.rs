@@ -159,6 +159,8 @@ pub(super) fn keyed(inbound: &Inbound, plan: &Plan, purpose: Option<&str>) -> Op
         service_tier,
         store: _,
         session_id: _,
+        // Settled into `reasoning` (keyed) where the request entered.
+        reasoning_auto: _,
     } = extras;
     let p = &inbound.principal;
     // A static key has no id: its visible prefix stands for it.

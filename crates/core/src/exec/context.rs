@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use super::*;
 use crate::catalog::{self, ResolveError, normalize_model};
+use crate::intent;
 
 pub use crate::catalog::MAX_MODEL_ID;
 
@@ -39,6 +40,7 @@ impl Snapshot {
             .parse_request(&bytes, seal)
             .map_err(|e| GatewayError::new(ErrorCode::InvalidRequest, e.to_string()))?;
         self.apply_default_model(&mut request);
+        intent::settle_reasoning(&mut request);
         if !request.model.is_empty() {
             check_model_id(&request.model)?;
         }
@@ -56,7 +58,12 @@ impl Snapshot {
                 .unwrap_or_default(),
             None => Hints::default(),
         };
-        let raw = format.native_wire().map(|_| RawBody::new(bytes, extension.is_some()));
+        // Effort `auto` is no upstream's word: such a body is written anew from
+        // the settled request, never forwarded as the client's bytes.
+        let raw = format
+            .native_wire()
+            .filter(|_| !request.extras.reasoning_auto)
+            .map(|_| RawBody::new(bytes, extension.is_some()));
         Ok(Parsed { request, raw, hints })
     }
 

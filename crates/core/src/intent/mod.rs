@@ -24,7 +24,7 @@
 
 mod signals;
 
-use switchyard_protocol::Request;
+use switchyard_protocol::{Effort, Reasoning, Request};
 
 pub use signals::{CODE_THRESHOLD, REASONING_THRESHOLD, Signals};
 
@@ -113,6 +113,24 @@ pub fn resolve(name: &str, req: &Request, targets: &Targets) -> Option<Resolved>
         None => return None,
     };
     Some(Resolved { intent, rule, target: targets.of(intent).to_owned() })
+}
+
+/// The reasoning a request that asked for effort `auto` gets, by its intent:
+/// high for reasoning, medium for code, low for ordinary, and none (what a
+/// client's `none` asks) for cheap and vision. `None`: it did not ask.
+pub fn settle_reasoning(req: &mut Request) -> Option<Intent> {
+    if !req.extras.reasoning_auto {
+        return None;
+    }
+    let intent = classify(req).intent;
+    let (enabled, effort) = match intent {
+        Intent::Reasoning => (true, Effort::High),
+        Intent::Code => (true, Effort::Medium),
+        Intent::Ordinary => (true, Effort::Low),
+        Intent::Cheap | Intent::Vision => (false, Effort::Minimal),
+    };
+    req.reasoning = Some(Reasoning { enabled, effort: Some(effort), budget_tokens: None });
+    Some(intent)
 }
 
 /// A classification and why.

@@ -131,3 +131,26 @@ fn names_round_trip() {
     }
     assert_eq!(Intent::parse("auto"), None);
 }
+
+#[test]
+fn effort_auto_is_settled_by_the_class() {
+    let cases = [
+        ("Prove that the square root of 2 is irrational.", true, Effort::High),
+        ("Fix this:\n```rust\nfn main() { let x = ; }\n```", true, Effort::Medium),
+        ("Explain how tides work to a ten-year-old.", true, Effort::Low),
+        ("thanks!", false, Effort::Minimal),
+    ];
+    for (text, enabled, effort) in cases {
+        let mut req = chat(json!({"model": "m", "reasoning_effort": "auto",
+            "messages": [{"role": "user", "content": text}]}));
+        assert!(req.extras.reasoning_auto && req.reasoning.is_none());
+        assert!(settle_reasoning(&mut req).is_some());
+        let r = req.reasoning.unwrap();
+        assert_eq!((r.enabled, r.effort), (enabled, Some(effort)), "{text}");
+    }
+    // Asked for a level, or nothing: left as the client asked.
+    let mut req = chat(json!({"model": "m", "reasoning_effort": "low",
+        "messages": [{"role": "user", "content": "Prove it."}]}));
+    assert_eq!(settle_reasoning(&mut req), None);
+    assert_eq!(req.reasoning.unwrap().effort, Some(Effort::Low));
+}

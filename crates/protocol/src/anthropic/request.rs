@@ -146,6 +146,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
 
     let output_config: InOutputConfig = take(&mut map, "output_config")?.unwrap_or_default();
     let effort = output_config.effort.as_deref().and_then(Effort::parse);
+    let reasoning_auto = output_config.effort.as_deref() == Some("auto");
     let reasoning = match take::<InThinking>(&mut map, "thinking")? {
         Some(t) if t.kind == "enabled" => {
             Some(Reasoning { enabled: true, effort, budget_tokens: t.budget_tokens })
@@ -192,6 +193,7 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         history_tools,
         service_tier: take(&mut map, "service_tier")?,
         session_id: metadata.user_id.as_deref().and_then(extras::claude_code_session),
+        reasoning_auto,
         ..Extras::default()
     };
 

@@ -52,6 +52,12 @@ pub struct Extras {
     /// never a user or tenant of the gateway's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The client asked for reasoning effort `auto` (`reasoning_effort`,
+    /// `reasoning.effort`, `output_config.effort`): the gateway sets
+    /// [`crate::Request::reasoning`] from the request's intent, and no upstream
+    /// sees the word.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reasoning_auto: bool,
 }
 
 fn no_tools(tools: &ServerTools) -> bool {

@@ -59,7 +59,8 @@ pub fn parse_request(body: &[u8]) -> Result<Request, ProtocolError> {
         }
         Some(_) => return Err(ProtocolError::body("stop: expected a string or an array")),
     };
-    req.reasoning = w.reasoning_effort.as_deref().map(|e| Reasoning {
+    req.extras.reasoning_auto = w.reasoning_effort.as_deref() == Some("auto");
+    req.reasoning = w.reasoning_effort.as_deref().filter(|e| *e != "auto").map(|e| Reasoning {
         enabled: e != "none",
         effort: Effort::parse(e),
         budget_tokens: None,

@@ -83,6 +83,11 @@ pub(super) fn parse_map_sealed(
 
     let Declared { tools, hosted, deferred } = conv.declared;
     let tool_choice = parse_tool_choice(map.get("tool_choice"), &hosted)?;
+    // `auto` is the gateway's to settle (from the request's intent), never an
+    // upstream's.
+    let reasoning_param: Option<WireReasoningParam> = field(map, "reasoning")?;
+    let reasoning_auto = reasoning_param.as_ref().and_then(|p| p.effort.as_deref()) == Some("auto");
+    let reasoning = if reasoning_auto { None } else { parse_reasoning(reasoning_param)? };
     Ok(Request {
         model,
         system: conv.system,
@@ -96,13 +101,14 @@ pub(super) fn parse_map_sealed(
         top_k: None,
         stop: Vec::new(),
         stream: field(map, "stream")?.unwrap_or(false),
-        reasoning: parse_reasoning(field(map, "reasoning")?)?,
+        reasoning,
         response_format: parse_text_format(field(map, "text")?)?,
         user: field(map, "user")?,
         metadata: field(map, "metadata")?,
         stream_usage: false,
         compaction: trigger.then_some(Compaction::Trigger),
         extras: Extras {
+            reasoning_auto,
             hosted_tools: hosted,
             deferred_tools: deferred,
             history_tools: conv.history_tools,
