@@ -78,6 +78,16 @@ def check_image_url(url, where):
         need(url.startswith("https://"), f"{where}: image URL must be https:// or data:")
 
 
+def check_function(f, where, schema_key, seen, schema_required=True):
+    """A declared function tool: its name (unique among `seen`, which it joins),
+    description and argument schema, under the format's own field names."""
+    need(is_str(f.get("name")), f"{where}.name missing")
+    need(is_str(f.get("description")), f"{where}.description missing")
+    if schema_required or schema_key in f:
+        check_schema(f.get(schema_key), f"{where}.{schema_key}")
+    need(f["name"] not in seen, f"{where}: duplicate tool name {f['name']}")
+
+
 def check_schema(schema, where):
     need(isinstance(schema, dict), f"{where}: parameters must be an object")
     need(schema.get("type") == "object", f"{where}: parameters.type must be 'object'")
@@ -112,10 +122,7 @@ def check_openai_chat(body, info):
             need(t.get("type") == "function", f"{w}.type must be 'function'")
             f = t.get("function")
             need(isinstance(f, dict), f"{w}.function missing")
-            need(is_str(f.get("name")), f"{w}.function.name missing")
-            need(is_str(f.get("description")), f"{w}.function.description missing")
-            check_schema(f.get("parameters"), f"{w}.function.parameters")
-            need(f["name"] not in tool_names, f"{w}: duplicate tool name {f['name']}")
+            check_function(f, f"{w}.function", "parameters", tool_names)
             tool_names.add(f["name"])
         info.tools_declared = len(tool_names)
     pending = []  # tool_call ids awaiting a tool message
@@ -202,10 +209,7 @@ def check_anthropic(body, info):
     if "tools" in body:
         need(isinstance(body["tools"], list) and body["tools"], "tools must be a non-empty list")
         for k, t in enumerate(body["tools"]):
-            need(is_str(t.get("name")), f"tools[{k}].name missing")
-            need(is_str(t.get("description")), f"tools[{k}].description missing")
-            check_schema(t.get("input_schema"), f"tools[{k}].input_schema")
-            need(t["name"] not in tool_names, f"tools[{k}]: duplicate name")
+            check_function(t, f"tools[{k}]", "input_schema", tool_names)
             tool_names.add(t["name"])
         info.tools_declared = len(tool_names)
     msgs = body.get("messages")
@@ -288,10 +292,7 @@ def check_openai_responses(body, info):
         for k, t in enumerate(body["tools"]):
             w = f"tools[{k}]"
             need(t.get("type") == "function", f"{w}.type must be 'function'")
-            need(is_str(t.get("name")), f"{w}.name missing")
-            need(is_str(t.get("description")), f"{w}.description missing")
-            check_schema(t.get("parameters"), f"{w}.parameters")
-            need(t["name"] not in tool_names, f"{w}: duplicate name")
+            check_function(t, w, "parameters", tool_names)
             tool_names.add(t["name"])
         info.tools_declared = len(tool_names)
     inp = body.get("input")
@@ -377,11 +378,7 @@ def check_gemini(body, info):
             need(isinstance(fds, list) and fds, f"tools[{k}].functionDeclarations missing")
             for j, fd in enumerate(fds):
                 w = f"tools[{k}].functionDeclarations[{j}]"
-                need(is_str(fd.get("name")), f"{w}.name missing")
-                need(is_str(fd.get("description")), f"{w}.description missing")
-                if "parameters" in fd:
-                    check_schema(fd["parameters"], f"{w}.parameters")
-                need(fd["name"] not in decl, f"{w}: duplicate name")
+                check_function(fd, w, "parameters", decl, schema_required=False)
                 decl[fd["name"]] = fd
         info.tools_declared = len(decl)
     contents = body.get("contents")
