@@ -653,7 +653,7 @@ impl Gateway {
         let Generate { mut request, routing, caller, project, id: _ } = generate;
         let snapshot = self.inner.snapshot();
         snapshot.apply_default_model(&mut request);
-        crate::intent::settle_reasoning(&mut request);
+        let intent = crate::intent::settle_reasoning(&mut request);
         for model in std::iter::once(&request.model).chain(&routing.fallbacks) {
             check_model_id(model)?;
         }
@@ -672,6 +672,7 @@ impl Gateway {
         // one of their own projects.
         let (project, project_name) = attribute(&caller, project.as_deref(), &NoDirectory).await?;
         let mut inbound = Inbound::new(id, ClientFormat::OpenAiChat, request, caller);
+        inbound.intent = intent;
         inbound.project = project;
         inbound.project_name = project_name;
         inbound.byok = byok;

@@ -72,6 +72,8 @@ pub(super) fn compile_intent(
     Some(Targets::new(targets.map(|t| t.unwrap_or_else(|| ordinary.clone()))))
 }
 
+// Its tests read YAML.
 #[cfg(test)]
+#[cfg(feature = "yaml")]
 #[path = "compile_intent_tests.rs"]
 mod tests;

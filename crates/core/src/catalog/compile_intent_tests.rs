@@ -45,22 +45,22 @@ fn each_class_goes_to_its_target_and_the_rest_where_ordinary_goes() {
     assert_eq!(t.of(Intent::Vision), "everyday", "left out: ordinary's");
 
     let proof = user("Prove that the square root of 2 is irrational.");
-    let r = c.auto_model("auto", &proof).unwrap();
+    let r = c.auto_model("auto", &proof, None).unwrap();
     assert_eq!(
         (r.intent, r.rule, r.target.as_str()),
         (Intent::Reasoning, "reasoning_text", "deep")
     );
-    let r = c.auto_model("sy/Auto-Code", &proof).unwrap();
+    let r = c.auto_model("sy/Auto-Code", &proof, None).unwrap();
     assert_eq!((r.intent, r.rule, r.target.as_str()), (Intent::Code, "named", "coder-latest"));
-    assert!(c.auto_model("auto-nonsense", &proof).is_none());
-    assert!(c.auto_model("deep", &proof).is_none());
+    assert!(c.auto_model("auto-nonsense", &proof, None).is_none());
+    assert!(c.auto_model("deep", &proof, None).is_none());
 }
 
 #[test]
 fn without_intent_there_are_no_auto_models() {
     let c = compile(BASE).unwrap();
     assert!(c.intent.is_none());
-    assert!(c.auto_model("auto", &user("hi")).is_none());
+    assert!(c.auto_model("auto", &user("hi"), None).is_none());
 }
 
 #[test]

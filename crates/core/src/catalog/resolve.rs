@@ -90,13 +90,15 @@ impl Catalog {
 
     /// How a requested `auto` model resolves for `req` (see [`crate::intent`]):
     /// `None` for every other name, and for every name without `intent:`.
+    /// `decided`: the request's decision where one was made as it entered.
     pub fn auto_model(
         &self,
         requested: &str,
         req: &switchyard_protocol::Request,
+        decided: Option<&crate::intent::Decision>,
     ) -> Option<crate::intent::Resolved> {
         let targets = self.intent.as_ref()?;
-        crate::intent::resolve(&self.canonical_name(requested), req, targets)
+        crate::intent::resolve(&self.canonical_name(requested), req, decided, targets)
     }
 
     /// The canonical id for a requested name: normalised, namespace prefix removed.

@@ -22,6 +22,9 @@ pub struct Parsed {
     pub raw: Option<RawBody>,
     /// Routing hints from the body's `switchyard` field.
     pub hints: Hints,
+    /// The intent decided as the body entered (for reasoning effort `auto`),
+    /// which an `auto` model then routes by.
+    pub intent: Option<intent::Decision>,
 }
 
 impl Snapshot {
@@ -40,7 +43,7 @@ impl Snapshot {
             .parse_request(&bytes, seal)
             .map_err(|e| GatewayError::new(ErrorCode::InvalidRequest, e.to_string()))?;
         self.apply_default_model(&mut request);
-        intent::settle_reasoning(&mut request);
+        let intent = intent::settle_reasoning(&mut request);
         if !request.model.is_empty() {
             check_model_id(&request.model)?;
         }
@@ -64,7 +67,7 @@ impl Snapshot {
             .native_wire()
             .filter(|_| !request.extras.reasoning_auto)
             .map(|_| RawBody::new(bytes, extension.is_some()));
-        Ok(Parsed { request, raw, hints })
+        Ok(Parsed { request, raw, hints, intent })
     }
 
     /// Refuse a body that nests too deep or holds too many values, on its bytes,
@@ -128,7 +131,7 @@ impl Inbound {
         Self::from_body(
             id,
             format,
-            Parsed { request, raw: None, hints: Hints::default() },
+            Parsed { request, raw: None, hints: Hints::default(), intent: None },
             principal,
         )
     }
@@ -153,6 +156,7 @@ impl Inbound {
             project_name: None,
             byok: Vec::new(),
             hints: parsed.hints,
+            intent: parsed.intent,
             content_cap: None,
             output: Output::Client,
             limits: RequestRouting::default(),

@@ -84,6 +84,9 @@ pub struct Inbound {
     pub byok: Vec<(String, Secret)>,
     /// Routing hints from the request's `switchyard` extension field.
     pub hints: Hints,
+    /// The request's intent where it was decided as the request entered
+    /// (reasoning effort `auto`): an `auto` model routes by the same decision.
+    pub intent: Option<crate::intent::Decision>,
     /// Log prompt and completion text up to this many bytes (the project opted in).
     pub content_cap: Option<usize>,
     /// Whether the caller takes pass-through bytes (the HTTP edge) or canonical

@@ -63,7 +63,11 @@ impl Snapshot {
         let today = Date::today();
         // An `auto` model goes where its class goes; the class and the rule that
         // decided it lead the descriptor (the `x-gateway-route` header, the record).
-        let auto = self.catalog.auto_model(&inbound.request.model, &inbound.request);
+        let auto = self.catalog.auto_model(
+            &inbound.request.model,
+            &inbound.request,
+            inbound.intent.as_ref(),
+        );
         let model = auto.as_ref().map_or(inbound.request.model.as_str(), |a| a.target.as_str());
         let mut plan = self.catalog.plan(model, today, &scope)?;
         if let Some(a) = &auto {

@@ -23,6 +23,8 @@
 //! it: its context carries the class.
 
 mod signals;
+#[rustfmt::skip]
+mod words;
 
 use switchyard_protocol::{Effort, Reasoning, Request};
 
@@ -101,14 +103,23 @@ pub struct Resolved {
 }
 
 /// Resolve `name` (canonical: normalised, namespace prefix removed) if it is
-/// an `auto` model: `auto` by classifying `req`, `auto-<class>` by its name.
-/// `None` for every other name.
-pub fn resolve(name: &str, req: &Request, targets: &Targets) -> Option<Resolved> {
+/// an `auto` model: `auto` by the request's decision (`decided`, where one was
+/// made as it entered; else classifying `req` now), `auto-<class>` by its
+/// name. `None` for every other name.
+pub fn resolve(
+    name: &str,
+    req: &Request,
+    decided: Option<&Decision>,
+    targets: &Targets,
+) -> Option<Resolved> {
     let (intent, rule) = match name.strip_prefix("auto") {
-        Some("") => {
-            let d = classify(req);
-            (d.intent, d.rule)
-        }
+        Some("") => match decided {
+            Some(d) => (d.intent, d.rule),
+            None => {
+                let d = classify(req);
+                (d.intent, d.rule)
+            }
+        },
         Some(rest) => (Intent::parse(rest.strip_prefix('-')?)?, "named"),
         None => return None,
     };
@@ -117,20 +128,22 @@ pub fn resolve(name: &str, req: &Request, targets: &Targets) -> Option<Resolved>
 
 /// The reasoning a request that asked for effort `auto` gets, by its intent:
 /// high for reasoning, medium for code, low for ordinary, and none (what a
-/// client's `none` asks) for cheap and vision. `None`: it did not ask.
-pub fn settle_reasoning(req: &mut Request) -> Option<Intent> {
+/// client's `none` asks) for cheap and vision. `None`: it did not ask. The
+/// decision is kept with the request, so an `auto` model's target is chosen by
+/// the same one ([`resolve`]).
+pub fn settle_reasoning(req: &mut Request) -> Option<Decision> {
     if !req.extras.reasoning_auto {
         return None;
     }
-    let intent = classify(req).intent;
-    let (enabled, effort) = match intent {
+    let decision = classify(req);
+    let (enabled, effort) = match decision.intent {
         Intent::Reasoning => (true, Effort::High),
         Intent::Code => (true, Effort::Medium),
         Intent::Ordinary => (true, Effort::Low),
         Intent::Cheap | Intent::Vision => (false, Effort::Minimal),
     };
     req.reasoning = Some(Reasoning { enabled, effort: Some(effort), budget_tokens: None });
-    Some(intent)
+    Some(decision)
 }
 
 /// A classification and why.
