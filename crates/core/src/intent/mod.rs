@@ -157,14 +157,6 @@ pub struct Decision {
     pub signals: Signals,
 }
 
-impl Decision {
-    /// `auto:<class>`, the descriptor records and headers carry, with the rule:
-    /// `auto:code (tool_loop)`.
-    pub fn describe(&self) -> String {
-        format!("auto:{} ({})", self.intent, self.rule)
-    }
-}
-
 /// Classify `req` by the rules in the module's table.
 pub fn classify(req: &Request) -> Decision {
     let s = Signals::of(req);
