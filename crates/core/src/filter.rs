@@ -87,9 +87,14 @@ pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError>
 ///
 /// ```json
 /// "switchyard": {"only": ["anthropic"], "ignore": ["openai"], "allow_fallbacks": false,
-///                "max_price": {"input": 3.0, "output": 15.0}}
+///                "max_price": {"input": 3.0, "output": 15.0},
+///                "max_cost_per_1k_tokens": 0.01, "unknown_cost": "reject"}
 /// ```
-/// `only` / `ignore` name providers; `max_price` is USD per million tokens.
+/// `only` / `ignore` name providers; `max_price` is USD per million tokens, each
+/// side apart; `max_cost_per_1k_tokens` is one ceiling, in USD per thousand, on
+/// both (a model's price, not the request's bill). A deployment with no price
+/// cannot be shown to be under a ceiling: `unknown_cost: reject` (the default)
+/// skips it, `allow` keeps it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hints {
@@ -106,6 +111,23 @@ pub struct Hints {
     /// Skip candidates priced above these (an unpriced one is skipped too).
     #[serde(default)]
     pub max_price: Option<MaxPrice>,
+    /// Skip candidates whose input or output price is above this, in USD per
+    /// 1,000 tokens.
+    #[serde(default)]
+    pub max_cost_per_1k_tokens: Option<f64>,
+    /// What a price ceiling does to an unpriced candidate; `None`: `reject`.
+    #[serde(default)]
+    pub unknown_cost: Option<UnknownCost>,
+}
+
+/// [`Hints::unknown_cost`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownCost {
+    /// An unpriced candidate is skipped (the default).
+    Reject,
+    /// An unpriced candidate is kept.
+    Allow,
 }
 
 /// Price ceilings of [`Hints::max_price`], in USD per million tokens.
@@ -130,16 +152,31 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
         plan.candidates.retain(|c| hints.only.iter().any(|p| *p == c.provider.name));
     }
     plan.candidates.retain(|c| !hints.ignore.iter().any(|p| *p == c.provider.name));
-    if let Some(max) = hints.max_price {
+    // Both ceilings in USD per million tokens, each side.
+    let per_1k = hints.max_cost_per_1k_tokens;
+    if let Some(c) = per_1k.filter(|c| !c.is_finite() || *c < 0.0) {
+        return Err(GatewayError::new(
+            ErrorCode::InvalidRequest,
+            format!("switchyard.max_cost_per_1k_tokens: {c}: expected a finite price of 0 or more"),
+        ));
+    }
+    let max = hints.max_price.unwrap_or_default();
+    let ceiling = |side: Option<f64>| match (side, per_1k.map(|c| c * 1000.0)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let (max_in, max_out) = (ceiling(max.input), ceiling(max.output));
+    if max_in.is_some() || max_out.is_some() {
+        let allow_unknown = hints.unknown_cost == Some(UnknownCost::Allow);
         plan.candidates.retain(|c| {
             let p = c.pricing.as_ref();
             let ok = |limit: Option<f64>, price: Option<f64>| match (limit, price) {
                 (None, _) => true,
                 (Some(l), Some(p)) => p <= l,
                 // An unpriced deployment cannot be shown to be under the limit.
-                (Some(_), None) => false,
+                (Some(_), None) => allow_unknown,
             };
-            ok(max.input, p.and_then(|p| p.input)) && ok(max.output, p.and_then(|p| p.output))
+            ok(max_in, p.and_then(|p| p.input)) && ok(max_out, p.and_then(|p| p.output))
         });
     }
     if hints.allow_fallbacks == Some(false) {
@@ -149,7 +186,7 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
         return Err(GatewayError::new(
             ErrorCode::NoCandidate,
             format!(
-                "the request's routing hints (switchyard: only/ignore/max_price) exclude all {before} deployment(s) of model {:?}",
+                "the request's routing hints (switchyard: only/ignore/max_price/max_cost_per_1k_tokens) exclude all {before} deployment(s) of model {:?}",
                 plan.public_model
             ),
         ));

@@ -234,6 +234,43 @@ async fn routing_hints_narrow_the_chain_and_are_never_forwarded() {
 }
 
 #[tokio::test]
+async fn a_cost_ceiling_per_thousand_tokens_skips_dearer_and_unpriced_models() {
+    let h = Harness::start().await;
+    let ask = |model: &str, hints: Value| {
+        let mut body = chat(model);
+        body["switchyard"] = hints;
+        body
+    };
+    // m-openai costs 1.0 input and 2.0 output per million: 0.002 per thousand at most.
+    let r = h
+        .post("/v1/chat/completions", &ask("m-openai", json!({"max_cost_per_1k_tokens": 0.002})))
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = h
+        .post("/v1/chat/completions", &ask("m-openai", json!({"max_cost_per_1k_tokens": 0.0015})))
+        .await;
+    assert_eq!(r.status(), 400, "output at 0.002 a thousand is over 0.0015");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "no_candidate");
+    assert!(body["error"]["message"].as_str().unwrap().contains("max_cost_per_1k_tokens"));
+    // Unpriced: rejected under a ceiling, unless the request allows unknown costs.
+    let r = h
+        .post("/v1/chat/completions", &ask("mock-echo", json!({"max_cost_per_1k_tokens": 1.0})))
+        .await;
+    assert_eq!(r.status(), 400);
+    let allow = json!({"max_cost_per_1k_tokens": 1.0, "unknown_cost": "allow"});
+    let r = h.post("/v1/chat/completions", &ask("mock-echo", allow)).await;
+    assert_eq!(r.status(), 200);
+    for bad in [json!(-1.0), json!("cheap")] {
+        let r = h
+            .post("/v1/chat/completions", &ask("m-openai", json!({"max_cost_per_1k_tokens": bad})))
+            .await;
+        assert_eq!(r.status(), 400, "{bad}");
+        assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "invalid_request");
+    }
+}
+
+#[tokio::test]
 async fn per_project_chains_follow_the_project_header() {
     let routes = r#"routes:
   - name: Chain by project
