@@ -78,6 +78,18 @@ def check_image_url(url, where):
         need(url.startswith("https://"), f"{where}: image URL must be https:// or data:")
 
 
+def check_turns(turns, label, roles):
+    """A conversation that starts and ends with the user and alternates between
+    `roles` (Anthropic's messages, Gemini's contents)."""
+    need(isinstance(turns, list) and turns, f"{label} must be a non-empty list")
+    need(turns[0].get("role") == "user", f"first of {label} must be from the user")
+    need(turns[-1].get("role") == "user", f"last of {label} must be from the user")
+    for k, t in enumerate(turns):
+        need(t.get("role") in roles, f"{label}[{k}]: role must be one of {roles}")
+        if k > 0:
+            need(t.get("role") != turns[k - 1].get("role"), f"{label}[{k}]: roles must alternate")
+
+
 def check_function(f, where, schema_key, seen, schema_required=True):
     """A declared function tool: its name (unique among `seen`, which it joins),
     description and argument schema, under the format's own field names."""
@@ -213,17 +225,12 @@ def check_anthropic(body, info):
             tool_names.add(t["name"])
         info.tools_declared = len(tool_names)
     msgs = body.get("messages")
-    need(isinstance(msgs, list) and msgs, "messages must be a non-empty list")
-    need(msgs[0].get("role") == "user", "first message must be from the user")
-    need(msgs[-1].get("role") == "user", "last message must be from the user")
+    check_turns(msgs, "messages", ("user", "assistant"))
     pending = []
     seen_ids = set()
     for k, m in enumerate(msgs):
         w = f"messages[{k}]"
         role = m.get("role")
-        need(role in ("user", "assistant"), f"{w}: bad role {role!r}")
-        if k > 0:
-            need(role != msgs[k - 1]["role"], f"{w}: roles must alternate")
         c = m.get("content")
         blocks = [{"type": "text", "text": c}] if isinstance(c, str) else c
         need(isinstance(blocks, list) and blocks, f"{w}: content must be a string or non-empty list")
@@ -382,16 +389,11 @@ def check_gemini(body, info):
                 decl[fd["name"]] = fd
         info.tools_declared = len(decl)
     contents = body.get("contents")
-    need(isinstance(contents, list) and contents, "contents must be a non-empty list")
-    need(contents[0].get("role") == "user", "first content must have role user")
-    need(contents[-1].get("role") == "user", "last content must have role user")
+    check_turns(contents, "contents", ("user", "model"))
     pending = []
     for k, c in enumerate(contents):
         w = f"contents[{k}]"
         role = c.get("role")
-        need(role in ("user", "model"), f"{w}: role must be user or model")
-        if k > 0:
-            need(role != contents[k - 1]["role"], f"{w}: roles must alternate")
         parts = c.get("parts")
         need(isinstance(parts, list) and parts, f"{w}: parts must be a non-empty list")
         responded = []
