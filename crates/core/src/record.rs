@@ -36,7 +36,8 @@ pub struct AttemptRecord {
     /// Fingerprint of the credential used (never the key itself).
     pub credential: Option<String>,
     /// `ok`, `status_<code>`, `transport_<class>`, `broken_stream`, `malformed`,
-    /// `unavailable`, `unsupported`.
+    /// `unavailable`, `unsupported`, `invalid_output` (prompted structured
+    /// output: not JSON matching the request's schema).
     pub outcome: String,
     /// Milliseconds from its start until it answered or failed (for a stream,
     /// until its first content).
@@ -151,6 +152,36 @@ pub struct RequestRecord {
     /// request's record), `miss`; `None`: not cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cow<'static, str>>,
+    /// How the gateway chose beyond the route's own order: an `auto` model's
+    /// class, the adaptive policy's scores, the structured-output mode. Empty
+    /// when none of them took part.
+    #[serde(default, skip_serializing_if = "RoutingRecord::is_empty")]
+    pub routing: RoutingRecord,
+}
+
+/// The decisions a request's routing made that its descriptor only names:
+/// kept whole so an operator can audit each one (`/admin/requests`, the console).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[non_exhaustive]
+pub struct RoutingRecord {
+    /// An `auto` model's class (`reasoning`, `code`, `ordinary`, `cheap`, `vision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Cow<'static, str>>,
+    /// The classifier rule that decided it (`named` for `auto-<class>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent_rule: Option<Cow<'static, str>>,
+    /// How a JSON-schema answer was asked for: `native` (the provider's own
+    /// structured output) or `prompted` (the schema in the system prompt, the
+    /// answer validated by the gateway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Cow<'static, str>>,
+}
+
+impl RoutingRecord {
+    /// Nothing was decided beyond the route's order.
+    pub fn is_empty(&self) -> bool {
+        self == &RoutingRecord::default()
+    }
 }
 
 impl AttemptRecord {

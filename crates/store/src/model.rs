@@ -244,6 +244,9 @@ pub struct RecordFilter {
     /// The visible prefix of the gateway key that made it.
     pub key_prefix: Option<String>,
     pub status: Option<u16>,
+    /// An `auto` model's class (`list_records` only: the rollups behind usage
+    /// reports do not keep it).
+    pub intent: Option<String>,
     /// Keyset pagination for `list_records`: only records after this one in
     /// its order (newest first), given as its `(time_ms, id)`. Usage reports
     /// ignore it.

@@ -44,7 +44,7 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// Columns per record row in [`RECORD_COLS`].
-const RECORD_COL_COUNT: usize = 30;
+const RECORD_COL_COUNT: usize = 32;
 
 /// Statements built once per backend and row count (one of [`INSERT_CHUNKS`]):
 /// building one per batch cost more than binding its values.
@@ -122,7 +122,7 @@ const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content, \
-    session_id, field_edits, cache";
+    session_id, field_edits, cache, routing, intent";
 
 /// How a text column is bound. SQLite's arguments own their values, and sqlx
 /// turns a `&str` into a `String` and then an `Arc` (two copies per column, about
@@ -168,6 +168,8 @@ pub(crate) struct Encoded<'a> {
     cost_usd: Option<f64>,
     /// JSON array; `None` when there are none.
     field_edits: Option<String>,
+    /// JSON; `None` when nothing was decided beyond the route's order.
+    routing: Option<String>,
     /// The logged content, deflated (`request_contents`).
     packed: Option<Vec<u8>>,
 }
@@ -244,7 +246,9 @@ macro_rules! bind_records {
                 .bind(opt::<Db>(None))
                 .bind(opt::<Db>(e.r.session_id.as_deref()))
                 .bind(opt::<Db>(e.field_edits.as_deref()))
-                .bind(opt::<Db>(e.r.cache.as_deref()));
+                .bind(opt::<Db>(e.r.cache.as_deref()))
+                .bind(opt::<Db>(e.routing.as_deref()))
+                .bind(opt::<Db>(e.r.routing.intent.as_deref()));
         }
         q
     }};
@@ -475,6 +479,10 @@ impl Where {
     /// [`Where::new`] and the listing's keyset cursor (`f.before`).
     fn listing(f: &RecordFilter) -> Where {
         let mut w = Where::new(f);
+        if let Some(i) = &f.intent {
+            let i = w.arg(Arg::Text(i.clone()));
+            w.and(vec![format!("intent = {i}")]);
+        }
         if let Some((t, id)) = &f.before {
             // The row-value comparison spelled out: both databases walk the
             // (time_ms, id) order from the cursor this way.
@@ -556,6 +564,14 @@ fn encode(r: &RequestRecord) -> Result<Encoded<'_>, StoreError> {
                 })?,
             )
         },
+        routing: if r.routing.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_string(&r.routing)
+                    .map_err(|e| StoreError::Invalid(format!("record {}: routing: {e}", r.id)))?,
+            )
+        },
         packed: r.content.as_deref().map(contents::deflate).transpose()?,
     })
 }
@@ -615,6 +631,10 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
             .map_err(|e| StoreError::Corrupt(format!("request_records.field_edits: {e}")))?,
     };
     rec.cache = r.col::<Option<String>>("cache")?.map(std::borrow::Cow::Owned);
+    if let Some(json) = r.col::<Option<String>>("routing")? {
+        rec.routing = serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("request_records.routing: {e}")))?;
+    }
     Ok(rec)
 }
 
@@ -666,6 +686,7 @@ mod tests {
             provider: Some("pr".into()),
             key_prefix: Some("sy-abcdef".into()),
             status: Some(200),
+            intent: Some("code".into()),
             before: Some((9, "req_9".into())),
             limit: None,
         };
@@ -677,12 +698,12 @@ mod tests {
              AND key_prefix = $7 AND status = $8"
         );
         assert_eq!(w.args.len(), 8);
-        // The cursor is the listing's alone.
+        // The intent and the cursor are the listing's alone.
         let w = Where::listing(&f);
-        assert!(
-            w.sql.ends_with(" AND status = $8 AND (time_ms < $9 OR (time_ms = $9 AND id < $10))")
-        );
-        assert_eq!(w.args.len(), 10);
+        assert!(w.sql.ends_with(
+            " AND status = $8 AND intent = $9 AND (time_ms < $10 OR (time_ms = $10 AND id < $11))"
+        ));
+        assert_eq!(w.args.len(), 11);
         assert_eq!(Where::new(&RecordFilter::default()).sql, "");
         let w =
             Where::listing(&RecordFilter { before: Some((9, "x".into())), ..Default::default() });

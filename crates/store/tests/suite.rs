@@ -827,6 +827,8 @@ fn full_record() -> RequestRecord {
     r.session_id = Some("5b0c8a3e-1b2c-4d5e-8f90-0a1b2c3d4e5f".into());
     r.field_edits = vec!["prompt_cache_key: dropped".into(), "store: dropped".into()];
     r.cache = Some("hit".into());
+    r.routing.intent = Some("code".into());
+    r.routing.intent_rule = Some("tool_loop".into());
     r
 }
 
@@ -899,7 +901,10 @@ async fn case_records_filters(store: Store) {
             r.status = 404;
             r.error_code = Some("model_not_found".into());
         }),
-        with(rec("d", 4_000), |r| r.status = 429),
+        with(rec("d", 4_000), |r| {
+            r.status = 429;
+            r.routing.intent = Some("cheap".into());
+        }),
     ];
     store.insert_records(&batch).await.unwrap();
     let ids = |v: Vec<RequestRecord>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
@@ -922,6 +927,10 @@ async fn case_records_filters(store: Store) {
         ["c", "b"]
     );
     assert_eq!(list(RecordFilter { status: Some(429), ..Default::default() }).await, ["d"]);
+    assert_eq!(
+        list(RecordFilter { intent: Some("cheap".into()), ..Default::default() }).await,
+        ["d"]
+    );
     // since inclusive, until exclusive.
     assert_eq!(
         list(RecordFilter { since_ms: Some(2_000), until_ms: Some(4_000), ..Default::default() })

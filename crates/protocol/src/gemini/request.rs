@@ -575,7 +575,16 @@ fn parse(body: &[u8], mut ids: RequestIds) -> Result<Request, ProtocolError> {
             Some("text/plain") => Some(ResponseFormat::Text),
             _ => None,
         };
-        req.reasoning = config.thinking_config.as_ref().and_then(reasoning_from_wire);
+        // `thinkingLevel: "auto"` is the gateway's, as `reasoning_effort: "auto"`
+        // is in the other formats: the request's intent settles it.
+        req.extras.reasoning_auto = config
+            .thinking_config
+            .as_ref()
+            .and_then(|c| c.thinking_level.as_deref())
+            .is_some_and(|l| l.eq_ignore_ascii_case("auto"));
+        if !req.extras.reasoning_auto {
+            req.reasoning = config.thinking_config.as_ref().and_then(reasoning_from_wire);
+        }
     }
     Ok(req)
 }

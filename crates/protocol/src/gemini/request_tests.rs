@@ -231,6 +231,16 @@ fn gemini_3_and_later_get_a_thinking_level_never_a_budget() {
     let body = serde_json::to_vec(&encode_request(&req, level).unwrap()).unwrap();
     let back = parse_request(&body).unwrap();
     assert_eq!(back.reasoning.map(|r| r.effort()), Some(Effort::High));
+    assert!(!back.extras.reasoning_auto);
+}
+
+#[test]
+fn thinking_level_auto_is_left_to_the_intent() {
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "generationConfig": {"thinkingConfig": {"thinkingLevel": "AUTO", "includeThoughts": true}}});
+    let req = parse_request(body.to_string().as_bytes()).unwrap();
+    assert!(req.extras.reasoning_auto);
+    assert_eq!(req.reasoning, None);
 }
 
 #[test]

@@ -240,6 +240,7 @@ fn paths() -> Value {
                           query_param("model", "string", "Only this model (resolved or requested)."),
                           query_param("provider", "string", "Only requests this provider served."),
                           query_param("status", "integer", "Only this HTTP status."),
+                          query_param("intent", "string", "Only requests an `auto` model sent to this class (reasoning, code, ordinary, cheap, vision)."),
                           query_param("limit", "integer", "Most rows (default 100, at most 1000)."),
                       ],
                       None, ok_list("RequestRecord"), &["400"]),
@@ -790,7 +791,17 @@ fn schemas() -> Value {
                 "estimated": { "type": "boolean" },
                 "stream": { "type": "boolean" },
                 "session_id": { "type": "string", "description": "The client's own session (Claude Code's); absent when it names none" },
-                "field_edits": { "type": "array", "items": { "type": "string" }, "description": "What the body sent upstream changed of the request's settings (`prompt_cache_key: dropped`, `service_tier: default -> standard_only`); absent when nothing" }
+                "field_edits": { "type": "array", "items": { "type": "string" }, "description": "What the body sent upstream changed of the request's settings (`prompt_cache_key: dropped`, `service_tier: default -> standard_only`); absent when nothing" },
+                "cache": { "type": "string", "description": "How the response cache took part: hit, coalesced or miss; absent when not cached" },
+                "routing": {
+                    "type": "object",
+                    "description": "What routing decided beyond the route's order; absent when nothing",
+                    "properties": {
+                        "intent": { "type": "string", "description": "An auto model's class" },
+                        "intent_rule": { "type": "string", "description": "The classifier rule that decided it (`named`: the client named the class)" },
+                        "structured_output": { "type": "string", "description": "native or prompted" }
+                    }
+                }
             }
         }),
     );

@@ -52,6 +52,9 @@ pub(crate) struct RequestsQuery {
     provider: Option<String>,
     #[serde(default)]
     status: Option<u16>,
+    /// An `auto` model's class.
+    #[serde(default)]
+    intent: Option<String>,
     #[serde(default)]
     limit: Option<u32>,
 }
@@ -197,6 +200,7 @@ pub(crate) async fn list_requests(
         model: given(q.model),
         provider: given(q.provider),
         status: q.status,
+        intent: given(q.intent),
         limit: q.limit,
         ..RecordFilter::default()
     };

@@ -194,6 +194,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "fewer_record_indexes",
         include_str!("../../migrations/sqlite/0012_fewer_record_indexes.sql"),
     ),
+    (13, "record_routing", include_str!("../../migrations/sqlite/0013_record_routing.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -220,6 +221,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         "fewer_record_indexes",
         include_str!("../../migrations/postgres/0012_fewer_record_indexes.sql"),
     ),
+    (13, "record_routing", include_str!("../../migrations/postgres/0013_record_routing.sql")),
 ];
 
 impl Store {
