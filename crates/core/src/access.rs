@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::sync::Arc;
+
 use crate::util::glob_match;
 
 /// A user's role. Every role may use every model unless a rule says otherwise.
@@ -92,6 +94,10 @@ pub struct Principal {
     pub allowed_models: Option<Vec<String>>,
     /// The key's own rate limits (None: none of its own).
     pub limits: Option<crate::limits::Limits>,
+    /// The key's own routing policy, where it pins one (per-application policy).
+    pub key_policy: Option<Arc<crate::app_policy::Pinned>>,
+    /// The routing policies the projects above pin, by project id.
+    pub project_policies: Vec<(String, Arc<crate::app_policy::Pinned>)>,
 }
 
 /// What a rule does when it decides.

@@ -74,6 +74,7 @@ pub use crate::access::{CallerRole, Principal};
 pub use crate::exec::RequestRouting;
 pub use crate::record::{AttemptRecord, RecordSink, RequestRecord, SharedSink};
 pub use crate::runtime::Runtime;
+pub use crate::structured::StructuredMode;
 pub use crate::{GatewayError, LoadError};
 /// The canonical types requests and answers are made of.
 pub use switchyard_protocol::{

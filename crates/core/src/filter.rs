@@ -41,7 +41,8 @@ impl Needs {
         } else if self.tools && !caps.tools {
             Some("tools")
         } else if self.structured_output && !caps.structured_output {
-            Some("structured_output (JSON schema response_format)")
+            // Asked only in native mode: prompted or auto would serve it.
+            Some("structured_output (a JSON schema response_format, in native mode)")
         } else {
             None
         }
@@ -50,8 +51,15 @@ impl Needs {
 
 /// Drop candidates whose model cannot serve `req`. Models with no declared
 /// capabilities are kept. When nothing remains: 400 naming the missing capability.
-pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError> {
-    let needs = Needs::of(req);
+/// A JSON schema needs the capability only in `native` mode: `prompted` and
+/// `auto` ask it of any model in its system prompt (`crate::structured`).
+pub fn by_capability(
+    plan: &mut Plan,
+    req: &Request,
+    structured: crate::structured::StructuredMode,
+) -> Result<(), GatewayError> {
+    let mut needs = Needs::of(req);
+    needs.structured_output &= structured == crate::structured::StructuredMode::Native;
     if needs == Needs::default() {
         return Ok(());
     }
@@ -94,7 +102,9 @@ pub fn by_capability(plan: &mut Plan, req: &Request) -> Result<(), GatewayError>
 /// side apart; `max_cost_per_1k_tokens` is one ceiling, in USD per thousand, on
 /// both (a model's price, not the request's bill). A deployment with no price
 /// cannot be shown to be under a ceiling: `unknown_cost: reject` (the default)
-/// skips it, `allow` keeps it.
+/// skips it, `allow` keeps it. `structured_output` (`native`, `prompted`,
+/// `auto`) replaces the route's mode for a JSON schema: how it is asked for,
+/// not which deployments the route permits.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Hints {
@@ -118,10 +128,14 @@ pub struct Hints {
     /// What a price ceiling does to an unpriced candidate; `None`: `reject`.
     #[serde(default)]
     pub unknown_cost: Option<UnknownCost>,
+    /// How a JSON-schema response format is asked for (`native`, `prompted`,
+    /// `auto`), over the route's `structured_output`; `None`: the route's.
+    #[serde(default)]
+    pub structured_output: Option<crate::structured::StructuredMode>,
 }
 
 /// [`Hints::unknown_cost`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnknownCost {
     /// An unpriced candidate is skipped (the default).
@@ -168,16 +182,7 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
     let (max_in, max_out) = (ceiling(max.input), ceiling(max.output));
     if max_in.is_some() || max_out.is_some() {
         let allow_unknown = hints.unknown_cost == Some(UnknownCost::Allow);
-        plan.candidates.retain(|c| {
-            let p = c.pricing.as_ref();
-            let ok = |limit: Option<f64>, price: Option<f64>| match (limit, price) {
-                (None, _) => true,
-                (Some(l), Some(p)) => p <= l,
-                // An unpriced deployment cannot be shown to be under the limit.
-                (Some(_), None) => allow_unknown,
-            };
-            ok(max_in, p.and_then(|p| p.input)) && ok(max_out, p.and_then(|p| p.output))
-        });
+        plan.candidates.retain(|c| priced_under(c, max_in, max_out, allow_unknown));
     }
     if hints.allow_fallbacks == Some(false) {
         plan.candidates.truncate(1);
@@ -187,6 +192,50 @@ pub fn by_hints(plan: &mut Plan, hints: &Hints, _req: &Request) -> Result<(), Ga
             ErrorCode::NoCandidate,
             format!(
                 "the request's routing hints (switchyard: only/ignore/max_price/max_cost_per_1k_tokens) exclude all {before} deployment(s) of model {:?}",
+                plan.public_model
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `c`'s input and output prices (USD per million tokens) are at most
+/// `max_in` and `max_out`; an unpriced side passes only with `allow_unknown`
+/// (it cannot be shown to be under the limit).
+fn priced_under(
+    c: &Candidate,
+    max_in: Option<f64>,
+    max_out: Option<f64>,
+    allow_unknown: bool,
+) -> bool {
+    let p = c.pricing.as_ref();
+    let ok = |limit: Option<f64>, price: Option<f64>| match (limit, price) {
+        (None, _) => true,
+        (Some(l), Some(p)) => p <= l,
+        (Some(_), None) => allow_unknown,
+    };
+    ok(max_in, p.and_then(|p| p.input)) && ok(max_out, p.and_then(|p| p.output))
+}
+
+/// A key's or project's cost ceiling (`crate::app_policy`): deployments priced
+/// above `per_1k` USD per 1,000 input or output tokens are skipped (unpriced
+/// ones too, unless `unknown_cost: allow`). The request's own hint is applied
+/// by [`by_hints`]: both hold.
+pub fn by_pinned_ceiling(
+    plan: &mut Plan,
+    pinned: &crate::app_policy::Pinned,
+) -> Result<(), GatewayError> {
+    let Some(per_1k) = pinned.max_cost_per_1k_tokens else { return Ok(()) };
+    let before = plan.candidates.len();
+    let max = Some(per_1k * 1000.0);
+    let allow_unknown = pinned.unknown_cost == Some(UnknownCost::Allow);
+    plan.candidates.retain(|c| priced_under(c, max, max, allow_unknown));
+    if plan.candidates.is_empty() {
+        return Err(GatewayError::new(
+            ErrorCode::NoCandidate,
+            format!(
+                "the {} routing policy's max_cost_per_1k_tokens {per_1k} excludes all {before} deployment(s) of model {:?}",
+                pinned.source.replace(':', " "),
                 plan.public_model
             ),
         ));

@@ -28,6 +28,8 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod adaptive;
+pub mod app_policy;
 pub mod breaker;
 pub mod cache;
 pub mod catalog;
@@ -37,6 +39,7 @@ mod compaction;
 pub mod config;
 pub mod continuity;
 pub mod credentials;
+pub mod destinations;
 pub mod discover;
 pub mod embed;
 pub mod error;
@@ -54,6 +57,7 @@ pub mod refusals;
 pub mod runtime;
 pub mod state;
 mod strategy;
+pub mod structured;
 mod telemetry;
 pub mod upstream;
 pub mod util;
@@ -191,6 +195,7 @@ impl Engine {
             })
         });
         self.runtime.latency.retain(&|identity| c.has_identity(identity));
+        self.runtime.destinations.retain(&|identity| c.has_identity(identity));
         self.current.store(Arc::new(snap));
         Ok(())
     }

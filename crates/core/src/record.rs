@@ -175,6 +175,62 @@ pub struct RoutingRecord {
     /// answer validated by the gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Cow<'static, str>>,
+    /// How `strategy: adaptive` ordered the candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveRecord>,
+}
+
+/// An adaptive policy's decision: its version, each candidate's signals and
+/// score in the order chosen, and those it excluded and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[non_exhaustive]
+pub struct AdaptiveRecord {
+    /// The policy's version.
+    pub policy: String,
+    /// The quality profiles' evaluation version, where they have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality_version: Option<String>,
+    /// The cold deployment this request explored (tried first whatever its score).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explored: Option<String>,
+    /// Every candidate: the ordered ones first, in their order, then the excluded.
+    pub candidates: Vec<ScoredCandidate>,
+}
+
+/// One candidate as an adaptive policy saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ScoredCandidate {
+    /// `provider/upstream-model`.
+    pub deployment: String,
+    /// Higher is better; `None`: excluded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// p95 latency read, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
+    /// Estimated USD for this request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Its quality profile's score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
+    /// Requests in flight on it.
+    pub in_flight: u64,
+    /// Its recent error rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_rate: Option<f64>,
+    /// Its recent output tokens per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
+    /// The signals it lacked (`latency`, `cost`, `quality`, `errors`,
+    /// `throughput`), each scored by the policy's missing-signal rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<Cow<'static, str>>,
+    /// Why it was excluded (`cold_start`, `unknown_cost`, `missing_quality`,
+    /// `quality_floor`); `None`: ordered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<Cow<'static, str>>,
 }
 
 impl RoutingRecord {

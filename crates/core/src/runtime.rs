@@ -161,6 +161,9 @@ pub struct Runtime {
     pub latency: Arc<dyn LatencyState>,
     /// Requests in flight per deployment (the least-busy strategy, the gauge).
     pub in_flight: Arc<dyn InFlightState>,
+    /// Each deployment's recent outcomes, latencies and speed (the adaptive
+    /// strategy, `/admin/destinations`).
+    pub destinations: Arc<dyn crate::destinations::DestinationState>,
     /// Rate limits and budgets; None: none (nothing is reserved or settled, and
     /// deployments' capacity is not counted). By default, limits counted in this
     /// process ([`Limiter::local`](crate::limits::Limiter::local)).
@@ -203,6 +206,7 @@ impl Default for Runtime {
             health: Arc::new(HealthRegistry::new(BreakerConfig::default())),
             latency: Arc::new(LatencyTracker::default()),
             in_flight: Arc::new(InFlight::default()),
+            destinations: Arc::new(crate::destinations::Destinations::default()),
             admission: Some(Arc::new(crate::limits::Limiter::local())),
             rules: arc_swap::ArcSwap::from_pointee(Vec::new()),
             seal: None,

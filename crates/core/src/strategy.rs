@@ -35,7 +35,8 @@ pub struct View {
 pub fn order(strategy: Strategy, views: &[View], draw: f64) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..views.len()).collect();
     match strategy {
-        Strategy::Ordered => {}
+        // Adaptive is ordered by its policy (`crate::adaptive`), not here.
+        Strategy::Ordered | Strategy::Adaptive => {}
         Strategy::Weighted => {
             idx.sort_by(|&a, &b| views[b].weight.cmp(&views[a].weight));
             let pool: Vec<usize> = (0..views.len()).filter(|&i| views[i].available).collect();

@@ -145,6 +145,10 @@ error_codes! {
     UpstreamAuthFailed = "upstream_auth_failed", 502, Upstream;
     /// The model answered a compaction request without a summary.
     CompactionFailed = "compaction_failed", 502, Upstream;
+    /// Prompted structured output: the answer was not JSON matching the
+    /// request's schema (from every candidate, or from a stream after its
+    /// first content).
+    InvalidStructuredOutput = "invalid_structured_output", 502, Upstream;
     /// The upstream is overloaded.
     UpstreamOverloaded = "upstream_overloaded", 503, Overloaded;
     /// No usable deployment (no credentials, or none can do what was asked).

@@ -69,6 +69,7 @@ fn default_statuses_and_kinds_are_what_the_call_sites_used() {
         ("upstream_malformed", 502, K::Upstream),
         ("upstream_auth_failed", 502, K::Upstream),
         ("compaction_failed", 502, K::Upstream),
+        ("invalid_structured_output", 502, K::Upstream),
         ("upstream_overloaded", 503, K::Overloaded),
         ("provider_unavailable", 503, K::Overloaded),
         ("circuit_open", 503, K::Overloaded),

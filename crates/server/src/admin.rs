@@ -6,7 +6,8 @@
 //!   admin key or a stored key of an admin user): no or a bad key is 401, any other
 //!   role 403 `admin_required`. Authentication runs before anything else, so an
 //!   unauthenticated caller learns nothing about the install.
-//! * **Storage.** Everything but the OpenAPI document needs the database; without
+//! * **Storage.** Everything but the OpenAPI document and `/admin/destinations`
+//!   (this instance's memory) needs the database; without
 //!   one the routes answer 503 `storage_disabled`. Writing credentials also needs
 //!   the gateway secret (503 `byok_disabled`).
 //! * **Errors** use the OpenAI error shape with stable codes: `invalid_request`
@@ -23,6 +24,7 @@
 //!   (rules: on restart).
 
 pub(crate) mod access;
+mod destinations;
 pub(crate) mod directory;
 mod openapi;
 pub(crate) mod reports;
@@ -51,6 +53,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/users", get(tenancy::list_users).post(tenancy::create_user))
         .route("/users/{id}", get(tenancy::get_user).patch(tenancy::patch_user))
         .route("/projects", get(tenancy::list_projects).post(tenancy::create_project))
+        .route("/projects/{id}", axum::routing::patch(tenancy::patch_project))
         .route("/projects/{id}/members", post(tenancy::add_project_member))
         .route("/groups", get(tenancy::list_groups).post(tenancy::create_group))
         .route("/groups/{id}/members", post(tenancy::add_group_member))
@@ -63,6 +66,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/usage", get(reports::usage))
         .route("/analytics", get(reports::analytics))
         .route("/budgets", get(reports::budgets))
+        .route("/destinations", get(destinations::list))
         .route("/requests", get(reports::list_requests))
         .route("/requests/{id}", get(reports::get_request))
         .route("/openapi.json", get(openapi::document))

@@ -35,6 +35,12 @@ pub const HEADER_CACHE_MODE: &str = "x-switchyard-cache";
 /// How the response cache took part: `hit`, `miss` or `coalesced` (absent: the
 /// request is not cached).
 pub const HEADER_CACHE: &str = "x-gateway-cache";
+/// How the answering attempt asked for the request's JSON schema: `native`
+/// (the provider's structured output) or `prompted` (in the system prompt,
+/// the answer checked by the gateway); absent: the request has no schema.
+pub const HEADER_STRUCTURED_OUTPUT: &str = "x-switchyard-structured-output";
+/// An `auto` model's class and the rule that decided it: `code; rule=tool_loop`.
+pub const HEADER_INTENT: &str = "x-switchyard-intent";
 
 /// What a Gemini client says in its URL rather than its body: the model, and
 /// whether to stream (`:streamGenerateContent`). Other formats say it in the body.
@@ -58,6 +64,8 @@ const DESCRIPTOR: HeaderName = HeaderName::from_static(HEADER_DESCRIPTOR);
 const DROPPED_TOOLS: HeaderName = HeaderName::from_static(HEADER_DROPPED_TOOLS);
 const CACHE_MODE: HeaderName = HeaderName::from_static(HEADER_CACHE_MODE);
 const CACHE: HeaderName = HeaderName::from_static(HEADER_CACHE);
+const STRUCTURED_OUTPUT: HeaderName = HeaderName::from_static(HEADER_STRUCTURED_OUTPUT);
+const INTENT: HeaderName = HeaderName::from_static(HEADER_INTENT);
 const ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -385,6 +393,17 @@ fn respond(
     }
     if let Some(cache) = success.cache {
         h.insert(CACHE, HeaderValue::from_static(cache.as_str()));
+    }
+    if let Some(mode) = &success.routing.structured_output
+        && let Ok(v) = HeaderValue::from_str(mode)
+    {
+        h.insert(STRUCTURED_OUTPUT, v);
+    }
+    if let Some(intent) = &success.routing.intent {
+        let rule = success.routing.intent_rule.as_deref().unwrap_or("");
+        if let Ok(v) = HeaderValue::from_str(&format!("{intent}; rule={rule}")) {
+            h.insert(INTENT, v);
+        }
     }
     // Streams too: the head goes out with the first content, after the decision.
     if !success.served.dropped_tools.is_empty()

@@ -362,6 +362,10 @@ impl Identity {
         let memberships = store.projects_of(&user.id).await.map_err(unavailable)?;
         let mut project_names: Vec<(String, String)> =
             memberships.iter().map(|p| (p.id.clone(), p.name.clone())).collect();
+        let mut project_policies = Vec::new();
+        for p in &memberships {
+            project_policies.extend(pinned(p.routing.as_ref(), &format!("project:{}", p.id)));
+        }
         let projects: Vec<String> = memberships.into_iter().map(|p| p.id).collect();
         let project = api_key.project_id.clone().or(user.primary_project_id.clone());
         // A key bound to a project the user is not (or no longer) a member of
@@ -370,6 +374,7 @@ impl Identity {
             && !project_names.iter().any(|(x, _)| x == id)
             && let Some(p) = store.project(id).await.map_err(unavailable)?
         {
+            project_policies.extend(pinned(p.routing.as_ref(), &format!("project:{}", p.id)));
             project_names.push((p.id, p.name));
         }
         let mut principal = Principal::user(user.id.clone())
@@ -387,6 +392,13 @@ impl Identity {
         // instance when the cache entry expires (`security.key_cache_ms`), or at
         // once after an admin API change, which clears this instance's cache.
         principal.limits = api_key.limits;
+        // Their routing policies likewise.
+        principal.key_policy =
+            pinned(api_key.routing.as_ref(), &format!("key:{}", api_key.id)).map(|(_, p)| p);
+        principal.project_policies = project_policies
+            .into_iter()
+            .map(|(source, p)| (source.trim_start_matches("project:").to_owned(), p))
+            .collect();
         Ok(Some(principal))
     }
 
@@ -449,6 +461,23 @@ impl Identity {
 
 fn invalid() -> GatewayError {
     GatewayError::new(ErrorCode::InvalidApiKey, "invalid, revoked or expired API key")
+}
+
+/// A stored routing policy, compiled for `source` (`key:<id>`, `project:<id>`)
+/// as `(source, policy)`; `None` when there is none. One that no longer
+/// compiles (it was checked when set) is logged and left out: the routes apply.
+fn pinned(
+    routing: Option<&switchyard_core::app_policy::AppPolicy>,
+    source: &str,
+) -> Option<(String, Arc<switchyard_core::app_policy::Pinned>)> {
+    let policy = routing.filter(|p| !p.is_empty())?;
+    match policy.compile(source, &|_| true) {
+        Ok(p) => Some((source.to_owned(), Arc::new(p))),
+        Err(problems) => {
+            tracing::warn!(source, problems = %problems.join("; "), "stored routing policy left out");
+            None
+        }
+    }
 }
 
 fn unavailable(e: switchyard_store::StoreError) -> GatewayError {

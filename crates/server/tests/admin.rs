@@ -44,6 +44,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("PATCH", "/admin/users/{id}"),
     ("GET", "/admin/projects"),
     ("POST", "/admin/projects"),
+    ("PATCH", "/admin/projects/{id}"),
     ("POST", "/admin/projects/{id}/members"),
     ("GET", "/admin/groups"),
     ("POST", "/admin/groups"),
@@ -61,6 +62,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/admin/usage"),
     ("GET", "/admin/analytics"),
     ("GET", "/admin/budgets"),
+    ("GET", "/admin/destinations"),
     ("GET", "/admin/requests"),
     ("GET", "/admin/requests/{id}"),
     ("GET", "/admin/openapi.json"),
@@ -101,6 +103,9 @@ on_both_backends! {
     case_key_limits_are_set_at_creation_and_changed_later =>
         key_limits_are_set_at_creation_and_changed_later_sqlite,
         key_limits_are_set_at_creation_and_changed_later_postgres;
+    case_keys_and_projects_pin_their_routing_policy =>
+        keys_and_projects_pin_their_routing_policy_sqlite,
+        keys_and_projects_pin_their_routing_policy_postgres;
     case_stored_rules_apply_to_the_next_request =>
         stored_rules_apply_to_the_next_request_sqlite,
         stored_rules_apply_to_the_next_request_postgres;
@@ -400,7 +405,9 @@ async fn case_every_admin_route_needs_an_admin_key(db: TestDb) {
 
 async fn case_without_a_database_or_a_secret_the_api_says_so(db: TestDb) {
     let env = Env::start(&db, Opts { store: false, sealer: false }).await;
-    for (method, template) in ROUTES.iter().filter(|(_, p)| !p.ends_with("openapi.json")) {
+    // The OpenAPI document, and this instance's memory, need no database.
+    let stored = |p: &&str| !p.ends_with("openapi.json") && !p.ends_with("destinations");
+    for (method, template) in ROUTES.iter().filter(|(_, p)| stored(p)) {
         let a = env.admin(method, &concrete(template), Some(json!({}))).await;
         assert_eq!((a.status, a.code()), (503, "storage_disabled"), "{method} {template}");
     }
@@ -408,6 +415,7 @@ async fn case_without_a_database_or_a_secret_the_api_says_so(db: TestDb) {
     let member = env.call(Some(GATEWAY_KEY), "GET", "/admin/users", None).await;
     assert_eq!(member.status, 403);
     env.expect(200, "GET", "/admin/openapi.json", None).await;
+    env.expect(200, "GET", "/admin/destinations", None).await;
     drop(env);
 
     let env = Env::start(&db, Opts { store: true, sealer: false }).await;
@@ -653,6 +661,84 @@ async fn case_budgets_are_reported_for_this_period(db: TestDb) {
     };
     let row = tokio::time::timeout(WAIT, settled).await.expect("settled as uncertain");
     assert_eq!((&row["source"], &row["reserved_usd"]), (&json!("counters"), &json!(0.0)));
+}
+
+async fn case_keys_and_projects_pin_their_routing_policy(db: TestDb) {
+    // The route tries the dearer anthropic first ($3/$15 a million), openai
+    // ($1/$2) after.
+    let options = Options {
+        routes: "routes:\n  - name: Pair\n    match: m-anthropic\n    provider: anthropic\n    fallbacks: [{ provider: openai, model: m-openai }]\n".into(),
+        ..Options::default()
+    };
+    let env = Env::start_with(&db, FULL, &options).await;
+    let (_, project, secret, kid) = env.user_with_key("pinned@example.com", json!({})).await;
+    let served = |a: &Answer| a.json["model"].as_str().map(str::to_owned);
+    let first = env.chat(&secret, "m-anthropic").await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(env.anthropic.request_count(), 1);
+
+    // The key pins the cost strategy: the cheaper deployment first.
+    let key = env
+        .expect(
+            200,
+            "PATCH",
+            &format!("/admin/keys/{kid}"),
+            Some(json!({"routing": {"strategy": "cost"}})),
+        )
+        .await;
+    assert_eq!(key["routing"], json!({"strategy": "cost"}));
+    let a = env.chat(&secret, "m-anthropic").await;
+    assert_eq!((a.status, env.openai.request_count(), env.anthropic.request_count()), (200, 1, 1));
+    let record = env.record(a.request_id.as_deref().unwrap()).await;
+    let descriptor = record["descriptor"].as_str().unwrap();
+    assert!(
+        descriptor.contains(&format!("pinned:key:{kid}")) && descriptor.contains("strategy:cost"),
+        "{descriptor}"
+    );
+
+    // Cleared, the project's ceiling ($5 a million, 0.005 a thousand) leaves
+    // only openai; the route's order comes back otherwise.
+    env.expect(200, "PATCH", &format!("/admin/keys/{kid}"), Some(json!({"routing": null}))).await;
+    let p = env
+        .expect(
+            200,
+            "PATCH",
+            &format!("/admin/projects/{project}"),
+            Some(json!({"routing": {"max_cost_per_1k_tokens": 0.005}})),
+        )
+        .await;
+    assert_eq!(p["routing"]["max_cost_per_1k_tokens"], 0.005);
+    let a = env.chat(&secret, "m-anthropic").await;
+    assert_eq!((a.status, env.openai.request_count(), env.anthropic.request_count()), (200, 2, 1));
+    assert!(served(&a).is_some());
+    // A ceiling nothing meets is refused by name, nothing sent.
+    env.expect(
+        200,
+        "PATCH",
+        &format!("/admin/projects/{project}"),
+        Some(json!({"routing": {"max_cost_per_1k_tokens": 0.0001}})),
+    )
+    .await;
+    let a = env.chat(&secret, "m-anthropic").await;
+    assert_eq!((a.status, a.code()), (400, "no_candidate"), "{}", a.text);
+    assert!(a.text.contains("max_cost_per_1k_tokens 0.0001"), "{}", a.text);
+    assert_eq!(env.openai.request_count() + env.anthropic.request_count(), 3);
+
+    // Checked against the catalog when set, each problem named.
+    let bad = json!({"routing": {"strategy": "adaptive", "adaptive": {"preset": "quality",
+        "quality": {"profiles": [{"target": "nowhere/x", "score": 2}]}}}});
+    let a = env.admin("PATCH", &format!("/admin/keys/{kid}"), Some(bad)).await;
+    assert_eq!((a.status, a.code()), (400, "invalid_request"), "{}", a.text);
+    assert_eq!(a.json["error"]["param"], "routing");
+    assert!(
+        a.text.contains("`nowhere/x` is no catalog model") && a.text.contains("2 is not in [0, 1]"),
+        "{}",
+        a.text
+    );
+    let a = env.admin("PATCH", "/admin/projects/prj_nope", Some(json!({"routing": null}))).await;
+    assert_eq!(a.status, 404);
+    let a = env.admin("PATCH", &format!("/admin/projects/{project}"), Some(json!({}))).await;
+    assert_eq!(a.status, 400);
 }
 
 async fn case_key_limits_are_set_at_creation_and_changed_later(db: TestDb) {

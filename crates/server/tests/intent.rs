@@ -1,6 +1,7 @@
 //! The `auto` models, black box: a request for `auto` goes where the class the
 //! classifier gives it goes, in every client format; `auto-<class>` names its
-//! class; the class and its rule lead the `x-gateway-route` header.
+//! class; the class and its rule lead the `x-gateway-route` header, and are
+//! said apart in `x-switchyard-intent` and the record.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
@@ -35,9 +36,16 @@ async fn each_class_goes_to_its_target_in_each_client_format() {
         {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
             "function": {"name": "run_shell_command", "arguments": "{\"command\":\"cargo build\"}"}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "error[E0425]: cannot find value `x`"}]});
-    let (provider, route) = routed(&h, "/v1/chat/completions", &agent).await;
-    assert_eq!(provider, "anthropic");
+    let r = h.post("/v1/chat/completions", &agent).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-gateway-provider"], "anthropic");
+    assert_eq!(r.headers()["x-switchyard-intent"], "code; rule=tool_loop");
+    let route = r.headers()["x-gateway-route"].to_str().unwrap().to_owned();
     assert!(route.starts_with("auto:code intent_rule:tool_loop"), "{route}");
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let record = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(record.routing.intent.as_deref(), Some("code"));
+    assert_eq!(record.routing.intent_rule.as_deref(), Some("tool_loop"));
 
     let proof = json!({"model": "auto", "max_tokens": 512, "messages": [
         {"role": "user", "content": "Prove that there are infinitely many primes."}]});
@@ -72,6 +80,14 @@ async fn a_named_class_needs_no_classification_and_vision_falls_back_to_ordinary
     let (provider, route) = routed(&h, "/v1/chat/completions", &look).await;
     assert_eq!(provider, "openai");
     assert!(route.starts_with("auto:vision intent_rule:image"), "{route}");
+    // A named model is no decision: no intent header, nothing in the record.
+    let named = json!({"model": "m-openai", "messages": [{"role": "user", "content": "hi"}]});
+    let r = h.post("/v1/chat/completions", &named).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("x-switchyard-intent").is_none());
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let record = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert!(record.routing.is_empty(), "{:?}", record.routing);
 }
 
 #[tokio::test]
@@ -111,6 +127,9 @@ async fn effort_auto_is_settled_by_the_intent_and_never_sent() {
     let proof = chat("Prove that there are infinitely many primes.");
     let got = upstream_got(&h, &h.openai, "/v1/chat/completions", &proof).await;
     assert_eq!(got["reasoning_effort"], "high", "{got}");
+    // The class that set the effort is said, as an auto model's is.
+    let r = h.post("/v1/chat/completions", &proof).await;
+    assert_eq!(r.headers()["x-switchyard-intent"], "reasoning; rule=reasoning_text");
     let code = chat("Fix this:\n```rust\nfn main() { let x = ; }\n```");
     let got = upstream_got(&h, &h.openai, "/v1/chat/completions", &code).await;
     assert_eq!(got["reasoning_effort"], "medium", "{got}");
@@ -134,4 +153,18 @@ async fn effort_auto_is_settled_by_the_intent_and_never_sent() {
     let high = switchyard_core::protocol::Effort::High.budget_tokens();
     assert_eq!(got["thinking"], json!({"type": "enabled", "budget_tokens": high}), "{got}");
     assert!(!got.to_string().contains("\"auto\""), "{got}");
+
+    // Gemini's `thinkingLevel: "auto"`, to Gemini: a trivial turn gets no thinking.
+    let hello = json!({"contents": [{"role": "user", "parts": [{"text": "hello!"}]}],
+        "generationConfig": {"thinkingConfig": {"thinkingLevel": "auto"}}});
+    let got = upstream_got(&h, &h.gemini, "/v1beta/models/m-gemini:generateContent", &hello).await;
+    let thinking = &got["generationConfig"]["thinkingConfig"];
+    assert!(!got.to_string().to_lowercase().contains("\"auto\""), "{got}");
+    assert!(thinking.is_null() || thinking["thinkingBudget"] == 0, "{got}");
+    let got =
+        upstream_got(&h, &h.gemini, "/v1beta/models/m-gemini:generateContent", &json!({
+            "contents": [{"role": "user", "parts": [{"text": "Prove that the square root of 2 is irrational."}]}],
+            "generationConfig": {"thinkingConfig": {"thinkingLevel": "auto"}}})).await;
+    let thinking = &got["generationConfig"]["thinkingConfig"];
+    assert!(thinking["thinkingLevel"] == "high" || thinking["thinkingBudget"] == high, "{got}");
 }

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use switchyard_core::access;
+use switchyard_core::app_policy::AppPolicy;
 use switchyard_core::limits::Limits;
 
 pub use switchyard_core::access::{CallerRole, Effect, Subject};
@@ -44,6 +45,9 @@ pub struct Project {
     pub log_content: bool,
     pub content_cap_bytes: i64,
     pub created_at: i64,
+    /// The project's own routing policy (`None`: the routes').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<AppPolicy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,6 +73,8 @@ pub struct ApiKey {
     /// The key's own rate limits (`None`: none of its own; its user's and
     /// project's limits from the configuration still apply).
     pub limits: Option<Limits>,
+    /// The key's own routing policy (`None`: its project's, else the routes').
+    pub routing: Option<AppPolicy>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,

@@ -57,6 +57,9 @@ enum Command {
     /// The intent an `auto` model would route a request body by, and why,
     /// without sending it.
     Explain(cli::explain::ExplainArgs),
+    /// A running gateway's deployments, live: in flight, outcomes, latency and
+    /// speed over their recent window (`GET /admin/destinations`).
+    Status(cli::status::StatusArgs),
     /// Operator subcommands: migrate, users, projects, groups, keys, rules,
     /// credentials, secrets, logs, usage (see cli/mod.rs).
     #[command(flatten)]
@@ -99,6 +102,7 @@ fn main() -> ExitCode {
         Command::Check { file } => check(file),
         Command::Catalog { cmd } => cli::catalog::run(cmd),
         Command::Explain(args) => cli::explain::run(args),
+        Command::Status(args) => cli::status::run(args),
         Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);

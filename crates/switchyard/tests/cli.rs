@@ -41,6 +41,9 @@ on_both_backends! {
         users_projects_groups_and_keys_sqlite, users_projects_groups_and_keys_postgres;
     case_key_limits_at_creation_and_later =>
         key_limits_at_creation_and_later_sqlite, key_limits_at_creation_and_later_postgres;
+    case_routing_policies_of_keys_and_projects =>
+        routing_policies_of_keys_and_projects_sqlite,
+        routing_policies_of_keys_and_projects_postgres;
     case_rules_add_list_delete => rules_add_list_delete_sqlite, rules_add_list_delete_postgres;
     case_config_rules_naming_no_one_are_warned_about =>
         config_rules_naming_no_one_are_warned_about_sqlite,
@@ -394,6 +397,91 @@ async fn case_key_limits_at_creation_and_later(db: TestDb) {
     for out in &outputs {
         assert!(!out.all().contains(&secret), "{out:#?}");
     }
+}
+
+async fn case_routing_policies_of_keys_and_projects(db: TestDb) {
+    let env = Env::new("routing", &db);
+    env.run(&["users", "create", "--email", "ana@example.com"]).ok();
+    let key = env.run(&["keys", "create", "--user", "ana@example.com", "--json"]).ok().json();
+    let id = key["id"].as_str().unwrap().to_owned();
+    let shown = env.run(&["keys", "routing", &id]).ok();
+    assert!(shown.stdout.ends_with("none (the routes')\n"), "{shown:#?}");
+
+    // The options given replace those settings and keep the others.
+    let set = env.run(&["keys", "routing", &id, "--strategy", "cost"]).ok();
+    assert!(set.stdout.contains("is now strategy cost"), "{set:#?}");
+    let set = env
+        .run(&[
+            "keys",
+            "routing",
+            &id,
+            "--max-cost-per-1k-tokens",
+            "0.004",
+            "--unknown-cost",
+            "allow",
+        ])
+        .ok();
+    assert!(
+        set.stdout.contains("strategy cost, at most $0.004 per 1k tokens, unpriced allowed"),
+        "{set:#?}"
+    );
+    let stored = db.store().key(&id).await.unwrap().unwrap().routing.unwrap();
+    assert_eq!(stored.max_cost_per_1k_tokens, Some(0.004));
+    assert_eq!(stored.strategy, Some(switchyard_core::catalog::Strategy::Cost));
+
+    // Checked before it is stored: an adaptive policy a cost strategy would not
+    // read, a profile naming no catalog model, a negative ceiling.
+    let idle = env.run(&["keys", "routing", &id, "--preset", "economy"]).failed();
+    assert!(idle.stderr.contains("pins strategy cost, which does not read it"), "{idle:#?}");
+    let file = env.dir.join("adaptive.json");
+    std::fs::write(
+        &file,
+        r#"{"version": "v1", "weights": {"quality": 1}, "quality": {"profiles": [{"target": "nowhere", "score": 0.5}]}}"#,
+    )
+    .unwrap();
+    let bad = env
+        .run(&[
+            "keys",
+            "routing",
+            &id,
+            "--strategy",
+            "adaptive",
+            "--adaptive-file",
+            file.to_str().unwrap(),
+        ])
+        .failed();
+    assert!(bad.stderr.contains("`nowhere` is no catalog model"), "{bad:#?}");
+    let negative = env.run(&["keys", "routing", &id, "--max-cost-per-1k-tokens=-1"]).failed();
+    assert!(negative.stderr.contains("-1 is not a price"), "{negative:#?}");
+    assert_eq!(db.store().key(&id).await.unwrap().unwrap().routing, Some(stored));
+
+    // A project's, by name; --json prints the project; --clear removes it.
+    env.run(&["projects", "create", "storefront"]).ok();
+    let p = env
+        .run(&[
+            "projects",
+            "routing",
+            "storefront",
+            "--strategy",
+            "adaptive",
+            "--preset",
+            "quality",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(p["routing"], json!({"strategy": "adaptive", "adaptive": {"preset": "quality"}}));
+    let shown = env.run(&["projects", "routing", "storefront"]).ok();
+    assert!(shown.stdout.contains("strategy adaptive, adaptive quality"), "{shown:#?}");
+    let both = env.run(&["projects", "routing", "storefront", "--clear", "--strategy", "cost"]);
+    assert_eq!(both.code, 2, "{both:#?}");
+    env.run(&["projects", "routing", "storefront", "--clear"]).ok();
+    assert_eq!(
+        env.run(&["projects", "routing", "storefront", "--json"]).ok().stdout.trim(),
+        "null"
+    );
+    env.run(&["keys", "routing", &id, "--clear"]).ok();
+    assert_eq!(db.store().key(&id).await.unwrap().unwrap().routing, None);
 }
 
 /// Access rules in the file name projects and users by name (or id); one that

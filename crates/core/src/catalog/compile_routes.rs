@@ -120,6 +120,7 @@ pub(super) fn compile_routes(
                 r.name, earlier.name, earlier.pattern
             ));
         }
+        let adaptive = ctx.adaptive(r, problems);
         if let Some(chain) = chain {
             routes.push(RouteSpec {
                 id: route_id(&r.name),
@@ -132,12 +133,11 @@ pub(super) fn compile_routes(
                 unrunnable_server_tools: r.unrunnable_server_tools,
                 cache: r.cache.as_ref().map(|c| CacheSpec { ttl_ms: c.ttl_ms.value }),
                 affinity: r.affinity.as_ref().map(super::AffinitySpec::from_config),
-                policy: Arc::new(AttemptPolicy::compile(
-                    &r.retry,
-                    &r.failover,
-                    r.max_fallbacks,
-                    r.max_attempts,
-                )),
+                policy: Arc::new(AttemptPolicy {
+                    structured_output: r.structured_output.unwrap_or_default(),
+                    adaptive,
+                    ..AttemptPolicy::compile(&r.retry, &r.failover, r.max_fallbacks, r.max_attempts)
+                }),
             });
         }
     }
@@ -223,6 +223,55 @@ struct RouteCtx<'a> {
 }
 
 impl RouteCtx<'_> {
+    /// The route's adaptive policy: needed where it or one of its scope chains
+    /// orders by `adaptive`, refused where none does (it would do nothing).
+    fn adaptive(
+        &self,
+        r: &raw::RouteConfig,
+        problems: &mut Vec<Problem>,
+    ) -> Option<Arc<crate::adaptive::AdaptivePolicy>> {
+        let adaptive = raw::StrategyName::Adaptive;
+        let uses = r.strategy == adaptive
+            || r.by_scope
+                .as_ref()
+                .is_some_and(|b| b.chains.values().any(|c| c.strategy == Some(adaptive)));
+        let Some(written) = &r.adaptive else {
+            if uses {
+                problems.push(Problem::at(
+                    &r.pattern,
+                    format!(
+                        "routes[{}]: strategy adaptive needs an `adaptive:` block (a preset: interactive, economy or quality; or a version and weights)",
+                        self.route
+                    ),
+                ));
+            }
+            return None;
+        };
+        if !uses {
+            problems.push(Problem::at(
+                written,
+                format!(
+                    "routes[{}].adaptive: the route's strategy is not adaptive (set `strategy: adaptive`)",
+                    self.route
+                ),
+            ));
+            return None;
+        }
+        let target_ok = |t: &str| {
+            self.lookup.contains_key(t)
+                || t.split_once('/').is_some_and(|(p, _)| self.provider_index.contains_key(p))
+        };
+        match crate::adaptive::AdaptivePolicy::compile(&written.value, &target_ok) {
+            Ok(policy) => Some(policy),
+            Err(found) => {
+                for why in found {
+                    problems.push(Problem::at(written, format!("routes[{}].{why}", self.route)));
+                }
+                None
+            }
+        }
+    }
+
     fn provider(
         &self,
         s: &Spanned<String>,
@@ -346,3 +395,9 @@ impl RouteCtx<'_> {
         primary.map(|primary| ChainSpec { primary, fallbacks: out, strategy })
     }
 }
+
+// Its tests read YAML.
+#[cfg(test)]
+#[cfg(feature = "yaml")]
+#[path = "compile_adaptive_tests.rs"]
+mod adaptive_tests;

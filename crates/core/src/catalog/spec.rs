@@ -257,6 +257,7 @@ impl Strategy {
             Strategy::Cost => "cost",
             Strategy::Latency => "latency",
             Strategy::Balanced => "balanced",
+            Strategy::Adaptive => "adaptive",
         }
     }
 }
@@ -303,6 +304,11 @@ pub struct AttemptPolicy {
     pub max_fallbacks: usize,
     /// The most attempts per request, retries included (1 to [`HARD_MAX_ATTEMPTS`]).
     pub max_attempts: usize,
+    /// How a JSON-schema response format is asked of each candidate (and
+    /// whether the gateway checks the answer): the route's `structured_output`.
+    pub structured_output: crate::structured::StructuredMode,
+    /// The route's `adaptive:` policy, which `strategy: adaptive` orders by.
+    pub adaptive: Option<Arc<crate::adaptive::AdaptivePolicy>>,
 }
 
 /// Statuses the default policy fails over on (plus every 5xx).
@@ -356,6 +362,8 @@ impl AttemptPolicy {
             failover_transport: failover.transport.unwrap_or(true),
             max_fallbacks: max_fallbacks.unwrap_or(DEFAULT_MAX_FALLBACKS).min(HARD_MAX_FALLBACKS),
             max_attempts: max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).clamp(1, HARD_MAX_ATTEMPTS),
+            structured_output: crate::structured::StructuredMode::default(),
+            adaptive: None,
         }
     }
 

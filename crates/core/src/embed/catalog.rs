@@ -377,4 +377,14 @@ impl Route {
         self.config.unrunnable_server_tools = Some(mode);
         self
     }
+
+    /// How a JSON-schema response format is asked for (default:
+    /// [`StructuredMode::Auto`](crate::structured::StructuredMode::Auto)):
+    /// natively, in the system prompt with the answer checked, or each where it
+    /// fits.
+    #[must_use]
+    pub fn structured_output(mut self, mode: crate::structured::StructuredMode) -> Self {
+        self.config.structured_output = Some(mode);
+        self
+    }
 }

@@ -20,6 +20,16 @@ pub(super) enum Whole {
     Forwarded { body: Bytes, usage: Usage },
 }
 
+impl Whole {
+    /// The answer's output tokens, where it reported them.
+    fn output_tokens(&self) -> Option<u64> {
+        match self {
+            Whole::Parsed { response, .. } => response.usage.output_tokens,
+            Whole::Forwarded { usage, .. } => usage.output_tokens,
+        }
+    }
+}
+
 /// What one HTTP attempt sends, and where.
 pub(super) struct Call<'a> {
     /// The request as this candidate gets it (less the offered tools it drops).
@@ -32,6 +42,10 @@ pub(super) struct Call<'a> {
     pub deadline: Instant,
     /// The `traceparent` the upstream is sent, if any.
     pub traceparent: Option<&'a str>,
+    /// The request carries its schema in its system prompt
+    /// ([`crate::structured`]): never the client's own bytes, and the answer
+    /// parsed, to be checked.
+    pub prompted: bool,
 }
 
 /// What one attempt came to.
@@ -93,6 +107,36 @@ async fn occupy(
     }
 }
 
+/// A whole prompted answer checked against the request's schema: a valid one
+/// is left as its bare JSON text; an invalid one fails the attempt (the next
+/// candidate may comply), its usage reported so that what was paid for is
+/// metered, estimated where the upstream reported none. A stream is checked by
+/// its pump when it ends (`Pump::run`).
+fn check_prompted(
+    result: Result<(Answer, InFlightGuard), Failure>,
+    schema: &serde_json::Value,
+    reported: &mut Usage,
+    inbound: &Inbound,
+) -> Result<(Answer, InFlightGuard), Failure> {
+    let Ok((Answer::Whole(Whole::Parsed { mut response, raw }), in_flight)) = result else {
+        return result;
+    };
+    match crate::structured::settle(&mut response, schema) {
+        Ok(()) => Ok((Answer::Whole(Whole::Parsed { response, raw }), in_flight)),
+        Err(why) => {
+            let mut usage = response.usage;
+            if usage.input_tokens.is_none() {
+                usage.input_tokens = Some(inbound.input_estimate());
+            }
+            if usage.output_tokens.is_none() {
+                usage.output_tokens = Some(estimate::output_tokens(text_bytes(&response.content)));
+            }
+            reported.merge(&usage);
+            Err(Failure::InvalidOutput(why))
+        }
+    }
+}
+
 impl Flow {
     /// The attempt loop: each candidate in the plan's order, with retries and
     /// failover, until one answers (delivered) or none can.
@@ -116,6 +160,9 @@ impl Flow {
         } else {
             &*plan.policy
         };
+        let structured =
+            crate::structured::mode(inbound.hints.structured_output, policy.structured_output);
+        let schema = crate::structured::schema_of(&inbound.request);
         let mut failures: Vec<(usize, Failure)> = Vec::new();
         let mut sent = 0usize;
         let mut tried: Vec<String> = Vec::new();
@@ -131,6 +178,13 @@ impl Flow {
                 // request without them.
                 let dropped = plan.tools.dropped(cand, &inbound.request);
                 let request = dropped.apply(&inbound.request);
+                // How the request's JSON schema is asked of this deployment;
+                // prompted, it goes in the system prompt and the answer is the
+                // gateway's to check.
+                let caps = cand.model.as_ref().and_then(|m| m.capabilities.as_ref());
+                let asked = crate::structured::asked(&inbound.request, structured, caps);
+                let prompted = asked == Some(crate::structured::Asked::Prompted);
+                let request = if prompted { crate::structured::prompted(request) } else { request };
                 let mut retries = 0u32;
                 loop {
                     if sent >= policy.max_attempts || Instant::now() >= deadline {
@@ -152,7 +206,9 @@ impl Flow {
                     } else {
                         "failover"
                     };
-                    let Tried { result, credential, reported, occupied, field_edits } = this
+                    // Dropped before it ends (the client went away): a cancellation.
+                    let watch = Watch::start(&runtime.destinations, cand.identity());
+                    let Tried { result, credential, mut reported, occupied, field_edits } = this
                         .attempt(
                             inbound,
                             &request,
@@ -162,8 +218,14 @@ impl Flow {
                             deadline,
                             plan.bypass_breakers,
                             traceparent.as_deref(),
+                            prompted,
                         )
                         .await;
+                    let result = match schema.filter(|_| prompted) {
+                        Some(schema) => check_prompted(result, schema, &mut reported, inbound),
+                        None => result,
+                    };
+                    guard.rec.routing.structured_output = asked.map(|a| a.as_str().into());
                     // A failed attempt that reported usage is metered too.
                     let failed_usage =
                         (result.is_err() && !reported.is_empty()).then_some(reported);
@@ -184,9 +246,30 @@ impl Flow {
                         (Err(_), None) => {}
                     }
                     sent += usize::from(sent_upstream);
+                    // A stream's destination hears how it went when it ends.
+                    let watch = match &result {
+                        _ if !sent_upstream => {
+                            watch.forget();
+                            None
+                        }
+                        Err(_) => {
+                            watch.end(Ended::Error, None, None);
+                            None
+                        }
+                        Ok((Answer::Whole(whole), _)) => {
+                            watch.end(Ended::Success, None, whole.output_tokens());
+                            None
+                        }
+                        Ok((Answer::Stream(_), _)) => Some(watch),
+                    };
                     if sent_upstream {
                         guard.rec.field_edits = field_edits;
                         guard.rec.field_edits.extend(dropped.edits(&inbound.request));
+                        if prompted {
+                            guard.rec.field_edits.push(
+                                "response_format: json_schema sent as a system-prompt instruction (prompted structured output)".to_owned(),
+                            );
+                        }
                     }
                     let elapsed = started.elapsed();
                     // A queued request's later rounds at capacity are not attempts
@@ -252,6 +335,8 @@ impl Flow {
                                 answer,
                                 in_flight: guard_in_flight,
                                 elapsed,
+                                prompted,
+                                watch,
                             };
                             let (success, keep) =
                                 this.deliver(inbound, plan, &tried, won, runtime, guard);
@@ -284,6 +369,9 @@ impl Flow {
                                                 format!("status_{status}")
                                             }
                                             Failure::CircuitOpen(_) => "circuit_open".to_owned(),
+                                            Failure::InvalidOutput(_) => {
+                                                "invalid_output".to_owned()
+                                            }
                                             _ => "transport".to_owned(),
                                         };
                                         crate::telemetry::counter!("gateway_upstream_failovers_total", "from" => cand.provider.name.clone(), "to" => next.provider.name.clone(), "reason" => reason).increment(1);
@@ -346,6 +434,7 @@ impl Snapshot {
         deadline: Instant,
         bypass_breakers: bool,
         traceparent: Option<&str>,
+        prompted: bool,
     ) -> Tried {
         let mut reported = Usage::default();
         let mut field_edits = Vec::new();
@@ -393,8 +482,15 @@ impl Snapshot {
             }
             (ProviderKind::Wire(wire), Some(_)) => {
                 let tools = dropped.tools(&inbound.request);
-                let call =
-                    Call { request, dropped: tools, wire: *wire, key, deadline, traceparent };
+                let call = Call {
+                    request,
+                    dropped: tools,
+                    wire: *wire,
+                    key,
+                    deadline,
+                    traceparent,
+                    prompted,
+                };
                 self.attempt_http(inbound, cand, call, runtime, &mut reported, &mut field_edits)
                     .await
             }
@@ -513,7 +609,7 @@ impl Snapshot {
         reported: &mut Usage,
         field_edits: &mut Vec<String>,
     ) -> Result<Answer, Failure> {
-        let Call { request, dropped, wire, key, deadline, traceparent } = call;
+        let Call { request, dropped, wire, key, deadline, traceparent, prompted } = call;
         let Some(rt) = self.runtimes.get(&cand.provider.name) else {
             return Err(Failure::Unavailable(format!(
                 "provider {} has no client",
@@ -521,7 +617,9 @@ impl Snapshot {
             )));
         };
         let settings = &self.catalog.settings;
-        let fast = inbound.fast_path(wire);
+        // Prompted, the body is the request as rewritten, and the answer is
+        // parsed to be checked: no same-format fast path either way.
+        let fast = inbound.fast_path(wire) && !prompted;
         let cap = cand.model.as_ref().and_then(|m| m.max_output_tokens);
         let traits = cand.traits(wire);
         let stream = inbound.request.stream;
@@ -538,6 +636,9 @@ impl Snapshot {
         let (resp, minted) = loop {
             let refused = runtime.refusals.get(&cand.provider.name);
             let mut out = inbound.outgoing(request, wire);
+            if prompted {
+                out.raw = None;
+            }
             out.dropped = dropped.clone();
             out.refused = refused.as_deref();
             out.traceparent = traceparent;

@@ -457,6 +457,7 @@ impl Flow {
             delivery,
             rate: None,
             cache: Some(status),
+            routing: guard.rec.routing.clone(),
         }
     }
 }

@@ -124,6 +124,16 @@ impl Estimate {
 }
 
 impl Inbound {
+    /// The routing policies the caller pins (`crate::app_policy`): its key's,
+    /// then the attributed project's. Where both pin a setting, the key's wins.
+    pub(crate) fn pinned(&self) -> [Option<&crate::app_policy::Pinned>; 2] {
+        let p = &self.principal;
+        let project = self.project.as_deref().and_then(|id| {
+            p.project_policies.iter().find(|(x, _)| x == id).map(|(_, pinned)| &**pinned)
+        });
+        [p.key_policy.as_deref(), project]
+    }
+
     /// A request from `principal`, arriving now, with the rest of its context at
     /// the defaults: no client bytes (so no fast path), no hints, no project, no
     /// caller keys, the configuration's routing bounds, pass-through answers.

@@ -16,6 +16,11 @@ pub(super) struct Won {
     pub(super) in_flight: InFlightGuard,
     /// The attempt's time to its answer (a stream's: to its first content).
     pub(super) elapsed: Duration,
+    /// It was asked for the request's schema in its system prompt: a stream is
+    /// translated (never forwarded as the upstream's bytes) and checked at its end.
+    pub(super) prompted: bool,
+    /// A stream's destination statistics, told when it ends.
+    pub(super) watch: Option<Watch>,
 }
 
 impl Snapshot {
@@ -33,7 +38,7 @@ impl Snapshot {
         runtime: &Arc<Runtime>,
         guard: &mut RecordGuard,
     ) -> (Success, Vec<(String, Vec<u8>)>) {
-        let Won { index, dropped, answer, in_flight, elapsed: attempt_time } = won;
+        let Won { index, dropped, answer, in_flight, elapsed: attempt_time, prompted, watch } = won;
         let dropped = &dropped;
         let mut keep = Vec::new();
         let rate = guard.reservation.as_ref().and_then(|(_, r)| r.status);
@@ -49,6 +54,7 @@ impl Snapshot {
             let success = Success::new(served, String::new(), inbound, delivery, rate);
             return (success, keep);
         };
+        let routing = guard.rec.routing.clone();
         let descriptor = descriptor(plan, tried);
         // The answer names the model as the client asked for it: agents compare it
         // with their request (Claude Code drops a turn's thinking from the next
@@ -78,7 +84,10 @@ impl Snapshot {
                 guard.record_metrics();
                 guard.write(200, None);
                 let delivery = Delivery::Passthrough { format: inbound.format, body };
-                (Success::new(served, descriptor, inbound, delivery, rate), keep)
+                (
+                    Success::new(served, descriptor, inbound, delivery, rate).with_routing(routing),
+                    keep,
+                )
             }
             Answer::Whole(Whole::Parsed { mut response, raw }) => {
                 client_model.clone_into(&mut response.model);
@@ -128,7 +137,10 @@ impl Snapshot {
                     },
                     _ => Delivery::Response { response: Box::new(response), record },
                 };
-                (Success::new(served, descriptor, inbound, delivery, rate), keep)
+                (
+                    Success::new(served, descriptor, inbound, delivery, rate).with_routing(routing),
+                    keep,
+                )
             }
             Answer::Stream(mut committed) => {
                 let report = StreamReport {
@@ -137,10 +149,13 @@ impl Snapshot {
                     identity: cand.identity(),
                     attempt_ms: attempt_time.as_secs_f64() * 1000.0,
                     ttft_ms: ttft.as_secs_f64() * 1000.0,
+                    watch,
+                    first_content: attempt_time,
                 };
                 // A mock provider has no wire, and its stream is never passed through.
                 let wire = cand.provider.wire();
                 let passthrough = inbound.output == Output::Client
+                    && !prompted
                     && wire.is_some_and(|wire| inbound.fast_path(wire))
                     && matches!(committed.source, Source::Http { .. });
                 // The gateway asked the wire for the usage the client did not
@@ -178,6 +193,7 @@ impl Snapshot {
                         continuity::StreamContinuity::new(continuity::needs_store(inbound.format))
                     }),
                     strip_usage,
+                    structured: prompted.then(crate::structured::Collected::default),
                     verbatim: passthrough
                         && !renamed
                         && !strip_usage
@@ -197,7 +213,10 @@ impl Snapshot {
                     pump.outlet.try_flush();
                 }
                 tokio::spawn(pump.run(source, ended));
-                (Success::new(served, descriptor, inbound, delivery, rate), keep)
+                (
+                    Success::new(served, descriptor, inbound, delivery, rate).with_routing(routing),
+                    keep,
+                )
             }
         }
     }

@@ -36,6 +36,7 @@ use crate::access::{self, Principal};
 use crate::breaker::{Clearance, CredentialKey, Outcome, Permit};
 use crate::catalog::{AttemptPolicy, Candidate, Plan, ProviderKind, Scope, Strategy};
 use crate::clock::UnixMs;
+use crate::destinations::{Ended, Watch};
 use crate::error::GatewayError;
 use crate::filter::{self, Hints};
 use crate::hosted::{Dropped, ToolDemand};
@@ -350,6 +351,9 @@ pub struct Success {
     /// How the response cache took part (`x-gateway-cache`); `None`: the
     /// request is not cached.
     pub cache: Option<CacheStatus>,
+    /// What routing decided beyond the route's order (`x-switchyard-intent`),
+    /// as the record keeps it.
+    pub routing: crate::record::RoutingRecord,
 }
 
 impl Success {
@@ -362,7 +366,14 @@ impl Success {
         rate: Option<crate::limits::RateStatus>,
     ) -> Self {
         let request = Arc::clone(&inbound.request);
-        Self { served, descriptor, request, delivery, rate, cache: None }
+        let routing = crate::record::RoutingRecord::default();
+        Self { served, descriptor, request, delivery, rate, cache: None, routing }
+    }
+
+    /// With the record's routing decisions (the response's headers say them).
+    pub(super) fn with_routing(mut self, routing: crate::record::RoutingRecord) -> Self {
+        self.routing = routing;
+        self
     }
 }
 

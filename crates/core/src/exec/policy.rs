@@ -7,7 +7,9 @@ use super::*;
 pub(super) fn rank(f: &Failure) -> u8 {
     match f {
         Failure::Status { status, .. } if *status != 429 && *status < 500 => 6,
-        Failure::Status { .. } => 5,
+        // A model that answered, only not as the schema asks: what the client
+        // most needs to hear after an upstream's own status.
+        Failure::Status { .. } | Failure::InvalidOutput(_) => 5,
         Failure::UpstreamError { .. } => 4,
         Failure::Transport { .. }
         | Failure::Redirect { .. }
@@ -85,6 +87,9 @@ pub fn failure_error(f: &Failure, provider: &str) -> GatewayError {
             GatewayError::new(ErrorCode::ProviderUnavailable, m.clone())
         }
         Failure::Unsupported(m) => GatewayError::new(ErrorCode::UnsupportedRequest, m.clone()),
+        Failure::InvalidOutput(m) => {
+            GatewayError::new(ErrorCode::InvalidStructuredOutput, format!("{provider}: {m}"))
+        }
     }
 }
 
@@ -130,7 +135,8 @@ pub(super) fn next_step(
         | Failure::Credential(_)
         | Failure::Unsupported(_)
         | Failure::CircuitOpen(_)
-        | Failure::Capacity { .. } => Next::Failover,
+        | Failure::Capacity { .. }
+        | Failure::InvalidOutput(_) => Next::Failover,
     }
 }
 
@@ -146,7 +152,8 @@ pub(super) fn health_outcome(f: &Failure) -> Option<Outcome> {
         {
             Some(Outcome::Failure { retry_after: *retry_after })
         }
-        Failure::Status { .. } => Some(Outcome::Success),
+        // The upstream answered: a model's non-compliance is not the deployment's fault.
+        Failure::Status { .. } | Failure::InvalidOutput(_) => Some(Outcome::Success),
         Failure::Transport { .. }
         | Failure::Redirect { .. }
         | Failure::BrokenStream(_)

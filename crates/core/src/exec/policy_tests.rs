@@ -81,3 +81,17 @@ fn the_client_gets_the_most_informative_failure_in_stable_codes() {
         assert_eq!(err.code(), ErrorCode::UpstreamInvalidRequest);
     }
 }
+
+#[test]
+fn an_invalid_structured_answer_fails_over_and_is_no_fault_of_the_deployment() {
+    let invalid = Failure::InvalidOutput("the answer is not JSON".into());
+    assert_eq!(invalid.outcome(), "invalid_output");
+    let policy = AttemptPolicy::default();
+    assert_eq!(next_step(&invalid, &policy, 0, LOTS), Next::Failover, "another model may comply");
+    assert_eq!(health_outcome(&invalid), Some(Outcome::Success), "the deployment answered");
+    assert!(rank(&invalid) > rank(&transport(TransportClass::Reset)));
+    assert!(rank(&invalid) < rank(&status(400, None)));
+    let err = failure_error(&invalid, "p");
+    assert_eq!((err.status(), err.code()), (502, ErrorCode::InvalidStructuredOutput));
+    assert_eq!(err.body().message, "p: the answer is not JSON");
+}

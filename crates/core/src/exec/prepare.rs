@@ -73,6 +73,12 @@ impl Snapshot {
         if let Some(a) = &auto {
             plan.descriptor
                 .splice(0..0, [format!("auto:{}", a.intent), format!("intent_rule:{}", a.rule)]);
+            rec.routing.intent = Some(a.intent.as_str().into());
+            rec.routing.intent_rule = Some(a.rule.into());
+        } else if let Some(d) = &inbound.intent {
+            // Reasoning effort `auto` on a named model: the class set the effort.
+            rec.routing.intent = Some(d.intent.as_str().into());
+            rec.routing.intent_rule = Some(d.rule.into());
         }
         // The request's own fallbacks follow the model's candidates (authorized,
         // filtered and bounded below like them).
@@ -91,6 +97,12 @@ impl Snapshot {
             let n = inbound.limits.max_fallbacks.unwrap_or(plan.policy.max_fallbacks);
             plan.candidates.truncate(1 + n.min(crate::catalog::HARD_MAX_FALLBACKS));
         }
+        // A key's or project's own policy (the key's first) over the route's.
+        let pinned = inbound.pinned();
+        if let Some(p) = pinned.iter().flatten().find(|p| p.strategy.is_some()) {
+            plan.strategy = p.strategy.unwrap_or(plan.strategy);
+            plan.descriptor.push(format!("pinned:{}", p.source));
+        }
         rec.resolved_model = Some(plan.public_model.clone());
         rec.route_id.clone_from(&plan.route_id);
         rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
@@ -99,9 +111,14 @@ impl Snapshot {
         let items_wire = inbound.format.native_wire().filter(|w| inbound.fast_path(*w));
         plan.tools = ToolDemand::new(plan.unrunnable_server_tools, items_wire);
         filter::by_governance(&mut plan)?;
-        filter::by_capability(&mut plan, &inbound.request)?;
+        let structured =
+            crate::structured::mode(inbound.hints.structured_output, plan.policy.structured_output);
+        filter::by_capability(&mut plan, &inbound.request, structured)?;
         plan.tools.filter(&mut plan, &inbound.request)?;
         filter::by_hints(&mut plan, &inbound.hints, &inbound.request)?;
+        for p in pinned.iter().flatten() {
+            filter::by_pinned_ceiling(&mut plan, p)?;
+        }
         if purpose == Purpose::Generate {
             // Images and documents are left out: their fixed estimates would
             // refuse requests that fit.
@@ -144,9 +161,46 @@ impl Snapshot {
         };
         filter::by_circuit(&mut plan, blocked);
         let strategy = if plan.bypass_breakers { Strategy::Ordered } else { plan.strategy };
+        if strategy == Strategy::Adaptive {
+            // The key's or project's policy, else the route's, else (a pinned
+            // strategy on a route with none) the interactive preset.
+            let policy = pinned
+                .iter()
+                .flatten()
+                .find_map(|p| p.adaptive.clone())
+                .or_else(|| plan.policy.adaptive.clone())
+                .unwrap_or_else(crate::app_policy::default_adaptive);
+            self.order_adaptive(&mut plan, &policy, inbound, runtime, rec)?;
+        } else {
+            self.order_by(strategy, &mut plan, inbound, runtime, &blocked);
+        }
+        // Where an offered tool runs comes first.
+        plan.tools.order(&mut plan, &inbound.request);
+        if plan.strategy != Strategy::Ordered {
+            plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
+            if let (Some(first), Some(route), true) =
+                (plan.candidates.first(), plan.route_id.as_deref(), self.catalog.settings.metrics)
+            {
+                crate::telemetry::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
+            }
+        }
+        rec.provider =
+            plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
+        Ok(plan)
+    }
+
+    /// Order the plan's candidates by a fixed `strategy` (`crate::strategy`).
+    fn order_by(
+        &self,
+        strategy: Strategy,
+        plan: &mut Plan,
+        inbound: &Inbound,
+        runtime: &Runtime,
+        blocked: &dyn Fn(&Candidate) -> Option<filter::Blocked>,
+    ) {
         // Each strategy reads only its own figures; ordered reads none.
         let (costs, latencies, busy) = match strategy {
-            Strategy::Ordered | Strategy::Weighted => (false, false, false),
+            Strategy::Ordered | Strategy::Weighted | Strategy::Adaptive => (false, false, false),
             Strategy::LeastBusy => (false, false, true),
             Strategy::Cost => (true, false, false),
             Strategy::Latency => (false, true, false),
@@ -179,19 +233,71 @@ impl Snapshot {
             plan.candidates =
                 order.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
         }
-        // Where an offered tool runs comes first.
-        plan.tools.order(&mut plan, &inbound.request);
-        if plan.strategy != Strategy::Ordered {
-            plan.descriptor.push(format!("strategy:{}", plan.strategy.as_str()));
-            if let (Some(first), Some(route), true) =
-                (plan.candidates.first(), plan.route_id.as_deref(), self.catalog.settings.metrics)
-            {
-                crate::telemetry::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
-            }
+    }
+
+    /// Order the plan's candidates by the route's adaptive policy, leaving out
+    /// those it excludes; the decision goes in the record.
+    fn order_adaptive(
+        &self,
+        plan: &mut Plan,
+        policy: &crate::adaptive::AdaptivePolicy,
+        inbound: &Inbound,
+        runtime: &Runtime,
+        rec: &mut RequestRecord,
+    ) -> Result<(), GatewayError> {
+        // The class decided as the request entered or by its `auto` model; else
+        // classified here, only where a quality profile depends on it.
+        let intent =
+            rec.routing.intent.as_deref().and_then(crate::intent::Intent::parse).or_else(|| {
+                policy.reads_intent().then(|| crate::intent::classify(&inbound.request).intent)
+            });
+        let now = UnixMs::now();
+        let input_estimate = inbound.input_estimate();
+        let seen: Vec<crate::adaptive::Seen<'_>> = plan
+            .candidates
+            .iter()
+            .map(|c| {
+                let identity = c.identity();
+                crate::adaptive::Seen {
+                    deployment: c.label(),
+                    model: c.model.as_ref().map(|m| m.id.as_str()),
+                    summary: runtime.destinations.summary(&identity, now),
+                    in_flight: runtime.in_flight.count(&identity),
+                    cost_usd: filter::estimated_price(c, input_estimate, &inbound.request),
+                }
+            })
+            .collect();
+        let decision = policy.order(&seen, intent, policy.tick());
+        drop(seen);
+        if decision.order.is_empty() {
+            let why: Vec<String> = decision
+                .record
+                .candidates
+                .iter()
+                .map(|c| format!("{} ({})", c.deployment, c.excluded.as_deref().unwrap_or("-")))
+                .collect();
+            rec.routing.adaptive = Some(decision.record);
+            return Err(GatewayError::new(
+                ErrorCode::NoCandidate,
+                format!(
+                    "the route's adaptive policy {} excluded every candidate: {}",
+                    policy.version,
+                    why.join(", ")
+                ),
+            ));
         }
-        rec.provider =
-            plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());
-        Ok(plan)
+        if let Some(explored) = &decision.record.explored {
+            plan.descriptor.push(format!("explore:{explored}"));
+        }
+        let mut slots: Vec<Option<Candidate>> =
+            std::mem::take(&mut plan.candidates).into_iter().map(Some).collect();
+        plan.candidates = decision
+            .order
+            .iter()
+            .filter_map(|&i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+        rec.routing.adaptive = Some(decision.record);
+        Ok(())
     }
 
     /// May `who` use `model` through `route`: the key's `allowed_models`, then

@@ -100,9 +100,21 @@ pub(super) struct StreamReport {
     pub(super) identity: String,
     pub(super) attempt_ms: f64,
     pub(super) ttft_ms: f64,
+    /// The destination's statistics: told how the stream ended, or (dropped
+    /// untold: the client went away) a cancellation.
+    pub(super) watch: Option<Watch>,
+    /// The attempt's time to its first content.
+    pub(super) first_content: Duration,
 }
 
 impl StreamReport {
+    /// The stream ended (not cancelled), having produced `output_tokens`.
+    pub(super) fn ended(&mut self, ended: Ended, output_tokens: Option<u64>) {
+        if let Some(watch) = self.watch.take() {
+            watch.end(ended, Some(self.first_content), output_tokens);
+        }
+    }
+
     pub(super) fn finish(&mut self, outcome: Option<Outcome>) {
         if outcome == Some(Outcome::Success) {
             self.runtime.latency.observe_attempt(&self.identity, self.attempt_ms);
@@ -228,6 +240,9 @@ pub(super) struct Pump {
     /// Passed through, an OpenAI stream carries the usage-only chunk the gateway
     /// asked for (to meter it) and the client did not: it is left out.
     pub(super) strip_usage: bool,
+    /// Prompted structured output: the text so far, checked against the
+    /// request's schema when the stream ends.
+    pub(super) structured: Option<crate::structured::Collected>,
     /// Passed through as the upstream's own bytes: no event is renamed or
     /// left out, and the wire streams SSE as every client format does (an
     /// event-stream's frames are written back as SSE events instead).
@@ -253,6 +268,9 @@ impl Pump {
         for ev in &events {
             if let Some(continuity) = &mut self.continuity {
                 continuity.push(ev);
+            }
+            if let Some(collected) = &mut self.structured {
+                collected.observe(ev);
             }
             match ev {
                 StreamEvent::Usage { usage } => self.usage.merge(usage),
@@ -354,6 +372,36 @@ impl Pump {
         }
     }
 
+    /// A prompted stream that ended well, checked against the request's schema.
+    /// Its content is the client's already, so an invalid answer cannot fail
+    /// over: the stream ends with an error instead (`invalid_output` on the
+    /// attempt; the deployment answered, so its breaker hears a success). One
+    /// too long to check says so in the record's descriptor.
+    fn check_structured(
+        &mut self,
+        error: &mut Option<GatewayError>,
+        failed: &mut Option<(String, Option<Outcome>)>,
+    ) {
+        let Some(collected) = self.structured.take() else { return };
+        let Some(schema) = crate::structured::schema_of(&self.request) else { return };
+        match collected.finish(schema) {
+            crate::structured::Verdict::Valid => {}
+            crate::structured::Verdict::Unchecked => {
+                tracing::warn!(request_id = %self.guard.rec.id, "prompted structured stream too long to check");
+                self.guard.rec.descriptor.push_str(if self.guard.rec.descriptor.is_empty() {
+                    "structured_output:unchecked"
+                } else {
+                    " structured_output:unchecked"
+                });
+            }
+            crate::structured::Verdict::Invalid(why) => {
+                let f = Failure::InvalidOutput(why);
+                *error = Some(failure_error(&f, &self.candidate.provider.name));
+                *failed = Some((f.outcome(), health_outcome(&f)));
+            }
+        }
+    }
+
     pub(super) async fn run(mut self, mut source: Source, mut ended: bool) {
         let mut error: Option<GatewayError> = None;
         // How the attempt ended after its commit point, when it did not end well:
@@ -436,6 +484,9 @@ impl Pump {
                 }
             }
         }
+        if error.is_none() {
+            self.check_structured(&mut error, &mut failed);
+        }
         if let Some(err) = &error {
             tracing::warn!(request_id = %self.guard.rec.id, code = err.code().as_str(), "stream failed after commit");
         }
@@ -456,6 +507,7 @@ impl Pump {
                 if let Some(attempt) = self.guard.rec.attempts.last_mut() {
                     attempt.outcome = outcome;
                 }
+                self.report.ended(Ended::Error, self.guard.rec.usage.output_tokens);
                 self.report.finish(health);
             }
             self.guard.rec.error_code = Some(err.code().as_str().to_owned());
@@ -466,10 +518,14 @@ impl Pump {
         let delivered = self.outlet.end(error, record).await;
         match (code, delivered) {
             (Some(code), _) => {
+                // Told already where the upstream failed; this is any other end
+                // in error (not the client's cancellation).
+                self.report.ended(Ended::Error, self.guard.rec.usage.output_tokens);
                 self.guard.record_metrics();
                 self.guard.finish(200, Some(code));
             }
             (None, true) => {
+                self.report.ended(Ended::Success, self.guard.rec.usage.output_tokens);
                 self.report.finish(Some(Outcome::Success));
                 for (key, value) in self.continuity.take().map(|c| c.finish()).unwrap_or_default() {
                     self.report.runtime.continuity.put(key, value, continuity::TTL).await;

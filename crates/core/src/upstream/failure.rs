@@ -98,6 +98,11 @@ pub(crate) enum Failure {
         message: String,
         retry_after_ms: Option<u64>,
     },
+    /// Prompted structured output: the answer is not JSON matching the
+    /// request's schema (why, with the path of the first violation). The
+    /// deployment worked, so its breaker hears a success; the next candidate
+    /// may comply.
+    InvalidOutput(String),
 }
 
 impl Failure {
@@ -115,6 +120,7 @@ impl Failure {
             Failure::Unsupported(_) => "unsupported".into(),
             Failure::CircuitOpen(_) => "circuit_open".into(),
             Failure::Capacity { .. } => "capacity".into(),
+            Failure::InvalidOutput(_) => "invalid_output".into(),
         }
     }
 
@@ -145,7 +151,8 @@ impl Failure {
             | Failure::Credential(message)
             | Failure::Unsupported(message)
             | Failure::CircuitOpen(message)
-            | Failure::Capacity { message, .. } => message,
+            | Failure::Capacity { message, .. }
+            | Failure::InvalidOutput(message) => message,
         }
     }
 

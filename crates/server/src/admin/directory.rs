@@ -8,6 +8,7 @@
 use serde::{Deserialize, Deserializer};
 use switchyard_core::GatewayError;
 use switchyard_core::access::CallerRole;
+use switchyard_core::app_policy::AppPolicy;
 use switchyard_core::limits::Limits;
 use switchyard_protocol::ErrorCode;
 use switchyard_store::{ApiKey, Group, NewKey, NewUser, Project, Store, User};
@@ -89,6 +90,19 @@ pub(crate) struct PatchKey {
     /// key's whole set of limits.
     #[serde(default, deserialize_with = "present")]
     pub limits: Option<Option<Limits>>,
+    /// Absent: unchanged; null (or `{}`): cleared; an object: the key's whole
+    /// routing policy (`switchyard_core::app_policy`).
+    #[serde(default, deserialize_with = "present")]
+    pub routing: Option<Option<AppPolicy>>,
+}
+
+/// A change to a project.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchProject {
+    /// As a key's: absent, null (cleared) or the whole policy.
+    #[serde(default, deserialize_with = "present")]
+    pub routing: Option<Option<AppPolicy>>,
 }
 
 /// A field that is present, null included (`Some(None)`), as against absent
@@ -293,5 +307,62 @@ impl Directory<'_> {
         self.identity.invalidate();
         tracing::info!(target: "switchyard::admin", actor = %self.actor, key = %id, limits = ?limits, "changed key limits");
         self.store.key(id).await?.ok_or_else(|| ApiError::not_found(format!("key not found: {id}")))
+    }
+
+    /// Replace a key's routing policy, checked against the catalog (`target_ok`:
+    /// a quality profile's target names a model or a configured provider's
+    /// deployment).
+    pub(crate) async fn set_key_routing(
+        &self,
+        id: &str,
+        routing: Option<AppPolicy>,
+        target_ok: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<ApiKey, ApiError> {
+        let routing = checked_policy(routing, &format!("key:{id}"), target_ok)?;
+        if self.store.key(id).await?.is_none() {
+            return Err(ApiError::not_found(format!("key not found: {id}")));
+        }
+        self.store.set_key_routing(id, routing.as_ref()).await?;
+        self.identity.invalidate();
+        tracing::info!(target: "switchyard::admin", actor = %self.actor, key = %id, routing = ?routing, "changed key routing policy");
+        self.store.key(id).await?.ok_or_else(|| ApiError::not_found(format!("key not found: {id}")))
+    }
+
+    /// Replace a project's routing policy, checked as a key's.
+    pub(crate) async fn set_project_routing(
+        &self,
+        id: &str,
+        routing: Option<AppPolicy>,
+        target_ok: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Project, ApiError> {
+        let routing = checked_policy(routing, &format!("project:{id}"), target_ok)?;
+        let missing = || ApiError::not_found(format!("project not found: {id}"));
+        if self.store.project(id).await?.is_none() {
+            return Err(missing());
+        }
+        self.store.set_project_routing(id, routing.as_ref()).await?;
+        self.identity.invalidate();
+        tracing::info!(target: "switchyard::admin", actor = %self.actor, project = %id, routing = ?routing, "changed project routing policy");
+        self.store.project(id).await?.ok_or_else(missing)
+    }
+}
+
+/// A routing policy as the directory takes it: compiled once to check it, its
+/// problems in one 400 (`param: routing`); one that pins nothing is none.
+fn checked_policy(
+    routing: Option<AppPolicy>,
+    source: &str,
+    target_ok: &dyn Fn(&str) -> bool,
+) -> Result<Option<AppPolicy>, ApiError> {
+    let Some(policy) = routing.filter(|p| !p.is_empty()) else { return Ok(None) };
+    match policy.compile(source, target_ok) {
+        Ok(_) => Ok(Some(policy)),
+        Err(problems) => Err(ApiError::from(
+            GatewayError::new(
+                ErrorCode::InvalidRequest,
+                format!("routing: {}", problems.join("; ")),
+            )
+            .with_param(Some("routing".to_owned())),
+        )),
     }
 }

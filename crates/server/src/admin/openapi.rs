@@ -82,6 +82,18 @@ fn paths() -> Value {
         }),
     );
     add(
+        "/admin/projects/{id}",
+        json!({
+            "patch": op("projects", "Change a project's routing policy",
+                        "routing replaces the project's whole policy (a pinned strategy, an \
+                         adaptive policy, a cost ceiling); null clears it. A key's own policy \
+                         wins over its project's; either over the route's. Checked against the \
+                         catalog: a quality profile must name a model or a provider's deployment.",
+                        vec![path_param("id", "Project id (prj_…)")], Some(body_ref("PatchProject")),
+                        ok_ref("Project"), &["400", "404"]),
+        }),
+    );
+    add(
         "/admin/projects/{id}/members",
         json!({
             "post": op("projects", "Add a user to a project", "Adding an existing member is fine.",
@@ -129,8 +141,9 @@ fn paths() -> Value {
                           Revoking twice keeps the first time.",
                          vec![path_param("id", "Key id (key_…)")], None,
                          ok_ref("ApiKey"), &["404"]),
-            "patch": op("keys", "Change a gateway key's own rate limits",
-                        "limits replaces the key's whole set; null (or {}) clears it. Immediate \
+            "patch": op("keys", "Change a gateway key's own rate limits or routing policy",
+                        "limits replaces the key's whole set, routing its whole routing policy; \
+                         null (or {}) clears either. Immediate \
                          on this instance; other instances apply it when their cached lookup of \
                          the key expires (security.key_cache_ms). Counters already running for \
                          the key keep their state.",
@@ -226,6 +239,19 @@ fn paths() -> Value {
                        `source` is `counters` where the live counters have the period (this \
                        instance's, or Redis's), else `records` (spent only, from the ledger).",
                       vec![], None, ok_ref("BudgetReport"), &[]),
+        }),
+    );
+    add(
+        "/admin/destinations",
+        json!({
+            "get": op("records", "Deployments' recent behaviour",
+                      "Each deployment of the catalog (and each one a route reached) with its \
+                       requests in flight now and, over its window (the last `max_samples` \
+                       attempts of the last `window_ms`), successes, errors, client \
+                       cancellations (no error), p50/p95 total latency, p95 time to first \
+                       token and output tokens per second: what the adaptive strategy scores \
+                       by. This instance's memory; needs no database.",
+                      vec![], None, ok_ref("DestinationReport"), &[]),
         }),
     );
     add(
@@ -482,6 +508,7 @@ fn schemas() -> Value {
                 "log_content": { "type": "boolean" },
                 "content_cap_bytes": { "type": "integer" },
                 "created_at": ms("Created"),
+                "routing": schema_ref("RoutingPolicy"),
             }
         }),
     );
@@ -539,6 +566,7 @@ fn schemas() -> Value {
             "label": nullable("string"),
             "allowed_models": { "type": "array", "items": { "type": "string" }, "nullable": true, "description": "Model id globs; null: no limit" },
             "limits": { "allOf": [schema_ref("Limits")], "nullable": true, "description": "The key's own rate limits; null: none of its own" },
+            "routing": { "allOf": [schema_ref("RoutingPolicy")], "nullable": true, "description": "The key's own routing policy; null: none of its own" },
             "created_at": ms("Created"),
             "expires_at": ms_opt("Expiry"),
             "revoked_at": ms_opt("Revocation"),
@@ -579,10 +607,30 @@ fn schemas() -> Value {
     }));
     s.insert("PatchKey".into(), json!({
         "type": "object",
-        "required": ["limits"],
+        "additionalProperties": false,
+        "description": "At least one of limits and routing",
+        "properties": {
+            "limits": { "allOf": [schema_ref("Limits")], "nullable": true, "description": "Replaces the key's limits; null clears them" },
+            "routing": { "allOf": [schema_ref("RoutingPolicy")], "nullable": true, "description": "Replaces the key's routing policy; null clears it" }
+        }
+    }));
+    s.insert("PatchProject".into(), json!({
+        "type": "object",
+        "required": ["routing"],
         "additionalProperties": false,
         "properties": {
-            "limits": { "allOf": [schema_ref("Limits")], "nullable": true, "description": "Replaces the key's limits; null clears them" }
+            "routing": { "allOf": [schema_ref("RoutingPolicy")], "nullable": true, "description": "Replaces the project's routing policy; null clears it" }
+        }
+    }));
+    s.insert("RoutingPolicy".into(), json!({
+        "type": "object",
+        "additionalProperties": false,
+        "description": "A key's or project's own routing (per-application policy); see docs/routing.md",
+        "properties": {
+            "strategy": { "type": "string", "enum": ["ordered", "weighted", "least_busy", "cost", "latency", "balanced", "adaptive"], "description": "Orders every chain it calls instead of the route's strategy" },
+            "adaptive": { "type": "object", "description": "An adaptive policy, as a route's `adaptive:` block (preset, version, weights, …)" },
+            "max_cost_per_1k_tokens": { "type": "number", "minimum": 0, "description": "Skips deployments priced above this, USD per 1,000 input or output tokens" },
+            "unknown_cost": { "type": "string", "enum": ["reject", "allow"], "description": "What the ceiling does to an unpriced deployment (default reject)" }
         }
     }));
     s.insert("Subject".into(), json!({
@@ -701,6 +749,34 @@ fn schemas() -> Value {
                         "reserved_usd": { "type": "number" },
                         "uncertain_usd": { "type": "number" },
                         "source": { "type": "string", "enum": ["counters", "records"] }
+                    }
+                } }
+            }
+        }),
+    );
+    s.insert(
+        "DestinationReport".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "window_ms": { "type": "integer" },
+                "max_samples": { "type": "integer" },
+                "data": { "type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "model": { "type": "string" },
+                        "provider": { "type": "string" },
+                        "upstream_model": { "type": "string" },
+                        "in_flight": { "type": "integer" },
+                        "samples": { "type": "integer" },
+                        "successes": { "type": "integer" },
+                        "errors": { "type": "integer" },
+                        "cancellations": { "type": "integer", "description": "The client went away first: no provider error" },
+                        "error_rate": nullable("number"),
+                        "p50_ms": nullable("number"),
+                        "p95_ms": nullable("number"),
+                        "ttft_p95_ms": nullable("number"),
+                        "tokens_per_s": nullable("number")
                     }
                 } }
             }

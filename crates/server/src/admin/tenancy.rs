@@ -8,7 +8,9 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use switchyard_store::{ApiKey, Project, User};
 
-use super::directory::{CreateKey, CreateProject, CreateUser, Directory, PatchKey, PatchUser};
+use super::directory::{
+    CreateKey, CreateProject, CreateUser, Directory, PatchKey, PatchProject, PatchUser,
+};
 use super::{ApiError, ApiResult, Body, Db, Params, Segments, given, list, ok, reply};
 use crate::AppState;
 use crate::identity::now_ms;
@@ -190,15 +192,52 @@ pub(crate) async fn revoke_key(
     ok(KeyView::new(directory(&store, &state, &actor).revoke_key(&id).await?))
 }
 
-/// `PATCH /admin/keys/{id}`: change a key's own rate limits.
+/// `PATCH /admin/keys/{id}`: change a key's own rate limits or routing policy.
 pub(crate) async fn patch_key(
     Db { store, actor }: Db,
     State(state): State<Arc<AppState>>,
     Segments(id): Segments<String>,
     Body(body): Body<PatchKey>,
 ) -> ApiResult {
-    let Some(limits) = body.limits else {
-        return Err(ApiError::invalid("nothing to change: give limits (null clears them)"));
+    if body.limits.is_none() && body.routing.is_none() {
+        return Err(ApiError::invalid(
+            "nothing to change: give limits or routing (null clears either)",
+        ));
+    }
+    let dir = directory(&store, &state, &actor);
+    let mut key = None;
+    if let Some(limits) = body.limits {
+        key = Some(dir.set_key_limits(&id, limits).await?);
+    }
+    if let Some(routing) = body.routing {
+        let snapshot = state.gateway.snapshot();
+        let target_ok = |t: &str| policy_target(&snapshot.catalog, t);
+        key = Some(dir.set_key_routing(&id, routing, &target_ok).await?);
+    }
+    match key {
+        Some(key) => ok(KeyView::new(key)),
+        None => Err(ApiError::internal("the key was not changed")),
+    }
+}
+
+/// `PATCH /admin/projects/{id}`: change a project's routing policy.
+pub(crate) async fn patch_project(
+    Db { store, actor }: Db,
+    State(state): State<Arc<AppState>>,
+    Segments(id): Segments<String>,
+    Body(body): Body<PatchProject>,
+) -> ApiResult {
+    let Some(routing) = body.routing else {
+        return Err(ApiError::invalid("nothing to change: give routing (null clears it)"));
     };
-    ok(KeyView::new(directory(&store, &state, &actor).set_key_limits(&id, limits).await?))
+    let snapshot = state.gateway.snapshot();
+    let target_ok = |t: &str| policy_target(&snapshot.catalog, t);
+    ok(directory(&store, &state, &actor).set_project_routing(&id, routing, &target_ok).await?)
+}
+
+/// Whether a quality profile's target is a catalog model (id or alias) or a
+/// deployment of a configured provider (`provider/model`).
+pub(crate) fn policy_target(catalog: &switchyard_core::Catalog, target: &str) -> bool {
+    catalog.model(target).is_some()
+        || target.split_once('/').is_some_and(|(p, _)| catalog.provider(p).is_some())
 }

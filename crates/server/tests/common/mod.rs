@@ -94,7 +94,13 @@ pub struct Options {
     pub open: bool,
     /// More top-level YAML (`budgets:`, `limits:`, …), at the end of the file.
     pub top_level: String,
+    /// [`ADMIN_KEY`] is the bootstrap admin key (the admin API's routes that
+    /// need no database answer it).
+    pub admin: bool,
 }
+
+/// The bootstrap admin key where [`Options::admin`] is set.
+pub const ADMIN_KEY: &str = "sk-gw-admin-0123456789abcdef";
 
 impl Default for Options {
     fn default() -> Self {
@@ -114,6 +120,7 @@ impl Default for Options {
             cache: None,
             open: false,
             top_level: String::new(),
+            admin: false,
         }
     }
 }
@@ -144,6 +151,7 @@ pub fn config_yaml(urls: &Upstreams<'_>, o: &Options) -> String {
         cache: _,
         open,
         top_level,
+        admin: _,
     } = o;
     let api_keys = if *open { String::new() } else { format!("\"{GATEWAY_KEY}\"") };
     let providers_extra = providers_extra
@@ -270,7 +278,15 @@ impl Harness {
             task
         });
         let gateway = Arc::new(Engine::with_runtime(catalog, sink.clone(), runtime).unwrap());
-        let state = AppState::new(gateway);
+        let state = if options.admin {
+            let keys = gateway.snapshot().catalog.settings.api_keys.clone();
+            let admin = Some(switchyard_core::util::Secret::new(ADMIN_KEY));
+            let ttl = Duration::from_secs(60);
+            let identity = switchyard_server::identity::Identity::new(keys, admin, None, None, ttl);
+            AppState::with_identity(gateway, identity)
+        } else {
+            AppState::new(gateway)
+        };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();

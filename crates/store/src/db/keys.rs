@@ -1,9 +1,13 @@
 //! API keys: created with a random secret of which only the SHA-256 is stored.
 
 use sha2::{Digest, Sha256};
+use switchyard_core::app_policy::AppPolicy;
 use switchyard_core::limits::Limits;
 
-use super::{RowExt, Store, const_format, found, hex, new_id, now_ms, on_pool, random_bytes};
+use super::{
+    RowExt, Store, const_format, found, hex, new_id, now_ms, on_pool, policy_from, policy_json,
+    random_bytes,
+};
 use crate::error::StoreError;
 use crate::model::{ApiKey, NewKey};
 
@@ -29,6 +33,7 @@ impl Store {
             label: k.label,
             allowed_models: k.allowed_models,
             limits,
+            routing: None,
             created_at: now_ms(),
             expires_at: k.expires_at,
             revoked_at: None,
@@ -142,6 +147,25 @@ impl Store {
         found(n, "key", id)
     }
 
+    /// Replaces the key's own routing policy (`None`, or one pinning nothing,
+    /// clears it). The caller checks it against the catalog first; a running
+    /// gateway applies it when its cached lookup of the key expires, or at once
+    /// on the instance whose admin API set it.
+    pub async fn set_key_routing(
+        &self,
+        id: &str,
+        routing: Option<&AppPolicy>,
+    ) -> Result<(), StoreError> {
+        let stored = policy_json(routing)?;
+        let n = on_pool!(self, |p| sqlx::query("UPDATE api_keys SET routing = $2 WHERE id = $1")
+            .bind(id)
+            .bind(&stored)
+            .execute(p)
+            .await?
+            .rows_affected());
+        found(n, "key", id)
+    }
+
     /// Records a use of the key at `now_ms` (never moves the time backwards; an
     /// unknown id is ignored).
     pub async fn touch_key(&self, id: &str, now_ms: i64) -> Result<(), StoreError> {
@@ -175,7 +199,7 @@ pub fn hash_secret(secret: &str) -> String {
 }
 
 const KEY_COLS: &str = "id, prefix, user_id, project_id, label, allowed_models, limits, \
-                        created_at, expires_at, revoked_at, last_used_at";
+                        routing, created_at, expires_at, revoked_at, last_used_at";
 
 /// Limits as stored: none when nothing is set (so "no limits" has one form);
 /// zero limits refused, each named (`limits.rpm: must be greater than 0`).
@@ -207,6 +231,7 @@ fn key_from(r: &impl RowExt) -> Result<ApiKey, StoreError> {
         .map(|l| serde_json::from_str::<Limits>(&l))
         .transpose()
         .map_err(|e| StoreError::Corrupt(format!("api_keys.limits: {e}")))?;
+    let routing = policy_from(r.col("routing")?, "api_keys.routing")?;
     Ok(ApiKey {
         id: r.col("id")?,
         prefix: r.col("prefix")?,
@@ -215,6 +240,7 @@ fn key_from(r: &impl RowExt) -> Result<ApiKey, StoreError> {
         label: r.col("label")?,
         allowed_models,
         limits,
+        routing,
         created_at: r.col("created_at")?,
         expires_at: r.col("expires_at")?,
         revoked_at: r.col("revoked_at")?,

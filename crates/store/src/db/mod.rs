@@ -166,6 +166,27 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Starts a SQLite transaction holding the write lock (waiting `busy_timeout` for it).
 pub(crate) const SQLITE_BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
+/// A routing policy as stored: none when it pins nothing (so "none" has one form).
+pub(crate) fn policy_json(
+    routing: Option<&switchyard_core::app_policy::AppPolicy>,
+) -> Result<Option<String>, StoreError> {
+    routing
+        .filter(|p| !p.is_empty())
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| StoreError::Invalid(format!("routing: {e}")))
+}
+
+/// A stored routing policy, read back; `column` names it in an error.
+pub(crate) fn policy_from(
+    json: Option<String>,
+    column: &str,
+) -> Result<Option<switchyard_core::app_policy::AppPolicy>, StoreError> {
+    json.map(|j| serde_json::from_str(&j))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+}
+
 /// The embedded migrations: (version, description, SQL) per backend. Files
 /// follow sqlx's naming (`<version>_<description>.sql`) so the sqlx CLI can read
 /// the folders too; a unit test checks that every file is listed here.
@@ -195,6 +216,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/0012_fewer_record_indexes.sql"),
     ),
     (13, "record_routing", include_str!("../../migrations/sqlite/0013_record_routing.sql")),
+    (14, "app_policies", include_str!("../../migrations/sqlite/0014_app_policies.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -222,6 +244,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/0012_fewer_record_indexes.sql"),
     ),
     (13, "record_routing", include_str!("../../migrations/postgres/0013_record_routing.sql")),
+    (14, "app_policies", include_str!("../../migrations/postgres/0014_app_policies.sql")),
 ];
 
 impl Store {

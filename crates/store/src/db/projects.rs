@@ -1,8 +1,12 @@
 //! Projects and their membership.
 
-use super::{RowExt, Store, const_format, found, new_id, non_empty, now_ms, on_pool};
+use super::{
+    RowExt, Store, const_format, found, new_id, non_empty, now_ms, on_pool, policy_from,
+    policy_json,
+};
 use crate::error::StoreError;
 use crate::model::Project;
+use switchyard_core::app_policy::AppPolicy;
 
 impl Store {
     pub async fn create_project(&self, name: &str) -> Result<Project, StoreError> {
@@ -25,6 +29,7 @@ impl Store {
             log_content: false,
             content_cap_bytes: DEFAULT_CONTENT_CAP,
             created_at: now,
+            routing: None,
         })
     }
 
@@ -69,6 +74,23 @@ impl Store {
         .execute(p)
         .await?
         .rows_affected());
+        found(n, "project", id)
+    }
+
+    /// Replaces the project's own routing policy (`None`, or one pinning
+    /// nothing, clears it). The caller checks it against the catalog first.
+    pub async fn set_project_routing(
+        &self,
+        id: &str,
+        routing: Option<&AppPolicy>,
+    ) -> Result<(), StoreError> {
+        let stored = policy_json(routing)?;
+        let n = on_pool!(self, |p| sqlx::query("UPDATE projects SET routing = $2 WHERE id = $1")
+            .bind(id)
+            .bind(&stored)
+            .execute(p)
+            .await?
+            .rows_affected());
         found(n, "project", id)
     }
 
@@ -133,8 +155,9 @@ impl Store {
 
 const DEFAULT_CONTENT_CAP: i64 = 65_536;
 
-const PROJECT_COLS: &str = "id, name, log_content, content_cap_bytes, created_at";
-const PROJECT_COLS_P: &str = "p.id, p.name, p.log_content, p.content_cap_bytes, p.created_at";
+const PROJECT_COLS: &str = "id, name, log_content, content_cap_bytes, created_at, routing";
+const PROJECT_COLS_P: &str =
+    "p.id, p.name, p.log_content, p.content_cap_bytes, p.created_at, p.routing";
 
 fn project_from(r: &impl RowExt) -> Result<Project, StoreError> {
     Ok(Project {
@@ -143,5 +166,6 @@ fn project_from(r: &impl RowExt) -> Result<Project, StoreError> {
         log_content: r.col("log_content")?,
         content_cap_bytes: r.col("content_cap_bytes")?,
         created_at: r.col("created_at")?,
+        routing: policy_from(r.col("routing")?, "projects.routing")?,
     })
 }

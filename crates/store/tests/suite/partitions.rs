@@ -258,6 +258,69 @@ const HELLO: &[u8] = &[0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
 const V7_CONTENTS: &str = "INSERT INTO request_contents (id, time_ms, content) \
     SELECT id, time_ms, $1 FROM request_records WHERE status = 500";
 
+/// Every record row by the columns version 7 had, each as text, in id order;
+/// each row's content from `request_contents` (deflated bytes, as hex) last.
+async fn v7_rows(store: &Store) -> Vec<Vec<Option<String>>> {
+    const COLS: [&str; 30] = [
+        "id",
+        "time_ms",
+        "user_id",
+        "key_prefix",
+        "project_id",
+        "client_format",
+        "requested_model",
+        "resolved_model",
+        "route_id",
+        "provider",
+        "served_provider",
+        "upstream_model",
+        "descriptor",
+        "status",
+        "error_code",
+        "attempts",
+        "ttft_ms",
+        "total_ms",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+        "estimated",
+        "stream",
+        "content",
+        "session_id",
+        "field_edits",
+        "cache",
+    ];
+    let texts: Vec<String> = COLS.iter().map(|c| format!("CAST(r.{c} AS TEXT)")).collect();
+    let hex = match store.backend() {
+        Backend::Sqlite => "hex(c.content)",
+        Backend::Postgres => "encode(c.content, 'hex')",
+    };
+    let sql = format!(
+        "SELECT {}, {hex} FROM request_records r LEFT JOIN request_contents c \
+         ON c.id = r.id AND c.time_ms = r.time_ms ORDER BY r.id",
+        texts.join(", ")
+    );
+    let sql = sqlx::AssertSqlSafe(sql);
+    let n = COLS.len() + 1;
+    match store.pool() {
+        DbPool::Sqlite(p) => {
+            let rows = sqlx::query(sql).fetch_all(p).await.unwrap();
+            rows.iter()
+                .map(|r| (0..n).map(|i| sqlx::Row::get::<Option<String>, _>(r, i)).collect())
+                .collect()
+        }
+        DbPool::Postgres(p) => {
+            let rows = sqlx::query(sql).fetch_all(p).await.unwrap();
+            rows.iter()
+                .map(|r| (0..n).map(|i| sqlx::Row::get::<Option<String>, _>(r, i)).collect())
+                .collect()
+        }
+    }
+}
+
 /// Runs `sql` binding `args` in order.
 async fn exec(store: &Store, sql: &'static str, args: &[i64]) {
     match store.pool() {
@@ -300,10 +363,10 @@ async fn case_migration_8_keeps_every_row_and_the_rollups(store: Store) {
         DbPool::Sqlite(p) => sqlx::raw_sql(backfill).execute(p).await.unwrap().rows_affected(),
         DbPool::Postgres(p) => sqlx::raw_sql(backfill).execute(p).await.unwrap().rows_affected(),
     };
-    let all = RecordFilter { limit: Some(10_000), ..RecordFilter::default() };
-    let records = store.list_records(&all).await.unwrap();
-    assert_eq!(records.len(), 903);
-    assert_eq!(records.iter().filter(|r| r.content.as_deref() == Some("hello")).count(), 103);
+    // As version 7 has them: read by its own columns (today's reader names
+    // columns later versions added).
+    let before = v7_rows(&store).await;
+    assert_eq!(before.len(), 903);
     let rollups = super::rollups::rollup_rows(&store).await;
     let requests: i64 = match store.pool() {
         DbPool::Sqlite(p) => sqlx::query_scalar("SELECT SUM(requests) FROM request_rollups")
@@ -320,7 +383,11 @@ async fn case_migration_8_keeps_every_row_and_the_rollups(store: Store) {
     assert_eq!(requests, 903);
 
     store.migrate().await.unwrap();
-    assert_eq!(store.list_records(&all).await.unwrap(), records, "every row, every column");
+    assert_eq!(v7_rows(&store).await, before, "every row, every column");
+    let all = RecordFilter { limit: Some(10_000), ..RecordFilter::default() };
+    let records = store.list_records(&all).await.unwrap();
+    assert_eq!(records.len(), 903);
+    assert_eq!(records.iter().filter(|r| r.content.as_deref() == Some("hello")).count(), 103);
     assert_eq!(super::rollups::rollup_rows(&store).await, rollups);
     // Migration 11 sliced them.
     assert_eq!(counted(&store).await, 903);

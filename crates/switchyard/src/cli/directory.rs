@@ -4,7 +4,7 @@ use clap::{Subcommand, ValueEnum};
 use switchyard_store::{CallerRole, NewUser};
 
 use super::fmt::{Table, fmt_time};
-use super::{Ctx, Result, out, out_json, out_table};
+use super::{Ctx, Failure, Result, out, out_json, out_table};
 
 /// A role as typed on the command line.
 #[derive(Clone, Copy, ValueEnum)]
@@ -87,6 +87,15 @@ pub enum ProjectsCmd {
         project: String,
         /// User id or email.
         user: String,
+    },
+    /// Show, set or clear a project's routing policy: a pinned strategy, an
+    /// adaptive policy, a cost ceiling (over the routes'; a key's own wins).
+    /// The options given replace those settings and keep the others.
+    Routing {
+        /// Project id or name.
+        project: String,
+        #[command(flatten)]
+        policy: super::routing::PolicyArgs,
     },
 }
 
@@ -214,6 +223,31 @@ pub async fn projects(ctx: &Ctx, cmd: ProjectsCmd) -> Result<()> {
             let u = ctx.user(&user).await?;
             ctx.store.add_project_member(&p.id, &u.id).await?;
             out(&format!("{} is a member of project {}\n", u.email, p.name))
+        }
+        ProjectsCmd::Routing { project, policy } => {
+            let p = ctx.project(&project).await?;
+            if policy.is_empty() {
+                if policy.json {
+                    return out_json(&p.routing);
+                }
+                let now = super::routing::describe(p.routing.as_ref());
+                return out(&format!("project {} ({}): {now}\n", p.name, p.id));
+            }
+            let routing = policy.over(ctx, p.routing.clone(), &format!("project:{}", p.id))?;
+            ctx.store.set_project_routing(&p.id, routing.as_ref()).await?;
+            let Some(changed) = ctx.store.project(&p.id).await? else {
+                return Err(Failure(format!("project {} disappeared while it was changed", p.id)));
+            };
+            if policy.json {
+                return out_json(&changed);
+            }
+            let now = super::routing::describe(changed.routing.as_ref());
+            out(&format!(
+                "routing of project {} ({}) is now {now}: a running gateway applies this {}\n",
+                p.name,
+                p.id,
+                ctx.key_cache_note()
+            ))
         }
     }
 }

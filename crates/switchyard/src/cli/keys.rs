@@ -66,6 +66,15 @@ pub enum KeysCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Show, set or clear a key's own routing policy: a pinned strategy, an
+    /// adaptive policy, a cost ceiling (over its project's and the routes').
+    /// The options given replace those settings and keep the others.
+    Routing {
+        /// Key id (key_…) or its visible prefix (sy-…).
+        key: String,
+        #[command(flatten)]
+        policy: super::routing::PolicyArgs,
+    },
     /// Revoke a key.
     Revoke {
         /// Key id (key_…) or its visible prefix (sy-…).
@@ -122,8 +131,35 @@ pub async fn run(ctx: &Ctx, cmd: KeysCmd) -> Result<()> {
         KeysCmd::Limits { key, limits, clear, json } => {
             set_limits(ctx, &key, &limits, clear, json).await
         }
+        KeysCmd::Routing { key, policy } => set_routing(ctx, &key, &policy).await,
         KeysCmd::Revoke { key } => revoke(ctx, &key).await,
     }
+}
+
+async fn set_routing(ctx: &Ctx, key: &str, given: &super::routing::PolicyArgs) -> Result<()> {
+    let k = find(ctx, key).await?;
+    if given.is_empty() {
+        if given.json {
+            return out_json(&k.routing);
+        }
+        let policy = super::routing::describe(k.routing.as_ref());
+        return out(&format!("key {} ({}): {policy}\n", k.id, k.prefix));
+    }
+    let routing = given.over(ctx, k.routing.clone(), &format!("key:{}", k.id))?;
+    ctx.store.set_key_routing(&k.id, routing.as_ref()).await?;
+    let Some(changed) = ctx.store.key(&k.id).await? else {
+        return Err(Failure(format!("key {} disappeared while it was changed", k.id)));
+    };
+    if given.json {
+        return out_json(&changed);
+    }
+    let policy = super::routing::describe(changed.routing.as_ref());
+    out(&format!(
+        "routing of key {} ({}) is now {policy}: a running gateway applies this {}\n",
+        k.id,
+        k.prefix,
+        ctx.key_cache_note()
+    ))
 }
 
 /// `key`: the label and limits as given; the rest is filled in here.

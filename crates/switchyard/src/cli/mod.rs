@@ -19,7 +19,9 @@ mod fmt;
 mod keys;
 mod limits;
 mod logs;
+mod routing;
 mod rules;
+pub mod status;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::{Span, Spanned};
 use serde::Deserialize;
 
+mod adaptive;
 mod console;
 mod intent;
 mod models;
@@ -16,6 +17,7 @@ mod routes;
 mod state;
 mod telemetry;
 
+pub use adaptive::*;
 pub use console::*;
 pub use intent::*;
 pub use models::*;

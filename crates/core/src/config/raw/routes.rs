@@ -3,7 +3,7 @@
 use super::*;
 
 /// How a chain orders its deployments for the first attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyName {
     /// Chain order (the default).
@@ -15,6 +15,9 @@ pub enum StrategyName {
     LeastBusy,
     /// Cheapest estimated price for the request.
     Cost,
+    /// Scored by the route's versioned `adaptive:` policy: latency, cost,
+    /// quality, load, errors and throughput, weighted.
+    Adaptive,
     /// Lowest recent latency.
     Latency,
     /// Price and latency together, each relative to the best target.
@@ -78,6 +81,13 @@ pub struct RouteConfig {
     /// earlier ones (absent: the model's setting).
     #[serde(default)]
     pub affinity: Option<AffinityConfig>,
+    /// How a JSON-schema response format is asked for: `native`, `prompted`
+    /// or `auto` (absent: `auto`); a request's routing hint overrides it.
+    #[serde(default)]
+    pub structured_output: Option<crate::structured::StructuredMode>,
+    /// The policy `strategy: adaptive` scores the chain by.
+    #[serde(default)]
+    pub adaptive: Option<Spanned<super::AdaptiveConfig>>,
     /// Refused: write a one-entry `fallbacks` list instead.
     #[serde(default)]
     pub fallback_provider: Option<Spanned<String>>,
@@ -112,6 +122,8 @@ impl RouteConfig {
             unrunnable_server_tools: None,
             cache: None,
             affinity: None,
+            structured_output: None,
+            adaptive: None,
             fallback_provider: None,
             fallback_upstream_model: None,
         }
