@@ -8,6 +8,10 @@
 //! A client that goes away is a cancellation, not a provider error: it counts
 //! apart and feeds neither the error rate nor the latencies. Attempts that were
 //! never sent (no credential, breaker open, no capacity) are not observed.
+//!
+//! Instances sharing state (`state.backend: redis`) publish their windows'
+//! summaries with their latency averages ([`SharedDestinations`]); a
+//! destination's figures are then every instance's, merged ([`merge`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -47,7 +51,7 @@ pub struct Observation {
 }
 
 /// A destination's window, summarised.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Summary {
     /// Attempts in the window.
     pub samples: u32,
@@ -164,6 +168,106 @@ fn summarise(window: &VecDeque<Sample>, now: UnixMs) -> Summary {
     s.ttft_p95_ms = quantile(&mut ttft, 0.95);
     s.tokens_per_s = quantile(&mut speed, 0.5);
     s
+}
+
+/// Several instances' windows of one destination as one: counts summed, the
+/// error rate of the sums, and each latency and speed figure the mean of the
+/// instances', weighted by their answered attempts (an approximation: the
+/// windows' samples are not shared, their summaries are).
+pub fn merge(parts: &[Summary]) -> Summary {
+    let mut s = Summary::default();
+    for p in parts {
+        s.samples += p.samples;
+        s.successes += p.successes;
+        s.errors += p.errors;
+        s.cancellations += p.cancellations;
+    }
+    let decided = s.successes + s.errors;
+    s.error_rate = (decided > 0).then(|| f64::from(s.errors) / f64::from(decided));
+    let weighted = |figure: fn(&Summary) -> Option<f64>| {
+        let (mut sum, mut weight) = (0.0, 0.0);
+        for p in parts {
+            if let Some(v) = figure(p).filter(|v| v.is_finite()) {
+                let w = f64::from(p.successes.max(1));
+                sum += v * w;
+                weight += w;
+            }
+        }
+        (weight > 0.0).then(|| sum / weight)
+    };
+    s.p50_ms = weighted(|p| p.p50_ms);
+    s.p95_ms = weighted(|p| p.p95_ms);
+    s.ttft_p95_ms = weighted(|p| p.ttft_p95_ms);
+    s.tokens_per_s = weighted(|p| p.tokens_per_s);
+    s
+}
+
+/// Destination windows shared by instances (`crate::health_sync`): this
+/// instance's own, merged with the other instances' latest summaries, which
+/// the synchronisation task brings every second or so.
+#[derive(Debug, Default)]
+pub struct SharedDestinations {
+    local: Destinations,
+    others: Mutex<HashMap<String, Vec<Summary>>>,
+}
+
+impl SharedDestinations {
+    /// This instance's own windows, to publish.
+    pub fn local(&self, now: UnixMs) -> Vec<(String, Summary)> {
+        self.local.all(now)
+    }
+
+    /// The other instances' latest windows (one entry per instance and identity).
+    pub fn set_others(&self, theirs: impl IntoIterator<Item = (String, Summary)>) {
+        let mut others: HashMap<String, Vec<Summary>> = HashMap::new();
+        for (id, s) in theirs {
+            others.entry(id).or_default().push(s);
+        }
+        *self.others.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = others;
+    }
+
+    fn others(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Summary>>> {
+        self.others.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl DestinationState for SharedDestinations {
+    fn observe(&self, identity: &str, seen: Observation, now: UnixMs) {
+        self.local.observe(identity, seen, now);
+    }
+
+    fn summary(&self, identity: &str, now: UnixMs) -> Summary {
+        let mine = self.local.summary(identity, now);
+        match self.others().get(identity) {
+            None => mine,
+            Some(theirs) => {
+                let mut parts = theirs.clone();
+                if mine.samples > 0 {
+                    parts.push(mine);
+                }
+                merge(&parts)
+            }
+        }
+    }
+
+    fn all(&self, now: UnixMs) -> Vec<(String, Summary)> {
+        let mut ids: Vec<String> = self.local.all(now).into_iter().map(|(id, _)| id).collect();
+        ids.extend(self.others().keys().cloned());
+        ids.sort();
+        ids.dedup();
+        ids.into_iter()
+            .map(|id| {
+                let s = self.summary(&id, now);
+                (id, s)
+            })
+            .filter(|(_, s)| s.samples > 0)
+            .collect()
+    }
+
+    fn retain(&self, keep: &dyn Fn(&str) -> bool) {
+        self.local.retain(keep);
+        self.others().retain(|id, _| keep(id));
+    }
 }
 
 /// The `q` quantile (nearest rank) of `values`; `None` when empty.

@@ -98,3 +98,43 @@ fn retain_forgets_what_a_reload_removed() {
     let ids: Vec<String> = d.all(now).into_iter().map(|(id, _)| id).collect();
     assert_eq!(ids, ["keep"]);
 }
+
+#[test]
+fn merged_windows_sum_counts_and_weigh_figures_by_answers() {
+    let one = Summary {
+        samples: 4,
+        successes: 3,
+        errors: 1,
+        p95_ms: Some(100.0),
+        tokens_per_s: Some(10.0),
+        ..Summary::default()
+    };
+    let two = Summary {
+        samples: 2,
+        successes: 1,
+        cancellations: 1,
+        p95_ms: Some(300.0),
+        ..Summary::default()
+    };
+    let m = merge(&[one, two]);
+    assert_eq!((m.samples, m.successes, m.errors, m.cancellations), (6, 4, 1, 1));
+    assert_eq!((m.error_rate, m.p95_ms), (Some(0.2), Some(150.0)));
+    // Only the first knows a speed.
+    assert_eq!((m.tokens_per_s, m.p50_ms), (Some(10.0), None));
+    assert_eq!(merge(&[]), Summary::default());
+}
+
+#[test]
+fn shared_windows_merge_this_instances_with_the_others() {
+    let shared = SharedDestinations::default();
+    let now = UnixMs(10_000_000);
+    shared.observe("a", ok(100.0), now);
+    let theirs = Summary { samples: 1, successes: 1, p95_ms: Some(300.0), ..Summary::default() };
+    shared.set_others([("a".to_owned(), theirs), ("b".to_owned(), theirs)]);
+    assert_eq!(shared.summary("a", now).p95_ms, Some(200.0));
+    assert_eq!(shared.local(now).len(), 1, "only its own are published");
+    let ids: Vec<String> = shared.all(now).into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ids, ["a", "b"]);
+    shared.retain(&|id| id == "a");
+    assert_eq!(shared.summary("b", now), Summary::default());
+}

@@ -28,7 +28,9 @@
 //!
 //! **Latency.** Every [`LATENCY_EVERY`], each instance publishes its averages
 //! and reads the others'; an estimate is the mean of this instance's average and
-//! the other instances' (each counted once, however many samples it saw).
+//! the other instances' (each counted once, however many samples it saw). The
+//! destination windows' summaries travel with them
+//! ([`crate::destinations::SharedDestinations`]).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -63,13 +65,17 @@ const LEASE_MARGIN: Duration = Duration::from_millis(500);
 /// apart, so a busy instance does not exchange back to back.
 const MIN_GAP: Duration = Duration::from_millis(20);
 
-/// One instance's latency averages of one identity, in milliseconds.
+/// One instance's latency averages of one identity, in milliseconds, and its
+/// destination window's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Latency {
     /// Whole attempts.
     pub attempt_ms: Option<f64>,
     /// Time to first token (streams).
     pub ttft_ms: Option<f64>,
+    /// The destination window (`crate::destinations`); `None` from an
+    /// instance that publishes none (an older one), or with nothing in it.
+    pub window: Option<crate::destinations::Summary>,
 }
 
 /// Where instances meet: the shared records of every credential, the probe
@@ -277,6 +283,8 @@ impl HealthState for SharedHealth {
 #[derive(Debug)]
 pub struct SharedLatency {
     local: LatencyTracker,
+    /// The destination windows, published and read with the averages.
+    windows: Arc<crate::destinations::SharedDestinations>,
     link: Arc<Link>,
     owner: u64,
     /// The other instances' averages by identity: sums and counts.
@@ -300,16 +308,21 @@ fn mean(local: Option<f64>, (sum, n): (f64, u32)) -> Option<f64> {
 impl SharedLatency {
     /// Publish this instance's averages and read the others'.
     pub async fn tick(&self) {
-        let push: Vec<(String, Latency)> = self
+        let mut push: HashMap<String, Latency> = self
             .local
             .all()
             .into_iter()
-            .map(|(id, attempt_ms, ttft_ms)| (id, Latency { attempt_ms, ttft_ms }))
+            .map(|(id, attempt_ms, ttft_ms)| (id, Latency { attempt_ms, ttft_ms, window: None }))
             .collect();
+        for (id, w) in self.windows.local(UnixMs::now()) {
+            push.entry(id).or_default().window = Some(w);
+        }
+        let push: Vec<(String, Latency)> = push.into_iter().collect();
         let theirs = match self.link.backend.exchange_latency(self.owner, &push).await {
             Ok(t) => t,
             Err(e) => return self.link.failed(&e),
         };
+        self.windows.set_others(theirs.iter().filter_map(|(id, l)| Some((id.clone(), l.window?))));
         let mut others: HashMap<String, Blend> = HashMap::new();
         for (id, l) in theirs {
             let b = others.entry(id).or_default();
@@ -351,6 +364,8 @@ pub struct Shared {
     pub health: Arc<SharedHealth>,
     /// The [`LatencyState`] for [`crate::runtime::Runtime::latency`].
     pub latency: Arc<SharedLatency>,
+    /// The destination windows for [`crate::runtime::Runtime::destinations`].
+    pub destinations: Arc<crate::destinations::SharedDestinations>,
 }
 
 impl Shared {
@@ -360,6 +375,7 @@ impl Shared {
     pub fn new(backend: Arc<dyn HealthSync>, config: BreakerConfig, metrics: bool) -> Self {
         let link = Arc::new(Link { backend, degraded: AtomicBool::new(false), metrics });
         let owner = unique();
+        let destinations = Arc::new(crate::destinations::SharedDestinations::default());
         Shared {
             health: Arc::new(SharedHealth {
                 local: HealthRegistry::new(config),
@@ -371,10 +387,12 @@ impl Shared {
             }),
             latency: Arc::new(SharedLatency {
                 local: LatencyTracker::default(),
+                windows: Arc::clone(&destinations),
                 link,
                 owner,
                 others: Mutex::default(),
             }),
+            destinations,
         }
     }
 

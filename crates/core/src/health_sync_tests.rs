@@ -197,6 +197,24 @@ async fn latency_blends_every_instances_average() {
 }
 
 #[tokio::test]
+async fn destination_windows_travel_with_the_latency() {
+    use crate::destinations::{DestinationState, Ended, Observation};
+    let (_, a, b) = pair();
+    let now = UnixMs::now();
+    let seen =
+        Observation { ended: Ended::Error, total_ms: 5.0, ttft_ms: None, output_tokens: None };
+    a.destinations.observe("d", seen, now);
+    b.destinations.observe("d", Observation { ended: Ended::Success, ..seen }, now);
+    a.tick(true).await;
+    b.tick(true).await;
+    a.tick(true).await;
+    for s in [&a, &b] {
+        let w = s.destinations.summary("d", UnixMs::now());
+        assert_eq!((w.successes, w.errors, w.error_rate), (1, 1, Some(0.5)), "{w:?}");
+    }
+}
+
+#[tokio::test]
 async fn the_task_propagates_an_open_without_ticks_by_hand() {
     let (_, a, b) = pair();
     let (ta, tb) = (a.spawn(), b.spawn());

@@ -126,6 +126,35 @@ fn average(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite()).map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
 }
 
+/// A stored latency value: the two averages, the window when published (seven
+/// values), and the script's time stamp last.
+fn latency_from(stored: &str) -> Option<Latency> {
+    let num = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
+    let values: Vec<&str> = stored.split(' ').collect();
+    let (attempt, ttft) = (values.first()?, values.get(1)?);
+    // A window that does not read is left out; the averages still count.
+    let window = || match values.get(2..9) {
+        Some([s, e, c, p50, p95, ttft95, tps]) => {
+            let count = |v: &str| v.parse::<u32>().ok();
+            let (successes, errors, cancellations) = (count(s)?, count(e)?, count(c)?);
+            let decided = successes + errors;
+            Some(switchyard_core::destinations::Summary {
+                samples: successes + errors + cancellations,
+                successes,
+                errors,
+                cancellations,
+                error_rate: (decided > 0).then(|| f64::from(errors) / f64::from(decided)),
+                p50_ms: num(p50),
+                p95_ms: num(p95),
+                ttft_p95_ms: num(ttft95),
+                tokens_per_s: num(tps),
+            })
+        }
+        _ => None,
+    };
+    Some(Latency { attempt_ms: num(attempt), ttft_ms: num(ttft), window: window() })
+}
+
 impl RedisHealth {
     /// Health at `url` under `prefix`; each step may take `timeout`. Nothing is
     /// connected until the first exchange.
@@ -182,18 +211,29 @@ impl RedisHealth {
             .arg(u64::try_from(LATENCY_STALE.as_millis()).unwrap_or(u64::MAX))
             .arg(KEEP_MS);
         for (id, l) in push {
-            inv.arg(id).arg(format!("{} {}", average(l.attempt_ms), average(l.ttft_ms)));
+            let mut value = format!("{} {}", average(l.attempt_ms), average(l.ttft_ms));
+            // The window after the averages: an older instance reads the first
+            // two values and no more.
+            if let Some(w) = &l.window {
+                value.push_str(&format!(
+                    " {} {} {} {} {} {} {}",
+                    w.successes,
+                    w.errors,
+                    w.cancellations,
+                    average(w.p50_ms),
+                    average(w.p95_ms),
+                    average(w.ttft_p95_ms),
+                    average(w.tokens_per_s)
+                ));
+            }
+            inv.arg(id).arg(value);
         }
         let theirs: Vec<String> = self.run(inv).await?;
-        let num = |s: &str| s.parse::<f64>().ok().filter(|v| v.is_finite());
         Ok(theirs
             .chunks_exact(2)
             .filter_map(|pair| {
                 let (_, identity) = pair[0].split_once('\n')?;
-                let mut values = pair[1].split(' ');
-                let attempt_ms = num(values.next()?);
-                let ttft_ms = num(values.next()?);
-                Some((identity.to_owned(), Latency { attempt_ms, ttft_ms }))
+                Some((identity.to_owned(), latency_from(&pair[1])?))
             })
             .collect())
     }
@@ -234,5 +274,26 @@ impl HealthSync for RedisHealth {
         push: &'a [(String, Latency)],
     ) -> BoxFuture<'a, Result<Vec<(String, Latency)>, BackendError>> {
         Box::pin(self.latency_inner(owner, push))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_value_reads_with_or_without_its_window() {
+        // As an older instance writes it: two averages and the stamp.
+        let old = latency_from("120.000 - 1733450000000").unwrap();
+        assert_eq!((old.attempt_ms, old.ttft_ms, old.window), (Some(120.0), None, None));
+        let new =
+            latency_from("120.000 40.000 8 2 1 90.000 150.000 - 33.500 1733450000000").unwrap();
+        let w = new.window.unwrap();
+        assert_eq!((w.samples, w.successes, w.errors, w.cancellations), (11, 8, 2, 1));
+        assert_eq!((w.error_rate, w.p95_ms, w.ttft_p95_ms), (Some(0.2), Some(150.0), None));
+        assert_eq!(w.tokens_per_s, Some(33.5));
+        // A window that does not read is left out, the averages kept.
+        let torn = latency_from("1.000 2.000 x 2 1 - - - - 1733450000000").unwrap();
+        assert_eq!((torn.attempt_ms, torn.window), (Some(1.0), None));
     }
 }

@@ -106,6 +106,38 @@ async fn latency_is_blended_between_instances() {
 }
 
 #[tokio::test]
+async fn destination_windows_are_merged_between_instances() {
+    use switchyard_core::destinations::{DestinationState, Ended, Observation};
+    let Some((url, prefix)) = testing::redis().await else { return };
+    let (a, b) = (instance(&url, &prefix), instance(&url, &prefix));
+    let now = UnixMs::now();
+    let seen =
+        |ended, total_ms| Observation { ended, total_ms, ttft_ms: None, output_tokens: None };
+    for _ in 0..3 {
+        a.destinations.observe("m|openai|gpt", seen(Ended::Success, 100.0), now);
+    }
+    b.destinations.observe("m|openai|gpt", seen(Ended::Success, 300.0), now);
+    b.destinations.observe("m|openai|gpt", seen(Ended::Error, 5.0), now);
+    b.destinations.observe("m|openai|gpt", seen(Ended::Cancelled, 9.0), now);
+    a.tick(true).await;
+    b.tick(true).await;
+    a.tick(true).await;
+    for s in [&a, &b] {
+        let w = s.destinations.summary("m|openai|gpt", UnixMs::now());
+        assert_eq!((w.samples, w.successes, w.errors, w.cancellations), (6, 4, 1, 1), "{w:?}");
+        assert_eq!(w.error_rate, Some(0.2));
+        // Weighted by answered attempts: (3 × 100 + 1 × 300) / 4.
+        assert_eq!(w.p95_ms, Some(150.0), "{w:?}");
+    }
+    // Listed on an instance that sent nothing there itself.
+    let c = instance(&url, &prefix);
+    c.tick(true).await;
+    let listed = c.destinations.all(UnixMs::now());
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].1.samples, 6);
+}
+
+#[tokio::test]
 async fn an_unreachable_redis_leaves_each_instance_its_own_breakers() {
     // Nothing listens on port 1.
     let backend = Arc::new(RedisHealth::new("redis://127.0.0.1:1", "x", S).unwrap());

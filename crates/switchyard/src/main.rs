@@ -259,6 +259,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         Ok(Some(shared)) => {
             runtime.health = shared.health;
             runtime.latency = shared.latency;
+            runtime.destinations = shared.destinations;
         }
         Ok(None) => {}
         Err(e) => {

@@ -157,7 +157,7 @@ fn exploration_puts_one_cold_deployment_first_every_nth_request_in_turn() {
     let cold = Summary::default();
     let s = [
         seen("warm/a", warm(100.0, 0.0), None),
-        seen("cold/b", cold.clone(), None),
+        seen("cold/b", cold, None),
         seen("cold/c", cold, None),
     ];
     let firsts: Vec<String> =
