@@ -9,14 +9,16 @@
 //! | rule | class | when |
 //! |---|---|---|
 //! | `image` | vision | the last user turn carries an image (or a tool result does) |
-//! | `image_referred` | vision | an earlier turn's image, which the last turn points at |
 //! | `small_talk` | cheap | the last user turn is only a greeting, thanks or sign-off |
+//! | `image_referred` | vision | an earlier turn's image, which the last turn points at |
 //! | `tool_loop` | code | the client sends tool results back and its tools are a coding agent's (files, shell, edits, search) |
 //! | `coding_agent` | code | a coding agent's tools or system prompt, and the turn asks for work |
-//! | `code_text` | code | the task text holds code, a stack trace or build output, or asks for code by name |
+//! | `code_text` | code | the task text holds code, a stack trace or build output, or asks for code by name (and holds no stronger reasoning evidence) |
+//! | `terse` | cheap | the last turn asks for a terse answer by name ("just the number") and nothing calls for reasoning |
 //! | `writing` | ordinary | a writing task (poem, email, summary, translation of a text) |
 //! | `reasoning_text` | reasoning | proofs, probability, puzzles, equations, quantitative problems, many constraints |
-//! | `short` | cheap | a short question with no evidence of the above, or one asking for a terse answer |
+//! | `image_recent` | vision | a short turn right after one with an image |
+//! | `short` | cheap | a short question with no evidence of the above (a turn of tool results is not short) |
 //! | `default` | ordinary | everything else |
 //!
 //! A short follow-up (`why?`, `and the second?`) is read with the user turn before
@@ -169,11 +171,11 @@ fn decide(s: &Signals) -> (Intent, &'static str) {
     if s.images_last > 0 {
         return (Intent::Vision, "image");
     }
-    if s.image_referred {
-        return (Intent::Vision, "image_referred");
-    }
     if s.small_talk {
         return (Intent::Cheap, "small_talk");
+    }
+    if s.image_referred {
+        return (Intent::Vision, "image_referred");
     }
     if s.tool_results_last > 0 && s.coding_tools {
         return (Intent::Code, "tool_loop");
@@ -181,14 +183,22 @@ fn decide(s: &Signals) -> (Intent, &'static str) {
     if (s.coding_tools || s.coding_system) && !s.writing && s.task_chars > 0 {
         return (Intent::Code, "coding_agent");
     }
-    if s.code >= signals::CODE_THRESHOLD {
+    // Where both are evident, the stronger evidence decides (code on a tie):
+    // a physics problem's `c_ice = 2.09` is notation, not code.
+    if s.code >= signals::CODE_THRESHOLD && s.code >= s.reasoning {
         return (Intent::Code, "code_text");
+    }
+    if s.terse && s.reasoning < signals::REASONING_THRESHOLD {
+        return (Intent::Cheap, "terse");
     }
     if s.writing {
         return (Intent::Ordinary, "writing");
     }
     if s.reasoning >= signals::REASONING_THRESHOLD {
         return (Intent::Reasoning, "reasoning_text");
+    }
+    if s.image_recent {
+        return (Intent::Vision, "image_recent");
     }
     if s.short {
         return (Intent::Cheap, "short");

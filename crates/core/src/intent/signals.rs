@@ -9,13 +9,16 @@ use switchyard_protocol::{Message, Part, Request, Role};
 use super::words::*;
 
 /// Code evidence at or above this decides `code_text`.
-pub const CODE_THRESHOLD: u32 = 4;
+pub const CODE_THRESHOLD: u32 = 3;
 /// Reasoning evidence at or above this decides `reasoning_text`.
 pub const REASONING_THRESHOLD: u32 = 3;
 /// A task text this short (in characters) with nothing else in it is `short`.
 const SHORT_CHARS: usize = 80;
 /// A last user turn this short is a follow-up, read with the turn before it.
 const FOLLOW_UP_CHARS: usize = 40;
+/// A last user turn this short, right after one with an image, is still about
+/// the image.
+const REFERRED_CHARS: usize = 200;
 
 /// What the rules saw.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -30,6 +33,9 @@ pub struct Signals {
     /// No image in the last user turn, but one earlier that the last turn
     /// points at ("look at the photo again").
     pub image_referred: bool,
+    /// No image in the last user turn, a short one, but one in the user turn
+    /// just before it.
+    pub image_recent: bool,
     /// Tool results in the last user turn.
     pub tool_results_last: usize,
     /// The tools look like a coding agent's (files, shell, edits, search).
@@ -43,6 +49,8 @@ pub struct Signals {
     /// The last user turn is short and asks for no explanation, or asks for a
     /// terse answer (one word, a number, yes or no).
     pub short: bool,
+    /// The last user turn asks for a terse answer by name ("just the number").
+    pub terse: bool,
     /// Code evidence (see [`CODE_THRESHOLD`]).
     pub code: u32,
     /// Reasoning evidence (see [`REASONING_THRESHOLD`]).
@@ -91,15 +99,21 @@ impl Signals {
         s.code = code_evidence(&task, &task_lower, s.writing);
         s.reasoning = reasoning_evidence(&task, &task_lower);
         let explains = distinct_hits(&last_lower, EXPLAIN) > 0;
-        s.short = (text_len(&last_lower) <= SHORT_CHARS && !explains)
-            || distinct_hits(&last_lower, TERSE) > 0;
-        s.image_referred = s.images_last == 0
-            && users
-                .iter()
-                .rev()
-                .skip(1)
-                .any(|m| m.content.iter().any(|p| matches!(p, Part::Image(_))))
+        s.terse = distinct_hits(&last_lower, TERSE) > 0;
+        // A turn that only carries tool results is not short: the answer is
+        // read from them (an order's status, a policy's clause).
+        s.short = s.tool_results_last == 0
+            && ((text_len(&last_lower) <= SHORT_CHARS && !explains) || s.terse);
+        let image = |m: &&Message| m.content.iter().any(|p| matches!(p, Part::Image(_)));
+        let no_image_now = s.images_last == 0 && s.tool_results_last == 0;
+        s.image_referred = no_image_now
+            && users.iter().rev().skip(1).any(image)
             && distinct_hits(&last_lower, IMAGE_WORDS) > 0;
+        // A short turn right after one with an image: the talk is likely still
+        // about it, where nothing else says what the turn is.
+        s.image_recent = no_image_now
+            && users.iter().rev().nth(1).is_some_and(image)
+            && text_len(&last_lower) <= REFERRED_CHARS;
         s
     }
 }
@@ -312,11 +326,20 @@ fn reasoning_evidence(text: &str, lower: &str) -> u32 {
         score += 2;
     }
     let numbers = text.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).count();
-    if numbers >= 3 && distinct_hits(lower, QUANTITATIVE) > 0 && text_len(text) > SHORT_CHARS {
+    let quantities = distinct_hits(lower, UNITS);
+    if numbers >= 3
+        && (distinct_hits(lower, QUANTITATIVE) > 0 || quantities >= 2)
+        && text_len(text) > SHORT_CHARS
+    {
         score += 2;
+        // Measured quantities worked together: a physics or rates problem.
+        if quantities >= 2 && numbers >= 4 {
+            score += 1;
+        }
     }
     let constraints = CONSTRAINTS.iter().map(|c| lower.matches(c).count()).sum::<usize>();
-    if numbers >= 4 && constraints >= 3 {
+    // Many hard conditions to meet at once: a scheduling or planning puzzle.
+    if (numbers >= 4 && constraints >= 3) || constraints >= 6 {
         score += 2;
     }
     score

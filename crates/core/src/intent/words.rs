@@ -10,7 +10,7 @@ pub(super) const SMALL_TALK: &[&str] = &[
     "lol", "sure", "np", "welcome", "you're", "that's", "all", "for", "now", "see", "ya", "later",
     "again", "a", "lot", "was", "that", "is", "it's", "really", "super", "done", "wonderful",
     "excellent", "brilliant", "the", "help", "helpful", "there", "how", "are", "hola", "gracias",
-    "muchas", "adiós", "adios", "buenos", "días", "dias", "buenas", "noches", "danke",
+    "mate", "everything", "know", "to", "brb", "afk", "lunch", "back", "in", "bit", "muchas", "adiós", "adios", "buenos", "días", "dias", "buenas", "noches", "danke",
     "dankeschön", "schön", "vielen", "dank", "hallo", "tschüss", "guten", "tag", "morgen", "merci",
     "beaucoup", "bonjour", "salut", "bonsoir", "obrigado", "obrigada", "olá", "ola", "oi", "tchau",
     "ciao", "grazie", "mille", "buongiorno", "спасибо", "привет", "пока", "большое", "شكرا",
@@ -52,7 +52,10 @@ pub(super) const TERSE: &[&str] = &[
     "one word", "one-word", "just the name", "just the number", "number only", "only the number",
     "only the name", "just the answer", "only the answer", "yes or no", "true or false",
     "positive, negative or neutral", "answer only", "just answer", "sí o no", "ja oder nein",
-    "oui ou non", "sim ou não",
+    "oui ou non", "sim ou não", "just the time", "just the date", "just the price",
+    "just the total", "just the figure", "only the time", "only the date", "in one word",
+    "just give me the number", "just give me the answer", "nur die zahl", "solo el número",
+    "juste le nombre",
 ];
 
 pub(super) const IMAGE_WORDS: &[&str] = &[
@@ -132,7 +135,8 @@ pub(super) const CODE_WORDS: &[&str] = &[
     "sqlite", "mongodb", "redis", "join", "regex", "pcre", "jinja", "jinja2", "template",
     "matplotlib", "pandas", "numpy", "component", "aria", "commit", "branch", "rebase", "merge",
     "workflow", "pipeline", "shell", "terminal", "compile", "runtime", "null", "index", "loop",
-    "parser", "sdk", "cli", "http", "webhook", "oauth",
+    "parser", "sdk", "cli", "http", "webhook", "oauth", "kubectl", "pod", "container", "aws",
+    "s3", "useeffect", "gitignore", "tsconfig", "env", "stderr", "stdout", "localhost",
 ];
 
 pub(super) const REASONING_STRONG: &[&str] = &[
@@ -148,13 +152,14 @@ pub(super) const REASONING_STRONG: &[&str] = &[
     "증명", "확률", "доказ", "вероятност", "уравнен", "सिद्ध", "प्रायिकता", "संभावना",
     "inclusion-exclusion", "包除原理", "pigeonhole", "invariant", "paradox", "all solutions",
     "maximise", "maximize", "minimise", "minimize", "rate of change", "wahrscheinlich", "knight",
+    "fermi", "winning move", "winning strategy", "in how many ways", "сколькими способами",
     "logician", "logicians",
 ];
 
 /// Quantitative questions: with several numbers in the text, a problem to work.
 pub(super) const QUANTITATIVE: &[&str] = &[
     "how many", "how much", "how long", "how fast", "how far", "how likely", "what is the chance",
-    "which is better", "significant", "sample size", "expected", "rate", "odds", "chance",
+    "which is better", "when will", "significant", "sample size", "expected", "rate", "odds", "chance",
     "cuántos", "cuánto", "wie viele", "wie lange", "wie wahrscheinlich", "combien", "quantos",
     "quanto", "quanti", "いくつ", "何通り", "多少", "几", "कितना", "कितने", "कितनी", "сколько",
 ];
@@ -166,7 +171,15 @@ pub(super) const REASONING_WEAK: &[&str] = &[
     "calculate", "compute", "estimate", "paso a paso", "schritt für schritt", "étape par étape",
     "show your working", "show the working", "show your work", "walk me through", "convince me",
     "what am i doing wrong", "passo a passo", "raciocínio", "raisonnement", "montre pourquoi",
-    "途中の式", "推理", "तर्क",
+    "途中の式", "推理", "तर्क", "assumption", "assumptions", "show every stage", "each stage",
+    "lay out",
+];
+
+/// Units of measured quantities: with several numbers, a quantitative problem.
+pub(super) const UNITS: &[&str] = &[
+    "m/s", "km/h", "mph", "kg", "kj", "°c", "°f", "kwh", "mg", "ml", "litres", "liters", "hours",
+    "minutes", "seconds", "metres", "meters", "grams", "newtons", "joules", "watts", "volts",
+    "ohms", "mol", "kelvin", "per hour", "per day", "per second", "per cent", "percent",
 ];
 
 pub(super) const MATH_NOTATION: &[&str] = &[
