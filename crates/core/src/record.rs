@@ -178,6 +178,36 @@ pub struct RoutingRecord {
     /// How `strategy: adaptive` ordered the candidates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<AdaptiveRecord>,
+    /// What the model-based intent classifier answered (`intent.classifier`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classifier: Option<ClassifierRecord>,
+}
+
+/// The model-based intent classifier's part in a request.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[non_exhaustive]
+pub struct ClassifierRecord {
+    /// The model asked.
+    pub model: String,
+    /// `reasoning` or `direct`; else why there is none: `timeout`, `error`,
+    /// `unreadable` (the rules decided alone).
+    pub answer: Cow<'static, str>,
+    /// The class the rules gave before it.
+    pub rules: Cow<'static, str>,
+    /// Answered from the kept answers: no call made.
+    #[serde(default)]
+    pub cached: bool,
+    /// Asked and recorded only: the rules routed.
+    #[serde(default)]
+    pub shadow: bool,
+    /// Milliseconds the asking took (the wait for a kept answer included).
+    pub latency_ms: u64,
+    /// USD the call cost; `None`: none made, or unpriced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The call's own request record (`<request id>-intent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// An adaptive policy's decision: its version, each candidate's signals and

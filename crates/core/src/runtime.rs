@@ -188,6 +188,9 @@ pub struct Runtime {
     /// Conversations' pinned deployments (prompt-cache affinity), by affinity
     /// key. By default in this process.
     pub affinity: Arc<dyn crate::state::ResponseCache>,
+    /// The model-based intent classifier's answers, by model and text hash
+    /// (`crate::intent::model`). By default in this process.
+    pub intent_decisions: Arc<dyn crate::state::ResponseCache>,
     /// Requests waiting in this instance's admission queue (`limits.queue`).
     pub queued: Arc<std::sync::atomic::AtomicUsize>,
     /// The flags and fields providers refused, learned from their answers
@@ -216,6 +219,9 @@ impl Default for Runtime {
             flights: Arc::default(),
             queued: Arc::default(),
             affinity: Arc::new(crate::cache::LocalCache::new(crate::cache::AFFINITY_BOUNDS)),
+            intent_decisions: Arc::new(crate::cache::LocalCache::new(
+                crate::cache::AFFINITY_BOUNDS,
+            )),
             refusals: Arc::default(),
             traces: None,
         }

@@ -168,3 +168,96 @@ async fn effort_auto_is_settled_by_the_intent_and_never_sent() {
     let thinking = &got["generationConfig"]["thinkingConfig"];
     assert!(thinking["thinkingLevel"] == "high" || thinking["thinkingBudget"] == high, "{got}");
 }
+
+/// `intent:` with a model-based classifier on the OpenAI fake: reasoning goes
+/// to Gemini, ordinary to Anthropic, cheap to the mock.
+fn classifier_options(classifier: &str) -> Options {
+    Options {
+        top_level: format!(
+            "intent:\n  targets:\n    reasoning: m-gemini\n    ordinary: m-anthropic\n    cheap: mock-echo\n  classifier: {classifier}\n"
+        ),
+        ..Options::default()
+    }
+}
+
+/// The classifier's answer, as the OpenAI fake gives it.
+fn says(word: &str) -> switchyard_testkit::Reply {
+    switchyard_testkit::Reply::from(switchyard_testkit::canned::text(
+        switchyard_testkit::Vendor::OpenAi,
+        "up-openai",
+        word,
+        false,
+    ))
+}
+
+async fn ask_auto(h: &Harness, text: &str) -> (String, String, switchyard_core::RequestRecord) {
+    let body = json!({"model": "auto", "messages": [{"role": "user", "content": text}]});
+    let r = h.post("/v1/chat/completions", &body).await;
+    assert_eq!(r.status(), 200);
+    let provider = r.headers()["x-gateway-provider"].to_str().unwrap().to_owned();
+    let intent = r.headers()["x-switchyard-intent"].to_str().unwrap().to_owned();
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    let record = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    (provider, intent, record)
+}
+
+#[tokio::test]
+async fn the_classifier_model_decides_between_reasoning_and_direct_and_is_kept() {
+    let h = Harness::start_with(classifier_options("{ model: m-openai, timeout_ms: 5000 }")).await;
+    h.openai.push(says("reasoning"));
+    // The rules call it ordinary; the model says it needs reasoning.
+    let tides = "Explain how the tides work, in detail.";
+    let (provider, intent, record) = ask_auto(&h, tides).await;
+    assert_eq!((provider.as_str(), intent.as_str()), ("gemini", "reasoning; rule=model"));
+    let c = record.routing.classifier.clone().unwrap();
+    assert_eq!((c.model.as_str(), &*c.answer, &*c.rules), ("m-openai", "reasoning", "ordinary"));
+    assert!(!c.cached && !c.shadow);
+    assert!(c.cost_usd.is_some_and(|usd| usd > 0.0), "{c:?}");
+    // The call is a request of its own, recorded, asked in one word.
+    let call_id = c.request_id.unwrap();
+    assert_eq!(call_id, format!("{}-intent", record.id));
+    let call = tokio::time::timeout(WAIT, h.sink.wait_for(&call_id)).await.unwrap();
+    assert!(call.descriptor.contains("intent_classifier"), "{}", call.descriptor);
+    let asked = &h.openai.received()[0].body;
+    assert_eq!(asked["max_completion_tokens"], 8, "{asked}");
+    assert!(asked.to_string().contains("Explain how the tides work"), "{asked}");
+
+    // Asked again: the kept answer, no call.
+    let (provider, _, record) = ask_auto(&h, tides).await;
+    assert_eq!(provider, "gemini");
+    assert!(record.routing.classifier.unwrap().cached);
+    assert_eq!(h.openai.request_count(), 1);
+
+    // A coding agent's loop is code by the rules' evidence: the model is not asked.
+    let tools = json!([
+        {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": "run_shell_command", "parameters": {"type": "object"}}}]);
+    let agent = json!({"model": "auto", "tools": tools, "messages": [
+        {"role": "user", "content": "Why does the build fail?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+            "function": {"name": "run_shell_command", "arguments": "{\"command\":\"cargo build\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "error[E0425]: cannot find value `x`"}]});
+    assert_eq!(h.post("/v1/chat/completions", &agent).await.status(), 200);
+    assert_eq!(h.openai.request_count(), 1);
+}
+
+#[tokio::test]
+async fn past_its_timeout_the_rules_decide_and_the_record_says_so() {
+    let h = Harness::start_with(classifier_options("{ model: m-openai, timeout_ms: 100 }")).await;
+    h.openai.push(says("reasoning").first_byte_delay(std::time::Duration::from_secs(5)));
+    let (provider, intent, record) = ask_auto(&h, "Explain how the tides work, in detail.").await;
+    assert_eq!((provider.as_str(), intent.as_str()), ("anthropic", "ordinary; rule=default"));
+    let c = record.routing.classifier.unwrap();
+    assert_eq!(&*c.answer, "timeout");
+    assert!(c.latency_ms >= 100 && c.latency_ms < 5_000, "{c:?}");
+}
+
+#[tokio::test]
+async fn in_shadow_mode_it_is_asked_and_recorded_but_the_rules_route() {
+    let h = Harness::start_with(classifier_options("{ model: m-openai, shadow: true }")).await;
+    h.openai.push(says("reasoning"));
+    let (provider, intent, record) = ask_auto(&h, "Explain how the tides work, in detail.").await;
+    assert_eq!((provider.as_str(), intent.as_str()), ("anthropic", "ordinary; rule=default"));
+    let c = record.routing.classifier.unwrap();
+    assert_eq!((&*c.answer, c.shadow), ("reasoning", true));
+}

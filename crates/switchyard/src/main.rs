@@ -248,11 +248,19 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let intent_decisions = match storage::intent_store(&catalog) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut runtime = switchyard_core::runtime::Runtime {
         seal: Some(seal),
         admission: Some(Arc::new(admission)),
         cache,
         affinity,
+        intent_decisions,
         ..Default::default()
     };
     match storage::shared_health(&catalog) {

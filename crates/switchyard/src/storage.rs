@@ -168,13 +168,30 @@ pub fn response_cache(
 pub fn affinity_store(
     catalog: &Catalog,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
+    keyed_store(catalog, "aff")
+}
+
+/// Where the model-based intent classifier's answers are kept: shared as the
+/// affinity pins are.
+pub fn intent_store(
+    catalog: &Catalog,
+) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
+    keyed_store(catalog, "intent")
+}
+
+/// A small keyed store under `namespace`: Redis for `state.backend: redis`,
+/// else in this process within the affinity bounds.
+fn keyed_store(
+    catalog: &Catalog,
+    namespace: &str,
+) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
     let st = &catalog.state;
     Ok(match (st.backend, &st.redis) {
         (StateBackend::Redis, Some(r)) => Arc::new(
             switchyard_store::redis_cache::RedisCache::namespaced(
                 &r.url,
                 &r.prefix,
-                "aff",
+                namespace,
                 Duration::from_millis(r.timeout_ms),
                 catalog.settings.metrics,
             )

@@ -108,6 +108,13 @@ impl Catalog {
         let telemetry = super::compile_telemetry::compile_telemetry(raw, &mut problems);
         let served = |name: &str| lookup.contains_key(name);
         let intent = super::compile_intent::compile_intent(raw, &served, &routes, &mut problems);
+        let intent_classifier = super::compile_intent::compile_classifier(
+            raw,
+            intent.is_some(),
+            &served,
+            &routes,
+            &mut problems,
+        );
         // Lines and values as written: an expanded `${…}` may have moved lines
         // (a value with a line break) and a message may quote its value.
         let map = &raw.source_map;
@@ -146,6 +153,7 @@ impl Catalog {
             console,
             telemetry,
             intent,
+            intent_classifier,
             warnings,
             provider_index,
             lookup,

@@ -6,6 +6,9 @@ use super::compile::Problem;
 use super::normalize_model;
 use super::spec::RouteSpec;
 use crate::config::raw::RawConfig;
+use crate::intent::model::{
+    ClassifierSpec, DEFAULT_CACHE_TTL_MS, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS,
+};
 use crate::intent::{Intent, Targets};
 use crate::util::glob_match;
 
@@ -70,6 +73,52 @@ pub(super) fn compile_intent(
         return None;
     }
     Some(Targets::new(targets.map(|t| t.unwrap_or_else(|| ordinary.clone()))))
+}
+
+/// The compiled `intent.classifier`: its model served, its timeout bounded, and
+/// only with targets to route by.
+pub(super) fn compile_classifier(
+    raw: &RawConfig,
+    has_targets: bool,
+    served: &dyn Fn(&str) -> bool,
+    routes: &[RouteSpec],
+    problems: &mut Vec<Problem>,
+) -> Option<std::sync::Arc<ClassifierSpec>> {
+    let written = raw.intent.value.classifier.as_ref()?;
+    let c = &written.value;
+    let before = problems.len();
+    if !has_targets {
+        problems.push(Problem::at(
+            written,
+            "intent.classifier: needs intent.targets (the classes it chooses between go somewhere)",
+        ));
+    }
+    let name = normalize_model(&c.model);
+    if !served(&name) && !routes.iter().any(|r| glob_match(&r.pattern, &name)) {
+        problems.push(Problem::at(
+            written,
+            format!(
+                "intent.classifier.model: `{}` is no catalog model, and no route matches it",
+                c.model
+            ),
+        ));
+    }
+    let timeout_ms = c.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        problems.push(Problem::at(
+            written,
+            format!("intent.classifier.timeout_ms: {timeout_ms} is not in 1..={MAX_TIMEOUT_MS}"),
+        ));
+    }
+    if problems.len() > before {
+        return None;
+    }
+    Some(std::sync::Arc::new(ClassifierSpec {
+        model: name,
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        shadow: c.shadow,
+        cache_ttl_ms: c.cache_ttl_ms.unwrap_or(DEFAULT_CACHE_TTL_MS),
+    }))
 }
 
 // Its tests read YAML.

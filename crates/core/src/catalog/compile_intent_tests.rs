@@ -80,3 +80,29 @@ fn problems_name_the_class_and_the_target() {
         .to_string();
     assert!(p.contains("the catalog has a model or alias `auto-code`"), "{p}");
 }
+
+#[test]
+fn a_classifier_model_is_checked_and_compiled() {
+    let c = compile(&format!(
+        "{BASE}intent:\n  targets: {{ reasoning: deep, ordinary: everyday }}\n  classifier: {{ model: small-judge, timeout_ms: 300, shadow: true }}\n"
+    ))
+    .unwrap();
+    let spec = c.intent_classifier.as_ref().unwrap();
+    assert_eq!(
+        (spec.model.as_str(), spec.timeout.as_millis(), spec.shadow),
+        ("small-judge", 300, true)
+    );
+    assert_eq!(spec.cache_ttl_ms, crate::intent::model::DEFAULT_CACHE_TTL_MS);
+    assert!(c.classifies("sy/auto") && !c.classifies("auto-code") && !c.classifies("deep"));
+
+    let e = compile(&format!("{BASE}intent:\n  classifier: {{ model: nowhere, timeout_ms: 0 }}\n"))
+        .unwrap_err()
+        .to_string();
+    for want in [
+        "intent.classifier: needs intent.targets",
+        "intent.classifier.model: `nowhere` is no catalog model",
+        "intent.classifier.timeout_ms: 0 is not in 1..=30000",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+}

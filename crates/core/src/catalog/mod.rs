@@ -69,6 +69,9 @@ pub struct Catalog {
     /// `intent:`: where the `auto` models send each class; `None`: no `auto`
     /// models.
     pub intent: Option<crate::intent::Targets>,
+    /// `intent.classifier`: the model asked whether an `auto` request needs
+    /// reasoning; `None`: the rules decide alone.
+    pub intent_classifier: Option<Arc<crate::intent::model::ClassifierSpec>>,
     /// Non-fatal findings (disabled providers, shadowed routes).
     pub warnings: Vec<String>,
     provider_index: HashMap<String, usize>,

@@ -101,6 +101,12 @@ impl Catalog {
         crate::intent::resolve(&self.canonical_name(requested), req, decided, targets)
     }
 
+    /// Whether a request for `requested` is classified (a bare `auto`, with
+    /// `intent:` configured), as against named (`auto-code`) or not auto at all.
+    pub fn classifies(&self, requested: &str) -> bool {
+        self.intent.is_some() && self.canonical_name(requested) == "auto"
+    }
+
     /// The canonical id for a requested name: normalised, namespace prefix removed.
     pub fn canonical_name(&self, requested: &str) -> String {
         let name = normalize_model(requested);

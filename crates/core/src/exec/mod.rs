@@ -453,8 +453,37 @@ impl Snapshot {
                 let request = Arc::make_mut(&mut inbound.request);
                 continuity::restore_from(runtime.continuity.as_ref(), request).await;
             }
+            // A bare `auto` model with a model-based classifier: asked before
+            // planning, where the rules leave it a say.
+            let mut classified = None;
+            if purpose.is_none()
+                && let Some(spec) = self.catalog.intent_classifier.clone()
+                && self.catalog.classifies(&inbound.request.model)
+            {
+                let rules = match inbound.intent.take() {
+                    Some(d) => d,
+                    None => crate::intent::classify(&inbound.request),
+                };
+                if crate::intent::model::asks(&rules) {
+                    let asking = crate::intent::model::Asking::of(&inbound);
+                    let (decided, record) = crate::intent::model::consult(
+                        Arc::clone(&self),
+                        asking,
+                        Arc::clone(&runtime),
+                        Arc::clone(&sink),
+                        spec,
+                        rules,
+                    )
+                    .await;
+                    inbound.intent = Some(decided);
+                    classified = Some(record);
+                } else {
+                    inbound.intent = Some(rules);
+                }
+            }
             let metrics = self.catalog.settings.metrics;
             let mut guard = RecordGuard::open(&inbound, sink, metrics);
+            guard.rec.routing.classifier = classified;
             if let (Some(traces), Some(config)) = (&runtime.traces, &self.catalog.telemetry) {
                 let trace = crate::otel::RequestTrace::begin(
                     &inbound.trace,

@@ -24,6 +24,7 @@
 //! A short follow-up (`why?`, `and the second?`) is read with the user turn before
 //! it: its context carries the class.
 
+pub mod model;
 mod signals;
 #[rustfmt::skip]
 mod words;

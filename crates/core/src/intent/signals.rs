@@ -83,16 +83,7 @@ impl Signals {
         s.coding_system = distinct_hits(&system.to_lowercase(), CODING_SYSTEM) >= 2;
         let last_lower = last_text.trim().to_lowercase();
         s.small_talk = s.tool_results_last == 0 && is_small_talk(&last_lower);
-        // The task: the last user words, with the turn before them where they
-        // lean on it (a follow-up) or where the turn is only tool results.
-        let earlier =
-            users.iter().rev().skip(1).map(|m| text_of(&m.content)).find(|t| !t.trim().is_empty());
-        let task = match earlier {
-            Some(before) if text_len(&last_lower) <= FOLLOW_UP_CHARS => {
-                format!("{before}\n{last_text}")
-            }
-            _ => last_text.clone(),
-        };
+        let task = task_of(&users, &last_text);
         let task_lower = task.to_lowercase();
         s.task_chars = text_len(task.trim());
         s.writing = is_writing(&task_lower, s.task_chars);
@@ -116,6 +107,27 @@ impl Signals {
             && text_len(&last_lower) <= REFERRED_CHARS;
         s
     }
+}
+
+/// The task: the last user words, with the turn before them where they lean
+/// on it (a follow-up) or where the turn is only tool results.
+fn task_of(users: &[&Message], last_text: &str) -> String {
+    let earlier =
+        users.iter().rev().skip(1).map(|m| text_of(&m.content)).find(|t| !t.trim().is_empty());
+    match earlier {
+        Some(before) if text_len(last_text.trim()) <= FOLLOW_UP_CHARS => {
+            format!("{before}\n{last_text}")
+        }
+        _ => last_text.to_owned(),
+    }
+}
+
+/// The task text the rules read ([`Signals::task_chars`]), for a model asked
+/// about the same request.
+pub(crate) fn task_text(req: &Request) -> String {
+    let users: Vec<&Message> = req.messages.iter().filter(|m| m.role == Role::User).collect();
+    let last_text = users.last().map(|m| text_of(&m.content)).unwrap_or_default();
+    task_of(&users, &last_text)
 }
 
 /// The text parts of a turn, joined.

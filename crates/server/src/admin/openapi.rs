@@ -875,7 +875,9 @@ fn schemas() -> Value {
                     "properties": {
                         "intent": { "type": "string", "description": "An auto model's class" },
                         "intent_rule": { "type": "string", "description": "The classifier rule that decided it (`named`: the client named the class)" },
-                        "structured_output": { "type": "string", "description": "native or prompted" }
+                        "structured_output": { "type": "string", "description": "native or prompted" },
+                        "adaptive": { "type": "object", "description": "strategy adaptive's decision: policy and quality versions, the explored deployment, every candidate's signals, score, missing signals and exclusion" },
+                        "classifier": { "type": "object", "description": "The model-based intent classifier's asking: model, answer (reasoning, direct, timeout, error, unreadable), the rules' class, cached, shadow, latency_ms, cost_usd, request_id" }
                     }
                 }
             }
