@@ -122,11 +122,46 @@ fn listed<'a>(
     caller: &Caller,
 ) -> Vec<&'a Arc<ModelEntry>> {
     let catalog = &snapshot.catalog;
-    catalog
-        .visible_models(Date::today())
-        .filter(|m| catalog.reachable(m, |p| p.reachable_with(&caller.byok)))
-        .filter(|m| snapshot.may_call(&gateway.runtime, &caller.principal, m))
-        .collect()
+    let today = Date::today();
+    let usable = |m: &ModelEntry| {
+        !m.is_retired(today)
+            && catalog.reachable(m, |p| p.reachable_with(&caller.byok))
+            && snapshot.may_call(&gateway.runtime, &caller.principal, m)
+    };
+    let mut listed: Vec<&Arc<ModelEntry>> =
+        catalog.visible_models(today).filter(|m| usable(m)).collect();
+    // The `auto` models too, where every model they route to is one the
+    // caller could call by name.
+    listed.extend(
+        catalog
+            .auto_models
+            .iter()
+            .filter(|(_, targets)| targets.iter().all(|t| usable(t)))
+            .map(|(auto, _)| auto),
+    );
+    listed
+}
+
+/// The `auto` model (`auto`, `auto-<class>`, prefixed or not) named
+/// `requested`, where every model it routes to is one the caller could call.
+fn auto_model<'a>(
+    state: &AppState,
+    snapshot: &'a Snapshot,
+    caller: &Caller,
+    requested: &str,
+) -> Option<&'a Arc<ModelEntry>> {
+    let catalog = &snapshot.catalog;
+    let name = catalog.canonical_name(requested);
+    let (auto, targets) = catalog.auto_models.iter().find(|(m, _)| m.id == name)?;
+    let today = Date::today();
+    targets
+        .iter()
+        .all(|t| {
+            !t.is_retired(today)
+                && catalog.reachable(t, |p| p.reachable_with(&caller.byok))
+                && snapshot.may_call(&state.gateway.runtime, &caller.principal, t)
+        })
+        .then_some(auto)
 }
 
 /// `GET /v1/models/{id}`: one model, named by id or alias, as a request would
@@ -164,6 +199,17 @@ pub(crate) async fn retrieve_as(
         .model(&normalize_model(requested))
         .filter(|m| snapshot.may_call(&state.gateway.runtime, &caller.principal, m))
     else {
+        if let Some(auto) = auto_model(state, &snapshot, &caller, requested) {
+            let name = requested.trim();
+            let body = match format {
+                ClientFormat::Anthropic => anthropic_model(auto, name),
+                ClientFormat::Gemini => gemini_model(auto, name),
+                ClientFormat::OpenAiChat | ClientFormat::OpenAiResponses => {
+                    openai_model(auto, name)
+                }
+            };
+            return json_response(&body);
+        }
         return not_found(ErrorCode::ModelNotFound, "is not in the catalog");
     };
     if m.is_retired(Date::today()) {

@@ -261,3 +261,52 @@ async fn in_shadow_mode_it_is_asked_and_recorded_but_the_rules_route() {
     let c = record.routing.classifier.unwrap();
     assert_eq!((&*c.answer, c.shadow), ("reasoning", true));
 }
+
+#[tokio::test]
+async fn model_lists_show_the_auto_models() {
+    let h = Harness::start_with(options()).await;
+    let list: Value = h
+        .client
+        .get(format!("{}/v1/models", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> =
+        list["data"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
+    for name in
+        ["auto", "auto-reasoning", "auto-code", "auto-ordinary", "auto-cheap", "auto-vision"]
+    {
+        assert!(ids.contains(&name), "{name}: {ids:?}");
+    }
+    let code = list["data"].as_array().unwrap().iter().find(|m| m["id"] == "auto-code").unwrap();
+    // Its target's facts: m-anthropic's prices.
+    assert_eq!(code["switchyard"]["pricing"]["input"], 3.0, "{code}");
+    let auto = list["data"].as_array().unwrap().iter().find(|m| m["id"] == "auto").unwrap();
+    assert!(auto["switchyard"]["pricing"].is_null(), "no one price: {auto}");
+    // One by name, in the Anthropic shape.
+    let one = h
+        .client
+        .get(format!("{}/v1/models/auto-code", h.base))
+        .bearer_auth(GATEWAY_KEY)
+        .header("anthropic-version", "2023-06-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(one.status(), 200);
+    let one: Value = one.json().await.unwrap();
+    assert_eq!((&one["type"], &one["id"]), (&json!("model"), &json!("auto-code")));
+    // Without `intent:` there are none.
+    let plain = Harness::start().await;
+    let r = plain
+        .client
+        .get(format!("{}/v1/models/auto", plain.base))
+        .bearer_auth(GATEWAY_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}

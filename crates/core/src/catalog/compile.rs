@@ -137,10 +137,15 @@ impl Catalog {
             .iter()
             .map(|m| routes.iter().position(|r| glob_match(&r.pattern, &m.id)))
             .collect();
+        let models: Vec<Arc<ModelEntry>> = models.into_iter().map(Arc::new).collect();
+        let auto_models = intent
+            .as_ref()
+            .map(|t| super::compile_intent::auto_models(t, &models, &lookup))
+            .unwrap_or_default();
         Ok(Catalog {
             settings,
             providers,
-            models: models.into_iter().map(Arc::new).collect(),
+            models,
             model_route,
             default_policy: Arc::new(AttemptPolicy::default()),
             routes,
@@ -152,6 +157,7 @@ impl Catalog {
             budgets: super::compile_numbers::budgets(raw),
             console,
             telemetry,
+            auto_models,
             intent,
             intent_classifier,
             warnings,

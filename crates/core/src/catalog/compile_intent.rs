@@ -4,7 +4,7 @@
 
 use super::compile::Problem;
 use super::normalize_model;
-use super::spec::RouteSpec;
+use super::spec::{Capabilities, ModelEntry, RouteSpec};
 use crate::config::raw::RawConfig;
 use crate::intent::model::{
     ClassifierSpec, DEFAULT_CACHE_TTL_MS, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS,
@@ -119,6 +119,77 @@ pub(super) fn compile_classifier(
         shadow: c.shadow,
         cache_ttl_ms: c.cache_ttl_ms.unwrap_or(DEFAULT_CACHE_TTL_MS),
     }))
+}
+
+/// The `auto` models as model lists show them: `auto-<class>` with its
+/// target's facts, `auto` with what every target shares (the smallest window
+/// and output ceiling, the capabilities all have, no single price). A name
+/// whose target is not a catalog model (a routed name) is not listed.
+pub(super) fn auto_models(
+    targets: &Targets,
+    models: &[std::sync::Arc<ModelEntry>],
+    lookup: &std::collections::HashMap<String, usize>,
+) -> Vec<(std::sync::Arc<ModelEntry>, Vec<std::sync::Arc<ModelEntry>>)> {
+    use std::sync::Arc;
+    let entry = |name: &str| lookup.get(name).and_then(|&i| models.get(i)).cloned();
+    let listed = |id: String, like: &ModelEntry| ModelEntry {
+        id,
+        aliases: Vec::new(),
+        deployments: Vec::new(),
+        pricing: like.pricing.clone(),
+        context_window: like.context_window,
+        max_output_tokens: like.max_output_tokens,
+        capabilities: like.capabilities,
+        family: None,
+        reasoning_control: None,
+        sampling: None,
+        one_sampler: None,
+        takes_max_tokens: None,
+        hidden: false,
+        retires: None,
+        fallbacks: Vec::new(),
+        owned_by: "switchyard".to_owned(),
+        governance: crate::config::raw::Governance::default(),
+        unrunnable_server_tools: None,
+        cache: None,
+        affinity: None,
+    };
+    let mut out = Vec::new();
+    let mut all: Vec<Arc<ModelEntry>> = Vec::new();
+    let mut complete = true;
+    for class in Intent::ALL {
+        match entry(targets.of(class)) {
+            Some(target) => {
+                let named = listed(format!("auto-{class}"), &target);
+                if !all.iter().any(|m| m.id == target.id) {
+                    all.push(Arc::clone(&target));
+                }
+                out.push((Arc::new(named), vec![target]));
+            }
+            None => complete = false,
+        }
+    }
+    if complete && let Some(first) = all.first() {
+        let min = |f: fn(&ModelEntry) -> Option<u64>| all.iter().map(|m| f(m)).min().flatten();
+        let mut auto = listed("auto".to_owned(), first);
+        auto.pricing = None;
+        auto.context_window = min(|m| m.context_window);
+        auto.max_output_tokens = min(|m| m.max_output_tokens);
+        auto.capabilities = all.iter().try_fold(
+            Capabilities { vision: true, tools: true, structured_output: true, reasoning: true },
+            |acc, m| {
+                let c = m.capabilities?;
+                Some(Capabilities {
+                    vision: acc.vision && c.vision,
+                    tools: acc.tools && c.tools,
+                    structured_output: acc.structured_output && c.structured_output,
+                    reasoning: acc.reasoning && c.reasoning,
+                })
+            },
+        );
+        out.insert(0, (Arc::new(auto), all));
+    }
+    out
 }
 
 // Its tests read YAML.

@@ -69,6 +69,9 @@ pub struct Catalog {
     /// `intent:`: where the `auto` models send each class; `None`: no `auto`
     /// models.
     pub intent: Option<crate::intent::Targets>,
+    /// The `auto` models as model lists show them (`auto`, `auto-<class>`),
+    /// each with the catalog models it routes to; empty without `intent:`.
+    pub auto_models: Vec<(Arc<ModelEntry>, Vec<Arc<ModelEntry>>)>,
     /// `intent.classifier`: the model asked whether an `auto` request needs
     /// reasoning; `None`: the rules decide alone.
     pub intent_classifier: Option<Arc<crate::intent::model::ClassifierSpec>>,

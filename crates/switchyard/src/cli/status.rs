@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use switchyard_core::client::{ClientOptions, service_client};
+use switchyard_core::destinations::Summary;
 
 use super::fmt::Table;
 use super::{Failure, Result, out, out_json, out_table};
@@ -45,20 +46,14 @@ pub struct Row {
     pub provider: String,
     pub upstream_model: String,
     pub in_flight: u64,
-    pub successes: u32,
-    pub errors: u32,
-    pub cancellations: u32,
-    pub error_rate: Option<f64>,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub ttft_p95_ms: Option<f64>,
-    pub tokens_per_s: Option<f64>,
+    #[serde(flatten)]
+    pub window: Summary,
 }
 
 impl Row {
     /// Nothing in its window and nothing in flight.
     fn idle(&self) -> bool {
-        self.in_flight == 0 && self.successes + self.errors + self.cancellations == 0
+        self.in_flight == 0 && self.window.samples == 0
     }
 }
 
@@ -139,19 +134,20 @@ pub fn table(d: &Destinations, all: bool) -> Table {
         Some(v) => format!("{v:.0}ms"),
     };
     for r in d.data.iter().filter(|r| all || !r.idle()) {
+        let w = &r.window;
         t.row(vec![
             r.model.clone(),
             r.provider.clone(),
             r.upstream_model.clone(),
             r.in_flight.to_string(),
-            r.successes.to_string(),
-            r.errors.to_string(),
-            r.cancellations.to_string(),
-            r.error_rate.map_or_else(|| "-".to_owned(), |e| format!("{:.1}", e * 100.0)),
-            ms(r.p50_ms),
-            ms(r.p95_ms),
-            ms(r.ttft_p95_ms),
-            r.tokens_per_s.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}")),
+            w.successes.to_string(),
+            w.errors.to_string(),
+            w.cancellations.to_string(),
+            w.error_rate.map_or_else(|| "-".to_owned(), |e| format!("{:.1}", e * 100.0)),
+            ms(w.p50_ms),
+            ms(w.p95_ms),
+            ms(w.ttft_p95_ms),
+            w.tokens_per_s.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}")),
         ]);
     }
     t
