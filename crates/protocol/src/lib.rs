@@ -40,6 +40,7 @@ pub mod behaviour;
 pub mod carry;
 pub mod compaction;
 pub mod continuity;
+pub mod embeddings;
 pub mod error;
 pub mod error_code;
 pub mod family;
