@@ -268,6 +268,18 @@ impl RoutingRecord {
     pub fn is_empty(&self) -> bool {
         self == &RoutingRecord::default()
     }
+
+    /// What the response's headers say of it (the class, its rule, the
+    /// structured-output mode), without the adaptive and classifier details
+    /// the record alone keeps: copied per answer, so kept small.
+    pub fn headline(&self) -> RoutingRecord {
+        RoutingRecord {
+            intent: self.intent.clone(),
+            intent_rule: self.intent_rule.clone(),
+            structured_output: self.structured_output.clone(),
+            ..RoutingRecord::default()
+        }
+    }
 }
 
 impl AttemptRecord {

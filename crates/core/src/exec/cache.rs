@@ -457,7 +457,7 @@ impl Flow {
             delivery,
             rate: None,
             cache: Some(status),
-            routing: guard.rec.routing.clone(),
+            routing: guard.rec.routing.headline(),
         }
     }
 }

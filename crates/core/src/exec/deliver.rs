@@ -54,7 +54,7 @@ impl Snapshot {
             let success = Success::new(served, String::new(), inbound, delivery, rate);
             return (success, keep);
         };
-        let routing = guard.rec.routing.clone();
+        let routing = guard.rec.routing.headline();
         let descriptor = descriptor(plan, tried);
         // The answer names the model as the client asked for it: agents compare it
         // with their request (Claude Code drops a turn's thinking from the next

@@ -351,8 +351,9 @@ pub struct Success {
     /// How the response cache took part (`x-gateway-cache`); `None`: the
     /// request is not cached.
     pub cache: Option<CacheStatus>,
-    /// What routing decided beyond the route's order (`x-switchyard-intent`),
-    /// as the record keeps it.
+    /// What routing decided beyond the route's order, as the response's
+    /// headers say it (`x-switchyard-intent`, `x-switchyard-structured-output`):
+    /// the record's [`RoutingRecord::headline`](crate::record::RoutingRecord::headline).
     pub routing: crate::record::RoutingRecord,
 }
 
