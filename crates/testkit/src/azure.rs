@@ -1,7 +1,9 @@
 //! Azure OpenAI, as a fake upstream checks it: a resource's routes
 //! (`/openai/deployments/{deployment}/chat/completions?api-version=…`, and the
 //! v1 API's `/openai/v1/chat/completions` and Responses API,
-//! `/openai/v1/responses` and its `/compact`, checked as OpenAI's), which take the resource's key in
+//! `/openai/v1/responses` and its `/compact`, checked as OpenAI's; embeddings
+//! on `/openai/deployments/{deployment}/embeddings` and `/openai/v1/embeddings`,
+//! [`crate::embeddings`]), which take the resource's key in
 //! `api-key` ([`API_KEY`]) or a Microsoft Entra token the fake granted, and a
 //! Microsoft Entra token endpoint (`/{TENANT}/oauth2/v2.0/token`) that grants
 //! tokens for the client-credentials grant of [`CLIENT_ID`] with
@@ -149,13 +151,20 @@ pub const RESPONSES_PATH: &str = "/openai/v1/responses";
 /// The v1 API's compact endpoint.
 pub const COMPACT_PATH: &str = "/openai/v1/responses/compact";
 
-/// What a generation route names: the deployment (`None` on the v1 API, where
-/// it is the body's `model`); `Err`: the status and message Azure answers.
+/// The v1 API's embeddings route (checked and answered as OpenAI's
+/// `/v1/embeddings`, [`crate::embeddings`]); a deployment's is
+/// `/openai/deployments/{deployment}/embeddings`.
+pub const EMBEDDINGS_PATH: &str = "/openai/v1/embeddings";
+
+/// What a generation or embeddings route names: the deployment (`None` on the
+/// v1 API, where it is the body's `model`); `Err`: the status and message
+/// Azure answers.
 pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (u16, String)> {
     let version = query.and_then(|q| {
         q.split('&').find_map(|kv| kv.strip_prefix("api-version=").map(str::to_owned))
     });
-    if path == "/openai/v1/chat/completions" || path == RESPONSES_PATH || path == COMPACT_PATH {
+    let v1 = [RESPONSES_PATH, COMPACT_PATH, EMBEDDINGS_PATH];
+    if path == "/openai/v1/chat/completions" || v1.contains(&path) {
         return match version.as_deref() {
             None | Some("v1" | "preview" | "latest") => Ok(None),
             Some(other) => Err((400, format!("API version not supported: {other}"))),
@@ -163,7 +172,9 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
     }
     let deployment = path
         .strip_prefix("/openai/deployments/")
-        .and_then(|rest| rest.strip_suffix("/chat/completions"))
+        .and_then(|rest| {
+            rest.strip_suffix("/chat/completions").or_else(|| rest.strip_suffix("/embeddings"))
+        })
         .filter(|d| !d.is_empty() && !d.contains('/'))
         .ok_or_else(|| (404, "Resource not found".to_owned()))?;
     match version.as_deref() {

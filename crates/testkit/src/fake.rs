@@ -480,6 +480,10 @@ use reply::{Prepared, prepare, respond};
 #[path = "fake_models.rs"]
 pub(crate) mod models;
 
+// Embeddings calls: `fake_embed.rs`.
+#[path = "fake_embed.rs"]
+mod embed;
+
 // ---------------------------------------------------------------------------
 // Serving
 
@@ -566,6 +570,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 &refusal.message,
             );
         }
+    }
+    // Embeddings: their own rules and answers (`fake_embed.rs`).
+    if let Some(api) = call.embed {
+        return embed::serve(&shared, api, &call, &received, guard).await;
     }
     // Claude on Vertex: its own fields, then Anthropic's rules on the rest.
     let vertex_claude = shared.vertex.is_some() && vendor == Vendor::Anthropic;

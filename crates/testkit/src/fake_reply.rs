@@ -55,6 +55,10 @@ pub(super) fn prepare(
         frames,
         streamed: true,
     };
+    // An embeddings call's own answer ([`crate::embeddings`]).
+    if let (ReplyBody::Auto, Some(api)) = (&reply.body, call.embed) {
+        return Some(json(&crate::embeddings::answer(api, &call.model, request)));
+    }
     Some(match &reply.body {
         ReplyBody::Hang => return None,
         ReplyBody::Json(v) => json(v),

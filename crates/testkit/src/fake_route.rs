@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Received, Shared, lock, plain};
 use crate::canned::DEFAULT_MODEL;
+use crate::embeddings::{self, Api};
 use crate::{Vendor, azure, bedrock, vertex};
 
 /// A request on one of the vendor's generation routes.
@@ -26,6 +27,8 @@ pub(super) struct Call {
     pub(super) compact: bool,
     /// Bedrock's InvokeModel ([`crate::bedrock::invoke`]): Claude's own body.
     pub(super) invoke: bool,
+    /// An embeddings call ([`crate::embeddings`]), on this API.
+    pub(super) embed: Option<Api>,
 }
 
 pub(super) enum Route {
@@ -40,22 +43,33 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
     let body_stream = || rx.body.get("stream").and_then(Value::as_bool) == Some(true);
     let call = match vendor {
         _ if vertex => {
-            vertex::route(vendor, &rx.path, rx.query.as_deref()).map(|r| {
-                // Model-as-a-Service names the model (and streams) in the body,
-                // and so does Claude's count.
-                let named = r.model.is_empty();
-                Call {
-                    model: if named { body_model() } else { r.model },
-                    stream: if named && !r.count { body_stream() } else { r.stream },
-                    json_array: false,
-                    count: r.count,
-                    responses: false,
-                    compact: false,
-                    invoke: false,
-                }
-            })
+            vertex::route(vendor, &rx.path, rx.query.as_deref())
+                .map(|r| {
+                    // Model-as-a-Service names the model (and streams) in the body,
+                    // and so does Claude's count.
+                    let named = r.model.is_empty();
+                    Call {
+                        model: if named { body_model() } else { r.model },
+                        stream: if named && !r.count { body_stream() } else { r.stream },
+                        json_array: false,
+                        count: r.count,
+                        responses: false,
+                        compact: false,
+                        invoke: false,
+                        embed: None,
+                    }
+                })
+                .or_else(|| {
+                    // Google's embedding models' `:predict`.
+                    let model =
+                        (vendor == Vendor::Gemini).then(|| embeddings::vertex_route(&rx.path));
+                    model.flatten().map(|model| embed_call(model, Api::VertexPredict))
+                })
         }
         Vendor::OpenAi => match rx.path.as_str() {
+            "/v1/embeddings" | "/embeddings" => {
+                Some(embed_call(body_model(), Api::OpenAi { deployment: false }))
+            }
             "/v1/chat/completions" | "/chat/completions" => Some(Call {
                 model: body_model(),
                 stream: body_stream(),
@@ -64,6 +78,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: false,
                 compact: false,
                 invoke: false,
+                embed: None,
             }),
             "/v1/responses" | "/responses" => Some(Call {
                 model: body_model(),
@@ -73,6 +88,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: true,
                 compact: false,
                 invoke: false,
+                embed: None,
             }),
             "/v1/responses/compact" | "/responses/compact" => Some(Call {
                 model: body_model(),
@@ -82,6 +98,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: true,
                 compact: true,
                 invoke: false,
+                embed: None,
             }),
             "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
                 model: body_model(),
@@ -91,6 +108,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: true,
                 compact: false,
                 invoke: false,
+                embed: None,
             }),
             _ => None,
         },
@@ -103,6 +121,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: false,
                 compact: false,
                 invoke: false,
+                embed: None,
             }),
             "/v1/messages/count_tokens" => Some(Call {
                 model: body_model(),
@@ -112,35 +131,15 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 responses: false,
                 compact: false,
                 invoke: false,
+                embed: None,
             }),
             _ => None,
         },
         Vendor::Gemini => gemini_call(&rx.path, rx.query.as_deref()),
-        Vendor::Bedrock => bedrock::route(&rx.path)
-            .map(|(model, stream)| (model, stream, false))
-            .or_else(|| {
-                bedrock::invoke::route(&rx.path).map(|(model, stream)| (model, stream, true))
-            })
-            .map(|(model, stream, invoke)| Call {
-                model,
-                stream,
-                json_array: false,
-                count: false,
-                responses: false,
-                compact: false,
-                invoke,
-            })
-            .or_else(|| {
-                bedrock::count_route(&rx.path).map(|model| Call {
-                    model,
-                    stream: false,
-                    json_array: false,
-                    count: true,
-                    responses: false,
-                    compact: false,
-                    invoke: false,
-                })
-            }),
+        // InvokeModel on an embedding model first: the Claude route takes any ID.
+        Vendor::Bedrock => embeddings::bedrock_route(&rx.path)
+            .map(|(model, api)| embed_call(model, api))
+            .or_else(|| bedrock_call(&rx.path)),
     };
     match call {
         None => Route::NotFound,
@@ -168,11 +167,59 @@ pub(super) fn azure_call(
             responses,
             compact: rx.path == azure::COMPACT_PATH,
             invoke: false,
+            // A deployment's model is its name; the v1 API's, the body's.
+            embed: rx
+                .path
+                .ends_with("/embeddings")
+                .then_some(Api::OpenAi { deployment: rx.path != azure::EMBEDDINGS_PATH }),
         })),
         Err((status, body)) => {
             shared.record(rx, false);
             Err(Box::new(plain(status, "application/json", body.to_string())))
         }
+    }
+}
+
+/// Bedrock's Converse, Claude's InvokeModel and CountTokens routes.
+fn bedrock_call(path: &str) -> Option<Call> {
+    bedrock::route(path)
+        .map(|(model, stream)| (model, stream, false))
+        .or_else(|| bedrock::invoke::route(path).map(|(model, stream)| (model, stream, true)))
+        .map(|(model, stream, invoke)| Call {
+            model,
+            stream,
+            json_array: false,
+            count: false,
+            responses: false,
+            compact: false,
+            invoke,
+            embed: None,
+        })
+        .or_else(|| {
+            bedrock::count_route(path).map(|model| Call {
+                model,
+                stream: false,
+                json_array: false,
+                count: true,
+                responses: false,
+                compact: false,
+                invoke: false,
+                embed: None,
+            })
+        })
+}
+
+/// An embeddings call on `api` for `model`.
+fn embed_call(model: String, api: Api) -> Call {
+    Call {
+        model,
+        stream: false,
+        json_array: false,
+        count: false,
+        responses: false,
+        compact: false,
+        invoke: false,
+        embed: Some(api),
     }
 }
 
@@ -182,6 +229,14 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
     let (model, action) = rest.rsplit_once(':')?;
     if model.is_empty() || model.contains('/') {
         return None;
+    }
+    let embed = match action {
+        "embedContent" => Some(Api::GeminiEmbed),
+        "batchEmbedContents" => Some(Api::GeminiBatch),
+        _ => None,
+    };
+    if let Some(api) = embed {
+        return Some(embed_call(model.to_owned(), api));
     }
     let (stream, count) = match action {
         "generateContent" => (false, false),
@@ -198,5 +253,6 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
         responses: false,
         compact: false,
         invoke: false,
+        embed: None,
     })
 }

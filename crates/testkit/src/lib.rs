@@ -29,6 +29,13 @@
 //! | Gemini | `/v1beta/models/{model}:countTokens` | never |
 //! | Bedrock | `/model/{modelId}/converse` | never |
 //! | Bedrock | `/model/{modelId}/converse-stream` | always; AWS event-stream binary frames |
+//! | OpenAi | `/v1/embeddings`, `/embeddings` ([`embeddings`]) | never |
+//! | Gemini | `/v1beta/models/{model}:embedContent`, `…:batchEmbedContents` | never |
+//! | Bedrock | `/model/{modelId}/invoke` for `amazon.titan-embed-text-…`, `cohere.embed-…` | never |
+//!
+//! Embeddings ([`embeddings`], Vertex's `:predict` and Azure's routes too) are
+//! checked as the real APIs check them and take replies from the script like
+//! generations; [`Reply::auto`] answers vectors from [`fake_vector`].
 //!
 //! Each also lists its models (`GET`, answered outside the script, with the
 //! vendor's credential required and pages cut as the real API cuts them;
@@ -120,6 +127,7 @@ pub mod azure;
 pub mod bedrock;
 pub mod browser;
 pub mod canned;
+pub mod embeddings;
 pub mod oidc;
 pub mod otlp;
 pub mod proxy;
@@ -131,6 +139,7 @@ pub mod validate;
 pub mod vertex;
 
 pub use bedrock::BedrockAuth;
+pub use embeddings::fake_vector;
 pub use fake::models::FakeModel;
 pub use fake::{Chooser, FakeUpstream, Received};
 pub use script::{Reply, ReplyBody};
