@@ -73,6 +73,9 @@ error_codes! {
     StreamFormUnsupported = "stream_form_unsupported", 400, InvalidRequest;
     /// No candidate can express the request.
     UnsupportedRequest = "unsupported_request", 400, InvalidRequest;
+    /// The model is of another kind than the endpoint serves (an embedding
+    /// model asked to chat, a chat model asked for embeddings).
+    WrongModelKind = "wrong_model_kind", 400, InvalidRequest;
     /// Compaction asked for in a format other than OpenAI Responses.
     UnsupportedCompaction = "unsupported_compaction", 400, InvalidRequest;
     /// A WebSocket event type the gateway does not serve.

@@ -36,6 +36,7 @@ fn default_statuses_and_kinds_are_what_the_call_sites_used() {
         ("invalid_project", 400, K::InvalidRequest),
         ("stream_form_unsupported", 400, K::InvalidRequest),
         ("unsupported_request", 400, K::InvalidRequest),
+        ("wrong_model_kind", 400, K::InvalidRequest),
         ("unsupported_compaction", 400, K::InvalidRequest),
         ("unsupported_event", 400, K::InvalidRequest),
         ("previous_response_not_found", 400, K::InvalidRequest),

@@ -47,6 +47,9 @@ pub struct WireSpec {
     /// client's compact request whose every deployment has one goes there as
     /// the client sent it. `None`: the gateway compacts.
     pub compact: Option<&'static str>,
+    /// Where and in which body the wire's provider embeds text; `None`: it
+    /// serves no embeddings (Anthropic).
+    pub embeddings: Option<crate::embeddings::EmbedSpec>,
 }
 
 /// A wire's token-counting endpoint: its path, the body it takes (made from the

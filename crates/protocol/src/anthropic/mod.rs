@@ -77,6 +77,7 @@ pub const SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: "https://api.anthropic.com",
     compact: None,
+    embeddings: None,
     count: Some(CountSpec {
         path: "/v1/messages/count_tokens",
         body: CountBody::Only(COUNTED_FIELDS),

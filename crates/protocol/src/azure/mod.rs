@@ -75,6 +75,10 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/openai/deployments/{model}/embeddings?api-version=2024-10-21",
+        body: crate::embeddings::EmbedBody::OpenAi,
+    }),
     count: None,
 };
 
@@ -90,6 +94,10 @@ pub const V1_SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/openai/v1/embeddings",
+        body: crate::embeddings::EmbedBody::OpenAi,
+    }),
     count: None,
 };
 
@@ -106,6 +114,10 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: Some("/openai/v1/responses/compact"),
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/openai/v1/embeddings",
+        body: crate::embeddings::EmbedBody::OpenAi,
+    }),
     count: None,
 };
 

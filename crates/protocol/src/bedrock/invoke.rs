@@ -69,6 +69,7 @@ pub const INVOKE_SPEC: WireSpec = WireSpec {
     headers_in_body: &[("anthropic-beta", "anthropic_beta")],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
     compact: None,
+    embeddings: None,
     count: Some(CountSpec {
         path: "/model/{model}/count-tokens",
         body: CountBody::Blob { under: &["input", "invokeModel"], field: "body" },

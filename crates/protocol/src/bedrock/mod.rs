@@ -96,6 +96,10 @@ pub const SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/model/{model}/invoke",
+        body: crate::embeddings::EmbedBody::BedrockInvoke,
+    }),
     count: Some(crate::spec::CountSpec {
         path: "/model/{model}/count-tokens",
         // What `ConverseTokensRequest` takes of a Converse body.

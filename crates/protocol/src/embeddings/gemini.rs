@@ -90,16 +90,31 @@ fn one(v: &Value, at: &str) -> Result<(String, Option<Purpose>, Option<u32>), Pr
     Ok((text.join("\n"), purpose, dimensions))
 }
 
+/// One vector as Google writes it, from its `f32`s (see
+/// [`super::openai::write_response`]).
+#[derive(serde::Serialize)]
+struct Values<'a> {
+    values: &'a [f32],
+}
+
 /// The answer to an `:embedContent` (its one vector).
-pub fn write_embed_content(resp: &EmbedResponse) -> Value {
-    let values = resp.vectors.first().cloned().unwrap_or_default();
-    json!({"embedding": {"values": values}})
+pub fn write_embed_content(resp: &EmbedResponse) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        embedding: Values<'a>,
+    }
+    let values = resp.vectors.first().map_or(&[][..], Vec::as_slice);
+    serde_json::to_vec(&Answer { embedding: Values { values } }).unwrap_or_default()
 }
 
 /// The answer to a `:batchEmbedContents`.
-pub fn write_batch(resp: &EmbedResponse) -> Value {
-    let embeddings: Vec<Value> = resp.vectors.iter().map(|v| json!({"values": v})).collect();
-    json!({"embeddings": embeddings})
+pub fn write_batch(resp: &EmbedResponse) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        embeddings: Vec<Values<'a>>,
+    }
+    let embeddings = resp.vectors.iter().map(|v| Values { values: v }).collect();
+    serde_json::to_vec(&Answer { embeddings }).unwrap_or_default()
 }
 
 fn task_type(p: Purpose) -> &'static str {

@@ -6,7 +6,11 @@
 //! | client | Gemini `:embedContent`, `:batchEmbedContents` | [`gemini`] |
 //! | upstream | OpenAI-compatible `/embeddings` | [`openai`] |
 //! | upstream | Gemini (and Vertex's Gemini) `:batchEmbedContents` | [`gemini`] |
+//! | upstream | Vertex AI `:predict` (Google's text embedding models) | [`vertex`] |
 //! | upstream | Bedrock Titan (one text a call), Cohere (up to 96) | [`bedrock`] |
+//!
+//! Which of these an upstream wire speaks, and where, is its folder's
+//! [`crate::WireSpec::embeddings`] ([`EmbedSpec`]).
 //!
 //! One vector per input, in input order, whatever served it: an upstream that
 //! takes fewer inputs a call than the request holds is sent it in [`batches`],
@@ -19,6 +23,7 @@
 pub mod bedrock;
 pub mod gemini;
 pub mod openai;
+pub mod vertex;
 
 use std::ops::Range;
 
@@ -159,6 +164,96 @@ pub fn from_base64(text: &str) -> Result<Vec<f32>, ProtocolError> {
         )));
     }
     Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// How an upstream wire embeds ([`crate::WireSpec::embeddings`]): where, and
+/// in which body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedSpec {
+    /// Relative to the provider's endpoint, like [`crate::WireSpec::path`];
+    /// `{model}` stands for the upstream model where the path names it.
+    pub path: &'static str,
+    /// The bodies it exchanges.
+    pub body: EmbedBody,
+}
+
+/// The bodies an embeddings endpoint exchanges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedBody {
+    /// OpenAI's `/embeddings` ([`openai`]).
+    OpenAi,
+    /// Gemini's `:batchEmbedContents` ([`gemini`]).
+    Gemini,
+    /// Vertex AI's `:predict` ([`vertex`]).
+    VertexPredict,
+    /// Bedrock's `InvokeModel`, in the model's vendor's body ([`bedrock`]).
+    BedrockInvoke,
+}
+
+impl EmbedSpec {
+    /// The URL of a call for the upstream `model` at `endpoint` (written
+    /// without a trailing `/`), the model encoded as `wire` encodes it in a
+    /// path ([`crate::WireSpec::model_segment`]).
+    pub fn url(&self, wire: &crate::WireSpec, endpoint: &str, model: &str) -> String {
+        if self.path.contains("{model}") {
+            format!("{endpoint}{}", self.path.replace("{model}", &wire.model_segment(model)))
+        } else {
+            format!("{endpoint}{}", self.path)
+        }
+    }
+
+    /// The most inputs one call of `upstream_model` takes; refused where the
+    /// body depends on a model this gateway does not know to embed (Bedrock).
+    pub fn max_inputs(&self, upstream_model: &str) -> Result<usize, ProtocolError> {
+        match self.body {
+            EmbedBody::OpenAi => Ok(openai::MAX_INPUTS),
+            EmbedBody::Gemini => Ok(gemini::MAX_INPUTS),
+            EmbedBody::VertexPredict => Ok(vertex::max_inputs(upstream_model)),
+            EmbedBody::BedrockInvoke => {
+                bedrock_family(upstream_model).map(bedrock::Family::max_inputs)
+            }
+        }
+    }
+
+    /// The body of one call for `inputs` (a batch of `req`'s, within
+    /// [`EmbedSpec::max_inputs`]).
+    pub fn encode(
+        &self,
+        req: &EmbedRequest,
+        inputs: &[EmbedInput],
+        upstream_model: &str,
+    ) -> Result<Vec<u8>, ProtocolError> {
+        let body = match self.body {
+            EmbedBody::OpenAi => openai::encode_request(req, inputs, upstream_model),
+            EmbedBody::Gemini => gemini::encode_batch(req, inputs, upstream_model)?,
+            EmbedBody::VertexPredict => vertex::encode_request(req, inputs)?,
+            EmbedBody::BedrockInvoke => {
+                bedrock::encode_request(bedrock_family(upstream_model)?, req, inputs)?
+            }
+        };
+        serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))
+    }
+
+    /// One call's answer.
+    pub fn parse(&self, body: &[u8], upstream_model: &str) -> Result<EmbedResponse, ProtocolError> {
+        match self.body {
+            EmbedBody::OpenAi => openai::parse_response(body),
+            EmbedBody::Gemini => gemini::parse_batch_response(body, upstream_model),
+            EmbedBody::VertexPredict => vertex::parse_response(body, upstream_model),
+            EmbedBody::BedrockInvoke => {
+                bedrock::parse_response(bedrock_family(upstream_model)?, body, upstream_model)
+            }
+        }
+    }
+}
+
+fn bedrock_family(upstream_model: &str) -> Result<bedrock::Family, ProtocolError> {
+    bedrock::Family::of(upstream_model).ok_or_else(|| {
+        ProtocolError::Unsupported(format!(
+            "{upstream_model} on Bedrock: embeddings are spoken for Titan Text Embeddings \
+             (amazon.titan-embed-text-*) and Cohere Embed (cohere.embed-*)"
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -82,27 +82,55 @@ fn token_ids(items: &[Value], at: &str) -> Result<Vec<u32>, ProtocolError> {
         .collect()
 }
 
-/// The answer as OpenAI writes it, named `model`, vectors encoded as `encoding`.
-pub fn write_response(resp: &EmbedResponse, model: &str, encoding: Encoding) -> Value {
-    let data: Vec<Value> = resp
+/// The answer as OpenAI writes it, named `model`, vectors encoded as
+/// `encoding`. Written from the `f32`s (each in its shortest form, as OpenAI
+/// writes them), not through `f64`, whose digits would double the body.
+pub fn write_response(resp: &EmbedResponse, model: &str, encoding: Encoding) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    #[serde(untagged)]
+    enum Vector<'a> {
+        Float(&'a [f32]),
+        Base64(String),
+    }
+    #[derive(serde::Serialize)]
+    struct Item<'a> {
+        object: &'static str,
+        index: usize,
+        embedding: Vector<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Tokens {
+        prompt_tokens: u64,
+        total_tokens: u64,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        object: &'static str,
+        data: Vec<Item<'a>>,
+        model: &'a str,
+        usage: Tokens,
+    }
+    let data = resp
         .vectors
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            let embedding = match encoding {
-                Encoding::Float => json!(v),
-                Encoding::Base64 => json!(to_base64(v)),
-            };
-            json!({"object": "embedding", "index": i, "embedding": embedding})
+        .map(|(index, v)| Item {
+            object: "embedding",
+            index,
+            embedding: match encoding {
+                Encoding::Float => Vector::Float(v),
+                Encoding::Base64 => Vector::Base64(to_base64(v)),
+            },
         })
         .collect();
     let tokens = resp.input_tokens.unwrap_or(0);
-    json!({
-        "object": "list",
-        "data": data,
-        "model": model,
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    })
+    let answer = Answer {
+        object: "list",
+        data,
+        model,
+        usage: Tokens { prompt_tokens: tokens, total_tokens: tokens },
+    };
+    serde_json::to_vec(&answer).unwrap_or_default()
 }
 
 /// The body an OpenAI-compatible upstream is sent for `inputs` (a batch of

@@ -47,10 +47,13 @@ fn openai_answers_in_input_order_as_floats_or_base64() {
         vectors: vec![vec![0.5, -1.0], vec![2.0, 0.25]],
         input_tokens: Some(7),
     };
-    let floats = openai::write_response(&resp, "emb", Encoding::Float);
+    let written = |encoding| -> serde_json::Value {
+        serde_json::from_slice(&openai::write_response(&resp, "emb", encoding)).unwrap()
+    };
+    let floats = written(Encoding::Float);
     assert_eq!(floats["data"][1]["embedding"], json!([2.0, 0.25]));
     assert_eq!((&floats["model"], &floats["usage"]["prompt_tokens"]), (&json!("emb"), &json!(7)));
-    let b64 = openai::write_response(&resp, "emb", Encoding::Base64);
+    let b64 = written(Encoding::Base64);
     let back = from_base64(b64["data"][0]["embedding"].as_str().unwrap()).unwrap();
     assert_eq!(back, [0.5, -1.0]);
     // An upstream may send the entries out of order, or as base64.
@@ -125,8 +128,12 @@ fn gemini_embeds_one_or_a_batch_asked_alike() {
     let answer = json!({"embeddings": [{"values": [0.1]}, {"values": [0.2]}]});
     let parsed = gemini::parse_batch_response(answer.to_string().as_bytes(), "e").unwrap();
     assert_eq!(parsed.vectors.len(), 2);
-    assert_eq!(gemini::write_batch(&parsed)["embeddings"][1]["values"], json!([0.2f32]));
-    assert_eq!(gemini::write_embed_content(&parsed)["embedding"]["values"], json!([0.1f32]));
+    // Each f32 in its shortest form, not widened to f64's digits.
+    assert_eq!(
+        gemini::write_batch(&parsed),
+        br#"{"embeddings":[{"values":[0.1]},{"values":[0.2]}]}"#
+    );
+    assert_eq!(gemini::write_embed_content(&parsed), br#"{"embedding":{"values":[0.1]}}"#);
 }
 
 #[test]
@@ -205,4 +212,79 @@ proptest! {
     fn base64_keeps_every_value(vector in prop::collection::vec(any::<f32>().prop_filter("not NaN", |f| !f.is_nan()), 0..64)) {
         prop_assert_eq!(from_base64(&to_base64(&vector)).unwrap(), vector);
     }
+}
+
+#[test]
+fn each_wire_says_where_it_embeds_and_how_many_a_call() {
+    use crate::Wire;
+    let url = |w: Wire, endpoint: &str, model: &str| {
+        w.spec().embeddings.map(|e| e.url(w.spec(), endpoint, model))
+    };
+    assert_eq!(
+        url(Wire::OpenAiChat, "https://api.openai.com/v1", "text-embedding-3-small").as_deref(),
+        Some("https://api.openai.com/v1/embeddings")
+    );
+    assert_eq!(
+        url(Wire::Gemini, "https://g", "gemini-embedding-001").as_deref(),
+        Some("https://g/v1beta/models/gemini-embedding-001:batchEmbedContents")
+    );
+    assert_eq!(
+        url(Wire::VertexGemini, "https://v/v1/projects/p/locations/l", "text-embedding-005")
+            .as_deref(),
+        Some(
+            "https://v/v1/projects/p/locations/l/publishers/google/models/text-embedding-005:predict"
+        )
+    );
+    assert_eq!(
+        url(Wire::Bedrock, "https://b", "amazon.titan-embed-text-v2:0").as_deref(),
+        Some("https://b/model/amazon.titan-embed-text-v2%3A0/invoke"),
+        "the model as the AWS SDKs write a path label"
+    );
+    assert_eq!(
+        url(Wire::AzureOpenAi, "https://a", "emb").as_deref(),
+        Some("https://a/openai/deployments/emb/embeddings?api-version=2024-10-21")
+    );
+    assert_eq!(url(Wire::Anthropic, "https://x", "m"), None, "Anthropic serves no embeddings");
+    assert_eq!(url(Wire::BedrockAnthropic, "https://x", "m"), None);
+
+    let cap = |w: Wire, model: &str| w.spec().embeddings.unwrap().max_inputs(model);
+    assert_eq!(cap(Wire::OpenAiChat, "x").unwrap(), 2048);
+    assert_eq!(cap(Wire::Gemini, "x").unwrap(), 100);
+    assert_eq!(cap(Wire::VertexGemini, "gemini-embedding-001").unwrap(), 1);
+    assert_eq!(cap(Wire::VertexGemini, "text-embedding-005").unwrap(), 250);
+    assert_eq!(cap(Wire::Bedrock, "us.cohere.embed-english-v3").unwrap(), 96);
+    assert_eq!(cap(Wire::Bedrock, "amazon.titan-embed-text-v2:0").unwrap(), 1);
+    let e = cap(Wire::Bedrock, "amazon.nova-pro-v1:0").unwrap_err().to_string();
+    assert!(e.contains("amazon.nova-pro-v1:0 on Bedrock"), "{e}");
+}
+
+#[test]
+fn vertex_predicts_instances_and_counts_their_tokens() {
+    let req = EmbedRequest {
+        purpose: Some(Purpose::Query),
+        dimensions: Some(256),
+        ..EmbedRequest::default()
+    };
+    let body = vertex::encode_request(&req, &[text("a"), text("b")]).unwrap();
+    assert_eq!(
+        body,
+        json!({
+            "instances": [
+                {"content": "a", "task_type": "RETRIEVAL_QUERY"},
+                {"content": "b", "task_type": "RETRIEVAL_QUERY"}
+            ],
+            "parameters": {"outputDimensionality": 256}
+        })
+    );
+    let tokens = EmbedRequest { inputs: vec![EmbedInput::Tokens(vec![1])], ..req };
+    assert!(vertex::encode_request(&tokens, &tokens.inputs).is_err(), "text only");
+    let answer = json!({"predictions": [
+        {"embeddings": {"values": [0.5], "statistics": {"token_count": 2.0, "truncated": false}}},
+        {"embeddings": {"values": [0.25], "statistics": {"token_count": 3, "truncated": false}}}
+    ]});
+    let r = vertex::parse_response(answer.to_string().as_bytes(), "m").unwrap();
+    assert_eq!((r.vectors, r.input_tokens), (vec![vec![0.5], vec![0.25]], Some(5)));
+    let uncounted = json!({"predictions": [{"embeddings": {"values": [1.0]}}]});
+    let r = vertex::parse_response(uncounted.to_string().as_bytes(), "m").unwrap();
+    assert_eq!(r.input_tokens, None, "unknown, never zero");
 }

@@ -73,6 +73,10 @@ pub const SPEC: WireSpec = WireSpec {
     default_endpoint: "https://generativelanguage.googleapis.com",
     // `{"contents": …}` alone would leave the system instruction and tools out.
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/v1beta/models/{model}:batchEmbedContents",
+        body: crate::embeddings::EmbedBody::Gemini,
+    }),
     count: Some(CountSpec {
         path: "/v1beta/models/{model}:countTokens",
         body: CountBody::Wrapped { key: "generateContentRequest" },

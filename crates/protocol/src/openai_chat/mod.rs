@@ -47,6 +47,10 @@ pub const SPEC: WireSpec = WireSpec {
     default_endpoint: "https://api.openai.com/v1",
     // Chat Completions has no counting endpoint (OpenAI's counts Responses bodies).
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/embeddings",
+        body: crate::embeddings::EmbedBody::OpenAi,
+    }),
     count: None,
 };
 

@@ -125,6 +125,10 @@ pub const SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: "https://api.openai.com/v1",
     compact: Some("/responses/compact"),
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/embeddings",
+        body: crate::embeddings::EmbedBody::OpenAi,
+    }),
     count: Some(CountSpec {
         path: "/responses/input_tokens",
         body: CountBody::Only(&[

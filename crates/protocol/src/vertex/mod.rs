@@ -54,6 +54,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     default_endpoint: ENDPOINT,
     // One counting route for every Claude model: the body names it.
     compact: None,
+    embeddings: None,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
@@ -93,6 +94,10 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
+    embeddings: Some(crate::embeddings::EmbedSpec {
+        path: "/publishers/google/models/{model}:predict",
+        body: crate::embeddings::EmbedBody::VertexPredict,
+    }),
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",
         // Vertex's CountTokensRequest takes these at its top level.
@@ -120,6 +125,7 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     headers_in_body: &[],
     default_endpoint: ENDPOINT,
     compact: None,
+    embeddings: None,
     count: None,
 };
 
