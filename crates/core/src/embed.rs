@@ -60,6 +60,7 @@
 
 mod builder;
 mod catalog;
+mod embeddings;
 
 /// The names most programs use, in one import.
 pub mod prelude {
@@ -86,10 +87,11 @@ pub use switchyard_protocol::{
 pub use crate::util::Secret;
 pub use builder::{
     AccessRule, BUILDER_SOURCE, Capability, ClientIdentity, ClientOptions, FailoverConfig,
-    FailoverPreset, GatewayBuilder, GatewaySettings, Governance, Pricing, Provider, Requires,
-    RetryConfig, StorageConfig, Strategy, UnrunnableServerTools,
+    FailoverPreset, GatewayBuilder, GatewaySettings, Governance, ModelKind, Pricing, Provider,
+    Requires, RetryConfig, StorageConfig, Strategy, UnrunnableServerTools,
 };
 pub use catalog::{Chain, Deployment, Model, Route, Target};
+pub use embeddings::{Embed, Embeddings};
 
 use std::collections::VecDeque;
 use std::sync::Arc;

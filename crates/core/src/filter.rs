@@ -5,6 +5,7 @@
 use switchyard_protocol::{ErrorCode, Part, Request, ResponseFormat};
 
 use crate::catalog::{Candidate, Capabilities, Catalog, Plan};
+use crate::config::raw::ModelKind;
 use crate::error::GatewayError;
 
 /// What a request needs of a model.
@@ -46,6 +47,40 @@ impl Needs {
         } else {
             None
         }
+    }
+}
+
+/// Keep the candidates whose model is of `kind` (an unlisted model's, which
+/// the catalog knows nothing of, are kept): a chat request never reaches an
+/// embedding model, nor the reverse. A model asked for by name that is of
+/// another kind is refused by name (400 `wrong_model_kind`), before anything
+/// is sent; so is a plan left with nothing.
+pub fn by_kind(plan: &mut Plan, kind: ModelKind) -> Result<(), GatewayError> {
+    let refuse = |other: ModelKind| {
+        GatewayError::new(
+            ErrorCode::WrongModelKind,
+            format!(
+                "model {:?} is of kind {}: it does not serve {} requests",
+                plan.public_model,
+                other.as_str(),
+                kind.as_str()
+            ),
+        )
+    };
+    if let Some(m) = plan.model.as_ref().filter(|m| m.kind != kind) {
+        return Err(refuse(m.kind));
+    }
+    let mut other = None;
+    plan.candidates.retain(|c| match c.model.as_ref() {
+        Some(m) if m.kind != kind => {
+            other = Some(m.kind);
+            false
+        }
+        _ => true,
+    });
+    match other {
+        Some(other) if plan.candidates.is_empty() => Err(refuse(other)),
+        _ => Ok(()),
     }
 }
 
@@ -345,7 +380,8 @@ pub fn estimated_price(c: &Candidate, input_tokens: u64, req: &Request) -> Optio
         .unwrap_or(1024)
         .min(c.model.as_ref().and_then(|m| m.max_output_tokens).unwrap_or(u64::MAX))
         as f64;
-    Some((input * p.input? + output * p.output?) / 1_000_000.0)
+    let output_rate = if output == 0.0 { p.output.unwrap_or(0.0) } else { p.output? };
+    Some((input * p.input? + output * output_rate) / 1_000_000.0)
 }
 
 /// Data governance at dispatch: a deployment that does not meet the route's

@@ -230,4 +230,17 @@ impl Engine {
     pub async fn count_tokens(&self, inbound: &Inbound) -> Result<TokenCount, GatewayError> {
         self.snapshot().count_tokens(inbound, &self.runtime).await
     }
+
+    /// Embed `embed`'s inputs on the current snapshot: `inbound` is the request
+    /// as planned ([`exec::planned_request`] of it, with the caller's context).
+    /// Every client format's embeddings endpoint comes here and encodes the
+    /// [`exec::Embedded`] in its own shape. See [`Snapshot::embed`].
+    pub async fn embed(
+        &self,
+        inbound: Inbound,
+        embed: switchyard_protocol::embeddings::EmbedRequest,
+    ) -> Result<exec::Embedded, GatewayError> {
+        let runtime = Arc::clone(&self.runtime);
+        self.snapshot().embed(inbound, embed, runtime, self.sink.clone()).await
+    }
 }

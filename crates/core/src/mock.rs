@@ -128,6 +128,51 @@ fn split_words(text: &str) -> Vec<String> {
     out
 }
 
+/// The mock's embeddings: one vector per input, in order, `dimensions` long
+/// (8 unless asked), each a deterministic function of its input (the same text
+/// always gives the same vector) scaled to unit length; input tokens estimated.
+pub fn embeddings(
+    req: &switchyard_protocol::embeddings::EmbedRequest,
+    model: &str,
+) -> switchyard_protocol::embeddings::EmbedResponse {
+    use switchyard_protocol::embeddings::{EmbedInput, EmbedResponse};
+    let dims = req.dimensions.map_or(8, |d| d.clamp(1, 4096) as usize);
+    let mut tokens = 0u64;
+    let vectors = req
+        .inputs
+        .iter()
+        .map(|input| {
+            // FNV-1a over the input, then xorshift for each value.
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            let mut eat = |b: u8| h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            match input {
+                EmbedInput::Text(t) => {
+                    tokens += estimate::output_tokens(t.len()).max(1);
+                    t.bytes().for_each(&mut eat);
+                }
+                EmbedInput::Tokens(ids) => {
+                    tokens += ids.len() as u64;
+                    ids.iter().flat_map(|id| id.to_le_bytes()).for_each(&mut eat);
+                }
+            }
+            let mut v: Vec<f32> = (0..dims)
+                .map(|_| {
+                    h ^= h << 13;
+                    h ^= h >> 7;
+                    h ^= h << 17;
+                    (h >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+                })
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                v.iter_mut().for_each(|x| *x /= norm);
+            }
+            v
+        })
+        .collect();
+    EmbedResponse { model: model.to_owned(), vectors, input_tokens: Some(tokens) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +225,26 @@ mod tests {
         }
         assert_eq!(deltas, 4, "split per word");
         assert_eq!(acc.finish(), whole);
+    }
+
+    #[test]
+    fn embeddings_are_one_unit_vector_per_input_and_the_same_for_the_same_text() {
+        use switchyard_protocol::embeddings::{EmbedInput, EmbedRequest};
+        let text = |t: &str| EmbedInput::Text(t.into());
+        let req = EmbedRequest {
+            inputs: vec![text("a"), text("b"), text("a"), EmbedInput::Tokens(vec![1, 2])],
+            dimensions: Some(16),
+            ..EmbedRequest::default()
+        };
+        let r = embeddings(&req, "m");
+        assert_eq!(r.vectors.len(), 4);
+        assert_eq!(r.vectors[0], r.vectors[2]);
+        assert_ne!(r.vectors[0], r.vectors[1]);
+        for v in &r.vectors {
+            assert_eq!(v.len(), 16);
+            let norm: f32 = v.iter().map(|x| x * x).sum();
+            assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+        }
+        assert_eq!(r.input_tokens, Some(1 + 1 + 1 + 2));
     }
 }

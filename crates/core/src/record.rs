@@ -152,6 +152,10 @@ pub struct RequestRecord {
     /// request's record), `miss`; `None`: not cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Cow<'static, str>>,
+    /// What the request asked for beyond a generation: `embeddings`; `None`: a
+    /// generation (chat, messages, responses, `generateContent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<Cow<'static, str>>,
     /// How the gateway chose beyond the route's own order: an `auto` model's
     /// class, the adaptive policy's scores, the structured-output mode. Empty
     /// when none of them took part.
@@ -392,9 +396,10 @@ pub type SharedSink = Arc<dyn RecordSink>;
 pub fn cost(usage: &Usage, pricing: Option<&Pricing>) -> Option<f64> {
     let p = pricing?;
     let input_rate = p.input?;
-    let output_rate = p.output?;
-    let uncached = usage.uncached_input()? as f64;
     let output = usage.output_tokens? as f64;
+    // No output (embeddings) needs no output price.
+    let output_rate = if output == 0.0 { p.output.unwrap_or(0.0) } else { p.output? };
+    let uncached = usage.uncached_input()? as f64;
     let read = usage.cache_read_tokens.unwrap_or(0) as f64;
     let write = usage.cache_write_tokens.unwrap_or(0) as f64;
     let total = uncached * input_rate
@@ -428,6 +433,12 @@ mod tests {
         assert_eq!(cost(&u, None), None);
         let no_output = Pricing { output: None, ..p };
         assert_eq!(cost(&u, Some(&no_output)), None);
+        // Nothing written (embeddings): the input price is enough.
+        let embedded =
+            Usage { input_tokens: Some(2_000_000), output_tokens: Some(0), ..Usage::default() };
+        let c =
+            cost(&embedded, Some(&Pricing { input: Some(0.02), ..Pricing::default() })).unwrap();
+        assert!((c - 0.04).abs() < 1e-12, "{c}");
         assert_eq!(cost(&Usage::default(), Some(&p)), None);
     }
 

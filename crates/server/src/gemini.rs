@@ -4,6 +4,8 @@
 //! - `POST /v1beta/models/{model}:generateContent`, and
 //!   `:streamGenerateContent?alt=sse` (SSE, the only stream form served);
 //! - `POST /v1beta/models/{model}:countTokens`: `{"totalTokens": N}`;
+//! - `POST /v1beta/models/{model}:embedContent` and `:batchEmbedContents`
+//!   ([`crate::embeddings`]);
 //! - `GET /v1beta/models` and `GET /v1beta/models/{model}` ([`crate::models`]).
 //!
 //! The model is in the path (with or without a `models/` prefix), so the body never
@@ -25,6 +27,7 @@ use switchyard_core::GatewayError;
 use switchyard_core::util::excerpt;
 use switchyard_protocol::{ClientFormat, ErrorCode};
 
+use crate::embeddings::GeminiMethod;
 use crate::http::{FromUrl, error_response, generate, inbound};
 use crate::{AppState, ids, limits, models};
 
@@ -130,6 +133,12 @@ pub async fn post(
             error_response(FORMAT, &err, &ids::request_id())
         }
         "countTokens" => count_tokens(&state, &headers, body, url(false)).await,
+        "embedContent" => {
+            crate::embeddings::gemini(&state, &headers, body, model, GeminiMethod::One).await
+        }
+        "batchEmbedContents" => {
+            crate::embeddings::gemini(&state, &headers, body, model, GeminiMethod::Batch).await
+        }
         _ => not_found(&format!("/v1beta/models/{target}")),
     }
 }

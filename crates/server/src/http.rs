@@ -101,7 +101,7 @@ const RATE: [[HeaderName; 3]; 2] = [
 
 /// The `x-ratelimit-*` headers of the caller's most restrictive request and
 /// token limits (reset: until the limit is whole again, as OpenAI's `6s`).
-fn rate_headers(h: &mut HeaderMap, rate: &RateStatus) {
+pub(crate) fn rate_headers(h: &mut HeaderMap, rate: &RateStatus) {
     for (level, [limit, remaining, reset]) in [rate.requests, rate.tokens].into_iter().zip(RATE) {
         let Some(level) = level else { continue };
         h.insert(limit, HeaderValue::from(level.limit));
@@ -249,6 +249,21 @@ pub(crate) async fn inbound(
         parsed.request.model.clone_from(model);
         parsed.request.stream = url.stream;
     }
+    attach(state, headers, caller, parsed, format, id, received).await
+}
+
+/// A parsed request with its caller's context: the project it is attributed
+/// to, its caller keys, cache mode, affinity and trace context, from the
+/// headers. Generations and embeddings alike.
+pub(crate) async fn attach(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: Caller,
+    parsed: switchyard_core::exec::Parsed,
+    format: ClientFormat,
+    id: &str,
+    received: Instant,
+) -> Result<Inbound, GatewayError> {
     let named = match headers.get(&PROJECT).map(|v| v.to_str()) {
         None => None,
         Some(Ok(p)) => Some(p),

@@ -9,6 +9,7 @@ mod browser;
 mod conn;
 mod console;
 mod count;
+mod embeddings;
 mod encode;
 mod gemini;
 mod http;
@@ -107,6 +108,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/messages/count_tokens", post(count::messages))
         .route("/v1/responses/input_tokens", post(count::responses))
         .route("/responses/input_tokens", post(count::responses))
+        .route("/v1/embeddings", post(embeddings::openai))
+        .route("/embeddings", post(embeddings::openai))
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
         .route("/v1/models/{id}", get(models::retrieve))

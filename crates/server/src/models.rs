@@ -31,6 +31,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use switchyard_core::catalog::{ModelEntry, normalize_model};
+use switchyard_core::config::raw::ModelKind;
 use switchyard_core::util::{Date, excerpt};
 use switchyard_core::{Engine, GatewayError, Snapshot};
 use switchyard_protocol::{ClientFormat, ErrorCode};
@@ -46,6 +47,8 @@ const MAX_LIMIT: usize = 1000;
 const GEMINI_DEFAULT_PAGE: usize = 50;
 /// What Switchyard serves of Gemini's methods.
 const GEMINI_METHODS: [&str; 3] = ["generateContent", "streamGenerateContent", "countTokens"];
+/// What an embedding model serves, as Google lists it.
+const GEMINI_EMBED_METHODS: [&str; 2] = ["embedContent", "batchEmbedContents"];
 
 /// The instructions Codex sends as its system prompt for a model listed here.
 /// Codex's `ModelInfo` requires `base_instructions` and uses it in place of its
@@ -95,12 +98,19 @@ pub async fn list(
     };
     let snapshot = state.gateway.snapshot();
     let models = listed(&state.gateway, &snapshot, &caller);
+    // Codex's and Anthropic's lists are of models to chat with: their
+    // pickers would offer an embedding model that cannot answer.
+    let chat_only = || {
+        let chat: Vec<&Arc<ModelEntry>> =
+            models.iter().copied().filter(|m| m.kind == ModelKind::Chat).collect();
+        chat
+    };
     let body = if query.client_version.is_some() {
         let models: Vec<Value> =
-            models.iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
+            chat_only().iter().enumerate().map(|(i, m)| codex_model(m, i)).collect();
         json!({"models": models})
     } else if format == ClientFormat::Anthropic {
-        match anthropic_page(&models, &query) {
+        match anthropic_page(&chat_only(), &query) {
             Ok(page) => page,
             Err(e) => return error_response(format, &e, &ids::request_id()),
         }
@@ -289,6 +299,7 @@ fn invalid(message: impl Into<String>, param: Option<&str>) -> GatewayError {
 fn facts(m: &ModelEntry) -> Value {
     json!({
         "id": m.id,
+        "kind": m.kind.as_str(),
         "pricing": m.pricing.as_ref().map(|p| json!({
             "input": p.input, "output": p.output,
             "cache_read": p.cache_read, "cache_write": p.cache_write,
@@ -313,7 +324,10 @@ fn gemini_model(m: &ModelEntry, name: &str) -> Value {
         "version": "switchyard",
         "displayName": name,
         "description": format!("{} (owned by {}), through Switchyard", m.id, m.owned_by),
-        "supportedGenerationMethods": GEMINI_METHODS,
+        "supportedGenerationMethods": match m.kind {
+            ModelKind::Chat => &GEMINI_METHODS[..],
+            ModelKind::Embedding => &GEMINI_EMBED_METHODS[..],
+        },
         "switchyard": facts(m),
     });
     if let Some(window) = m.context_window {

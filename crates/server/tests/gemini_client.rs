@@ -688,7 +688,7 @@ async fn unknown_endpoints_answer_in_googles_shape() {
     let h = Harness::start().await;
     let body = json!({"contents": [user("hi")]});
     let (status, bytes) =
-        call(&h, "m-openai", "embedContent", &body, Key::Header(GATEWAY_KEY)).await;
+        call(&h, "m-openai", "generateAnswer", &body, Key::Header(GATEWAY_KEY)).await;
     let err: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!((status, &err["error"]["status"]), (404, &json!("NOT_FOUND")), "{err}");
     for path in ["/v1beta/files", "/v1beta/cachedContents/x"] {

@@ -253,6 +253,9 @@ pub struct RecordFilter {
     /// An `auto` model's class (`list_records` only: the rollups behind usage
     /// reports do not keep it).
     pub intent: Option<String>,
+    /// What the requests asked for (`list_records` only): `embeddings`, or
+    /// `generation` for those that asked for none of the others.
+    pub operation: Option<String>,
     /// Keyset pagination for `list_records`: only records after this one in
     /// its order (newest first), given as its `(time_ms, id)`. Usage reports
     /// ignore it.

@@ -44,7 +44,7 @@ fn insert_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
 }
 
 /// Columns per record row in [`RECORD_COLS`].
-const RECORD_COL_COUNT: usize = 32;
+const RECORD_COL_COUNT: usize = 33;
 
 /// Statements built once per backend and row count (one of [`INSERT_CHUNKS`]):
 /// building one per batch cost more than binding its values.
@@ -122,7 +122,7 @@ const RECORD_COLS: &str = "id, time_ms, user_id, key_prefix, project_id, client_
     requested_model, resolved_model, route_id, provider, served_provider, upstream_model, \
     descriptor, status, error_code, attempts, ttft_ms, total_ms, input_tokens, output_tokens, \
     cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, estimated, stream, content, \
-    session_id, field_edits, cache, routing, intent";
+    session_id, field_edits, cache, routing, intent, operation";
 
 /// How a text column is bound. SQLite's arguments own their values, and sqlx
 /// turns a `&str` into a `String` and then an `Arc` (two copies per column, about
@@ -248,7 +248,8 @@ macro_rules! bind_records {
                 .bind(opt::<Db>(e.field_edits.as_deref()))
                 .bind(opt::<Db>(e.r.cache.as_deref()))
                 .bind(opt::<Db>(e.routing.as_deref()))
-                .bind(opt::<Db>(e.r.routing.intent.as_deref()));
+                .bind(opt::<Db>(e.r.routing.intent.as_deref()))
+                .bind(opt::<Db>(e.r.operation.as_deref()));
         }
         q
     }};
@@ -483,6 +484,15 @@ impl Where {
             let i = w.arg(Arg::Text(i.clone()));
             w.and(vec![format!("intent = {i}")]);
         }
+        // `generation` is the records without one.
+        match f.operation.as_deref() {
+            None => {}
+            Some("generation") => w.and(vec!["operation IS NULL".to_owned()]),
+            Some(op) => {
+                let op = w.arg(Arg::Text(op.to_owned()));
+                w.and(vec![format!("operation = {op}")]);
+            }
+        }
         if let Some((t, id)) = &f.before {
             // The row-value comparison spelled out: both databases walk the
             // (time_ms, id) order from the cursor this way.
@@ -635,6 +645,7 @@ fn record_from(r: &impl RowExt) -> Result<RequestRecord, StoreError> {
         rec.routing = serde_json::from_str(&json)
             .map_err(|e| StoreError::Corrupt(format!("request_records.routing: {e}")))?;
     }
+    rec.operation = r.col::<Option<String>>("operation")?.map(std::borrow::Cow::Owned);
     Ok(rec)
 }
 
@@ -687,6 +698,7 @@ mod tests {
             key_prefix: Some("sy-abcdef".into()),
             status: Some(200),
             intent: Some("code".into()),
+            operation: None,
             before: Some((9, "req_9".into())),
             limit: None,
         };

@@ -7,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::raw::ModelKind;
 use crate::config::{Span, Spanned};
 use switchyard_protocol::openai_chat::Compat;
 use switchyard_protocol::{ServerTool, ServerTools, carry};
@@ -106,7 +107,10 @@ impl Catalog {
         check_edge(&raw.gateway, &mut problems);
         let console = super::console::compile_console(raw, env, &mut problems);
         let telemetry = super::compile_telemetry::compile_telemetry(raw, &mut problems);
-        let served = |name: &str| lookup.contains_key(name);
+        // A class goes to a chat model: an embedding model cannot answer one.
+        let served = |name: &str| {
+            lookup.get(name).and_then(|&i| models.get(i)).map(|m| m.kind == ModelKind::Chat)
+        };
         let intent = super::compile_intent::compile_intent(raw, &served, &routes, &mut problems);
         let intent_classifier = super::compile_intent::compile_classifier(
             raw,
@@ -429,6 +433,7 @@ fn compile_models(
         models.push(ModelEntry {
             id: id.clone(),
             aliases,
+            kind: m.kind,
             deployments,
             pricing: m.pricing.clone(),
             context_window: m.context_window,
@@ -483,7 +488,19 @@ fn check_model_fallbacks(raw: &RawConfig, models: &[ModelEntry], problems: &mut 
                     f,
                     format!("models[{}].fallbacks: a model cannot fall back to itself", entry.id),
                 ));
-            } else if !models.iter().any(|x| x.id == target) {
+            } else if let Some(other) = models.iter().find(|x| x.id == target) {
+                if other.kind != entry.kind {
+                    problems.push(Problem::at(
+                        f,
+                        format!(
+                            "models[{}].fallbacks: {target:?} is of kind {}, this model of kind {}: a fallback answers the same kind of request",
+                            entry.id,
+                            other.kind.as_str(),
+                            entry.kind.as_str()
+                        ),
+                    ));
+                }
+            } else {
                 problems.push(Problem::at(f, format!("models[{}].fallbacks: {target:?} is not a model id (aliases are not valid fallback targets)", entry.id)));
             }
             if !seen.insert(target.clone()) {
@@ -761,3 +778,8 @@ fn capabilities(list: &[Capability]) -> Capabilities {
 pub(super) fn first_known(candidates: &[Option<Span>]) -> Span {
     candidates.iter().flatten().copied().find(|l| l.line() > 0).unwrap_or(Span::UNKNOWN)
 }
+
+#[cfg(test)]
+#[cfg(feature = "yaml")]
+#[path = "compile_kind_tests.rs"]
+mod kind_tests;

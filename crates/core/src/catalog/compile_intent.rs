@@ -16,7 +16,7 @@ use crate::util::glob_match;
 /// problems, which are pushed, at the block's line).
 pub(super) fn compile_intent(
     raw: &RawConfig,
-    served: &dyn Fn(&str) -> bool,
+    served: &dyn Fn(&str) -> Option<bool>,
     routes: &[RouteSpec],
     problems: &mut Vec<Problem>,
 ) -> Option<Targets> {
@@ -38,11 +38,21 @@ pub(super) fn compile_intent(
             continue;
         };
         let name = normalize_model(target);
-        if !served(&name) && !routes.iter().any(|r| glob_match(&r.pattern, &name)) {
-            problems.push(Problem::at(
+        match served(&name) {
+            Some(true) => {}
+            Some(false) => problems.push(Problem::at(
                 block,
-                format!("intent.targets.{class}: `{target}` is no catalog model, and no route matches it"),
-            ));
+                format!("intent.targets.{class}: `{target}` is not a chat model (kind)"),
+            )),
+            None if !routes.iter().any(|r| glob_match(&r.pattern, &name)) => {
+                problems.push(Problem::at(
+                    block,
+                    format!(
+                        "intent.targets.{class}: `{target}` is no catalog model, and no route matches it"
+                    ),
+                ));
+            }
+            None => {}
         }
         if name == "auto" || name.starts_with("auto-") {
             problems.push(Problem::at(
@@ -62,7 +72,7 @@ pub(super) fn compile_intent(
     for name in
         std::iter::once("auto".to_owned()).chain(Intent::ALL.iter().map(|i| format!("auto-{i}")))
     {
-        if served(&name) {
+        if served(&name).is_some() {
             problems.push(Problem::at(
                 block,
                 format!("intent: the catalog has a model or alias `{name}`, which the auto models answer to"),
@@ -80,7 +90,7 @@ pub(super) fn compile_intent(
 pub(super) fn compile_classifier(
     raw: &RawConfig,
     has_targets: bool,
-    served: &dyn Fn(&str) -> bool,
+    served: &dyn Fn(&str) -> Option<bool>,
     routes: &[RouteSpec],
     problems: &mut Vec<Problem>,
 ) -> Option<std::sync::Arc<ClassifierSpec>> {
@@ -94,14 +104,22 @@ pub(super) fn compile_classifier(
         ));
     }
     let name = normalize_model(&c.model);
-    if !served(&name) && !routes.iter().any(|r| glob_match(&r.pattern, &name)) {
-        problems.push(Problem::at(
+    match served(&name) {
+        Some(true) => {}
+        Some(false) => problems.push(Problem::at(
             written,
-            format!(
-                "intent.classifier.model: `{}` is no catalog model, and no route matches it",
-                c.model
-            ),
-        ));
+            format!("intent.classifier.model: `{}` is not a chat model (kind)", c.model),
+        )),
+        None if !routes.iter().any(|r| glob_match(&r.pattern, &name)) => {
+            problems.push(Problem::at(
+                written,
+                format!(
+                    "intent.classifier.model: `{}` is no catalog model, and no route matches it",
+                    c.model
+                ),
+            ));
+        }
+        None => {}
     }
     let timeout_ms = c.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
@@ -135,6 +153,7 @@ pub(super) fn auto_models(
     let listed = |id: String, like: &ModelEntry| ModelEntry {
         id,
         aliases: Vec::new(),
+        kind: like.kind,
         deployments: Vec::new(),
         pricing: like.pricing.clone(),
         context_window: like.context_window,

@@ -127,6 +127,8 @@ pub struct ModelEntry {
     pub id: String,
     /// Its other names, normalised.
     pub aliases: Vec<String>,
+    /// What it does: which endpoints serve it.
+    pub kind: raw::ModelKind,
     /// Where it runs, in the order written.
     pub deployments: Vec<DeploymentSpec>,
     /// Its prices; `None`: costs are unknown unless a deployment has its own.

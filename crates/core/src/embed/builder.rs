@@ -27,8 +27,8 @@ pub use crate::client::{ClientIdentity, ClientOptions};
 /// The file's own types, for the parts the builder takes whole (a route's retry
 /// policy, a model's prices, the gateway settings), with their YAML defaults.
 pub use crate::config::raw::{
-    Capability, FailoverConfig, FailoverPreset, GatewaySettings, Governance, Pricing, Requires,
-    RetryConfig, StorageConfig, StrategyName as Strategy, UnrunnableServerTools,
+    Capability, FailoverConfig, FailoverPreset, GatewaySettings, Governance, ModelKind, Pricing,
+    Requires, RetryConfig, StorageConfig, StrategyName as Strategy, UnrunnableServerTools,
 };
 
 /// The name problems of a builder's configuration carry (`<builder>: …`) unless

@@ -185,6 +185,15 @@ impl Model {
         self
     }
 
+    /// What it does (unset: chat): an embedding model serves
+    /// [`Gateway::embed`](super::Gateway::embed) and `/v1/embeddings`, never a
+    /// generation.
+    #[must_use]
+    pub fn kind(mut self, kind: super::ModelKind) -> Self {
+        self.config.kind = kind;
+        self
+    }
+
     /// Served but never listed.
     #[must_use]
     pub fn hidden(mut self) -> Self {

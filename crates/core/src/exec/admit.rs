@@ -190,7 +190,9 @@ pub(super) fn caller_budgets(snapshot: &Snapshot, inbound: &Inbound, plan: &Plan
     let estimate = plan.candidates.first().and_then(|c| {
         let price = c.pricing.as_ref()?;
         let output = output_ceiling(inbound, c.model.as_deref());
-        let usd = (inbound.input_estimate() as f64 * price.input? + output as f64 * price.output?)
+        // No output (embeddings) needs no output price.
+        let output_rate = if output == 0 { price.output.unwrap_or(0.0) } else { price.output? };
+        let usd = (inbound.input_estimate() as f64 * price.input? + output as f64 * output_rate)
             / 1_000_000.0;
         Some(usd * c.provider.markup)
     });

@@ -83,7 +83,7 @@ pub fn credential_key(provider: &str, key: Option<&Secret>) -> CredentialKey {
 
 /// Take a slot of `cand`'s capacity on the credential `credential`, where it
 /// has limits; refused: a [`Failure::Capacity`] (the loop moves on).
-async fn occupy(
+pub(super) async fn occupy(
     inbound: &Inbound,
     cand: &Candidate,
     credential: Option<&str>,
@@ -146,20 +146,8 @@ impl Flow {
         let deadline =
             inbound.received + limits.deadline.unwrap_or(this.catalog.settings.request_timeout);
         // The request's own bounds replace the route's, within the hard maximums.
-        let overridden;
-        let policy = if limits.max_retries.is_some() || limits.max_attempts.is_some() {
-            let mut p = AttemptPolicy::clone(&plan.policy);
-            if let Some(n) = limits.max_retries {
-                p.max_retries = n.min(crate::catalog::MAX_RETRIES);
-            }
-            if let Some(n) = limits.max_attempts {
-                p.max_attempts = n.clamp(1, crate::catalog::HARD_MAX_ATTEMPTS);
-            }
-            overridden = p;
-            &overridden
-        } else {
-            &*plan.policy
-        };
+        let bounded = bounded(limits, &plan.policy);
+        let policy = &*bounded;
         let structured =
             crate::structured::mode(inbound.hints.structured_output, policy.structured_output);
         let schema = crate::structured::schema_of(&inbound.request);

@@ -118,6 +118,11 @@ pub fn check_model_id(model: &str) -> Result<(), GatewayError> {
 pub(crate) struct Estimate(OnceLock<u64>);
 
 impl Estimate {
+    /// An estimate known already (an embeddings request's, counted per input).
+    pub fn known(n: u64) -> Self {
+        Self(OnceLock::from(n))
+    }
+
     pub fn get(&self, request: &Request) -> u64 {
         *self.0.get_or_init(|| estimate::input_tokens(request))
     }

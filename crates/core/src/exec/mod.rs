@@ -13,6 +13,7 @@
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
 //! | meter and record, exactly once; settle what admission took | `deliver.rs`, `guard.rs` |
 //! | token counts: planned the same way, then each candidate's counting endpoint | `count_tokens.rs` |
+//! | embeddings: planned among embedding models, admitted, an attempt loop of their own (batches, no stream) | `embeddings.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
@@ -385,6 +386,7 @@ mod cache;
 pub mod context;
 mod count_tokens;
 mod deliver;
+mod embeddings;
 mod flight;
 mod guard;
 mod policy;
@@ -404,6 +406,7 @@ pub use attempt::credential_key;
 pub use cache::{CacheMode, CacheStatus};
 pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute, check_model_id};
 pub use count_tokens::TokenCount;
+pub use embeddings::{Embedded, OPERATION as EMBEDDINGS, planned_request};
 pub use flight::Flights;
 pub(crate) use policy::failure_error;
 

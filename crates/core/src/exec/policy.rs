@@ -101,6 +101,25 @@ pub(super) enum Next {
     Terminal,
 }
 
+/// The route's policy with a request's own bounds in place of its retries and
+/// attempts (within the hard maximums); borrowed when it sets neither.
+pub(super) fn bounded<'a>(
+    limits: &RequestRouting,
+    policy: &'a AttemptPolicy,
+) -> Cow<'a, AttemptPolicy> {
+    if limits.max_retries.is_none() && limits.max_attempts.is_none() {
+        return Cow::Borrowed(policy);
+    }
+    let mut p = policy.clone();
+    if let Some(n) = limits.max_retries {
+        p.max_retries = n.min(crate::catalog::MAX_RETRIES);
+    }
+    if let Some(n) = limits.max_attempts {
+        p.max_attempts = n.clamp(1, crate::catalog::HARD_MAX_ATTEMPTS);
+    }
+    Cow::Owned(p)
+}
+
 /// Classify a failure under the route's policy. `retries` is how many retries this
 /// deployment has had; `remaining` the request's time left.
 pub(super) fn next_step(

@@ -2,12 +2,16 @@
 
 use super::*;
 use crate::breaker::BreakerState;
+use crate::config::raw::ModelKind;
 
 /// What a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Purpose {
     Generate,
     Count,
+    /// Embeddings: only embedding models, never refused for the whole
+    /// request's size (each input is its own).
+    Embed,
 }
 
 impl Snapshot {
@@ -107,6 +111,11 @@ impl Snapshot {
         rec.route_id.clone_from(&plan.route_id);
         rec.provider = plan.candidates.first().map(|c| c.provider.name.clone());
         self.authorize(&mut plan, inbound, runtime)?;
+        let kind = match purpose {
+            Purpose::Embed => ModelKind::Embedding,
+            Purpose::Generate | Purpose::Count => ModelKind::Chat,
+        };
+        filter::by_kind(&mut plan, kind)?;
         // Decided once: what the request's hosted tools ask of every candidate.
         let items_wire = inbound.format.native_wire().filter(|w| inbound.fast_path(*w));
         plan.tools = ToolDemand::new(plan.unrunnable_server_tools, items_wire);

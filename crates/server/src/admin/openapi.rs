@@ -267,6 +267,7 @@ fn paths() -> Value {
                           query_param("provider", "string", "Only requests this provider served."),
                           query_param("status", "integer", "Only this HTTP status."),
                           query_param("intent", "string", "Only requests an `auto` model sent to this class (reasoning, code, ordinary, cheap, vision)."),
+                          query_param("operation", "string", "Only requests of this operation: `embeddings`, or `generation` (chat, messages, responses, generateContent)."),
                           query_param("limit", "integer", "Most rows (default 100, at most 1000)."),
                       ],
                       None, ok_list("RequestRecord"), &["400"]),

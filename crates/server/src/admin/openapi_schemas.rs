@@ -447,6 +447,7 @@ pub(super) fn schemas() -> Value {
                 "session_id": { "type": "string", "description": "The client's own session (Claude Code's); absent when it names none" },
                 "field_edits": { "type": "array", "items": { "type": "string" }, "description": "What the body sent upstream changed of the request's settings (`prompt_cache_key: dropped`, `service_tier: default -> standard_only`); absent when nothing" },
                 "cache": { "type": "string", "description": "How the response cache took part: hit, coalesced or miss; absent when not cached" },
+                "operation": { "type": "string", "description": "What the request asked for beyond a generation: `embeddings`; absent for a generation" },
                 "routing": {
                     "type": "object",
                     "description": "What routing decided beyond the route's order; absent when nothing",

@@ -55,6 +55,9 @@ pub(crate) struct RequestsQuery {
     /// An `auto` model's class.
     #[serde(default)]
     intent: Option<String>,
+    /// `embeddings`, or `generation`.
+    #[serde(default)]
+    operation: Option<String>,
     #[serde(default)]
     limit: Option<u32>,
 }
@@ -201,6 +204,7 @@ pub(crate) async fn list_requests(
         provider: given(q.provider),
         status: q.status,
         intent: given(q.intent),
+        operation: given(q.operation),
         limit: q.limit,
         ..RecordFilter::default()
     };

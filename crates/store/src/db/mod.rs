@@ -217,6 +217,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (13, "record_routing", include_str!("../../migrations/sqlite/0013_record_routing.sql")),
     (14, "app_policies", include_str!("../../migrations/sqlite/0014_app_policies.sql")),
+    (15, "record_operation", include_str!("../../migrations/sqlite/0015_record_operation.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -245,6 +246,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (13, "record_routing", include_str!("../../migrations/postgres/0013_record_routing.sql")),
     (14, "app_policies", include_str!("../../migrations/postgres/0014_app_policies.sql")),
+    (15, "record_operation", include_str!("../../migrations/postgres/0015_record_operation.sql")),
 ];
 
 impl Store {

@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// Prices, in USD per million tokens. Without `input` and `output` a cost is
-/// unknown (`None`, never zero); cache prices fall back to the input price.
+/// Prices, in USD per million tokens. Without `input`, or without `output`
+/// for an answer that wrote any (an embedding writes none), a cost is unknown
+/// (`None`, never zero); cache prices fall back to the input price.
 ///
 /// ```
 /// use switchyard_core::embed::Pricing;
@@ -96,6 +97,29 @@ pub enum UnrunnableServerTools {
     Refuse,
 }
 
+/// What a model does: which endpoints serve it. A request of one kind never
+/// reaches a model of another (a chat request to an embedding model is refused
+/// by name, before anything is sent), and fallbacks stay within a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Generation: chat, messages, responses, `generateContent`.
+    #[default]
+    Chat,
+    /// Vectors: `/v1/embeddings`, `:embedContent`, `:batchEmbedContents`.
+    Embedding,
+}
+
+impl ModelKind {
+    /// The configuration's name (`chat`, `embedding`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelKind::Chat => "chat",
+            ModelKind::Embedding => "embedding",
+        }
+    }
+}
+
 /// One entry of `models:`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,6 +129,9 @@ pub struct ModelConfig {
     /// Other names for it (ids and aliases share one namespace).
     #[serde(default)]
     pub aliases: Vec<Spanned<String>>,
+    /// What it does (absent: `chat`).
+    #[serde(default)]
+    pub kind: ModelKind,
     /// Where the model runs: provider + that provider's model id.
     #[serde(default)]
     pub deployments: Vec<DeploymentConfig>,
@@ -208,6 +235,7 @@ impl ModelConfig {
         Self {
             id: unlocated(id.into()),
             aliases: Vec::new(),
+            kind: ModelKind::Chat,
             deployments: Vec::new(),
             pricing: None,
             context_window: None,

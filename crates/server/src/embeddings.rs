@@ -1,0 +1,148 @@
+//! Embeddings endpoints: OpenAI's `POST /v1/embeddings`, and Gemini's
+//! `:embedContent` and `:batchEmbedContents` (routed from [`crate::gemini`]).
+//! Each parses its body into the canonical [`EmbedRequest`], the core embeds
+//! it ([`switchyard_core::Engine::embed`]: plan, admit, attempts, meter,
+//! record), and the answer is written in the endpoint's own shape, with the
+//! gateway's headers as a generation has them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use switchyard_core::GatewayError;
+use switchyard_core::exec::{Embedded, Parsed, check_model_id, planned_request};
+use switchyard_protocol::embeddings::{self, EmbedRequest, Encoding};
+use switchyard_protocol::{ClientFormat, ErrorCode, ProtocolError};
+
+use crate::http::{
+    HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROVIDER, HEADER_REQUEST_ID, attach, error_response,
+    rate_headers,
+};
+use crate::{AppState, ids, limits};
+
+/// `POST /v1/embeddings`: OpenAI's body and answer (base64 where asked).
+pub async fn openai(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let format = ClientFormat::OpenAiChat;
+    let parse = |bytes: &[u8], _: Option<&str>| embeddings::openai::parse_request(bytes);
+    let write = |done: &Embedded, encoding| {
+        embeddings::openai::write_response(&done.response, &done.response.model, encoding)
+    };
+    serve(&state, &headers, body, format, None, parse, write).await
+}
+
+/// Which Gemini method: `:embedContent` (one input) or `:batchEmbedContents`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum GeminiMethod {
+    One,
+    Batch,
+}
+
+/// `POST /v1beta/models/{model}:embedContent` and `:batchEmbedContents`:
+/// Google's bodies and answers, the model from the path.
+pub(crate) async fn gemini(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    model: &str,
+    method: GeminiMethod,
+) -> Response {
+    let parse = move |bytes: &[u8], model: Option<&str>| {
+        let model = model.unwrap_or_default();
+        match method {
+            GeminiMethod::One => embeddings::gemini::parse_embed_content(bytes, model),
+            GeminiMethod::Batch => embeddings::gemini::parse_batch(bytes, model),
+        }
+    };
+    let write = move |done: &Embedded, _| match method {
+        GeminiMethod::One => embeddings::gemini::write_embed_content(&done.response),
+        GeminiMethod::Batch => embeddings::gemini::write_batch(&done.response),
+    };
+    serve(state, headers, body, ClientFormat::Gemini, Some(model), parse, write).await
+}
+
+/// Authenticate, read and parse the body (`model`: the path's, where the
+/// format puts it there), embed, answer `write`'s body or the error in
+/// `format`.
+async fn serve(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    format: ClientFormat,
+    model: Option<&str>,
+    parse: impl Fn(&[u8], Option<&str>) -> Result<EmbedRequest, ProtocolError>,
+    write: impl Fn(&Embedded, Encoding) -> Vec<u8>,
+) -> Response {
+    let id = ids::request_id();
+    let received = Instant::now();
+    let embedded = async {
+        let snapshot = state.gateway.snapshot();
+        let caller = state.identity.authenticate(headers).await?;
+        let bytes: Bytes =
+            limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?;
+        snapshot.check_json_bounds(&bytes)?;
+        let mut req = parse(&bytes, model).map_err(|e| refused(&e))?;
+        if req.model.is_empty()
+            && let Some(default) = &snapshot.catalog.settings.default_model
+        {
+            req.model.clone_from(default);
+        }
+        if req.model.is_empty() {
+            return Err(GatewayError::new(ErrorCode::ModelRequired, "model: required"));
+        }
+        check_model_id(&req.model)?;
+        let parsed = Parsed {
+            request: planned_request(&req),
+            raw: None,
+            hints: Default::default(),
+            intent: None,
+        };
+        let inbound = attach(state, headers, caller, parsed, format, &id, received).await?;
+        let encoding = req.encoding;
+        let done = state.gateway.embed(inbound, req).await?;
+        Ok::<_, GatewayError>((done, encoding))
+    };
+    match embedded.await {
+        Ok((done, encoding)) => answer(&done, write(&done, encoding), &id),
+        Err(e) => {
+            tracing::debug!(request_id = %id, code = e.code().as_str(), "embeddings refused or failed");
+            error_response(format, &e, &id)
+        }
+    }
+}
+
+/// A body the endpoint cannot take: 400, naming the field.
+fn refused(e: &ProtocolError) -> GatewayError {
+    let code = match e {
+        ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
+        _ => ErrorCode::InvalidRequest,
+    };
+    GatewayError::new(code, e.to_string())
+}
+
+fn answer(done: &Embedded, body: Vec<u8>, id: &str) -> Response {
+    let mut resp = ([("content-type", "application/json")], body).into_response();
+    let h = resp.headers_mut();
+    for (name, value) in [
+        (HEADER_PROVIDER, done.served.provider.as_str()),
+        (HEADER_MODEL, done.served.model.as_str()),
+        (HEADER_REQUEST_ID, id),
+        (HEADER_DESCRIPTOR, done.descriptor.as_str()),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value)
+            && !value.is_empty()
+        {
+            h.insert(name, v);
+        }
+    }
+    if let Some(rate) = &done.rate {
+        rate_headers(h, rate);
+    }
+    resp
+}
