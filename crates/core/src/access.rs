@@ -90,6 +90,9 @@ pub struct Principal {
     pub key_id: Option<String>,
     /// The visible prefix of the key presented, for records (never the key).
     pub key_prefix: Option<String>,
+    /// A digest of the presented key ([`crate::stored_responses::key_digest`]):
+    /// whose server-side state (stored responses) a request reads and writes.
+    pub key_digest: Option<String>,
     /// Model patterns this key is limited to (None: no limit).
     pub allowed_models: Option<Vec<String>>,
     /// The key's own rate limits (None: none of its own).

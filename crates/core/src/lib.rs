@@ -56,6 +56,7 @@ pub mod record;
 pub mod refusals;
 pub mod runtime;
 pub mod state;
+pub mod stored_responses;
 mod strategy;
 pub mod structured;
 mod telemetry;

@@ -200,6 +200,9 @@ pub struct Runtime {
     /// binary: [`crate::otel::start`]); `None`: no spans are exported, and a
     /// client's `traceparent` is passed to upstreams as it came.
     pub traces: Option<crate::otel::Traces>,
+    /// Stored Responses (`store`, `previous_response_id`): in process by
+    /// default; the database's where the gateway has one.
+    pub responses: Arc<dyn crate::stored_responses::ResponseStore>,
 }
 
 impl Default for Runtime {
@@ -224,6 +227,7 @@ impl Default for Runtime {
             )),
             refusals: Arc::default(),
             traces: None,
+            responses: Arc::new(crate::stored_responses::LocalResponses::default()),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use switchyard_core::exec::{Chunk, ChunkStream};
 use switchyard_protocol::{
-    ClientFormat, Compaction, Part, Request, Response, Seal, StreamEncoder, responses,
+    ClientFormat, Compaction, Part, Request, Response, Seal, StreamEncoder, StreamEvent, responses,
 };
 
 /// A whole canonical answer as the client's format writes it. A compaction asked
@@ -38,6 +38,18 @@ pub struct StreamWriter {
     /// an error the gateway writes, so the fast path never builds one.
     encoder: Option<Box<dyn StreamEncoder>>,
     passthrough: bool,
+    /// The id the answer is given in place of the upstream's ([`response_id`]).
+    id: Option<String>,
+}
+
+/// The id a Responses client's answer gets where the gateway writes it: its
+/// request's (`resp_<request id>`), unique whatever the upstream's ids are
+/// (some OpenAI-compatible servers repeat theirs), so stored responses and
+/// continuations never mistake one answer for another. A Responses
+/// upstream's own answer, passed through, keeps its id.
+pub fn response_id(format: ClientFormat, request_id: &str) -> Option<String> {
+    (format == ClientFormat::OpenAiResponses)
+        .then(|| format!("resp_{}", request_id.strip_prefix("req_").unwrap_or(request_id)))
 }
 
 impl StreamWriter {
@@ -53,7 +65,15 @@ impl StreamWriter {
             seal,
             encoder: None,
             passthrough: stream.passthrough.is_some(),
+            id: None,
         }
+    }
+
+    /// With the answer named `id` ([`response_id`]), not as the upstream did.
+    #[must_use]
+    pub fn named(mut self, id: Option<String>) -> Self {
+        self.id = id;
+        self
     }
 
     fn encoder(&mut self) -> &mut dyn StreamEncoder {
@@ -65,7 +85,14 @@ impl StreamWriter {
     pub fn write(&mut self, chunk: Chunk) -> Bytes {
         match chunk {
             Chunk::Raw(bytes) => bytes,
-            Chunk::Events(events) => {
+            Chunk::Events(mut events) => {
+                if let Some(id) = &self.id {
+                    for ev in &mut events {
+                        if let StreamEvent::Start { id: named, .. } = ev {
+                            named.clone_from(id);
+                        }
+                    }
+                }
                 let mut out = Vec::new();
                 let encoder = self.encoder();
                 for ev in &events {

@@ -122,14 +122,6 @@ pub fn chat_completions(
     generate(state, headers, body, ClientFormat::OpenAiChat, FromUrl::default())
 }
 
-pub fn responses(
-    state: State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Body,
-) -> impl Future<Output = Response> + Send {
-    generate(state, headers, body, ClientFormat::OpenAiResponses, FromUrl::default())
-}
-
 /// `POST /v1/responses/compact`: the conversation compacted into one item (see
 /// `switchyard_protocol::compaction`), answered whole.
 pub async fn responses_compact(
@@ -353,7 +345,7 @@ pub(crate) async fn generate(
 // Not an `async fn` (see `Snapshot::execute`), nor an `async` block awaiting the
 // pipeline's future (which would hold it twice: as captured, and as awaited):
 // the future is built here and mapped in place.
-fn answer<'a>(
+pub(crate) fn answer<'a>(
     state: &'a AppState,
     inbound: Inbound,
     format: ClientFormat,
@@ -376,12 +368,16 @@ fn respond(
     let seal = state.gateway.runtime.seal.clone();
     let mut resp = match success.delivery {
         Delivery::Passthrough { body, .. } => ([(CONTENT_TYPE, JSON)], body).into_response(),
-        Delivery::Response { response, .. } => {
+        Delivery::Response { mut response, .. } => {
+            if let Some(named) = encode::response_id(format, id) {
+                response.id = named;
+            }
             let body = encode::whole(format, &response, &success.request, seal.as_deref());
             ([(CONTENT_TYPE, JSON)], body).into_response()
         }
         Delivery::Stream(stream) => {
-            let writer = encode::StreamWriter::new(format, &success.request, seal, &stream);
+            let writer = encode::StreamWriter::new(format, &success.request, seal, &stream)
+                .named(encode::response_id(format, id));
             let mut r = encode::sse_body(stream, writer).into_response();
             let h = r.headers_mut();
             h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));

@@ -19,6 +19,7 @@ mod limits;
 mod models;
 mod prometheus;
 pub mod reload;
+mod stateful;
 mod ws;
 
 use std::future::Future;
@@ -56,6 +57,9 @@ pub struct AppState {
     /// The configuration file being served and its reloader, where there is
     /// one (the console's route editor writes it); unset on embedded defaults.
     config_file: std::sync::OnceLock<ConfigFile>,
+    /// Background responses running in this instance, by owner and id, so a
+    /// cancel stops their upstream call.
+    background: stateful::Background,
 }
 
 /// The configuration file the gateway serves from, and what reloads it.
@@ -83,6 +87,7 @@ impl AppState {
             sign_ins: console::SignInLimiter::default(),
             oidc: console::OidcState::default(),
             config_file: std::sync::OnceLock::new(),
+            background: stateful::Background::default(),
         })
     }
 
@@ -99,8 +104,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(http::chat_completions))
         .route("/chat/completions", post(http::chat_completions))
         // GET with `Upgrade: websocket`: the Responses WebSocket mode Codex speaks.
-        .route("/v1/responses", post(http::responses).get(ws::responses))
-        .route("/responses", post(http::responses).get(ws::responses))
+        .route("/v1/responses", post(stateful::create).get(ws::responses))
+        .route("/responses", post(stateful::create).get(ws::responses))
+        // Stored responses (`store: true`), the caller's own.
+        .route("/v1/responses/{id}", get(stateful::retrieve).delete(stateful::delete))
+        .route("/responses/{id}", get(stateful::retrieve).delete(stateful::delete))
+        .route("/v1/responses/{id}/input_items", get(stateful::input_items))
+        .route("/responses/{id}/input_items", get(stateful::input_items))
+        .route("/v1/responses/{id}/cancel", post(stateful::cancel))
+        .route("/responses/{id}/cancel", post(stateful::cancel))
         // Older Codex compacts here; newer ones send `compaction_trigger` above.
         .route("/v1/responses/compact", post(http::responses_compact))
         .route("/responses/compact", post(http::responses_compact))

@@ -40,6 +40,7 @@ use switchyard_protocol::{ClientFormat, ErrorCode, SseDecoder};
 
 use crate::encode::{self, StreamWriter};
 use crate::http::{error_response, inbound};
+use crate::stateful::Seen;
 use crate::{AppState, ids};
 
 const FORMAT: ClientFormat = ClientFormat::OpenAiResponses;
@@ -342,7 +343,9 @@ impl Session {
                 return Flow::Gone;
             }
         }
-        if let Some(id) = seen.completed {
+        // Continued from its id only once it completed (`response.completed`).
+        let completed = seen.finished.as_ref().filter(|r| r["status"] != "incomplete");
+        if let Some(id) = completed.and_then(|r| r["id"].as_str()).map(str::to_owned) {
             self.last = Some(Last { id, input, output: seen.output });
         }
         Flow::Continue
@@ -408,37 +411,6 @@ impl Session {
         match self.socket.send(Message::Text(event.to_string().into())).await {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Gone,
-        }
-    }
-}
-
-/// What a relayed stream said that a continuation needs.
-#[derive(Default)]
-struct Seen {
-    output: Vec<Value>,
-    /// The response id, once `response.completed` arrived.
-    completed: Option<String>,
-}
-
-impl Seen {
-    fn note(&mut self, data: &str) {
-        // Most events are deltas: only parse the two kinds that matter.
-        let done = data.contains("response.output_item.done");
-        let completed = data.contains("response.completed");
-        if !done && !completed {
-            return;
-        }
-        let Ok(mut event) = serde_json::from_str::<Value>(data) else { return };
-        match event["type"].as_str() {
-            Some("response.output_item.done") => {
-                if let Some(item) = event.get_mut("item").map(Value::take) {
-                    self.output.push(item);
-                }
-            }
-            Some("response.completed") => {
-                self.completed = event["response"]["id"].as_str().map(str::to_owned);
-            }
-            _ => {}
         }
     }
 }

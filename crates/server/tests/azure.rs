@@ -133,8 +133,11 @@ async fn every_format_whole_and_streamed_reaches_a_deployment_with_a_key_or_entr
                     decode_whole(format, &bytes)
                 };
                 assert!(got.text().contains(&text), "{provider} {format:?} {stream}: {shown}");
-                // The answer's id, not the empty one of Azure's filter prelude.
-                assert!(got.id.contains("chatcmpl"), "{provider} {format:?} {stream}: {}", got.id);
+                // The answer's id, not the empty one of Azure's filter prelude
+                // (a Responses client's is the gateway's own, `resp_<request>`).
+                let named =
+                    if format == ClientFormat::OpenAiResponses { "resp_" } else { "chatcmpl" };
+                assert!(got.id.contains(named), "{provider} {format:?} {stream}: {}", got.id);
                 assert_eq!(
                     (got.usage.input_tokens, got.usage.output_tokens),
                     (Some(CANNED_INPUT_TOKENS), Some(CANNED_OUTPUT_TOKENS)),

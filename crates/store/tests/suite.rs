@@ -123,6 +123,7 @@ suite!(
     case_retention_drops_whole_days_and_cuts_the_last_by_time,
     case_rows_in_default_move_into_their_day,
     case_upkeep_at_once_from_two_callers_makes_each_day_once,
+    case_stored_responses_are_their_owners,
 );
 
 #[path = "suite/rollups.rs"]
@@ -144,6 +145,9 @@ use contents::case_content_is_stored_compressed_apart_and_read_back;
 #[path = "suite/sessions.rs"]
 mod sessions;
 use sessions::{case_console_sessions, case_oidc_logins_are_taken_once};
+#[path = "suite/responses.rs"]
+mod responses;
+use responses::case_stored_responses_are_their_owners;
 #[path = "suite/listing.rs"]
 mod listing;
 use listing::case_records_keyset_pages_and_filters;
@@ -219,7 +223,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

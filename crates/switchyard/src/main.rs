@@ -263,6 +263,10 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         intent_decisions,
         ..Default::default()
     };
+    // Stored Responses in the database, across restarts and instances.
+    if let Some(s) = &store {
+        runtime.responses = Arc::new(s.clone());
+    }
     match storage::shared_health(&catalog) {
         Ok(Some(shared)) => {
             runtime.health = shared.health;

@@ -290,6 +290,11 @@ pub fn spawn_retention(store: Store, retention_days: u32, rollup_retention_days:
             if let Err(e) = store.purge_sessions(now_ms() - 86_400_000).await {
                 tracing::warn!("console sessions: {e}");
             }
+            match store.purge_responses(now_ms()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "retention: forgot expired stored responses"),
+                Err(e) => tracing::warn!("stored responses: {e}"),
+            }
             if retention_days > 0 {
                 let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
                 match store.delete_records_before(cutoff).await {

@@ -702,6 +702,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
             .filter_map(|o| allowed_origin(&o.value).ok())
             .collect(),
         metrics_listen: g.metrics_listen.as_ref().map(|m| m.value.trim().to_owned()),
+        responses: g.responses,
     }
 }
 

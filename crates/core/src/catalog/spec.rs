@@ -459,6 +459,8 @@ pub struct Settings {
     pub allowed_origins: Vec<String>,
     /// The address that serves `/metrics` without a key, if any.
     pub metrics_listen: Option<String>,
+    /// Stored Responses (`gateway.responses`).
+    pub responses: raw::ResponsesSettings,
 }
 
 /// Client connections to the listener: `gateway.connections`, compiled.

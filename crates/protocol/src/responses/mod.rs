@@ -11,9 +11,10 @@
 //! and Bedrock leave a tagged signature out, as they do unsigned thinking.
 //!
 //! Mapping decisions (anything not listed maps field for field):
-//! - The gateway is stateless: `previous_response_id` and `item_reference` input items
-//!   are refused with [`ProtocolError::Unsupported`]; clients must send the whole
-//!   conversation (Codex does with `store: false`).
+//! - A body reaches these translators whole: `previous_response_id` is expanded
+//!   before they see it, by the gateway's stored responses (the server's
+//!   `stateful` module) or a WebSocket connection's last response. Here it and
+//!   `item_reference` input items are refused with [`ProtocolError::Unsupported`].
 //! - `instructions` and the `system`/`developer` messages that come before any
 //!   user/assistant/tool item form [`Request::system`]; later ones become
 //!   [`Role::System`] messages. Consecutive items of the same role merge into one

@@ -97,6 +97,8 @@ pub struct Options {
     /// [`ADMIN_KEY`] is the bootstrap admin key (the admin API's routes that
     /// need no database answer it).
     pub admin: bool,
+    /// Static gateway keys besides [`GATEWAY_KEY`].
+    pub extra_keys: Vec<String>,
 }
 
 /// The bootstrap admin key where [`Options::admin`] is set.
@@ -121,6 +123,7 @@ impl Default for Options {
             open: false,
             top_level: String::new(),
             admin: false,
+            extra_keys: Vec::new(),
         }
     }
 }
@@ -152,8 +155,17 @@ pub fn config_yaml(urls: &Upstreams<'_>, o: &Options) -> String {
         open,
         top_level,
         admin: _,
+        extra_keys,
     } = o;
-    let api_keys = if *open { String::new() } else { format!("\"{GATEWAY_KEY}\"") };
+    let api_keys = if *open {
+        String::new()
+    } else {
+        std::iter::once(GATEWAY_KEY)
+            .chain(extra_keys.iter().map(String::as_str))
+            .map(|k| format!("\"{k}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let providers_extra = providers_extra
         .replace("{anthropic}", anthropic)
         .replace("{openai_authority}", openai.trim_start_matches("http://"))

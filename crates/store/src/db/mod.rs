@@ -49,6 +49,7 @@ mod projects;
 pub use oidc_logins::{OidcLogin, PENDING_OIDC_LOGINS_MAX};
 mod sessions;
 pub use sessions::{ConsoleSession, NewSession, SignIn};
+mod responses;
 mod rules;
 mod users;
 
@@ -218,6 +219,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (13, "record_routing", include_str!("../../migrations/sqlite/0013_record_routing.sql")),
     (14, "app_policies", include_str!("../../migrations/sqlite/0014_app_policies.sql")),
     (15, "record_operation", include_str!("../../migrations/sqlite/0015_record_operation.sql")),
+    (16, "stored_responses", include_str!("../../migrations/sqlite/0016_stored_responses.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -247,6 +249,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (13, "record_routing", include_str!("../../migrations/postgres/0013_record_routing.sql")),
     (14, "app_policies", include_str!("../../migrations/postgres/0014_app_policies.sql")),
     (15, "record_operation", include_str!("../../migrations/postgres/0015_record_operation.sql")),
+    (16, "stored_responses", include_str!("../../migrations/postgres/0016_stored_responses.sql")),
 ];
 
 impl Store {

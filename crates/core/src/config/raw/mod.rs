@@ -341,6 +341,31 @@ pub struct GatewaySettings {
     pub allowed_origins: Vec<Spanned<String>>,
     /// A second address that serves only `/metrics`, without a key.
     pub metrics_listen: Option<Spanned<String>>,
+    /// Stored Responses (`store`, `previous_response_id`).
+    pub responses: ResponsesSettings,
+}
+
+/// `gateway.responses`: the Responses API's server-side state.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct ResponsesSettings {
+    /// Whether a Responses request that does not say `store` is stored, as
+    /// OpenAI's own API does (default false: a gateway keeps conversations
+    /// only when asked, and a request that does not ask is passed on as it
+    /// came). `store: false` is never stored; `store: true` always is, unless
+    /// `retention_hours` is 0.
+    pub store_by_default: bool,
+    /// How long a stored response lives, in hours (0: nothing is stored, and a
+    /// request naming a `previous_response_id` is answered 404).
+    pub retention_hours: u64,
+}
+
+impl Default for ResponsesSettings {
+    fn default() -> Self {
+        // 30 days, as OpenAI keeps them.
+        Self { store_by_default: false, retention_hours: 720 }
+    }
 }
 
 /// Circuit-breaker tuning (per provider credential).
@@ -393,6 +418,7 @@ impl Default for GatewaySettings {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             metrics_listen: None,
+            responses: ResponsesSettings::default(),
         }
     }
 }
