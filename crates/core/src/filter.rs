@@ -373,7 +373,9 @@ pub fn by_circuit(plan: &mut Plan, blocked: impl Fn(&Candidate) -> Option<Blocke
 /// (or 1,024 tokens) at the output price. `None` when unpriced.
 /// `input_tokens`: the request's estimate, computed once by the caller.
 pub fn estimated_price(c: &Candidate, input_tokens: u64, req: &Request) -> Option<f64> {
-    let p = c.pricing.as_ref()?;
+    // At the tier a prompt this size is billed at.
+    let (p, _) = c.pricing.as_ref()?.for_prompt(input_tokens);
+    let p = &p;
     let input = input_tokens as f64;
     let output = req
         .max_tokens

@@ -390,11 +390,14 @@ impl RecordSink for NullSink {
 /// A sink shared by every request of a gateway.
 pub type SharedSink = Arc<dyn RecordSink>;
 
-/// Cost of `usage` at `pricing` (USD per million tokens). Unknown when a needed
-/// price or count is missing. Cache reads and writes are priced at their own rates
-/// (falling back to the input rate when the catalog gives none).
+/// Cost of `usage` at `pricing` (USD per million tokens), at its long-context
+/// tier where the prompt is over the tier's threshold ([`Pricing::for_prompt`]).
+/// Unknown when a needed price or count is missing. Cache reads and writes are
+/// priced at their own rates (falling back to the input rate when the catalog
+/// gives none).
 pub fn cost(usage: &Usage, pricing: Option<&Pricing>) -> Option<f64> {
-    let p = pricing?;
+    let (p, _) = pricing?.for_prompt(usage.input_tokens.unwrap_or(0));
+    let p = &p;
     let input_rate = p.input?;
     let output = usage.output_tokens? as f64;
     // No output (embeddings) needs no output price.
@@ -409,9 +412,47 @@ pub fn cost(usage: &Usage, pricing: Option<&Pricing>) -> Option<f64> {
     Some(total / 1_000_000.0)
 }
 
+/// The price tier `usage` is billed at under `pricing`, where not the base
+/// one: `long_context` (the prompt is over the tier's threshold).
+pub fn price_tier(usage: &Usage, pricing: Option<&Pricing>) -> Option<&'static str> {
+    let (_, long) = pricing?.for_prompt(usage.input_tokens.unwrap_or(0));
+    long.then_some("long_context")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_over_the_tier_is_billed_at_it_whole() {
+        let p = Pricing::per_million(3.0, 15.0).cache_read(0.3).long_context(200_000, 6.0, 22.5);
+        let usage = |input| Usage {
+            input_tokens: Some(input),
+            output_tokens: Some(1_000_000),
+            cache_read_tokens: Some(100_000),
+            ..Usage::default()
+        };
+        // At the threshold: the base prices.
+        let base = cost(&usage(200_000), Some(&p)).unwrap();
+        assert!((base - (0.1 * 3.0 + 15.0 + 0.1 * 0.3)).abs() < 1e-9, "{base}");
+        assert_eq!(price_tier(&usage(200_000), Some(&p)), None);
+        // One over: the tier's, output included; its cache read falls back to
+        // the tier's input price.
+        let long = cost(&usage(200_001), Some(&p)).unwrap();
+        let want = (100_001.0 * 6.0 + 1_000_000.0 * 22.5 + 100_000.0 * 6.0) / 1e6;
+        assert!((long - want).abs() < 1e-9, "{long} vs {want}");
+        assert_eq!(price_tier(&usage(200_001), Some(&p)), Some("long_context"));
+        // A tier that leaves a price out keeps the base one.
+        let mut partial = Pricing::per_million(1.0, 2.0);
+        partial.long_context = Some(crate::config::raw::LongContext {
+            threshold: 10,
+            output: Some(4.0),
+            ..Default::default()
+        });
+        let (tier, long) = partial.for_prompt(11);
+        assert!(long);
+        assert_eq!((tier.input, tier.output), (Some(1.0), Some(4.0)));
+    }
 
     #[test]
     fn cost_prices_cache_apart_and_unknown_is_none() {
@@ -420,6 +461,7 @@ mod tests {
             output: Some(15.0),
             cache_read: Some(0.3),
             cache_write: Some(3.75),
+            long_context: None,
         };
         let u = Usage {
             input_tokens: Some(1_000_000 + 200_000 + 100_000),

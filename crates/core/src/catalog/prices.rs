@@ -54,6 +54,17 @@ fn billed(p: &Pricing, markup: f64) -> Pricing {
         output: times(p.output),
         cache_read: times(p.cache_read.or(p.input)),
         cache_write: times(p.cache_write.or(p.input)),
+        // The tier as the meter reads it (`Pricing::for_prompt`), explicit.
+        long_context: p.long_context.map(|l| {
+            let (tier, _) = p.for_prompt(l.threshold.saturating_add(1));
+            crate::config::raw::LongContext {
+                threshold: l.threshold,
+                input: times(tier.input),
+                output: times(tier.output),
+                cache_read: times(tier.cache_read.or(tier.input)),
+                cache_write: times(tier.cache_write.or(tier.input)),
+            }
+        }),
     }
 }
 
@@ -77,7 +88,7 @@ providers:
   marked: { wire: mock, markup: 1.5 }
 models:
   - id: a
-    pricing: { input: 2.0, output: 8.0, cache_read: 0.2 }
+    pricing: { input: 2.0, output: 8.0, cache_read: 0.2, long_context: { threshold: 1000000, input: 4.0, output: 12.0 } }
     deployments: [{ provider: cheap }, { provider: marked, pricing: { input: 4.0, output: 10.0 } }]
   - id: free
     hidden: true
@@ -87,6 +98,7 @@ models:
         let catalog = Catalog::compile(&raw, "t.yaml", &|_| None).unwrap();
         let list = catalog.price_list(Date::today());
         assert_eq!(list.len(), 3);
+        // Over `a`'s long-context threshold: its tier, for both deployments.
         let usage = Usage {
             input_tokens: Some(1_500_000),
             output_tokens: Some(250_000),
@@ -107,6 +119,11 @@ models:
                 (a, b) => assert_eq!(a, b, "{}", line.model),
             }
         }
+        let tier = list[0].billed.as_ref().and_then(|p| p.long_context).unwrap();
+        assert_eq!(
+            (tier.threshold, tier.input, tier.cache_read),
+            (1_000_000, Some(4.0), Some(4.0))
+        );
         let marked = &list[1];
         assert_eq!(marked.billed.as_ref().and_then(|p| p.input), Some(6.0));
         assert_eq!(

@@ -52,7 +52,8 @@ pub(super) async fn lower_to_budget(
         return None;
     }
     let cand = plan.candidates.first()?;
-    let price = cand.pricing.as_ref()?;
+    let (price, _) = cand.pricing.as_ref()?.for_prompt(inbound.input_estimate());
+    let price = &price;
     let (input_price, output_price) = (price.input?, price.output?);
     let per_token = output_price * cand.provider.markup / 1_000_000.0;
     if per_token <= 0.0 {
@@ -188,7 +189,8 @@ pub(super) fn caller_budgets(snapshot: &Snapshot, inbound: &Inbound, plan: &Plan
     }
     let p = &inbound.principal;
     let estimate = plan.candidates.first().and_then(|c| {
-        let price = c.pricing.as_ref()?;
+        let (price, _) = c.pricing.as_ref()?.for_prompt(inbound.input_estimate());
+        let price = &price;
         let output = output_ceiling(inbound, c.model.as_deref());
         // No output (embeddings) needs no output price.
         let output_rate = if output == 0 { price.output.unwrap_or(0.0) } else { price.output? };

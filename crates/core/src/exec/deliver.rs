@@ -346,5 +346,18 @@ pub(super) fn meter(
         rec.estimated = true;
     }
     rec.cost_usd = cost(&usage, cand.pricing.as_ref()).map(|c| c * cand.provider.markup);
+    note_tier(rec, &usage, cand);
     rec.usage = usage;
+}
+
+/// The price tier a request was billed at, where not the base one, noted in
+/// its record's descriptor (`price_tier:long_context`).
+pub(super) fn note_tier(rec: &mut RequestRecord, usage: &Usage, cand: &Candidate) {
+    if let Some(tier) = crate::record::price_tier(usage, cand.pricing.as_ref()) {
+        if !rec.descriptor.is_empty() {
+            rec.descriptor.push(' ');
+        }
+        rec.descriptor.push_str("price_tier:");
+        rec.descriptor.push_str(tier);
+    }
 }

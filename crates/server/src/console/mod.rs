@@ -67,6 +67,7 @@ pub(crate) fn router() -> Router<Arc<AppState>> {
         .route("/console/routes", get(routes::page).post(routes::save))
         .route("/console/models", get(models::page))
         .route("/pricing", get(models::public))
+        .route("/v1/pricing", get(models::public_json))
         .route("/console/rules", get(rules::page).post(rules::create))
         .route("/console/rules/{id}/delete", post(rules::delete))
         .route("/console/sessions", get(sessions::page))

@@ -25,6 +25,18 @@ pub(crate) struct Price {
     pub output: String,
     pub cache_read: String,
     pub cache_write: String,
+    /// The long-context tier, where the deployment has one.
+    pub long: Option<LongPrice>,
+}
+
+/// A long-context tier as a table shows it.
+pub(crate) struct LongPrice {
+    /// "over 200,000 prompt tokens".
+    pub over: String,
+    pub input: String,
+    pub output: String,
+    pub cache_read: String,
+    pub cache_write: String,
 }
 
 impl Price {
@@ -39,8 +51,28 @@ impl Price {
             output: usd(p.output),
             cache_read: usd(p.cache_read),
             cache_write: usd(p.cache_write),
+            long: p.long_context.map(|t| LongPrice {
+                over: format!("over {} prompt tokens", thousands(t.threshold)),
+                input: usd(t.input),
+                output: usd(t.output),
+                cache_read: usd(t.cache_read),
+                cache_write: usd(t.cache_write),
+            }),
         }
     }
+}
+
+/// `n` with thousands separated (`200,000`).
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// USD per million tokens, with the digits a price has (no rounding away of
@@ -119,16 +151,19 @@ struct PricingPage {
     prices: Vec<Price>,
 }
 
+/// What a client can call, as billed: listed models, on providers that can
+/// serve without the caller's own key (as `/v1/models` lists them).
+fn public_lines(catalog: &switchyard_core::Catalog) -> Vec<PriceLine> {
+    let served = |l: &PriceLine| {
+        l.visible && catalog.provider(&l.provider).is_some_and(|p| p.reachable_with(&[]))
+    };
+    catalog.price_list(Date::today()).into_iter().filter(served).collect()
+}
+
 /// `GET /pricing`: public, what clients can call and what it costs them.
 pub(crate) async fn public(State(state): State<Arc<AppState>>) -> Response {
     let snapshot = state.gateway.snapshot();
-    let catalog = &snapshot.catalog;
-    // What a client can call: listed models, on providers that can serve
-    // without the caller's own key (as `/v1/models` lists them).
-    let served = |l: &&PriceLine| {
-        l.visible && catalog.provider(&l.provider).is_some_and(|p| p.reachable_with(&[]))
-    };
-    let prices = catalog.price_list(Date::today()).iter().filter(served).map(Price::of).collect();
+    let prices = public_lines(&snapshot.catalog).iter().map(Price::of).collect();
     let mut page = render(&PricingPage { prices });
     // Public and the same for everyone: a short shared cache is fine.
     page.headers_mut().insert(
@@ -136,6 +171,50 @@ pub(crate) async fn public(State(state): State<Arc<AppState>>) -> Response {
         axum::http::HeaderValue::from_static("public, max-age=60"),
     );
     page
+}
+
+/// `GET /v1/pricing`: the public price page's lines as JSON, no key: per
+/// deployment, its kind and its prices as billed (USD per million tokens),
+/// with its long-context tier where it has one.
+pub(crate) async fn public_json(State(state): State<Arc<AppState>>) -> Response {
+    use axum::response::IntoResponse;
+    let snapshot = state.gateway.snapshot();
+    let catalog = &snapshot.catalog;
+    let data: Vec<serde_json::Value> = public_lines(catalog)
+        .iter()
+        .map(|l| {
+            let kind =
+                catalog.models.iter().find(|m| m.id == l.model).map_or("chat", |m| m.kind.as_str());
+            let p = l.billed.clone().unwrap_or_default();
+            serde_json::json!({
+                "model": l.model,
+                "kind": kind,
+                "provider": l.provider,
+                "upstream_model": l.upstream_model,
+                "currency": "USD",
+                "unit": "per million tokens",
+                "input": p.input,
+                "output": p.output,
+                "cache_read": p.cache_read,
+                "cache_write": p.cache_write,
+                "long_context": p.long_context.map(|t| serde_json::json!({
+                    "threshold_tokens": t.threshold,
+                    "input": t.input,
+                    "output": t.output,
+                    "cache_read": t.cache_read,
+                    "cache_write": t.cache_write,
+                })),
+            })
+        })
+        .collect();
+    let body = serde_json::json!({"object": "list", "data": data});
+    let mut resp = ([(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string())
+        .into_response();
+    resp.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("public, max-age=60"),
+    );
+    resp
 }
 
 #[cfg(test)]
@@ -149,5 +228,12 @@ mod tests {
         assert_eq!(per_million(0.075), "$0.075");
         assert_eq!(per_million(15.0), "$15.00");
         assert_eq!(per_million(1.234567), "$1.234567");
+    }
+
+    #[test]
+    fn thresholds_read_as_written() {
+        assert_eq!(thousands(200_000), "200,000");
+        assert_eq!(thousands(1_048_576), "1,048,576");
+        assert_eq!(thousands(999), "999");
     }
 }

@@ -29,6 +29,42 @@ pub struct Pricing {
     /// USD per million input tokens written to the cache (absent: the input price).
     #[serde(default)]
     pub cache_write: Option<f64>,
+    /// Higher prices for a request whose prompt is over a size, as Anthropic
+    /// and Google charge past 200K input tokens: the whole request, output
+    /// included, is billed at them.
+    #[serde(default)]
+    pub long_context: Option<LongContext>,
+}
+
+/// `pricing.long_context`: the prices of a request whose prompt (its input
+/// tokens, cached ones included) is over `threshold` tokens. A price left out
+/// is the base one; cache prices fall back to this tier's input price.
+///
+/// ```
+/// use switchyard_core::embed::Pricing;
+///
+/// let pro = Pricing::per_million(1.25, 10.0).long_context(200_000, 2.5, 15.0);
+/// let long = pro.long_context.unwrap();
+/// assert_eq!((long.threshold, long.input, long.output), (200_000, Some(2.5), Some(15.0)));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct LongContext {
+    /// Prompt tokens above which the tier applies.
+    pub threshold: u64,
+    /// USD per million input tokens (uncached).
+    #[serde(default)]
+    pub input: Option<f64>,
+    /// USD per million output tokens.
+    #[serde(default)]
+    pub output: Option<f64>,
+    /// USD per million input tokens read from the cache (absent: this tier's input price).
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    /// USD per million input tokens written to the cache (absent: this tier's input price).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
 }
 
 impl Pricing {
@@ -64,6 +100,48 @@ impl Pricing {
     pub fn cache_write(mut self, usd: f64) -> Self {
         self.cache_write = Some(usd);
         self
+    }
+
+    /// A request whose prompt is over `threshold` tokens is billed `input` and
+    /// `output` USD per million tokens instead (cache prices: this tier's input).
+    #[must_use]
+    pub fn long_context(mut self, threshold: u64, input: f64, output: f64) -> Self {
+        self.long_context = Some(LongContext {
+            threshold,
+            input: Some(input),
+            output: Some(output),
+            ..LongContext::default()
+        });
+        self
+    }
+
+    /// The prices a request with `prompt` input tokens is billed at: these,
+    /// or the long-context tier's where the prompt is over its threshold
+    /// (what it leaves out being the base price), and whether the tier
+    /// applied.
+    pub fn for_prompt(&self, prompt: u64) -> (Pricing, bool) {
+        match &self.long_context {
+            Some(l) if prompt > l.threshold => {
+                let input = l.input.or(self.input);
+                let tier = Pricing {
+                    input,
+                    output: l.output.or(self.output),
+                    cache_read: l.cache_read.or(if l.input.is_some() {
+                        input
+                    } else {
+                        self.cache_read
+                    }),
+                    cache_write: l.cache_write.or(if l.input.is_some() {
+                        input
+                    } else {
+                        self.cache_write
+                    }),
+                    long_context: None,
+                };
+                (tier, true)
+            }
+            _ => (self.clone(), false),
+        }
     }
 }
 
