@@ -6,7 +6,8 @@
 //! (`kind: embedding`; a chat model asked for vectors is refused by name),
 //! admitted against the caller's limits and budgets with its inputs' tokens,
 //! then each candidate is tried in order with the route's retries and
-//! failover. There is no stream: an attempt is whole or failed.
+//! failover (the loop every whole-answer request shares, `whole.rs`). There
+//! is no stream: an attempt is whole or failed.
 //!
 //! One attempt is every call the candidate needs: its wire's
 //! [`EmbedSpec`] says how many inputs one call takes
@@ -25,8 +26,8 @@
 use futures_util::StreamExt as _;
 use switchyard_protocol::embeddings::{self, EmbedInput, EmbedRequest, EmbedResponse, EmbedSpec};
 
+use super::whole::{Answered, Target, WholeCall};
 use super::*;
-use crate::exec::context::Estimate;
 
 /// Batches of one attempt in flight at once: a provider that takes one input a
 /// call (Titan) is not called once per input in turn, nor flooded.
@@ -84,15 +85,6 @@ fn input_estimate(req: &EmbedRequest) -> u64 {
         .sum()
 }
 
-/// What one attempt came to.
-struct EmbedTried {
-    result: Result<EmbedResponse, Failure>,
-    credential: Option<String>,
-    /// What the batches answered before one failed reported.
-    reported: Usage,
-    occupied: Option<Taken>,
-}
-
 impl Snapshot {
     /// Embed `embed`'s inputs, `inbound` being the request as planned
     /// ([`planned_request`]): plan, admit, attempt with retries and failover,
@@ -105,161 +97,18 @@ impl Snapshot {
         runtime: Arc<Runtime>,
         sink: SharedSink,
     ) -> Result<Embedded, GatewayError> {
-        inbound.estimate = Estimate::known(input_estimate(&embed));
-        let metrics = self.catalog.settings.metrics;
-        let mut guard = RecordGuard::open(&inbound, sink, metrics);
-        guard.rec.operation = Some(Cow::Borrowed(OPERATION));
-        let mut plan = match self.plan_for(&inbound, &runtime, &mut guard.rec, Purpose::Embed) {
-            Ok(p) => p,
-            Err(err) => return Err(guard.fail(inbound.format, err)),
+        let estimate = input_estimate(&embed);
+        let (mut guard, mut plan) = self
+            .open_whole(&mut inbound, &runtime, sink, Purpose::Embed, OPERATION, estimate)
+            .await?;
+        let call = Embedding { req: &embed };
+        let Answered { index, answer, tried } =
+            self.whole_loop(&inbound, &call, &mut plan, &runtime, &mut guard).await?;
+        let Some(cand) = plan.candidates.get(index) else {
+            // Unreachable: the index is the plan's.
+            return Err(guard.fail(inbound.format, wrong_form()));
         };
-        if let Some(admission) = &runtime.admission {
-            match admit(admission.as_ref(), &self, &inbound, &plan).await {
-                Ok(reservation) => {
-                    for scope in &reservation.over_budget {
-                        plan.descriptor.push(format!("budget_over:{scope}"));
-                    }
-                    guard.reservation = Some((Arc::clone(admission), reservation));
-                }
-                Err(err) => return Err(guard.fail(inbound.format, err)),
-            }
-        }
-        self.embed_loop(&inbound, &embed, &mut plan, &runtime, &mut guard).await
-    }
-
-    /// The attempt loop of an embeddings request: each candidate in order,
-    /// with the route's retries, until one answers or none can.
-    async fn embed_loop(
-        &self,
-        inbound: &Inbound,
-        embed: &EmbedRequest,
-        plan: &mut Plan,
-        runtime: &Arc<Runtime>,
-        guard: &mut RecordGuard,
-    ) -> Result<Embedded, GatewayError> {
-        let deadline = inbound.received
-            + inbound.limits.deadline.unwrap_or(self.catalog.settings.request_timeout);
-        let policy = bounded(&inbound.limits, &plan.policy).into_owned();
-        let mut failures: Vec<(usize, Failure)> = Vec::new();
-        let mut tried: Vec<String> = Vec::new();
-        let mut sent = 0usize;
-        'candidates: for (i, cand) in plan.candidates.iter().enumerate() {
-            let mut retries = 0u32;
-            loop {
-                if sent >= policy.max_attempts || Instant::now() >= deadline {
-                    break 'candidates;
-                }
-                let started = Instant::now();
-                let kind = match (retries, i) {
-                    (1.., _) => "retry",
-                    (0, 0) => "primary",
-                    (0, _) => "failover",
-                };
-                let watch = Watch::start(&runtime.destinations, cand.identity());
-                let EmbedTried { result, credential, reported, occupied } = self
-                    .embed_attempt(inbound, embed, cand, runtime, deadline, plan.bypass_breakers)
-                    .await;
-                let sent_upstream = !matches!(
-                    &result,
-                    Err(Failure::Unavailable(_)
-                        | Failure::Credential(_)
-                        | Failure::Unsupported(_)
-                        | Failure::CircuitOpen(_)
-                        | Failure::Capacity { .. })
-                );
-                sent += usize::from(sent_upstream);
-                match (&result, occupied) {
-                    (Ok(_), occupied) => guard.occupied = occupied,
-                    (Err(_), Some(taken)) => taken.settle(reported),
-                    (Err(_), None) => {}
-                }
-                match &result {
-                    _ if !sent_upstream => watch.forget(),
-                    Ok(_) => watch.end(Ended::Success, None, None),
-                    Err(_) => watch.end(Ended::Error, None, None),
-                }
-                let elapsed = started.elapsed();
-                let failed_usage = (result.is_err() && !reported.is_empty()).then_some(reported);
-                guard.rec.attempts.push(AttemptRecord {
-                    deployment: cand.label(),
-                    credential,
-                    outcome: match &result {
-                        Ok(_) => "ok".to_owned(),
-                        Err(f) => f.outcome(),
-                    },
-                    latency_ms: elapsed.as_millis() as u64,
-                    started_ms: started.saturating_duration_since(inbound.received).as_millis()
-                        as u64,
-                    kind: kind.into(),
-                    usage: failed_usage,
-                    cost_usd: failed_usage
-                        .and_then(|u| cost(&u, cand.pricing.as_ref()))
-                        .map(|c| c * cand.provider.markup),
-                    finish_reason: None,
-                });
-                self.provider_meters(&cand.provider.name, |m| {
-                    m.attempt_seconds.record(elapsed.as_secs_f64());
-                });
-                match &result {
-                    Err(Failure::Unavailable(_)) => {
-                        plan.descriptor.push(format!("no_credential:{}", cand.provider.name));
-                    }
-                    Err(Failure::Credential(_)) => {
-                        plan.descriptor.push(format!("credential_failed:{}", cand.provider.name));
-                    }
-                    Err(Failure::Capacity { .. }) => {
-                        plan.descriptor.push(format!("capacity:{}", cand.label()));
-                    }
-                    _ => {}
-                }
-                if sent_upstream && tried.last() != Some(&cand.provider.name) {
-                    tried.push(cand.provider.name.clone());
-                }
-                match result {
-                    Ok(response) => {
-                        runtime
-                            .latency
-                            .observe_attempt(&cand.identity(), elapsed.as_secs_f64() * 1000.0);
-                        return Ok(self.embedded(inbound, plan, &tried, cand, response, guard));
-                    }
-                    Err(f) => {
-                        tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "embeddings attempt failed");
-                        let remaining = deadline.saturating_duration_since(Instant::now());
-                        match next_step(&f, &policy, retries, remaining) {
-                            Next::Retry(wait) => {
-                                retries += 1;
-                                tokio::time::sleep(wait).await;
-                            }
-                            Next::Terminal => {
-                                let err = failure_error(&f, &cand.provider.name);
-                                guard.rec.descriptor = descriptor(plan, &tried);
-                                return Err(guard.fail(inbound.format, err));
-                            }
-                            Next::Failover => {
-                                failures.push((i, f));
-                                continue 'candidates;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let best =
-            failures.iter().enumerate().max_by_key(|(order, (_, f))| (rank(f), usize::MAX - order));
-        let err = match best {
-            Some((_, (i, f))) => {
-                let provider =
-                    plan.candidates.get(*i).map(|c| c.provider.name.as_str()).unwrap_or("upstream");
-                failure_error(f, provider)
-            }
-            None => GatewayError::new(
-                ErrorCode::DeadlineExceeded,
-                "request deadline or attempt budget exhausted",
-            ),
-        };
-        tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "every embeddings candidate failed");
-        guard.rec.descriptor = descriptor(plan, &tried);
-        Err(guard.fail(inbound.format, err))
+        Ok(self.embedded(&inbound, &plan, &tried, cand, answer, &mut guard))
     }
 
     /// The answer of the candidate `cand`: named as the client asked, metered
@@ -301,91 +150,46 @@ impl Snapshot {
         let rate = guard.reservation.as_ref().and_then(|(_, r)| r.status);
         Embedded { response, served, descriptor, rate, record }
     }
+}
 
-    /// One attempt on one candidate: a credential its breaker lets through,
-    /// the deployment's capacity, every batch, the outcome told to the breaker.
-    async fn embed_attempt(
-        &self,
-        inbound: &Inbound,
-        embed: &EmbedRequest,
-        cand: &Candidate,
-        runtime: &Arc<Runtime>,
-        deadline: Instant,
-        bypass_breakers: bool,
-    ) -> EmbedTried {
-        let failed = |f, credential| EmbedTried {
-            result: Err(f),
-            credential,
-            reported: Usage::default(),
-            occupied: None,
-        };
-        if let Some(why) = &cand.provider.unavailable
-            && !cand.provider.reachable_with(&inbound.byok)
-        {
-            return failed(Failure::Unavailable(why.clone()), None);
-        }
-        // Refused before a credential is spent on it: the wire has no
-        // embeddings, or cannot say this model's.
-        let spec = match &cand.provider.kind {
-            ProviderKind::Mock { .. } => None,
-            ProviderKind::Wire(wire) => match embed_spec(*wire, &cand.upstream_model) {
-                Ok(spec) => Some((*wire, spec)),
-                Err(f) => return failed(f, None),
-            },
-        };
-        let keys = credentials(cand, inbound);
-        let (key, permit) = if bypass_breakers {
-            let rt = self.runtimes.get(&cand.provider.name);
-            (rt.and_then(|rt| keys.get(rt.next_index(keys.len()))), None)
-        } else {
-            match self.pick_credential(cand, keys, runtime, UnixMs::now()) {
-                Ok((k, p)) => (k, Some(p)),
-                Err(f) => return failed(f, None),
-            }
-        };
-        let credential = key.map(Secret::fingerprint);
-        let occupied = match occupy(inbound, cand, credential.as_deref(), runtime).await {
-            Ok(taken) => taken,
-            Err(f) => {
-                if let Some(permit) = permit {
-                    runtime.health.abandon(permit);
-                }
-                return failed(f, credential);
-            }
-        };
-        let _in_flight = runtime.in_flight.enter(&cand.identity());
-        let mut reported = Usage::default();
-        let result = match spec {
-            None => Ok(crate::mock::embeddings(embed, &cand.upstream_model)),
-            Some((wire, spec)) => {
-                let call = EmbedCall { inbound, embed, cand, wire, spec, key, deadline };
-                self.embed_http(call, &mut reported).await
-            }
-        };
-        if let Some(permit) = permit {
-            match health_outcome_of(&result) {
-                Some(outcome) => runtime.health.report(permit, outcome, UnixMs::now()),
-                None => runtime.health.abandon(permit),
-            }
-        }
-        let redactor = Redactor { platform: &cand.provider.secrets, used: key, minted: &[] };
-        EmbedTried {
-            result: result.map_err(|f| f.redacted(&redactor)),
-            credential,
-            reported,
-            occupied,
-        }
+/// An embeddings request as the attempt loop sends it ([`WholeCall`]).
+struct Embedding<'r> {
+    req: &'r EmbedRequest,
+}
+
+impl WholeCall for Embedding<'_> {
+    type Answer = EmbedResponse;
+
+    fn check(&self, wire: Wire, upstream_model: &str) -> Result<(), Failure> {
+        embed_spec(wire, upstream_model).map(drop)
     }
 
+    fn mock(&self, upstream_model: &str) -> EmbedResponse {
+        crate::mock::embeddings(self.req, upstream_model)
+    }
+
+    fn send<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        to: Target<'a>,
+        reported: &'a mut Usage,
+    ) -> impl Future<Output = Result<EmbedResponse, Failure>> + Send + 'a {
+        snapshot.embed_http(self.req, to, reported)
+    }
+}
+
+impl Snapshot {
     /// Every batch of one attempt over HTTP, a few at a time, joined in input
     /// order. `reported`: the tokens the batches that answered counted, when
     /// one fails.
     async fn embed_http(
         &self,
-        call: EmbedCall<'_>,
+        embed: &EmbedRequest,
+        to: Target<'_>,
         reported: &mut Usage,
     ) -> Result<EmbedResponse, Failure> {
-        let EmbedCall { inbound, embed, cand, wire, spec, key, deadline } = call;
+        let Target { inbound, cand, wire, key, deadline } = to;
+        let spec = embed_spec(wire, &cand.upstream_model)?;
         let Some(rt) = self.runtimes.get(&cand.provider.name) else {
             return Err(Failure::Unavailable(format!(
                 "provider {} has no client",
@@ -455,17 +259,6 @@ impl Snapshot {
         }
         Ok(EmbedResponse::join(parts))
     }
-}
-
-/// What one HTTP attempt of an embeddings request sends, and where.
-struct EmbedCall<'a> {
-    inbound: &'a Inbound,
-    embed: &'a EmbedRequest,
-    cand: &'a Candidate,
-    wire: Wire,
-    spec: EmbedSpec,
-    key: Option<&'a Secret>,
-    deadline: Instant,
 }
 
 /// How `wire` embeds with `upstream_model`, or why it cannot.

@@ -13,7 +13,8 @@
 //! | deliver: whole answers; streams' commit point and pump | `deliver.rs`, `stream.rs` |
 //! | meter and record, exactly once; settle what admission took | `deliver.rs`, `guard.rs` |
 //! | token counts: planned the same way, then each candidate's counting endpoint | `count_tokens.rs` |
-//! | embeddings: planned among embedding models, admitted, an attempt loop of their own (batches, no stream) | `embeddings.rs` |
+//! | requests answered whole by an endpoint of their own: planned among models of their kind, admitted, an attempt loop with no stream | `whole.rs` |
+//! | embeddings: batches to each provider's cap, joined in input order | `embeddings.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
@@ -393,6 +394,7 @@ mod policy;
 mod prepare;
 mod queue;
 mod stream;
+mod whole;
 
 use admit::*;
 use attempt::*;
