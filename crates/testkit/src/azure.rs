@@ -3,7 +3,9 @@
 //! v1 API's `/openai/v1/chat/completions` and Responses API,
 //! `/openai/v1/responses` and its `/compact`, checked as OpenAI's; embeddings
 //! on `/openai/deployments/{deployment}/embeddings` and `/openai/v1/embeddings`,
-//! [`crate::embeddings`]), which take the resource's key in
+//! [`crate::embeddings`]; image generation on
+//! `/openai/deployments/{deployment}/images/generations` and
+//! `/openai/v1/images/generations`, [`crate::images`]), which take the resource's key in
 //! `api-key` ([`API_KEY`]) or a Microsoft Entra token the fake granted, and a
 //! Microsoft Entra token endpoint (`/{TENANT}/oauth2/v2.0/token`) that grants
 //! tokens for the client-credentials grant of [`CLIENT_ID`] with
@@ -156,14 +158,19 @@ pub const COMPACT_PATH: &str = "/openai/v1/responses/compact";
 /// `/openai/deployments/{deployment}/embeddings`.
 pub const EMBEDDINGS_PATH: &str = "/openai/v1/embeddings";
 
-/// What a generation or embeddings route names: the deployment (`None` on the
+/// The v1 API's image generation route (checked and answered as OpenAI's
+/// `/v1/images/generations`, [`crate::images`]); a deployment's is
+/// `/openai/deployments/{deployment}/images/generations`.
+pub const IMAGES_PATH: &str = "/openai/v1/images/generations";
+
+/// What a generation, embeddings or image route names: the deployment (`None` on the
 /// v1 API, where it is the body's `model`); `Err`: the status and message
 /// Azure answers.
 pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (u16, String)> {
     let version = query.and_then(|q| {
         q.split('&').find_map(|kv| kv.strip_prefix("api-version=").map(str::to_owned))
     });
-    let v1 = [RESPONSES_PATH, COMPACT_PATH, EMBEDDINGS_PATH];
+    let v1 = [RESPONSES_PATH, COMPACT_PATH, EMBEDDINGS_PATH, IMAGES_PATH];
     if path == "/openai/v1/chat/completions" || v1.contains(&path) {
         return match version.as_deref() {
             None | Some("v1" | "preview" | "latest") => Ok(None),
@@ -173,7 +180,9 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
     let deployment = path
         .strip_prefix("/openai/deployments/")
         .and_then(|rest| {
-            rest.strip_suffix("/chat/completions").or_else(|| rest.strip_suffix("/embeddings"))
+            rest.strip_suffix("/chat/completions")
+                .or_else(|| rest.strip_suffix("/embeddings"))
+                .or_else(|| rest.strip_suffix("/images/generations"))
         })
         .filter(|d| !d.is_empty() && !d.contains('/'))
         .ok_or_else(|| (404, "Resource not found".to_owned()))?;

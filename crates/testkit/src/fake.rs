@@ -484,6 +484,10 @@ pub(crate) mod models;
 #[path = "fake_embed.rs"]
 mod embed;
 
+// Image generation calls: `fake_image.rs`.
+#[path = "fake_image.rs"]
+mod image;
+
 // ---------------------------------------------------------------------------
 // Serving
 
@@ -574,6 +578,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     // Embeddings: their own rules and answers (`fake_embed.rs`).
     if let Some(api) = call.embed {
         return embed::serve(&shared, api, &call, &received, guard).await;
+    }
+    // Image generation: its own rules and answers (`fake_image.rs`).
+    if let Some(api) = call.image {
+        return image::serve(&shared, api, &call, &received, guard).await;
     }
     // Claude on Vertex: its own fields, then Anthropic's rules on the rest.
     let vertex_claude = shared.vertex.is_some() && vendor == Vendor::Anthropic;

@@ -3,14 +3,19 @@
 //! recorded and takes nothing from the script), then answered from the script
 //! as a generation is: scripted statuses, delays and hangs alike, and
 //! [`ReplyBody::Auto`](crate::ReplyBody::Auto) the API's embeddings answer.
+//! Image calls ([`crate::images`], `fake_image.rs`) are served the same way
+//! ([`serve_checked`]).
 
 use std::sync::Arc;
 
 use axum::response::Response;
+use bytes::Bytes;
+use serde_json::Value;
 
-use super::reply::{prepare, respond};
+use super::reply::{Prepared, prepare, respond};
 use super::route::Call;
 use super::{InFlight, Received, Shared, plain, vendor_error};
+use crate::ReplyBody;
 use crate::embeddings::{self, Api};
 
 pub(super) async fn serve(
@@ -20,8 +25,23 @@ pub(super) async fn serve(
     received: &Received,
     guard: InFlight,
 ) -> Response {
+    let checked = embeddings::check(api, &call.model, &received.body);
+    serve_checked(shared, checked, call, received, guard, None).await
+}
+
+/// Serves a call whose body was `checked` by its API's own rules: `Err`, a
+/// 400 in the vendor's shape, recorded; else the next scripted reply, its
+/// automatic answer passed through `dress` when given.
+pub(super) async fn serve_checked(
+    shared: &Arc<Shared>,
+    checked: Result<(), String>,
+    call: &Call,
+    received: &Received,
+    guard: InFlight,
+    dress: Option<fn(Value) -> Value>,
+) -> Response {
     let vendor = shared.vendor;
-    if let Err(message) = embeddings::check(api, &call.model, &received.body) {
+    if let Err(message) = checked {
         shared.record(received, false);
         return vendor_error(vendor, 400, None, &message);
     }
@@ -36,11 +56,30 @@ pub(super) async fn serve(
         }
     }
     match prepare(vendor, &reply, call, &received.body) {
-        Some(prepared) => respond(&reply, prepared, guard),
+        Some(prepared) => {
+            let prepared = match dress {
+                Some(dress) if matches!(reply.body, ReplyBody::Auto) => dressed(prepared, dress),
+                _ => prepared,
+            };
+            respond(&reply, prepared, guard)
+        }
         None => {
             // Hang: until the fake is dropped, or the client goes away.
             shared.until_shutdown().await;
             stopped()
         }
     }
+}
+
+/// A JSON answer's frames through `dress`; other frames as they are.
+fn dressed(prepared: Prepared, dress: fn(Value) -> Value) -> Prepared {
+    let frames = prepared
+        .frames
+        .iter()
+        .map(|frame| match serde_json::from_slice::<Value>(frame) {
+            Ok(v) => Bytes::from(dress(v).to_string()),
+            Err(_) => frame.clone(),
+        })
+        .collect();
+    Prepared { frames, ..prepared }
 }

@@ -59,6 +59,10 @@ pub(super) fn prepare(
     if let (ReplyBody::Auto, Some(api)) = (&reply.body, call.embed) {
         return Some(json(&crate::embeddings::answer(api, &call.model, request)));
     }
+    // An image generation call's own answer ([`crate::images`]).
+    if let (ReplyBody::Auto, Some(api)) = (&reply.body, call.image) {
+        return Some(json(&crate::images::answer(api, &call.model, request)));
+    }
     Some(match &reply.body {
         ReplyBody::Hang => return None,
         ReplyBody::Json(v) => json(v),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{Received, Shared, lock, plain};
 use crate::canned::DEFAULT_MODEL;
 use crate::embeddings::{self, Api};
+use crate::images::{self, Api as ImageApi};
 use crate::{Vendor, azure, bedrock, vertex};
 
 /// A request on one of the vendor's generation routes.
@@ -29,6 +30,8 @@ pub(super) struct Call {
     pub(super) invoke: bool,
     /// An embeddings call ([`crate::embeddings`]), on this API.
     pub(super) embed: Option<Api>,
+    /// An image generation call ([`crate::images`]), on this API.
+    pub(super) image: Option<ImageApi>,
 }
 
 pub(super) enum Route {
@@ -57,18 +60,30 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                         compact: false,
                         invoke: false,
                         embed: None,
+                        image: None,
                     }
                 })
                 .or_else(|| {
-                    // Google's embedding models' `:predict`.
+                    // Google's `:predict`: Imagen's images, the other models' embeddings.
                     let model =
                         (vendor == Vendor::Gemini).then(|| embeddings::vertex_route(&rx.path));
-                    model.flatten().map(|model| embed_call(model, Api::VertexPredict))
+                    model.flatten().map(|model| {
+                        if images::is_imagen(&model) {
+                            image_call(model, ImageApi::VertexImagen)
+                        } else {
+                            embed_call(model, Api::VertexPredict)
+                        }
+                    })
                 })
         }
         Vendor::OpenAi => match rx.path.as_str() {
             "/v1/embeddings" | "/embeddings" => {
                 Some(embed_call(body_model(), Api::OpenAi { deployment: false }))
+            }
+            path if images::is_openai_route(path) => {
+                let model = rx.body.get("model").and_then(Value::as_str);
+                let model = model.unwrap_or(images::OPENAI_DEFAULT_MODEL).to_owned();
+                Some(image_call(model, ImageApi::OpenAi { deployment: false }))
             }
             "/v1/chat/completions" | "/chat/completions" => Some(Call {
                 model: body_model(),
@@ -79,6 +94,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             "/v1/responses" | "/responses" => Some(Call {
                 model: body_model(),
@@ -89,6 +105,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             "/v1/responses/compact" | "/responses/compact" => Some(Call {
                 model: body_model(),
@@ -99,6 +116,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: true,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             "/v1/responses/input_tokens" | "/responses/input_tokens" => Some(Call {
                 model: body_model(),
@@ -109,6 +127,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             _ => None,
         },
@@ -122,6 +141,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             "/v1/messages/count_tokens" => Some(Call {
                 model: body_model(),
@@ -132,6 +152,7 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             }),
             _ => None,
         },
@@ -172,6 +193,10 @@ pub(super) fn azure_call(
                 .path
                 .ends_with("/embeddings")
                 .then_some(Api::OpenAi { deployment: rx.path != azure::EMBEDDINGS_PATH }),
+            image: rx
+                .path
+                .ends_with("/images/generations")
+                .then_some(ImageApi::OpenAi { deployment: rx.path != azure::IMAGES_PATH }),
         })),
         Err((status, body)) => {
             shared.record(rx, false);
@@ -194,6 +219,7 @@ fn bedrock_call(path: &str) -> Option<Call> {
             compact: false,
             invoke,
             embed: None,
+            image: None,
         })
         .or_else(|| {
             bedrock::count_route(path).map(|model| Call {
@@ -205,8 +231,24 @@ fn bedrock_call(path: &str) -> Option<Call> {
                 compact: false,
                 invoke: false,
                 embed: None,
+                image: None,
             })
         })
+}
+
+/// An image generation call on `api` for `model`.
+fn image_call(model: String, api: ImageApi) -> Call {
+    Call {
+        model,
+        stream: false,
+        json_array: false,
+        count: false,
+        responses: false,
+        compact: false,
+        invoke: false,
+        embed: None,
+        image: Some(api),
+    }
 }
 
 /// An embeddings call on `api` for `model`.
@@ -220,6 +262,7 @@ fn embed_call(model: String, api: Api) -> Call {
         compact: false,
         invoke: false,
         embed: Some(api),
+        image: None,
     }
 }
 
@@ -238,6 +281,10 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
     if let Some(api) = embed {
         return Some(embed_call(model.to_owned(), api));
     }
+    if action == "predict" {
+        // Imagen's; no other model predicts on Gemini's API.
+        return images::is_imagen(model).then(|| image_call(model.to_owned(), ImageApi::Imagen));
+    }
     let (stream, count) = match action {
         "generateContent" => (false, false),
         "streamGenerateContent" => (true, false),
@@ -254,5 +301,6 @@ fn gemini_call(path: &str, query: Option<&str>) -> Option<Call> {
         compact: false,
         invoke: false,
         embed: None,
+        image: None,
     })
 }

@@ -32,10 +32,14 @@
 //! | OpenAi | `/v1/embeddings`, `/embeddings` ([`embeddings`]) | never |
 //! | Gemini | `/v1beta/models/{model}:embedContent`, `…:batchEmbedContents` | never |
 //! | Bedrock | `/model/{modelId}/invoke` for `amazon.titan-embed-text-…`, `cohere.embed-…` | never |
+//! | OpenAi | `/v1/images/generations`, `/images/generations` ([`images`]) | never |
+//! | Gemini | `/v1beta/models/{model}:predict` for `imagen-…` | never |
 //!
 //! Embeddings ([`embeddings`], Vertex's `:predict` and Azure's routes too) are
 //! checked as the real APIs check them and take replies from the script like
-//! generations; [`Reply::auto`] answers vectors from [`fake_vector`].
+//! generations; [`Reply::auto`] answers vectors from [`fake_vector`]. So is
+//! image generation ([`images`], Vertex's `:predict` for `imagen-…` and
+//! Azure's routes too), whose [`Reply::auto`] answers PNGs from [`fake_png`].
 //!
 //! Each also lists its models (`GET`, answered outside the script, with the
 //! vendor's credential required and pages cut as the real API cuts them;
@@ -128,6 +132,7 @@ pub mod bedrock;
 pub mod browser;
 pub mod canned;
 pub mod embeddings;
+pub mod images;
 pub mod oidc;
 pub mod otlp;
 pub mod proxy;
@@ -142,6 +147,7 @@ pub use bedrock::BedrockAuth;
 pub use embeddings::fake_vector;
 pub use fake::models::FakeModel;
 pub use fake::{Chooser, FakeUpstream, Received};
+pub use images::{fake_png, fake_png_b64};
 pub use script::{Reply, ReplyBody};
 pub use validate::flavour::Flavour;
 
