@@ -200,17 +200,8 @@ impl Identity {
         any
     }
 
-    /// Authenticate a request from its headers. The caller carries a digest of
-    /// the key it presented: whose stored responses it reads and writes.
+    /// Authenticate a request from its headers.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, GatewayError> {
-        let mut caller = self.who(headers).await?;
-        caller.principal.key_digest = auth::presented(headers)
-            .filter(|k| !k.is_empty())
-            .map(switchyard_core::stored_responses::key_digest);
-        Ok(caller)
-    }
-
-    async fn who(&self, headers: &HeaderMap) -> Result<Caller, GatewayError> {
         let presented = auth::presented(headers).filter(|k| !k.is_empty());
         // What records show of a static or bootstrap key (a stored key's is
         // the one stored with it).

@@ -131,7 +131,7 @@ pub async fn create(
             .await?;
             return Ok((inbound, None, None));
         }
-        let owner = owner_of(&caller.principal);
+        let owner = owner(&headers, &caller.principal);
         let (bytes, input) =
             rebuilt(&state, &owner, &bytes, previous.as_deref(), store, max_body).await?;
         let inbound =
@@ -536,13 +536,27 @@ async fn owned(
     id: &str,
 ) -> Result<(String, Option<StoredResponse>), GatewayError> {
     let caller = state.identity.authenticate(headers).await?;
-    let owner = owner_of(&caller.principal);
+    let owner = owner(headers, &caller.principal);
     let found =
         state.gateway.runtime.responses.get(&owner, id, ids::unix_ms()).await.map_err(|e| {
             tracing::warn!("stored responses: {e}");
             GatewayError::new(ErrorCode::StorageUnavailable, "stored responses are unavailable")
         })?;
     Ok((owner, found))
+}
+
+/// Whose stored responses the caller reads and writes: the key it presented
+/// ([`owner_of`], by the key's digest). Worked out here, where state is
+/// read, not for every request.
+fn owner(headers: &HeaderMap, principal: &switchyard_core::access::Principal) -> String {
+    match crate::auth::presented(headers).filter(|k| !k.is_empty()) {
+        Some(key) => {
+            let mut keyed = principal.clone();
+            keyed.key_digest = Some(switchyard_core::stored_responses::key_digest(key));
+            owner_of(&keyed)
+        }
+        None => owner_of(principal),
+    }
 }
 
 fn not_found(id: &str) -> GatewayError {
@@ -574,7 +588,7 @@ pub async fn delete(
 ) -> Response {
     let deleted = async {
         let caller = state.identity.authenticate(&headers).await?;
-        let owner = owner_of(&caller.principal);
+        let owner = owner(&headers, &caller.principal);
         state.gateway.runtime.responses.delete(&owner, &id).await.map_err(|e| {
             tracing::warn!("stored responses: {e}");
             GatewayError::new(ErrorCode::StorageUnavailable, "stored responses are unavailable")
