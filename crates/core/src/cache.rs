@@ -14,6 +14,11 @@ use crate::config::raw::CacheBounds;
 use crate::continuity::BoxFuture;
 use crate::state::ResponseCache;
 
+/// Generated images kept in this process for their links: up to 256 MiB,
+/// 32 MiB an image.
+pub const IMAGE_BOUNDS: CacheBounds =
+    CacheBounds { max_entries: 10_000, max_bytes: 256 << 20, max_entry_bytes: 32 << 20 };
+
 /// The bounds of the prompt-cache affinity pins kept in this process: 100 000
 /// conversations (a pin is its key and a deployment's name, ~150 bytes).
 pub const AFFINITY_BOUNDS: CacheBounds =

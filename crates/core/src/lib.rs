@@ -244,4 +244,16 @@ impl Engine {
         let runtime = Arc::clone(&self.runtime);
         self.snapshot().embed(inbound, embed, runtime, self.sink.clone()).await
     }
+
+    /// Generate `req`'s images on the current snapshot: `inbound` is the
+    /// request as planned ([`exec::planned_image_request`] of it, with the
+    /// caller's context). See [`Snapshot::generate_images`].
+    pub async fn generate_images(
+        &self,
+        inbound: Inbound,
+        req: switchyard_protocol::images::ImageRequest,
+    ) -> Result<exec::Imaged, GatewayError> {
+        let runtime = Arc::clone(&self.runtime);
+        self.snapshot().generate_images(inbound, req, runtime, self.sink.clone()).await
+    }
 }

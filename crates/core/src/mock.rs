@@ -173,6 +173,22 @@ pub fn embeddings(
     EmbedResponse { model: model.to_owned(), vectors, input_tokens: Some(tokens) }
 }
 
+/// A 1×1 PNG: what the mock draws.
+pub const MOCK_PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+/// The mock's images: `n` copies of a 1×1 PNG, its prompt as the revised one.
+pub fn images(
+    req: &switchyard_protocol::images::ImageRequest,
+) -> switchyard_protocol::images::ImageResponse {
+    use switchyard_protocol::images::{Image, ImageResponse};
+    let image = Image {
+        b64: MOCK_PNG_B64.to_owned(),
+        mime: "image/png".to_owned(),
+        revised_prompt: Some(req.prompt.clone()),
+    };
+    ImageResponse { images: vec![image; req.n as usize], input_tokens: None, output_tokens: None }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -412,6 +412,22 @@ pub fn cost(usage: &Usage, pricing: Option<&Pricing>) -> Option<f64> {
     Some(total / 1_000_000.0)
 }
 
+/// Cost of `n` generated images of `size`: the catalog's price per image
+/// (of that size, else of any) where it has one, else `usage` at its token
+/// prices (GPT image models bill tokens), else unknown.
+pub fn image_cost(
+    n: usize,
+    size: Option<&str>,
+    usage: &Usage,
+    pricing: Option<&Pricing>,
+) -> Option<f64> {
+    let p = pricing?;
+    match p.image(size) {
+        Some(each) => Some(each * n as f64),
+        None => cost(usage, Some(p)),
+    }
+}
+
 /// The price tier `usage` is billed at under `pricing`, where not the base
 /// one: `long_context` (the prompt is over the tier's threshold).
 pub fn price_tier(usage: &Usage, pricing: Option<&Pricing>) -> Option<&'static str> {
@@ -461,7 +477,7 @@ mod tests {
             output: Some(15.0),
             cache_read: Some(0.3),
             cache_write: Some(3.75),
-            long_context: None,
+            ..Pricing::default()
         };
         let u = Usage {
             input_tokens: Some(1_000_000 + 200_000 + 100_000),
@@ -473,7 +489,7 @@ mod tests {
         let c = cost(&u, Some(&p)).unwrap();
         assert!((c - (3.0 + 1.5 + 0.06 + 0.375)).abs() < 1e-9, "{c}");
         assert_eq!(cost(&u, None), None);
-        let no_output = Pricing { output: None, ..p };
+        let no_output = Pricing { output: None, ..p.clone() };
         assert_eq!(cost(&u, Some(&no_output)), None);
         // Nothing written (embeddings): the input price is enough.
         let embedded =

@@ -203,6 +203,9 @@ pub struct Runtime {
     /// Stored Responses (`store`, `previous_response_id`): in process by
     /// default; the database's where the gateway has one.
     pub responses: Arc<dyn crate::stored_responses::ResponseStore>,
+    /// Generated images the gateway links to (`response_format: url`), by
+    /// their id, for an hour: in process, or on Redis where state is shared.
+    pub images: Arc<dyn crate::state::ResponseCache>,
 }
 
 impl Default for Runtime {
@@ -228,6 +231,7 @@ impl Default for Runtime {
             refusals: Arc::default(),
             traces: None,
             responses: Arc::new(crate::stored_responses::LocalResponses::default()),
+            images: Arc::new(crate::cache::LocalCache::new(crate::cache::IMAGE_BOUNDS)),
         }
     }
 }

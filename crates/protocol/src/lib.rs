@@ -46,6 +46,7 @@ pub mod error_code;
 pub mod family;
 pub mod frame;
 pub mod gemini;
+pub mod images;
 pub mod listing;
 pub mod model;
 pub mod openai_chat;

@@ -50,6 +50,9 @@ pub struct WireSpec {
     /// Where and in which body the wire's provider embeds text; `None`: it
     /// serves no embeddings (Anthropic).
     pub embeddings: Option<crate::embeddings::EmbedSpec>,
+    /// Where and in which body the wire's provider generates images; `None`:
+    /// it generates none.
+    pub images: Option<crate::images::ImageSpec>,
 }
 
 /// A wire's token-counting endpoint: its path, the body it takes (made from the

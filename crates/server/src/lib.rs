@@ -15,6 +15,7 @@ mod gemini;
 mod http;
 pub mod identity;
 mod ids;
+mod images;
 mod limits;
 mod models;
 mod prometheus;
@@ -120,6 +121,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/messages/count_tokens", post(count::messages))
         .route("/v1/responses/input_tokens", post(count::responses))
         .route("/responses/input_tokens", post(count::responses))
+        .route("/v1/images/generations", post(images::generations))
+        .route("/images/generations", post(images::generations))
+        .route("/v1/images/files/{name}", get(images::file))
         .route("/v1/embeddings", post(embeddings::openai))
         .route("/embeddings", post(embeddings::openai))
         .route("/v1/models", get(models::list))

@@ -49,6 +49,8 @@ const GEMINI_DEFAULT_PAGE: usize = 50;
 const GEMINI_METHODS: [&str; 3] = ["generateContent", "streamGenerateContent", "countTokens"];
 /// What an embedding model serves, as Google lists it.
 const GEMINI_EMBED_METHODS: [&str; 2] = ["embedContent", "batchEmbedContents"];
+/// What an image model serves, as Google lists Imagen.
+const GEMINI_IMAGE_METHODS: [&str; 1] = ["predict"];
 
 /// The instructions Codex sends as its system prompt for a model listed here.
 /// Codex's `ModelInfo` requires `base_instructions` and uses it in place of its
@@ -327,6 +329,7 @@ fn gemini_model(m: &ModelEntry, name: &str) -> Value {
         "supportedGenerationMethods": match m.kind {
             ModelKind::Chat => &GEMINI_METHODS[..],
             ModelKind::Embedding => &GEMINI_EMBED_METHODS[..],
+            ModelKind::Image => &GEMINI_IMAGE_METHODS[..],
         },
         "switchyard": facts(m),
     });

@@ -18,6 +18,10 @@ fn models() -> String {
   - id: m-long
     deployments: [{ provider: openai, model: up-long }]
     pricing: { input: 1.0, output: 2.0, long_context: { threshold: 10, input: 3.0, output: 6.0, cache_read: 0.5 } }
+  - id: i-priced
+    kind: image
+    deployments: [{ provider: mock }]
+    pricing: { per_image: 0.05, per_image_size: { "1792x1024": 0.09 } }
   - id: e-priced
     kind: embedding
     deployments: [{ provider: openai, model: text-embedding-3-small }]
@@ -42,6 +46,18 @@ fn listed_cost(list: &Value, rec: &RequestRecord) -> f64 {
         .iter()
         .find(|l| l["model"] == model)
         .unwrap_or_else(|| panic!("{model} is not listed: {list}"));
+    // An image model priced per image: the images the record counts.
+    if let Some(each) = line["per_image"].as_f64() {
+        let made: f64 = rec
+            .descriptor
+            .split(' ')
+            .find_map(|d| d.strip_prefix("images:"))
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        let sized = line["per_image_size"]["1792x1024"].as_f64().unwrap();
+        let each = if rec.descriptor.contains("size:1792x1024") { sized } else { each };
+        return made * each;
+    }
     let u = &rec.usage;
     let input = u.input_tokens.unwrap();
     let prices = match &line["long_context"] {
@@ -68,6 +84,21 @@ async fn every_kind_of_request_costs_what_the_price_list_says() {
         |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "hi"}]});
     let short = record_of(&h, h.post("/v1/chat/completions", &chat("m-short")).await).await;
     let long = record_of(&h, h.post("/v1/chat/completions", &chat("m-long")).await).await;
+    let drawn = record_of(
+        &h,
+        h.post("/v1/images/generations", &json!({"model": "i-priced", "prompt": "x", "n": 3}))
+            .await,
+    )
+    .await;
+    let wide = record_of(
+        &h,
+        h.post(
+            "/v1/images/generations",
+            &json!({"model": "i-priced", "prompt": "x", "size": "1792x1024"}),
+        )
+        .await,
+    )
+    .await;
     let embedded = record_of(
         &h,
         h.post("/v1/embeddings", &json!({"model": "e-priced", "input": ["a b c d", "e f"]})).await,
@@ -76,7 +107,9 @@ async fn every_kind_of_request_costs_what_the_price_list_says() {
     // The list needs no key.
     let list: Value =
         h.client.get(format!("{}/v1/pricing", h.base)).send().await.unwrap().json().await.unwrap();
-    for rec in [&short, &long, &embedded] {
+    assert!((drawn.cost_usd.unwrap() - 0.15).abs() < 1e-12, "{drawn:?}");
+    assert!((wide.cost_usd.unwrap() - 0.09).abs() < 1e-12, "{wide:?}");
+    for rec in [&short, &long, &drawn, &wide, &embedded] {
         let billed = rec.cost_usd.unwrap();
         let shown = listed_cost(&list, rec);
         assert!(

@@ -220,7 +220,7 @@ async fn model_list_leaves_out_models_no_provider_has_a_key_for() {
 }
 
 /// The embedded default on a machine with no provider key lists the free mock
-/// models only (chat and embeddings), not the OpenAI, Anthropic and Google
+/// models only (chat, embeddings, images), not the OpenAI, Anthropic and Google
 /// models it cannot serve.
 #[tokio::test]
 async fn embedded_default_without_keys_lists_only_the_mock() {
@@ -236,7 +236,10 @@ async fn embedded_default_without_keys_lists_only_the_mock() {
         let _ = rx.await;
     }));
     // The embedded default without SWITCHYARD_API_KEY is an open gateway.
-    assert_eq!(listed(&common::client(), &base, None).await, ["mock-echo", "mock-embed"]);
+    assert_eq!(
+        listed(&common::client(), &base, None).await,
+        ["mock-echo", "mock-embed", "mock-image"]
+    );
     let _ = tx.send(());
 }
 

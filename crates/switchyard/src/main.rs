@@ -267,6 +267,13 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     if let Some(s) = &store {
         runtime.responses = Arc::new(s.clone());
     }
+    runtime.images = match storage::image_store(&catalog) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     match storage::shared_health(&catalog) {
         Ok(Some(shared)) => {
             runtime.health = shared.health;

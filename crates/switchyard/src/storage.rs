@@ -168,7 +168,15 @@ pub fn response_cache(
 pub fn affinity_store(
     catalog: &Catalog,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
-    keyed_store(catalog, "aff")
+    keyed_store(catalog, "aff", switchyard_core::cache::AFFINITY_BOUNDS)
+}
+
+/// Where generated images are kept for their links: shared as the affinity
+/// pins are, so any instance serves a link another made.
+pub fn image_store(
+    catalog: &Catalog,
+) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
+    keyed_store(catalog, "img", switchyard_core::cache::IMAGE_BOUNDS)
 }
 
 /// Where the model-based intent classifier's answers are kept: shared as the
@@ -176,7 +184,7 @@ pub fn affinity_store(
 pub fn intent_store(
     catalog: &Catalog,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
-    keyed_store(catalog, "intent")
+    keyed_store(catalog, "intent", switchyard_core::cache::AFFINITY_BOUNDS)
 }
 
 /// A small keyed store under `namespace`: Redis for `state.backend: redis`,
@@ -184,6 +192,7 @@ pub fn intent_store(
 fn keyed_store(
     catalog: &Catalog,
     namespace: &str,
+    local: switchyard_core::config::raw::CacheBounds,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
     let st = &catalog.state;
     Ok(match (st.backend, &st.redis) {
@@ -198,9 +207,7 @@ fn keyed_store(
             .map_err(|e| format!("state.redis.url: {e}"))?,
         ),
         (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
-        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(
-            switchyard_core::cache::AFFINITY_BOUNDS,
-        )),
+        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(local)),
     })
 }
 

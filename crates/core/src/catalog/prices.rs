@@ -65,6 +65,8 @@ fn billed(p: &Pricing, markup: f64) -> Pricing {
                 cache_write: times(tier.cache_write.or(tier.input)),
             }
         }),
+        per_image: times(p.per_image),
+        per_image_size: p.per_image_size.iter().map(|(k, v)| (k.clone(), v * markup)).collect(),
     }
 }
 

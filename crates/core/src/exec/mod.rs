@@ -15,6 +15,7 @@
 //! | token counts: planned the same way, then each candidate's counting endpoint | `count_tokens.rs` |
 //! | requests answered whole by an endpoint of their own: planned among models of their kind, admitted, an attempt loop with no stream | `whole.rs` |
 //! | embeddings: batches to each provider's cap, joined in input order | `embeddings.rs` |
+//! | images: calls of each provider's most images, joined in order | `images.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
@@ -390,6 +391,7 @@ mod deliver;
 mod embeddings;
 mod flight;
 mod guard;
+mod images;
 mod policy;
 mod prepare;
 mod queue;
@@ -410,6 +412,7 @@ pub use context::{MAX_MODEL_ID, NoDirectory, Parsed, ProjectDirectory, attribute
 pub use count_tokens::TokenCount;
 pub use embeddings::{Embedded, OPERATION as EMBEDDINGS, planned_request};
 pub use flight::Flights;
+pub use images::{Imaged, OPERATION as IMAGES, planned_image_request};
 pub(crate) use policy::failure_error;
 
 impl Snapshot {

@@ -12,6 +12,8 @@ pub(super) enum Purpose {
     /// Embeddings: only embedding models, never refused for the whole
     /// request's size (each input is its own).
     Embed,
+    /// Images: only image models.
+    Image,
 }
 
 impl Snapshot {
@@ -113,6 +115,7 @@ impl Snapshot {
         self.authorize(&mut plan, inbound, runtime)?;
         let kind = match purpose {
             Purpose::Embed => ModelKind::Embedding,
+            Purpose::Image => ModelKind::Image,
             Purpose::Generate | Purpose::Count => ModelKind::Chat,
         };
         filter::by_kind(&mut plan, kind)?;

@@ -78,6 +78,7 @@ pub const SPEC: WireSpec = WireSpec {
     default_endpoint: "https://api.anthropic.com",
     compact: None,
     embeddings: None,
+    images: None,
     count: Some(CountSpec {
         path: "/v1/messages/count_tokens",
         body: CountBody::Only(COUNTED_FIELDS),

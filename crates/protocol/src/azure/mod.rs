@@ -79,6 +79,10 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
         path: "/openai/deployments/{model}/embeddings?api-version=2024-10-21",
         body: crate::embeddings::EmbedBody::OpenAi,
     }),
+    images: Some(crate::images::ImageSpec {
+        path: "/openai/deployments/{model}/images/generations?api-version=2024-10-21",
+        body: crate::images::ImageBody::OpenAi,
+    }),
     count: None,
 };
 
@@ -97,6 +101,10 @@ pub const V1_SPEC: WireSpec = WireSpec {
     embeddings: Some(crate::embeddings::EmbedSpec {
         path: "/openai/v1/embeddings",
         body: crate::embeddings::EmbedBody::OpenAi,
+    }),
+    images: Some(crate::images::ImageSpec {
+        path: "/openai/v1/images/generations",
+        body: crate::images::ImageBody::OpenAi,
     }),
     count: None,
 };
@@ -117,6 +125,10 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
     embeddings: Some(crate::embeddings::EmbedSpec {
         path: "/openai/v1/embeddings",
         body: crate::embeddings::EmbedBody::OpenAi,
+    }),
+    images: Some(crate::images::ImageSpec {
+        path: "/openai/v1/images/generations",
+        body: crate::images::ImageBody::OpenAi,
     }),
     count: None,
 };

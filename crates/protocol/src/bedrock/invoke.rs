@@ -70,6 +70,7 @@ pub const INVOKE_SPEC: WireSpec = WireSpec {
     default_endpoint: "https://bedrock-runtime.{region}.amazonaws.com",
     compact: None,
     embeddings: None,
+    images: None,
     count: Some(CountSpec {
         path: "/model/{model}/count-tokens",
         body: CountBody::Blob { under: &["input", "invokeModel"], field: "body" },

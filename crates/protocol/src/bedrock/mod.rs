@@ -100,6 +100,7 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/model/{model}/invoke",
         body: crate::embeddings::EmbedBody::BedrockInvoke,
     }),
+    images: None,
     count: Some(crate::spec::CountSpec {
         path: "/model/{model}/count-tokens",
         // What `ConverseTokensRequest` takes of a Converse body.

@@ -77,6 +77,10 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/v1beta/models/{model}:batchEmbedContents",
         body: crate::embeddings::EmbedBody::Gemini,
     }),
+    images: Some(crate::images::ImageSpec {
+        path: "/v1beta/models/{model}:predict",
+        body: crate::images::ImageBody::Imagen,
+    }),
     count: Some(CountSpec {
         path: "/v1beta/models/{model}:countTokens",
         body: CountBody::Wrapped { key: "generateContentRequest" },

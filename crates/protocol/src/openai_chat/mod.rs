@@ -51,6 +51,10 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/embeddings",
         body: crate::embeddings::EmbedBody::OpenAi,
     }),
+    images: Some(crate::images::ImageSpec {
+        path: "/images/generations",
+        body: crate::images::ImageBody::OpenAi,
+    }),
     count: None,
 };
 

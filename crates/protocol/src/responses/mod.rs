@@ -130,6 +130,10 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/embeddings",
         body: crate::embeddings::EmbedBody::OpenAi,
     }),
+    images: Some(crate::images::ImageSpec {
+        path: "/images/generations",
+        body: crate::images::ImageBody::OpenAi,
+    }),
     count: Some(CountSpec {
         path: "/responses/input_tokens",
         body: CountBody::Only(&[

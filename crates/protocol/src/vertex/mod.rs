@@ -55,6 +55,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     // One counting route for every Claude model: the body names it.
     compact: None,
     embeddings: None,
+    images: None,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
@@ -98,6 +99,10 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
         path: "/publishers/google/models/{model}:predict",
         body: crate::embeddings::EmbedBody::VertexPredict,
     }),
+    images: Some(crate::images::ImageSpec {
+        path: "/publishers/google/models/{model}:predict",
+        body: crate::images::ImageBody::Imagen,
+    }),
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",
         // Vertex's CountTokensRequest takes these at its top level.
@@ -126,6 +131,7 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     default_endpoint: ENDPOINT,
     compact: None,
     embeddings: None,
+    images: None,
     count: None,
 };
 

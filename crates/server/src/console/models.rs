@@ -27,6 +27,8 @@ pub(crate) struct Price {
     pub cache_write: String,
     /// The long-context tier, where the deployment has one.
     pub long: Option<LongPrice>,
+    /// USD per image (an image model), with the sizes priced apart.
+    pub per_image: String,
 }
 
 /// A long-context tier as a table shows it.
@@ -51,6 +53,18 @@ impl Price {
             output: usd(p.output),
             cache_read: usd(p.cache_read),
             cache_write: usd(p.cache_write),
+            per_image: match (p.per_image, p.per_image_size.is_empty()) {
+                (None, true) => "—".to_owned(),
+                (each, _) => {
+                    let mut parts: Vec<String> = each.map(per_million).into_iter().collect();
+                    parts.extend(
+                        p.per_image_size
+                            .iter()
+                            .map(|(size, v)| format!("{size}: {}", per_million(*v))),
+                    );
+                    parts.join(", ")
+                }
+            },
             long: p.long_context.map(|t| LongPrice {
                 over: format!("over {} prompt tokens", thousands(t.threshold)),
                 input: usd(t.input),
@@ -75,8 +89,8 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// USD per million tokens, with the digits a price has (no rounding away of
-/// a fraction of a cent).
+/// USD (per million tokens, or per image), with the digits a price has (no
+/// rounding away of a fraction of a cent).
 fn per_million(v: f64) -> String {
     let s = format!("{v:.6}");
     let s = s.trim_end_matches('0');
@@ -197,6 +211,8 @@ pub(crate) async fn public_json(State(state): State<Arc<AppState>>) -> Response 
                 "output": p.output,
                 "cache_read": p.cache_read,
                 "cache_write": p.cache_write,
+                "per_image": p.per_image,
+                "per_image_size": p.per_image_size,
                 "long_context": p.long_context.map(|t| serde_json::json!({
                     "threshold_tokens": t.threshold,
                     "input": t.input,

@@ -34,6 +34,13 @@ pub struct Pricing {
     /// included, is billed at them.
     #[serde(default)]
     pub long_context: Option<LongContext>,
+    /// USD per generated image (an image model), whatever its size unless
+    /// `per_image_size` names it.
+    #[serde(default)]
+    pub per_image: Option<f64>,
+    /// USD per generated image of a size (`1024x1024`), over `per_image`.
+    #[serde(default)]
+    pub per_image_size: std::collections::BTreeMap<String, f64>,
 }
 
 /// `pricing.long_context`: the prices of a request whose prompt (its input
@@ -102,6 +109,18 @@ impl Pricing {
         self
     }
 
+    /// `usd` per generated image, whatever its size.
+    #[must_use]
+    pub fn per_image(mut self, usd: f64) -> Self {
+        self.per_image = Some(usd);
+        self
+    }
+
+    /// The price of one image of `size` (`per_image_size`, else `per_image`).
+    pub fn image(&self, size: Option<&str>) -> Option<f64> {
+        size.and_then(|s| self.per_image_size.get(s).copied()).or(self.per_image)
+    }
+
     /// A request whose prompt is over `threshold` tokens is billed `input` and
     /// `output` USD per million tokens instead (cache prices: this tier's input).
     #[must_use]
@@ -119,29 +138,27 @@ impl Pricing {
     /// or the long-context tier's where the prompt is over its threshold
     /// (what it leaves out being the base price), and whether the tier
     /// applied.
-    pub fn for_prompt(&self, prompt: u64) -> (Pricing, bool) {
-        match &self.long_context {
-            Some(l) if prompt > l.threshold => {
-                let input = l.input.or(self.input);
-                let tier = Pricing {
-                    input,
-                    output: l.output.or(self.output),
-                    cache_read: l.cache_read.or(if l.input.is_some() {
-                        input
-                    } else {
-                        self.cache_read
-                    }),
-                    cache_write: l.cache_write.or(if l.input.is_some() {
-                        input
-                    } else {
-                        self.cache_write
-                    }),
-                    long_context: None,
-                };
-                (tier, true)
-            }
-            _ => (self.clone(), false),
-        }
+    pub fn for_prompt(&self, prompt: u64) -> (std::borrow::Cow<'_, Pricing>, bool) {
+        use std::borrow::Cow;
+        let Some(l) = self.long_context.filter(|l| prompt > l.threshold) else {
+            return (Cow::Borrowed(self), false);
+        };
+        let input = l.input.or(self.input);
+        // The tier's cache prices fall back to its own input price.
+        let (read, write) = match l.input {
+            Some(_) => (input, input),
+            None => (self.cache_read, self.cache_write),
+        };
+        let tier = Pricing {
+            input,
+            output: l.output.or(self.output),
+            cache_read: l.cache_read.or(read),
+            cache_write: l.cache_write.or(write),
+            long_context: None,
+            per_image: self.per_image,
+            per_image_size: self.per_image_size.clone(),
+        };
+        (Cow::Owned(tier), true)
     }
 }
 
@@ -186,6 +203,8 @@ pub enum ModelKind {
     Chat,
     /// Vectors: `/v1/embeddings`, `:embedContent`, `:batchEmbedContents`.
     Embedding,
+    /// Pictures: `/v1/images/generations`.
+    Image,
 }
 
 impl ModelKind {
@@ -194,6 +213,7 @@ impl ModelKind {
         match self {
             ModelKind::Chat => "chat",
             ModelKind::Embedding => "embedding",
+            ModelKind::Image => "image",
         }
     }
 }

@@ -1,0 +1,184 @@
+//! Image generation: the canonical request and answer, and their wire forms.
+//!
+//! | side | format | module |
+//! |---|---|---|
+//! | client | OpenAI `POST /v1/images/generations` | [`openai`] |
+//! | upstream | OpenAI-compatible `/images/generations` | [`openai`] |
+//! | upstream | Imagen `:predict` (Gemini API, Vertex AI) | [`imagen`] |
+//!
+//! Upstreams are always asked for the images themselves (base64), never for
+//! links: the gateway answers a client that wants `url` with links of its own
+//! to the images it keeps, so the answer is in OpenAI's shape whatever served
+//! it. A request for more images than a provider makes in one call is sent in
+//! several. What a wire cannot express (a size Imagen does not make, a style)
+//! is refused by name, never dropped.
+
+pub mod imagen;
+pub mod openai;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ProtocolError;
+
+/// How the client wants the images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageFormat {
+    /// A link to each image.
+    Url,
+    /// Each image in the answer, base64.
+    B64Json,
+}
+
+/// An image generation request, whatever format it came in.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageRequest {
+    /// The model as the client named it.
+    pub model: String,
+    /// What to draw.
+    pub prompt: String,
+    /// How many images (1 to 10).
+    pub n: u32,
+    /// `WIDTHxHEIGHT` or `auto`; `None`: the model's default.
+    pub size: Option<String>,
+    /// `standard`, `hd`, `low`, `medium`, `high`, `auto`.
+    pub quality: Option<String>,
+    /// `vivid` or `natural` (DALL·E 3).
+    pub style: Option<String>,
+    /// `url` or `b64_json`; `None`: the model's default (`url` for DALL·E,
+    /// `b64_json` for GPT image models).
+    pub format: Option<ImageFormat>,
+    /// `png`, `jpeg` or `webp`.
+    pub output_format: Option<String>,
+    /// `transparent`, `opaque` or `auto` (GPT image models).
+    pub background: Option<String>,
+    /// The end user, as OpenAI's `user`.
+    pub user: Option<String>,
+}
+
+/// One generated image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// The image's bytes, base64 (standard alphabet, padded).
+    pub b64: String,
+    /// Its media type (`image/png`).
+    pub mime: String,
+    /// The prompt the model drew from, where it rewrote the one given.
+    pub revised_prompt: Option<String>,
+}
+
+/// An image generation answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageResponse {
+    /// The images, in order.
+    pub images: Vec<Image>,
+    /// Input tokens, where the upstream counts them (GPT image models).
+    pub input_tokens: Option<u64>,
+    /// Output tokens, where the upstream counts them.
+    pub output_tokens: Option<u64>,
+}
+
+impl ImageResponse {
+    /// The answers to the calls of one request, as one: images in order,
+    /// tokens summed (unknown where any call's is).
+    pub fn join(parts: Vec<ImageResponse>) -> ImageResponse {
+        let mut out = ImageResponse {
+            input_tokens: Some(0),
+            output_tokens: Some(0),
+            ..ImageResponse::default()
+        };
+        for p in parts {
+            out.images.extend(p.images);
+            out.input_tokens = out.input_tokens.zip(p.input_tokens).map(|(a, b)| a + b);
+            out.output_tokens = out.output_tokens.zip(p.output_tokens).map(|(a, b)| a + b);
+        }
+        out
+    }
+}
+
+/// How an upstream wire generates images ([`crate::WireSpec::images`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageSpec {
+    /// Relative to the provider's endpoint; `{model}` stands for the upstream
+    /// model where the path names it.
+    pub path: &'static str,
+    /// The bodies it exchanges.
+    pub body: ImageBody,
+}
+
+/// The bodies an image endpoint exchanges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageBody {
+    /// OpenAI's `/images/generations` ([`openai`]).
+    OpenAi,
+    /// Imagen's `:predict` ([`imagen`]).
+    Imagen,
+}
+
+impl ImageSpec {
+    /// The URL of a call for the upstream `model` at `endpoint`.
+    pub fn url(&self, wire: &crate::WireSpec, endpoint: &str, model: &str) -> String {
+        if self.path.contains("{model}") {
+            format!("{endpoint}{}", self.path.replace("{model}", &wire.model_segment(model)))
+        } else {
+            format!("{endpoint}{}", self.path)
+        }
+    }
+
+    /// The most images one call of `upstream_model` makes.
+    pub fn max_images(&self, upstream_model: &str) -> u32 {
+        match self.body {
+            ImageBody::OpenAi if upstream_model.starts_with("dall-e-3") => 1,
+            ImageBody::OpenAi => openai::MAX_IMAGES,
+            ImageBody::Imagen => imagen::MAX_IMAGES,
+        }
+    }
+
+    /// Refuse by name what this endpoint cannot make of `req` for
+    /// `upstream_model`, before anything is sent.
+    pub fn check(&self, req: &ImageRequest, upstream_model: &str) -> Result<(), ProtocolError> {
+        match self.body {
+            ImageBody::OpenAi => Ok(()),
+            ImageBody::Imagen => imagen::encode_request(req, 1, upstream_model).map(drop),
+        }
+    }
+
+    /// The body of one call for `n` of `req`'s images.
+    pub fn encode(
+        &self,
+        req: &ImageRequest,
+        n: u32,
+        upstream_model: &str,
+    ) -> Result<Vec<u8>, ProtocolError> {
+        let body = match self.body {
+            ImageBody::OpenAi => openai::encode_request(req, n, upstream_model),
+            ImageBody::Imagen => imagen::encode_request(req, n, upstream_model)?,
+        };
+        serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))
+    }
+
+    /// One call's answer.
+    pub fn parse(&self, body: &[u8]) -> Result<ImageResponse, ProtocolError> {
+        match self.body {
+            ImageBody::OpenAi => openai::parse_response(body),
+            ImageBody::Imagen => imagen::parse_response(body),
+        }
+    }
+}
+
+/// `n` images in calls of at most `cap` each, in order.
+pub fn calls(n: u32, cap: u32) -> Vec<u32> {
+    let cap = cap.max(1);
+    let mut out = Vec::new();
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(cap);
+        out.push(take);
+        left -= take;
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,113 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn req(prompt: &str) -> ImageRequest {
+    ImageRequest { prompt: prompt.into(), n: 1, ..ImageRequest::default() }
+}
+
+#[test]
+fn a_client_body_is_read_and_bad_ones_are_named() {
+    let r = openai::parse_request(
+        br#"{"model": "img", "prompt": "a lighthouse", "n": 3, "size": "1024x1024", "response_format": "url"}"#,
+    )
+    .unwrap();
+    assert_eq!((r.model.as_str(), r.n, r.format), ("img", 3, Some(ImageFormat::Url)));
+    for (body, says) in [
+        (r#"{"model": "img"}"#, "prompt: required"),
+        (r#"{"prompt": "x", "n": 11}"#, "n: an integer from 1 to 10"),
+        (r#"{"prompt": "x", "response_format": "png"}"#, "response_format"),
+        (r#"{"prompt": 7}"#, "prompt"),
+    ] {
+        let e = openai::parse_request(body.as_bytes()).unwrap_err().to_string();
+        assert!(e.contains(says), "{body}: {e}");
+    }
+}
+
+#[test]
+fn openai_upstreams_are_asked_for_base64_unless_the_model_refuses_the_field() {
+    let mut r = req("x");
+    r.size = Some("1024x1024".into());
+    let dalle = openai::encode_request(&r, 2, "dall-e-2");
+    assert_eq!(dalle["response_format"], "b64_json");
+    assert_eq!((&dalle["n"], &dalle["size"]), (&json!(2), &json!("1024x1024")));
+    let gpt = openai::encode_request(&r, 1, "gpt-image-1");
+    assert!(gpt.get("response_format").is_none(), "{gpt}");
+    let answer = json!({"created": 1, "data": [{"b64_json": "AAAA", "revised_prompt": "x!"}],
+                        "usage": {"input_tokens": 5, "output_tokens": 1056}});
+    let parsed = openai::parse_response(answer.to_string().as_bytes()).unwrap();
+    assert_eq!(parsed.images[0].revised_prompt.as_deref(), Some("x!"));
+    assert_eq!((parsed.input_tokens, parsed.output_tokens), (Some(5), Some(1056)));
+    let linked = json!({"data": [{"url": "https://x/y.png"}]});
+    assert!(openai::parse_response(linked.to_string().as_bytes()).is_err(), "asked for base64");
+}
+
+#[test]
+fn imagen_takes_sizes_as_aspect_ratios_and_refuses_what_it_has_not() {
+    let mut r = req("a fox");
+    r.size = Some("1792x1024".into());
+    let body = imagen::encode_request(&r, 3, "imagen-4.0-generate-001").unwrap();
+    assert_eq!(
+        body,
+        json!({"instances": [{"prompt": "a fox"}], "parameters": {"sampleCount": 3, "aspectRatio": "16:9"}})
+    );
+    for (change, says) in [
+        (
+            ImageRequest { size: Some("1536x1024".into()), ..req("x") },
+            "size 1536x1024: Imagen makes",
+        ),
+        (ImageRequest { quality: Some("hd".into()), ..req("x") }, "quality hd"),
+        (ImageRequest { style: Some("vivid".into()), ..req("x") }, "style vivid"),
+        (ImageRequest { background: Some("transparent".into()), ..req("x") }, "background"),
+    ] {
+        let e = imagen::encode_request(&change, 1, "imagen").unwrap_err().to_string();
+        assert!(e.contains(says), "{e}");
+    }
+    let answer = json!({"predictions": [
+        {"bytesBase64Encoded": "AAAA", "mimeType": "image/png"},
+        {"raiFilteredReason": "unsafe"}
+    ]});
+    let parsed = imagen::parse_response(answer.to_string().as_bytes()).unwrap();
+    assert_eq!(parsed.images.len(), 1, "a filtered image is left out");
+    let none = json!({"predictions": [{"raiFilteredReason": "unsafe"}]});
+    let e = imagen::parse_response(none.to_string().as_bytes()).unwrap_err().to_string();
+    assert!(e.contains("filtered: unsafe"), "{e}");
+}
+
+#[test]
+fn requests_over_a_providers_count_are_split() {
+    assert_eq!(calls(10, 4), [4, 4, 2]);
+    assert_eq!(calls(1, 1), [1]);
+    assert_eq!(calls(3, 10), [3]);
+    let spec = crate::Wire::Gemini.spec().images.unwrap();
+    assert_eq!(spec.max_images("imagen-4.0-generate-001"), 4);
+    let openai = crate::Wire::OpenAiChat.spec().images.unwrap();
+    assert_eq!((openai.max_images("dall-e-3"), openai.max_images("gpt-image-1")), (1, 10));
+    assert_eq!(
+        spec.url(crate::Wire::Gemini.spec(), "https://g", "imagen-4.0-generate-001"),
+        "https://g/v1beta/models/imagen-4.0-generate-001:predict"
+    );
+    let joined = ImageResponse::join(vec![
+        ImageResponse { images: vec![], input_tokens: Some(1), output_tokens: Some(2) },
+        ImageResponse { images: vec![], input_tokens: None, output_tokens: Some(2) },
+    ]);
+    assert_eq!((joined.input_tokens, joined.output_tokens), (None, Some(4)));
+}
+
+#[test]
+fn the_answer_is_openais_shape() {
+    let written = openai::write_response(
+        7,
+        &[
+            (openai::Delivered::B64("AAAA"), Some("r")),
+            (openai::Delivered::Url("https://g/i/1".into()), None),
+        ],
+        Some((3, 4)),
+    );
+    let v: Value = serde_json::from_slice(&written).unwrap();
+    assert_eq!(
+        v,
+        json!({"created": 7, "data": [{"b64_json": "AAAA", "revised_prompt": "r"}, {"url": "https://g/i/1"}],
+               "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}})
+    );
+}
