@@ -10,17 +10,14 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use switchyard_core::GatewayError;
 use switchyard_core::exec::{Embedded, Parsed, check_model_id, planned_request};
 use switchyard_protocol::embeddings::{self, EmbedRequest, Encoding};
 use switchyard_protocol::{ClientFormat, ErrorCode, ProtocolError};
 
-use crate::http::{
-    HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROVIDER, HEADER_REQUEST_ID, attach, error_response,
-    rate_headers,
-};
+use crate::http::{attach, error_response, served_headers};
 use crate::{AppState, ids, limits};
 
 /// `POST /v1/embeddings`: OpenAI's body and answer (base64 where asked).
@@ -128,21 +125,6 @@ fn refused(e: &ProtocolError) -> GatewayError {
 
 fn answer(done: &Embedded, body: Vec<u8>, id: &str) -> Response {
     let mut resp = ([("content-type", "application/json")], body).into_response();
-    let h = resp.headers_mut();
-    for (name, value) in [
-        (HEADER_PROVIDER, done.served.provider.as_str()),
-        (HEADER_MODEL, done.served.model.as_str()),
-        (HEADER_REQUEST_ID, id),
-        (HEADER_DESCRIPTOR, done.descriptor.as_str()),
-    ] {
-        if let Ok(v) = HeaderValue::from_str(value)
-            && !value.is_empty()
-        {
-            h.insert(name, v);
-        }
-    }
-    if let Some(rate) = &done.rate {
-        rate_headers(h, rate);
-    }
+    served_headers(resp.headers_mut(), &done.served, id, &done.descriptor, done.rate.as_ref());
     resp
 }

@@ -99,9 +99,36 @@ const RATE: [[HeaderName; 3]; 2] = [
     ],
 ];
 
+/// The gateway's headers on an answer: who served it, the request's id, the
+/// route descriptor, and the caller's rate limits (`x-ratelimit-*`). Empty
+/// values are left out.
+pub(crate) fn served_headers(
+    h: &mut HeaderMap,
+    served: &switchyard_core::Served,
+    id: &str,
+    descriptor: &str,
+    rate: Option<&RateStatus>,
+) {
+    for (name, value) in [
+        (&PROVIDER, served.provider.as_str()),
+        (&MODEL, served.model.as_str()),
+        (&REQUEST_ID, id),
+        (&DESCRIPTOR, descriptor),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value)
+            && !value.is_empty()
+        {
+            h.insert(name.clone(), v);
+        }
+    }
+    if let Some(rate) = rate {
+        rate_headers(h, rate);
+    }
+}
+
 /// The `x-ratelimit-*` headers of the caller's most restrictive request and
 /// token limits (reset: until the limit is whole again, as OpenAI's `6s`).
-pub(crate) fn rate_headers(h: &mut HeaderMap, rate: &RateStatus) {
+fn rate_headers(h: &mut HeaderMap, rate: &RateStatus) {
     for (level, [limit, remaining, reset]) in [rate.requests, rate.tokens].into_iter().zip(RATE) {
         let Some(level) = level else { continue };
         h.insert(limit, HeaderValue::from(level.limit));
@@ -387,21 +414,7 @@ fn respond(
         }
     };
     let h = resp.headers_mut();
-    for (name, value) in [
-        (&PROVIDER, success.served.provider.as_str()),
-        (&MODEL, success.served.model.as_str()),
-        (&REQUEST_ID, id),
-        (&DESCRIPTOR, success.descriptor.as_str()),
-    ] {
-        if let Ok(v) = HeaderValue::from_str(value)
-            && !value.is_empty()
-        {
-            h.insert(name.clone(), v);
-        }
-    }
-    if let Some(rate) = &success.rate {
-        rate_headers(h, rate);
-    }
+    served_headers(h, &success.served, id, &success.descriptor, success.rate.as_ref());
     if let Some(cache) = success.cache {
         h.insert(CACHE, HeaderValue::from_static(cache.as_str()));
     }

@@ -23,10 +23,7 @@ use switchyard_protocol::images::ImageFormat;
 use switchyard_protocol::images::openai::{self, Delivered};
 use switchyard_protocol::{ClientFormat, ErrorCode, ProtocolError};
 
-use crate::http::{
-    HEADER_DESCRIPTOR, HEADER_MODEL, HEADER_PROVIDER, HEADER_REQUEST_ID, attach, error_response,
-    rate_headers,
-};
+use crate::http::{attach, error_response, served_headers};
 use crate::{AppState, ids, limits};
 
 const FORMAT: ClientFormat = ClientFormat::OpenAiChat;
@@ -126,22 +123,7 @@ async fn answer(
         .map(|out| (done.response.input_tokens.unwrap_or(0), out));
     let body = openai::write_response(ids::unix_ms() / 1000, &delivered, usage);
     let mut resp = ([("content-type", "application/json")], body).into_response();
-    let h = resp.headers_mut();
-    for (name, value) in [
-        (HEADER_PROVIDER, done.served.provider.as_str()),
-        (HEADER_MODEL, done.served.model.as_str()),
-        (HEADER_REQUEST_ID, id),
-        (HEADER_DESCRIPTOR, done.descriptor.as_str()),
-    ] {
-        if let Ok(v) = HeaderValue::from_str(value)
-            && !value.is_empty()
-        {
-            h.insert(name, v);
-        }
-    }
-    if let Some(rate) = &done.rate {
-        rate_headers(h, rate);
-    }
+    served_headers(resp.headers_mut(), &done.served, id, &done.descriptor, done.rate.as_ref());
     resp
 }
 

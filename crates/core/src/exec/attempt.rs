@@ -388,19 +388,7 @@ impl Flow {
                 None => break 'rounds,
             }
         }
-        let best =
-            failures.iter().enumerate().max_by_key(|(order, (_, f))| (rank(f), usize::MAX - order));
-        let err = match best {
-            Some((_, (i, f))) => {
-                let provider =
-                    plan.candidates.get(*i).map(|c| c.provider.name.as_str()).unwrap_or("upstream");
-                failure_error(f, provider)
-            }
-            None => GatewayError::new(
-                ErrorCode::DeadlineExceeded,
-                "request deadline or attempt budget exhausted",
-            ),
-        };
+        let err = last_error(&failures, plan);
         tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "all candidates failed");
         guard.rec.descriptor = descriptor(plan, &tried);
         Err(guard.fail(inbound.format, err))

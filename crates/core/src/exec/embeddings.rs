@@ -190,12 +190,7 @@ impl Snapshot {
     ) -> Result<EmbedResponse, Failure> {
         let Target { inbound, cand, wire, key, deadline } = to;
         let spec = embed_spec(wire, &cand.upstream_model)?;
-        let Some(rt) = self.runtimes.get(&cand.provider.name) else {
-            return Err(Failure::Unavailable(format!(
-                "provider {} has no client",
-                cand.provider.name
-            )));
-        };
+        let (dest, out) = to.dest(self)?;
         let cap = spec.max_inputs(&cand.upstream_model).map_err(Failure::from_protocol)?;
         let url = spec.url(wire.spec(), &cand.provider.endpoint, &cand.upstream_model);
         let mut bodies = Vec::new();
@@ -205,14 +200,6 @@ impl Snapshot {
                 spec.encode(embed, inputs, &cand.upstream_model).map_err(Failure::from_protocol)?;
             bodies.push((body, range.len()));
         }
-        let dest = upstream::Dest {
-            runtime: rt,
-            spec: &cand.provider,
-            wire,
-            key,
-            upstream_model: &cand.upstream_model,
-        };
-        let out = inbound.outgoing(&inbound.request, wire);
         let timeout = inbound
             .limits
             .attempt_timeout

@@ -156,23 +156,10 @@ impl Snapshot {
         to: Target<'_>,
         reported: &mut Usage,
     ) -> Result<ImageResponse, Failure> {
-        let Target { inbound, cand, wire, key, deadline } = to;
+        let Target { cand, wire, key, deadline, .. } = to;
         let spec = image_spec(wire, req, &cand.upstream_model)?;
-        let Some(rt) = self.runtimes.get(&cand.provider.name) else {
-            return Err(Failure::Unavailable(format!(
-                "provider {} has no client",
-                cand.provider.name
-            )));
-        };
+        let (dest, out) = to.dest(self)?;
         let url = spec.url(wire.spec(), &cand.provider.endpoint, &cand.upstream_model);
-        let dest = upstream::Dest {
-            runtime: rt,
-            spec: &cand.provider,
-            wire,
-            key,
-            upstream_model: &cand.upstream_model,
-        };
-        let out = inbound.outgoing(&inbound.request, wire);
         // Pictures take longer than a first token: the whole deadline is theirs.
         let max_bytes = self.catalog.settings.max_response_bytes;
         let mut parts = Vec::new();

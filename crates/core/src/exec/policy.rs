@@ -101,6 +101,25 @@ pub(super) enum Next {
     Terminal,
 }
 
+/// What a request whose every candidate failed is answered: the most telling
+/// failure (by [`rank`], the earliest among equals), in its provider's name;
+/// a spent deadline or attempt budget where nothing was tried to the end.
+pub(super) fn last_error(failures: &[(usize, Failure)], plan: &Plan) -> GatewayError {
+    let best =
+        failures.iter().enumerate().max_by_key(|(order, (_, f))| (rank(f), usize::MAX - order));
+    match best {
+        Some((_, (i, f))) => {
+            let provider =
+                plan.candidates.get(*i).map(|c| c.provider.name.as_str()).unwrap_or("upstream");
+            failure_error(f, provider)
+        }
+        None => GatewayError::new(
+            ErrorCode::DeadlineExceeded,
+            "request deadline or attempt budget exhausted",
+        ),
+    }
+}
+
 /// The route's policy with a request's own bounds in place of its retries and
 /// attempts (within the hard maximums); borrowed when it sets neither.
 pub(super) fn bounded<'a>(

@@ -41,6 +41,31 @@ pub(super) struct Target<'a> {
     pub deadline: Instant,
 }
 
+impl<'a> Target<'a> {
+    /// The upstream this attempt calls, and what it carries of the request
+    /// (headers, trace context): the provider's client must exist.
+    pub fn dest(
+        &self,
+        snapshot: &'a Snapshot,
+    ) -> Result<(upstream::Dest<'a>, Outgoing<'a>), Failure> {
+        let cand = self.cand;
+        let Some(rt) = snapshot.runtimes.get(&cand.provider.name) else {
+            return Err(Failure::Unavailable(format!(
+                "provider {} has no client",
+                cand.provider.name
+            )));
+        };
+        let dest = upstream::Dest {
+            runtime: rt,
+            spec: &cand.provider,
+            wire: self.wire,
+            key: self.key,
+            upstream_model: &cand.upstream_model,
+        };
+        Ok((dest, self.inbound.outgoing(&self.inbound.request, self.wire)))
+    }
+}
+
 /// The candidate that answered, its answer, and the providers tried (for the
 /// descriptor); the record is still open, for the caller to meter and write.
 pub(super) struct Answered<A> {
@@ -209,19 +234,7 @@ impl Snapshot {
                 }
             }
         }
-        let best =
-            failures.iter().enumerate().max_by_key(|(order, (_, f))| (rank(f), usize::MAX - order));
-        let err = match best {
-            Some((_, (i, f))) => {
-                let provider =
-                    plan.candidates.get(*i).map(|c| c.provider.name.as_str()).unwrap_or("upstream");
-                failure_error(f, provider)
-            }
-            None => GatewayError::new(
-                ErrorCode::DeadlineExceeded,
-                "request deadline or attempt budget exhausted",
-            ),
-        };
+        let err = last_error(&failures, plan);
         tracing::warn!(request_id = %inbound.id, code = err.code().as_str(), attempts = guard.rec.attempts.len(), "all candidates failed");
         guard.rec.descriptor = descriptor(plan, &tried);
         Err(guard.fail(inbound.format, err))
