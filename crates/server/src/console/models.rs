@@ -206,7 +206,7 @@ pub(crate) async fn public_json(State(state): State<Arc<AppState>>) -> Response 
                 "provider": l.provider,
                 "upstream_model": l.upstream_model,
                 "currency": "USD",
-                "unit": "per million tokens",
+                "unit": "token prices per million tokens; per_image per image",
                 "input": p.input,
                 "output": p.output,
                 "cache_read": p.cache_read,
