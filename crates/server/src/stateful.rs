@@ -574,10 +574,36 @@ pub async fn retrieve(
     Path(id): Path<String>,
 ) -> Response {
     match owned(&state, &headers, &id).await {
-        Ok((_, Some(found))) => json_response(&found.response),
+        Ok((_, Some(found))) => json_response(&lost_or(&state, found).await.response),
         Ok((_, None)) => error_response(FORMAT, &not_found(&id), &ids::request_id()),
         Err(e) => error_response(FORMAT, &e, &ids::request_id()),
     }
+}
+
+/// How long past its request's own deadline a background response may stay
+/// unfinished before it is taken as lost.
+const LOST_AFTER_MS: u64 = 60_000;
+
+/// `found`, or, where it is a background response still `queued` long after
+/// its request's deadline (the instance running it stopped), the same marked
+/// `failed` and stored so: a client polling it gets an end, not a wait
+/// forever.
+async fn lost_or(state: &AppState, mut found: StoredResponse) -> StoredResponse {
+    let running = matches!(found.response["status"].as_str(), Some("queued" | "in_progress"));
+    let deadline = state.gateway.snapshot().catalog.settings.request_timeout.as_millis() as u64;
+    let lost = found.created_ms.saturating_add(deadline).saturating_add(LOST_AFTER_MS);
+    if !running || ids::unix_ms() < lost {
+        return found;
+    }
+    found.response["status"] = json!("failed");
+    found.response["error"] = json!({
+        "code": "background_lost",
+        "message": "the gateway running this response stopped before it finished",
+    });
+    if let Err(e) = state.gateway.runtime.responses.put(&found).await {
+        tracing::warn!("stored responses: {e}");
+    }
+    found
 }
 
 /// `DELETE /v1/responses/{id}`.

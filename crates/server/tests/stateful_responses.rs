@@ -314,3 +314,30 @@ async fn cancelling_a_background_response_stops_its_upstream_call() {
     // Once over, it cannot be cancelled again.
     assert_eq!(cancel(GATEWAY_KEY).await.unwrap().status(), 400);
 }
+
+#[tokio::test]
+async fn a_background_response_its_gateway_lost_ends_failed() {
+    let h = start().await;
+    // As a restarted gateway finds it: queued, long past its deadline, with
+    // no task running it.
+    let owner = format!("key:{}", switchyard_core::stored_responses::key_digest(GATEWAY_KEY));
+    let stale = switchyard_core::stored_responses::StoredResponse {
+        id: "resp_lost".into(),
+        owner,
+        created_ms: 1_000,
+        expires_ms: u64::MAX,
+        input: vec![json!({"type": "message", "role": "user", "content": "x"})],
+        response: json!({"id": "resp_lost", "object": "response", "status": "queued", "background": true, "output": []}),
+    };
+    h.state.gateway.runtime.responses.put(&stale).await.unwrap();
+    let (status, got) = get_as(&h, GATEWAY_KEY, "/v1/responses/resp_lost").await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(
+        (&got["status"], &got["error"]["code"]),
+        (&json!("failed"), &json!("background_lost"))
+    );
+    // And so it stays.
+    let kept =
+        h.state.gateway.runtime.responses.get(&stale.owner, "resp_lost", 2_000).await.unwrap();
+    assert_eq!(kept.unwrap().response["status"], "failed");
+}
