@@ -524,7 +524,7 @@ async fn rebuilt(
 
 /// Whether an output item may be sent back as input: a reasoning item only
 /// with its encrypted content (without, it names state an upstream kept).
-fn replayable(item: &Value) -> bool {
+pub(crate) fn replayable(item: &Value) -> bool {
     item["type"] != "reasoning" || item.get("encrypted_content").is_some_and(Value::is_string)
 }
 
@@ -548,7 +548,7 @@ async fn owned(
 /// Whose stored responses the caller reads and writes: the key it presented
 /// ([`owner_of`], by the key's digest). Worked out here, where state is
 /// read, not for every request.
-fn owner(headers: &HeaderMap, principal: &switchyard_core::access::Principal) -> String {
+pub(crate) fn owner(headers: &HeaderMap, principal: &switchyard_core::access::Principal) -> String {
     match crate::auth::presented(headers).filter(|k| !k.is_empty()) {
         Some(key) => {
             let mut keyed = principal.clone();

@@ -13,7 +13,8 @@
 //! The connection remembers its last completed response (the full input and the
 //! output items), so a `response.create` may continue it with
 //! `previous_response_id` and only the new input items, as Codex does on a reused
-//! connection; nothing is stored beyond the connection. `generate: false` (Codex's
+//! connection; a `previous_response_id` naming a response the key stored over
+//! HTTP (`store: true`) continues that one. A turn here is not stored. `generate: false` (Codex's
 //! warm-up) answers `response.created` and `response.completed` with no output and
 //! sends nothing upstream; its id may be continued the same way.
 //!
@@ -252,7 +253,18 @@ impl Session {
             Err(e) => return self.refuse(&id, &e).await,
         };
         let max_body = self.state.gateway.snapshot().catalog.settings.max_body_bytes;
-        let turn = match Turn::build(event, self.last.take(), max_body) {
+        // A continuation of a response other than this connection's last: one
+        // stored (`store: true`, over HTTP or another connection) serves.
+        let last = match event.get("previous_response_id").and_then(Value::as_str) {
+            Some(previous) if self.last.as_ref().is_none_or(|l| l.id != previous) => {
+                match stored(&self.state, &self.headers, &caller, previous).await {
+                    Some(stored) => Some(stored),
+                    None => self.last.take(),
+                }
+            }
+            _ => self.last.take(),
+        };
+        let turn = match Turn::build(event, last, max_body) {
             Ok(turn) => turn,
             Err(e) => return self.refuse(&id, &e).await,
         };
@@ -413,6 +425,21 @@ impl Session {
             Err(_) => Flow::Gone,
         }
     }
+}
+
+/// The caller's stored response `id` as a continuation's base, if there is
+/// one (a free function: the session itself is not `Sync`).
+async fn stored(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: &crate::identity::Caller,
+    id: &str,
+) -> Option<Last> {
+    let owner = crate::stateful::owner(headers, &caller.principal);
+    let found = state.gateway.runtime.responses.get(&owner, id, ids::unix_ms()).await;
+    let found = found.map_err(|e| tracing::warn!("stored responses: {e}")).ok()??;
+    let output = found.output().iter().filter(|i| crate::stateful::replayable(i)).cloned();
+    Some(Last { id: id.to_owned(), output: output.collect(), input: found.input })
 }
 
 /// A `response.create` made into a `POST /v1/responses` body.

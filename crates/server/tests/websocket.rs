@@ -400,3 +400,26 @@ async fn closing_mid_turn_cancels_the_upstream_call() {
     assert_eq!(records[0].status, 499);
     assert_eq!(records[0].error_code.as_deref(), Some("client_closed_request"));
 }
+
+/// A response stored over HTTP (`store: true`) is continued on a connection
+/// that never saw it, as a reconnecting client does.
+#[tokio::test]
+async fn a_connection_continues_a_stored_response() {
+    let h = Harness::start().await;
+    let first = json!({"model": "m-openai", "input": "remember seven", "store": true});
+    let stored: Value = h.post("/v1/responses", &first).await.json().await.unwrap();
+    let id = stored["id"].as_str().unwrap().to_owned();
+    let mut socket = ws::open(&h.base).await;
+    let next = json!({"model": "m-openai", "input": "which number?", "previous_response_id": id});
+    let events = ws::turn(&mut socket, next).await;
+    assert_eq!(text_of(&events), "echo: which number?", "{events:?}");
+    let sent = h.openai.received().last().unwrap().body.to_string();
+    assert!(sent.contains("remember seven") && sent.contains("echo: remember seven"), "{sent}");
+    // An id stored nowhere is still refused.
+    let other = ws::turn(
+        &mut socket,
+        json!({"model": "m-openai", "input": "x", "previous_response_id": "resp_someone_elses"}),
+    )
+    .await;
+    assert_eq!(other[0]["error"]["code"], "previous_response_not_found");
+}
