@@ -14,9 +14,10 @@
 //! output items), so a `response.create` may continue it with
 //! `previous_response_id` and only the new input items, as Codex does on a reused
 //! connection; a `previous_response_id` naming a response the key stored over
-//! HTTP (`store: true`) continues that one. A turn here is not stored. `generate: false` (Codex's
-//! warm-up) answers `response.created` and `response.completed` with no output and
-//! sends nothing upstream; its id may be continued the same way.
+//! HTTP (`store: true`) continues that one. A turn here is not stored.
+//! `generate: false` (Codex's warm-up) answers `response.created` and
+//! `response.completed` with no output and sends nothing upstream; its id may
+//! be continued the same way.
 //!
 //! The connection closes with 1008 when the key stops authenticating between turns,
 //! 1003 on a binary message, 1002 on an unreadable one and 1001 when the server shuts
