@@ -6,19 +6,18 @@
 //! gateway's headers as a generation has them.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use switchyard_core::GatewayError;
-use switchyard_core::exec::{Embedded, Parsed, check_model_id, planned_request};
+use switchyard_core::exec::{Embedded, planned_request};
 use switchyard_protocol::embeddings::{self, EmbedRequest, Encoding};
-use switchyard_protocol::{ClientFormat, ErrorCode, ProtocolError};
+use switchyard_protocol::{ClientFormat, ProtocolError};
 
-use crate::http::{attach, error_response, served_headers};
-use crate::{AppState, ids, limits};
+use crate::http::{error_response, served_headers, whole_request};
+use crate::{AppState, ids};
 
 /// `POST /v1/embeddings`: OpenAI's body and answer (base64 where asked).
 pub async fn openai(
@@ -77,30 +76,19 @@ async fn serve(
     write: impl Fn(&Embedded, Encoding) -> Vec<u8>,
 ) -> Response {
     let id = ids::request_id();
-    let received = Instant::now();
     let embedded = async {
-        let snapshot = state.gateway.snapshot();
-        let caller = state.identity.authenticate(headers).await?;
-        let bytes: Bytes =
-            limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?;
-        snapshot.check_json_bounds(&bytes)?;
-        let mut req = parse(&bytes, model).map_err(|e| refused(&e))?;
-        if req.model.is_empty()
-            && let Some(default) = &snapshot.catalog.settings.default_model
-        {
-            req.model.clone_from(default);
-        }
-        if req.model.is_empty() {
-            return Err(GatewayError::new(ErrorCode::ModelRequired, "model: required"));
-        }
-        check_model_id(&req.model)?;
-        let parsed = Parsed {
-            request: planned_request(&req),
-            raw: None,
-            hints: Default::default(),
-            intent: None,
-        };
-        let inbound = attach(state, headers, caller, parsed, format, &id, received).await?;
+        let parse = |bytes: &[u8]| parse(bytes, model);
+        let (inbound, req) = whole_request(
+            state,
+            headers,
+            body,
+            format,
+            &id,
+            parse,
+            |r: &mut EmbedRequest| &mut r.model,
+            planned_request,
+        )
+        .await?;
         let encoding = req.encoding;
         let done = state.gateway.embed(inbound, req).await?;
         Ok::<_, GatewayError>((done, encoding))
@@ -112,15 +100,6 @@ async fn serve(
             error_response(format, &e, &id)
         }
     }
-}
-
-/// A body the endpoint cannot take: 400, naming the field.
-fn refused(e: &ProtocolError) -> GatewayError {
-    let code = match e {
-        ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
-        _ => ErrorCode::InvalidRequest,
-    };
-    GatewayError::new(code, e.to_string())
 }
 
 fn answer(done: &Embedded, body: Vec<u8>, id: &str) -> Response {

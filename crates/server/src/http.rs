@@ -271,6 +271,54 @@ pub(crate) async fn inbound(
     attach(state, headers, caller, parsed, format, id, received).await
 }
 
+/// The request of an endpoint answered whole (embeddings, images): the
+/// caller authenticated, the body read within the limits and `parse`d (a body
+/// it refuses is 400, named), the model defaulted and checked (`model`: where
+/// the request names it), then planned as `planned` has it with the caller's
+/// context. The request comes back with its [`Inbound`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn whole_request<R>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    format: ClientFormat,
+    id: &str,
+    parse: impl FnOnce(&[u8]) -> Result<R, switchyard_protocol::ProtocolError>,
+    model: fn(&mut R) -> &mut String,
+    planned: fn(&R) -> switchyard_protocol::Request,
+) -> Result<(Inbound, R), GatewayError> {
+    let received = Instant::now();
+    let snapshot = state.gateway.snapshot();
+    let caller = state.identity.authenticate(headers).await?;
+    let bytes = limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?;
+    snapshot.check_json_bounds(&bytes)?;
+    let mut req = parse(&bytes).map_err(|e| {
+        let code = match e {
+            switchyard_protocol::ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
+            _ => ErrorCode::InvalidRequest,
+        };
+        GatewayError::new(code, e.to_string())
+    })?;
+    let named = model(&mut req);
+    if named.is_empty()
+        && let Some(default) = &snapshot.catalog.settings.default_model
+    {
+        named.clone_from(default);
+    }
+    if named.is_empty() {
+        return Err(GatewayError::new(ErrorCode::ModelRequired, "model: required"));
+    }
+    switchyard_core::exec::check_model_id(named)?;
+    let parsed = switchyard_core::exec::Parsed {
+        request: planned(&req),
+        raw: None,
+        hints: Default::default(),
+        intent: None,
+    };
+    let inbound = attach(state, headers, caller, parsed, format, id, received).await?;
+    Ok((inbound, req))
+}
+
 /// A parsed request with its caller's context: the project it is attributed
 /// to, its caller keys, cache mode, affinity and trace context, from the
 /// headers. Generations and embeddings alike.

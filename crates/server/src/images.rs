@@ -10,7 +10,6 @@
 //! image until it expires.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -18,13 +17,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use switchyard_core::GatewayError;
-use switchyard_core::exec::{Imaged, Parsed, check_model_id, planned_image_request};
-use switchyard_protocol::images::ImageFormat;
+use switchyard_core::exec::{Imaged, planned_image_request};
 use switchyard_protocol::images::openai::{self, Delivered};
-use switchyard_protocol::{ClientFormat, ErrorCode, ProtocolError};
+use switchyard_protocol::images::{ImageFormat, ImageRequest};
+use switchyard_protocol::{ClientFormat, ErrorCode};
 
-use crate::http::{attach, error_response, served_headers};
-use crate::{AppState, ids, limits};
+use crate::http::{error_response, served_headers, whole_request};
+use crate::{AppState, ids};
 
 const FORMAT: ClientFormat = ClientFormat::OpenAiChat;
 
@@ -39,29 +38,18 @@ pub async fn generations(
     body: Body,
 ) -> Response {
     let id = ids::request_id();
-    let received = Instant::now();
     let generated = async {
-        let snapshot = state.gateway.snapshot();
-        let caller = state.identity.authenticate(&headers).await?;
-        let bytes = limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?;
-        snapshot.check_json_bounds(&bytes)?;
-        let mut req = openai::parse_request(&bytes).map_err(|e| refused(&e))?;
-        if req.model.is_empty()
-            && let Some(default) = &snapshot.catalog.settings.default_model
-        {
-            req.model.clone_from(default);
-        }
-        if req.model.is_empty() {
-            return Err(GatewayError::new(ErrorCode::ModelRequired, "model: required"));
-        }
-        check_model_id(&req.model)?;
-        let parsed = Parsed {
-            request: planned_image_request(&req),
-            raw: None,
-            hints: Default::default(),
-            intent: None,
-        };
-        let inbound = attach(&state, &headers, caller, parsed, FORMAT, &id, received).await?;
+        let (inbound, req) = whole_request(
+            &state,
+            &headers,
+            body,
+            FORMAT,
+            &id,
+            openai::parse_request,
+            |r: &mut ImageRequest| &mut r.model,
+            planned_image_request,
+        )
+        .await?;
         let format = req.format;
         let done = state.gateway.generate_images(inbound, req).await?;
         Ok::<_, GatewayError>((done, format))
@@ -73,15 +61,6 @@ pub async fn generations(
             error_response(FORMAT, &e, &id)
         }
     }
-}
-
-/// A body the endpoint cannot take: 400, naming the field.
-fn refused(e: &ProtocolError) -> GatewayError {
-    let code = match e {
-        ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
-        _ => ErrorCode::InvalidRequest,
-    };
-    GatewayError::new(code, e.to_string())
 }
 
 /// The answer in OpenAI's shape: each image, or a link to the gateway's copy.

@@ -63,6 +63,16 @@ pub(super) struct Tried {
     pub field_edits: Vec<String>,
 }
 
+/// An attempt cleared to go ([`Snapshot::clear`]).
+pub(super) struct Cleared<'a> {
+    pub key: Option<&'a Secret>,
+    pub permit: Option<Permit>,
+    /// The key's fingerprint, for the attempt's record.
+    pub credential: Option<String>,
+    /// The deployment's capacity taken, where it has limits.
+    pub occupied: Option<Taken>,
+}
+
 /// The keys a request may use on a candidate: the caller's own key for that
 /// provider (BYOK) if they stored one, else the provider's platform keys.
 pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
@@ -421,33 +431,16 @@ impl Snapshot {
             occupied: None,
             field_edits: Vec::new(),
         };
-        let keys = credentials(cand, inbound);
         if let Some(why) = &cand.provider.unavailable
             && !cand.provider.reachable_with(&inbound.byok)
         {
             return failed(Failure::Unavailable(why.clone()), None);
         }
-        let now = UnixMs::now();
-        let (key, permit) = if bypass_breakers {
-            let rt = self.runtimes.get(&cand.provider.name);
-            let key = rt.and_then(|rt| keys.get(rt.next_index(keys.len())));
-            (key, None)
-        } else {
-            match self.pick_credential(cand, keys, runtime, now) {
-                Ok((k, p)) => (k, Some(p)),
-                Err(f) => return failed(f, None),
-            }
-        };
-        let credential = key.map(Secret::fingerprint);
-        let occupied = match occupy(inbound, cand, credential.as_deref(), runtime).await {
-            Ok(taken) => taken,
-            Err(f) => {
-                if let Some(permit) = permit {
-                    runtime.health.abandon(permit);
-                }
-                return failed(f, credential);
-            }
-        };
+        let Cleared { key, permit, credential, occupied } =
+            match self.clear(inbound, cand, runtime, bypass_breakers).await {
+                Ok(cleared) => cleared,
+                Err((f, credential)) => return failed(f, credential),
+            };
         let in_flight = runtime.in_flight.enter(&cand.identity());
         let result = match (&cand.provider.kind, self.runtimes.get(&cand.provider.name)) {
             (ProviderKind::Mock { latency }, _) => {
@@ -500,6 +493,40 @@ impl Snapshot {
             reported,
             occupied,
             field_edits,
+        }
+    }
+
+    /// What an attempt on `cand` needs before it is sent: a credential (the
+    /// caller's own key, else the next platform key its breaker lets through;
+    /// none needed where the provider takes none), the breaker's permit (none
+    /// when the route bypasses breakers) and the deployment's capacity on
+    /// that credential. Refused: why, with the credential where one was chosen.
+    pub(super) async fn clear<'a>(
+        &self,
+        inbound: &'a Inbound,
+        cand: &'a Candidate,
+        runtime: &Arc<Runtime>,
+        bypass_breakers: bool,
+    ) -> Result<Cleared<'a>, (Failure, Option<String>)> {
+        let keys = credentials(cand, inbound);
+        let (key, permit) = if bypass_breakers {
+            let rt = self.runtimes.get(&cand.provider.name);
+            (rt.and_then(|rt| keys.get(rt.next_index(keys.len()))), None)
+        } else {
+            match self.pick_credential(cand, keys, runtime, UnixMs::now()) {
+                Ok((k, p)) => (k, Some(p)),
+                Err(f) => return Err((f, None)),
+            }
+        };
+        let credential = key.map(Secret::fingerprint);
+        match occupy(inbound, cand, credential.as_deref(), runtime).await {
+            Ok(occupied) => Ok(Cleared { key, permit, credential, occupied }),
+            Err(f) => {
+                if let Some(permit) = permit {
+                    runtime.health.abandon(permit);
+                }
+                Err((f, credential))
+            }
         }
     }
 

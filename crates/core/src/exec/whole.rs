@@ -270,26 +270,11 @@ impl Snapshot {
                 Err(f) => return failed(f, None),
             },
         };
-        let keys = credentials(cand, inbound);
-        let (key, permit) = if bypass_breakers {
-            let rt = self.runtimes.get(&cand.provider.name);
-            (rt.and_then(|rt| keys.get(rt.next_index(keys.len()))), None)
-        } else {
-            match self.pick_credential(cand, keys, runtime, UnixMs::now()) {
-                Ok((k, p)) => (k, Some(p)),
-                Err(f) => return failed(f, None),
-            }
-        };
-        let credential = key.map(Secret::fingerprint);
-        let occupied = match occupy(inbound, cand, credential.as_deref(), runtime).await {
-            Ok(taken) => taken,
-            Err(f) => {
-                if let Some(permit) = permit {
-                    runtime.health.abandon(permit);
-                }
-                return failed(f, credential);
-            }
-        };
+        let Cleared { key, permit, credential, occupied } =
+            match self.clear(inbound, cand, runtime, bypass_breakers).await {
+                Ok(cleared) => cleared,
+                Err((f, credential)) => return failed(f, credential),
+            };
         let _in_flight = runtime.in_flight.enter(&cand.identity());
         let mut reported = Usage::default();
         let result = match wire {
