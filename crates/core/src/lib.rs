@@ -49,6 +49,7 @@ pub mod filter;
 pub mod health_sync;
 pub mod hosted;
 pub mod intent;
+pub mod jobs;
 pub mod limits;
 pub mod mock;
 pub mod otel;
@@ -255,5 +256,47 @@ impl Engine {
     ) -> Result<exec::Imaged, GatewayError> {
         let runtime = Arc::clone(&self.runtime);
         self.snapshot().generate_images(inbound, req, runtime, self.sink.clone()).await
+    }
+
+    /// Submit a media job on the current snapshot for `owner`
+    /// ([`stored_responses::owner_of`] the caller): `inbound` is the request as
+    /// planned ([`exec::planned_job_request`] of it). The job is kept and
+    /// followed until it ends ([`Engine::poll_jobs`]). See
+    /// [`Snapshot::submit_job`].
+    pub async fn submit_job(
+        &self,
+        inbound: Inbound,
+        req: switchyard_protocol::jobs::JobRequest,
+        owner: String,
+    ) -> Result<exec::JobSubmitted, GatewayError> {
+        let runtime = Arc::clone(&self.runtime);
+        self.snapshot().submit_job(inbound, req, owner, runtime, self.sink.clone()).await
+    }
+
+    /// `owner`'s job `id`, as last polled; `None`: none (or another's).
+    pub async fn job(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> Result<Option<jobs::Job>, jobs::StoreFailure> {
+        self.runtime.jobs.get(owner, id).await
+    }
+
+    /// Cancel `owner`'s job `id`: its queue is told and it ends cancelled (an
+    /// ended job is answered as it is); `None`: no such job.
+    pub async fn cancel_job(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> Result<Option<jobs::Job>, jobs::StoreFailure> {
+        let Some(job) = self.runtime.jobs.get(owner, id).await? else { return Ok(None) };
+        Ok(Some(self.snapshot().cancel_job(job, &self.runtime, &self.sink).await))
+    }
+
+    /// Poll the media jobs due now (at most `limit`), each once, whichever
+    /// instance submitted them: the gateway's poller calls this every
+    /// `gateway.jobs.poll_interval_ms`. How many were polled.
+    pub async fn poll_jobs(&self, limit: usize) -> usize {
+        exec::poll_due(self, limit).await
     }
 }

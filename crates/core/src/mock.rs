@@ -189,6 +189,28 @@ pub fn images(
     ImageResponse { images: vec![image; req.n as usize], input_tokens: None, output_tokens: None }
 }
 
+/// The mock's media job, done at once: a deterministic link named after its
+/// model and prompt, and the `duration` it was asked for (5 seconds unless
+/// it said), so a per-second price meters it.
+pub fn job(
+    upstream_model: &str,
+    input: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    use std::hash::{Hash, Hasher};
+    let prompt = input.get("prompt").and_then(serde_json::Value::as_str).unwrap_or("");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (upstream_model, prompt).hash(&mut h);
+    let duration = input.get("duration").cloned().unwrap_or_else(|| serde_json::json!(5));
+    serde_json::json!({
+        "video": {
+            "url": format!("mock://media/{:016x}.mp4", h.finish()),
+            "content_type": "video/mp4",
+        },
+        "duration": duration,
+        "prompt": prompt,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -428,6 +428,19 @@ pub fn image_cost(
     }
 }
 
+/// Cost of a finished media job that made `seconds` of media (`None`: its
+/// length is not known): `per_job`, plus `per_second` for each second. A
+/// model priced per second whose job's length is unknown costs unknown, as
+/// does a model with neither price.
+pub fn job_cost(seconds: Option<f64>, pricing: Option<&Pricing>) -> Option<f64> {
+    let p = pricing?;
+    match (p.per_job, p.per_second) {
+        (None, None) => None,
+        (job, None) => job,
+        (job, Some(each)) => Some(job.unwrap_or(0.0) + each * seconds?),
+    }
+}
+
 /// The price tier `usage` is billed at under `pricing`, where not the base
 /// one: `long_context` (the prompt is over the tier's threshold).
 pub fn price_tier(usage: &Usage, pricing: Option<&Pricing>) -> Option<&'static str> {
@@ -438,6 +451,20 @@ pub fn price_tier(usage: &Usage, pricing: Option<&Pricing>) -> Option<&'static s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_is_billed_per_job_and_per_second() {
+        let per_second = Pricing { per_second: Some(0.1), ..Pricing::default() };
+        let both = Pricing { per_job: Some(0.5), per_second: Some(0.1), ..Pricing::default() };
+        let per_job = Pricing { per_job: Some(0.25), ..Pricing::default() };
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-12);
+        assert!(close(job_cost(Some(5.0), Some(&per_second)), 0.5));
+        assert!(close(job_cost(Some(5.0), Some(&both)), 1.0));
+        assert!(close(job_cost(None, Some(&per_job)), 0.25));
+        assert_eq!(job_cost(None, Some(&per_second)), None);
+        assert_eq!(job_cost(Some(5.0), Some(&Pricing::default())), None);
+        assert_eq!(job_cost(Some(5.0), None), None);
+    }
 
     #[test]
     fn a_prompt_over_the_tier_is_billed_at_it_whole() {

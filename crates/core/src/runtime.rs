@@ -206,6 +206,13 @@ pub struct Runtime {
     /// Generated images the gateway links to (`response_format: url`), by
     /// their id, for an hour: in process, or on Redis where state is shared.
     pub images: Arc<dyn crate::state::ResponseCache>,
+    /// Media jobs (`/v1/jobs`): in process by default; the database's where
+    /// the gateway has one, so any instance follows them and they outlive a
+    /// restart.
+    pub jobs: Arc<dyn crate::jobs::JobStore>,
+    /// What the jobs this instance submitted hold until they end (their
+    /// reservations, a caller's own key).
+    pub job_holds: Arc<crate::jobs::Holds>,
 }
 
 impl Default for Runtime {
@@ -232,6 +239,8 @@ impl Default for Runtime {
             traces: None,
             responses: Arc::new(crate::stored_responses::LocalResponses::default()),
             images: Arc::new(crate::cache::LocalCache::new(crate::cache::IMAGE_BOUNDS)),
+            jobs: Arc::new(crate::jobs::LocalJobs::default()),
+            job_holds: Arc::default(),
         }
     }
 }

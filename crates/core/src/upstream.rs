@@ -780,8 +780,8 @@ mod source;
 pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, in_body, ungated as ungated_fields};
 pub(crate) use failure::{Failure, TransportClass, retry_after};
-pub(crate) use list::get;
 use list::with_key;
+pub(crate) use list::{bodiless, get};
 pub(crate) use source::Source;
 
 #[cfg(test)]

@@ -43,10 +43,12 @@ pub mod continuity;
 pub mod embeddings;
 pub mod error;
 pub mod error_code;
+pub mod fal;
 pub mod family;
 pub mod frame;
 pub mod gemini;
 pub mod images;
+pub mod jobs;
 pub mod listing;
 pub mod model;
 pub mod openai_chat;
@@ -195,6 +197,8 @@ pub enum Wire {
     Responses,
     /// The Responses API on Azure OpenAI's v1 API.
     AzureOpenAiResponses,
+    /// fal's queue: media jobs only.
+    Fal,
 }
 
 impl Wire {
@@ -215,13 +219,14 @@ impl Wire {
             Wire::AzureOpenAiV1 => &azure::AZURE_OPENAI_V1,
             Wire::Responses => &responses::OPENAI_RESPONSES,
             Wire::AzureOpenAiResponses => &azure::AZURE_OPENAI_RESPONSES,
+            Wire::Fal => &fal::FalWire,
         }
     }
 
     /// The configuration's name for it (`openai-chat`, `anthropic`, `gemini`,
     /// `bedrock`, `bedrock-anthropic`, `vertex-anthropic`, `vertex-gemini`, `vertex-openai`,
     /// `azure-openai`, `azure-openai-v1`, `openai-responses`,
-    /// `azure-openai-responses`).
+    /// `azure-openai-responses`, `fal`).
     pub fn as_str(self) -> &'static str {
         self.behaviour().name()
     }

@@ -3,7 +3,7 @@
 use super::{ModelListing, Paging};
 use crate::Wire;
 
-const ALL: [Wire; 12] = [
+const ALL: [Wire; 13] = [
     Wire::OpenAiChat,
     Wire::Anthropic,
     Wire::Gemini,
@@ -16,6 +16,7 @@ const ALL: [Wire; 12] = [
     Wire::AzureOpenAiV1,
     Wire::Responses,
     Wire::AzureOpenAiResponses,
+    Wire::Fal,
 ];
 
 #[test]
@@ -57,6 +58,7 @@ fn each_wire_lists_where_its_api_does() {
     // Said, not guessed.
     assert!(url(Wire::AzureOpenAi).unwrap_err().contains("Azure Resource Manager"));
     assert!(url(Wire::VertexOpenAi).unwrap_err().contains("publishers"));
+    assert!(url(Wire::Fal).unwrap_err().contains("fal.ai"));
     for wire in ALL {
         let paging = wire.behaviour().model_listing().paging();
         let expected = match wire {
@@ -71,7 +73,8 @@ fn each_wire_lists_where_its_api_does() {
             | Wire::AzureOpenAi
             | Wire::AzureOpenAiV1
             | Wire::Responses
-            | Wire::AzureOpenAiResponses => Paging::None,
+            | Wire::AzureOpenAiResponses
+            | Wire::Fal => Paging::None,
         };
         assert_eq!(paging, expected, "{wire:?}");
     }

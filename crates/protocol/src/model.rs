@@ -848,7 +848,8 @@ mod tests {
                     | Wire::AzureOpenAi
                     | Wire::AzureOpenAiV1
                     | Wire::Responses
-                    | Wire::AzureOpenAiResponses => {
+                    | Wire::AzureOpenAiResponses
+                    | Wire::Fal => {
                         unreachable!("not in the list: see their folders")
                     }
                 }
@@ -881,7 +882,8 @@ mod tests {
                     | Wire::AzureOpenAi
                     | Wire::AzureOpenAiV1
                     | Wire::Responses
-                    | Wire::AzureOpenAiResponses => {}
+                    | Wire::AzureOpenAiResponses
+                    | Wire::Fal => {}
                 }
             }
         }

@@ -53,6 +53,12 @@ pub struct WireSpec {
     /// Where and in which body the wire's provider generates images; `None`:
     /// it generates none.
     pub images: Option<crate::images::ImageSpec>,
+    /// How the wire's provider runs media jobs on a queue; `None`: it runs
+    /// none.
+    pub jobs: Option<crate::jobs::JobSpec>,
+    /// The wire serves generations (chat): false for a provider that only
+    /// runs media jobs (fal), whose chat models the catalog refuses.
+    pub chat: bool,
 }
 
 /// A wire's token-counting endpoint: its path, the body it takes (made from the
@@ -223,6 +229,13 @@ pub enum Auth {
     Entra {
         /// The header a key goes in (`api-key`).
         key_header: &'static str,
+    },
+    /// The key after `prefix` in `header`: fal's `Authorization: Key <key>`.
+    Prefixed {
+        /// The header (`authorization`).
+        header: &'static str,
+        /// What goes before the key (`Key `).
+        prefix: &'static str,
     },
 }
 

@@ -16,6 +16,7 @@ mod http;
 pub mod identity;
 mod ids;
 mod images;
+mod jobs;
 mod limits;
 mod models;
 mod prometheus;
@@ -124,6 +125,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/images/generations", post(images::generations))
         .route("/images/generations", post(images::generations))
         .route("/v1/images/files/{name}", get(images::file))
+        // Media jobs on a provider's queue, the caller's own.
+        .route("/v1/jobs", post(jobs::create))
+        .route("/v1/jobs/{id}", get(jobs::retrieve).delete(jobs::cancel))
         .route("/v1/embeddings", post(embeddings::openai))
         .route("/embeddings", post(embeddings::openai))
         .route("/v1/models", get(models::list))
@@ -183,6 +187,7 @@ pub async fn serve(
     let (grace, limits) = (settings.shutdown_grace, settings.connections);
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
+    let _stop_jobs = AbortOnDrop(tokio::spawn(jobs::poller(state.clone())));
     let app = guarded(state.clone());
     let stop = tokio_util::sync::CancellationToken::new();
     let accepting = conn::accept_loop(listener, app, limits, stop.clone());

@@ -330,6 +330,8 @@ fn gemini_model(m: &ModelEntry, name: &str) -> Value {
             ModelKind::Chat => &GEMINI_METHODS[..],
             ModelKind::Embedding => &GEMINI_EMBED_METHODS[..],
             ModelKind::Image => &GEMINI_IMAGE_METHODS[..],
+            // Reached through `/v1/jobs` only: no Gemini method serves it.
+            ModelKind::Media => &[][..],
         },
         "switchyard": facts(m),
     });

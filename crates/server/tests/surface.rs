@@ -238,7 +238,7 @@ async fn embedded_default_without_keys_lists_only_the_mock() {
     // The embedded default without SWITCHYARD_API_KEY is an open gateway.
     assert_eq!(
         listed(&common::client(), &base, None).await,
-        ["mock-echo", "mock-embed", "mock-image"]
+        ["mock-echo", "mock-embed", "mock-image", "mock-video"]
     );
     let _ = tx.send(());
 }

@@ -124,6 +124,7 @@ suite!(
     case_rows_in_default_move_into_their_day,
     case_upkeep_at_once_from_two_callers_makes_each_day_once,
     case_stored_responses_are_their_owners,
+    case_media_jobs_are_claimed_once_and_their_ends_kept,
 );
 
 #[path = "suite/rollups.rs"]
@@ -148,6 +149,9 @@ use sessions::{case_console_sessions, case_oidc_logins_are_taken_once};
 #[path = "suite/responses.rs"]
 mod responses;
 use responses::case_stored_responses_are_their_owners;
+#[path = "suite/jobs.rs"]
+mod jobs;
+use jobs::case_media_jobs_are_claimed_once_and_their_ends_kept;
 #[path = "suite/listing.rs"]
 mod listing;
 use listing::case_records_keyset_pages_and_filters;
@@ -223,7 +227,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

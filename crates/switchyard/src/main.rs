@@ -266,6 +266,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     // Stored Responses in the database, across restarts and instances.
     if let Some(s) = &store {
         runtime.responses = Arc::new(s.clone());
+        runtime.jobs = Arc::new(s.clone());
     }
     runtime.images = match storage::image_store(&catalog) {
         Ok(s) => s,

@@ -302,6 +302,11 @@ pub fn spawn_retention(store: Store, retention_days: u32, rollup_retention_days:
                 Ok(n) => tracing::info!(rows = n, "retention: forgot expired stored responses"),
                 Err(e) => tracing::warn!("stored responses: {e}"),
             }
+            match store.purge_jobs(now_ms()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "retention: forgot expired media jobs"),
+                Err(e) => tracing::warn!("media jobs: {e}"),
+            }
             if retention_days > 0 {
                 let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
                 match store.delete_records_before(cutoff).await {

@@ -9,6 +9,7 @@ fn compile(extra: &str) -> Result<Catalog, InvalidRegistry> {
         r#"
 providers:
   a: {{ wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: {{ env: [KEY] }} }}
+  q: {{ wire: fal, endpoint: "http://127.0.0.1:1", credentials: {{ env: [KEY] }} }}
 models:
   - id: chat
     deployments: [{{ provider: a, model: gpt-x }}]
@@ -59,4 +60,34 @@ fn an_intent_class_goes_to_a_chat_model() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("intent.classifier.model: `vectors` is not a chat model"), "{e}");
+}
+
+#[test]
+fn a_media_model_runs_on_a_queue_and_a_queue_runs_only_media() {
+    let c = compile(
+        r#"  - id: clips
+    kind: media
+    deployments: [{ provider: q, model: fal-ai/kling-video/v2.1/standard/text-to-video }]
+    pricing: { per_second: 0.05 }"#,
+    )
+    .unwrap();
+    assert!(c.models.iter().any(|m| m.id == "clips" && m.kind == ModelKind::Media));
+    let e = compile(
+        r#"  - id: clips
+    kind: media
+    deployments: [{ provider: a, model: sora }]"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("models[clips].deployments[a]: the openai-chat wire runs no media jobs"),
+        "{e}"
+    );
+    let e = compile(
+        r#"  - id: talk
+    deployments: [{ provider: q, model: fal-ai/any-llm }]"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("models[talk].deployments[q]: the fal wire runs media jobs only"), "{e}");
 }

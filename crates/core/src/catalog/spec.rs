@@ -461,6 +461,8 @@ pub struct Settings {
     pub metrics_listen: Option<String>,
     /// Stored Responses (`gateway.responses`).
     pub responses: raw::ResponsesSettings,
+    /// Media jobs (`gateway.jobs`).
+    pub jobs: raw::JobSettings,
 }
 
 /// Client connections to the listener: `gateway.connections`, compiled.

@@ -226,7 +226,7 @@ impl CloudAuth {
                         "the wire takes a Microsoft Entra token: use credentials.azure (or a \
                          key: credentials.env or credentials.keys)"
                     }
-                    Auth::Bearer | Auth::Header(_) => {
+                    Auth::Bearer | Auth::Header(_) | Auth::Prefixed { .. } => {
                         "the wire takes an API key: use credentials.env or credentials.keys"
                     }
                 },

@@ -63,6 +63,19 @@ impl RecordGuard {
         err
     }
 
+    /// The record, unwritten, and the admission's reservation, handed to a
+    /// media job that outlives the request (`jobs.rs`): it writes the record
+    /// and settles the reservation when the job ends. The capacity an
+    /// attempt took is given back now (a queued job holds no connection).
+    pub(super) fn defer(&mut self) -> (RequestRecord, Option<crate::jobs::Reserved>) {
+        self.done = true;
+        if let Some(taken) = self.occupied.take() {
+            taken.settle(self.rec.usage);
+        }
+        self.trace = None;
+        (std::mem::take(&mut self.rec), self.reservation.take())
+    }
+
     /// The record handed to a new owner (a stream's pump), which writes it; this
     /// guard is then done and writes nothing.
     pub(super) fn hand_over(&mut self) -> RecordGuard {

@@ -392,6 +392,7 @@ mod embeddings;
 mod flight;
 mod guard;
 mod images;
+mod jobs;
 mod policy;
 mod prepare;
 mod queue;
@@ -413,6 +414,8 @@ pub use count_tokens::TokenCount;
 pub use embeddings::{Embedded, OPERATION as EMBEDDINGS, planned_request};
 pub use flight::Flights;
 pub use images::{Imaged, OPERATION as IMAGES, planned_image_request};
+pub(crate) use jobs::poll_due;
+pub use jobs::{JobSubmitted, OPERATION as JOBS, planned_job_request};
 pub(crate) use policy::failure_error;
 
 impl Snapshot {

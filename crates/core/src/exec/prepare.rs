@@ -14,6 +14,8 @@ pub(super) enum Purpose {
     Embed,
     /// Images: only image models.
     Image,
+    /// Media jobs: only media models.
+    Job,
 }
 
 impl Snapshot {
@@ -116,6 +118,7 @@ impl Snapshot {
         let kind = match purpose {
             Purpose::Embed => ModelKind::Embedding,
             Purpose::Image => ModelKind::Image,
+            Purpose::Job => ModelKind::Media,
             Purpose::Generate | Purpose::Count => ModelKind::Chat,
         };
         filter::by_kind(&mut plan, kind)?;

@@ -264,6 +264,7 @@ pub(crate) fn provider_name(wire: Option<switchyard_protocol::Wire>) -> &'static
             Wire::AzureOpenAi | Wire::AzureOpenAiV1 | Wire::AzureOpenAiResponses => {
                 "azure.ai.openai"
             }
+            Wire::Fal => "fal",
         },
     }
 }

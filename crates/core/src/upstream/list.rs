@@ -16,13 +16,24 @@ use crate::util::Secret;
 /// provider's query parameters.
 pub(crate) async fn get(
     dest: Dest<'_>,
+    url: reqwest::Url,
+) -> Result<(Response, Vec<Secret>), Failure> {
+    bodiless(dest, http::Method::GET, url).await
+}
+
+/// A request with no body (`GET`, `PUT`) for a whole JSON answer, headed and
+/// authenticated as [`get`]'s: a media job's status, result or cancel.
+pub(crate) async fn bodiless(
+    dest: Dest<'_>,
+    method: http::Method,
     mut url: reqwest::Url,
 ) -> Result<(Response, Vec<Secret>), Failure> {
     with_query(&mut url, &dest.spec.query);
     let url = uri(&url)?;
-    let signed = cloud_headers(dest, "GET", &url, &[], b"").await?;
+    let signed = cloud_headers(dest, method.as_str(), &url, &[], b"").await?;
     let minted = super::minted(&signed);
-    let mut req = with_key(http::Request::get(url), dest.wire.spec().auth, dest.key)?;
+    let builder = http::Request::builder().method(method).uri(url);
+    let mut req = with_key(builder, dest.wire.spec().auth, dest.key)?;
     req = req.header(ACCEPT, HeaderValue::from_static("application/json"));
     for header in dest.wire.spec().headers {
         req = req.header(header.name, header.default);
@@ -54,6 +65,9 @@ pub(super) fn with_key(
     Ok(match auth {
         Auth::Header(name) | Auth::Entra { key_header: name } => {
             req.header(name, value(k.expose())?)
+        }
+        Auth::Prefixed { header, prefix } => {
+            req.header(header, value(&format!("{prefix}{}", k.expose()))?)
         }
         // A key given where the wire is signed or takes a minted token is a
         // bearer token of its own: a Bedrock API key, a Google access token.

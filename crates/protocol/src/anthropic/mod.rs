@@ -79,6 +79,8 @@ pub const SPEC: WireSpec = WireSpec {
     compact: None,
     embeddings: None,
     images: None,
+    jobs: None,
+    chat: true,
     count: Some(CountSpec {
         path: "/v1/messages/count_tokens",
         body: CountBody::Only(COUNTED_FIELDS),

@@ -83,6 +83,8 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
         path: "/openai/deployments/{model}/images/generations?api-version=2024-10-21",
         body: crate::images::ImageBody::OpenAi,
     }),
+    jobs: None,
+    chat: true,
     count: None,
 };
 
@@ -106,6 +108,8 @@ pub const V1_SPEC: WireSpec = WireSpec {
         path: "/openai/v1/images/generations",
         body: crate::images::ImageBody::OpenAi,
     }),
+    jobs: None,
+    chat: true,
     count: None,
 };
 
@@ -130,6 +134,8 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
         path: "/openai/v1/images/generations",
         body: crate::images::ImageBody::OpenAi,
     }),
+    jobs: None,
+    chat: true,
     count: None,
 };
 

@@ -71,6 +71,8 @@ pub const INVOKE_SPEC: WireSpec = WireSpec {
     compact: None,
     embeddings: None,
     images: None,
+    jobs: None,
+    chat: true,
     count: Some(CountSpec {
         path: "/model/{model}/count-tokens",
         body: CountBody::Blob { under: &["input", "invokeModel"], field: "body" },

@@ -101,6 +101,8 @@ pub const SPEC: WireSpec = WireSpec {
         body: crate::embeddings::EmbedBody::BedrockInvoke,
     }),
     images: None,
+    jobs: None,
+    chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/model/{model}/count-tokens",
         // What `ConverseTokensRequest` takes of a Converse body.

@@ -81,6 +81,8 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/v1beta/models/{model}:predict",
         body: crate::images::ImageBody::Imagen,
     }),
+    jobs: None,
+    chat: true,
     count: Some(CountSpec {
         path: "/v1beta/models/{model}:countTokens",
         body: CountBody::Wrapped { key: "generateContentRequest" },

@@ -55,6 +55,8 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/images/generations",
         body: crate::images::ImageBody::OpenAi,
     }),
+    jobs: None,
+    chat: true,
     count: None,
 };
 

@@ -134,6 +134,8 @@ pub const SPEC: WireSpec = WireSpec {
         path: "/images/generations",
         body: crate::images::ImageBody::OpenAi,
     }),
+    jobs: None,
+    chat: true,
     count: Some(CountSpec {
         path: "/responses/input_tokens",
         body: CountBody::Only(&[

@@ -56,6 +56,8 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     compact: None,
     embeddings: None,
     images: None,
+    jobs: None,
+    chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
         body: crate::spec::CountBody::Named(COUNTED_FIELDS),
@@ -103,6 +105,8 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
         path: "/publishers/google/models/{model}:predict",
         body: crate::images::ImageBody::Imagen,
     }),
+    jobs: None,
+    chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",
         // Vertex's CountTokensRequest takes these at its top level.
@@ -132,6 +136,8 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     compact: None,
     embeddings: None,
     images: None,
+    jobs: None,
+    chat: true,
     count: None,
 };
 

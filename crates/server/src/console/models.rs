@@ -29,6 +29,10 @@ pub(crate) struct Price {
     pub long: Option<LongPrice>,
     /// USD per image (an image model), with the sizes priced apart.
     pub per_image: String,
+    /// USD per second of media (a media model's job).
+    pub per_second: String,
+    /// USD per finished job (a media model).
+    pub per_job: String,
 }
 
 /// A long-context tier as a table shows it.
@@ -65,6 +69,8 @@ impl Price {
                     parts.join(", ")
                 }
             },
+            per_second: usd(p.per_second),
+            per_job: usd(p.per_job),
             long: p.long_context.map(|t| LongPrice {
                 over: format!("over {} prompt tokens", thousands(t.threshold)),
                 input: usd(t.input),
@@ -206,13 +212,16 @@ pub(crate) async fn public_json(State(state): State<Arc<AppState>>) -> Response 
                 "provider": l.provider,
                 "upstream_model": l.upstream_model,
                 "currency": "USD",
-                "unit": "token prices per million tokens; per_image per image",
+                "unit": "token prices per million tokens; per_image per image; per_second per \
+                         second of media; per_job per finished job",
                 "input": p.input,
                 "output": p.output,
                 "cache_read": p.cache_read,
                 "cache_write": p.cache_write,
                 "per_image": p.per_image,
                 "per_image_size": p.per_image_size,
+                "per_second": p.per_second,
+                "per_job": p.per_job,
                 "long_context": p.long_context.map(|t| serde_json::json!({
                     "threshold_tokens": t.threshold,
                     "input": t.input,

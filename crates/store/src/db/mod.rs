@@ -49,6 +49,8 @@ mod projects;
 pub use oidc_logins::{OidcLogin, PENDING_OIDC_LOGINS_MAX};
 mod sessions;
 pub use sessions::{ConsoleSession, NewSession, SignIn};
+mod jobs;
+mod packed;
 mod responses;
 mod rules;
 mod users;
@@ -220,6 +222,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (14, "app_policies", include_str!("../../migrations/sqlite/0014_app_policies.sql")),
     (15, "record_operation", include_str!("../../migrations/sqlite/0015_record_operation.sql")),
     (16, "stored_responses", include_str!("../../migrations/sqlite/0016_stored_responses.sql")),
+    (17, "media_jobs", include_str!("../../migrations/sqlite/0017_media_jobs.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -250,6 +253,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (14, "app_policies", include_str!("../../migrations/postgres/0014_app_policies.sql")),
     (15, "record_operation", include_str!("../../migrations/postgres/0015_record_operation.sql")),
     (16, "stored_responses", include_str!("../../migrations/postgres/0016_stored_responses.sql")),
+    (17, "media_jobs", include_str!("../../migrations/postgres/0017_media_jobs.sql")),
 ];
 
 impl Store {

@@ -2,20 +2,13 @@
 //! id, its input and response object as one deflated JSON document, so a
 //! conversation continued on any instance, or after a restart, finds them.
 
-use std::io::{Read, Write};
-
-use flate2::Compression;
-use flate2::read::DeflateDecoder;
-use flate2::write::DeflateEncoder;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use switchyard_core::stored_responses::{ResponseStore, StoreFailure, StoredResponse};
 
+use super::packed::{pack, unpack};
 use super::{RowExt, Store, on_pool};
 use crate::error::StoreError;
-
-/// The most a stored document inflates to: a conversation past it is corrupt.
-const MAX_INFLATED: u64 = 256 << 20;
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Document {
@@ -23,45 +16,24 @@ struct Document {
     response: Value,
 }
 
-fn pack(r: &StoredResponse) -> Result<Vec<u8>, StoreError> {
-    #[derive(serde::Serialize)]
-    struct Borrowed<'a> {
-        input: &'a [Value],
-        response: &'a Value,
-    }
-    let json = serde_json::to_vec(&Borrowed { input: &r.input, response: &r.response })
-        .map_err(|e| StoreError::Invalid(format!("stored response {}: {e}", r.id)))?;
-    let mut encoder = DeflateEncoder::new(Vec::with_capacity(json.len() / 4), Compression::fast());
-    encoder
-        .write_all(&json)
-        .and_then(|()| encoder.finish())
-        .map_err(|e| StoreError::Invalid(format!("stored response {}: {e}", r.id)))
+#[derive(serde::Serialize)]
+struct Borrowed<'a> {
+    input: &'a [Value],
+    response: &'a Value,
 }
 
-fn unpack(packed: &[u8]) -> Result<Document, StoreError> {
-    let mut json = Vec::new();
-    DeflateDecoder::new(packed)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut json)
-        .map_err(|e| StoreError::Corrupt(format!("stored_responses.body: {e}")))?;
-    if json.len() as u64 > MAX_INFLATED {
-        return Err(StoreError::Corrupt("stored_responses.body inflates past 256 MiB".into()));
-    }
-    serde_json::from_slice(&json)
-        .map_err(|e| StoreError::Corrupt(format!("stored_responses.body: {e}")))
-}
-
-fn to_i64(v: u64) -> i64 {
+pub(super) fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-fn failure(e: StoreError) -> StoreFailure {
+pub(super) fn failure(e: StoreError) -> StoreFailure {
     StoreFailure(e.to_string())
 }
 
 impl Store {
     async fn put_response(&self, r: &StoredResponse) -> Result<(), StoreError> {
-        let body = pack(r)?;
+        let doc = Borrowed { input: &r.input, response: &r.response };
+        let body = pack(&doc, &format!("stored response {}", r.id))?;
         on_pool!(self, |p| sqlx::query(
             "INSERT INTO stored_responses (owner, id, created_ms, expires_ms, body) \
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (owner, id) DO UPDATE SET \
@@ -106,7 +78,7 @@ impl Store {
                 .transpose()?
         });
         let Some((created_ms, expires_ms, body)) = row else { return Ok(None) };
-        let doc = unpack(&body)?;
+        let doc: Document = unpack(&body, "stored_responses.body")?;
         Ok(Some(StoredResponse {
             id: id.to_owned(),
             owner: owner.to_owned(),

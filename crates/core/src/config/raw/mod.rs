@@ -343,6 +343,8 @@ pub struct GatewaySettings {
     pub metrics_listen: Option<Spanned<String>>,
     /// Stored Responses (`store`, `previous_response_id`).
     pub responses: ResponsesSettings,
+    /// Media jobs (`POST /v1/jobs`): how they are followed and kept.
+    pub jobs: JobSettings,
 }
 
 /// `gateway.responses`: the Responses API's server-side state.
@@ -365,6 +367,35 @@ impl Default for ResponsesSettings {
     fn default() -> Self {
         // 30 days, as OpenAI keeps them.
         Self { store_by_default: false, retention_hours: 720 }
+    }
+}
+
+/// `gateway.jobs`: how media jobs on a queue are followed.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct JobSettings {
+    /// How often a job's queue is asked where it is, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// The most times one job is asked about: past it, the job is cancelled
+    /// upstream and fails (`job_timeout`). With the interval, the longest a
+    /// job may run (2 s × 1800: an hour).
+    pub max_polls: u32,
+    /// Polls in a row that get no answer (the provider down, the job unknown
+    /// to it) before the job fails (`job_lost`).
+    pub max_failed_polls: u32,
+    /// How long a finished job is kept for its owner to read, in hours.
+    pub retention_hours: u64,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: 2_000,
+            max_polls: 1_800,
+            max_failed_polls: 10,
+            retention_hours: 720,
+        }
     }
 }
 
@@ -419,6 +450,7 @@ impl Default for GatewaySettings {
             allowed_origins: Vec::new(),
             metrics_listen: None,
             responses: ResponsesSettings::default(),
+            jobs: JobSettings::default(),
         }
     }
 }

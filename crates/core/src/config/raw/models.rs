@@ -41,6 +41,13 @@ pub struct Pricing {
     /// USD per generated image of a size (`1024x1024`), over `per_image`.
     #[serde(default)]
     pub per_image_size: std::collections::BTreeMap<String, f64>,
+    /// USD per second of media a job made (a video or audio model): its
+    /// output's duration, else the duration it was asked for.
+    #[serde(default)]
+    pub per_second: Option<f64>,
+    /// USD per finished job, whatever it made (added to `per_second`).
+    #[serde(default)]
+    pub per_job: Option<f64>,
 }
 
 /// `pricing.long_context`: the prices of a request whose prompt (its input
@@ -116,6 +123,20 @@ impl Pricing {
         self
     }
 
+    /// `usd` per second of media a job makes.
+    #[must_use]
+    pub fn per_second(mut self, usd: f64) -> Self {
+        self.per_second = Some(usd);
+        self
+    }
+
+    /// `usd` per finished job.
+    #[must_use]
+    pub fn per_job(mut self, usd: f64) -> Self {
+        self.per_job = Some(usd);
+        self
+    }
+
     /// The price of one image of `size` (`per_image_size`, else `per_image`).
     pub fn image(&self, size: Option<&str>) -> Option<f64> {
         size.and_then(|s| self.per_image_size.get(s).copied()).or(self.per_image)
@@ -157,6 +178,8 @@ impl Pricing {
             long_context: None,
             per_image: self.per_image,
             per_image_size: self.per_image_size.clone(),
+            per_second: self.per_second,
+            per_job: self.per_job,
         };
         (Cow::Owned(tier), true)
     }
@@ -205,6 +228,8 @@ pub enum ModelKind {
     Embedding,
     /// Pictures: `/v1/images/generations`.
     Image,
+    /// Media made by a queue (video, audio, images): `/v1/jobs`.
+    Media,
 }
 
 impl ModelKind {
@@ -214,6 +239,7 @@ impl ModelKind {
             ModelKind::Chat => "chat",
             ModelKind::Embedding => "embedding",
             ModelKind::Image => "image",
+            ModelKind::Media => "media",
         }
     }
 }

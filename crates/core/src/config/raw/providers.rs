@@ -31,6 +31,8 @@ pub enum WireName {
     AzureOpenaiResponses,
     /// `openai-responses`: OpenAI's Responses API.
     OpenaiResponses,
+    /// `fal`: fal's queue, for media jobs.
+    Fal,
     /// `mock`: the built-in deterministic echo, no network.
     Mock,
 }
@@ -52,6 +54,7 @@ impl WireName {
             WireName::AzureOpenaiV1 => Some(Wire::AzureOpenAiV1),
             WireName::AzureOpenaiResponses => Some(Wire::AzureOpenAiResponses),
             WireName::OpenaiResponses => Some(Wire::Responses),
+            WireName::Fal => Some(Wire::Fal),
             WireName::Mock => None,
         }
     }
