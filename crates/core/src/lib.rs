@@ -30,6 +30,7 @@
 pub mod access;
 pub mod adaptive;
 pub mod app_policy;
+pub mod batches;
 pub mod breaker;
 pub mod cache;
 pub mod catalog;

@@ -213,6 +213,10 @@ pub struct Runtime {
     /// What the jobs this instance submitted hold until they end (their
     /// reservations, a caller's own key).
     pub job_holds: Arc<crate::jobs::Holds>,
+    /// Uploaded files, batches and their lines' answers (`/v1/files`,
+    /// `/v1/batches`): in process by default; the database's where the
+    /// gateway has one, so a batch outlives the instance running it.
+    pub batches: Arc<dyn crate::batches::BatchStore>,
 }
 
 impl Default for Runtime {
@@ -241,6 +245,7 @@ impl Default for Runtime {
             images: Arc::new(crate::cache::LocalCache::new(crate::cache::IMAGE_BOUNDS)),
             jobs: Arc::new(crate::jobs::LocalJobs::default()),
             job_holds: Arc::default(),
+            batches: Arc::new(crate::batches::LocalBatches::default()),
         }
     }
 }

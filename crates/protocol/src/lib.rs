@@ -35,6 +35,7 @@
 
 pub mod anthropic;
 pub mod azure;
+pub mod batches;
 pub mod bedrock;
 pub mod behaviour;
 pub mod carry;

@@ -16,7 +16,7 @@ use switchyard_core::exec::{Embedded, planned_request};
 use switchyard_protocol::embeddings::{self, EmbedRequest, Encoding};
 use switchyard_protocol::{ClientFormat, ProtocolError};
 
-use crate::http::{error_response, served_headers, whole_request};
+use crate::http::{Payload, error_response, served_headers, whole_request};
 use crate::{AppState, ids};
 
 /// `POST /v1/embeddings`: OpenAI's body and answer (base64 where asked).
@@ -30,7 +30,16 @@ pub async fn openai(
     let write = |done: &Embedded, encoding| {
         embeddings::openai::write_response(&done.response, &done.response.model, encoding)
     };
-    serve(&state, &headers, body, format, None, parse, write).await
+    serve(&state, &headers, Payload::Http(body), format, None, parse, write).await
+}
+
+/// A batch's `/v1/embeddings` line, as [`openai`] answers it.
+pub(crate) async fn openai_line(state: &AppState, headers: &HeaderMap, line: Payload) -> Response {
+    let parse = |bytes: &[u8], _: Option<&str>| embeddings::openai::parse_request(bytes);
+    let write = |done: &Embedded, encoding| {
+        embeddings::openai::write_response(&done.response, &done.response.model, encoding)
+    };
+    serve(state, headers, line, ClientFormat::OpenAiChat, None, parse, write).await
 }
 
 /// Which Gemini method: `:embedContent` (one input) or `:batchEmbedContents`.
@@ -60,7 +69,8 @@ pub(crate) async fn gemini(
         GeminiMethod::One => embeddings::gemini::write_embed_content(&done.response),
         GeminiMethod::Batch => embeddings::gemini::write_batch(&done.response),
     };
-    serve(state, headers, body, ClientFormat::Gemini, Some(model), parse, write).await
+    serve(state, headers, Payload::Http(body), ClientFormat::Gemini, Some(model), parse, write)
+        .await
 }
 
 /// Authenticate, read and parse the body (`model`: the path's, where the
@@ -69,7 +79,7 @@ pub(crate) async fn gemini(
 async fn serve(
     state: &AppState,
     headers: &HeaderMap,
-    body: Body,
+    payload: Payload,
     format: ClientFormat,
     model: Option<&str>,
     parse: impl Fn(&[u8], Option<&str>) -> Result<EmbedRequest, ProtocolError>,
@@ -81,7 +91,7 @@ async fn serve(
         let (inbound, req) = whole_request(
             state,
             headers,
-            body,
+            payload,
             format,
             &id,
             parse,

@@ -280,7 +280,7 @@ pub(crate) async fn inbound(
 pub(crate) async fn whole_request<R>(
     state: &AppState,
     headers: &HeaderMap,
-    body: Body,
+    payload: Payload,
     format: ClientFormat,
     id: &str,
     parse: impl FnOnce(&[u8]) -> Result<R, switchyard_protocol::ProtocolError>,
@@ -289,8 +289,13 @@ pub(crate) async fn whole_request<R>(
 ) -> Result<(Inbound, R), GatewayError> {
     let received = Instant::now();
     let snapshot = state.gateway.snapshot();
-    let caller = state.identity.authenticate(headers).await?;
-    let bytes = limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?;
+    let (caller, bytes, batch) = match payload {
+        Payload::Http(body) => {
+            let caller = state.identity.authenticate(headers).await?;
+            (caller, limits::read_body(body, snapshot.catalog.settings.max_body_bytes).await?, None)
+        }
+        Payload::Line { caller, bytes, batch } => (*caller, bytes, Some(batch)),
+    };
     snapshot.check_json_bounds(&bytes)?;
     let mut req = parse(&bytes).map_err(|e| {
         let code = match e {
@@ -315,8 +320,17 @@ pub(crate) async fn whole_request<R>(
         hints: Default::default(),
         intent: None,
     };
-    let inbound = attach(state, headers, caller, parsed, format, id, received).await?;
+    let mut inbound = attach(state, headers, caller, parsed, format, id, received).await?;
+    inbound.batch = batch;
     Ok((inbound, req))
+}
+
+/// What a request endpoint answered whole reads: an HTTP request's body
+/// (its caller authenticated from its headers), or a batch's line (its
+/// caller resolved when the batch runs, its body in hand).
+pub(crate) enum Payload {
+    Http(Body),
+    Line { caller: Box<Caller>, bytes: Bytes, batch: String },
 }
 
 /// A parsed request with its caller's context: the project it is attributed

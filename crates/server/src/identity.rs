@@ -259,6 +259,49 @@ impl Identity {
         }
     }
 
+    /// The caller a key acts as, by the key's SHA-256 (as a batch keeps it:
+    /// never the key), resolved now: the bootstrap admin, a static key, or a
+    /// stored key that is still active and whose user is not disabled.
+    /// `None`: no such key any more. No hash: the anonymous caller of an open
+    /// gateway (`None` once the gateway requires keys).
+    pub(crate) async fn caller_by_hash(
+        &self,
+        hash: Option<&str>,
+        prefix: Option<&str>,
+    ) -> Result<Option<Caller>, GatewayError> {
+        let Some(hash) = hash else {
+            return Ok((!self.auth_required().await).then(Caller::default));
+        };
+        let same = |k: &Secret| -> bool {
+            subtle::ConstantTimeEq::ct_eq(hash_secret(k.expose()).as_bytes(), hash.as_bytes())
+                .into()
+        };
+        let named = |mut principal: Principal| {
+            principal.key_prefix = prefix.map(str::to_owned);
+            Some(Caller { principal, byok: Vec::new() })
+        };
+        if self.admin_key.as_ref().is_some_and(same) {
+            return Ok(named(Principal::user("bootstrap-admin").role(CallerRole::Admin)));
+        }
+        if self.static_keys.iter().any(same) {
+            return Ok(named(Principal::anonymous().role(CallerRole::Member)));
+        }
+        let Some(store) = &self.store else { return Ok(None) };
+        let Some(api_key) = store.key_by_hash(hash).await.map_err(unavailable)? else {
+            return Ok(None);
+        };
+        if !api_key.is_active(now_ms()) {
+            return Ok(None);
+        }
+        let Some(principal) = self.principal_of(store, &api_key).await? else {
+            return Ok(None);
+        };
+        let (user, project) =
+            (principal.user_id.as_deref().unwrap_or_default(), principal.project.as_deref());
+        let byok = self.byok(store, user, project).await?;
+        Ok(Some(Caller { principal, byok }))
+    }
+
     /// Who may use the console with this key: the bootstrap admin, or a stored
     /// key's user with the admin or viewer role. `None` for anyone else (static
     /// keys act as members; unknown, revoked and expired keys; disabled users).

@@ -42,7 +42,7 @@ pub async fn generations(
         let (inbound, req) = whole_request(
             &state,
             &headers,
-            body,
+            crate::http::Payload::Http(body),
             FORMAT,
             &id,
             openai::parse_request,

@@ -41,7 +41,7 @@ pub async fn create(
         let (inbound, req) = whole_request(
             &state,
             &headers,
-            body,
+            crate::http::Payload::Http(body),
             FORMAT,
             &id,
             jobs::parse_request,

@@ -5,6 +5,7 @@
 
 mod admin;
 mod auth;
+mod batches;
 mod browser;
 mod conn;
 mod console;
@@ -125,6 +126,20 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/images/generations", post(images::generations))
         .route("/images/generations", post(images::generations))
         .route("/v1/images/files/{name}", get(images::file))
+        // Batches: files of requests run in the background, the caller's own.
+        // The upload's own limit (`gateway.batches.max_file_bytes`) is the
+        // handler's, counted as it reads.
+        .route(
+            "/v1/files",
+            post(batches::create_file)
+                .layer(axum::extract::DefaultBodyLimit::disable())
+                .get(batches::list_files),
+        )
+        .route("/v1/files/{id}", get(batches::retrieve_file).delete(batches::delete_file))
+        .route("/v1/files/{id}/content", get(batches::file_content))
+        .route("/v1/batches", post(batches::create_batch).get(batches::list_batches))
+        .route("/v1/batches/{id}", get(batches::retrieve_batch))
+        .route("/v1/batches/{id}/cancel", post(batches::cancel_batch))
         // Media jobs on a provider's queue, the caller's own.
         .route("/v1/jobs", post(jobs::create))
         .route("/v1/jobs/{id}", get(jobs::retrieve).delete(jobs::cancel))
@@ -188,6 +203,7 @@ pub async fn serve(
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
     let _stop_jobs = AbortOnDrop(tokio::spawn(jobs::poller(state.clone())));
+    let _stop_batches = AbortOnDrop(tokio::spawn(batches::runner(state.clone())));
     let app = guarded(state.clone());
     let stop = tokio_util::sync::CancellationToken::new();
     let accepting = conn::accept_loop(listener, app, limits, stop.clone());

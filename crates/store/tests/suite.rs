@@ -125,6 +125,7 @@ suite!(
     case_upkeep_at_once_from_two_callers_makes_each_day_once,
     case_stored_responses_are_their_owners,
     case_media_jobs_are_claimed_once_and_their_ends_kept,
+    case_batches_and_their_files_are_kept,
 );
 
 #[path = "suite/rollups.rs"]
@@ -149,6 +150,9 @@ use sessions::{case_console_sessions, case_oidc_logins_are_taken_once};
 #[path = "suite/responses.rs"]
 mod responses;
 use responses::case_stored_responses_are_their_owners;
+#[path = "suite/batches.rs"]
+mod batches;
+use batches::case_batches_and_their_files_are_kept;
 #[path = "suite/jobs.rs"]
 mod jobs;
 use jobs::case_media_jobs_are_claimed_once_and_their_ends_kept;
@@ -227,7 +231,7 @@ async fn case_migrations_are_idempotent(store: Store) {
                 .unwrap()
         }
     };
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]);
     // Each PostgreSQL case runs in its own schema.
     if let DbPool::Postgres(p) = store.pool() {
         let schema: String =

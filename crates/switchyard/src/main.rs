@@ -267,6 +267,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     if let Some(s) = &store {
         runtime.responses = Arc::new(s.clone());
         runtime.jobs = Arc::new(s.clone());
+        runtime.batches = Arc::new(s.clone());
     }
     runtime.images = match storage::image_store(&catalog) {
         Ok(s) => s,

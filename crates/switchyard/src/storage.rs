@@ -307,6 +307,11 @@ pub fn spawn_retention(store: Store, retention_days: u32, rollup_retention_days:
                 Ok(n) => tracing::info!(rows = n, "retention: forgot expired media jobs"),
                 Err(e) => tracing::warn!("media jobs: {e}"),
             }
+            match store.purge_batches(now_ms()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "retention: forgot expired files and batches"),
+                Err(e) => tracing::warn!("batches: {e}"),
+            }
             if retention_days > 0 {
                 let cutoff = now_ms() - i64::from(retention_days) * 86_400_000;
                 match store.delete_records_before(cutoff).await {

@@ -732,6 +732,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
         metrics_listen: g.metrics_listen.as_ref().map(|m| m.value.trim().to_owned()),
         responses: g.responses,
         jobs: g.jobs,
+        batches: g.batches,
     }
 }
 

@@ -69,6 +69,7 @@ fn billed(p: &Pricing, markup: f64) -> Pricing {
         per_image_size: p.per_image_size.iter().map(|(k, v)| (k.clone(), v * markup)).collect(),
         per_second: times(p.per_second),
         per_job: times(p.per_job),
+        batch: p.batch,
     }
 }
 

@@ -463,6 +463,8 @@ pub struct Settings {
     pub responses: raw::ResponsesSettings,
     /// Media jobs (`gateway.jobs`).
     pub jobs: raw::JobSettings,
+    /// Batches (`gateway.batches`).
+    pub batches: raw::BatchSettings,
 }
 
 /// Client connections to the listener: `gateway.connections`, compiled.

@@ -178,6 +178,7 @@ impl Inbound {
             cache: CacheMode::default(),
             affinity: None,
             trace: crate::otel::Incoming::default(),
+            batch: None,
             trace_answer: false,
             estimate: Estimate::default(),
         }

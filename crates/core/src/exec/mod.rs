@@ -107,6 +107,10 @@ pub struct Inbound {
     /// it was valid: continued by the request's spans, or passed to upstreams
     /// as it came when no spans are exported.
     pub trace: crate::otel::Incoming,
+    /// The batch this request is a line of (`batch_…`): billed at the
+    /// catalog's batch prices (`pricing.batch`), and said in its record's
+    /// descriptor.
+    pub batch: Option<String>,
     /// A whole answer is parsed for the request's exported trace (its finish
     /// reason, and its text with `telemetry.capture_content`), also where it
     /// is forwarded as it came: set by the pipeline.

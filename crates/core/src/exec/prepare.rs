@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::breaker::BreakerState;
-use crate::config::raw::ModelKind;
+use crate::config::raw::{ModelKind, Pricing};
 
 /// What a plan is made for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,6 +198,13 @@ impl Snapshot {
             {
                 crate::telemetry::counter!("gateway_deployment_selected_total", "route" => route.to_owned(), "provider" => first.provider.name.clone(), "strategy" => plan.strategy.as_str()).increment(1);
             }
+        }
+        if let Some(batch) = &inbound.batch {
+            // A batch's line is billed at the batch prices, whoever serves it.
+            for c in &mut plan.candidates {
+                c.pricing = c.pricing.as_ref().map(Pricing::batched);
+            }
+            plan.descriptor.push(format!("batch:{batch}"));
         }
         rec.provider =
             plan.candidates.first().map(|c| c.provider.name.clone()).or(rec.provider.take());

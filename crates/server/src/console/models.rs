@@ -33,6 +33,8 @@ pub(crate) struct Price {
     pub per_second: String,
     /// USD per finished job (a media model).
     pub per_job: String,
+    /// The fraction of these prices a batch's line is billed at.
+    pub batch: String,
 }
 
 /// A long-context tier as a table shows it.
@@ -71,6 +73,7 @@ impl Price {
             },
             per_second: usd(p.per_second),
             per_job: usd(p.per_job),
+            batch: p.batch.map_or_else(|| "—".to_owned(), |f| format!("×{f}")),
             long: p.long_context.map(|t| LongPrice {
                 over: format!("over {} prompt tokens", thousands(t.threshold)),
                 input: usd(t.input),
@@ -222,6 +225,7 @@ pub(crate) async fn public_json(State(state): State<Arc<AppState>>) -> Response 
                 "per_image_size": p.per_image_size,
                 "per_second": p.per_second,
                 "per_job": p.per_job,
+                "batch": p.batch,
                 "long_context": p.long_context.map(|t| serde_json::json!({
                     "threshold_tokens": t.threshold,
                     "input": t.input,

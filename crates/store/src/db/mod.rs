@@ -49,6 +49,7 @@ mod projects;
 pub use oidc_logins::{OidcLogin, PENDING_OIDC_LOGINS_MAX};
 mod sessions;
 pub use sessions::{ConsoleSession, NewSession, SignIn};
+mod batches;
 mod jobs;
 mod packed;
 mod responses;
@@ -223,6 +224,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "record_operation", include_str!("../../migrations/sqlite/0015_record_operation.sql")),
     (16, "stored_responses", include_str!("../../migrations/sqlite/0016_stored_responses.sql")),
     (17, "media_jobs", include_str!("../../migrations/sqlite/0017_media_jobs.sql")),
+    (18, "batches", include_str!("../../migrations/sqlite/0018_batches.sql")),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/postgres/0001_init.sql")),
@@ -254,6 +256,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "record_operation", include_str!("../../migrations/postgres/0015_record_operation.sql")),
     (16, "stored_responses", include_str!("../../migrations/postgres/0016_stored_responses.sql")),
     (17, "media_jobs", include_str!("../../migrations/postgres/0017_media_jobs.sql")),
+    (18, "batches", include_str!("../../migrations/postgres/0018_batches.sql")),
 ];
 
 impl Store {

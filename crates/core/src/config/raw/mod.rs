@@ -345,6 +345,8 @@ pub struct GatewaySettings {
     pub responses: ResponsesSettings,
     /// Media jobs (`POST /v1/jobs`): how they are followed and kept.
     pub jobs: JobSettings,
+    /// Batches (`/v1/files`, `/v1/batches`): uploads and how they are run.
+    pub batches: BatchSettings,
 }
 
 /// `gateway.responses`: the Responses API's server-side state.
@@ -394,6 +396,37 @@ impl Default for JobSettings {
             poll_interval_ms: 2_000,
             max_polls: 1_800,
             max_failed_polls: 10,
+            retention_hours: 720,
+        }
+    }
+}
+
+/// `gateway.batches`: uploaded files and how batches are run.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct BatchSettings {
+    /// The largest file an upload may be, in bytes.
+    pub max_file_bytes: usize,
+    /// Lines of one batch in flight at once, in each instance running it.
+    pub concurrency: usize,
+    /// How often each instance looks for batches to run, in milliseconds.
+    pub poll_interval_ms: u64,
+    /// How long an instance holds a batch it runs between renewals (after
+    /// each round of lines), in milliseconds: another instance picks a batch
+    /// up this long after its runner stopped. Longer than a line may take.
+    pub lease_ms: u64,
+    /// How long files, and batches once ended, are kept, in hours.
+    pub retention_hours: u64,
+}
+
+impl Default for BatchSettings {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 50 << 20,
+            concurrency: 4,
+            poll_interval_ms: 1_000,
+            lease_ms: 300_000,
             retention_hours: 720,
         }
     }
@@ -451,6 +484,7 @@ impl Default for GatewaySettings {
             metrics_listen: None,
             responses: ResponsesSettings::default(),
             jobs: JobSettings::default(),
+            batches: BatchSettings::default(),
         }
     }
 }

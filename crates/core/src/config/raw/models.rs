@@ -48,6 +48,11 @@ pub struct Pricing {
     /// USD per finished job, whatever it made (added to `per_second`).
     #[serde(default)]
     pub per_job: Option<f64>,
+    /// The fraction of these prices a batch's request is billed at (`0.5`:
+    /// half, as OpenAI, Anthropic, Google and Bedrock bill their batch APIs);
+    /// absent: the same prices.
+    #[serde(default)]
+    pub batch: Option<f64>,
 }
 
 /// `pricing.long_context`: the prices of a request whose prompt (its input
@@ -137,6 +142,38 @@ impl Pricing {
         self
     }
 
+    /// A batch's line is billed at `fraction` of these prices.
+    #[must_use]
+    pub fn batch(mut self, fraction: f64) -> Self {
+        self.batch = Some(fraction);
+        self
+    }
+
+    /// These prices as a batch's request is billed: each times `batch` (none
+    /// left to apply).
+    pub fn batched(&self) -> Pricing {
+        let Some(f) = self.batch else { return self.clone() };
+        let times = |v: Option<f64>| v.map(|v| v * f);
+        Pricing {
+            input: times(self.input),
+            output: times(self.output),
+            cache_read: times(self.cache_read),
+            cache_write: times(self.cache_write),
+            long_context: self.long_context.map(|l| LongContext {
+                input: times(l.input),
+                output: times(l.output),
+                cache_read: times(l.cache_read),
+                cache_write: times(l.cache_write),
+                ..l
+            }),
+            per_image: times(self.per_image),
+            per_image_size: self.per_image_size.iter().map(|(k, v)| (k.clone(), v * f)).collect(),
+            per_second: times(self.per_second),
+            per_job: times(self.per_job),
+            batch: None,
+        }
+    }
+
     /// The price of one image of `size` (`per_image_size`, else `per_image`).
     pub fn image(&self, size: Option<&str>) -> Option<f64> {
         size.and_then(|s| self.per_image_size.get(s).copied()).or(self.per_image)
@@ -180,6 +217,7 @@ impl Pricing {
             per_image_size: self.per_image_size.clone(),
             per_second: self.per_second,
             per_job: self.per_job,
+            batch: self.batch,
         };
         (Cow::Owned(tier), true)
     }
