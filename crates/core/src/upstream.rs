@@ -529,13 +529,29 @@ pub(crate) async fn send_to(
     body: Vec<u8>,
     passthrough: bool,
 ) -> Result<(Response, Vec<Secret>), Failure> {
+    send_as(dest, out, url, (body, JSON[0].1), passthrough).await
+}
+
+/// [`send_to`] with a body of another content type (an image edit's
+/// multipart form): `(body, content type)`.
+pub(crate) async fn send_as(
+    dest: Dest<'_>,
+    out: &Outgoing<'_>,
+    url: &str,
+    (body, content_type): (Vec<u8>, &str),
+    passthrough: bool,
+) -> Result<(Response, Vec<Secret>), Failure> {
     let mut url = reqwest::Url::parse(url)
-        .map_err(|e| Failure::Unavailable(format!("the count URL is not valid: {e}")))?;
+        .map_err(|e| Failure::Unavailable(format!("the URL is not valid: {e}")))?;
     with_query(&mut url, &dest.spec.query);
     let url = uri(&url)?;
-    let signed = cloud_headers(dest, "POST", &url, &JSON, &body).await?;
+    let signed =
+        cloud_headers(dest, "POST", &url, &[("content-type", content_type)], &body).await?;
     let minted = minted(&signed);
-    let req = with_headers(post(url), dest, out, false, passthrough)?;
+    let mut req = with_headers(post(url), dest, out, false, passthrough)?;
+    if let (Some(h), Ok(v)) = (req.headers_mut(), HeaderValue::from_str(content_type)) {
+        h.insert(CONTENT_TYPE, v);
+    }
     let resp = finish(dest, req, signed, body).await?;
     Ok((resp, minted))
 }

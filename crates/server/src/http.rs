@@ -297,13 +297,38 @@ pub(crate) async fn whole_request<R>(
         Payload::Line { caller, bytes, batch } => (*caller, bytes, Some(batch)),
     };
     snapshot.check_json_bounds(&bytes)?;
-    let mut req = parse(&bytes).map_err(|e| {
-        let code = match e {
-            switchyard_protocol::ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
-            _ => ErrorCode::InvalidRequest,
-        };
-        GatewayError::new(code, e.to_string())
-    })?;
+    let req = parse(&bytes).map_err(refused)?;
+    let mut inbound =
+        whole_parsed(state, headers, caller, req, format, id, model, planned, received).await?;
+    inbound.0.batch = batch;
+    Ok(inbound)
+}
+
+/// A request body the gateway refuses: unsupported, or not valid.
+pub(crate) fn refused(e: switchyard_protocol::ProtocolError) -> GatewayError {
+    let code = match e {
+        switchyard_protocol::ProtocolError::Unsupported(_) => ErrorCode::UnsupportedRequest,
+        _ => ErrorCode::InvalidRequest,
+    };
+    GatewayError::new(code, e.to_string())
+}
+
+/// [`whole_request`] once the request is read: the model defaulted and
+/// checked, planned with the caller's context (a multipart form's request
+/// comes here from its own reading).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn whole_parsed<R>(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: Caller,
+    mut req: R,
+    format: ClientFormat,
+    id: &str,
+    model: fn(&mut R) -> &mut String,
+    planned: fn(&R) -> switchyard_protocol::Request,
+    received: Instant,
+) -> Result<(Inbound, R), GatewayError> {
+    let snapshot = state.gateway.snapshot();
     let named = model(&mut req);
     if named.is_empty()
         && let Some(default) = &snapshot.catalog.settings.default_model
@@ -320,8 +345,7 @@ pub(crate) async fn whole_request<R>(
         hints: Default::default(),
         intent: None,
     };
-    let mut inbound = attach(state, headers, caller, parsed, format, id, received).await?;
-    inbound.batch = batch;
+    let inbound = attach(state, headers, caller, parsed, format, id, received).await?;
     Ok((inbound, req))
 }
 

@@ -12,12 +12,14 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use switchyard_core::GatewayError;
 use switchyard_core::exec::{Imaged, planned_image_request};
+use switchyard_protocol::images::edits::{self, FormPart};
 use switchyard_protocol::images::openai::{self, Delivered};
 use switchyard_protocol::images::{ImageFormat, ImageRequest};
 use switchyard_protocol::{ClientFormat, ErrorCode};
@@ -61,6 +63,83 @@ pub async fn generations(
             error_response(FORMAT, &e, &id)
         }
     }
+}
+
+/// `POST /v1/images/edits`: OpenAI's multipart form (the images, a mask, the
+/// prompt), through the same stages as a generation, on the image models
+/// whose wire edits (OpenAI-compatible, Azure); answered as a generation is.
+/// The whole form counts against `gateway.max_body_bytes`.
+pub async fn edits(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    form: Result<Multipart, MultipartRejection>,
+) -> Response {
+    let id = ids::request_id();
+    let edited = async {
+        let received = std::time::Instant::now();
+        let caller = state.identity.authenticate(&headers).await?;
+        let form = form.map_err(|e| {
+            GatewayError::new(
+                ErrorCode::InvalidRequest,
+                format!("expected a multipart/form-data body: {e}"),
+            )
+        })?;
+        let cap = state.gateway.snapshot().catalog.settings.max_body_bytes;
+        let parts = read_form(form, cap).await?;
+        let req = edits::parse_request(&parts).map_err(crate::http::refused)?;
+        let (inbound, req) = crate::http::whole_parsed(
+            &state,
+            &headers,
+            caller,
+            req,
+            FORMAT,
+            &id,
+            |r: &mut ImageRequest| &mut r.model,
+            planned_image_request,
+            received,
+        )
+        .await?;
+        let format = req.format;
+        let done = state.gateway.generate_images(inbound, req).await?;
+        Ok::<_, GatewayError>((done, format))
+    };
+    match edited.await {
+        Ok((done, format)) => answer(&state, &headers, &uri, &done, format, &id).await,
+        Err(e) => {
+            tracing::debug!(request_id = %id, code = e.code().as_str(), "image edit refused or failed");
+            error_response(FORMAT, &e, &id)
+        }
+    }
+}
+
+/// Every part of a form, at most `cap` bytes in all (413 past it).
+async fn read_form(mut form: Multipart, cap: usize) -> Result<Vec<FormPart>, GatewayError> {
+    let broken = |e: axum::extract::multipart::MultipartError| {
+        GatewayError::new(ErrorCode::InvalidRequest, format!("the form: {e}"))
+    };
+    let mut parts = Vec::new();
+    let mut total = 0usize;
+    while let Some(mut field) = form.next_field().await.map_err(broken)? {
+        let mut part = FormPart {
+            name: field.name().unwrap_or_default().to_owned(),
+            filename: field.file_name().map(str::to_owned),
+            content_type: field.content_type().map(str::to_owned),
+            bytes: Vec::new(),
+        };
+        while let Some(chunk) = field.chunk().await.map_err(broken)? {
+            total += chunk.len();
+            if total > cap {
+                return Err(GatewayError::new(
+                    ErrorCode::RequestTooLarge,
+                    format!("the form is over {cap} bytes (gateway.max_body_bytes)"),
+                ));
+            }
+            part.bytes.extend_from_slice(&chunk);
+        }
+        parts.push(part);
+    }
+    Ok(parts)
 }
 
 /// The answer in OpenAI's shape: each image, or a link to the gateway's copy.

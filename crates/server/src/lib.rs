@@ -125,6 +125,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/responses/input_tokens", post(count::responses))
         .route("/v1/images/generations", post(images::generations))
         .route("/images/generations", post(images::generations))
+        // Multipart: the form's own limit (`gateway.max_body_bytes`) is the
+        // handler's, counted as it reads.
+        .route(
+            "/v1/images/edits",
+            post(images::edits).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/images/edits",
+            post(images::edits).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/v1/images/files/{name}", get(images::file))
         // Batches: files of requests run in the background, the caller's own.
         // The upload's own limit (`gateway.batches.max_file_bytes`) is the

@@ -5,7 +5,9 @@
 //! on `/openai/deployments/{deployment}/embeddings` and `/openai/v1/embeddings`,
 //! [`crate::embeddings`]; image generation on
 //! `/openai/deployments/{deployment}/images/generations` and
-//! `/openai/v1/images/generations`, [`crate::images`]), which take the resource's key in
+//! `/openai/v1/images/generations`, and image edits on
+//! `/openai/deployments/{deployment}/images/edits` and
+//! `/openai/v1/images/edits`, [`crate::images`]), which take the resource's key in
 //! `api-key` ([`API_KEY`]) or a Microsoft Entra token the fake granted, and a
 //! Microsoft Entra token endpoint (`/{TENANT}/oauth2/v2.0/token`) that grants
 //! tokens for the client-credentials grant of [`CLIENT_ID`] with
@@ -139,8 +141,12 @@ pub(crate) fn check(
     let deployment =
         route(&rx.path, rx.query.as_deref()).map_err(|(s, m)| (s, error_body(s, &m)))?;
     let body_model = rx.body.get("model").and_then(Value::as_str).map(str::to_owned);
+    // An edit's body is a multipart form: the image fake reads its model
+    // (and refuses a form without one).
+    let edit = (rx.path == IMAGE_EDITS_PATH).then(String::new);
     let model = deployment
         .or(body_model)
+        .or(edit)
         .ok_or_else(|| (400, error_body(400, "model: a deployment name is required")))?;
     let responses = rx.path == RESPONSES_PATH || rx.path == COMPACT_PATH;
     Ok((model, rx.body.get("stream").and_then(Value::as_bool) == Some(true), responses))
@@ -163,6 +169,11 @@ pub const EMBEDDINGS_PATH: &str = "/openai/v1/embeddings";
 /// `/openai/deployments/{deployment}/images/generations`.
 pub const IMAGES_PATH: &str = "/openai/v1/images/generations";
 
+/// The v1 API's image edits route (checked and answered as OpenAI's
+/// `/v1/images/edits`, [`crate::images`], the model the form's); a
+/// deployment's is `/openai/deployments/{deployment}/images/edits`.
+pub const IMAGE_EDITS_PATH: &str = "/openai/v1/images/edits";
+
 /// What a generation, embeddings or image route names: the deployment (`None` on the
 /// v1 API, where it is the body's `model`); `Err`: the status and message
 /// Azure answers.
@@ -170,7 +181,7 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
     let version = query.and_then(|q| {
         q.split('&').find_map(|kv| kv.strip_prefix("api-version=").map(str::to_owned))
     });
-    let v1 = [RESPONSES_PATH, COMPACT_PATH, EMBEDDINGS_PATH, IMAGES_PATH];
+    let v1 = [RESPONSES_PATH, COMPACT_PATH, EMBEDDINGS_PATH, IMAGES_PATH, IMAGE_EDITS_PATH];
     if path == "/openai/v1/chat/completions" || v1.contains(&path) {
         return match version.as_deref() {
             None | Some("v1" | "preview" | "latest") => Ok(None),
@@ -183,6 +194,7 @@ pub(crate) fn route(path: &str, query: Option<&str>) -> Result<Option<String>, (
             rest.strip_suffix("/chat/completions")
                 .or_else(|| rest.strip_suffix("/embeddings"))
                 .or_else(|| rest.strip_suffix("/images/generations"))
+                .or_else(|| rest.strip_suffix("/images/edits"))
         })
         .filter(|d| !d.is_empty() && !d.contains('/'))
         .ok_or_else(|| (404, "Resource not found".to_owned()))?;

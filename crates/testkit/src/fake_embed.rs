@@ -25,26 +25,31 @@ pub(super) async fn serve(
     received: &Received,
     guard: InFlight,
 ) -> Response {
-    let checked = embeddings::check(api, &call.model, &received.body);
+    let checked = embeddings::check(api, &call.model, &received.body).map(|()| None);
     serve_checked(shared, checked, call, received, guard, None).await
 }
 
 /// Serves a call whose body was `checked` by its API's own rules: `Err`, a
 /// 400 in the vendor's shape, recorded; else the next scripted reply, its
-/// automatic answer passed through `dress` when given.
+/// automatic answer passed through `dress` when given. `Ok(Some(answer))`:
+/// the automatic answer, made with the check (an image edit's: its body is a
+/// form, which the generic [`prepare`] cannot read); `Ok(None)`: [`prepare`]'s.
 pub(super) async fn serve_checked(
     shared: &Arc<Shared>,
-    checked: Result<(), String>,
+    checked: Result<Option<Value>, String>,
     call: &Call,
     received: &Received,
     guard: InFlight,
     dress: Option<fn(Value) -> Value>,
 ) -> Response {
     let vendor = shared.vendor;
-    if let Err(message) = checked {
-        shared.record(received, false);
-        return vendor_error(vendor, 400, None, &message);
-    }
+    let answer = match checked {
+        Ok(answer) => answer,
+        Err(message) => {
+            shared.record(received, false);
+            return vendor_error(vendor, 400, None, &message);
+        }
+    };
     let Some(reply) = shared.record(received, true) else {
         return plain(500, "text/plain", "fake upstream: no reply".to_owned());
     };
@@ -55,7 +60,16 @@ pub(super) async fn serve_checked(
             () = shared.until_shutdown() => return stopped(),
         }
     }
-    match prepare(vendor, &reply, call, &received.body) {
+    let prepared = match (&reply.body, answer) {
+        (ReplyBody::Auto, Some(answer)) => Some(Prepared {
+            content_type: "application/json",
+            error_type: None,
+            frames: vec![Bytes::from(answer.to_string())],
+            streamed: false,
+        }),
+        _ => prepare(vendor, &reply, call, &received.body),
+    };
+    match prepared {
         Some(prepared) => {
             let prepared = match dress {
                 Some(dress) if matches!(reply.body, ReplyBody::Auto) => dressed(prepared, dress),

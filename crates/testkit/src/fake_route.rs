@@ -85,6 +85,11 @@ pub(super) fn route(vendor: Vendor, vertex: bool, method: &Method, rx: &Received
                 let model = model.unwrap_or(images::OPENAI_DEFAULT_MODEL).to_owned();
                 Some(image_call(model, ImageApi::OpenAi { deployment: false }))
             }
+            // An edit's model is in its multipart form, read when it is served.
+            path if images::is_openai_edit_route(path) => Some(image_call(
+                images::OPENAI_DEFAULT_MODEL.to_owned(),
+                ImageApi::OpenAi { deployment: false },
+            )),
             "/v1/chat/completions" | "/chat/completions" => Some(Call {
                 model: body_model(),
                 stream: body_stream(),
@@ -193,10 +198,10 @@ pub(super) fn azure_call(
                 .path
                 .ends_with("/embeddings")
                 .then_some(Api::OpenAi { deployment: rx.path != azure::EMBEDDINGS_PATH }),
-            image: rx
-                .path
-                .ends_with("/images/generations")
-                .then_some(ImageApi::OpenAi { deployment: rx.path != azure::IMAGES_PATH }),
+            image: (rx.path.ends_with("/images/generations") || images::is_edit_path(&rx.path))
+                .then_some(ImageApi::OpenAi {
+                    deployment: rx.path != azure::IMAGES_PATH && rx.path != azure::IMAGE_EDITS_PATH,
+                }),
         })),
         Err((status, body)) => {
             shared.record(rx, false);

@@ -1,5 +1,7 @@
 //! Image generation on the fake upstreams: each vendor's request checked as
-//! the real API checks it ([`check`]), and its answer built ([`answer`]).
+//! the real API checks it ([`check`]), and its answer built ([`answer`]);
+//! and OpenAI's image edits, a multipart form ([`read_form`], [`check_edit`],
+//! [`edit_answer_at`]).
 //! Written from the providers' documented behaviour, not from the gateway's
 //! encoder, so it checks that encoder independently.
 //!
@@ -10,6 +12,9 @@
 //! | OpenAi | `/v1/images/generations`, `/images/generations` | `OpenAi { deployment: false }` |
 //! | Azure ([`crate::FakeUpstream::start_azure`]) | `/openai/deployments/{deployment}/images/generations?api-version=…` (model: the deployment) | `OpenAi { deployment: true }` |
 //! | Azure | `/openai/v1/images/generations` (model in the body) | `OpenAi { deployment: false }` |
+//! | OpenAi | `/v1/images/edits`, `/images/edits` (multipart) | `OpenAi { deployment: false }` |
+//! | Azure | `/openai/deployments/{deployment}/images/edits?api-version=…` (model: the deployment) | `OpenAi { deployment: true }` |
+//! | Azure | `/openai/v1/images/edits` (model in the form, required) | `OpenAi { deployment: false }` |
 //! | Gemini | `/v1beta/models/{model}:predict` (`/v1/models/…` too), `model` an `imagen-…` | `Imagen` |
 //! | Vertex Gemini ([`crate::FakeUpstream::start_vertex`]) | `/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:predict`, `model` an `imagen-…` | `VertexImagen` |
 //!
@@ -47,6 +52,30 @@
 //!   `null` is the default. gpt-image-…: a `transparent` background needs
 //!   `png` or `webp`, and `output_compression` below 100 needs `jpeg` or
 //!   `webp`, as the API says.
+//! - **OpenAI edits** (`/images/edits`): a `multipart/form-data` body (any
+//!   other: `Invalid Content-Type header (…), expected multipart/form-data.`),
+//!   read with `multer` (axum's parser) from the recorded bytes. Only the
+//!   fields the endpoint defines (`image`, `image[]`, `mask`, `prompt`,
+//!   `model`, `n`, `size`, `quality`, `response_format`, `user`,
+//!   `output_format`, `background`, `output_compression`,
+//!   `input_fidelity`), any other `Unrecognized request argument supplied:
+//!   <name>` (`stream`, `partial_images`, `style` and `moderation` too); a
+//!   field sent twice (but `image[]`) is refused, so is a file where text is
+//!   due or text where a file is. The model: the deployment's, else the
+//!   form's, else `dall-e-2`; only dall-e-2 and gpt-image-… edit (dall-e-3 is
+//!   refused). The text fields then pass the generation's checks above for
+//!   that model (`n` and `output_compression` read as numbers);
+//!   `input_fidelity` (`high`, `low`) is gpt-image's only. The images: one
+//!   `image` or several `image[]` (not both); dall-e-2 exactly one, gpt-image
+//!   at most [`GPT_IMAGE_MAX_IMAGES`]. Each file's type is its part's
+//!   `Content-Type`, else its file name's extension (neither: `failed to
+//!   determine mimetype`), and must be `image/png` (dall-e-2) or `image/jpeg`,
+//!   `image/png`, `image/webp` (gpt-image), else `unsupported mimetype`; its
+//!   bytes must be that format by their magic number ([`ImageFormat::sniff`]),
+//!   else `Invalid image file or mode for image N`; dall-e-2's below 4 MiB and
+//!   square (its `IHDR`), gpt-image's below 50 MiB. A `mask`: a PNG below 4
+//!   MiB, of the first image's size where that can be read
+//!   ([`image_dimensions`]).
 //! - **Imagen** (Gemini's and Vertex's `:predict`): `{"instances":
 //!   [{"prompt"}], "parameters": {…}}`, exactly one instance, a non-empty
 //!   prompt; `parameters`: `sampleCount` 1..=4 (default 4), `aspectRatio`
@@ -68,6 +97,12 @@
 //!   [`fake_png_b64`]. It is a PNG whatever format was asked (`jpeg`, `webp`,
 //!   `image/jpeg`): the answers say `png` (gpt-image's `output_format` echoes
 //!   the request's). A URL answer is [`fake_image_url`]`(prompt, i)`.
+//! - **Edits** answer as a generation for the same model does (URLs or
+//!   base64, gpt-image's `usage`), their images drawn from the prompt and the
+//!   input images: [`fake_edit_png`]`(prompt, images, i)` (base64:
+//!   [`fake_edit_png_b64`]; URLs: [`fake_edit_image_url`]). gpt-image's
+//!   `usage` counts [`GPT_IMAGE_EDIT_IMAGE_TOKENS`] per input image
+//!   (`input_tokens_details.image_tokens`) besides the prompt's tokens.
 //! - **dall-e-3** answers each image's `revised_prompt` as
 //!   [`revised_prompt`]`(prompt)`, which differs from the prompt.
 //! - **gpt-image usage**: `input_tokens` is [`crate::embeddings::token_count`]
@@ -127,9 +162,19 @@ pub fn is_imagen(model: &str) -> bool {
     model.starts_with("imagen-")
 }
 
-/// Whether `path` is one of the OpenAI fake's image routes.
+/// Whether `path` is one of the OpenAI fake's image generation routes.
 pub fn is_openai_route(path: &str) -> bool {
     matches!(path, "/v1/images/generations" | "/images/generations")
+}
+
+/// Whether `path` is one of the OpenAI fake's image edit routes.
+pub fn is_openai_edit_route(path: &str) -> bool {
+    matches!(path, "/v1/images/edits" | "/images/edits")
+}
+
+/// Whether a routed image call's `path` is an edit (OpenAI's or Azure's).
+pub(crate) fn is_edit_path(path: &str) -> bool {
+    path.ends_with("/images/edits")
 }
 
 // ---------------------------------------------------------------------------
@@ -280,6 +325,16 @@ fn kind(v: &Value) -> &'static str {
 mod openai;
 pub use openai::{azure_dress, gpt_image_output_tokens};
 use openai::{openai, openai_answer};
+
+// Edits: a multipart form, checked and answered as a generation is.
+#[path = "images_edits.rs"]
+mod edits;
+pub(crate) use edits::edit_reply;
+pub use edits::{
+    DALL_E_2_MAX_IMAGE_BYTES, FormPart, GPT_IMAGE_EDIT_IMAGE_TOKENS, GPT_IMAGE_MAX_IMAGE_BYTES,
+    GPT_IMAGE_MAX_IMAGES, ImageFormat, MASK_MAX_BYTES, check_edit, edit_answer_at, edit_key,
+    fake_edit_image_url, fake_edit_png, fake_edit_png_b64, image_dimensions, read_form,
+};
 
 #[path = "images_google.rs"]
 mod google;

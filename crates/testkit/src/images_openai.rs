@@ -39,7 +39,7 @@ pub(super) enum Family {
 impl Family {
     /// The family of a model ID (starting with its name), or of an Azure
     /// deployment (its name containing it).
-    fn of(model: &str, deployment: bool) -> Option<Family> {
+    pub(super) fn of(model: &str, deployment: bool) -> Option<Family> {
         let names = |name: &str| {
             if deployment { model.contains(name) } else { model.starts_with(name) }
         };
@@ -92,8 +92,8 @@ impl Family {
 /// A request the API takes, its defaults filled in (`auto`s resolved as the
 /// fake resolves them).
 pub(super) struct OpenAiRequest {
-    family: Family,
-    prompt: String,
+    pub(super) family: Family,
+    pub(super) prompt: String,
     n: usize,
     size: String,
     quality: String,
@@ -103,7 +103,7 @@ pub(super) struct OpenAiRequest {
 }
 
 /// `'a'`, `'a' and 'b'`, `'a', 'b', and 'c'`: OpenAI's list of values.
-fn listed(values: &[&str]) -> String {
+pub(super) fn listed(values: &[&str]) -> String {
     let quoted: Vec<String> = values.iter().map(|v| format!("'{v}'")).collect();
     match quoted.as_slice() {
         [] => String::new(),
@@ -114,7 +114,7 @@ fn listed(values: &[&str]) -> String {
 }
 
 /// A string field's value, one of `allowed`; `default` when absent or null.
-fn one_of(
+pub(super) fn one_of(
     map: &Map<String, Value>,
     field: &str,
     allowed: &[&str],
@@ -296,12 +296,24 @@ pub fn gpt_image_output_tokens(size: &str, quality: &str) -> u64 {
 }
 
 pub(super) fn openai_answer(r: &OpenAiRequest, created: u64) -> Value {
+    openai_answer_as(r, created, &r.prompt, 0)
+}
+
+/// [`openai_answer`] with the images drawn for `key` instead of the prompt
+/// (an edit's: the prompt and its input images), and `image_tokens` more
+/// input tokens in a gpt-image model's usage (its input images').
+pub(super) fn openai_answer_as(
+    r: &OpenAiRequest,
+    created: u64,
+    key: &str,
+    image_tokens: u64,
+) -> Value {
     let data: Vec<Value> = (0..r.n)
         .map(|i| {
             let mut item = if r.b64 {
-                json!({"b64_json": fake_png_b64(&r.prompt, i)})
+                json!({"b64_json": fake_png_b64(key, i)})
             } else {
-                json!({"url": fake_image_url(&r.prompt, i)})
+                json!({"url": fake_image_url(key, i)})
             };
             if r.family == Family::DallE3 {
                 item["revised_prompt"] = Value::from(revised_prompt(&r.prompt));
@@ -311,7 +323,8 @@ pub(super) fn openai_answer(r: &OpenAiRequest, created: u64) -> Value {
         .collect();
     let mut answer = json!({"created": created, "data": data});
     if r.family == Family::GptImage {
-        let input = token_count(&r.prompt);
+        let text = token_count(&r.prompt);
+        let input = text + image_tokens;
         let images = u64::try_from(r.n).unwrap_or(1);
         let output = gpt_image_output_tokens(&r.size, &r.quality) * images;
         answer["background"] = Value::from(r.background.as_str());
@@ -322,7 +335,7 @@ pub(super) fn openai_answer(r: &OpenAiRequest, created: u64) -> Value {
             "input_tokens": input,
             "output_tokens": output,
             "total_tokens": input + output,
-            "input_tokens_details": {"text_tokens": input, "image_tokens": 0},
+            "input_tokens_details": {"text_tokens": text, "image_tokens": image_tokens},
         });
     }
     answer

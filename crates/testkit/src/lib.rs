@@ -33,13 +33,16 @@
 //! | Gemini | `/v1beta/models/{model}:embedContent`, `…:batchEmbedContents` | never |
 //! | Bedrock | `/model/{modelId}/invoke` for `amazon.titan-embed-text-…`, `cohere.embed-…` | never |
 //! | OpenAi | `/v1/images/generations`, `/images/generations` ([`images`]) | never |
+//! | OpenAi | `/v1/images/edits`, `/images/edits` (multipart/form-data, [`images`]) | never |
 //! | Gemini | `/v1beta/models/{model}:predict` for `imagen-…` | never |
 //!
 //! Embeddings ([`embeddings`], Vertex's `:predict` and Azure's routes too) are
 //! checked as the real APIs check them and take replies from the script like
 //! generations; [`Reply::auto`] answers vectors from [`fake_vector`]. So is
 //! image generation ([`images`], Vertex's `:predict` for `imagen-…` and
-//! Azure's routes too), whose [`Reply::auto`] answers PNGs from [`fake_png`].
+//! Azure's routes too), whose [`Reply::auto`] answers PNGs from [`fake_png`];
+//! and image edits, a multipart form whose PNGs come from [`fake_edit_png`]
+//! (the prompt's and the input images').
 //!
 //! Each also lists its models (`GET`, answered outside the script, with the
 //! vendor's credential required and pages cut as the real API cuts them;
@@ -149,7 +152,7 @@ pub use embeddings::fake_vector;
 pub use fake::models::FakeModel;
 pub use fake::{Chooser, FakeUpstream, Received};
 pub use fal::FakeFal;
-pub use images::{fake_png, fake_png_b64};
+pub use images::{fake_edit_png, fake_edit_png_b64, fake_png, fake_png_b64};
 pub use script::{Reply, ReplyBody};
 pub use validate::flavour::Flavour;
 

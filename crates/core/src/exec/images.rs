@@ -100,7 +100,8 @@ impl Snapshot {
         rec.upstream_model = Some(served.upstream_model.clone());
         // What the images were priced by: how many, and their size.
         let size = req.size.as_deref().map(|s| format!(" size:{s}")).unwrap_or_default();
-        rec.descriptor = format!("{descriptor} images:{made}{size}").trim_start().to_owned();
+        let edit = if req.edit.is_some() { " edit" } else { "" };
+        rec.descriptor = format!("{descriptor} images:{made}{size}{edit}").trim_start().to_owned();
         guard.record_metrics();
         let record = (inbound.output == Output::Canonical).then(|| guard.copy(200, None));
         guard.write(200, None);
@@ -159,21 +160,24 @@ impl Snapshot {
         let Target { cand, wire, key, deadline, .. } = to;
         let spec = image_spec(wire, req, &cand.upstream_model)?;
         let (dest, out) = to.dest(self)?;
-        let url = spec.url(wire.spec(), &cand.provider.endpoint, &cand.upstream_model);
+        let url = spec.url(wire.spec(), &cand.provider.endpoint, &cand.upstream_model, req);
         // Pictures take longer than a first token: the whole deadline is theirs.
         let max_bytes = self.catalog.settings.max_response_bytes;
         let mut parts = Vec::new();
         for n in images::calls(req.n, spec.max_images(&cand.upstream_model)) {
-            let body = spec.encode(req, n, &cand.upstream_model).map_err(Failure::from_protocol)?;
+            let (body, content_type) =
+                spec.encode(req, n, &cand.upstream_model).map_err(Failure::from_protocol)?;
             let remaining = deadline.saturating_duration_since(Instant::now());
             let timed_out = || Failure::Transport {
                 class: TransportClass::Timeout,
                 message: format!("no images within {} ms", remaining.as_millis()),
             };
-            let sent =
-                tokio::time::timeout(remaining, upstream::send_to(dest, &out, &url, body, false))
-                    .await
-                    .map_err(|_| timed_out())?;
+            let sent = tokio::time::timeout(
+                remaining,
+                upstream::send_as(dest, &out, &url, (body, &content_type), false),
+            )
+            .await
+            .map_err(|_| timed_out())?;
             let answered = match sent {
                 Ok((resp, minted)) => {
                     let redactor =

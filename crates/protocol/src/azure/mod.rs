@@ -81,6 +81,7 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/openai/deployments/{model}/images/generations?api-version=2024-10-21",
+        edit_path: Some("/openai/deployments/{model}/images/edits?api-version=2025-04-01-preview"),
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
@@ -106,6 +107,7 @@ pub const V1_SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/openai/v1/images/generations",
+        edit_path: Some("/openai/v1/images/edits"),
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
@@ -132,6 +134,7 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/openai/v1/images/generations",
+        edit_path: Some("/openai/v1/images/edits"),
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,

@@ -79,6 +79,7 @@ pub const SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/v1beta/models/{model}:predict",
+        edit_path: None,
         body: crate::images::ImageBody::Imagen,
     }),
     jobs: None,

@@ -13,6 +13,7 @@
 //! several. What a wire cannot express (a size Imagen does not make, a style)
 //! is refused by name, never dropped.
 
+pub mod edits;
 pub mod imagen;
 pub mod openai;
 
@@ -54,6 +55,30 @@ pub struct ImageRequest {
     pub background: Option<String>,
     /// The end user, as OpenAI's `user`.
     pub user: Option<String>,
+    /// An edit of images given (`/v1/images/edits`); `None`: a generation.
+    pub edit: Option<ImageEdit>,
+}
+
+/// What an edit starts from.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImageEdit {
+    /// The images to edit (DALL·E 2: one).
+    pub images: Vec<InputFile>,
+    /// Where to edit: a PNG whose transparent areas are redrawn.
+    pub mask: Option<InputFile>,
+    /// `high` or `low` (GPT image models).
+    pub input_fidelity: Option<String>,
+}
+
+/// A file a client sent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InputFile {
+    /// Its name, as sent.
+    pub name: String,
+    /// Its media type, by its bytes (`image/png`).
+    pub mime: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// One generated image.
@@ -102,6 +127,8 @@ pub struct ImageSpec {
     /// Relative to the provider's endpoint; `{model}` stands for the upstream
     /// model where the path names it.
     pub path: &'static str,
+    /// Where it edits images, likewise; `None`: it edits none.
+    pub edit_path: Option<&'static str>,
     /// The bodies it exchanges.
     pub body: ImageBody,
 }
@@ -116,12 +143,22 @@ pub enum ImageBody {
 }
 
 impl ImageSpec {
-    /// The URL of a call for the upstream `model` at `endpoint`.
-    pub fn url(&self, wire: &crate::WireSpec, endpoint: &str, model: &str) -> String {
-        if self.path.contains("{model}") {
-            format!("{endpoint}{}", self.path.replace("{model}", &wire.model_segment(model)))
+    /// The URL of a call for `req` to the upstream `model` at `endpoint`.
+    pub fn url(
+        &self,
+        wire: &crate::WireSpec,
+        endpoint: &str,
+        model: &str,
+        req: &ImageRequest,
+    ) -> String {
+        let path = match &req.edit {
+            Some(_) => self.edit_path.unwrap_or(self.path),
+            None => self.path,
+        };
+        if path.contains("{model}") {
+            format!("{endpoint}{}", path.replace("{model}", &wire.model_segment(model)))
         } else {
-            format!("{endpoint}{}", self.path)
+            format!("{endpoint}{path}")
         }
     }
 
@@ -137,24 +174,36 @@ impl ImageSpec {
     /// Refuse by name what this endpoint cannot make of `req` for
     /// `upstream_model`, before anything is sent.
     pub fn check(&self, req: &ImageRequest, upstream_model: &str) -> Result<(), ProtocolError> {
+        if req.edit.is_some() && self.edit_path.is_none() {
+            return Err(ProtocolError::Unsupported(
+                "image edits: this provider edits no images".to_owned(),
+            ));
+        }
         match self.body {
             ImageBody::OpenAi => Ok(()),
             ImageBody::Imagen => imagen::encode_request(req, 1, upstream_model).map(drop),
         }
     }
 
-    /// The body of one call for `n` of `req`'s images.
+    /// The body of one call for `n` of `req`'s images, and its content type:
+    /// JSON, or an edit's multipart form.
     pub fn encode(
         &self,
         req: &ImageRequest,
         n: u32,
         upstream_model: &str,
-    ) -> Result<Vec<u8>, ProtocolError> {
+    ) -> Result<(Vec<u8>, String), ProtocolError> {
+        if req.edit.is_some() {
+            let boundary = format!("switchyard-{:016x}", boundary_salt(req));
+            let body = edits::encode_request(req, n, upstream_model, &boundary);
+            return Ok((body, format!("multipart/form-data; boundary={boundary}")));
+        }
         let body = match self.body {
             ImageBody::OpenAi => openai::encode_request(req, n, upstream_model),
             ImageBody::Imagen => imagen::encode_request(req, n, upstream_model)?,
         };
-        serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))
+        let body = serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))?;
+        Ok((body, "application/json".to_owned()))
     }
 
     /// One call's answer.
@@ -163,6 +212,33 @@ impl ImageSpec {
             ImageBody::OpenAi => openai::parse_response(body),
             ImageBody::Imagen => imagen::parse_response(body),
         }
+    }
+}
+
+/// A boundary no part of `req`'s form holds: a hash of its files, tried
+/// again until none contains it (a collision is astronomically unlikely, but
+/// a boundary inside a part would cut it).
+fn boundary_salt(req: &ImageRequest) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let edit = req.edit.as_ref();
+    let files: Vec<&InputFile> =
+        edit.map(|e| e.images.iter().chain(e.mask.iter()).collect()).unwrap_or_default();
+    let mut salt = 0u64;
+    loop {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (salt, &req.prompt).hash(&mut h);
+        for f in &files {
+            f.bytes.hash(&mut h);
+        }
+        let candidate = h.finish();
+        let needle = format!("switchyard-{candidate:016x}");
+        let inside =
+            files.iter().any(|f| f.bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+                || req.prompt.contains(&needle);
+        if !inside {
+            return candidate;
+        }
+        salt += 1;
     }
 }
 

@@ -54,6 +54,7 @@ pub fn parse_request(body: &[u8]) -> Result<ImageRequest, ProtocolError> {
         output_format: text(&o, "output_format")?,
         background: text(&o, "background")?,
         user: text(&o, "user")?,
+        edit: None,
     })
 }
 

@@ -84,7 +84,7 @@ fn requests_over_a_providers_count_are_split() {
     let openai = crate::Wire::OpenAiChat.spec().images.unwrap();
     assert_eq!((openai.max_images("dall-e-3"), openai.max_images("gpt-image-1")), (1, 10));
     assert_eq!(
-        spec.url(crate::Wire::Gemini.spec(), "https://g", "imagen-4.0-generate-001"),
+        spec.url(crate::Wire::Gemini.spec(), "https://g", "imagen-4.0-generate-001", &req("x")),
         "https://g/v1beta/models/imagen-4.0-generate-001:predict"
     );
     let joined = ImageResponse::join(vec![
@@ -109,5 +109,94 @@ fn the_answer_is_openais_shape() {
         v,
         json!({"created": 7, "data": [{"b64_json": "AAAA", "revised_prompt": "r"}, {"url": "https://g/i/1"}],
                "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}})
+    );
+}
+
+fn part(name: &str, bytes: &[u8]) -> edits::FormPart {
+    edits::FormPart { name: name.into(), bytes: bytes.to_vec(), ..edits::FormPart::default() }
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n0000";
+
+#[test]
+fn an_edit_form_is_read_and_bad_ones_are_named() {
+    let r = edits::parse_request(&[
+        part("model", b"gpt-image-1"),
+        part("prompt", b"add a moon"),
+        part("image[]", PNG),
+        part("image[]", b"\xff\xd8\xff\xe0jpeg"),
+        part("mask", PNG),
+        part("n", b"2"),
+        part("input_fidelity", b"high"),
+    ])
+    .unwrap();
+    let edit = r.edit.clone().unwrap();
+    assert_eq!((r.model.as_str(), r.n, edit.images.len()), ("gpt-image-1", 2, 2));
+    assert_eq!(
+        (edit.images[1].mime.as_str(), edit.images[0].name.as_str()),
+        ("image/jpeg", "image.png")
+    );
+    assert_eq!(edit.input_fidelity.as_deref(), Some("high"));
+    for (parts, says) in [
+        (vec![part("image", PNG)], "prompt: required"),
+        (vec![part("prompt", b"x")], "image: required"),
+        (vec![part("prompt", b"x"), part("image", b"GIF89a")], "image: expected a PNG"),
+        (
+            vec![part("prompt", b"x"), part("image", PNG), part("mask", b"\xff\xd8\xff")],
+            "mask: expected a PNG",
+        ),
+        (
+            vec![part("prompt", b"x"), part("image", PNG), part("colour", b"red")],
+            "colour: unknown parameter",
+        ),
+        (vec![part("prompt", b"x"), part("image", PNG), part("n", b"11")], "n: an integer"),
+    ] {
+        let e = edits::parse_request(&parts).unwrap_err().to_string();
+        assert!(e.contains(says), "{e} / {says}");
+    }
+    let many: Vec<_> = std::iter::once(part("prompt", b"x"))
+        .chain((0..17).map(|_| part("image[]", PNG)))
+        .collect();
+    assert!(edits::parse_request(&many).unwrap_err().to_string().contains("at most 16"));
+}
+
+#[test]
+fn an_edit_goes_upstream_as_a_form_of_the_same_fields() {
+    let r = edits::parse_request(&[
+        part("prompt", b"add a moon"),
+        part("image", PNG),
+        part("mask", PNG),
+        part("size", b"512x512"),
+    ])
+    .unwrap();
+    let spec = crate::openai_chat::SPEC.images.unwrap();
+    let (body, content_type) = spec.encode(&r, 1, "dall-e-2").unwrap();
+    let boundary = content_type.strip_prefix("multipart/form-data; boundary=").unwrap();
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.ends_with(&format!("--{boundary}--\r\n")), "{text}");
+    for field in [
+        "name=\"model\"\r\n\r\ndall-e-2",
+        "name=\"prompt\"\r\n\r\nadd a moon",
+        "name=\"size\"\r\n\r\n512x512",
+        "name=\"response_format\"\r\n\r\nb64_json",
+        "name=\"image\"; filename=\"image.png\"",
+        "name=\"mask\"; filename=\"mask.png\"",
+    ] {
+        assert!(text.contains(field), "{field}: {text}");
+    }
+    let gpt = spec.encode(&r, 1, "gpt-image-1").unwrap();
+    assert!(!String::from_utf8_lossy(&gpt.0).contains("response_format"));
+    assert_eq!(
+        spec.url(&crate::openai_chat::SPEC, "https://api.openai.com/v1", "dall-e-2", &r),
+        "https://api.openai.com/v1/images/edits"
+    );
+    // Imagen edits nothing: refused by name, so the candidate is passed over.
+    let imagen = crate::gemini::SPEC.images.unwrap();
+    assert!(
+        imagen
+            .check(&r, "imagen-4.0-generate-001")
+            .unwrap_err()
+            .to_string()
+            .contains("edits no images")
     );
 }

@@ -132,6 +132,7 @@ pub const SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/images/generations",
+        edit_path: Some("/images/edits"),
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,

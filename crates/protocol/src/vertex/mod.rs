@@ -103,6 +103,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
     }),
     images: Some(crate::images::ImageSpec {
         path: "/publishers/google/models/{model}:predict",
+        edit_path: None,
         body: crate::images::ImageBody::Imagen,
     }),
     jobs: None,
