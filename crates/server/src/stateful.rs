@@ -495,6 +495,7 @@ async fn rebuilt(
         let output: Vec<Value> = found.output().iter().filter(|i| replayable(i)).cloned().collect();
         let mut whole = found.input;
         whole.extend(output);
+        resolve_references(&mut input, &whole)?;
         whole.append(&mut input);
         input = whole;
     }
@@ -520,6 +521,32 @@ async fn rebuilt(
         _ => Vec::new(),
     };
     Ok((Bytes::from(bytes), input))
+}
+
+/// Each `item_reference` of `input` replaced by the item of `conversation`
+/// (the stored input and output the request continues) it names by `id`; one
+/// that names none is 400, naming it. References resolve within the
+/// conversation the request continues, not across a key's every response.
+fn resolve_references(input: &mut [Value], conversation: &[Value]) -> Result<(), GatewayError> {
+    for (i, item) in input.iter_mut().enumerate() {
+        if item["type"] != "item_reference" {
+            continue;
+        }
+        let id = item["id"].as_str().unwrap_or_default();
+        let Some(found) = conversation.iter().find(|c| !id.is_empty() && c["id"] == id) else {
+            return Err(GatewayError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "input[{i}]: item_reference {:?} names no item of the conversation \
+                     previous_response_id continues",
+                    excerpt(id)
+                ),
+            )
+            .with_param(Some(format!("input[{i}]"))));
+        };
+        *item = found.clone();
+    }
+    Ok(())
 }
 
 /// Whether an output item may be sent back as input: a reasoning item only

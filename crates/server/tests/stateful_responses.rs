@@ -341,3 +341,57 @@ async fn a_background_response_its_gateway_lost_ends_failed() {
         h.state.gateway.runtime.responses.get(&stale.owner, "resp_lost", 2_000).await.unwrap();
     assert_eq!(kept.unwrap().response["status"], "failed");
 }
+
+#[tokio::test]
+async fn an_item_reference_resolves_within_the_conversation_it_continues() {
+    let h = start().await;
+    let first = json!({"model": "m-openai", "store": true, "input": [
+        {"type": "message", "role": "user", "id": "msg_keep", "content": "Remember the word lighthouse."}
+    ]});
+    let (status, one, text) = post_as(&h, GATEWAY_KEY, &first).await;
+    assert_eq!(status, 200, "{text}");
+    let id1 = one["id"].as_str().unwrap().to_owned();
+    let answer_id = one["output"][0]["id"].as_str().unwrap().to_owned();
+    // Naming an earlier item and the stored answer by id: both are sent as
+    // the items they name.
+    let second = json!({"model": "m-openai", "previous_response_id": id1, "input": [
+        {"type": "item_reference", "id": "msg_keep"},
+        {"type": "item_reference", "id": answer_id},
+        {"type": "message", "role": "user", "content": "Which word?"}
+    ]});
+    let before = h.openai.request_count();
+    let (status, _, text) = post_as(&h, GATEWAY_KEY, &second).await;
+    assert_eq!(status, 200, "{text}");
+    let sent = h.openai.received()[before..].last().unwrap().body.clone();
+    let said: Vec<(&str, &str)> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap(), m["content"].as_str().unwrap_or_default()))
+        .collect();
+    let echo = format!("echo: {}", "Remember the word lighthouse.");
+    // The conversation, then the two items named, then the new turn.
+    assert_eq!(
+        said,
+        [
+            ("user", "Remember the word lighthouse."),
+            ("assistant", echo.as_str()),
+            ("user", "Remember the word lighthouse."),
+            ("assistant", echo.as_str()),
+            ("user", "Which word?"),
+        ],
+        "{sent}"
+    );
+    // One that names nothing in that conversation is refused, named.
+    let missing = json!({"model": "m-openai", "previous_response_id": id1,
+                         "input": [{"type": "item_reference", "id": "msg_elsewhere"}]});
+    let (status, err, _) = post_as(&h, GATEWAY_KEY, &missing).await;
+    assert_eq!((status, err["error"]["param"].as_str()), (400, Some("input[0]")), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("msg_elsewhere"), "{err}");
+    // Without a conversation to resolve in, refused by name too.
+    let alone =
+        json!({"model": "m-openai", "input": [{"type": "item_reference", "id": "msg_keep"}]});
+    let (status, err, _) = post_as(&h, GATEWAY_KEY, &alone).await;
+    assert_eq!(status, 400, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("item_reference"), "{err}");
+}

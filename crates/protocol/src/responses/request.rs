@@ -18,7 +18,7 @@ use super::wire::{
     WireText, WireTextFormat, reasoning_text,
 };
 
-const STATELESS: &str = "the gateway is stateless: previous_response_id/item_reference are not supported; send the full conversation";
+const STATELESS: &str = "previous_response_id and item_reference name stored state this request cannot reach: send them to POST /v1/responses (an item_reference resolves within the conversation its previous_response_id continues), or send the whole conversation";
 
 // ---------------------------------------------------------------------------------
 // Request: wire → canonical

@@ -137,6 +137,12 @@ async fn upload(
     Ok(Json(file_object(&meta)).into_response())
 }
 
+/// OpenAI's list: every item (a key's files and batches are few: no pages).
+fn list(items: impl Iterator<Item = Value>) -> Response {
+    let data: Vec<Value> = items.collect();
+    Json(json!({"object": "list", "data": data, "has_more": false})).into_response()
+}
+
 /// A 128-bit random hex name.
 fn unique() -> String {
     let u = switchyard_core::clock::unique;
@@ -149,8 +155,7 @@ pub async fn list_files(State(state): State<Arc<AppState>>, headers: HeaderMap) 
         async {
             let owner = owner(&state, &headers).await?;
             let files = state.gateway.runtime.batches.files(&owner).await.map_err(unavailable)?;
-            let data: Vec<Value> = files.iter().map(file_object).collect();
-            Ok(Json(json!({"object": "list", "data": data, "has_more": false})).into_response())
+            Ok(list(files.iter().map(file_object)))
         }
         .await,
     )
@@ -339,9 +344,9 @@ pub async fn list_batches(State(state): State<Arc<AppState>>, headers: HeaderMap
     reply(
         async {
             let owner = owner(&state, &headers).await?;
-            let list = state.gateway.runtime.batches.batches(&owner).await.map_err(unavailable)?;
-            let data: Vec<Value> = list.iter().map(batch_object).collect();
-            Ok(Json(json!({"object": "list", "data": data, "has_more": false})).into_response())
+            let batches =
+                state.gateway.runtime.batches.batches(&owner).await.map_err(unavailable)?;
+            Ok(list(batches.iter().map(batch_object)))
         }
         .await,
     )
