@@ -519,43 +519,6 @@ async fn finish(
     dest.runtime.client.send(req).await.map_err(|e| Failure::from_client(&e))
 }
 
-/// Send a request for a whole JSON answer to `url`, another of the wire's
-/// endpoints (its token count), authenticated and headed like a generation;
-/// the client's passed-through headers only where `passthrough`.
-pub(crate) async fn send_to(
-    dest: Dest<'_>,
-    out: &Outgoing<'_>,
-    url: &str,
-    body: Vec<u8>,
-    passthrough: bool,
-) -> Result<(Response, Vec<Secret>), Failure> {
-    send_as(dest, out, url, (body, JSON[0].1), passthrough).await
-}
-
-/// [`send_to`] with a body of another content type (an image edit's
-/// multipart form): `(body, content type)`.
-pub(crate) async fn send_as(
-    dest: Dest<'_>,
-    out: &Outgoing<'_>,
-    url: &str,
-    (body, content_type): (Vec<u8>, &str),
-    passthrough: bool,
-) -> Result<(Response, Vec<Secret>), Failure> {
-    let mut url = reqwest::Url::parse(url)
-        .map_err(|e| Failure::Unavailable(format!("the URL is not valid: {e}")))?;
-    with_query(&mut url, &dest.spec.query);
-    let url = uri(&url)?;
-    let signed =
-        cloud_headers(dest, "POST", &url, &[("content-type", content_type)], &body).await?;
-    let minted = minted(&signed);
-    let mut req = with_headers(post(url), dest, out, false, passthrough)?;
-    if let (Some(h), Ok(v)) = (req.headers_mut(), HeaderValue::from_str(content_type)) {
-        h.insert(CONTENT_TYPE, v);
-    }
-    let resp = finish(dest, req, signed, body).await?;
-    Ok((resp, minted))
-}
-
 /// The secrets in a cloud credential's headers: a bearer token (Google's,
 /// Entra's), an AWS session token, a SigV4 signature. Fetched at run time,
 /// they are not among the provider's configured secrets.
@@ -793,12 +756,14 @@ mod edits;
 mod failure;
 mod list;
 mod source;
+mod whole;
 pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, in_body, ungated as ungated_fields};
 pub(crate) use failure::{Failure, TransportClass, retry_after};
 use list::with_key;
 pub(crate) use list::{bodiless, get};
 pub(crate) use source::Source;
+pub(crate) use whole::{send_as, send_to};
 
 #[cfg(test)]
 #[path = "upstream_tests.rs"]

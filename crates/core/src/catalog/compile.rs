@@ -405,7 +405,10 @@ fn compile_models(
                         let at = format!("models[{id}].deployments[{}]", d.provider.value);
                         server_tools(list, &p.kind, &at, problems)
                     });
-                if let Some(why) = providers.get(provider).and_then(|p| serves(&p.kind, m.kind)) {
+                if let Some(why) = providers
+                    .get(provider)
+                    .and_then(|p| super::compile_kind::serves(&p.kind, m.kind))
+                {
                     problems.push(Problem::at(
                         &d.provider,
                         format!("models[{id}].deployments[{}]: {why}", d.provider.value),
@@ -461,28 +464,6 @@ fn compile_models(
         });
     }
     (models, lookup)
-}
-
-/// Why a provider of `kind` cannot serve a model of `model` kind: a media
-/// model needs a wire that runs jobs on a queue, and a wire that runs only
-/// jobs (fal) serves no other kind. Other mismatches (an image model on a
-/// wire without images) are the attempt's to find: a candidate that cannot
-/// take a request is passed over.
-fn serves(kind: &ProviderKind, model: ModelKind) -> Option<String> {
-    let ProviderKind::Wire(wire) = kind else { return None };
-    let spec = wire.spec();
-    match model {
-        ModelKind::Media if spec.jobs.is_none() => Some(format!(
-            "the {} wire runs no media jobs (a media model is deployed on a queue: wire: fal)",
-            wire.as_str()
-        )),
-        ModelKind::Media => None,
-        _ if !spec.chat => Some(format!(
-            "the {} wire runs media jobs only: the model needs kind: media",
-            wire.as_str()
-        )),
-        _ => None,
-    }
 }
 
 /// A model name the catalog holds (an id, an alias, an upstream model) must be one

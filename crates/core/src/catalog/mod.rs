@@ -18,6 +18,7 @@ mod compile;
 mod compile_auth;
 mod compile_client;
 mod compile_intent;
+mod compile_kind;
 mod compile_numbers;
 mod compile_routes;
 mod compile_telemetry;
