@@ -143,6 +143,61 @@ pub struct Batch {
     pub lease_until_ms: u64,
     /// When it and its files are forgotten, once ended (Unix milliseconds).
     pub forget_ms: u64,
+    /// Its lines handed to providers' own batch APIs (`batch_api: true`), a
+    /// part per provider batch; `None`: not decided yet (the runner decides
+    /// once, before any line runs). The other lines the gateway runs.
+    #[serde(default)]
+    pub native: Option<Vec<NativePart>>,
+}
+
+/// A batch's lines handed to one provider batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NativePart {
+    /// The provider.
+    pub provider: String,
+    /// The model every line runs there.
+    pub upstream_model: String,
+    /// The fingerprint of the platform key it was submitted with.
+    pub credential: Option<String>,
+    /// The provider's id for its batch.
+    pub upstream_id: String,
+    /// The input file's lines it holds.
+    pub lines: Vec<u32>,
+    /// Where it is.
+    pub state: PartState,
+}
+
+/// Where a provider batch is, as the gateway follows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum PartState {
+    /// Running at the provider.
+    Running,
+    /// Running, and asked to stop (its owner cancelled, or its window closed).
+    Stopping,
+    /// Ended, and every answer read back and run through (`end`: how it
+    /// ended, `completed`, `expired` or `cancelled`).
+    Collected {
+        /// How it ended.
+        end: String,
+    },
+    /// Refused as a whole by the provider: its lines are run by the gateway.
+    Refused {
+        /// The provider's reason.
+        reason: String,
+    },
+}
+
+impl NativePart {
+    /// Its lines' answers are still to come from the provider.
+    pub fn pending(&self) -> bool {
+        matches!(self.state, PartState::Running | PartState::Stopping)
+    }
+
+    /// Its lines are the provider's to answer (not refused back to the gateway).
+    pub fn holds_lines(&self) -> bool {
+        !matches!(self.state, PartState::Refused { .. })
+    }
 }
 
 impl Batch {

@@ -56,6 +56,10 @@ pub struct WireSpec {
     /// How the wire's provider runs media jobs on a queue; `None`: it runs
     /// none.
     pub jobs: Option<crate::jobs::JobSpec>,
+    /// The provider's own batch API, where the wire has one; used for a
+    /// provider whose config turns it on (`batch_api: true`), since a server
+    /// compatible with the wire need not serve it.
+    pub batches: Option<crate::batches::native::BatchApi>,
     /// The wire serves generations (chat): false for a provider that only
     /// runs media jobs (fal), whose chat models the catalog refuses.
     pub chat: bool,

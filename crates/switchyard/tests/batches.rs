@@ -118,3 +118,78 @@ models:
     drop(gw);
     let _ = std::fs::remove_dir_all(&data);
 }
+
+/// A batch handed to the provider's own batch API outlives the process that
+/// handed it over: the provider batch is kept before anything else, so
+/// another process follows the same one (never submitting it again) and
+/// brings its answers back.
+#[test]
+fn a_provider_batch_handed_over_before_a_crash_is_followed_by_another_process() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(FakeUpstream::start(Vendor::OpenAi)).unwrap();
+    fake.hold_batches(true);
+    let data = std::env::temp_dir().join(format!("switchyard-pbatches-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data).unwrap();
+    let config = format!(
+        r#"
+storage: {{ url: "sqlite://{}/sy.db" }}
+gateway:
+  api_keys: ["{KEY}"]
+  batches: {{ poll_interval_ms: 20, provider_poll_interval_ms: 20, lease_ms: 1000 }}
+providers:
+  openai: {{ wire: openai-chat, endpoint: "{}/v1", credentials: {{ keys: ["sk-upstream-batch-1"] }}, batch_api: true }}
+models:
+  - id: m-native
+    deployments: [{{ provider: openai, model: up-native }}]
+    pricing: {{ input: 1.0, output: 2.0, batch: 0.5 }}
+"#,
+        data.display(),
+        fake.base_url()
+    );
+    let content: Vec<String> = (0..2)
+        .map(|i| {
+            json!({"custom_id": format!("n{i}"), "method": "POST", "url": "/v1/chat/completions",
+                   "body": {"model": "m-native", "messages": [{"role": "user", "content": format!("line {i}")}]}})
+            .to_string()
+        })
+        .collect();
+    let boundary = "b0undary";
+    let upload = format!(
+        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n\
+         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\r\n{}\r\n--{boundary}--\r\n",
+        content.join("\n")
+    );
+    let id = {
+        let gw = Gateway::start_with("pbatches-1", &[], Some(&config));
+        let addr =
+            gw.wait_for("switchyard listening")["fields"]["listen"].as_str().unwrap().to_owned();
+        let multipart = format!("multipart/form-data; boundary={boundary}");
+        let (status, file) = send(&addr, "POST", "/v1/files", &multipart, &upload);
+        assert_eq!(status, 200, "{file}");
+        let file_id = json_of(&file)["id"].as_str().unwrap().to_owned();
+        let create = json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
+        let (status, batch) =
+            send(&addr, "POST", "/v1/batches", "application/json", &create.to_string());
+        assert_eq!(status, 200, "{batch}");
+        let handed = gw.wait_for("batch handed to the provider's batch API");
+        assert_eq!(handed["fields"]["lines"], 2, "{handed}");
+        json_of(&batch)["id"].as_str().unwrap().to_owned()
+        // Killed here (SIGKILL), the provider batch still running.
+    };
+    fake.hold_batches(false);
+    let gw = Gateway::start_with("pbatches-2", &[], Some(&config));
+    let addr = gw.wait_for("switchyard listening")["fields"]["listen"].as_str().unwrap().to_owned();
+    let ended = gw.wait_for("batch ended");
+    assert_eq!(ended["fields"]["batch"], id.as_str(), "{ended}");
+    let (status, batch) = send(&addr, "GET", &format!("/v1/batches/{id}"), "application/json", "");
+    assert_eq!(status, 200, "{batch}");
+    let batch = json_of(&batch);
+    assert_eq!(batch["status"], "completed", "{batch}");
+    assert_eq!(batch["request_counts"], json!({"total": 2, "completed": 2, "failed": 0}));
+    assert_eq!(fake.batch_creates(), 1, "the provider batch was followed, not submitted again");
+    let direct = fake.received().iter().filter(|r| r.path == "/v1/chat/completions").count();
+    assert_eq!(direct, 2, "each line ran once, inside the provider's batch");
+    drop(gw);
+    let _ = std::fs::remove_dir_all(&data);
+}

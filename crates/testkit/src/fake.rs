@@ -13,6 +13,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use axum::serve::ListenerExt;
@@ -90,6 +91,9 @@ struct Shared {
     /// An Azure OpenAI fake ([`FakeUpstream::start_azure`]): the Entra tokens
     /// it granted.
     azure: Option<Mutex<azure::Tokens>>,
+    /// An OpenAI or Anthropic fake's own batch API (`batch_api.rs`); `None`
+    /// for the other vendors and the clouds' fakes.
+    batches: Option<Mutex<batch_api::Batches>>,
     state: Mutex<ScriptState>,
     arrived: Notify,
     in_flight: AtomicUsize,
@@ -260,11 +264,15 @@ impl FakeUpstream {
         let listener = listen_wide((Ipv4Addr::LOCALHOST, 0).into())?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
+        let batched = cloud == Cloud::None && matches!(vendor, Vendor::OpenAi | Vendor::Anthropic);
+        let scheme = if tls { "https" } else { "http" };
         let shared = Arc::new(Shared {
             vendor,
             bedrock,
             vertex: vertex.then(|| (Mutex::default(), format!("http://{addr}/token"))),
             azure: (cloud == Cloud::Azure).then(Mutex::default),
+            batches: batched
+                .then(|| Mutex::new(batch_api::Batches::new(format!("{scheme}://{addr}")))),
             state: Mutex::new(ScriptState {
                 script: VecDeque::new(),
                 default: Reply::auto(),
@@ -283,7 +291,7 @@ impl FakeUpstream {
             idle: Notify::new(),
             shutdown: rx.clone(),
         });
-        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
+        let app = Router::new().fallback(dispatch).with_state(Arc::clone(&shared));
         if tls {
             crate::tls::serve(listener, app, rx)?;
             let handle = Handle { shared, addr, tls, _shutdown: tx };
@@ -488,32 +496,29 @@ mod embed;
 #[path = "fake_image.rs"]
 mod image;
 
+// The vendors' own batch APIs: `batch_api.rs`.
+#[path = "batch_api.rs"]
+mod batch_api;
+
 // ---------------------------------------------------------------------------
 // Serving
+
+/// A request on a batch route is answered by `batch_api.rs`, any other by
+/// [`handle`]. A batch's requests come back to [`handle`] as requests of their
+/// own, so each is checked, scripted and recorded as a direct call would be.
+async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    match batch_api::route(&shared, req.method(), req.uri().path()) {
+        Some(route) => batch_api::serve(shared, route, req).await,
+        None => handle(State(shared), req).await,
+    }
+}
 
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let guard = InFlight::new(&shared);
     let (parts, body) = req.into_parts();
     // A body that fails to arrive is recorded as empty.
     let raw = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let received = Received {
-        method: parts.method.as_str().to_owned(),
-        path: parts.uri.path().to_owned(),
-        query: parts.uri.query().map(str::to_owned),
-        headers: parts
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_ascii_lowercase(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect(),
-        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
-        raw,
-        version: format!("{:?}", parts.version),
-    };
+    let received = receive(&parts, raw);
     let vendor = shared.vendor;
     if let Some((tokens, token_url)) = &shared.vertex {
         if received.path == "/token" && parts.method == Method::POST {
@@ -676,6 +681,28 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
     };
     respond(&reply, prepared, guard)
+}
+
+/// A request as [`Received`] records it, its body read in full.
+fn receive(parts: &Parts, raw: Bytes) -> Received {
+    Received {
+        method: parts.method.as_str().to_owned(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().map(str::to_owned),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        raw,
+        version: format!("{:?}", parts.version),
+    }
 }
 
 /// Bedrock's error-type header (lowercase, as `HeaderName` wants it).

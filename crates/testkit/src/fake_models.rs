@@ -120,7 +120,7 @@ enum List {
 type Refused = (u16, Option<&'static str>, String);
 
 /// The vendor's credential, where it puts it.
-fn authorized(shared: &Shared, rx: &Received) -> Result<(), Refused> {
+pub(super) fn authorized(shared: &Shared, rx: &Received) -> Result<(), Refused> {
     let present = |v: Option<&str>| v.is_some_and(|v| !v.trim().is_empty());
     let missing = |what: &str| Err((401, None, format!("missing credential: {what}")));
     match shared.vendor {

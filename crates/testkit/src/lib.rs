@@ -35,6 +35,8 @@
 //! | OpenAi | `/v1/images/generations`, `/images/generations` ([`images`]) | never |
 //! | OpenAi | `/v1/images/edits`, `/images/edits` (multipart/form-data, [`images`]) | never |
 //! | Gemini | `/v1beta/models/{model}:predict` for `imagen-…` | never |
+//! | OpenAi | `/v1/files`, `/v1/batches`, `/v1/batches/{id}/cancel` (its own batch API; GETs of files and batches too; `batch_api.rs`) | never |
+//! | Anthropic | `/v1/messages/batches`, `…/{id}/cancel` (Message Batches; GETs of a batch and its results too) | never |
 //!
 //! Embeddings ([`embeddings`], Vertex's `:predict` and Azure's routes too) are
 //! checked as the real APIs check them and take replies from the script like

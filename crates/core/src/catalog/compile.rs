@@ -261,6 +261,18 @@ fn compile_providers(
                 ),
             ));
         }
+        let batch_api = match &kind {
+            ProviderKind::Wire(wire) => wire.spec().batches,
+            ProviderKind::Mock { .. } => None,
+        };
+        if p.batch_api && batch_api.is_none() {
+            problems.push(Problem::located(
+                written.location(),
+                format!(
+                    "providers.{name}.batch_api: only the openai-chat and anthropic wires have a batch API of their own"
+                ),
+            ));
+        }
         provider_index.insert(name.to_owned(), providers.len());
         let mut secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         secrets.extend(cloud.iter().flat_map(|c| c.secrets()));
@@ -292,6 +304,7 @@ fn compile_providers(
             server_tools,
             anthropic_betas: p.anthropic_betas.clone(),
             allow_unlisted_models: p.allow_unlisted_models,
+            batch_api: batch_api.filter(|_| p.batch_api),
             client,
             openai: preset.map_or(Compat::OPENAI, |p| p.compat),
         }));

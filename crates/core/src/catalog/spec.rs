@@ -73,6 +73,9 @@ pub struct ProviderSpec {
     pub anthropic_betas: Option<Vec<String>>,
     /// `<provider>/<model>` reaches it for a model the catalog does not list.
     pub allow_unlisted_models: bool,
+    /// Its own batch API, where its config turns it on (`batch_api: true`):
+    /// batches whose lines all go to one of its deployments are handed to it.
+    pub batch_api: Option<switchyard_protocol::batches::native::BatchApi>,
     /// How its HTTP client is shaped (roots, client certificate, proxy, pool),
     /// checked: the PEM parses, the key belongs to the certificate, the proxy is
     /// a URL the client takes.

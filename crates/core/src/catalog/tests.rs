@@ -462,6 +462,27 @@ fn server_tools_default_by_wire_and_are_checked_against_it() {
 }
 
 #[test]
+fn a_batch_api_is_turned_on_only_where_the_wire_has_one() {
+    let on = BASE.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, batch_api: true }\n  b:",
+    );
+    let c = compile(&on).unwrap();
+    let api = |name: &str| c.provider(name).and_then(|p| p.batch_api);
+    assert_eq!(api("a"), Some(switchyard_protocol::batches::native::BatchApi::OpenAi));
+    // The wire has one, but the provider did not turn it on.
+    assert_eq!(api("b"), None);
+    let gemini = BASE.replace(
+        "credentials: { env: [UNSET_VAR], optional: true } }",
+        "credentials: { env: [UNSET_VAR], optional: true }, batch_api: true }",
+    );
+    assert!(
+        problems(&gemini)
+            .contains("providers.off.batch_api: only the openai-chat and anthropic wires")
+    );
+}
+
+#[test]
 fn model_names_are_the_documented_set() {
     for good in [
         "gpt-5",

@@ -73,6 +73,32 @@ pub(super) struct Cleared<'a> {
     pub occupied: Option<Taken>,
 }
 
+/// A whole answer of `wire`, scrubbed: forwarded as it is where `fast` (the
+/// same-format fast path) and only its usage is needed, else parsed.
+pub(super) fn whole_answer(
+    inbound: &Inbound,
+    wire: Wire,
+    bytes: Bytes,
+    fast: bool,
+) -> Result<Answer, Failure> {
+    // Forwarded as it is: read only the usage, unless the text is wanted
+    // (content logging) or must stand in for missing token counts.
+    // A canonical caller (a library, a shared cached call) needs it parsed.
+    if fast
+        && inbound.content_cap.is_none()
+        && !inbound.trace_answer
+        && inbound.output == Output::Client
+    {
+        let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
+        if let Some(usage) = usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())
+        {
+            return Ok(Answer::Whole(Whole::Forwarded { body: bytes, usage }));
+        }
+    }
+    let response = wire.parse_response(&bytes).map_err(Failure::from_protocol)?;
+    Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }))
+}
+
 /// The keys a request may use on a candidate: the caller's own key for that
 /// provider (BYOK) if they stored one, else the provider's platform keys.
 pub(super) fn credentials<'a>(cand: &'a Candidate, inbound: &'a Inbound) -> &'a [Secret] {
@@ -245,8 +271,11 @@ impl Flow {
                     }
                     sent += usize::from(sent_upstream);
                     // A stream's destination hears how it went when it ends.
+                    let replayed = inbound.prefetched.is_some();
                     let watch = match &result {
-                        _ if !sent_upstream => {
+                        // An answer read back from a provider's batch says
+                        // nothing of the deployment's latency or errors now.
+                        _ if !sent_upstream || replayed => {
                             watch.forget();
                             None
                         }
@@ -320,7 +349,7 @@ impl Flow {
                     }
                     match result {
                         Ok((answer, guard_in_flight)) => {
-                            if matches!(answer, Answer::Whole(_)) {
+                            if matches!(answer, Answer::Whole(_)) && !replayed {
                                 // A stream's latency counts when it ends well (the pump).
                                 runtime.latency.observe_attempt(
                                     &cand.identity(),
@@ -346,7 +375,14 @@ impl Flow {
                         Err(f) => {
                             tracing::debug!(request_id = %inbound.id, deployment = %cand.label(), outcome = %f.outcome(), "attempt failed");
                             let remaining = deadline.saturating_duration_since(Instant::now());
-                            match next_step(&f, policy, retries, remaining) {
+                            // An answer read back is the answer: trying it again
+                            // reads the same.
+                            let step = if replayed {
+                                Next::Terminal
+                            } else {
+                                next_step(&f, policy, retries, remaining)
+                            };
+                            match step {
                                 Next::Retry(wait) => {
                                     retries += 1;
                                     // Dropping the request future (client gone) cancels this wait.
@@ -435,6 +471,18 @@ impl Snapshot {
             && !cand.provider.reachable_with(&inbound.byok)
         {
             return failed(Failure::Unavailable(why.clone()), None);
+        }
+        // A batch's line answered by its provider's batch API: the answer read
+        // back is the attempt (nothing is sent, no credential or capacity taken).
+        if let Some(p) = &inbound.prefetched {
+            let in_flight = runtime.in_flight.enter(&cand.identity());
+            return Tried {
+                result: self.replay(inbound, cand, p, prompted).map(|a| (a, in_flight)),
+                credential: None,
+                reported,
+                occupied: None,
+                field_edits,
+            };
         }
         let Cleared { key, permit, credential, occupied } =
             match self.clear(inbound, cand, runtime, bypass_breakers).await {
@@ -691,25 +739,7 @@ impl Snapshot {
                 Cow::Borrowed(_) => bytes,
                 Cow::Owned(clean) => Bytes::from(clean),
             };
-            // Forwarded as it is: read only the usage, unless the text is wanted
-            // (content logging) or must stand in for missing token counts.
-            // A canonical caller (a library, a shared cached call) needs it parsed.
-            if fast
-                && inbound.content_cap.is_none()
-                && !inbound.trace_answer
-                && inbound.output == Output::Client
-            {
-                let usage = wire.parse_usage(&bytes).map_err(Failure::from_protocol)?;
-                if let Some(usage) =
-                    usage.filter(|u| u.input_tokens.is_some() && u.output_tokens.is_some())
-                {
-                    return Ok(Answer::Whole(Whole::Forwarded { body: bytes, usage }));
-                }
-            }
-            let response = wire
-                .parse_response(&bytes)
-                .map_err(|e| Failure::from_protocol(e).redacted(&redactor))?;
-            return Ok(Answer::Whole(Whole::Parsed { response, raw: fast.then_some(bytes) }));
+            return whole_answer(inbound, wire, bytes, fast).map_err(|f| f.redacted(&redactor));
         }
         let source = Source::http(resp, wire);
         let mut committed = commit(

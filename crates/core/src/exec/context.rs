@@ -179,6 +179,7 @@ impl Inbound {
             affinity: None,
             trace: crate::otel::Incoming::default(),
             batch: None,
+            prefetched: None,
             trace_answer: false,
             estimate: Estimate::default(),
         }

@@ -16,6 +16,7 @@
 //! | requests answered whole by an endpoint of their own: planned among models of their kind, admitted, an attempt loop with no stream | `whole.rs` |
 //! | embeddings: batches to each provider's cap, joined in input order | `embeddings.rs` |
 //! | images: calls of each provider's most images, joined in order | `images.rs` |
+//! | a batch's lines handed to a provider's batch API, and their answers run through again | `batch.rs` |
 //!
 //! The attempt loop walks the plan's candidates in order. A candidate that fails
 //! before anything reached the client is followed by the next one (failover); a
@@ -111,6 +112,10 @@ pub struct Inbound {
     /// catalog's batch prices (`pricing.batch`), and said in its record's
     /// descriptor.
     pub batch: Option<String>,
+    /// The line's answer from its provider's batch API
+    /// ([`batch::Prefetched`]): planned only on the deployment that answered,
+    /// whose attempt is this answer instead of a call.
+    pub prefetched: Option<Arc<batch::Prefetched>>,
     /// A whole answer is parsed for the request's exported trace (its finish
     /// reason, and its text with `telemetry.capture_content`), also where it
     /// is forwarded as it came: set by the pipeline.
@@ -388,6 +393,7 @@ impl Success {
 mod admit;
 mod affinity;
 mod attempt;
+pub mod batch;
 mod cache;
 pub mod context;
 mod count_tokens;

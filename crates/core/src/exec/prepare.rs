@@ -105,6 +105,23 @@ impl Snapshot {
             let n = inbound.limits.max_fallbacks.unwrap_or(plan.policy.max_fallbacks);
             plan.candidates.truncate(1 + n.min(crate::catalog::HARD_MAX_FALLBACKS));
         }
+        // A batch's line answered by its provider's batch API is delivered
+        // from the deployment that answered, whatever its health now.
+        if let Some(p) = &inbound.prefetched {
+            plan.candidates
+                .retain(|c| c.provider.name == p.provider && c.upstream_model == p.upstream_model);
+            if plan.candidates.is_empty() {
+                return Err(GatewayError::new(
+                    ErrorCode::NoCandidate,
+                    format!(
+                        "the line was answered by {} ({}), which the catalog no longer routes it to",
+                        p.provider, p.upstream_model
+                    ),
+                ));
+            }
+            plan.bypass_breakers = true;
+            plan.descriptor.push(format!("provider_batch:{}", p.upstream_batch));
+        }
         // A key's or project's own policy (the key's first) over the route's.
         let pinned = inbound.pinned();
         if let Some(p) = pinned.iter().flatten().find(|p| p.strategy.is_some()) {

@@ -80,6 +80,7 @@ pub const SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: None,
+    batches: Some(crate::batches::native::BatchApi::Anthropic),
     chat: true,
     count: Some(CountSpec {
         path: "/v1/messages/count_tokens",

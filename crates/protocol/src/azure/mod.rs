@@ -85,6 +85,7 @@ pub const DEPLOYMENTS_SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: None,
 };
@@ -111,6 +112,7 @@ pub const V1_SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: None,
 };
@@ -138,6 +140,7 @@ pub const RESPONSES_SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: None,
 };

@@ -72,6 +72,7 @@ pub const INVOKE_SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(CountSpec {
         path: "/model/{model}/count-tokens",

@@ -102,6 +102,7 @@ pub const SPEC: WireSpec = WireSpec {
     }),
     images: None,
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/model/{model}/count-tokens",

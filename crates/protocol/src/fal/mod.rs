@@ -33,6 +33,7 @@ pub const SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: Some(crate::jobs::JobSpec { queue: crate::jobs::Queue::Fal }),
+    batches: None,
     chat: false,
     count: None,
 };

@@ -83,6 +83,7 @@ pub const SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::Imagen,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(CountSpec {
         path: "/v1beta/models/{model}:countTokens",

@@ -57,6 +57,7 @@ pub const SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
+    batches: Some(crate::batches::native::BatchApi::OpenAi),
     chat: true,
     count: None,
 };

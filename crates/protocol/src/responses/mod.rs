@@ -136,6 +136,7 @@ pub const SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::OpenAi,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(CountSpec {
         path: "/responses/input_tokens",

@@ -57,6 +57,7 @@ pub const ANTHROPIC_SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/anthropic/models/count-tokens:rawPredict",
@@ -107,6 +108,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::Imagen,
     }),
     jobs: None,
+    batches: None,
     chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",
@@ -138,6 +140,7 @@ pub const OPENAI_SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: None,
+    batches: None,
     chat: true,
     count: None,
 };

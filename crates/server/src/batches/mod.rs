@@ -8,6 +8,7 @@
 //! pipeline as the key that created it, billed at the catalog's batch prices
 //! (`pricing.batch`), a record per line.
 
+mod native;
 mod runner;
 
 use std::sync::Arc;
@@ -330,6 +331,7 @@ async fn start(
         failed: 0,
         lease_until_ms: 0,
         forget_ms: now + settings.retention_hours.saturating_mul(3_600_000),
+        native: None,
     };
     batch.enter(BatchStatus::Validating, now);
     batch.times.insert("created".to_owned(), now);

@@ -15,11 +15,14 @@ use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use bytes::Bytes;
 use serde_json::{Value, json};
+use switchyard_core::GatewayError;
 use switchyard_core::batches::{Batch, BatchStatus, FileMeta, LineResult};
+use switchyard_core::exec::batch::Prefetched;
+use switchyard_core::exec::{CacheMode, Inbound};
 use switchyard_protocol::ClientFormat;
 use switchyard_protocol::batches::{self, Endpoint, InputLine};
 
-use super::{BATCH_OUTPUT, unique};
+use super::{BATCH_OUTPUT, native, unique};
 use crate::http::{FromUrl, HEADER_PROJECT, HEADER_REQUEST_ID, Payload, error_response};
 use crate::identity::Caller;
 use crate::{AppState, ids};
@@ -89,31 +92,38 @@ async fn run(state: Arc<AppState>, mut batch: Batch) {
             return;
         }
     };
-    let pending: Vec<(u32, &InputLine)> =
-        (0u32..).zip(&lines).filter(|(i, _)| !answered.contains(i)).collect();
+    // Which lines providers' own batch APIs run is decided once, before any
+    // line runs here.
+    if batch.native.is_none()
+        && batch.status != BatchStatus::Cancelling
+        && !native::submit(&state, &caller, &mut batch, &lines, &answered).await
+    {
+        return;
+    }
+    let handed: HashSet<u32> = batch
+        .native
+        .iter()
+        .flatten()
+        .filter(|p| p.holds_lines())
+        .flat_map(|p| p.lines.iter().copied())
+        .collect();
+    let pending: Vec<(u32, &InputLine)> = (0u32..)
+        .zip(&lines)
+        .filter(|(i, _)| !answered.contains(i) && !handed.contains(i))
+        .collect();
     let concurrency = state.gateway.snapshot().catalog.settings.batches.concurrency.max(1);
     let mut stop = None;
     for chunk in pending.chunks(concurrency) {
-        // Cancelled meanwhile (by its owner, on any instance)? Expired?
-        match store.batch(&batch.owner, &batch.id).await {
-            Ok(Some(now)) if now.status == BatchStatus::Cancelling => {
-                batch = now;
-                stop = Some(Stop::Cancelled);
+        match stopped(&state, &mut batch).await {
+            Ok(None) => {}
+            Ok(Some(s)) => {
+                stop = Some(s);
                 break;
             }
-            Ok(Some(now)) if now.status.is_final() => return,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(batch = %batch.id, "batches: {e}");
-                return;
-            }
-        }
-        if ids::unix_ms() >= batch.expires_ms {
-            stop = Some(Stop::Expired);
-            break;
+            Err(()) => return,
         }
         let answers = futures_util::future::join_all(
-            chunk.iter().map(|(i, line)| answer(&state, &caller, &batch, *i, line)),
+            chunk.iter().map(|(i, line)| answer(&state, &caller, &batch, (*i, line), None)),
         )
         .await;
         for r in &answers {
@@ -136,7 +146,59 @@ async fn run(state: Arc<AppState>, mut batch: Batch) {
             Err(e) => tracing::warn!(batch = %batch.id, "batches: {e}"),
         }
     }
+    if batch.native.iter().flatten().any(|p| p.pending() || !p.holds_lines()) {
+        if stop.is_none() {
+            match stopped(&state, &mut batch).await {
+                Ok(s) => stop = s,
+                Err(()) => return,
+            }
+        }
+        let stopping = stop.is_some();
+        let next_ms = match native::follow(&state, &caller, &mut batch, &lines, stopping).await {
+            native::Followed::Waiting => {
+                Some(state.gateway.snapshot().catalog.settings.batches.provider_poll_interval_ms)
+            }
+            // Its lines run here, from the next claim.
+            native::Followed::Refused => Some(0),
+            native::Followed::Done(end) => {
+                stop = stop.or(match end {
+                    Some("expired") => Some(Stop::Expired),
+                    Some(_) => Some(Stop::Cancelled),
+                    None => None,
+                });
+                None
+            }
+        };
+        if let Some(ms) = next_ms {
+            batch.lease_until_ms = ids::unix_ms() + ms;
+            if let Err(e) = store.put_batch(&batch).await {
+                tracing::warn!(batch = %batch.id, "batches: {e}");
+            }
+            return;
+        }
+    }
     finish(&state, &mut batch, &lines, stop).await;
+}
+
+/// Whether the batch is to stop before its next lines run: cancelled meanwhile
+/// (by its owner, on any instance), or its window closed. `Err`: it ended
+/// elsewhere, or the store did not answer; this runner lets it go.
+async fn stopped(state: &AppState, batch: &mut Batch) -> Result<Option<Stop>, ()> {
+    let store = &state.gateway.runtime.batches;
+    match store.batch(&batch.owner, &batch.id).await {
+        Ok(Some(now)) if now.status == BatchStatus::Cancelling => {
+            batch.status = now.status;
+            batch.times = now.times;
+            return Ok(Some(Stop::Cancelled));
+        }
+        Ok(Some(now)) if now.status.is_final() => return Err(()),
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(batch = %batch.id, "batches: {e}");
+            return Err(());
+        }
+    }
+    Ok((ids::unix_ms() >= batch.expires_ms).then_some(Stop::Expired))
 }
 
 /// Who the batch runs as and its lines; `Err`: why it cannot run at all.
@@ -165,22 +227,30 @@ async fn prepare(
     Ok((caller, lines))
 }
 
-/// One line, answered as its endpoint answers it over HTTP.
-async fn answer(
-    state: &AppState,
-    caller: &Caller,
-    batch: &Batch,
-    index: u32,
-    line: &InputLine,
-) -> LineResult {
+/// The headers a batch's line is run with: its project's.
+pub(super) fn line_headers(batch: &Batch) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if let Some(v) = batch.caller.project.as_deref().and_then(|p| HeaderValue::from_str(p).ok()) {
         headers.insert(HEADER_PROJECT, v);
     }
+    headers
+}
+
+/// One line, answered as its endpoint answers it over HTTP; `prefetched`:
+/// with the answer its provider's batch API gave it (`native.rs`).
+pub(super) async fn answer(
+    state: &AppState,
+    caller: &Caller,
+    batch: &Batch,
+    (index, line): (u32, &InputLine),
+    prefetched: Option<Arc<Prefetched>>,
+) -> LineResult {
+    let headers = line_headers(batch);
     let body = Bytes::from(serde_json::to_vec(&line.body).unwrap_or_default());
     let mut tries = 0;
     let (status, request_id, answer) = loop {
-        let resp = send(state, &headers, caller, batch, line, body.clone()).await;
+        let resp =
+            send(state, &headers, caller, batch, line, body.clone(), prefetched.clone()).await;
         let status = resp.status().as_u16();
         let wait = resp
             .headers()
@@ -220,6 +290,7 @@ async fn send(
     batch: &Batch,
     line: &InputLine,
     body: Bytes,
+    prefetched: Option<Arc<Prefetched>>,
 ) -> Response {
     let format = match line.endpoint {
         Endpoint::ChatCompletions => ClientFormat::OpenAiChat,
@@ -234,17 +305,37 @@ async fn send(
         }
     };
     let id = ids::request_id();
-    let url = FromUrl::default();
-    let received = Instant::now();
-    match crate::http::inbound(state, headers, caller.clone(), body, format, &id, received, &url)
-        .await
-    {
+    match line_inbound(state, headers, caller, batch, body, format, &id).await {
         Ok(mut inbound) => {
-            inbound.batch = Some(batch.id.clone());
+            if prefetched.is_some() {
+                // The answer is in hand: neither the cache nor an identical
+                // request's call stands in for it.
+                inbound.cache = CacheMode::Skip;
+                inbound.prefetched = prefetched;
+            }
             crate::http::answer(state, inbound, format, &id).await
         }
         Err(e) => error_response(format, &e, &id),
     }
+}
+
+/// A batch's line as the pipeline takes it, run as the batch's caller.
+pub(super) async fn line_inbound(
+    state: &AppState,
+    headers: &HeaderMap,
+    caller: &Caller,
+    batch: &Batch,
+    body: Bytes,
+    format: ClientFormat,
+    id: &str,
+) -> Result<Inbound, GatewayError> {
+    let url = FromUrl::default();
+    let received = Instant::now();
+    let mut inbound =
+        crate::http::inbound(state, headers, caller.clone(), body, format, id, received, &url)
+            .await?;
+    inbound.batch = Some(batch.id.clone());
+    Ok(inbound)
 }
 
 /// Gather the answers into the output and error files, and end the batch:

@@ -43,6 +43,7 @@ fn batch(id: &str) -> Batch {
         failed: 0,
         lease_until_ms: 0,
         forget_ms: FAR,
+        native: None,
     }
 }
 

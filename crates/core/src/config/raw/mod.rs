@@ -416,6 +416,9 @@ pub struct BatchSettings {
     /// each round of lines), in milliseconds: another instance picks a batch
     /// up this long after its runner stopped. Longer than a line may take.
     pub lease_ms: u64,
+    /// How often a batch handed to a provider's own batch API
+    /// (`batch_api: true`) is asked after, in milliseconds.
+    pub provider_poll_interval_ms: u64,
     /// How long files, and batches once ended, are kept, in hours.
     pub retention_hours: u64,
 }
@@ -427,6 +430,7 @@ impl Default for BatchSettings {
             concurrency: 4,
             poll_interval_ms: 1_000,
             lease_ms: 300_000,
+            provider_poll_interval_ms: 60_000,
             retention_hours: 720,
         }
     }

@@ -206,6 +206,12 @@ pub struct ProviderConfig {
     /// `openai/gpt-4o`). Default false: only catalog models reach this provider.
     #[serde(default)]
     pub allow_unlisted_models: bool,
+    /// Batches (`/v1/batches`) whose lines all go to one of its deployments
+    /// are handed to its own batch API (OpenAI's `/v1/batches`, Anthropic's
+    /// Message Batches) instead of being run by the gateway. Default false: a
+    /// server compatible with the wire need not serve its batch API.
+    #[serde(default)]
+    pub batch_api: bool,
     /// `client:`: how its HTTP client is shaped (extra roots, a client
     /// certificate, a proxy, the connection pool). Absent: the defaults.
     #[serde(default)]
@@ -252,6 +258,7 @@ impl ProviderConfig {
             server_tools: None,
             anthropic_betas: None,
             allow_unlisted_models: false,
+            batch_api: false,
             client: None,
             region: None,
             project: None,

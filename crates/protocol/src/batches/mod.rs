@@ -7,6 +7,13 @@
 //! `{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error": null}`;
 //! a line that could not be sent at all has `"response": null` and an
 //! `error` of its own.
+//!
+//! A batch the gateway hands to a provider's own batch API is shaped for it
+//! in [`native`] (OpenAI's in [`openai`], Anthropic's in [`anthropic`]).
+
+pub mod anthropic;
+pub mod native;
+pub mod openai;
 
 use serde_json::{Map, Value, json};
 
@@ -142,5 +149,5 @@ pub fn error_line(id: &str, custom_id: &str, code: &str, message: &str) -> Strin
 }
 
 #[cfg(test)]
-#[path = "batches_tests.rs"]
+#[path = "tests.rs"]
 mod tests;
