@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use switchyard_testkit::{Received, Reply};
+use switchyard_testkit::{FakeUpstream, Received, Reply, Vendor, vertex};
 
 async fn start() -> Harness {
     let providers_extra = format!(
@@ -44,8 +44,17 @@ fn chat_line(id: &str, model: &str, text: &str) -> String {
     .to_string()
 }
 
-/// The last user text of a request the fake received, in either vendor's body.
+/// The last user text of a request the fake received, in any vendor's body.
 fn asked(rx: &Received) -> String {
+    if let Some(contents) = rx.body["contents"].as_array() {
+        let last = contents.last().cloned().unwrap_or_default();
+        return last["parts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["text"].as_str())
+            .collect();
+    }
     let last = rx.body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
     match &last["content"] {
         Value::String(s) => s.clone(),
@@ -294,4 +303,84 @@ async fn cancelling_stops_the_provider_batch_and_its_unrun_lines_say_so() {
         0,
         "no request ran"
     );
+}
+
+#[tokio::test]
+async fn vertex_batch_prediction_stages_its_input_in_the_bucket_and_reads_the_answers_back() {
+    let fake = FakeUpstream::start_vertex(Vendor::Gemini).await.unwrap();
+    fake.set_chooser(|_, rx| {
+        if asked(rx) == "refuse me" {
+            return Reply::error(400, "contents: this request is refused");
+        }
+        Reply::json(json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": format!("echo: {}", asked(rx))}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3, "totalTokenCount": 10}
+        }))
+    });
+    let files = ConfigFile::new("");
+    let sa = files.dir.join("sa.json");
+    std::fs::write(&sa, vertex::service_account_json(&format!("{}/token", fake.base_url())))
+        .unwrap();
+    let providers_extra = format!(
+        r#"  vertex:
+    wire: vertex-gemini
+    endpoint: "{base}/v1/projects/{{project}}/locations/{{region}}"
+    region: us-central1
+    credentials: {{ google: {{ service_account_file: "{sa}" }} }}
+    batch_api: true
+    batch_bucket: "gs://sy-batches/runs"
+    storage_endpoint: "{base}"
+"#,
+        base = fake.base_url(),
+        sa = sa.display()
+    );
+    let extra_models = r#"  - id: m-gemini-native
+    deployments: [{ provider: vertex, model: gemini-2.5-flash }]
+    pricing: { input: 0.3, output: 2.5, batch: 0.5 }
+"#
+    .to_owned();
+    let h = Harness::start_with(Options {
+        providers_extra,
+        extra_models,
+        gateway_extra: "  batches: { poll_interval_ms: 10, provider_poll_interval_ms: 10 }".into(),
+        ..Options::default()
+    })
+    .await;
+    let id = create(
+        &h,
+        &[
+            chat_line("g-1", "m-gemini-native", "sun"),
+            chat_line("g-2", "m-gemini-native", "refuse me"),
+            chat_line("g-3", "m-gemini-native", "moon"),
+        ],
+    )
+    .await;
+    let b = until_ended(&h, &id).await;
+    assert_eq!(b["status"], "completed", "{b}");
+    assert_eq!(b["request_counts"], json!({"total": 3, "completed": 2, "failed": 1}));
+    assert_eq!(fake.batch_creates(), 1, "one job for the three lines");
+    // Staged where the provider's bucket says, the job's answers beside it.
+    let objects = fake.gcs_objects();
+    let input = format!("gs://sy-batches/runs/{id}-0/input.jsonl");
+    assert!(objects.contains(&input), "{objects:?}");
+    let output = format!("gs://sy-batches/runs/{id}-0/output/");
+    assert!(objects.iter().any(|o| o.starts_with(&output) && o.ends_with(".jsonl")), "{objects:?}");
+    let got = answers(&h, &b).await;
+    assert_eq!(text_of(&got["g-1"]), "echo: sun");
+    assert_eq!(text_of(&got["g-3"]), "echo: moon");
+    assert_eq!(got["g-1"]["response"]["body"]["usage"]["prompt_tokens"], 7);
+    assert_eq!(got["g-2"]["response"]["status_code"], 400, "{}", got["g-2"]);
+    // Each line reached the model once, as Vertex's generateContent takes it.
+    let runs: Vec<Received> =
+        fake.received().into_iter().filter(|r| r.path.ends_with(":generateContent")).collect();
+    assert_eq!(runs.len(), 3);
+    let records = h.sink.wait_len(3).await;
+    let billed: Vec<f64> = records
+        .iter()
+        .filter(|r| r.descriptor.contains("provider_batch:") && r.status == 200)
+        .map(|r| r.cost_usd.unwrap())
+        .collect();
+    let expected = (7.0 * 0.3 + 3.0 * 2.5) / 1e6 * 0.5;
+    assert_eq!(billed.len(), 2, "{records:?}");
+    assert!(billed.iter().all(|c| (c - expected).abs() < 1e-12), "{billed:?} vs {expected}");
 }

@@ -1,7 +1,10 @@
 //! The vendors' own batch APIs on a plain OpenAI or Anthropic
-//! [`FakeUpstream`], for black-box tests of the gateway's native batches:
-//! OpenAI's Files and Batches, Anthropic's Message Batches. Stateful (files
-//! and batches live in the fake), and **strict where the real APIs are**,
+//! [`FakeUpstream`], and on the Vertex AI Gemini fake, for black-box tests
+//! of the gateway's native batches: OpenAI's Files and Batches, Anthropic's
+//! Message Batches, Vertex AI's batch prediction with the Cloud Storage it
+//! reads and writes (`batch_api_vertex.rs`, `batch_api_gcs.rs`, whose docs
+//! list its routes). Stateful (files, objects and batches live in the
+//! fake), and **strict where the real APIs are**,
 //! including *when* they check: OpenAI accepts any file and fails the batch
 //! at its first status poll, Anthropic checks the creation's envelope at once
 //! and each request's params only when it runs.
@@ -45,8 +48,9 @@
 //! is `in_progress` from its creation. Then the requests run at the n-th
 //! poll in progress ([`FakeUpstream::set_batch_polls`], default 1) unless
 //! [held](FakeUpstream::hold_batches), and the batch ends (`completed`,
-//! `ended`). Answers are written **last request first**: neither API promises
-//! an order, and a client must map them by `custom_id`. A cancel stops a
+//! `ended`). Answers are written **last request first**: no API promises
+//! an order, and a client must map them by `custom_id` (Vertex: by the
+//! request's `labels`, echoed). A cancel stops a
 //! batch at its next poll (`cancelled`, `ended`); requests that never ran have
 //! no answer (OpenAI) or a `canceled` result (Anthropic).
 //! [`FakeUpstream::expire_batches_after`] lets a batch run only its first
@@ -105,6 +109,8 @@ pub(super) struct Batches {
     batches: HashMap<String, Batch>,
     /// OpenAI's files: uploaded, and the batches' outputs.
     files: HashMap<String, File>,
+    /// The Vertex fake's Cloud Storage: uploaded inputs, and jobs' outputs.
+    gcs: gcs::Gcs,
     next_id: u64,
 }
 
@@ -122,6 +128,7 @@ impl Batches {
             order: Vec::new(),
             batches: HashMap::new(),
             files: HashMap::new(),
+            gcs: gcs::Gcs::default(),
             next_id: 0,
         }
     }
@@ -137,7 +144,7 @@ struct File {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// OpenAI's file not checked yet.
+    /// OpenAI's file, or a Vertex job's input, not read yet.
     Validating,
     InProgress,
     /// A status poll is running its requests (another poll sees `in_progress`).
@@ -150,7 +157,7 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     Completed,
-    /// OpenAI's file refused: nothing ran.
+    /// OpenAI's file refused, or a Vertex job's input missing: nothing ran.
     Failed,
     Expired,
     Cancelled,
@@ -158,8 +165,10 @@ enum End {
 
 #[derive(Debug)]
 struct Batch {
-    /// OpenAI's own fields; `None` for an Anthropic batch.
+    /// OpenAI's own fields; `None` for an Anthropic batch or a Vertex job.
     openai: Option<OpenAiBatch>,
+    /// A Vertex AI batch prediction job's own fields.
+    vertex: Option<vertex_ai::VertexJob>,
     created_at: u64,
     phase: Phase,
     /// Polls answered while in progress.
@@ -206,9 +215,10 @@ impl FakeUpstream {
 
     /// Status polls a batch spends in progress before its requests run and it
     /// ends (default 1; 0: at the poll that finds it in progress, OpenAI's
-    /// validating one included). Read at each poll, so it applies to batches
-    /// already created. Like the other batch methods, a no-op on a fake
-    /// without batches (Gemini, Bedrock, the clouds').
+    /// validating one and Vertex's pending one included). Read at each poll,
+    /// so it applies to batches already created. Like the other batch
+    /// methods, a no-op on a fake without batches (Gemini's own API,
+    /// Bedrock, Azure, Vertex's Claude and OpenAI fakes).
     pub fn set_batch_polls(&self, n: u32) {
         if let Some(mut st) = self.batches() {
             st.polls = n;
@@ -225,9 +235,11 @@ impl FakeUpstream {
     }
 
     /// The next `n` batch creations (OpenAI's `POST /batches`, Anthropic's
-    /// `POST /v1/messages/batches`) answer `status` in the vendor's error
+    /// `POST /v1/messages/batches`, Vertex's `POST …/batchPredictionJobs`)
+    /// answer `status` in the vendor's error
     /// shape and create nothing (replacing what is left of an earlier call);
-    /// a 429 says `Retry-After: 0`. Uploads are not creations.
+    /// a 429 says `Retry-After: 0`. Uploads (Cloud Storage's too) are not
+    /// creations.
     pub fn fail_next_batch_creates(&self, n: usize, status: u16) {
         if let Some(mut st) = self.batches() {
             st.failing_creates = (n, status);
@@ -236,7 +248,8 @@ impl FakeUpstream {
 
     /// Batches run only their first `k` requests, then end `expired` (OpenAI:
     /// the others in the error file as `batch_expired`; Anthropic: `expired`
-    /// results). Read when a batch runs; `usize::MAX`: every request runs.
+    /// results; Vertex: `JOB_STATE_EXPIRED`, output for those `k` only).
+    /// Read when a batch runs; `usize::MAX`: every request runs.
     pub fn expire_batches_after(&self, k: usize) {
         if let Some(mut st) = self.batches() {
             st.expire_after = (k != usize::MAX).then_some(k);
@@ -258,9 +271,16 @@ impl FakeUpstream {
         self.batches().map_or(0, |st| st.cancels)
     }
 
-    /// The ids of the batches created, in creation order.
+    /// The ids of the batches created, in creation order (Vertex: the jobs'
+    /// numeric ids, the last segment of their `name`).
     pub fn batch_ids(&self) -> Vec<String> {
         self.batches().map_or_else(Vec::new, |st| st.order.clone())
+    }
+
+    /// The Vertex fake's Cloud Storage objects, as `gs://bucket/name`,
+    /// sorted: what was uploaded and what jobs wrote. Empty on other fakes.
+    pub fn gcs_objects(&self) -> Vec<String> {
+        self.batches().map_or_else(Vec::new, |st| st.gcs.uris())
     }
 }
 
@@ -281,12 +301,18 @@ enum Op {
     Status(String),
     Cancel(String),
     Results(String),
+    /// Vertex AI's batch prediction or Cloud Storage (`batch_api_vertex.rs`).
+    Google(vertex_ai::Op),
 }
 
 /// The batch route `path` is on; `None` for any other path, or a fake
 /// without batches (answered by the generation handler).
 pub(super) fn route(shared: &Shared, method: &Method, path: &str) -> Option<Route> {
     shared.batches.as_ref()?;
+    if shared.vertex.is_some() {
+        let (op, wanted) = vertex_ai::route(path)?;
+        return Some(Route { op: Op::Google(op), method_ok: method == wanted });
+    }
     let rest = match shared.vendor {
         Vendor::OpenAi => path.strip_prefix("/v1").filter(|r| r.starts_with('/')).unwrap_or(path),
         Vendor::Anthropic => path.strip_prefix("/v1/messages")?,
@@ -329,8 +355,15 @@ pub(super) async fn serve(shared: Arc<Shared>, route: Route, req: Request) -> Re
             Op::Create => st.creates += 1,
             Op::Status(_) => st.status_polls += 1,
             Op::Cancel(_) => st.cancels += 1,
+            Op::Google(vertex_ai::Op::Create { .. }) => st.creates += 1,
+            Op::Google(vertex_ai::Op::Status { .. }) => st.status_polls += 1,
+            Op::Google(vertex_ai::Op::Cancel { .. }) => st.cancels += 1,
             _ => {}
         }
+    }
+    if let Op::Google(op) = route.op {
+        // The Vertex fake's own token, checked there, in Google's shapes.
+        return vertex_ai::serve(&shared, batches, op, route.method_ok, &rx).await;
     }
     if let Err((status, kind, message)) = super::models::authorized(&shared, &rx) {
         return vendor_error(vendor, status, kind, &message);
@@ -363,9 +396,8 @@ fn answer(vendor: Vendor, st: &mut Batches, op: Op, rx: &Received) -> Response {
             None => openai::no_file(&id),
         },
         Op::Create => {
-            if st.failing_creates.0 > 0 {
-                st.failing_creates.0 -= 1;
-                return create_fault(vendor, st.failing_creates.1);
+            if let Some(fault) = scripted_create_fault(st, vendor) {
+                return fault;
             }
             match vendor {
                 Vendor::Anthropic => anthropic::create(st, rx),
@@ -374,7 +406,9 @@ fn answer(vendor: Vendor, st: &mut Batches, op: Op, rx: &Received) -> Response {
         }
         Op::Cancel(id) => cancel(vendor, st, &id),
         Op::Results(id) => anthropic::results(st, &id),
-        Op::Upload | Op::Status(_) => plain(500, "text/plain", "fake upstream: misrouted".into()),
+        Op::Upload | Op::Status(_) | Op::Google(_) => {
+            plain(500, "text/plain", "fake upstream: misrouted".into())
+        }
     }
 }
 
@@ -391,6 +425,9 @@ async fn status(shared: &Arc<Shared>, batches: &Mutex<Batches>, id: &str) -> Res
         let Some(batch) = st.batches.get_mut(id) else { return no_batch(vendor, id) };
         let now = now();
         match batch.phase {
+            Phase::Validating if batch.vertex.is_some() => {
+                vertex_ai::validate(batch, &mut st.gcs, now);
+            }
             Phase::Validating => openai::validate(batch, now),
             Phase::InProgress => batch.waited = batch.waited.saturating_add(1),
             Phase::Cancelling => {
@@ -433,8 +470,12 @@ async fn status(shared: &Arc<Shared>, batches: &Mutex<Batches>, id: &str) -> Res
 
 /// One request, answered by the fake's own handler as a direct call: a `POST`
 /// of its `url` with its body and the creation's headers. The status and the
-/// body (JSON, else its text).
+/// body (JSON, else its text). A line with no `url` is one a Vertex job
+/// refused when it read its input: its answer is a 400 of its `body`.
 async fn run(shared: &Arc<Shared>, line: &Line, headers: &[(String, String)]) -> (u16, Value) {
+    if line.url.is_empty() {
+        return (400, line.body.clone());
+    }
     let broken = |message: &str| (500, canned::error_body(shared.vendor, 500, message));
     let Ok(uri) = line.url.parse::<Uri>() else {
         return broken("fake upstream: a batch request's url does not parse");
@@ -461,18 +502,20 @@ async fn run(shared: &Arc<Shared>, line: &Line, headers: &[(String, String)]) ->
 }
 
 /// Ends batch `id`; an OpenAI batch's answers go into its output and error
-/// files.
+/// files, a Vertex job's into its output directory.
 fn end(st: &mut Batches, id: &str, how: End) {
     let Some(batch) = st.batches.get_mut(id) else { return };
     batch.phase = Phase::Ended(how);
     batch.ended_at = Some(now());
     if batch.openai.is_some() {
         openai::write_files(st, id, how);
+    } else if batch.vertex.is_some() {
+        vertex_ai::write_output(st, id);
     }
 }
 
 /// A cancel: a batch not ended stops at its next poll (a running one after
-/// the request running).
+/// the request running). Vertex answers `{}`, not the job.
 fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
     let Some(batch) = st.batches.get_mut(id) else { return no_batch(vendor, id) };
     match batch.phase {
@@ -484,6 +527,9 @@ fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
             batch.cancel_at.get_or_insert_with(now);
         }
         Phase::Cancelling | Phase::Ended(End::Cancelled) => {}
+        Phase::Ended(_) if vendor == Vendor::Gemini => {
+            return vertex_ai::not_cancellable(id, batch);
+        }
         Phase::Ended(_) => {
             let message = match vendor {
                 Vendor::Anthropic => {
@@ -494,6 +540,9 @@ fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
             return refusal(vendor, 400, &message);
         }
     }
+    if vendor == Vendor::Gemini {
+        return ok(serde_json::json!({}));
+    }
     view(st, id)
 }
 
@@ -501,6 +550,7 @@ fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
 fn view(st: &Batches, id: &str) -> Response {
     match st.batches.get(id) {
         Some(batch) if batch.openai.is_some() => ok(openai::view(id, batch)),
+        Some(batch) if batch.vertex.is_some() => ok(vertex_ai::view(id, batch)),
         Some(batch) => ok(anthropic::view(&st.base, id, batch)),
         None => plain(404, "text/plain", "fake upstream: no such batch".into()),
     }
@@ -522,6 +572,7 @@ fn insert(
         rx.headers.iter().filter(|(k, _)| !NOT_PASSED_ON.contains(&k.as_str())).cloned().collect();
     let batch = Batch {
         openai,
+        vertex: None,
         created_at: now(),
         phase,
         waited: 0,
@@ -534,6 +585,15 @@ fn insert(
     };
     st.batches.insert(id.to_owned(), batch);
     st.order.push(id.to_owned());
+}
+
+/// The scripted creation failure due now, if any ([`FakeUpstream::fail_next_batch_creates`]).
+fn scripted_create_fault(st: &mut Batches, vendor: Vendor) -> Option<Response> {
+    if st.failing_creates.0 == 0 {
+        return None;
+    }
+    st.failing_creates.0 -= 1;
+    Some(create_fault(vendor, st.failing_creates.1))
 }
 
 /// A scripted creation failure, in the vendor's shape.
@@ -554,6 +614,7 @@ fn create_fault(vendor: Vendor, status: u16) -> Response {
 fn no_batch(vendor: Vendor, id: &str) -> Response {
     match vendor {
         Vendor::Anthropic => refusal(vendor, 404, &format!("Batch {id} not found.")),
+        Vendor::Gemini => vertex_ai::no_job(id),
         _ => {
             let message = format!("No batch found with id '{id}'.");
             openai::error(404, &message, Some("batch_id"), None)
@@ -625,6 +686,18 @@ mod openai;
 #[path = "batch_api_anthropic.rs"]
 mod anthropic;
 
+// Vertex AI's batch prediction: `batch_api_vertex.rs`.
+#[path = "batch_api_vertex.rs"]
+mod vertex_ai;
+
+// Cloud Storage's JSON API, for Vertex: `batch_api_gcs.rs`.
+#[path = "batch_api_gcs.rs"]
+mod gcs;
+
 #[cfg(test)]
 #[path = "batch_api_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "batch_api_vertex_tests.rs"]
+mod vertex_tests;

@@ -91,8 +91,9 @@ struct Shared {
     /// An Azure OpenAI fake ([`FakeUpstream::start_azure`]): the Entra tokens
     /// it granted.
     azure: Option<Mutex<azure::Tokens>>,
-    /// An OpenAI or Anthropic fake's own batch API (`batch_api.rs`); `None`
-    /// for the other vendors and the clouds' fakes.
+    /// An OpenAI or Anthropic fake's own batch API, or the Vertex Gemini
+    /// fake's batch prediction and Cloud Storage (`batch_api.rs`); `None` for
+    /// the other vendors and clouds' fakes.
     batches: Option<Mutex<batch_api::Batches>>,
     state: Mutex<ScriptState>,
     arrived: Notify,
@@ -212,7 +213,10 @@ impl FakeUpstream {
     /// Chat Completions endpoint), under `/v1/projects/{PROJECT}/locations/…`,
     /// with the Google token endpoint its service account names at `/token`
     /// ([`vertex::service_account_json`]). Every Vertex request must carry a
-    /// token it granted, unexpired.
+    /// token it granted, unexpired. A Gemini one also serves Vertex AI's
+    /// batch prediction and the Cloud Storage it reads and writes
+    /// (`batch_api_vertex.rs`; point a storage endpoint at
+    /// [`base_url`](Self::base_url)).
     pub async fn start_vertex(vendor: Vendor) -> io::Result<FakeUpstream> {
         FakeUpstream::start_inner(vendor, BedrockAuth::default(), Cloud::Vertex).await
     }
@@ -264,7 +268,11 @@ impl FakeUpstream {
         let listener = listen_wide((Ipv4Addr::LOCALHOST, 0).into())?;
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
-        let batched = cloud == Cloud::None && matches!(vendor, Vendor::OpenAi | Vendor::Anthropic);
+        let batched = match cloud {
+            Cloud::None => matches!(vendor, Vendor::OpenAi | Vendor::Anthropic),
+            Cloud::Vertex => vendor == Vendor::Gemini,
+            Cloud::Azure => false,
+        };
         let scheme = if tls { "https" } else { "http" };
         let shared = Arc::new(Shared {
             vendor,
@@ -500,6 +508,10 @@ mod image;
 #[path = "batch_api.rs"]
 mod batch_api;
 
+// Vertex Gemini's `labels`: `fake_labels.rs`.
+#[path = "fake_labels.rs"]
+mod labels;
+
 // ---------------------------------------------------------------------------
 // Serving
 
@@ -607,6 +619,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         let rules = shared.lock().bedrock_claude.clone();
         match bedrock::invoke::claude_body(&rules, &received.body) {
             Ok(body) => Some(body),
+            Err(message) => {
+                shared.record(&received, false);
+                return vendor_error(vendor, 400, None, &message);
+            }
+        }
+    } else if shared.vertex.is_some() && vendor == Vendor::Gemini {
+        // Gemini on Vertex: its `labels` checked, then Gemini's rules on the rest.
+        match labels::strip(&received.body) {
+            Ok(body) => body,
             Err(message) => {
                 shared.record(&received, false);
                 return vendor_error(vendor, 400, None, &message);

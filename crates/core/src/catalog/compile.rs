@@ -13,6 +13,7 @@ use switchyard_protocol::openai_chat::Compat;
 use switchyard_protocol::{ServerTool, ServerTools, carry};
 
 use super::compile_auth::{PlatformKeys, credentials_for, fill_place};
+use super::compile_batches::batch_api;
 use super::compile_client::compile_client;
 use super::compile_routes::{check_governance, compile_routes};
 use super::presets::{compile_preset, implied_credentials};
@@ -261,18 +262,7 @@ fn compile_providers(
                 ),
             ));
         }
-        let batch_api = match &kind {
-            ProviderKind::Wire(wire) => wire.spec().batches,
-            ProviderKind::Mock { .. } => None,
-        };
-        if p.batch_api && batch_api.is_none() {
-            problems.push(Problem::located(
-                written.location(),
-                format!(
-                    "providers.{name}.batch_api: only the openai-chat and anthropic wires have a batch API of their own"
-                ),
-            ));
-        }
+        let (batch_api, batch_staging) = batch_api(name, p, &kind, written.location(), problems);
         provider_index.insert(name.to_owned(), providers.len());
         let mut secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         secrets.extend(cloud.iter().flat_map(|c| c.secrets()));
@@ -304,7 +294,8 @@ fn compile_providers(
             server_tools,
             anthropic_betas: p.anthropic_betas.clone(),
             allow_unlisted_models: p.allow_unlisted_models,
-            batch_api: batch_api.filter(|_| p.batch_api),
+            batch_api,
+            batch_staging,
             client,
             openai: preset.map_or(Compat::OPENAI, |p| p.compat),
         }));

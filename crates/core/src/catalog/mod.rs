@@ -16,6 +16,7 @@ use crate::config::raw;
 
 mod compile;
 mod compile_auth;
+mod compile_batches;
 mod compile_client;
 mod compile_intent;
 mod compile_kind;

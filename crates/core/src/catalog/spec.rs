@@ -76,6 +76,9 @@ pub struct ProviderSpec {
     /// Its own batch API, where its config turns it on (`batch_api: true`):
     /// batches whose lines all go to one of its deployments are handed to it.
     pub batch_api: Option<switchyard_protocol::batches::native::BatchApi>,
+    /// Where that batch API stages its input, where it reads it from a
+    /// bucket (`batch_bucket`, Vertex AI's).
+    pub batch_staging: Option<switchyard_protocol::batches::native::Staging>,
     /// How its HTTP client is shaped (roots, client certificate, proxy, pool),
     /// checked: the PEM parses, the key belongs to the certificate, the proxy is
     /// a URL the client takes.

@@ -462,6 +462,39 @@ fn server_tools_default_by_wire_and_are_checked_against_it() {
 }
 
 #[test]
+fn vertex_batches_name_the_bucket_they_stage_in() {
+    let vertex = |extra: &str| {
+        BASE.replace(
+            "providers:\n",
+            &format!(
+                "providers:\n  vx: {{ wire: vertex-gemini, endpoint: \"http://127.0.0.1:3/v1\", credentials: {{ env: [KEY] }}, batch_api: true{extra} }}\n"
+            ),
+        )
+    };
+    assert!(problems(&vertex("")).contains(
+        "providers.vx.batch_api: Vertex AI's batch prediction reads its input from Cloud Storage"
+    ));
+    assert!(
+        problems(&vertex(", batch_bucket: \"s3://b/x\""))
+            .contains("providers.vx.batch_bucket: expected gs://bucket/prefix")
+    );
+    let c = compile(&vertex(
+        ", batch_bucket: \"gs://sy-batches/in\", storage_endpoint: \"http://127.0.0.1:9/\"",
+    ))
+    .unwrap();
+    let staging = c.provider("vx").and_then(|p| p.batch_staging.clone()).unwrap();
+    assert_eq!((staging.bucket.as_str(), staging.prefix.as_str()), ("sy-batches", "in"));
+    assert_eq!(staging.storage_endpoint, "http://127.0.0.1:9");
+    let elsewhere = BASE.replace(
+        "credentials: { env: [KEY] } }\n  b:",
+        "credentials: { env: [KEY] }, batch_api: true, batch_bucket: \"gs://b0b/x\" }\n  b:",
+    );
+    assert!(
+        problems(&elsewhere).contains("providers.a.batch_bucket: only a vertex-gemini provider")
+    );
+}
+
+#[test]
 fn a_batch_api_is_turned_on_only_where_the_wire_has_one() {
     let on = BASE.replace(
         "credentials: { env: [KEY] } }\n  b:",
@@ -476,10 +509,9 @@ fn a_batch_api_is_turned_on_only_where_the_wire_has_one() {
         "credentials: { env: [UNSET_VAR], optional: true } }",
         "credentials: { env: [UNSET_VAR], optional: true }, batch_api: true }",
     );
-    assert!(
-        problems(&gemini)
-            .contains("providers.off.batch_api: only the openai-chat and anthropic wires")
-    );
+    assert!(problems(&gemini).contains(
+        "providers.off.batch_api: only the openai-chat, anthropic and vertex-gemini wires"
+    ));
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::native::{Call, End, Outcome, Progress, Request, State};
+use super::native::{Answer, Call, End, Outcome, Progress, Request, State};
 use crate::ProtocolError;
 
 /// The most requests in one batch.
@@ -57,7 +57,12 @@ fn ended(v: &Value) -> End {
 }
 
 /// One results line: `{"custom_id", "result": {"type", "message" | "error"}}`.
-pub(super) fn outcome(v: &Value) -> Outcome {
+pub(super) fn answer(v: &Value) -> Option<Answer> {
+    let custom_id = v.get("custom_id").and_then(Value::as_str)?.to_owned();
+    Some(Answer { custom_id, outcome: outcome(v) })
+}
+
+fn outcome(v: &Value) -> Outcome {
     let result = v.get("result");
     match result.and_then(|r| r.get("type")).and_then(Value::as_str) {
         Some("succeeded") => {

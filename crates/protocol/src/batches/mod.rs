@@ -9,11 +9,13 @@
 //! `error` of its own.
 //!
 //! A batch the gateway hands to a provider's own batch API is shaped for it
-//! in [`native`] (OpenAI's in [`openai`], Anthropic's in [`anthropic`]).
+//! in [`native`] (OpenAI's in [`openai`], Anthropic's in [`anthropic`],
+//! Vertex AI's in [`vertex`]).
 
 pub mod anthropic;
 pub mod native;
 pub mod openai;
+pub mod vertex;
 
 use serde_json::{Map, Value, json};
 

@@ -6,15 +6,17 @@
 //! |---|---|---|
 //! | OpenAI (`/v1/batches`) | the requests uploaded as a JSONL file, then a batch of it | an output and an error file |
 //! | Anthropic (Message Batches) | the requests in the creation's body | one results file |
+//! | Vertex AI (batch prediction) | the requests uploaded to a Cloud Storage bucket, then a job reading them | the files the job wrote in the bucket, listed |
 //!
-//! Every URL is built from the provider's endpoint, never taken from an
-//! answer (Anthropic's `results_url`, a file's location), so a key is only
-//! ever sent where the configuration says.
+//! Every URL is built from the provider's endpoint or its staging bucket,
+//! never taken from an answer (Anthropic's `results_url`, a job's output
+//! directory outside the bucket), so a key is only ever sent where the
+//! configuration says.
 
 use serde_json::Value;
 
 use super::Endpoint;
-use super::{anthropic, openai};
+use super::{anthropic, openai, vertex};
 use crate::ProtocolError;
 
 /// A provider's own batch API ([`crate::WireSpec::batches`]).
@@ -24,6 +26,69 @@ pub enum BatchApi {
     OpenAi,
     /// Anthropic's Message Batches ([`anthropic`]).
     Anthropic,
+    /// Vertex AI's batch prediction for Gemini, staged in Cloud Storage
+    /// ([`vertex`]).
+    Vertex,
+}
+
+/// Where a provider's batch API reads its input and writes its answers, for
+/// an API that takes them from a bucket (Vertex AI: Cloud Storage).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staging {
+    /// The bucket's name.
+    pub bucket: String,
+    /// The objects' prefix in it, without slashes at either end (may be empty).
+    pub prefix: String,
+    /// The storage API's base URL (`https://storage.googleapis.com`; an
+    /// emulator's).
+    pub storage_endpoint: String,
+}
+
+impl Staging {
+    /// `gs://bucket/prefix`, parsed; `None` for another form.
+    pub fn parse_gcs(uri: &str, storage_endpoint: &str) -> Option<Staging> {
+        let rest = uri.strip_prefix("gs://")?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c);
+        if bucket.len() < 3 || bucket.len() > 222 || !bucket.chars().all(ok) {
+            return None;
+        }
+        Some(Staging {
+            bucket: bucket.to_owned(),
+            prefix: prefix.trim_matches('/').to_owned(),
+            storage_endpoint: storage_endpoint.trim_end_matches('/').to_owned(),
+        })
+    }
+
+    /// The object name of `name` under the prefix.
+    pub fn object(&self, name: &str) -> String {
+        if self.prefix.is_empty() { name.to_owned() } else { format!("{}/{name}", self.prefix) }
+    }
+}
+
+/// Where one provider batch goes: the provider's endpoint, its staging
+/// bucket (where the API takes one), the model, and a name unique to this
+/// provider batch (for the objects it stages).
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The provider's endpoint.
+    pub endpoint: &'a str,
+    /// Its staging bucket.
+    pub staging: Option<&'a Staging>,
+    /// The model every request runs.
+    pub model: &'a str,
+    /// Unique to this provider batch (`batch_…-0`).
+    pub name: &'a str,
+}
+
+/// Where an ended batch's answers are read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fetch {
+    /// A results file, for [`BatchApi::parse_results`].
+    File(Call),
+    /// A listing of the files (Vertex AI's job writes several), for
+    /// [`BatchApi::parse_listing`].
+    Listing(Call),
 }
 
 /// One request of a batch, as the provider takes it.
@@ -132,54 +197,66 @@ pub fn line_of(custom_id: &str) -> Option<u32> {
 }
 
 impl BatchApi {
-    /// The most requests one batch holds (OpenAI's 50,000, Anthropic's 100,000).
+    /// The most requests one batch holds (OpenAI's 50,000, Anthropic's
+    /// 100,000, Vertex AI's 200,000).
     pub fn max_requests(self) -> usize {
         match self {
             BatchApi::OpenAi => openai::MAX_REQUESTS,
             BatchApi::Anthropic => anthropic::MAX_REQUESTS,
+            BatchApi::Vertex => vertex::MAX_REQUESTS,
         }
     }
 
     /// The most bytes one batch's requests may take (OpenAI's file of 200 MB,
-    /// Anthropic's creation of 256 MB), less room for the framing.
+    /// Anthropic's creation of 256 MB, Vertex AI's input of 1 GB), less room
+    /// for the framing.
     pub fn max_bytes(self) -> usize {
         match self {
             BatchApi::OpenAi => openai::MAX_BYTES,
             BatchApi::Anthropic => anthropic::MAX_BYTES,
+            BatchApi::Vertex => vertex::MAX_BYTES,
         }
+    }
+
+    /// Whether it reads its input from a staging bucket, which the
+    /// provider's config must name.
+    pub fn staged(self) -> bool {
+        self == BatchApi::Vertex
     }
 
     /// The endpoints whose requests it runs.
     pub fn runs(self, endpoint: Endpoint) -> bool {
-        match self {
-            BatchApi::OpenAi => endpoint == Endpoint::ChatCompletions,
-            BatchApi::Anthropic => endpoint == Endpoint::ChatCompletions,
-        }
+        endpoint == Endpoint::ChatCompletions
     }
 
     /// The upload that comes before the creation, where the API takes its
-    /// requests as a file (OpenAI); `None`: the creation carries them.
-    pub fn upload(self, endpoint: &str, requests: &[Request]) -> Option<Call> {
+    /// requests as a file (OpenAI's Files, Vertex AI's bucket); `None`: the
+    /// creation carries them.
+    pub fn upload(self, place: Place<'_>, requests: &[Request]) -> Option<Call> {
         match self {
-            BatchApi::OpenAi => Some(openai::upload(endpoint, requests)),
+            BatchApi::OpenAi => Some(openai::upload(place.endpoint, requests)),
             BatchApi::Anthropic => None,
+            BatchApi::Vertex => vertex::upload(place, requests),
         }
     }
 
-    /// The uploaded file's id, from the upload's answer.
-    pub fn parse_uploaded(self, body: &[u8]) -> Result<String, ProtocolError> {
+    /// What the creation names as its input, from the upload's answer.
+    pub fn parse_uploaded(self, place: Place<'_>, body: &[u8]) -> Result<String, ProtocolError> {
         match self {
             BatchApi::OpenAi => openai::parse_uploaded(body),
             BatchApi::Anthropic => Err(ProtocolError::body("Message Batches upload no file")),
+            BatchApi::Vertex => vertex::parse_uploaded(place, body),
         }
     }
 
-    /// The creation of the batch: of the uploaded file `uploaded` (OpenAI),
-    /// else of `requests`.
-    pub fn create(self, endpoint: &str, requests: &[Request], uploaded: Option<&str>) -> Call {
+    /// The creation of the batch: of the upload `uploaded` (OpenAI, Vertex
+    /// AI), else of `requests`.
+    pub fn create(self, place: Place<'_>, requests: &[Request], uploaded: Option<&str>) -> Call {
+        let uploaded = uploaded.unwrap_or_default();
         match self {
-            BatchApi::OpenAi => openai::create(endpoint, uploaded.unwrap_or_default()),
-            BatchApi::Anthropic => anthropic::create(endpoint, requests),
+            BatchApi::OpenAi => openai::create(place.endpoint, uploaded),
+            BatchApi::Anthropic => anthropic::create(place.endpoint, requests),
+            BatchApi::Vertex => vertex::create(place, uploaded),
         }
     }
 
@@ -188,6 +265,7 @@ impl BatchApi {
         match self {
             BatchApi::OpenAi => openai::parse_progress(body),
             BatchApi::Anthropic => anthropic::parse_progress(body),
+            BatchApi::Vertex => vertex::parse_progress(body),
         }
     }
 
@@ -196,25 +274,45 @@ impl BatchApi {
         match self {
             BatchApi::OpenAi => Call::get(format!("{endpoint}/batches/{id}")),
             BatchApi::Anthropic => Call::get(format!("{endpoint}/v1/messages/batches/{id}")),
+            BatchApi::Vertex => Call::get(format!("{endpoint}/batchPredictionJobs/{id}")),
         }
     }
 
-    /// Where an ended batch's answers are read: each a JSONL file for
-    /// [`BatchApi::parse_results`].
-    pub fn results(self, endpoint: &str, progress: &Progress) -> Vec<Call> {
-        match self {
+    /// Where an ended batch's answers are read. A Vertex AI job's output
+    /// directory outside the staging bucket is refused.
+    pub fn results(
+        self,
+        endpoint: &str,
+        staging: Option<&Staging>,
+        progress: &Progress,
+    ) -> Result<Vec<Fetch>, ProtocolError> {
+        Ok(match self {
             BatchApi::OpenAi => progress
                 .files
                 .iter()
-                .map(|f| Call::get(format!("{endpoint}/files/{f}/content")))
+                .map(|f| Fetch::File(Call::get(format!("{endpoint}/files/{f}/content"))))
                 .collect(),
-            BatchApi::Anthropic => {
-                vec![Call::get(format!("{endpoint}/v1/messages/batches/{}/results", progress.id))]
-            }
+            BatchApi::Anthropic => vec![Fetch::File(Call::get(format!(
+                "{endpoint}/v1/messages/batches/{}/results",
+                progress.id
+            )))],
+            BatchApi::Vertex => vertex::results(staging, progress)?,
+        })
+    }
+
+    /// The results files a [`Fetch::Listing`] names.
+    pub fn parse_listing(
+        self,
+        staging: Option<&Staging>,
+        body: &[u8],
+    ) -> Result<Vec<Call>, ProtocolError> {
+        match (self, staging) {
+            (BatchApi::Vertex, Some(staging)) => vertex::parse_listing(staging, body),
+            _ => Err(ProtocolError::body("this batch API lists no results files")),
         }
     }
 
-    /// The answers in one of [`BatchApi::results`]' files, in its order.
+    /// The answers in one results file, in its order.
     pub fn parse_results(self, body: &[u8]) -> Result<Vec<Answer>, ProtocolError> {
         let text =
             std::str::from_utf8(body).map_err(|_| ProtocolError::body("results: not UTF-8"))?;
@@ -225,18 +323,14 @@ impl BatchApi {
             }
             let v: Value = serde_json::from_str(line)
                 .map_err(|e| ProtocolError::body(format!("results line {}: {e}", n + 1)))?;
-            let custom_id = v
-                .get("custom_id")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    ProtocolError::body(format!("results line {}: no custom_id", n + 1))
-                })?
-                .to_owned();
-            let outcome = match self {
-                BatchApi::OpenAi => openai::outcome(&v),
-                BatchApi::Anthropic => anthropic::outcome(&v),
+            let answer = match self {
+                BatchApi::OpenAi => openai::answer(&v),
+                BatchApi::Anthropic => anthropic::answer(&v),
+                BatchApi::Vertex => vertex::answer(&v),
             };
-            answers.push(Answer { custom_id, outcome });
+            answers.push(answer.ok_or_else(|| {
+                ProtocolError::body(format!("results line {}: names no request", n + 1))
+            })?);
         }
         Ok(answers)
     }
@@ -246,6 +340,7 @@ impl BatchApi {
         let url = match self {
             BatchApi::OpenAi => format!("{endpoint}/batches/{id}/cancel"),
             BatchApi::Anthropic => format!("{endpoint}/v1/messages/batches/{id}/cancel"),
+            BatchApi::Vertex => format!("{endpoint}/batchPredictionJobs/{id}:cancel"),
         };
         Call { method: "POST", url, body: None }
     }

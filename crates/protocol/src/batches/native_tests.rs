@@ -2,6 +2,10 @@ use serde_json::{Value, json};
 
 use super::*;
 
+fn place(endpoint: &str) -> Place<'_> {
+    Place { endpoint, staging: None, model: "m", name: "batch_1-0" }
+}
+
 fn requests() -> Vec<Request> {
     vec![
         Request { custom_id: custom_id(0), body: json!({"model": "m", "messages": []}) },
@@ -22,7 +26,7 @@ fn custom_ids_name_their_lines_and_fit_anthropics_pattern() {
 #[test]
 fn openai_uploads_a_jsonl_form_then_creates_a_batch_of_it() {
     let api = BatchApi::OpenAi;
-    let Some(up) = api.upload("https://api.example/v1", &requests()) else {
+    let Some(up) = api.upload(place("https://api.example/v1"), &requests()) else {
         panic!("OpenAI uploads a file")
     };
     assert_eq!((up.method, up.url.as_str()), ("POST", "https://api.example/v1/files"));
@@ -42,11 +46,12 @@ fn openai_uploads_a_jsonl_form_then_creates_a_batch_of_it() {
     assert_eq!(lines[1]["url"], "/v1/chat/completions");
     assert_eq!(lines[1]["body"]["messages"], json!([1]));
 
-    let id = api.parse_uploaded(br#"{"id":"file-abc","object":"file"}"#);
+    let id = api
+        .parse_uploaded(place("https://api.example/v1"), br#"{"id":"file-abc","object":"file"}"#);
     assert_eq!(id.as_deref().ok(), Some("file-abc"));
-    assert!(api.parse_uploaded(br#"{"id":"../x"}"#).is_err());
+    assert!(api.parse_uploaded(place("https://api.example/v1"), br#"{"id":"../x"}"#).is_err());
 
-    let create = api.create("https://api.example/v1", &requests(), Some("file-abc"));
+    let create = api.create(place("https://api.example/v1"), &requests(), Some("file-abc"));
     assert_eq!(create.url, "https://api.example/v1/batches");
     let body: Value =
         serde_json::from_slice(&create.body.unwrap_or_default().0).unwrap_or_default();
@@ -67,9 +72,9 @@ fn openai_progress_reads_each_status_and_its_files() {
     let Some(p) = p else { panic!("completed reads") };
     assert_eq!(p.state, State::Ended(End::Completed));
     assert_eq!(p.files, ["file-o", "file-e"]);
-    let calls = api.results("https://h/v1", &p);
-    assert_eq!(calls[0].url, "https://h/v1/files/file-o/content");
-    assert_eq!(calls[1].url, "https://h/v1/files/file-e/content");
+    let calls = api.results("https://h/v1", None, &p).unwrap_or_default();
+    assert_eq!(calls[0], Fetch::File(Call::get("https://h/v1/files/file-o/content".into())));
+    assert_eq!(calls[1], Fetch::File(Call::get("https://h/v1/files/file-e/content".into())));
     let failed = read(
         json!({"id": "batch_1", "status": "failed", "errors": {"data": [{"code": "x", "message": "mixed models", "line": 2}]}}),
     );
@@ -110,8 +115,8 @@ fn openai_result_lines_are_answers_or_unrun() {
 #[test]
 fn anthropic_creates_with_its_requests_and_reads_results_by_type() {
     let api = BatchApi::Anthropic;
-    assert!(api.upload("https://api.anthropic.com", &requests()).is_none());
-    let create = api.create("https://api.anthropic.com", &requests(), None);
+    assert!(api.upload(place("https://api.anthropic.com"), &requests()).is_none());
+    let create = api.create(place("https://api.anthropic.com"), &requests(), None);
     assert_eq!(create.url, "https://api.anthropic.com/v1/messages/batches");
     let body: Value =
         serde_json::from_slice(&create.body.unwrap_or_default().0).unwrap_or_default();
@@ -127,8 +132,9 @@ fn anthropic_creates_with_its_requests_and_reads_results_by_type() {
     let Ok(p) = read(ended) else { panic!("ended reads") };
     assert_eq!(p.state, State::Ended(End::Completed));
     // The results are read where the endpoint says, never at results_url.
-    let calls = api.results("https://api.anthropic.com", &p);
-    assert_eq!(calls[0].url, "https://api.anthropic.com/v1/messages/batches/msgbatch_1/results");
+    let calls = api.results("https://api.anthropic.com", None, &p).unwrap_or_default();
+    let results = "https://api.anthropic.com/v1/messages/batches/msgbatch_1/results";
+    assert_eq!(calls, [Fetch::File(Call::get(results.into()))]);
     let expired =
         json!({"id": "msgbatch_1", "processing_status": "ended", "request_counts": {"expired": 1}});
     assert_eq!(read(expired).ok().map(|p| p.state), Some(State::Ended(End::Expired)));
@@ -162,5 +168,123 @@ fn anthropic_creates_with_its_requests_and_reads_results_by_type() {
     assert_eq!(
         api.cancel("https://api.anthropic.com", "msgbatch_1").url,
         "https://api.anthropic.com/v1/messages/batches/msgbatch_1/cancel"
+    );
+}
+
+fn staging() -> Staging {
+    Staging::parse_gcs("gs://my-bucket/sy/batches/", "https://storage.example")
+        .unwrap_or_else(|| panic!("a gs:// URI parses"))
+}
+
+#[test]
+fn a_staging_bucket_is_a_gs_uri() {
+    let s = staging();
+    assert_eq!((s.bucket.as_str(), s.prefix.as_str()), ("my-bucket", "sy/batches"));
+    assert_eq!(s.object("x/input.jsonl"), "sy/batches/x/input.jsonl");
+    assert_eq!(Staging::parse_gcs("gs://b0b", "e").map(|s| s.prefix), Some(String::new()));
+    for bad in ["s3://bucket/x", "gs://Upper/x", "gs://a", "my-bucket"] {
+        assert!(Staging::parse_gcs(bad, "e").is_none(), "{bad}");
+    }
+}
+
+#[test]
+fn vertex_stages_its_requests_labelled_and_reads_its_answers_by_label() {
+    let api = BatchApi::Vertex;
+    let s = staging();
+    let endpoint =
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1";
+    let place = Place { endpoint, staging: Some(&s), model: "gemini-2.5-flash", name: "batch_1-0" };
+    let Some(up) = api.upload(place, &requests()) else { panic!("Vertex uploads its input") };
+    assert_eq!(
+        up.url,
+        "https://storage.example/upload/storage/v1/b/my-bucket/o?uploadType=media&name=sy%2Fbatches%2Fbatch_1-0%2Finput.jsonl"
+    );
+    let (body, _) = up.body.unwrap_or_default();
+    let first: Value =
+        serde_json::from_slice(body.split(|b| *b == b'\n').next().unwrap_or_default())
+            .unwrap_or_default();
+    assert_eq!(first["request"]["labels"]["switchyard_line"], "line-0");
+    assert_eq!(first["request"]["model"], "m", "the body goes as it was built");
+    let uploaded = api.parse_uploaded(
+        place,
+        br#"{"name":"sy/batches/batch_1-0/input.jsonl","bucket":"my-bucket"}"#,
+    );
+    assert_eq!(uploaded.as_deref().ok(), Some("gs://my-bucket/sy/batches/batch_1-0/input.jsonl"));
+    assert!(api.parse_uploaded(place, br#"{"name":"elsewhere"}"#).is_err());
+    let create =
+        api.create(place, &requests(), Some("gs://my-bucket/sy/batches/batch_1-0/input.jsonl"));
+    assert_eq!(create.url, format!("{endpoint}/batchPredictionJobs"));
+    let job: Value = serde_json::from_slice(&create.body.unwrap_or_default().0).unwrap_or_default();
+    assert_eq!(job["model"], "publishers/google/models/gemini-2.5-flash");
+    assert_eq!(
+        job["inputConfig"]["gcsSource"]["uris"][0],
+        "gs://my-bucket/sy/batches/batch_1-0/input.jsonl"
+    );
+    assert_eq!(
+        job["outputConfig"]["gcsDestination"]["outputUriPrefix"],
+        "gs://my-bucket/sy/batches/batch_1-0/output"
+    );
+
+    let read = |v: Value| api.parse_progress(v.to_string().as_bytes());
+    let name = "projects/p/locations/us-central1/batchPredictionJobs/123";
+    assert_eq!(
+        read(json!({"name": name, "state": "JOB_STATE_RUNNING"})).ok().map(|p| p.state),
+        Some(State::Running)
+    );
+    let done = read(json!({"name": name, "state": "JOB_STATE_SUCCEEDED",
+        "outputInfo": {"gcsOutputDirectory": "gs://my-bucket/sy/batches/batch_1-0/output/prediction-model-1"}}));
+    let Ok(done) = done else { panic!("succeeded reads") };
+    assert_eq!((done.id.as_str(), &done.state), ("123", &State::Ended(End::Completed)));
+    assert_eq!(api.status(endpoint, "123").url, format!("{endpoint}/batchPredictionJobs/123"));
+    assert_eq!(
+        api.cancel(endpoint, "123").url,
+        format!("{endpoint}/batchPredictionJobs/123:cancel")
+    );
+    let fetch = api.results(endpoint, Some(&s), &done).unwrap_or_default();
+    assert_eq!(
+        fetch,
+        [Fetch::Listing(Call::get(
+            "https://storage.example/storage/v1/b/my-bucket/o?prefix=sy%2Fbatches%2Fbatch_1-0%2Foutput%2Fprediction-model-1%2F".into()
+        ))]
+    );
+    // A job that says it wrote elsewhere is not followed there.
+    let elsewhere = Progress { files: vec!["gs://other-bucket/x".into()], ..done.clone() };
+    assert!(api.results(endpoint, Some(&s), &elsewhere).is_err());
+    let failed = read(
+        json!({"name": name, "state": "JOB_STATE_FAILED", "error": {"code": 5, "message": "no input"}}),
+    );
+    assert_eq!(failed.ok().map(|p| p.state), Some(State::Ended(End::Failed("no input".into()))));
+
+    let listing = br#"{"kind":"storage#objects","items":[{"name":"sy/batches/batch_1-0/output/prediction-model-1/predictions.jsonl"},{"name":"sy/batches/batch_1-0/output/prediction-model-1/_SUCCESS"}]}"#;
+    let files = api.parse_listing(Some(&s), listing).unwrap_or_default();
+    assert_eq!(files.len(), 1);
+    assert!(
+        files[0].url.ends_with(
+            "o/sy%2Fbatches%2Fbatch_1-0%2Foutput%2Fprediction-model-1%2Fpredictions.jsonl?alt=media"
+        ),
+        "{}",
+        files[0].url
+    );
+    assert_eq!(
+        api.parse_listing(Some(&s), br#"{"kind":"storage#objects"}"#).map(|f| f.len()).ok(),
+        Some(0)
+    );
+
+    let results = concat!(
+        r#"{"status":"","request":{"labels":{"switchyard_line":"line-7"},"contents":[]},"response":{"candidates":[]}}"#,
+        "\n",
+        r#"{"status":"Bad Request: INVALID_ARGUMENT contents","request":{"labels":{"switchyard_line":"line-0"}}}"#,
+        "\n",
+    );
+    let answers = api.parse_results(results.as_bytes()).unwrap_or_default();
+    assert_eq!(answers[0].custom_id, "line-7");
+    assert_eq!(
+        answers[0].outcome,
+        Outcome::Answered { status: 200, body: br#"{"candidates":[]}"#.to_vec() }
+    );
+    assert!(matches!(answers[1].outcome, Outcome::Answered { status: 400, .. }));
+    assert!(
+        api.parse_results(br#"{"status":"","request":{}}"#).is_err(),
+        "a line naming no request"
     );
 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::native::{Call, End, Outcome, Progress, Request, State};
+use super::native::{Answer, Call, End, Outcome, Progress, Request, State};
 use crate::ProtocolError;
 
 /// The most requests in one batch.
@@ -116,7 +116,12 @@ fn failure(v: &Value) -> String {
 /// One line of an output or error file:
 /// `{"custom_id", "response": {"status_code", "body"}, "error"}`. A line
 /// with no response never ran (`batch_expired`, `batch_cancelled`).
-pub(super) fn outcome(v: &Value) -> Outcome {
+pub(super) fn answer(v: &Value) -> Option<Answer> {
+    let custom_id = v.get("custom_id").and_then(Value::as_str)?.to_owned();
+    Some(Answer { custom_id, outcome: outcome(v) })
+}
+
+fn outcome(v: &Value) -> Outcome {
     let Some(resp) = v.get("response").filter(|r| r.is_object()) else {
         return Outcome::Unrun;
     };

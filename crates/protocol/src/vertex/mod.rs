@@ -108,7 +108,7 @@ pub const GEMINI_SPEC: WireSpec = WireSpec {
         body: crate::images::ImageBody::Imagen,
     }),
     jobs: None,
-    batches: None,
+    batches: Some(crate::batches::native::BatchApi::Vertex),
     chat: true,
     count: Some(crate::spec::CountSpec {
         path: "/publishers/google/models/{model}:countTokens",

@@ -23,7 +23,7 @@ use switchyard_core::Snapshot;
 use switchyard_core::batches::{Batch, BatchStatus, NativePart, PartState};
 use switchyard_core::exec::batch::Prefetched;
 use switchyard_protocol::ClientFormat;
-use switchyard_protocol::batches::native::{self, BatchApi, End, Outcome, State};
+use switchyard_protocol::batches::native::{self, BatchApi, End, Fetch, Outcome, State};
 use switchyard_protocol::batches::{Endpoint, InputLine};
 
 use super::runner::{answer, line_headers, line_inbound};
@@ -84,7 +84,10 @@ pub(super) async fn submit(
                 return true;
             }
             let lines: Vec<u32> = chunk.iter().map(|(i, _)| *i).collect();
-            match create(&snapshot, &provider, credential.as_deref(), api, chunk).await {
+            let name = format!("{}-{}", batch.id, batch.native.as_ref().map_or(0, Vec::len));
+            let to =
+                Target { provider: &provider, credential: credential.as_deref(), model: &model };
+            match create(&snapshot, to, api, &name, chunk).await {
                 Ok(upstream_id) => {
                     let count = lines.len();
                     let part = NativePart {
@@ -110,27 +113,35 @@ pub(super) async fn submit(
 }
 
 /// Keep `batch` with `part` added to its provider batches (`None`: with
-/// none yet, the decision made). A cancel that came meanwhile is kept with
-/// them, so they are still followed, and stopped. Whether it was kept.
+/// none yet, the decision made). Whether it was kept.
 async fn keep(state: &AppState, batch: &mut Batch, part: Option<NativePart>) -> bool {
-    let store = &state.gateway.runtime.batches;
     let parts = batch.native.get_or_insert_with(Vec::new);
     parts.extend(part);
     batch.lease_until_ms =
         ids::unix_ms() + state.gateway.snapshot().catalog.settings.batches.lease_ms.max(1);
+    put(state, batch).await
+}
+
+/// Keep what this runner knows of `batch` (its provider batches, its next
+/// lease). A cancel that came meanwhile is kept with it (the store refuses a
+/// write that would undo it): the batch is written again as cancelling, so
+/// its provider batches are still followed, and stopped. Whether it was kept.
+pub(super) async fn put(state: &AppState, batch: &mut Batch) -> bool {
+    let store = &state.gateway.runtime.batches;
     match store.put_batch(batch).await {
         Ok(true) => return true,
         Ok(false) => {}
         Err(e) => {
-            tracing::error!(batch = %batch.id, "batches: the provider batches were not kept: {e}");
+            tracing::error!(batch = %batch.id, "batches: the batch was not kept: {e}");
             return false;
         }
     }
-    // Cancelled meanwhile: its state, with the parts.
     match store.batch(&batch.owner, &batch.id).await {
         Ok(Some(mut now)) if !now.status.is_final() => {
             now.native = batch.native.take();
             now.lease_until_ms = batch.lease_until_ms;
+            now.completed = batch.completed;
+            now.failed = batch.failed;
             *batch = now;
             matches!(store.put_batch(batch).await, Ok(true))
         }
@@ -160,27 +171,46 @@ fn split(items: Vec<(u32, Value)>, api: BatchApi) -> Vec<Vec<(u32, Value)>> {
     out
 }
 
-/// Submit one provider batch: its id there.
+/// Which deployment a provider batch runs on, and the key it goes with.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    provider: &'a str,
+    credential: Option<&'a str>,
+    model: &'a str,
+}
+
+/// Submit one provider batch (`name`: unique to it, for what it stages): its
+/// id there.
 async fn create(
     snapshot: &Snapshot,
-    provider: &str,
-    credential: Option<&str>,
+    to: Target<'_>,
     api: BatchApi,
+    name: &str,
     chunk: Vec<(u32, Value)>,
 ) -> Result<String, String> {
-    let endpoint = endpoint(snapshot, provider)?;
+    let Target { provider, credential, model } = to;
+    let spec = snapshot
+        .catalog
+        .provider(provider)
+        .ok_or_else(|| format!("provider {provider} is no longer configured"))?;
+    let place = native::Place {
+        endpoint: &spec.endpoint,
+        staging: spec.batch_staging.as_ref(),
+        model,
+        name,
+    };
     let requests: Vec<native::Request> = chunk
         .into_iter()
         .map(|(i, body)| native::Request { custom_id: native::custom_id(i), body })
         .collect();
-    let file = match api.upload(&endpoint, &requests) {
+    let uploaded = match api.upload(place, &requests) {
         Some(call) => {
             let body = ok(snapshot.batch_call(provider, credential, call).await, "upload")?;
-            Some(api.parse_uploaded(&body).map_err(|e| e.to_string())?)
+            Some(api.parse_uploaded(place, &body).map_err(|e| e.to_string())?)
         }
         None => None,
     };
-    let call = api.create(&endpoint, &requests, file.as_deref());
+    let call = api.create(place, &requests, uploaded.as_deref());
     let body = ok(snapshot.batch_call(provider, credential, call).await, "create")?;
     Ok(api.parse_progress(&body).map_err(|e| e.to_string())?.id)
 }
@@ -193,14 +223,6 @@ fn ok(answer: Result<(u16, Bytes), String>, what: &str) -> Result<Bytes, String>
             Err(format!("{what}: status {status}: {}", String::from_utf8_lossy(&body)))
         }
     }
-}
-
-fn endpoint(snapshot: &Snapshot, provider: &str) -> Result<String, String> {
-    snapshot
-        .catalog
-        .provider(provider)
-        .map(|p| p.endpoint.clone())
-        .ok_or_else(|| format!("provider {provider} is no longer configured"))
 }
 
 /// Where a batch's provider batches are after one round of asking.
@@ -272,12 +294,13 @@ async fn step(
     let snapshot = state.gateway.snapshot();
     let (provider, credential) = (part.provider.clone(), part.credential.clone());
     let credential = credential.as_deref();
-    let api = snapshot
+    let spec = snapshot
         .catalog
         .provider(&provider)
-        .and_then(|p| p.batch_api)
-        .ok_or_else(|| format!("provider {provider}'s batch API is no longer on"))?;
-    let endpoint = endpoint(&snapshot, &provider)?;
+        .ok_or_else(|| format!("provider {provider} is no longer configured"))?;
+    let api =
+        spec.batch_api.ok_or_else(|| format!("provider {provider}'s batch API is no longer on"))?;
+    let (endpoint, staging) = (spec.endpoint.clone(), spec.batch_staging.clone());
     if stopping && part.state == PartState::Running {
         let call = api.cancel(&endpoint, &part.upstream_id);
         ok(snapshot.batch_call(&provider, credential, call).await, "cancel")?;
@@ -306,7 +329,18 @@ async fn step(
         .map(|r| r.index)
         .collect();
     let concurrency = snapshot.catalog.settings.batches.concurrency.max(1);
-    for call in api.results(&endpoint, &progress) {
+    let mut files = Vec::new();
+    for fetch in api.results(&endpoint, staging.as_ref(), &progress).map_err(|e| e.to_string())? {
+        match fetch {
+            Fetch::File(call) => files.push(call),
+            Fetch::Listing(call) => {
+                let body = ok(snapshot.batch_call(&provider, credential, call).await, "listing")?;
+                let listed = api.parse_listing(staging.as_ref(), &body);
+                files.extend(listed.map_err(|e| e.to_string())?);
+            }
+        }
+    }
+    for call in files {
         let mut results = snapshot.batch_results(&provider, credential, call).await?;
         let mut ready: Vec<(u32, Prefetched)> = Vec::new();
         while let Some(a) = results.next().await? {

@@ -171,9 +171,7 @@ async fn run(state: Arc<AppState>, mut batch: Batch) {
         };
         if let Some(ms) = next_ms {
             batch.lease_until_ms = ids::unix_ms() + ms;
-            if let Err(e) = store.put_batch(&batch).await {
-                tracing::warn!(batch = %batch.id, "batches: {e}");
-            }
+            native::put(&state, &mut batch).await;
             return;
         }
     }

@@ -212,6 +212,15 @@ pub struct ProviderConfig {
     /// server compatible with the wire need not serve its batch API.
     #[serde(default)]
     pub batch_api: bool,
+    /// Where a batch API that reads its input from a bucket stages it
+    /// (`vertex-gemini`: `gs://bucket/prefix`; the job writes its answers
+    /// there too). The provider's credential must be allowed to write it.
+    #[serde(default)]
+    pub batch_bucket: Option<String>,
+    /// The storage API `batch_bucket` is reached at. Absent:
+    /// `https://storage.googleapis.com` (an emulator's, for tests).
+    #[serde(default)]
+    pub storage_endpoint: Option<String>,
     /// `client:`: how its HTTP client is shaped (extra roots, a client
     /// certificate, a proxy, the connection pool). Absent: the defaults.
     #[serde(default)]
@@ -259,6 +268,8 @@ impl ProviderConfig {
             anthropic_betas: None,
             allow_unlisted_models: false,
             batch_api: false,
+            batch_bucket: None,
+            storage_endpoint: None,
             client: None,
             region: None,
             project: None,
