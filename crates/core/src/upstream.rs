@@ -567,11 +567,24 @@ async fn cloud_headers(
     signed: &[(&str, &str)],
     body: &[u8],
 ) -> Result<Vec<(String, String)>, Failure> {
+    cloud_headers_for(dest, None, method, url, signed, body).await
+}
+
+/// [`cloud_headers`] signed for another of the cloud's services (`s3`);
+/// `None`: the provider's own.
+async fn cloud_headers_for(
+    dest: Dest<'_>,
+    service: Option<&str>,
+    method: &str,
+    url: &http::Uri,
+    signed: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Vec<(String, String)>, Failure> {
     let (Some(cloud), None) = (&dest.spec.cloud, dest.key) else {
         return Ok(Vec::new());
     };
     cloud
-        .headers(method, &url.to_string(), signed, body)
+        .headers_for(service, method, &url.to_string(), signed, body)
         .await
         .map_err(|e| Failure::Credential(format!("{}: {e}", dest.spec.name)))
 }
@@ -761,7 +774,7 @@ pub(crate) use edits::field_edits;
 use edits::{ANTHROPIC_BETA, Passthrough, beta_header, flags, in_body, ungated as ungated_fields};
 pub(crate) use failure::{Failure, TransportClass, retry_after};
 use list::with_key;
-pub(crate) use list::{bodiless, get};
+pub(crate) use list::{bodiless, get, request};
 pub(crate) use source::Source;
 pub(crate) use whole::{send_as, send_to};
 

@@ -384,3 +384,82 @@ async fn vertex_batch_prediction_stages_its_input_in_the_bucket_and_reads_the_an
     assert_eq!(billed.len(), 2, "{records:?}");
     assert!(billed.iter().all(|c| (c - expected).abs() < 1e-12), "{billed:?} vs {expected}");
 }
+
+#[tokio::test]
+async fn bedrock_batch_inference_stages_records_in_s3_and_small_batches_run_here() {
+    let region = switchyard_testkit::bedrock::REGION;
+    let providers_extra = format!(
+        "  bedrock-batch:\n    wire: bedrock-anthropic\n    endpoint: \"{{bedrock}}\"\n    \
+         region: {region}\n    credentials: {{ aws: {{ access_key_id: {BEDROCK_ACCESS_KEY_ID}, \
+         secret_access_key: \"{BEDROCK_SECRET}\" }} }}\n    batch_api: true\n    \
+         batch_bucket: \"s3://sy-batches/runs\"\n    \
+         batch_role_arn: \"arn:aws:iam::123456789012:role/BedrockBatch\"\n"
+    );
+    let extra_models = format!(
+        "  - id: m-bedrock-native\n    deployments: [{{ provider: bedrock-batch, model: \
+         \"{BEDROCK_MODEL}\" }}]\n    pricing: {{ input: 3.0, output: 15.0, batch: 0.5 }}\n"
+    );
+    let h = Harness::start_with(Options {
+        providers_extra,
+        extra_models,
+        gateway_extra:
+            "  batches: { poll_interval_ms: 10, provider_poll_interval_ms: 10, concurrency: 16 }"
+                .into(),
+        ..Options::default()
+    })
+    .await;
+    h.bedrock.set_chooser(|_, rx| {
+        if asked(rx) == "refuse me" {
+            return Reply::error(400, "messages: this request is refused");
+        }
+        Reply::json(json!({
+            "id": "msg_bdrk_01", "type": "message", "role": "assistant", "model": "claude",
+            "content": [{"type": "text", "text": format!("echo: {}", asked(rx))}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 12, "output_tokens": 5}
+        }))
+    });
+    // Bedrock runs 100 records at least.
+    let mut lines: Vec<String> = (0..120)
+        .map(|i| chat_line(&format!("b-{i}"), "m-bedrock-native", &format!("record {i}")))
+        .collect();
+    lines[7] = chat_line("b-7", "m-bedrock-native", "refuse me");
+    let id = create(&h, &lines).await;
+    let b = until_ended(&h, &id).await;
+    assert_eq!(b["status"], "completed", "{b}");
+    assert_eq!(b["request_counts"], json!({"total": 120, "completed": 119, "failed": 1}));
+    assert_eq!(h.bedrock.batch_creates(), 1, "one job for the 120 records");
+    let objects = h.bedrock.s3_objects();
+    assert!(objects.contains(&format!("s3://sy-batches/runs/{id}-0/input.jsonl")), "{objects:?}");
+    let got = answers(&h, &b).await;
+    for i in [0, 1, 63, 119] {
+        assert_eq!(text_of(&got[&format!("b-{i}")]), format!("echo: record {i}"), "b-{i}");
+    }
+    assert_eq!(got["b-7"]["response"]["status_code"], 400, "{}", got["b-7"]);
+    let invoked = h.bedrock.received().iter().filter(|r| r.path.ends_with("/invoke")).count();
+    assert_eq!(invoked, 120, "each record ran once, inside the job");
+    let records = h.sink.wait_len(120).await;
+    let expected = (12.0 * 3.0 + 5.0 * 15.0) / 1e6 * 0.5;
+    let billed: Vec<f64> = records
+        .iter()
+        .filter(|r| r.descriptor.contains("provider_batch:") && r.status == 200)
+        .map(|r| r.cost_usd.unwrap())
+        .collect();
+    assert_eq!(billed.len(), 119);
+    assert!(billed.iter().all(|c| (c - expected).abs() < 1e-12), "{expected}");
+
+    // Three lines are too few for a job: the gateway runs them.
+    let small = create(
+        &h,
+        &[
+            chat_line("s-1", "m-bedrock-native", "one"),
+            chat_line("s-2", "m-bedrock-native", "two"),
+            chat_line("s-3", "m-bedrock-native", "three"),
+        ],
+    )
+    .await;
+    let b = until_ended(&h, &small).await;
+    assert_eq!(b["request_counts"], json!({"total": 3, "completed": 3, "failed": 0}), "{b}");
+    assert_eq!(h.bedrock.batch_creates(), 1, "no job for three lines");
+    assert_eq!(text_of(&answers(&h, &b).await["s-2"]), "echo: two");
+}

@@ -1,9 +1,11 @@
 //! The vendors' own batch APIs on a plain OpenAI or Anthropic
-//! [`FakeUpstream`], and on the Vertex AI Gemini fake, for black-box tests
-//! of the gateway's native batches: OpenAI's Files and Batches, Anthropic's
-//! Message Batches, Vertex AI's batch prediction with the Cloud Storage it
-//! reads and writes (`batch_api_vertex.rs`, `batch_api_gcs.rs`, whose docs
-//! list its routes). Stateful (files, objects and batches live in the
+//! [`FakeUpstream`], on the Vertex AI Gemini fake and on the Bedrock fake,
+//! for black-box tests of the gateway's native batches: OpenAI's Files and
+//! Batches, Anthropic's Message Batches, Vertex AI's batch prediction with the
+//! Cloud Storage it reads and writes (`batch_api_vertex.rs`,
+//! `batch_api_gcs.rs`), Bedrock's batch inference with the S3 it reads and
+//! writes (`batch_api_bedrock.rs`, `batch_api_s3.rs`; their docs list their
+//! routes). Stateful (files, objects and batches live in the
 //! fake), and **strict where the real APIs are**,
 //! including *when* they check: OpenAI accepts any file and fails the batch
 //! at its first status poll, Anthropic checks the creation's envelope at once
@@ -50,7 +52,7 @@
 //! [held](FakeUpstream::hold_batches), and the batch ends (`completed`,
 //! `ended`). Answers are written **last request first**: no API promises
 //! an order, and a client must map them by `custom_id` (Vertex: by the
-//! request's `labels`, echoed). A cancel stops a
+//! request's `labels`, echoed; Bedrock: by `recordId`). A cancel stops a
 //! batch at its next poll (`cancelled`, `ended`); requests that never ran have
 //! no answer (OpenAI) or a `canceled` result (Anthropic).
 //! [`FakeUpstream::expire_batches_after`] lets a batch run only its first
@@ -111,6 +113,8 @@ pub(super) struct Batches {
     files: HashMap<String, File>,
     /// The Vertex fake's Cloud Storage: uploaded inputs, and jobs' outputs.
     gcs: gcs::Gcs,
+    /// The Bedrock fake's S3: uploaded inputs, and jobs' outputs.
+    s3: s3::S3,
     next_id: u64,
 }
 
@@ -129,6 +133,7 @@ impl Batches {
             batches: HashMap::new(),
             files: HashMap::new(),
             gcs: gcs::Gcs::default(),
+            s3: s3::S3::default(),
             next_id: 0,
         }
     }
@@ -157,7 +162,8 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     Completed,
-    /// OpenAI's file refused, or a Vertex job's input missing: nothing ran.
+    /// OpenAI's file refused, or a Vertex or Bedrock job's input missing
+    /// (or too short, for Bedrock): nothing ran.
     Failed,
     Expired,
     Cancelled,
@@ -169,6 +175,8 @@ struct Batch {
     openai: Option<OpenAiBatch>,
     /// A Vertex AI batch prediction job's own fields.
     vertex: Option<vertex_ai::VertexJob>,
+    /// A Bedrock batch inference job's own fields.
+    bedrock: Option<bedrock_batch::BedrockJob>,
     created_at: u64,
     phase: Phase,
     /// Polls answered while in progress.
@@ -217,8 +225,8 @@ impl FakeUpstream {
     /// ends (default 1; 0: at the poll that finds it in progress, OpenAI's
     /// validating one and Vertex's pending one included). Read at each poll,
     /// so it applies to batches already created. Like the other batch
-    /// methods, a no-op on a fake without batches (Gemini's own API,
-    /// Bedrock, Azure, Vertex's Claude and OpenAI fakes).
+    /// methods, a no-op on a fake without batches (Gemini's own API, Azure,
+    /// Vertex's Claude and OpenAI fakes).
     pub fn set_batch_polls(&self, n: u32) {
         if let Some(mut st) = self.batches() {
             st.polls = n;
@@ -235,10 +243,12 @@ impl FakeUpstream {
     }
 
     /// The next `n` batch creations (OpenAI's `POST /batches`, Anthropic's
-    /// `POST /v1/messages/batches`, Vertex's `POST …/batchPredictionJobs`)
-    /// answer `status` in the vendor's error
-    /// shape and create nothing (replacing what is left of an earlier call);
-    /// a 429 says `Retry-After: 0`. Uploads (Cloud Storage's too) are not
+    /// `POST /v1/messages/batches`, Vertex's `POST …/batchPredictionJobs`,
+    /// Bedrock's `POST /model-invocation-job`) answer `status` in the
+    /// vendor's error shape (Bedrock's type: `ThrottlingException` for 429,
+    /// `InternalServerException` for 5xx, else `ValidationException`) and
+    /// create nothing (replacing what is left of an earlier call); a 429 says
+    /// `Retry-After: 0`. Uploads (Cloud Storage's and S3's too) are not
     /// creations.
     pub fn fail_next_batch_creates(&self, n: usize, status: u16) {
         if let Some(mut st) = self.batches() {
@@ -248,7 +258,8 @@ impl FakeUpstream {
 
     /// Batches run only their first `k` requests, then end `expired` (OpenAI:
     /// the others in the error file as `batch_expired`; Anthropic: `expired`
-    /// results; Vertex: `JOB_STATE_EXPIRED`, output for those `k` only).
+    /// results; Vertex: `JOB_STATE_EXPIRED`, Bedrock: `Expired`, output for
+    /// those `k` only).
     /// Read when a batch runs; `usize::MAX`: every request runs.
     pub fn expire_batches_after(&self, k: usize) {
         if let Some(mut st) = self.batches() {
@@ -272,7 +283,8 @@ impl FakeUpstream {
     }
 
     /// The ids of the batches created, in creation order (Vertex: the jobs'
-    /// numeric ids, the last segment of their `name`).
+    /// numeric ids, the last segment of their `name`; Bedrock: the jobs' 12
+    /// character ids, the last segment of their `jobArn`).
     pub fn batch_ids(&self) -> Vec<String> {
         self.batches().map_or_else(Vec::new, |st| st.order.clone())
     }
@@ -281,6 +293,12 @@ impl FakeUpstream {
     /// sorted: what was uploaded and what jobs wrote. Empty on other fakes.
     pub fn gcs_objects(&self) -> Vec<String> {
         self.batches().map_or_else(Vec::new, |st| st.gcs.uris())
+    }
+
+    /// The Bedrock fake's S3 objects, as `s3://bucket/key`, sorted: what was
+    /// put and what jobs wrote. Empty on other fakes.
+    pub fn s3_objects(&self) -> Vec<String> {
+        self.batches().map_or_else(Vec::new, |st| st.s3.uris())
     }
 }
 
@@ -303,6 +321,8 @@ enum Op {
     Results(String),
     /// Vertex AI's batch prediction or Cloud Storage (`batch_api_vertex.rs`).
     Google(vertex_ai::Op),
+    /// Bedrock's batch inference or S3 (`batch_api_bedrock.rs`).
+    Aws(bedrock_batch::Op),
 }
 
 /// The batch route `path` is on; `None` for any other path, or a fake
@@ -316,7 +336,11 @@ pub(super) fn route(shared: &Shared, method: &Method, path: &str) -> Option<Rout
     let rest = match shared.vendor {
         Vendor::OpenAi => path.strip_prefix("/v1").filter(|r| r.starts_with('/')).unwrap_or(path),
         Vendor::Anthropic => path.strip_prefix("/v1/messages")?,
-        Vendor::Gemini | Vendor::Bedrock => return None,
+        Vendor::Bedrock => {
+            let (op, wanted) = bedrock_batch::route(method, path)?;
+            return Some(Route { op: Op::Aws(op), method_ok: method == wanted });
+        }
+        Vendor::Gemini => return None,
     };
     let segs: Vec<&str> = rest.trim_start_matches('/').split('/').collect();
     if segs.iter().any(|s| s.is_empty()) {
@@ -358,12 +382,22 @@ pub(super) async fn serve(shared: Arc<Shared>, route: Route, req: Request) -> Re
             Op::Google(vertex_ai::Op::Create { .. }) => st.creates += 1,
             Op::Google(vertex_ai::Op::Status { .. }) => st.status_polls += 1,
             Op::Google(vertex_ai::Op::Cancel { .. }) => st.cancels += 1,
+            Op::Aws(bedrock_batch::Op::Create) => st.creates += 1,
+            Op::Aws(bedrock_batch::Op::Status(_)) => st.status_polls += 1,
+            Op::Aws(bedrock_batch::Op::Stop(_)) => st.cancels += 1,
             _ => {}
         }
     }
-    if let Op::Google(op) = route.op {
+    match route.op {
         // The Vertex fake's own token, checked there, in Google's shapes.
-        return vertex_ai::serve(&shared, batches, op, route.method_ok, &rx).await;
+        Op::Google(op) => {
+            return vertex_ai::serve(&shared, batches, op, route.method_ok, &rx).await;
+        }
+        // SigV4 (S3's, or Bedrock's and its API key), checked there.
+        Op::Aws(op) => {
+            return bedrock_batch::serve(&shared, batches, op, route.method_ok, &rx).await;
+        }
+        _ => {}
     }
     if let Err((status, kind, message)) = super::models::authorized(&shared, &rx) {
         return vendor_error(vendor, status, kind, &message);
@@ -406,7 +440,7 @@ fn answer(vendor: Vendor, st: &mut Batches, op: Op, rx: &Received) -> Response {
         }
         Op::Cancel(id) => cancel(vendor, st, &id),
         Op::Results(id) => anthropic::results(st, &id),
-        Op::Upload | Op::Status(_) | Op::Google(_) => {
+        Op::Upload | Op::Status(_) | Op::Google(_) | Op::Aws(_) => {
             plain(500, "text/plain", "fake upstream: misrouted".into())
         }
     }
@@ -427,6 +461,9 @@ async fn status(shared: &Arc<Shared>, batches: &Mutex<Batches>, id: &str) -> Res
         match batch.phase {
             Phase::Validating if batch.vertex.is_some() => {
                 vertex_ai::validate(batch, &mut st.gcs, now);
+            }
+            Phase::Validating if batch.bedrock.is_some() => {
+                bedrock_batch::validate(batch, &st.s3, &mut st.next_id, now);
             }
             Phase::Validating => openai::validate(batch, now),
             Phase::InProgress => batch.waited = batch.waited.saturating_add(1),
@@ -470,8 +507,15 @@ async fn status(shared: &Arc<Shared>, batches: &Mutex<Batches>, id: &str) -> Res
 
 /// One request, answered by the fake's own handler as a direct call: a `POST`
 /// of its `url` with its body and the creation's headers. The status and the
-/// body (JSON, else its text). A line with no `url` is one a Vertex job
-/// refused when it read its input: its answer is a 400 of its `body`.
+/// body (JSON, else its text). A line with no `url` is one a Vertex or
+/// Bedrock job refused when it read its input: its answer is a 400 of its
+/// `body`.
+///
+/// The request carries [`super::BatchInternal`]: its credentials were checked
+/// when the batch was created, and a SigV4 signature (Bedrock's) covers that
+/// creation's path and body only, so it could never verify here. The mark is
+/// a request extension, which only code in this process can set: a caller
+/// over HTTP cannot claim it.
 async fn run(shared: &Arc<Shared>, line: &Line, headers: &[(String, String)]) -> (u16, Value) {
     if line.url.is_empty() {
         return (400, line.body.clone());
@@ -489,6 +533,7 @@ async fn run(shared: &Arc<Shared>, line: &Line, headers: &[(String, String)]) ->
         }
     }
     req.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    req.extensions_mut().insert(super::BatchInternal);
     let response = handle(State(Arc::clone(shared)), req).await;
     let status = response.status().as_u16();
     match axum::body::to_bytes(response.into_body(), usize::MAX).await {
@@ -511,11 +556,13 @@ fn end(st: &mut Batches, id: &str, how: End) {
         openai::write_files(st, id, how);
     } else if batch.vertex.is_some() {
         vertex_ai::write_output(st, id);
+    } else if batch.bedrock.is_some() {
+        bedrock_batch::write_output(st, id);
     }
 }
 
 /// A cancel: a batch not ended stops at its next poll (a running one after
-/// the request running). Vertex answers `{}`, not the job.
+/// the request running). Vertex and Bedrock answer `{}`, not the job.
 fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
     let Some(batch) = st.batches.get_mut(id) else { return no_batch(vendor, id) };
     match batch.phase {
@@ -530,6 +577,7 @@ fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
         Phase::Ended(_) if vendor == Vendor::Gemini => {
             return vertex_ai::not_cancellable(id, batch);
         }
+        Phase::Ended(_) if vendor == Vendor::Bedrock => return bedrock_batch::not_stoppable(batch),
         Phase::Ended(_) => {
             let message = match vendor {
                 Vendor::Anthropic => {
@@ -540,7 +588,7 @@ fn cancel(vendor: Vendor, st: &mut Batches, id: &str) -> Response {
             return refusal(vendor, 400, &message);
         }
     }
-    if vendor == Vendor::Gemini {
+    if matches!(vendor, Vendor::Gemini | Vendor::Bedrock) {
         return ok(serde_json::json!({}));
     }
     view(st, id)
@@ -551,6 +599,7 @@ fn view(st: &Batches, id: &str) -> Response {
     match st.batches.get(id) {
         Some(batch) if batch.openai.is_some() => ok(openai::view(id, batch)),
         Some(batch) if batch.vertex.is_some() => ok(vertex_ai::view(id, batch)),
+        Some(batch) if batch.bedrock.is_some() => ok(bedrock_batch::view(batch)),
         Some(batch) => ok(anthropic::view(&st.base, id, batch)),
         None => plain(404, "text/plain", "fake upstream: no such batch".into()),
     }
@@ -573,6 +622,7 @@ fn insert(
     let batch = Batch {
         openai,
         vertex: None,
+        bedrock: None,
         created_at: now(),
         phase,
         waited: 0,
@@ -603,7 +653,13 @@ fn create_fault(vendor: Vendor, status: u16) -> Response {
         500..=599 => "The server had an error while processing your request.",
         _ => "Batch creation refused (scripted).",
     };
-    let mut response = vendor_error(vendor, status, None, message);
+    // Bedrock's control plane has three error types a creation can meet.
+    let kind = (vendor == Vendor::Bedrock).then_some(match status {
+        429 => "ThrottlingException",
+        500..=599 => "InternalServerException",
+        _ => "ValidationException",
+    });
+    let mut response = vendor_error(vendor, status, kind, message);
     if status == 429 {
         // Zero, so a client that honours it retries at once and tests stay fast.
         response.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("0"));
@@ -615,6 +671,7 @@ fn no_batch(vendor: Vendor, id: &str) -> Response {
     match vendor {
         Vendor::Anthropic => refusal(vendor, 404, &format!("Batch {id} not found.")),
         Vendor::Gemini => vertex_ai::no_job(id),
+        Vendor::Bedrock => bedrock_batch::no_job(id),
         _ => {
             let message = format!("No batch found with id '{id}'.");
             openai::error(404, &message, Some("batch_id"), None)
@@ -694,9 +751,21 @@ mod vertex_ai;
 #[path = "batch_api_gcs.rs"]
 mod gcs;
 
+// Bedrock's batch inference: `batch_api_bedrock.rs`.
+#[path = "batch_api_bedrock.rs"]
+mod bedrock_batch;
+
+// Amazon S3, for Bedrock: `batch_api_s3.rs`.
+#[path = "batch_api_s3.rs"]
+mod s3;
+
 #[cfg(test)]
 #[path = "batch_api_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "batch_api_bedrock_tests.rs"]
+mod bedrock_tests;
 
 #[cfg(test)]
 #[path = "batch_api_vertex_tests.rs"]

@@ -91,9 +91,10 @@ struct Shared {
     /// An Azure OpenAI fake ([`FakeUpstream::start_azure`]): the Entra tokens
     /// it granted.
     azure: Option<Mutex<azure::Tokens>>,
-    /// An OpenAI or Anthropic fake's own batch API, or the Vertex Gemini
-    /// fake's batch prediction and Cloud Storage (`batch_api.rs`); `None` for
-    /// the other vendors and clouds' fakes.
+    /// An OpenAI or Anthropic fake's own batch API, the Vertex Gemini fake's
+    /// batch prediction and Cloud Storage, or the Bedrock fake's batch
+    /// inference and S3 (`batch_api.rs`); `None` for the other vendors and
+    /// clouds' fakes.
     batches: Option<Mutex<batch_api::Batches>>,
     state: Mutex<ScriptState>,
     arrived: Notify,
@@ -178,6 +179,15 @@ impl Shared {
     }
 }
 
+/// Marks a request a batch runs inside the fake (`run` in `batch_api.rs`):
+/// its credentials were checked when its batch was created, so [`handle`]
+/// does not check them again. Bedrock needs it: the creation's SigV4
+/// signature covers the creation's own path and body, never a record's
+/// InvokeModel. A request extension, so only this process can set it: no
+/// header or body a caller sends over HTTP can stand for it.
+#[derive(Debug, Clone, Copy)]
+struct BatchInternal;
+
 /// Counts a request as in flight until its response body is done or dropped.
 struct InFlight(Arc<Shared>);
 
@@ -203,7 +213,10 @@ impl FakeUpstream {
         FakeUpstream::start_with(vendor, BedrockAuth::default()).await
     }
 
-    /// A [`Vendor::Bedrock`] fake accepting exactly `auth`'s credentials.
+    /// A [`Vendor::Bedrock`] fake accepting exactly `auth`'s credentials. It
+    /// also serves Bedrock's batch inference and the S3 it reads and writes
+    /// (`batch_api_bedrock.rs`; point the S3 and control-plane endpoints at
+    /// [`base_url`](Self::base_url)), S3 signed for service `s3`.
     pub async fn start_bedrock(auth: BedrockAuth) -> io::Result<FakeUpstream> {
         FakeUpstream::start_with(Vendor::Bedrock, auth).await
     }
@@ -269,7 +282,7 @@ impl FakeUpstream {
         let addr = listener.local_addr()?;
         let (tx, rx) = watch::channel(());
         let batched = match cloud {
-            Cloud::None => matches!(vendor, Vendor::OpenAi | Vendor::Anthropic),
+            Cloud::None => matches!(vendor, Vendor::OpenAi | Vendor::Anthropic | Vendor::Bedrock),
             Cloud::Vertex => vendor == Vendor::Gemini,
             Cloud::Azure => false,
         };
@@ -569,7 +582,8 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             return vendor_error(vendor, status, None, &message);
         }
     };
-    if vendor == Vendor::Bedrock {
+    // A batch's record was authenticated with its batch ([`BatchInternal`]).
+    if vendor == Vendor::Bedrock && parts.extensions.get::<BatchInternal>().is_none() {
         let target = match &received.query {
             Some(q) => format!("{}?{q}", received.path),
             None => received.path.clone(),

@@ -37,6 +37,8 @@
 //! | Gemini | `/v1beta/models/{model}:predict` for `imagen-…` | never |
 //! | OpenAi | `/v1/files`, `/v1/batches`, `/v1/batches/{id}/cancel` (its own batch API; GETs of files and batches too; `batch_api.rs`) | never |
 //! | Anthropic | `/v1/messages/batches`, `…/{id}/cancel` (Message Batches; GETs of a batch and its results too) | never |
+//! | Gemini (Vertex) | `…/batchPredictionJobs`, `…/{id}:cancel`; Cloud Storage's `/upload/storage/v1/b/{bucket}/o`, `/storage/v1/b/{bucket}/o…` (`batch_api_vertex.rs`, `batch_api_gcs.rs`) | never |
+//! | Bedrock | `/model-invocation-job`, `…/{id}/stop`; S3's `PUT`/`GET /{bucket}/{key}`, signed for `s3` (`batch_api_bedrock.rs`, `batch_api_s3.rs`) | never |
 //!
 //! Embeddings ([`embeddings`], Vertex's `:predict` and Azure's routes too) are
 //! checked as the real APIs check them and take replies from the script like

@@ -58,7 +58,8 @@ pub fn authorization(headers: &[(String, String)]) -> Result<Authorization, Stri
 /// (`region`, `service`, `aws4_request`), that `x-amz-date` matches the scope's
 /// date, and that `host`, `x-amz-date` and (when sent) `x-amz-security-token`
 /// are signed. Returns the access key ID. Does not judge the time: see
-/// [`skew`].
+/// [`skew`]. The canonical request is every service's but S3's (the path
+/// encoded once more): S3's is [`verify_s3`].
 pub fn verify(
     method: &str,
     target: &str,
@@ -67,6 +68,44 @@ pub fn verify(
     secret: &str,
     region: &str,
     service: &str,
+) -> Result<String, String> {
+    verify_as(Canon::Standard, method, target, headers, body, secret, (region, service))
+}
+
+/// [`verify`] for Amazon S3 (service `s3`), whose canonical request differs
+/// from every other service's in two ways a client must get right: the path
+/// is **not** encoded twice (each segment is decoded, then encoded once, so
+/// `/b/test%24file.text` signs as itself, not as `%2524`), and the payload's
+/// hash is the signed `x-amz-content-sha256` header, which must be sent and
+/// must be the body's hex SHA-256 (the fake takes no `UNSIGNED-PAYLOAD` nor
+/// chunked uploads: a client sending whole bodies has no need of them).
+pub fn verify_s3(
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    secret: &str,
+    region: &str,
+) -> Result<String, String> {
+    verify_as(Canon::S3, method, target, headers, body, secret, (region, "s3"))
+}
+
+/// Which canonical request a service signs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Canon {
+    /// Every service's but S3's.
+    Standard,
+    S3,
+}
+
+fn verify_as(
+    canon: Canon,
+    method: &str,
+    target: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    secret: &str,
+    (region, service): (&str, &str),
 ) -> Result<String, String> {
     let auth = authorization(headers)?;
     if (auth.region.as_str(), auth.service.as_str()) != (region, service) {
@@ -91,13 +130,30 @@ pub fn verify(
         return Err("SignedHeaders not sorted".to_owned());
     }
 
+    let body_hash = hex(&Sha256::digest(body));
+    if canon == Canon::S3 {
+        let sent = *header(headers, "x-amz-content-sha256").first().ok_or(
+            "no x-amz-content-sha256: S3 wants the payload's hash in a header, and signed",
+        )?;
+        if !signed_names.contains(&"x-amz-content-sha256") {
+            return Err("x-amz-content-sha256 is not signed".to_owned());
+        }
+        if sent != body_hash {
+            return Err(format!(
+                "x-amz-content-sha256 {sent} is not the body's SHA-256 ({body_hash})"
+            ));
+        }
+    }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     // Every service but S3 encodes the path once more: `%3A` as sent is
-    // `%253A` here.
-    let canonical_uri = if path.is_empty() {
-        "/".to_owned()
-    } else {
-        path.split('/').map(uri_encode).collect::<Vec<_>>().join("/")
+    // `%253A` here. S3 signs the path as encoded once (`$` or `%24` as sent
+    // are both `%24`).
+    let canonical_uri = match (path.is_empty(), canon) {
+        (true, _) => "/".to_owned(),
+        (false, Canon::Standard) => path.split('/').map(uri_encode).collect::<Vec<_>>().join("/"),
+        (false, Canon::S3) => {
+            path.split('/').map(|s| uri_encode(&percent_decode(s))).collect::<Vec<_>>().join("/")
+        }
     };
     let mut pairs: Vec<(String, String)> = query
         .split('&')
@@ -123,8 +179,7 @@ pub fn verify(
     }
     let canonical_request = format!(
         "{method}\n{canonical_uri}\n{canonical_query}\n{canonical_headers}\n{}\n{}",
-        auth.signed_headers,
-        hex(&Sha256::digest(body))
+        auth.signed_headers, body_hash
     );
     let string_to_sign = format!(
         "AWS4-HMAC-SHA256\n{amz_date}\n{date}/{region}/{service}/aws4_request\n{}",
@@ -253,6 +308,66 @@ mod tests {
         assert_eq!(parse_amz_date(&format_amz_date(leap)), Some(leap));
         assert_eq!(parse_amz_date("2015-08-30T12:36"), None);
         assert_eq!(skew("20150830T124100Z", t), Some(Duration::from_secs(300)));
+    }
+
+    /// AWS's own S3 examples ("Examples of signature calculations", the
+    /// S3 API reference): the key `test$file.text` signs as `/test%24file.text`,
+    /// once encoded, whether `$` is sent raw or escaped.
+    #[test]
+    fn s3_verification_matches_aws_s_documented_examples() {
+        const SECRET: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let cred = "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request";
+        let headers = |signed: &str, sig: &str, hash: &str, extra: &[(&str, &str)]| {
+            let mut h: Vec<(String, String)> = vec![
+                ("host".into(), "examplebucket.s3.amazonaws.com".into()),
+                ("x-amz-date".into(), "20130524T000000Z".into()),
+                ("x-amz-content-sha256".into(), hash.into()),
+                (
+                    "authorization".into(),
+                    format!(
+                        "AWS4-HMAC-SHA256 Credential={cred}, SignedHeaders={signed}, \
+                         Signature={sig}"
+                    ),
+                ),
+            ];
+            h.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+            h
+        };
+        let body = b"Welcome to Amazon S3.";
+        let hash = "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072";
+        let put = headers(
+            "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+            "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd",
+            hash,
+            &[
+                ("date", "Fri, 24 May 2013 00:00:00 GMT"),
+                ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+            ],
+        );
+        for target in ["/test%24file.text", "/test$file.text"] {
+            let got = verify_s3("PUT", target, &put, body, SECRET, "us-east-1");
+            assert_eq!(got.as_deref(), Ok("AKIAIOSFODNN7EXAMPLE"), "{target}");
+        }
+        // The same request judged as any other service would encode `%24` twice.
+        let other = verify("PUT", "/test%24file.text", &put, body, SECRET, "us-east-1", "s3");
+        assert_eq!(other, Err("signature mismatch".to_owned()));
+        // A body that is not the one hashed, and no hash at all.
+        let changed = verify_s3("PUT", "/test%24file.text", &put, b"other", SECRET, "us-east-1");
+        assert!(changed.is_err_and(|e| e.contains("not the body's SHA-256")));
+        let unhashed: Vec<_> =
+            put.iter().filter(|(k, _)| k != "x-amz-content-sha256").cloned().collect();
+        let missing = verify_s3("PUT", "/test%24file.text", &unhashed, body, SECRET, "us-east-1");
+        assert!(missing.is_err_and(|e| e.contains("no x-amz-content-sha256")));
+
+        let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let get = headers(
+            "host;range;x-amz-content-sha256;x-amz-date",
+            "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+            empty,
+            &[("range", "bytes=0-9")],
+        );
+        let got = verify_s3("GET", "/test.txt", &get, b"", SECRET, "us-east-1");
+        assert_eq!(got.as_deref(), Ok("AKIAIOSFODNN7EXAMPLE"));
     }
 
     #[test]

@@ -262,7 +262,8 @@ fn compile_providers(
                 ),
             ));
         }
-        let (batch_api, batch_staging) = batch_api(name, p, &kind, written.location(), problems);
+        let (batch_api, batch_staging) =
+            batch_api(name, p, &kind, &endpoint, written.location(), problems);
         provider_index.insert(name.to_owned(), providers.len());
         let mut secrets = provider_secrets(&keys, &p.headers, &endpoint, client.proxy.as_deref());
         secrets.extend(cloud.iter().flat_map(|c| c.secrets()));

@@ -296,9 +296,23 @@ impl CloudAuth {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Result<Vec<(String, String)>, CredentialError> {
+        self.headers_for(None, method, url, headers, body).await
+    }
+
+    /// [`CloudAuth::headers`] for another of the cloud's services than the
+    /// provider's own (`s3`, where a batch is staged); `None`: its own. A
+    /// Google or Azure token is the same for every service.
+    pub async fn headers_for(
+        &self,
+        other: Option<&str>,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Vec<(String, String)>, CredentialError> {
         match self {
             CloudAuth::Aws { auth, service, .. } => {
-                auth.headers(method, url, headers, body, service).await
+                auth.headers(method, url, headers, body, other.unwrap_or(service)).await
             }
             CloudAuth::Google(auth) => {
                 let token = auth.token().await?;

@@ -171,31 +171,19 @@ impl Snapshot {
         call: native::Call,
     ) -> Result<(crate::client::Response, upstream::Dest<'a>, Vec<Secret>), String> {
         let (dest, _) = self.batch_dest(provider, credential)?;
-        let sending = async {
-            match call.body {
-                Some((body, content_type)) => {
-                    let request = Request::default();
-                    let out = Outgoing {
-                        format: ClientFormat::OpenAiChat,
-                        request: &request,
-                        raw: None,
-                        forward_headers: &[],
-                        dropped: Vec::new(),
-                        refused: None,
-                        traceparent: None,
-                        tracestate: None,
-                    };
-                    upstream::send_as(dest, &out, &call.url, (body, &content_type), false).await
-                }
-                None => {
-                    let url = reqwest::Url::parse(&call.url)
-                        .map_err(|e| Failure::Unavailable(format!("the URL is not valid: {e}")))?;
-                    let method =
-                        if call.method == "POST" { http::Method::POST } else { http::Method::GET };
-                    upstream::bodiless(dest, method, url).await
-                }
-            }
+        let url =
+            reqwest::Url::parse(&call.url).map_err(|e| format!("the URL is not valid: {e}"))?;
+        let method = match call.method {
+            "POST" => http::Method::POST,
+            "PUT" => http::Method::PUT,
+            _ => http::Method::GET,
         };
+        let (bytes, content_type) = match call.body {
+            Some((b, t)) => (Some(b), t),
+            None => (None, String::new()),
+        };
+        let body = bytes.map(|b| (b, content_type.as_str()));
+        let sending = upstream::request(dest, method, url, body, call.service);
         let (resp, minted) = tokio::time::timeout(BATCH_CALL_TIMEOUT, sending)
             .await
             .map_err(|_| format!("no answer within {} s", BATCH_CALL_TIMEOUT.as_secs()))?

@@ -1,11 +1,12 @@
-//! A provider's model list asked for: the one `GET` the gateway sends an
-//! upstream (`crate::discover`), authenticated like its generations.
+//! Requests to a provider's other endpoints, authenticated like its
+//! generations: its model list (`crate::discover`), a media job's status, a
+//! provider batch's calls (`crate::exec::batch`).
 
 use switchyard_protocol::Auth;
 
-use http::header::{ACCEPT, AUTHORIZATION, HeaderValue};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 
-use super::{Dest, Failure, Response, cloud_headers, finish, uri, with_query};
+use super::{Dest, Failure, Response, cloud_headers_for, finish, uri, with_query};
 use crate::util::Secret;
 
 /// A `GET` of `url` for a whole JSON answer (the wire's model list), with
@@ -26,22 +27,50 @@ pub(crate) async fn get(
 pub(crate) async fn bodiless(
     dest: Dest<'_>,
     method: http::Method,
+    url: reqwest::Url,
+) -> Result<(Response, Vec<Secret>), Failure> {
+    request(dest, method, url, None, None).await
+}
+
+/// A request of any method, with a body of its content type or none, headed
+/// and authenticated as [`get`]'s; its cloud signature for `service` where it
+/// goes to another of the cloud's services (`s3`, where a batch is staged).
+/// A provider batch's calls.
+pub(crate) async fn request(
+    dest: Dest<'_>,
+    method: http::Method,
     mut url: reqwest::Url,
+    body: Option<(Vec<u8>, &str)>,
+    service: Option<&str>,
 ) -> Result<(Response, Vec<Secret>), Failure> {
     with_query(&mut url, &dest.spec.query);
     let url = uri(&url)?;
-    let signed = cloud_headers(dest, method.as_str(), &url, &[], b"").await?;
+    let (body, content_type) = match body {
+        Some((b, t)) => (b, Some(t)),
+        None => (Vec::new(), None),
+    };
+    let signed_headers: Vec<(&str, &str)> =
+        content_type.iter().map(|t| ("content-type", *t)).collect();
+    let signed =
+        cloud_headers_for(dest, service, method.as_str(), &url, &signed_headers, &body).await?;
     let minted = super::minted(&signed);
     let builder = http::Request::builder().method(method).uri(url);
     let mut req = with_key(builder, dest.wire.spec().auth, dest.key)?;
     req = req.header(ACCEPT, HeaderValue::from_static("application/json"));
-    for header in dest.wire.spec().headers {
-        req = req.header(header.name, header.default);
+    if let Some(t) = content_type {
+        req = req.header(CONTENT_TYPE, t);
     }
-    for (k, v) in &dest.spec.headers {
-        req = req.header(k.as_str(), v.as_str());
+    // Another service is sent only what signs it: the wire's and the
+    // provider's headers are Bedrock's, not S3's.
+    if service.is_none() {
+        for header in dest.wire.spec().headers {
+            req = req.header(header.name, header.default);
+        }
+        for (k, v) in &dest.spec.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
     }
-    let resp = finish(dest, req, signed, Vec::new()).await?;
+    let resp = finish(dest, req, signed, body).await?;
     Ok((resp, minted))
 }
 

@@ -10,9 +10,10 @@
 //!
 //! A batch the gateway hands to a provider's own batch API is shaped for it
 //! in [`native`] (OpenAI's in [`openai`], Anthropic's in [`anthropic`],
-//! Vertex AI's in [`vertex`]).
+//! Vertex AI's in [`vertex`], Bedrock's in [`bedrock`]).
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod native;
 pub mod openai;
 pub mod vertex;

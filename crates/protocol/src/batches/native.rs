@@ -7,6 +7,7 @@
 //! | OpenAI (`/v1/batches`) | the requests uploaded as a JSONL file, then a batch of it | an output and an error file |
 //! | Anthropic (Message Batches) | the requests in the creation's body | one results file |
 //! | Vertex AI (batch prediction) | the requests uploaded to a Cloud Storage bucket, then a job reading them | the files the job wrote in the bucket, listed |
+//! | Bedrock (batch inference) | the requests uploaded to an S3 bucket, then a job reading them as an IAM role | the one file the job wrote in the bucket |
 //!
 //! Every URL is built from the provider's endpoint or its staging bucket,
 //! never taken from an answer (Anthropic's `results_url`, a job's output
@@ -16,7 +17,7 @@
 use serde_json::Value;
 
 use super::Endpoint;
-use super::{anthropic, openai, vertex};
+use super::{anthropic, bedrock, openai, vertex};
 use crate::ProtocolError;
 
 /// A provider's own batch API ([`crate::WireSpec::batches`]).
@@ -29,6 +30,9 @@ pub enum BatchApi {
     /// Vertex AI's batch prediction for Gemini, staged in Cloud Storage
     /// ([`vertex`]).
     Vertex,
+    /// Bedrock's batch inference of InvokeModel bodies, staged in S3
+    /// ([`bedrock`]).
+    Bedrock,
 }
 
 /// Where a provider's batch API reads its input and writes its answers, for
@@ -39,9 +43,14 @@ pub struct Staging {
     pub bucket: String,
     /// The objects' prefix in it, without slashes at either end (may be empty).
     pub prefix: String,
-    /// The storage API's base URL (`https://storage.googleapis.com`; an
-    /// emulator's).
+    /// The storage API's base URL (`https://storage.googleapis.com`,
+    /// `https://s3.{region}.amazonaws.com`; an emulator's).
     pub storage_endpoint: String,
+    /// The role a job assumes to read and write the bucket (Bedrock's).
+    pub role_arn: Option<String>,
+    /// Where jobs are created and followed, where not at the provider's
+    /// endpoint (Bedrock's control plane, beside its runtime).
+    pub jobs_endpoint: Option<String>,
 }
 
 impl Staging {
@@ -57,7 +66,31 @@ impl Staging {
             bucket: bucket.to_owned(),
             prefix: prefix.trim_matches('/').to_owned(),
             storage_endpoint: storage_endpoint.trim_end_matches('/').to_owned(),
+            role_arn: None,
+            jobs_endpoint: None,
         })
+    }
+
+    /// `s3://bucket/prefix`, parsed, with the role a job assumes and where
+    /// jobs are created; `None` for another form.
+    pub fn parse_s3(
+        uri: &str,
+        storage_endpoint: &str,
+        role_arn: &str,
+        jobs_endpoint: &str,
+    ) -> Option<Staging> {
+        let gcs =
+            Staging::parse_gcs(&format!("gs://{}", uri.strip_prefix("s3://")?), storage_endpoint)?;
+        Some(Staging {
+            role_arn: Some(role_arn.to_owned()),
+            jobs_endpoint: Some(jobs_endpoint.trim_end_matches('/').to_owned()),
+            ..gcs
+        })
+    }
+
+    /// Where jobs go: the control plane, else the provider's endpoint.
+    fn jobs<'a>(staging: Option<&'a Staging>, endpoint: &'a str) -> &'a str {
+        staging.and_then(|s| s.jobs_endpoint.as_deref()).unwrap_or(endpoint)
     }
 
     /// The object name of `name` under the prefix.
@@ -109,15 +142,23 @@ pub struct Call {
     pub url: String,
     /// The body and its content type.
     pub body: Option<(Vec<u8>, String)>,
+    /// The cloud service it is signed for, where it is not the provider's
+    /// own (`s3`, where Bedrock's batches are staged).
+    pub service: Option<&'static str>,
 }
 
 impl Call {
     pub(super) fn get(url: String) -> Call {
-        Call { method: "GET", url, body: None }
+        Call { method: "GET", url, body: None, service: None }
     }
 
     pub(super) fn post_json(url: String, body: &Value) -> Call {
-        Call { method: "POST", url, body: Some((body.to_string().into_bytes(), JSON.to_owned())) }
+        Call {
+            method: "POST",
+            url,
+            body: Some((body.to_string().into_bytes(), JSON.to_owned())),
+            service: None,
+        }
     }
 }
 
@@ -204,6 +245,7 @@ impl BatchApi {
             BatchApi::OpenAi => openai::MAX_REQUESTS,
             BatchApi::Anthropic => anthropic::MAX_REQUESTS,
             BatchApi::Vertex => vertex::MAX_REQUESTS,
+            BatchApi::Bedrock => bedrock::MAX_REQUESTS,
         }
     }
 
@@ -215,13 +257,40 @@ impl BatchApi {
             BatchApi::OpenAi => openai::MAX_BYTES,
             BatchApi::Anthropic => anthropic::MAX_BYTES,
             BatchApi::Vertex => vertex::MAX_BYTES,
+            BatchApi::Bedrock => bedrock::MAX_BYTES,
+        }
+    }
+
+    /// The fewest requests it runs as one batch (Bedrock's 100): fewer are
+    /// run by the gateway.
+    pub fn min_requests(self) -> usize {
+        match self {
+            BatchApi::Bedrock => bedrock::MIN_REQUESTS,
+            _ => 1,
         }
     }
 
     /// Whether it reads its input from a staging bucket, which the
     /// provider's config must name.
     pub fn staged(self) -> bool {
-        self == BatchApi::Vertex
+        matches!(self, BatchApi::Vertex | BatchApi::Bedrock)
+    }
+
+    /// The id the input file's line `n` goes by upstream. The caller's own
+    /// `custom_id`, which may be anything, never leaves the gateway.
+    pub fn custom_id(self, n: u32) -> String {
+        match self {
+            BatchApi::Bedrock => bedrock::record_id(n),
+            _ => custom_id(n),
+        }
+    }
+
+    /// The line an id of [`BatchApi::custom_id`]'s names.
+    pub fn line_of(self, id: &str) -> Option<u32> {
+        match self {
+            BatchApi::Bedrock => bedrock::line_of(id),
+            _ => line_of(id),
+        }
     }
 
     /// The endpoints whose requests it runs.
@@ -237,6 +306,7 @@ impl BatchApi {
             BatchApi::OpenAi => Some(openai::upload(place.endpoint, requests)),
             BatchApi::Anthropic => None,
             BatchApi::Vertex => vertex::upload(place, requests),
+            BatchApi::Bedrock => bedrock::upload(place, requests),
         }
     }
 
@@ -246,6 +316,7 @@ impl BatchApi {
             BatchApi::OpenAi => openai::parse_uploaded(body),
             BatchApi::Anthropic => Err(ProtocolError::body("Message Batches upload no file")),
             BatchApi::Vertex => vertex::parse_uploaded(place, body),
+            BatchApi::Bedrock => bedrock::parse_uploaded(place),
         }
     }
 
@@ -257,6 +328,7 @@ impl BatchApi {
             BatchApi::OpenAi => openai::create(place.endpoint, uploaded),
             BatchApi::Anthropic => anthropic::create(place.endpoint, requests),
             BatchApi::Vertex => vertex::create(place, uploaded),
+            BatchApi::Bedrock => bedrock::create(place, uploaded),
         }
     }
 
@@ -266,15 +338,17 @@ impl BatchApi {
             BatchApi::OpenAi => openai::parse_progress(body),
             BatchApi::Anthropic => anthropic::parse_progress(body),
             BatchApi::Vertex => vertex::parse_progress(body),
+            BatchApi::Bedrock => bedrock::parse_progress(body),
         }
     }
 
     /// Where batch `id`'s state is asked for.
-    pub fn status(self, endpoint: &str, id: &str) -> Call {
+    pub fn status(self, endpoint: &str, staging: Option<&Staging>, id: &str) -> Call {
         match self {
             BatchApi::OpenAi => Call::get(format!("{endpoint}/batches/{id}")),
             BatchApi::Anthropic => Call::get(format!("{endpoint}/v1/messages/batches/{id}")),
             BatchApi::Vertex => Call::get(format!("{endpoint}/batchPredictionJobs/{id}")),
+            BatchApi::Bedrock => bedrock::status(Staging::jobs(staging, endpoint), id),
         }
     }
 
@@ -297,6 +371,7 @@ impl BatchApi {
                 progress.id
             )))],
             BatchApi::Vertex => vertex::results(staging, progress)?,
+            BatchApi::Bedrock => bedrock::results(staging, progress)?,
         })
     }
 
@@ -327,6 +402,7 @@ impl BatchApi {
                 BatchApi::OpenAi => openai::answer(&v),
                 BatchApi::Anthropic => anthropic::answer(&v),
                 BatchApi::Vertex => vertex::answer(&v),
+                BatchApi::Bedrock => bedrock::answer(&v),
             };
             answers.push(answer.ok_or_else(|| {
                 ProtocolError::body(format!("results line {}: names no request", n + 1))
@@ -336,13 +412,14 @@ impl BatchApi {
     }
 
     /// Where batch `id` is cancelled (a `POST` with no body).
-    pub fn cancel(self, endpoint: &str, id: &str) -> Call {
+    pub fn cancel(self, endpoint: &str, staging: Option<&Staging>, id: &str) -> Call {
         let url = match self {
             BatchApi::OpenAi => format!("{endpoint}/batches/{id}/cancel"),
             BatchApi::Anthropic => format!("{endpoint}/v1/messages/batches/{id}/cancel"),
             BatchApi::Vertex => format!("{endpoint}/batchPredictionJobs/{id}:cancel"),
+            BatchApi::Bedrock => return bedrock::cancel(Staging::jobs(staging, endpoint), id),
         };
-        Call { method: "POST", url, body: None }
+        Call { method: "POST", url, body: None, service: None }
     }
 }
 

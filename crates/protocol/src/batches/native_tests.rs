@@ -87,7 +87,10 @@ fn openai_progress_reads_each_status_and_its_files() {
     assert!(
         read(json!({"id": "batch_1", "status": "completed", "output_file_id": "a/../b"})).is_err()
     );
-    assert_eq!(api.cancel("https://h/v1", "batch_1").url, "https://h/v1/batches/batch_1/cancel");
+    assert_eq!(
+        api.cancel("https://h/v1", None, "batch_1").url,
+        "https://h/v1/batches/batch_1/cancel"
+    );
 }
 
 #[test]
@@ -166,7 +169,7 @@ fn anthropic_creates_with_its_requests_and_reads_results_by_type() {
     assert_eq!(answers[2].outcome, Outcome::Unrun);
     assert_eq!(answers[3].outcome, Outcome::Unrun);
     assert_eq!(
-        api.cancel("https://api.anthropic.com", "msgbatch_1").url,
+        api.cancel("https://api.anthropic.com", None, "msgbatch_1").url,
         "https://api.anthropic.com/v1/messages/batches/msgbatch_1/cancel"
     );
 }
@@ -235,9 +238,12 @@ fn vertex_stages_its_requests_labelled_and_reads_its_answers_by_label() {
         "outputInfo": {"gcsOutputDirectory": "gs://my-bucket/sy/batches/batch_1-0/output/prediction-model-1"}}));
     let Ok(done) = done else { panic!("succeeded reads") };
     assert_eq!((done.id.as_str(), &done.state), ("123", &State::Ended(End::Completed)));
-    assert_eq!(api.status(endpoint, "123").url, format!("{endpoint}/batchPredictionJobs/123"));
     assert_eq!(
-        api.cancel(endpoint, "123").url,
+        api.status(endpoint, None, "123").url,
+        format!("{endpoint}/batchPredictionJobs/123")
+    );
+    assert_eq!(
+        api.cancel(endpoint, None, "123").url,
         format!("{endpoint}/batchPredictionJobs/123:cancel")
     );
     let fetch = api.results(endpoint, Some(&s), &done).unwrap_or_default();
@@ -287,4 +293,114 @@ fn vertex_stages_its_requests_labelled_and_reads_its_answers_by_label() {
         api.parse_results(br#"{"status":"","request":{}}"#).is_err(),
         "a line naming no request"
     );
+}
+
+#[test]
+fn bedrock_stages_records_in_s3_and_runs_them_as_a_role_on_the_control_plane() {
+    let api = BatchApi::Bedrock;
+    let s = Staging::parse_s3(
+        "s3://sy-batches/runs",
+        "https://s3.us-east-1.amazonaws.com",
+        "arn:aws:iam::123456789012:role/BedrockBatch",
+        "https://bedrock.us-east-1.amazonaws.com",
+    )
+    .unwrap_or_else(|| panic!("an s3:// URI parses"));
+    assert!(Staging::parse_s3("gs://x/y", "e", "r", "j").is_none());
+    let runtime = "https://bedrock-runtime.us-east-1.amazonaws.com";
+    let place = Place {
+        endpoint: runtime,
+        staging: Some(&s),
+        model: "anthropic.claude-x-v1:0",
+        name: "batch_ab1-0",
+    };
+    assert_eq!(api.custom_id(7), "L0000000007");
+    assert_eq!(api.line_of("L0000000007"), Some(7));
+    assert_eq!(api.line_of("line-7"), None);
+    assert_eq!(api.min_requests(), 100);
+    let requests = vec![Request {
+        custom_id: api.custom_id(0),
+        body: json!({"anthropic_version": "bedrock-2023-05-31"}),
+    }];
+    let Some(up) = api.upload(place, &requests) else { panic!("Bedrock uploads its input") };
+    assert_eq!((up.method, up.service), ("PUT", Some("s3")));
+    assert_eq!(
+        up.url,
+        "https://s3.us-east-1.amazonaws.com/sy-batches/runs/batch_ab1-0/input.jsonl"
+    );
+    let line: Value =
+        serde_json::from_slice(up.body.unwrap_or_default().0.trim_ascii_end()).unwrap_or_default();
+    assert_eq!(
+        line,
+        json!({"recordId": "L0000000000", "modelInput": {"anthropic_version": "bedrock-2023-05-31"}})
+    );
+    let input = api.parse_uploaded(place, b"").unwrap_or_default();
+    assert_eq!(input, "s3://sy-batches/runs/batch_ab1-0/input.jsonl");
+    let create = api.create(place, &requests, Some(&input));
+    assert_eq!(
+        (create.url.as_str(), create.service),
+        ("https://bedrock.us-east-1.amazonaws.com/model-invocation-job", None)
+    );
+    let job: Value = serde_json::from_slice(&create.body.unwrap_or_default().0).unwrap_or_default();
+    assert_eq!(job["jobName"], "switchyard-batch-ab1-0");
+    assert_eq!(job["clientRequestToken"], job["jobName"]);
+    assert_eq!(job["roleArn"], "arn:aws:iam::123456789012:role/BedrockBatch");
+    assert_eq!(job["modelId"], "anthropic.claude-x-v1:0");
+    assert_eq!(job["inputDataConfig"]["s3InputDataConfig"]["s3Uri"], input);
+    assert_eq!(
+        job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"],
+        "s3://sy-batches/runs/batch_ab1-0/output/"
+    );
+
+    let arn = "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/abc123def456";
+    let read = |v: Value| api.parse_progress(v.to_string().as_bytes());
+    let created = read(json!({"jobArn": arn})).ok();
+    assert_eq!(created.map(|p| (p.id, p.state)), Some(("abc123def456".into(), State::Running)));
+    let done = read(json!({"jobArn": arn, "status": "PartiallyCompleted",
+        "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": "s3://sy-batches/runs/batch_ab1-0/output/"}}}));
+    let Ok(done) = done else { panic!("a finished job reads") };
+    assert_eq!(done.state, State::Ended(End::Completed));
+    let fetch = api.results(runtime, Some(&s), &done).unwrap_or_default();
+    let Some(Fetch::File(file)) = fetch.first() else { panic!("one file: {fetch:?}") };
+    assert_eq!(
+        file.url,
+        "https://s3.us-east-1.amazonaws.com/sy-batches/runs/batch_ab1-0/output/abc123def456/input.jsonl.out"
+    );
+    assert_eq!(file.service, Some("s3"));
+    let outside = Progress { files: vec!["s3://elsewhere/x/".into()], ..done.clone() };
+    assert!(api.results(runtime, Some(&s), &outside).is_err());
+    assert_eq!(
+        read(json!({"jobArn": arn, "status": "Failed", "message": "too few records"}))
+            .ok()
+            .map(|p| p.state),
+        Some(State::Ended(End::Failed("too few records".into())))
+    );
+    assert_eq!(
+        read(json!({"jobArn": arn, "status": "Stopped"})).ok().map(|p| p.state),
+        Some(State::Ended(End::Cancelled))
+    );
+    assert!(read(json!({"jobArn": "arn:aws:bedrock:x:1:model-invocation-job/a%2F..", "status": "Completed"})).is_err());
+    assert_eq!(
+        api.status(runtime, Some(&s), "abc").url,
+        "https://bedrock.us-east-1.amazonaws.com/model-invocation-job/abc"
+    );
+    assert_eq!(
+        api.cancel(runtime, Some(&s), "abc").url,
+        "https://bedrock.us-east-1.amazonaws.com/model-invocation-job/abc/stop"
+    );
+
+    let out = concat!(
+        r#"{"recordId":"L0000000002","modelInput":{},"modelOutput":{"id":"msg_1","type":"message"}}"#,
+        "\n",
+        r#"{"recordId":"L0000000001","modelInput":{},"error":{"errorCode":400,"errorMessage":"messages: bad"}}"#,
+    );
+    let answers = api.parse_results(out.as_bytes()).unwrap_or_default();
+    assert_eq!(answers[0].custom_id, "L0000000002");
+    assert_eq!(
+        answers[0].outcome,
+        Outcome::Answered { status: 200, body: br#"{"id":"msg_1","type":"message"}"#.to_vec() }
+    );
+    let Outcome::Answered { status: 400, body } = &answers[1].outcome else {
+        panic!("{:?}", answers[1])
+    };
+    assert!(String::from_utf8_lossy(body).contains("messages: bad"));
 }

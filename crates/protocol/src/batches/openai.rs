@@ -50,6 +50,7 @@ pub(super) fn upload(endpoint: &str, requests: &[Request]) -> Call {
         method: "POST",
         url: format!("{endpoint}/files"),
         body: Some((form, format!("multipart/form-data; boundary={BOUNDARY}"))),
+        service: None,
     }
 }
 

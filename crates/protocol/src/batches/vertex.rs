@@ -56,7 +56,12 @@ pub(super) fn upload(place: Place<'_>, requests: &[Request]) -> Option<Call> {
         encoded(&input_object(staging, place.name))
     );
     let body = jsonl(requests).into_bytes();
-    Some(Call { method: "POST", url, body: Some((body, "application/jsonl".to_owned())) })
+    Some(Call {
+        method: "POST",
+        url,
+        body: Some((body, "application/jsonl".to_owned())),
+        service: None,
+    })
 }
 
 /// The input's `gs://` URI, once the bucket has it.

@@ -72,7 +72,7 @@ pub const INVOKE_SPEC: WireSpec = WireSpec {
     embeddings: None,
     images: None,
     jobs: None,
-    batches: None,
+    batches: Some(crate::batches::native::BatchApi::Bedrock),
     chat: true,
     count: Some(CountSpec {
         path: "/model/{model}/count-tokens",

@@ -78,6 +78,10 @@ pub(super) async fn submit(
     }
     for ((provider, model, credential), (api, items)) in groups {
         for chunk in split(items, api) {
+            // Too few for the API (Bedrock runs 100 at least): run here.
+            if chunk.len() < api.min_requests() {
+                continue;
+            }
             // Cancelled meanwhile: no more go out; the rest are the gateway's
             // to end.
             if batch.status == BatchStatus::Cancelling {
@@ -201,7 +205,7 @@ async fn create(
     };
     let requests: Vec<native::Request> = chunk
         .into_iter()
-        .map(|(i, body)| native::Request { custom_id: native::custom_id(i), body })
+        .map(|(i, body)| native::Request { custom_id: api.custom_id(i), body })
         .collect();
     let uploaded = match api.upload(place, &requests) {
         Some(call) => {
@@ -302,11 +306,11 @@ async fn step(
         spec.batch_api.ok_or_else(|| format!("provider {provider}'s batch API is no longer on"))?;
     let (endpoint, staging) = (spec.endpoint.clone(), spec.batch_staging.clone());
     if stopping && part.state == PartState::Running {
-        let call = api.cancel(&endpoint, &part.upstream_id);
+        let call = api.cancel(&endpoint, staging.as_ref(), &part.upstream_id);
         ok(snapshot.batch_call(&provider, credential, call).await, "cancel")?;
         part.state = PartState::Stopping;
     }
-    let call = api.status(&endpoint, &part.upstream_id);
+    let call = api.status(&endpoint, staging.as_ref(), &part.upstream_id);
     let body = ok(snapshot.batch_call(&provider, credential, call).await, "status")?;
     let progress = api.parse_progress(&body).map_err(|e| e.to_string())?;
     let end = match &progress.state {
@@ -344,7 +348,7 @@ async fn step(
         let mut results = snapshot.batch_results(&provider, credential, call).await?;
         let mut ready: Vec<(u32, Prefetched)> = Vec::new();
         while let Some(a) = results.next().await? {
-            let Some(i) = native::line_of(&a.custom_id) else { continue };
+            let Some(i) = api.line_of(&a.custom_id) else { continue };
             // Only the lines this batch handed it, each once.
             if part.lines.binary_search(&i).is_err() || !answered.insert(i) {
                 continue;

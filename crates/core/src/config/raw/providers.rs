@@ -213,12 +213,18 @@ pub struct ProviderConfig {
     #[serde(default)]
     pub batch_api: bool,
     /// Where a batch API that reads its input from a bucket stages it
-    /// (`vertex-gemini`: `gs://bucket/prefix`; the job writes its answers
-    /// there too). The provider's credential must be allowed to write it.
+    /// (`vertex-gemini`: `gs://bucket/prefix`; `bedrock-anthropic`:
+    /// `s3://bucket/prefix`; the job writes its answers there too). The
+    /// provider's credential must be allowed to write and read it.
     #[serde(default)]
     pub batch_bucket: Option<String>,
+    /// `bedrock-anthropic`: the IAM role Bedrock's batch jobs assume to read
+    /// and write `batch_bucket` (required there).
+    #[serde(default)]
+    pub batch_role_arn: Option<String>,
     /// The storage API `batch_bucket` is reached at. Absent:
-    /// `https://storage.googleapis.com` (an emulator's, for tests).
+    /// `https://storage.googleapis.com`, or S3 in the endpoint's region (an
+    /// emulator's, for tests).
     #[serde(default)]
     pub storage_endpoint: Option<String>,
     /// `client:`: how its HTTP client is shaped (extra roots, a client
@@ -269,6 +275,7 @@ impl ProviderConfig {
             allow_unlisted_models: false,
             batch_api: false,
             batch_bucket: None,
+            batch_role_arn: None,
             storage_endpoint: None,
             client: None,
             region: None,

@@ -2,7 +2,9 @@
 
 use std::time::SystemTime;
 
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings};
+use aws_sigv4::http_request::{
+    PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+};
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
 
@@ -13,7 +15,8 @@ use super::AwsCredentials;
 /// `x-amz-date`, `authorization`, and `x-amz-security-token` when the
 /// credentials have a session token. No `x-amz-content-sha256`: the body's
 /// hash is in the signature all the same (Bedrock and most services want no
-/// more).
+/// more), except for S3 (`service` `s3`), which requires it, and whose path
+/// is signed as it is sent, not encoded again.
 ///
 /// - `url` is the request's whole URL, already percent-encoded (a Bedrock
 ///   model ID's `:` as `%3A`), as reqwest will send it (what is signed is the
@@ -63,7 +66,7 @@ pub fn sign(
         .region(region)
         .name(service)
         .time(time)
-        .settings(SigningSettings::default())
+        .settings(settings(service))
         .build()
         .map_err(|e| refused(format!("signing parameters: {e}")))?
         .into();
@@ -87,6 +90,17 @@ pub fn sign(
         .map_err(|e| refused(format!("cannot sign the request: {e}")))?
         .into_parts();
     Ok(instructions.headers().map(|(k, v)| (k.to_owned(), v.to_owned())).collect())
+}
+
+/// S3 signs its path as sent and wants the body's hash in a header of its
+/// own; every other service the defaults.
+fn settings(service: &str) -> SigningSettings {
+    let mut settings = SigningSettings::default();
+    if service == "s3" {
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+    }
+    settings
 }
 
 #[cfg(test)]

@@ -246,3 +246,22 @@ fn signing_logs_nothing_even_at_trace() {
         "the capture works, and sees only the probes"
     );
 }
+
+#[test]
+fn s3_is_signed_with_the_bodys_hash_in_a_header_and_its_path_as_sent() {
+    use sha2::Digest;
+    let creds = creds(None);
+    let body = b"{\"recordId\":\"L0000000001\"}\n";
+    let url = "https://s3.us-east-1.amazonaws.com/sy-batches/runs/batch%3A1/input.jsonl";
+    let out = sign("PUT", url, &[], body, &creds, "us-east-1", "s3", SystemTime::now()).unwrap();
+    let hash = out.iter().find(|(k, _)| k == "x-amz-content-sha256").map(|(_, v)| v.clone());
+    let expected: String = sha2::Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hash, Some(expected));
+    let auth = out.iter().find(|(k, _)| k == "authorization").map(|(_, v)| v.as_str());
+    assert!(auth.is_some_and(|a| a.contains("/us-east-1/s3/aws4_request")), "{auth:?}");
+    assert!(auth.is_some_and(|a| a.contains("x-amz-content-sha256")), "signed: {auth:?}");
+    // Bedrock's requests carry no such header.
+    let out =
+        sign("POST", url, &[], body, &creds, "us-east-1", "bedrock", SystemTime::now()).unwrap();
+    assert!(out.iter().all(|(k, _)| k != "x-amz-content-sha256"));
+}
