@@ -3,11 +3,15 @@
 //! actual image types, DALL·E 2's one square PNG, GPT image models' several
 //! `image[]`, no edits on DALL·E 3) and draws from the prompt and the images
 //! it was given. Imagen edits nothing: its candidates are passed over.
+//! Gemini's own image models edit by instruction on `generateContent`, the
+//! images inline, against Gemini's fake, which checks the image fields as
+//! the API does.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
 use common::*;
 use serde_json::Value;
+use switchyard_testkit::fake_gemini_image_b64;
 use switchyard_testkit::fake_png;
 use switchyard_testkit::images::{fake_edit_png_b64, read_form};
 
@@ -24,6 +28,10 @@ fn models() -> String {
     kind: image
     deployments: [{ provider: gemini, model: imagen-4.0-generate-001 }]
     pricing: { per_image: 0.04 }
+  - id: e-gemini-image
+    kind: image
+    deployments: [{ provider: gemini, model: gemini-2.5-flash-image }]
+    pricing: { per_image: 0.039 }
   - id: e-imagen-then-gpt
     kind: image
     deployments: [{ provider: gemini, model: imagen-4.0-generate-001 }, { provider: openai, model: gpt-image-1 }]
@@ -191,4 +199,80 @@ async fn a_bad_form_is_named_before_anything_is_sent() {
     let r = h.post("/v1/images/edits", &serde_json::json!({"model": "e-gpt", "prompt": "x"})).await;
     assert_eq!(r.status().as_u16(), 400);
     assert!(h.openai.received().is_empty(), "nothing sent upstream");
+}
+
+#[tokio::test]
+async fn gemini_image_models_draw_and_edit_on_generate_content() {
+    let h = Harness::start_with(Options { extra_models: models(), ..Options::default() }).await;
+    // A generation: one image a call, the size as an aspect ratio.
+    let r = h
+        .post(
+            "/v1/images/generations",
+            &serde_json::json!({"model": "e-gemini-image", "prompt": "a lighthouse", "n": 2,
+                                "size": "1536x1024", "response_format": "b64_json"}),
+        )
+        .await;
+    let status = r.status().as_u16();
+    let json: Value = r.json().await.unwrap();
+    assert_eq!(status, 200, "{json}");
+    let drawn = fake_gemini_image_b64("a lighthouse", &[]);
+    assert_eq!(json["data"][0]["b64_json"], drawn.as_str());
+    assert_eq!(json["data"][1]["b64_json"], drawn.as_str());
+    let calls: Vec<_> = h
+        .gemini
+        .received()
+        .into_iter()
+        .filter(|r| r.path == "/v1beta/models/gemini-2.5-flash-image:generateContent")
+        .collect();
+    assert_eq!(calls.len(), 2, "one image a call");
+    assert_eq!(
+        calls[0].body["generationConfig"]["responseModalities"],
+        serde_json::json!(["IMAGE"])
+    );
+    assert_eq!(calls[0].body["generationConfig"]["imageConfig"]["aspectRatio"], "3:2");
+
+    // An edit: the instruction and the image inline; what comes back is drawn
+    // from both.
+    let img = fake_png("harbour", 0);
+    let (status, json, id) = edit(
+        &h,
+        form(
+            &[
+                ("model", "e-gemini-image"),
+                ("prompt", "add a red boat"),
+                ("response_format", "b64_json"),
+            ],
+            &[("image", "h.png", &img)],
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(
+        json["data"][0]["b64_json"],
+        fake_gemini_image_b64("add a red boat", std::slice::from_ref(&img))
+    );
+    assert_ne!(json["data"][0]["b64_json"], fake_gemini_image_b64("add a red boat", &[]));
+    let sent = h.gemini.received().last().cloned().unwrap();
+    assert_eq!(sent.body["contents"][0]["parts"][1]["inlineData"]["mimeType"], "image/png");
+    let rec = tokio::time::timeout(WAIT, h.sink.wait_for(&id)).await.unwrap();
+    assert_eq!(rec.cost_usd, Some(0.039));
+    assert!(rec.descriptor.ends_with("edit"), "{}", rec.descriptor);
+
+    // They edit by instruction: a mask is refused by name, nothing sent.
+    let before = h.gemini.received().len();
+    let (status, json, _) = edit(
+        &h,
+        form(
+            &[("model", "e-gemini-image"), ("prompt", "x")],
+            &[("image", "h.png", &img), ("mask", "m.png", &img)],
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, json["error"]["code"].as_str()),
+        (400, Some("unsupported_request")),
+        "{json}"
+    );
+    assert!(json["error"]["message"].as_str().unwrap().contains("mask"), "{json}");
+    assert_eq!(h.gemini.received().len(), before);
 }

@@ -197,6 +197,10 @@ async fn vertex_imagen_predicts_on_its_publisher_path() {
     kind: image
     deployments: [{ provider: vertex, model: imagen-4.0-generate-001 }]
     pricing: { per_image: 0.04 }
+  - id: i-vertex-gemini
+    kind: image
+    deployments: [{ provider: vertex, model: gemini-2.5-flash-image }]
+    pricing: { per_image: 0.039 }
 "#
     .to_owned();
     let h =
@@ -214,6 +218,23 @@ async fn vertex_imagen_predicts_on_its_publisher_path() {
     let seen = fake.received().into_iter().rev().find(|r| r.path.ends_with(":predict")).unwrap();
     assert!(
         seen.path.ends_with("/publishers/google/models/imagen-4.0-generate-001:predict"),
+        "{}",
+        seen.path
+    );
+    // Gemini's own image model: on the publisher's generateContent instead.
+    let a = generate(
+        &h,
+        &json!({"model": "i-vertex-gemini", "prompt": "a heron", "response_format": "b64_json"}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(
+        a.json["data"][0]["b64_json"],
+        switchyard_testkit::fake_gemini_image_b64("a heron", &[])
+    );
+    let seen = fake.received().into_iter().last().unwrap();
+    assert!(
+        seen.path.ends_with("/publishers/google/models/gemini-2.5-flash-image:generateContent"),
         "{}",
         seen.path
     );

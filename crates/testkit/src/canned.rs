@@ -369,15 +369,19 @@ pub(crate) fn sse_frames(vendor: Vendor, a: &Answer<'_>) -> Vec<String> {
 /// Gemini's `streamGenerateContent` without `?alt=sse`: one JSON array,
 /// written element by element (one frame each).
 pub(crate) fn gemini_json_array_frames(a: &Answer<'_>) -> Vec<String> {
-    let events = gemini_events(a);
-    let last = events.len().saturating_sub(1);
-    events
-        .iter()
+    json_array(gemini_events(a).into_iter().map(|e| e.data))
+}
+
+/// Gemini's JSON-array stream of `datas` (each a response's JSON), a frame
+/// each: `[` before the first, `,\r\n` between, `]` after the last.
+pub(crate) fn json_array(datas: impl ExactSizeIterator<Item = String>) -> Vec<String> {
+    let last = datas.len().saturating_sub(1);
+    datas
         .enumerate()
-        .map(|(i, e)| {
+        .map(|(i, data)| {
             let open = if i == 0 { "[" } else { ",\r\n" };
             let close = if i == last { "]" } else { "" };
-            format!("{open}{}{close}", e.data)
+            format!("{open}{data}{close}")
         })
         .collect()
 }

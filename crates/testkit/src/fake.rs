@@ -639,8 +639,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             }
         }
     } else if shared.vertex.is_some() && vendor == Vendor::Gemini {
-        // Gemini on Vertex: its `labels` checked, then Gemini's rules on the rest.
-        match labels::strip(&received.body) {
+        // Gemini on Vertex: its `labels` and own image options checked, then
+        // Gemini's rules on the rest.
+        match labels::strip(&received.body).and_then(|stripped| {
+            let body = stripped.as_ref().unwrap_or(&received.body);
+            Ok(crate::validate::generation::strip_vertex(body)?.or(stripped))
+        }) {
             Ok(body) => body,
             Err(message) => {
                 shared.record(&received, false);

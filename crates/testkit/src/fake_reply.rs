@@ -63,6 +63,25 @@ pub(super) fn prepare(
     if let (ReplyBody::Auto, Some(api)) = (&reply.body, call.image) {
         return Some(json(&crate::images::answer(api, &call.model, request)));
     }
+    // A Gemini image model's image (`images_gemini.rs`), whole or in chunks.
+    if let (ReplyBody::Auto, Vendor::Gemini, false) = (&reply.body, vendor, call.count)
+        && let Some(chunks) = crate::images::gemini_image_chunks(&call.model, request, call.stream)
+    {
+        let datas = chunks.iter().map(Value::to_string);
+        if call.stream && !call.json_array {
+            return Some(sse(&datas
+                .map(|d| canned::sse_frame(vendor, "", &d))
+                .collect::<Vec<_>>()));
+        }
+        // The whole answer, or Gemini's stream as one JSON array.
+        let frames = if call.stream { canned::json_array(datas) } else { datas.collect() };
+        return Some(Prepared {
+            content_type: "application/json",
+            error_type: None,
+            frames: frames.into_iter().map(Bytes::from).collect(),
+            streamed: call.stream,
+        });
+    }
     Some(match &reply.body {
         ReplyBody::Hang => return None,
         ReplyBody::Json(v) => json(v),

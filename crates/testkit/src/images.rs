@@ -22,6 +22,10 @@
 //! model decides, an `imagen-…` model's call is an image call, any other an
 //! embeddings call.
 //!
+//! Gemini's native image models (`gemini-2.5-flash-image`, …) answer images
+//! on `generateContent` instead, as generation calls whose automatic answer
+//! is an image (`images_gemini.rs`: [`gemini_image_answer`]).
+//!
 //! A refused body answers 400 in the vendor's error shape, is recorded and
 //! takes nothing from the script; an accepted one takes the next scripted
 //! [`Reply`](crate::Reply) as a generation does (scripted statuses, delays and
@@ -339,6 +343,15 @@ pub use edits::{
 #[path = "images_google.rs"]
 mod google;
 use google::{imagen, imagen_answer};
+
+// Gemini's native image models, on `generateContent`.
+#[path = "images_gemini.rs"]
+mod gemini;
+pub(crate) use gemini::gemini_image_chunks;
+pub use gemini::{
+    GEMINI_IMAGE_INPUT_TOKENS, GEMINI_IMAGE_OUTPUT_TOKENS, fake_gemini_image,
+    fake_gemini_image_b64, gemini_image_answer, is_gemini_image_model,
+};
 
 #[cfg(test)]
 #[path = "images_tests.rs"]

@@ -35,6 +35,7 @@
 //! | OpenAi | `/v1/images/generations`, `/images/generations` ([`images`]) | never |
 //! | OpenAi | `/v1/images/edits`, `/images/edits` (multipart/form-data, [`images`]) | never |
 //! | Gemini | `/v1beta/models/{model}:predict` for `imagen-…` | never |
+//! | Gemini, Vertex Gemini | `…:generateContent` for Gemini's image models (`gemini-2.5-flash-image`, …: an image answer, see [`images::gemini_image_answer`]) | `streamGenerateContent` |
 //! | OpenAi | `/v1/files`, `/v1/batches`, `/v1/batches/{id}/cancel` (its own batch API; GETs of files and batches too; `batch_api.rs`) | never |
 //! | Anthropic | `/v1/messages/batches`, `…/{id}/cancel` (Message Batches; GETs of a batch and its results too) | never |
 //! | Gemini (Vertex) | `…/batchPredictionJobs`, `…/{id}:cancel`; Cloud Storage's `/upload/storage/v1/b/{bucket}/o`, `/storage/v1/b/{bucket}/o…` (`batch_api_vertex.rs`, `batch_api_gcs.rs`) | never |
@@ -156,7 +157,7 @@ pub use embeddings::fake_vector;
 pub use fake::models::FakeModel;
 pub use fake::{Chooser, FakeUpstream, Received};
 pub use fal::FakeFal;
-pub use images::{fake_edit_png, fake_edit_png_b64, fake_png, fake_png_b64};
+pub use images::{fake_edit_png, fake_edit_png_b64, fake_gemini_image_b64, fake_png, fake_png_b64};
 pub use script::{Reply, ReplyBody};
 pub use validate::flavour::Flavour;
 

@@ -124,6 +124,7 @@ fn image_spec(wire: Wire, req: &ImageRequest, upstream_model: &str) -> Result<Im
             wire.as_str()
         )));
     };
+    let spec = spec.for_model(wire.spec(), upstream_model);
     spec.check(req, upstream_model).map_err(Failure::from_protocol)?;
     Ok(spec)
 }

@@ -5,6 +5,7 @@
 //! | client | OpenAI `POST /v1/images/generations` | [`openai`] |
 //! | upstream | OpenAI-compatible `/images/generations` | [`openai`] |
 //! | upstream | Imagen `:predict` (Gemini API, Vertex AI) | [`imagen`] |
+//! | upstream | Gemini's image models on `generateContent` (Gemini API, Vertex AI): generations and edits | [`gemini`] |
 //!
 //! Upstreams are always asked for the images themselves (base64), never for
 //! links: the gateway answers a client that wants `url` with links of its own
@@ -14,6 +15,7 @@
 //! is refused by name, never dropped.
 
 pub mod edits;
+pub mod gemini;
 pub mod imagen;
 pub mod openai;
 
@@ -140,9 +142,23 @@ pub enum ImageBody {
     OpenAi,
     /// Imagen's `:predict` ([`imagen`]).
     Imagen,
+    /// Gemini's image models on the wire's `generateContent` ([`gemini`]).
+    Gemini,
 }
 
 impl ImageSpec {
+    /// How `wire` makes images with `upstream_model`: Gemini's own image
+    /// models are served on its `generateContent` (where they edit too), not
+    /// on Imagen's `:predict`.
+    pub fn for_model(self, wire: &crate::WireSpec, upstream_model: &str) -> ImageSpec {
+        match self.body {
+            ImageBody::Imagen if gemini::is_native(upstream_model) => {
+                ImageSpec { path: wire.path, edit_path: Some(wire.path), body: ImageBody::Gemini }
+            }
+            _ => self,
+        }
+    }
+
     /// The URL of a call for `req` to the upstream `model` at `endpoint`.
     pub fn url(
         &self,
@@ -168,6 +184,7 @@ impl ImageSpec {
             ImageBody::OpenAi if upstream_model.starts_with("dall-e-3") => 1,
             ImageBody::OpenAi => openai::MAX_IMAGES,
             ImageBody::Imagen => imagen::MAX_IMAGES,
+            ImageBody::Gemini => gemini::MAX_IMAGES,
         }
     }
 
@@ -182,6 +199,7 @@ impl ImageSpec {
         match self.body {
             ImageBody::OpenAi => Ok(()),
             ImageBody::Imagen => imagen::encode_request(req, 1, upstream_model).map(drop),
+            ImageBody::Gemini => gemini::encode_request(req).map(drop),
         }
     }
 
@@ -193,7 +211,7 @@ impl ImageSpec {
         n: u32,
         upstream_model: &str,
     ) -> Result<(Vec<u8>, String), ProtocolError> {
-        if req.edit.is_some() {
+        if req.edit.is_some() && self.body == ImageBody::OpenAi {
             let boundary = format!("switchyard-{:016x}", boundary_salt(req));
             let body = edits::encode_request(req, n, upstream_model, &boundary);
             return Ok((body, format!("multipart/form-data; boundary={boundary}")));
@@ -201,6 +219,7 @@ impl ImageSpec {
         let body = match self.body {
             ImageBody::OpenAi => openai::encode_request(req, n, upstream_model),
             ImageBody::Imagen => imagen::encode_request(req, n, upstream_model)?,
+            ImageBody::Gemini => gemini::encode_request(req)?,
         };
         let body = serde_json::to_vec(&body).map_err(|e| ProtocolError::body(e.to_string()))?;
         Ok((body, "application/json".to_owned()))
@@ -211,6 +230,7 @@ impl ImageSpec {
         match self.body {
             ImageBody::OpenAi => openai::parse_response(body),
             ImageBody::Imagen => imagen::parse_response(body),
+            ImageBody::Gemini => gemini::parse_response(body),
         }
     }
 }

@@ -200,3 +200,65 @@ fn an_edit_goes_upstream_as_a_form_of_the_same_fields() {
             .contains("edits no images")
     );
 }
+
+#[test]
+fn gemini_image_models_generate_and_edit_on_generate_content() {
+    use crate::images::gemini;
+    let wire = crate::Wire::Gemini.spec();
+    let Some(imagen) = wire.images else { panic!("Gemini makes images") };
+    assert!(
+        gemini::is_native("gemini-2.5-flash-image")
+            && gemini::is_native("gemini-3-pro-image-preview")
+    );
+    assert!(
+        !gemini::is_native("imagen-4.0-generate-001") && !gemini::is_native("gemini-2.5-flash")
+    );
+    // Imagen stays on :predict, and edits nothing.
+    assert_eq!(imagen.for_model(wire, "imagen-4.0-generate-001"), imagen);
+    let spec = imagen.for_model(wire, "gemini-2.5-flash-image");
+    assert_eq!(spec.body, ImageBody::Gemini);
+    let mut r = req("a red fox");
+    r.n = 3;
+    r.size = Some("1536x1024".into());
+    assert_eq!(
+        spec.url(wire, "https://g.example", "gemini-2.5-flash-image", &r),
+        "https://g.example/v1beta/models/gemini-2.5-flash-image:generateContent"
+    );
+    assert_eq!(calls(r.n, spec.max_images("gemini-2.5-flash-image")), [1, 1, 1]);
+    let (body, ct) = spec.encode(&r, 1, "gemini-2.5-flash-image").unwrap_or_default();
+    assert_eq!(ct, "application/json");
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    assert_eq!(body["contents"][0]["parts"], serde_json::json!([{"text": "a red fox"}]));
+    assert_eq!(body["generationConfig"]["responseModalities"], serde_json::json!(["IMAGE"]));
+    assert_eq!(body["generationConfig"]["imageConfig"]["aspectRatio"], "3:2");
+    // An edit: the images inline after the instruction; a mask is refused by name.
+    let png = b"\x89PNG\r\n\x1a\nrest".to_vec();
+    r.edit = Some(ImageEdit {
+        images: vec![InputFile { name: "in.png".into(), mime: "image/png".into(), bytes: png }],
+        mask: None,
+        input_fidelity: None,
+    });
+    assert!(spec.check(&r, "gemini-2.5-flash-image").is_ok());
+    assert!(imagen.check(&r, "imagen-4.0-generate-001").is_err(), "Imagen edits nothing");
+    let (body, _) = spec.encode(&r, 1, "gemini-2.5-flash-image").unwrap_or_default();
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    assert_eq!(body["contents"][0]["parts"][1]["inlineData"]["mimeType"], "image/png");
+    assert_eq!(body["contents"][0]["parts"][1]["inlineData"]["data"], "iVBORw0KGgpyZXN0");
+    if let Some(e) = r.edit.as_mut() {
+        e.mask = Some(InputFile::default());
+    }
+    let err =
+        spec.check(&r, "gemini-2.5-flash-image").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("mask"), "{err}");
+    let mut odd = req("x");
+    odd.size = Some("1000x100".into());
+    assert!(spec.check(&odd, "gemini-2.5-flash-image").is_err());
+
+    let answer = br#"{"candidates":[{"content":{"role":"model","parts":[{"text":"Here it is"},{"inlineData":{"mimeType":"image/png","data":"AAAA"}}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":1290}}"#;
+    let parsed = spec.parse(answer).unwrap_or_default();
+    assert_eq!(parsed.images.len(), 1);
+    assert_eq!((parsed.images[0].b64.as_str(), parsed.output_tokens), ("AAAA", Some(1290)));
+    let blocked = br#"{"promptFeedback":{"blockReason":"SAFETY"}}"#;
+    let err = spec.parse(blocked).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("SAFETY"), "{err}");
+}

@@ -4,14 +4,16 @@
 //!
 //! Only rules the providers are known to enforce are checked, and only where a
 //! translation could break them: the request fields each API defines, content
-//! blocks and the sampling parameters a Claude model takes together here, the
-//! conversation's shape
+//! blocks and the sampling parameters a Claude model takes together here,
+//! Gemini's image settings (`responseModalities`, `imageConfig`) in
+//! [`generation`], the conversation's shape
 //! (tool-call pairing and ids, thinking in tool loops) in [`conversation`]; a fake
 //! stricter than its API would make tests fail for nothing.
 
 pub mod conversation;
 pub mod count;
 pub mod flavour;
+pub mod generation;
 
 use serde_json::Value;
 
@@ -27,7 +29,7 @@ pub fn check(vendor: Vendor, model: &str, body: &Value) -> Result<(), String> {
         Vendor::Bedrock => return crate::bedrock::validate::check(model, body),
         Vendor::OpenAi => openai(body),
         Vendor::Anthropic => anthropic(body).and_then(|()| anthropic_samplers(model, body)),
-        Vendor::Gemini => gemini(body),
+        Vendor::Gemini => gemini(body).and_then(|()| generation::check(model, body)),
     }?;
     conversation::refusal(vendor, model, body).map_or(Ok(()), Err)
 }
