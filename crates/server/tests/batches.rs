@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
+use common::batches::{chat_line, lines_of, until_ended, upload};
 use common::*;
 use serde_json::{Value, json};
 use switchyard_testkit::Reply;
@@ -27,32 +28,6 @@ async fn start(batches: &str) -> Harness {
     .await
 }
 
-fn chat_line(id: &str, model: &str, text: &str) -> String {
-    json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
-           "body": {"model": model, "messages": [{"role": "user", "content": text}]}})
-    .to_string()
-}
-
-/// Upload `content` as the OpenAI SDK does: `purpose` and `file` parts.
-async fn upload(h: &Harness, key: &str, purpose: &str, content: &str) -> (u16, Value) {
-    let boundary = "----switchyard-test-boundary";
-    let body = format!(
-        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\n{purpose}\r\n\
-         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\
-         content-type: application/jsonl\r\n\r\n{content}\r\n--{boundary}--\r\n"
-    );
-    let r = h
-        .client
-        .post(format!("{}/v1/files", h.base))
-        .bearer_auth(key)
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
-
 async fn call(
     h: &Harness,
     method: reqwest::Method,
@@ -72,27 +47,6 @@ async fn json_of(h: &Harness, method: reqwest::Method, path: &str, body: Option<
     let (status, text) = call(h, method, GATEWAY_KEY, path, body).await;
     assert_eq!(status, 200, "{path}: {text}");
     serde_json::from_str(&text).unwrap()
-}
-
-/// The batch once it has ended, polled as a client polls one.
-async fn until_ended(h: &Harness, id: &str) -> Value {
-    let ended = async {
-        loop {
-            let b = json_of(h, reqwest::Method::GET, &format!("/v1/batches/{id}"), None).await;
-            if matches!(
-                b["status"].as_str(),
-                Some("completed" | "failed" | "expired" | "cancelled")
-            ) {
-                return b;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, ended).await.expect("the batch ended")
-}
-
-fn lines_of(jsonl: &str) -> Vec<Value> {
-    jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[tokio::test]

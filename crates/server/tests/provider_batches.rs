@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod common;
 
+use common::batches::{chat_line, until_ended, upload};
 use common::*;
 use serde_json::{Value, json};
 use switchyard_testkit::{FakeUpstream, Received, Reply, Vendor, vertex};
@@ -36,12 +37,6 @@ async fn start() -> Harness {
         ..Options::default()
     })
     .await
-}
-
-fn chat_line(id: &str, model: &str, text: &str) -> String {
-    json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
-           "body": {"model": model, "messages": [{"role": "user", "content": text}]}})
-    .to_string()
 }
 
 /// The last user text of a request the fake received, in any vendor's body.
@@ -87,26 +82,6 @@ fn echo(h: &Harness) {
     });
 }
 
-async fn upload(h: &Harness, content: &str) -> String {
-    let boundary = "----switchyard-test-boundary";
-    let body = format!(
-        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n\
-         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\
-         content-type: application/jsonl\r\n\r\n{content}\r\n--{boundary}--\r\n"
-    );
-    let r = h
-        .client
-        .post(format!("{}/v1/files", h.base))
-        .bearer_auth(GATEWAY_KEY)
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
-
 async fn get(h: &Harness, path: &str) -> String {
     let r = h.client.get(format!("{}{path}", h.base)).bearer_auth(GATEWAY_KEY).send().await;
     let r = r.unwrap();
@@ -115,7 +90,9 @@ async fn get(h: &Harness, path: &str) -> String {
 }
 
 async fn create(h: &Harness, lines: &[String]) -> String {
-    let file = upload(h, &lines.join("\n")).await;
+    let (status, file) = upload(h, GATEWAY_KEY, "batch", &lines.join("\n")).await;
+    assert_eq!(status, 200, "{file}");
+    let file = file["id"].as_str().unwrap().to_owned();
     let r = h
         .client
         .post(format!("{}/v1/batches", h.base))
@@ -126,23 +103,6 @@ async fn create(h: &Harness, lines: &[String]) -> String {
         .unwrap();
     assert_eq!(r.status(), 200);
     r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
-
-async fn until_ended(h: &Harness, id: &str) -> Value {
-    let ended = async {
-        loop {
-            let b: Value =
-                serde_json::from_str(&get(h, &format!("/v1/batches/{id}")).await).unwrap();
-            if matches!(
-                b["status"].as_str(),
-                Some("completed" | "failed" | "expired" | "cancelled")
-            ) {
-                return b;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, ended).await.expect("the batch ended")
 }
 
 /// The output and error files' lines, by `custom_id`.

@@ -37,23 +37,7 @@ pub fn is_native(upstream_model: &str) -> bool {
 /// The aspect ratio asked for a `WIDTHxHEIGHT` size: the one within 5% of
 /// it; refused when none is.
 fn aspect(size: &str) -> Result<Option<&'static str>, ProtocolError> {
-    if size == "auto" {
-        return Ok(None);
-    }
-    let ratio = size
-        .split_once('x')
-        .and_then(|(w, h)| Some((w.parse::<f64>().ok()?, h.parse::<f64>().ok()?)))
-        .filter(|(w, h)| *w > 0.0 && *h > 0.0)
-        .map(|(w, h)| w / h)
-        .ok_or_else(|| ProtocolError::body(format!("size: {size:?} is not WIDTHxHEIGHT")))?;
-    RATIOS.iter().find(|(_, r)| (ratio / r - 1.0).abs() <= 0.05).map(|(n, _)| Some(*n)).ok_or_else(
-        || {
-            ProtocolError::Unsupported(format!(
-                "size {size}: Gemini's image models make the aspect ratios {}",
-                RATIOS.map(|(n, _)| n).join(", ")
-            ))
-        },
-    )
+    super::imagen::nearest(size, &RATIOS, "Gemini's image models")
 }
 
 /// The `generateContent` body for one of `req`'s images (refused by name

@@ -16,6 +16,16 @@ const RATIOS: [(&str, f64); 5] =
 /// The aspect ratio Imagen is asked for a `WIDTHxHEIGHT` size: the one within
 /// 5% of it (`1792x1024` is 16:9); refused when none is.
 fn aspect(size: &str) -> Result<Option<&'static str>, ProtocolError> {
+    nearest(size, &RATIOS, "Imagen")
+}
+
+/// Of `ratios`, the one within 5% of a `WIDTHxHEIGHT` size (`None` for
+/// `auto`); refused, naming what `who` makes, when none is.
+pub(super) fn nearest(
+    size: &str,
+    ratios: &[(&'static str, f64)],
+    who: &str,
+) -> Result<Option<&'static str>, ProtocolError> {
     if size == "auto" {
         return Ok(None);
     }
@@ -25,15 +35,16 @@ fn aspect(size: &str) -> Result<Option<&'static str>, ProtocolError> {
         .filter(|(w, h)| *w > 0.0 && *h > 0.0)
         .map(|(w, h)| w / h)
         .ok_or_else(|| ProtocolError::body(format!("size: {size:?} is not WIDTHxHEIGHT")))?;
-    RATIOS
-        .iter()
-        .find(|(_, r)| (ratio / r - 1.0).abs() <= 0.05)
-        .map(|(name, _)| Some(*name))
-        .ok_or_else(|| {
+    ratios.iter().find(|(_, r)| (ratio / r - 1.0).abs() <= 0.05).map(|(n, _)| Some(*n)).ok_or_else(
+        || {
+            let names: Vec<&str> = ratios.iter().map(|(n, _)| *n).collect();
+            let (last, rest) = names.split_last().map_or((&"", &[][..]), |(l, r)| (l, r));
             ProtocolError::Unsupported(format!(
-                "size {size}: Imagen makes the aspect ratios 1:1, 4:3, 3:4, 16:9 and 9:16"
+                "size {size}: {who} makes the aspect ratios {} and {last}",
+                rest.join(", ")
             ))
-        })
+        },
+    )
 }
 
 /// The `:predict` body for `n` of `req`'s images (refused by name where Imagen

@@ -482,6 +482,7 @@ impl Drop for ConfigFile {
     }
 }
 
+pub mod batches;
 pub mod console;
 pub mod ws;
 
