@@ -41,6 +41,13 @@ pub use http::{
 };
 pub use prometheus::serve_metrics;
 
+/// Install the process's metrics recorder (once): what is recorded before
+/// the server starts (the audit writer's and the limits' series at zero) is
+/// kept only once it is installed.
+pub fn install_metrics() {
+    let _ = prometheus::handle();
+}
+
 /// Shared by every handler.
 pub struct AppState {
     pub gateway: Arc<Engine>,

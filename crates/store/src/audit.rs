@@ -175,6 +175,15 @@ impl AuditWriter {
     ) -> std::io::Result<(AuditWriter, AuditTask)> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let counters = Arc::new(Counters::default());
+        // Every series alerts read exists from the start, at zero: an alert on
+        // the rate of one that never moved reads 0, not "no data".
+        metrics::counter!("gateway_audit_written_total").increment(0);
+        metrics::counter!("gateway_audit_lost_total").increment(0);
+        metrics::counter!("gateway_audit_insert_failures_total").increment(0);
+        for reason in ["queue_full", "closed", "insert_failed"] {
+            metrics::counter!("gateway_audit_dropped_to_spill_total", "reason" => reason)
+                .increment(0);
+        }
         let (spill_tx, spill_rx) = std::sync::mpsc::channel();
         let path = cfg.spill_path.clone();
         let c = counters.clone();

@@ -199,6 +199,9 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         );
     }
     let admin_key = storage::admin_key(&catalog.security);
+    // The metrics recorder first: what the audit writer and the limits record
+    // from their start (their series at zero) is kept.
+    switchyard_server::install_metrics();
     let (sink, audit_task): (switchyard_core::SharedSink, _) = match &store {
         Some(s) => match storage::start_audit(s, &catalog, config_path).await {
             Ok((writer, task)) => (Arc::new(writer), Some(task)),

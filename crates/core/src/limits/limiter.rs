@@ -128,6 +128,14 @@ enum Dim {
 impl Limiter {
     /// Limits counted on `backend`.
     pub fn new(backend: Arc<dyn Counters>, config: LimiterConfig) -> Self {
+        if config.metrics {
+            // The series alerts read exist from the start, at zero.
+            let (name, mode) = (backend.name(), config.on_unavailable.as_str());
+            crate::telemetry::counter!("gateway_state_backend_errors_total", "backend" => name)
+                .increment(0);
+            crate::telemetry::counter!("gateway_state_failure_mode_total", "mode" => mode)
+                .increment(0);
+        }
         Self {
             inner: Arc::new(Inner {
                 backend,
