@@ -100,3 +100,43 @@ budgets:
     drop(gw);
     let _ = std::fs::remove_dir_all(&data);
 }
+
+/// The configuration the Kubernetes manifests mount is one the binary takes:
+/// `switchyard check` passes on it, with its `${VARIABLES}` from the Secret.
+#[test]
+fn the_kubernetes_config_map_is_a_valid_configuration() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let map = std::fs::read_to_string(root.join("deploy/kubernetes/configmap.yaml")).unwrap();
+    let (_, block) = map.split_once("config.yaml: |\n").expect("a config.yaml entry");
+    let config: String = block
+        .lines()
+        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = std::env::temp_dir().join(format!("switchyard-deploy-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config.yaml");
+    std::fs::write(&file, &config).unwrap();
+    let secret =
+        std::fs::read_to_string(root.join("deploy/kubernetes/secret.example.yaml")).unwrap();
+    let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    check.arg("check").arg(&file);
+    // Every variable the config names is one the example Secret holds.
+    for name in ["DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        assert!(secret.contains(&format!("  {name}: ")), "{name} is in the Secret");
+        assert!(config.contains(&format!("${{{name}}}")), "{name} is used");
+    }
+    check
+        .env("DATABASE_URL", "postgres://switchyard:x@127.0.0.1:1/switchyard")
+        .env("REDIS_URL", "redis://127.0.0.1:1/0")
+        .env("OPENAI_API_KEY", "sk-check-0123456789abcdef")
+        .env("ANTHROPIC_API_KEY", "sk-ant-check-0123456789abcdef");
+    let out = check.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
