@@ -60,6 +60,13 @@ enum Command {
     /// A running gateway's deployments, live: in flight, outcomes, latency and
     /// speed over their recent window (`GET /admin/destinations`).
     Status(cli::status::StatusArgs),
+    /// The version, and with --verbose what it was built from: the commit,
+    /// target, profile, compiler and the dependency tree's hash.
+    Version {
+        /// The build's provenance too.
+        #[arg(long, short)]
+        verbose: bool,
+    },
     /// Operator subcommands: migrate, users, projects, groups, keys, rules,
     /// credentials, secrets, logs, usage (see cli/mod.rs).
     #[command(flatten)]
@@ -103,6 +110,10 @@ fn main() -> ExitCode {
         Command::Catalog { cmd } => cli::catalog::run(cmd),
         Command::Explain(args) => cli::explain::run(args),
         Command::Status(args) => cli::status::run(args),
+        Command::Version { verbose } => {
+            print!("{}", version(verbose));
+            ExitCode::SUCCESS
+        }
         Command::Admin(cmd) => cli::run(cmd),
         Command::Serve { config, listen, log_format } => {
             init_logging(log_format);
@@ -125,6 +136,27 @@ fn main() -> ExitCode {
             runtime.block_on(serve(config, listen))
         }
     }
+}
+
+/// `switchyard version`: the version; `verbose`: what the binary was built
+/// from (set by build.rs), to compare with a release's published values.
+fn version(verbose: bool) -> String {
+    let mut out = format!("switchyard {}\n", env!("CARGO_PKG_VERSION"));
+    if verbose {
+        let opt = env!("SWITCHYARD_BUILD_OPT_LEVEL");
+        let debug = env!("SWITCHYARD_BUILD_DEBUG");
+        out.push_str(&format!(
+            "commit: {}\ntarget: {}\nprofile: {} (opt-level {opt}, debug {debug})\nrustc: {}\n\
+             dependencies: {} packages, Cargo.lock sha256 {}\n",
+            env!("SWITCHYARD_COMMIT"),
+            env!("SWITCHYARD_BUILD_TARGET"),
+            env!("SWITCHYARD_BUILD_PROFILE"),
+            env!("SWITCHYARD_RUSTC"),
+            env!("SWITCHYARD_LOCK_PACKAGES"),
+            env!("SWITCHYARD_LOCK_SHA256"),
+        ));
+    }
+    out
 }
 
 /// Raise the soft open-file limit to the hard one, as servers do: every client
