@@ -96,3 +96,7 @@ pub(super) fn batch_api(
     };
     (api.filter(|_| p.batch_api), staging)
 }
+
+#[cfg(test)]
+#[path = "compile_batches_tests.rs"]
+mod tests;
