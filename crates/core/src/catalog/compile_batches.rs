@@ -97,6 +97,7 @@ pub(super) fn batch_api(
     (api.filter(|_| p.batch_api), staging)
 }
 
-#[cfg(test)]
+// The catalog tests compile YAML.
+#[cfg(all(test, feature = "yaml"))]
 #[path = "compile_batches_tests.rs"]
 mod tests;
