@@ -134,6 +134,7 @@ pub async fn limiter(catalog: &Catalog, store: Option<&Store>) -> Result<Limiter
         (StateBackend::Local, _) => Arc::new(LocalCounters::default()),
     };
     let limiter = Limiter::new(backend, config);
+    limiter.prime_metrics();
     // Budgets are rebuilt from the request records when a counter is missing.
     Ok(match store {
         Some(s) => limiter.with_ledger(Arc::new(s.clone())),

@@ -128,14 +128,6 @@ enum Dim {
 impl Limiter {
     /// Limits counted on `backend`.
     pub fn new(backend: Arc<dyn Counters>, config: LimiterConfig) -> Self {
-        if config.metrics {
-            // The series alerts read exist from the start, at zero.
-            let (name, mode) = (backend.name(), config.on_unavailable.as_str());
-            crate::telemetry::counter!("gateway_state_backend_errors_total", "backend" => name)
-                .increment(0);
-            crate::telemetry::counter!("gateway_state_failure_mode_total", "mode" => mode)
-                .increment(0);
-        }
         Self {
             inner: Arc::new(Inner {
                 backend,
@@ -163,6 +155,21 @@ impl Limiter {
     /// Limits counted in this process.
     pub fn local() -> Self {
         Self::new(Arc::new(LocalCounters::default()), LimiterConfig::default())
+    }
+
+    /// Record the series alerts read at zero (its backend's errors, its
+    /// failure mode), so a rate of them reads 0 before the first failure
+    /// rather than "no data". The binary's, where metrics are on; a library
+    /// embedding records nothing it did not ask for.
+    pub fn prime_metrics(&self) {
+        if self.inner.config.metrics {
+            let (name, mode) =
+                (self.inner.backend.name(), self.inner.config.on_unavailable.as_str());
+            crate::telemetry::counter!("gateway_state_backend_errors_total", "backend" => name)
+                .increment(0);
+            crate::telemetry::counter!("gateway_state_failure_mode_total", "mode" => mode)
+                .increment(0);
+        }
     }
 
     /// The backend's name (`local`, `redis`).
