@@ -59,8 +59,7 @@ impl Gateway {
             std::fs::write(dir.join("switchyard.yaml"), config).unwrap();
             cmd.args(["--config", "switchyard.yaml"]);
         }
-        let mut child = cmd
-            .current_dir(&dir)
+        cmd.current_dir(&dir)
             .env_remove("SWITCHYARD_CONFIG")
             .env_remove("SWITCHYARD_LISTEN_ADDR")
             .env_remove("SWITCHYARD_LOG_FORMAT")
@@ -73,11 +72,14 @@ impl Gateway {
             .env_remove("all_proxy")
             .env_remove("NO_PROXY")
             .env_remove("no_proxy")
-            .envs(vars.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .envs(vars.iter().copied());
+        Self::spawn(cmd, dir)
+    }
+
+    /// `cmd` (a `serve` that logs JSON to stdout) started, its log lines read
+    /// as they come; `dir` is removed when the gateway is dropped.
+    pub fn spawn(mut cmd: Command, dir: std::path::PathBuf) -> Gateway {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
