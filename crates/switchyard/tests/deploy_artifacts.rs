@@ -101,6 +101,38 @@ budgets:
     let _ = std::fs::remove_dir_all(&data);
 }
 
+/// `switchyard check` passes on `config`, with its `${VARIABLES}` from the
+/// example Secret (every one it names is there, with a made-up value).
+fn check_with_the_secrets_variables(root: &std::path::Path, config: &str, what: &str) {
+    let dir =
+        std::env::temp_dir().join(format!("switchyard-deploy-check-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("config.yaml");
+    std::fs::write(&file, config).unwrap();
+    let secret =
+        std::fs::read_to_string(root.join("deploy/kubernetes/secret.example.yaml")).unwrap();
+    let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    check.arg("check").arg(&file);
+    // Every variable the config names is one the example Secret holds.
+    for name in ["DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        assert!(secret.contains(&format!("  {name}: ")), "{name} is in the Secret");
+        assert!(config.contains(&format!("${{{name}}}")), "{name} is used in {what}");
+    }
+    check
+        .env("DATABASE_URL", "postgres://switchyard:x@127.0.0.1:1/switchyard")
+        .env("REDIS_URL", "redis://127.0.0.1:1/0")
+        .env("OPENAI_API_KEY", "sk-check-0123456789abcdef")
+        .env("ANTHROPIC_API_KEY", "sk-ant-check-0123456789abcdef");
+    let out = check.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The configuration the Kubernetes manifests mount is one the binary takes:
 /// `switchyard check` passes on it, with its `${VARIABLES}` from the Secret.
 #[test]
@@ -113,30 +145,24 @@ fn the_kubernetes_config_map_is_a_valid_configuration() {
         .map(|l| l.strip_prefix("    ").unwrap_or(l))
         .map(|l| format!("{l}\n"))
         .collect();
-    let dir = std::env::temp_dir().join(format!("switchyard-deploy-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("config.yaml");
-    std::fs::write(&file, &config).unwrap();
-    let secret =
-        std::fs::read_to_string(root.join("deploy/kubernetes/secret.example.yaml")).unwrap();
-    let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    check.arg("check").arg(&file);
-    // Every variable the config names is one the example Secret holds.
-    for name in ["DATABASE_URL", "REDIS_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
-        assert!(secret.contains(&format!("  {name}: ")), "{name} is in the Secret");
-        assert!(config.contains(&format!("${{{name}}}")), "{name} is used");
-    }
-    check
-        .env("DATABASE_URL", "postgres://switchyard:x@127.0.0.1:1/switchyard")
-        .env("REDIS_URL", "redis://127.0.0.1:1/0")
-        .env("OPENAI_API_KEY", "sk-check-0123456789abcdef")
-        .env("ANTHROPIC_API_KEY", "sk-ant-check-0123456789abcdef");
-    let out = check.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    check_with_the_secrets_variables(&root, &config, "configmap");
+}
+
+/// The Helm chart's default `config` value (rendered into its ConfigMap as it
+/// is) passes the same check. scripts/validate-deploy.sh compares it with the
+/// ConfigMap's once rendered; this reads values.yaml's block as text: the
+/// lines under `config:` up to the next top-level key.
+#[test]
+fn the_helm_charts_default_config_is_a_valid_configuration() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let values = std::fs::read_to_string(root.join("deploy/helm/switchyard/values.yaml")).unwrap();
+    let (_, block) = values.split_once("\nconfig:\n").expect("a top-level config value");
+    let config: String = block
+        .lines()
+        .take_while(|l| l.is_empty() || l.starts_with(' ') || l.starts_with('#'))
+        .map(|l| l.strip_prefix("  ").unwrap_or(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(config.contains("shutdown_grace_secs: "), "{config}");
+    check_with_the_secrets_variables(&root, &config, "chart");
 }
