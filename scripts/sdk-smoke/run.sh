@@ -7,9 +7,13 @@
 # SWITCHYARD_LOG=debug shows more of the gateway's log when a step fails; the
 # fakes log what they receive to $work/fake-log/<vendor>.jsonl. SMOKE_WORK=DIR
 # (an empty or new directory) keeps the work directory (logs, client output).
+# With --clients it writes docs/compatibility.md (scripts/sdk-smoke/matrix.py) from
+# every step's result, $work/results.tsv (scripts/sdk-smoke/results.py), whether or
+# not steps failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
+run_date=$(date -u +%Y-%m-%d)
 if [ -n "${SMOKE_WORK:-}" ]; then
   mkdir -p "$SMOKE_WORK"; work=$(cd "$SMOKE_WORK" && pwd)
   trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
@@ -21,6 +25,7 @@ fi
 cargo build --release -q -p switchyard -p switchyard-testkit --bin switchyard --bin fake-upstream
 
 mkdir -p "$work/fake-log"
+rm -f "$work/results.tsv" "$work/results.marks"
 target/release/fake-upstream --log "$work/fake-log" openai anthropic gemini bedrock vertex-anthropic \
   vertex-gemini azure > "$work/fakes" &
 for _ in $(seq 50); do [ "$(wc -l < "$work/fakes")" -ge 7 ] && break; sleep 0.1; done
@@ -103,14 +108,34 @@ venv="$root/target/sdk-venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade openai anthropic
 "$venv/bin/python" -c 'import openai, anthropic; print("openai", openai.__version__, "anthropic", anthropic.__version__)'
-"$venv/bin/python" scripts/sdk-smoke/smoke.py
+# smoke.py, its output as it prints it, each check recorded (results.py). With
+# --clients a failure here is counted at the end, so that the clients still run and
+# the matrix is written; without, it ends the run.
+sdk_ok=true
+"$venv/bin/python" scripts/sdk-smoke/results.py sdk "$work" scripts/sdk-smoke/smoke.py || sdk_ok=false
+$sdk_ok || [ "${1:-}" = "--clients" ] || exit 1
 
 if [ "${1:-}" = "--clients" ]; then
   # Every client step runs; the script fails at the end if any did.
   failures=0
+  # record ok|fail STEP: the step's row in $work/results.tsv, for the matrix: the
+  # client ($client, $client_version, set per client below), the check and model
+  # read from STEP (or $step_model), and what the model's fake upstream received
+  # since the previous step (the steps run one at a time).
+  results="$root/scripts/sdk-smoke/results.py"
+  python3 "$results" mark "$work"
+  record() {
+    python3 "$results" step "$work" "$client" "$client_version" "$1" "$2" "${step_model:-}" \
+      || echo "  (not recorded for the matrix: $2)"
+  }
+  # npm_version DIR PACKAGE: the version of PACKAGE installed under DIR.
+  npm_version() {
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+      "$1/node_modules/$2/package.json" 2>/dev/null || echo unknown
+  }
   # ok STEP [ANSWER]: the step, and the start of the client's final answer (the
   # fake's echo, or its quote of the tool output), lines joined with " | ".
-  ok() { echo "ok   $1${2:+  ($(paste -sd'|' <<<"$2" | sed 's/|/ | /g' | cut -c1-200))}"; }
+  ok() { echo "ok   $1${2:+  ($(paste -sd'|' <<<"$2" | sed 's/|/ | /g' | cut -c1-200))}"; record ok "$1"; }
   # fail STEP LOG...: the step, the tail of each log, the gateway's log and what the
   # fakes received last, so a failure reads without a rerun.
   fail() {
@@ -136,6 +161,7 @@ for log in sorted(pathlib.Path(sys.argv[1]).glob("*.jsonl")):
         n = sum(len(t.get("functionDeclarations", [t])) for t in tools)
         print(f"--- {log.stem}: {r['method']} {r['path']} ({n} tools) ... {shape}")
 PY
+    record fail "$step"
   }
   # The fake's closing answer quotes the tool's output after this prefix
   # (switchyard_testkit::tool_loop): both in a final answer mean the client ran its
@@ -147,6 +173,7 @@ PY
   # upstream wire (Anthropic fast path, translated to OpenAI-chat and Gemini).
   cc="$root/target/claude-code"
   [ -x "$cc/node_modules/.bin/claude" ] || npm install --silent --prefix "$cc" @anthropic-ai/claude-code
+  client=claude-code client_version=$(npm_version "$cc" @anthropic-ai/claude-code)
   run_claude() {
     local model=$1; shift
     mkdir -p "$work/cc-$model"
@@ -170,7 +197,7 @@ PY
   done
   # Its gateway model discovery (Anthropic's list, `?limit=1000`), which only runs
   # when nonessential traffic is allowed; the debug log says what it kept.
-  dir="$work/cc-discovery"; mkdir -p "$dir"
+  dir="$work/cc-discovery"; mkdir -p "$dir"; step_model=claude-smoke
   (cd "$dir" && HOME="$dir" ANTHROPIC_BASE_URL="$GATEWAY_URL" ANTHROPIC_API_KEY="$GATEWAY_KEY" \
     CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1 \
     DISABLE_ERROR_REPORTING=1 ANTHROPIC_MODEL=claude-smoke \
@@ -181,12 +208,14 @@ PY
       && grep -qs '"claude-smoke"' "$dir/.claude/cache/gateway-models.json"; then
     ok "claude code gateway model discovery" "$(grep -h gatewayDiscovery "$dir/debug.txt" | head -1)"
   else fail "claude code gateway model discovery" "$dir/out.json" "$dir/debug.txt"; fi
+  unset step_model
 
   # ---- Gemini CLI (Gemini's own API, streamed): a text turn and a tool round trip
   # per upstream wire (the fast path to Gemini, translated to Anthropic and
   # OpenAI-chat).
   gc="$root/target/gemini-cli"
   [ -x "$gc/node_modules/.bin/gemini" ] || npm install --silent --prefix "$gc" @google/gemini-cli
+  client=gemini-cli client_version=$(npm_version "$gc" @google/gemini-cli)
   for model in m-gemini m-anthropic m-openai; do
     dir="$work/gemini-$model"
     mkdir -p "$dir/home/.gemini" "$dir/project"
@@ -209,6 +238,7 @@ PY
   # upstream wire over HTTPS, and a tool round trip per wire over WebSocket.
   cx="$root/target/codex"
   [ -x "$cx/node_modules/.bin/codex" ] || npm install --silent --prefix "$cx" @openai/codex
+  client=codex client_version=$(npm_version "$cx" @openai/codex)
   run_codex() {
     local dir=$1 model=$2 ws=$3 prompt=$4
     mkdir -p "$dir/proj"
@@ -297,6 +327,7 @@ TOML
   # no plugins, no update check.
   oc="$root/target/opencode"
   [ -x "$oc/node_modules/.bin/opencode" ] || npm install --silent --prefix "$oc" opencode-ai@1.18
+  client=opencode client_version=$(npm_version "$oc" opencode-ai)
   mkdir -p "$work/oc/config/opencode"
   cat > "$work/oc/config/opencode/opencode.json" <<JSON
 {
@@ -357,6 +388,7 @@ PY
   # on every request, which Claude 4.5 refuses together.
   cp="$root/target/copilot"
   [ -x "$cp/node_modules/.bin/copilot" ] || npm install --silent --prefix "$cp" @github/copilot
+  client=copilot client_version=$(npm_version "$cp" @github/copilot)
   run_copilot() {
     local model=$1 out=$2 prompt=$3
     mkdir -p "$work/copilot/home" "$work/copilot/proj"
@@ -375,6 +407,18 @@ PY
     else fail "copilot tool round trip -> $model" "$out" "$out.err"; fi
   done
 
-  [ "$failures" -eq 0 ] || { echo "$failures client step(s) failed"; exit 1; }
+  # The matrix, whatever failed (a failed step reads ✗ there), from this commit;
+  # changes not committed, but to the matrix itself, are said.
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  dirty=""
+  [ -z "$(GIT_OPTIONAL_LOCKS=0 git status --porcelain --untracked-files=no -- . ':(exclude)docs/compatibility.md' \
+    2>/dev/null)" ] || dirty=--dirty
+  python3 scripts/sdk-smoke/matrix.py "$work/results.tsv" docs/compatibility.md --date "$run_date" \
+    --commit "$commit" ${dirty:+"$dirty"}
+  echo "wrote docs/compatibility.md ($(($(wc -l < "$work/results.tsv") - 1)) results)"
+
+  $sdk_ok || echo "the SDK checks failed"
+  [ "$failures" -eq 0 ] || echo "$failures client step(s) failed"
+  { $sdk_ok && [ "$failures" -eq 0 ]; } || exit 1
   echo "all client checks passed"
 fi
