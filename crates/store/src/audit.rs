@@ -202,6 +202,17 @@ impl AuditWriter {
         Ok((AuditWriter { tx, spill }, AuditTask { close, done }))
     }
 
+    /// Makes the spill file's folder (as the spill thread would for its first
+    /// row) and checks the file can be written there: call at start-up, so a
+    /// spill path that cannot be written is said then, naming the path, and
+    /// not found out when the database first fails and rows are lost.
+    pub fn prepare_spill(path: &Path) -> Result<(), String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::files::prepare_dir(dir, "the spill file's folder")?;
+        }
+        crate::files::check_writable(path, "the spill file")
+    }
+
     /// Counts since start.
     pub fn stats(&self) -> AuditStats {
         let c = &self.spill.counters;

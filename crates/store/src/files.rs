@@ -60,3 +60,42 @@ pub(crate) fn create_replacement(path: &Path) -> io::Result<File> {
     }
     options().write(true).create_new(true).open(path)
 }
+
+/// `dir` made ready for a data file (created as [`create_dir_all`] does), or
+/// what is wrong with it, naming the path at fault: `what` is the folder's
+/// role in the message ("the database folder"). A path through a file is
+/// said as such (the OS says only "File exists" or "Not a directory").
+pub(crate) fn prepare_dir(dir: &Path, what: &str) -> Result<(), String> {
+    create_dir_all(dir).map_err(|e| {
+        let shown = dir.display();
+        // The nearest part of the path that exists: a file there is the fault.
+        match dir.ancestors().find(|a| !a.as_os_str().is_empty() && a.exists()) {
+            Some(a) if !a.is_dir() && a == dir => {
+                format!("cannot write {what} {shown}: it is a file, not a folder")
+            }
+            Some(a) if !a.is_dir() => {
+                format!("cannot write {what} {shown}: {} is a file, not a folder", a.display())
+            }
+            _ => format!("cannot write {what} {shown}: {e}"),
+        }
+    })
+}
+
+/// Whether a data file can be written at `path`: one that exists is opened
+/// for writing (and left as it was); else one is created and removed again,
+/// which proves the folder writable. `what` is the file's role in the message.
+pub(crate) fn check_writable(path: &Path, what: &str) -> Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!("cannot write {what} {shown}: it is a folder, not a file"));
+    }
+    let res = if path.exists() {
+        OpenOptions::new().write(true).open(path).map(drop)
+    } else {
+        options().write(true).create_new(true).open(path).and_then(|f| {
+            drop(f);
+            std::fs::remove_file(path)
+        })
+    };
+    res.map_err(|e| format!("cannot write {what} {shown}: {e}"))
+}

@@ -204,7 +204,16 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
     }
     let addr = listen.unwrap_or_else(|| catalog.settings.listen.clone());
     let config_path = source.path.as_deref();
-    let store = match storage::database_url(&catalog.storage, config_path) {
+    let url = storage::database_url(&catalog.storage, config_path);
+    // Where records go when the database cannot take them: checked before the
+    // start, not found unwritable when the database first fails.
+    if url.is_some()
+        && let Err(e) = storage::check_spill(&catalog.storage, config_path)
+    {
+        eprintln!("switchyard: {e}");
+        return ExitCode::FAILURE;
+    }
+    let store = match url {
         Some(url) => match storage::open(&url).await {
             Ok(s) => {
                 tracing::info!(backend = s.backend().as_str(), "database ready");

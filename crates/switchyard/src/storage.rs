@@ -11,11 +11,11 @@ use switchyard_core::health_sync::Shared;
 use switchyard_core::limits::{Counters, Limiter, LimiterConfig, LocalCounters};
 use switchyard_core::util::Secret;
 use switchyard_core::{Catalog, Engine};
-use switchyard_store::Store;
 use switchyard_store::audit::{AuditConfig, AuditTask, AuditWriter, RecordStore};
 use switchyard_store::redis::RedisCounters;
 use switchyard_store::redis_health::RedisHealth;
 use switchyard_store::seal::Sealer;
+use switchyard_store::{Store, StoreError};
 
 /// Resolve a path from the configuration: relative paths sit next to the config
 /// file (or in the working directory for the embedded default).
@@ -49,9 +49,13 @@ pub fn database_url(storage: &StorageConfig, config: Option<&Path>) -> Option<St
     Some(url.to_owned())
 }
 
-/// Connect and migrate.
+/// Connect and migrate. A SQLite file or folder that cannot be written is
+/// said as the store says it, naming the path and the key it came from.
 pub async fn open(url: &str) -> Result<Store, String> {
-    let store = Store::connect(url).await.map_err(|e| format!("cannot open the database: {e}"))?;
+    let store = Store::connect(url).await.map_err(|e| match e {
+        StoreError::Invalid(why) => format!("storage.url: {why}"),
+        e => format!("cannot open the database: {e}"),
+    })?;
     store.migrate().await.map_err(|e| format!("database migration failed: {e}"))?;
     Ok(store)
 }
@@ -239,6 +243,14 @@ pub async fn load_rules(store: &Store, gateway: &Engine) -> Result<usize, String
     let n = rules.len();
     gateway.runtime.rules.store(Arc::new(rules.into_iter().map(|r| r.rule).collect()));
     Ok(n)
+}
+
+/// The spill file's folder made (as the audit writer would on its first
+/// spill) and the file checked writable, so a spill path that cannot be
+/// written stops the start, naming it.
+pub fn check_spill(storage: &StorageConfig, config: Option<&Path>) -> Result<(), String> {
+    let spill = beside_config(config, &storage.spill_path);
+    AuditWriter::prepare_spill(&spill).map_err(|why| format!("storage.spill_path: {why}"))
 }
 
 /// Start the audit writer after replaying any spill file.

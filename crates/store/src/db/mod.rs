@@ -298,12 +298,8 @@ impl Store {
                 if let Some(dir) = file.parent()
                     && !dir.as_os_str().is_empty()
                 {
-                    crate::files::create_dir_all(dir).map_err(|e| {
-                        StoreError::Invalid(format!(
-                            "cannot create the database folder {}: {e}",
-                            dir.display()
-                        ))
-                    })?;
+                    crate::files::prepare_dir(dir, "the database folder")
+                        .map_err(StoreError::Invalid)?;
                 }
                 // SQLite would create the file with its default 0644; made
                 // here first it is the owner's only, and its -wal and -shm
@@ -314,6 +310,13 @@ impl Store {
                         file.display()
                     ))
                 })?;
+                // A folder there, or a file that cannot be written, would
+                // otherwise fail inside SQLite as "unable to open database
+                // file", without the path.
+                if !url.contains("mode=ro") {
+                    crate::files::check_writable(file, "the database file")
+                        .map_err(StoreError::Invalid)?;
+                }
                 pool = pool.max_connections(SQLITE_MAX_CONNECTIONS);
             }
             Ok(Store { pool: DbPool::Sqlite(pool.connect_with(opts).await?) })
