@@ -205,8 +205,10 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Serve until `shutdown` resolves, then stop accepting and give in-flight requests,
-/// streams and WebSocket turns the configured grace period to finish.
+/// Serve until `shutdown` resolves; then `/readyz` fails, new connections are
+/// still served for `shutdown_delay` (0: none), then the listener closes and
+/// in-flight requests, streams and WebSocket turns get the configured grace
+/// period to finish.
 ///
 /// Connections are capped and each has a deadline (`gateway.connections`, read
 /// now: a reload does not change them); see `conn.rs`.
@@ -216,7 +218,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let settings = &state.gateway.snapshot().catalog.settings;
-    let (grace, limits) = (settings.shutdown_grace, settings.connections);
+    let (grace, delay, limits) =
+        (settings.shutdown_grace, settings.shutdown_delay, settings.connections);
     let upkeep = tokio::spawn(prometheus::upkeep());
     let _stop_upkeep = AbortOnDrop(upkeep);
     let _stop_jobs = AbortOnDrop(tokio::spawn(jobs::poller(state.clone())));
@@ -230,6 +233,15 @@ pub async fn serve(
     tokio::spawn(async move {
         shutdown.await;
         signal_state.ready.store(false, Ordering::Relaxed);
+        // Readiness fails first: a balancer polling /readyz takes this long
+        // to stop sending new connections, which are served meanwhile.
+        if !delay.is_zero() {
+            tracing::info!(
+                delay_secs = delay.as_secs(),
+                "shutdown: /readyz answers 503; still accepting for shutdown_delay_secs"
+            );
+            tokio::time::sleep(delay).await;
+        }
         signal_state.shutdown.cancel();
         tracing::info!("shutdown: no longer accepting; draining in-flight requests");
         stop.cancel();

@@ -103,6 +103,9 @@ struct Shared {
     peak: AtomicUsize,
     idle: Notify,
     shutdown: watch::Receiver<()>,
+    /// [`FakeUpstream::hold_streams`]: streamed bodies stop after this many
+    /// frames until it is `None` again.
+    hold: watch::Sender<Option<usize>>,
 }
 
 /// Picks the reply for a request the script does not cover
@@ -311,6 +314,7 @@ impl FakeUpstream {
             peak: AtomicUsize::new(0),
             idle: Notify::new(),
             shutdown: rx.clone(),
+            hold: watch::Sender::new(None),
         });
         let app = Router::new().fallback(dispatch).with_state(Arc::clone(&shared));
         if tls {
@@ -370,6 +374,20 @@ impl FakeUpstream {
     /// can be repeated. It runs under the fake's lock: keep it quick.
     pub fn set_chooser(&self, choose: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static) {
         self.handle.shared.lock().chooser = Some(Choose(Arc::new(choose)));
+    }
+
+    /// Holds streamed bodies mid-way: from now until
+    /// [`release_streams`](Self::release_streams), a streamed body (SSE, binary
+    /// frames, a body cut by `break_after`) sends at most its first `after`
+    /// frames and waits there, its connection open. Applies to bodies already
+    /// streaming too. A held body ends when the fake is dropped.
+    pub fn hold_streams(&self, after: usize) {
+        self.handle.shared.hold.send_replace(Some(after));
+    }
+
+    /// Lets every held body go on, and later ones stream unheld.
+    pub fn release_streams(&self) {
+        self.handle.shared.hold.send_replace(None);
     }
 
     /// Drops the unused part of the script.

@@ -193,7 +193,8 @@ struct Pacing {
     delay: Duration,
     break_after: Option<usize>,
     done: bool,
-    _guard: InFlight,
+    /// Counts the body in flight; its fake's hold and shutdown, too.
+    guard: InFlight,
 }
 
 fn frame_stream(
@@ -202,8 +203,7 @@ fn frame_stream(
     break_after: Option<usize>,
     guard: InFlight,
 ) -> impl futures_util::Stream<Item = io::Result<Bytes>> + Send + 'static {
-    let pacing =
-        Pacing { frames: frames.into(), sent: 0, delay, break_after, done: false, _guard: guard };
+    let pacing = Pacing { frames: frames.into(), sent: 0, delay, break_after, done: false, guard };
     stream::unfold(pacing, |mut p| async move {
         if p.done {
             return None;
@@ -225,6 +225,17 @@ fn frame_stream(
         };
         if p.sent > 0 && !p.delay.is_zero() {
             tokio::time::sleep(p.delay).await;
+        }
+        // Held here (`FakeUpstream::hold_streams`) until released; the fake
+        // going away ends a held body.
+        let (shared, sent) = (&p.guard.0, p.sent);
+        let held = |h: &Option<usize>| h.is_some_and(|n| sent >= n);
+        if held(&shared.hold.borrow()) {
+            let mut hold = shared.hold.subscribe();
+            tokio::select! {
+                _ = hold.wait_for(|h| !held(h)) => {}
+                () = shared.until_shutdown() => return None,
+            }
         }
         p.sent += 1;
         Some((Ok(frame), p))

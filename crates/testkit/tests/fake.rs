@@ -425,6 +425,31 @@ async fn break_after_truncates() {
 }
 
 #[tokio::test]
+async fn hold_streams_stops_a_stream_mid_way_until_released() {
+    let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
+    fake.hold_streams(2);
+    let url = openai_url(&fake);
+    let mut r = post(&url, &openai_req("m", "one two three", true)).await;
+    let mut got = Vec::new();
+    while got.windows(2).filter(|w| w == b"\n\n").count() < 2 {
+        got.extend_from_slice(&within(r.chunk()).await.unwrap().unwrap());
+    }
+    // A whole answer is not held.
+    let whole: Value = post(&url, &openai_req("m", "x", false)).await.json_lossy().await;
+    assert_eq!(whole["choices"][0]["message"]["content"], "echo: x");
+    assert_eq!(fake.in_flight(), 1, "the held stream is still in flight");
+    fake.release_streams();
+    while let Some(c) = within(r.chunk()).await.unwrap() {
+        got.extend_from_slice(&c);
+    }
+    let text: String = json_datas(&String::from_utf8(got).unwrap())
+        .iter()
+        .filter_map(|v| v["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "echo: one two three");
+}
+
+#[tokio::test]
 async fn first_byte_delay_lets_later_requests_pass() {
     let fake = FakeUpstream::start(Vendor::OpenAi).await.unwrap();
     fake.push(Reply::json(json!({"slow": true})).first_byte_delay(Duration::from_secs(2)));

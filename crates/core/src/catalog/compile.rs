@@ -686,6 +686,7 @@ fn compile_settings(g: &raw::GatewaySettings) -> Settings {
         max_json_elements: g.max_json_elements,
         max_response_bytes: g.max_response_bytes,
         shutdown_grace: Duration::from_secs(g.shutdown_grace_secs),
+        shutdown_delay: Duration::from_secs(g.shutdown_delay_secs),
         connect_timeout: Duration::from_millis(t.connect_ms),
         first_byte_timeout: Duration::from_millis(t.first_byte_ms),
         idle_timeout: Duration::from_millis(t.idle_ms),

@@ -438,6 +438,8 @@ pub struct Settings {
     pub max_response_bytes: usize,
     /// How long requests in flight may take to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// How long `/readyz` answers 503 on shutdown before the listener closes.
+    pub shutdown_delay: Duration,
     /// TCP and TLS connect, per attempt.
     pub connect_timeout: Duration,
     /// From sending a request to the response headers, per attempt.

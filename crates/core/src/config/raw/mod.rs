@@ -320,6 +320,12 @@ pub struct GatewaySettings {
     pub max_response_bytes: usize,
     /// How long in-flight requests and streams may take to finish on shutdown.
     pub shutdown_grace_secs: u64,
+    /// On shutdown, how long `/readyz` answers 503 while new connections are
+    /// still served, before the listener closes: the time a load balancer
+    /// takes to see the instance go (its check interval times its threshold).
+    /// 0: the listener closes at once (Kubernetes' preStop pause does this
+    /// job there).
+    pub shutdown_delay_secs: u64,
     /// Upstream timeouts.
     pub timeouts: Timeouts,
     /// Client connections: how many, and how long each may wait idle.
@@ -478,6 +484,7 @@ impl Default for GatewaySettings {
             max_json_elements: 256 * 1024,
             max_response_bytes: 64 * 1024 * 1024,
             shutdown_grace_secs: 600,
+            shutdown_delay_secs: 0,
             timeouts: Timeouts::default(),
             connections: ConnectionSettings::default(),
             breaker: BreakerSettings::default(),
