@@ -91,6 +91,7 @@ macro_rules! suite {
 
 suite!(
     case_migrations_are_idempotent,
+    case_a_newer_releases_schema_does_not_stop_this_one,
     case_users,
     case_projects,
     case_groups,
@@ -238,6 +239,37 @@ async fn case_migrations_are_idempotent(store: Store) {
             sqlx::query_scalar("SELECT current_schema()").fetch_one(p).await.unwrap();
         assert!(schema.starts_with("sy_test_"), "{schema}");
     }
+}
+
+/// A rolling deploy's older half, and a rollback: the database holds a
+/// migration this binary does not know (a newer release's), and this binary
+/// still migrates (nothing to do) and works on it.
+async fn case_a_newer_releases_schema_does_not_stop_this_one(store: Store) {
+    match store.pool() {
+        DbPool::Sqlite(p) => {
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations \
+                 (version, description, success, checksum, execution_time) \
+                 VALUES (9999, 'a newer release', TRUE, X'00', 0)",
+            )
+            .execute(p)
+            .await
+            .unwrap();
+        }
+        DbPool::Postgres(p) => {
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations \
+                 (version, description, success, checksum, execution_time) \
+                 VALUES (9999, 'a newer release', TRUE, decode('00', 'hex'), 0)",
+            )
+            .execute(p)
+            .await
+            .unwrap();
+        }
+    }
+    store.migrate().await.unwrap();
+    let u = member(&store, "after-rollback@example.com").await;
+    assert_eq!(store.user(&u.id).await.unwrap(), Some(u));
 }
 
 // ---------------------------------------------------------------- identity

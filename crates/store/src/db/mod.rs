@@ -378,6 +378,20 @@ impl Store {
     async fn migrate_through(&self, version: i64) -> Result<(), StoreError> {
         let m = migrator(self.backend(), version);
         on_pool!(self, |p| m.run(p).await?);
+        // A newer release migrated this database: this binary runs on it, as
+        // the older half of a rolling deploy or a rollback does (migrations
+        // only add: docs/operations.md, "Upgrades and rolling deploys").
+        let known = m.iter().map(|m| m.version).max().unwrap_or(0);
+        let newest: Option<i64> = on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations").fetch_one(p).await?
+        });
+        if let Some(newest) = newest.filter(|v| *v > known) {
+            tracing::warn!(
+                schema = newest,
+                binary = known,
+                "the database was migrated by a newer release; running on its schema"
+            );
+        }
         if let DbPool::Sqlite(p) = &self.pool {
             // A file made before retention reclaimed space: converted once, by
             // a full VACUUM (the setting alone changes nothing on a file that
@@ -414,12 +428,17 @@ impl Store {
     }
 }
 
+/// The migrations up to `through`. Versions the database has and this binary
+/// does not know are a newer release's, and allowed: an older binary keeps
+/// running on the schema a newer one migrated, during a rolling deploy and
+/// after a rollback. That holds because migrations only add (the rule in
+/// docs/operations.md).
 fn migrator(backend: Backend, through: i64) -> Migrator {
     let files = match backend {
         Backend::Sqlite => SQLITE_MIGRATIONS,
         Backend::Postgres => POSTGRES_MIGRATIONS,
     };
-    Migrator::with_migrations(
+    let mut m = Migrator::with_migrations(
         files
             .iter()
             .filter(|(version, _, _)| *version <= through)
@@ -433,7 +452,9 @@ fn migrator(backend: Backend, through: i64) -> Migrator {
                 )
             })
             .collect(),
-    )
+    );
+    m.set_ignore_missing(true);
+    m
 }
 
 fn is_sqlite_memory(url: &str) -> bool {
