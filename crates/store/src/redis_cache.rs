@@ -246,6 +246,26 @@ impl ResponseCache for RedisCache {
     }
 }
 
+/// What a client cannot carry between turns (Claude's signed thinking for Chat
+/// clients, Gemini's thought signatures; `core::continuity`), kept on Redis so
+/// that the next turn continues on whichever instance it reaches. A Redis that
+/// fails is a miss: the turn goes on as if the thinking were lost.
+impl switchyard_core::continuity::ContinuityStore for RedisCache {
+    fn put(&self, key: String, value: Vec<u8>, ttl: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+            let _ = self.outcome(self.set(&key, &value, ttl_ms).await);
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Vec<u8>>> {
+        Box::pin(async move {
+            let found = self.outcome(self.mget(std::slice::from_ref(&key.to_owned())).await)?;
+            found.into_iter().next().flatten()
+        })
+    }
+}
+
 #[cfg(test)]
 #[path = "redis_cache_tests.rs"]
 mod tests;

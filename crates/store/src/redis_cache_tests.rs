@@ -84,3 +84,25 @@ async fn only_the_claims_holder_renews_it() {
     c.renew("base", "req-a", 60_000).await;
     assert!(pttl(&c).await > 1_000, "the holder's renewal extends it");
 }
+
+/// Continuity entries: one instance keeps, another finds; a namespace apart
+/// from the answers; an unreachable Redis is a miss.
+#[tokio::test]
+async fn continuity_is_found_by_another_instance_in_its_own_namespace() {
+    use switchyard_core::continuity::ContinuityStore;
+    let Some((url, prefix)) = crate::testing::redis().await else { return };
+    let timeout = Duration::from_secs(2);
+    let a = RedisCache::namespaced(&url, &prefix, "cont", timeout, false).expect("store");
+    let b = RedisCache::namespaced(&url, &prefix, "cont", timeout, false).expect("store");
+    let answers = RedisCache::new(&url, &prefix, timeout, false).expect("cache");
+    ContinuityStore::put(&a, "call_1".into(), b"signed thinking".to_vec(), Duration::from_secs(60))
+        .await;
+    assert_eq!(ContinuityStore::get(&b, "call_1").await, Some(b"signed thinking".to_vec()));
+    assert_eq!(ContinuityStore::get(&b, "call_2").await, None);
+    assert!(ResponseCache::get(&answers, &keys(&["call_1"])).await.is_none());
+
+    let down = RedisCache::namespaced("redis://127.0.0.1:1", "sytest", "cont", timeout, false)
+        .expect("store");
+    ContinuityStore::put(&down, "k".into(), b"v".to_vec(), Duration::from_secs(1)).await;
+    assert_eq!(ContinuityStore::get(&down, "k").await, None);
+}

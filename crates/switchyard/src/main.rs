@@ -299,12 +299,20 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let continuity = match storage::continuity_store(&catalog) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("switchyard: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut runtime = switchyard_core::runtime::Runtime {
         seal: Some(seal),
         admission: Some(Arc::new(admission)),
         cache,
         affinity,
         intent_decisions,
+        continuity,
         ..Default::default()
     };
     // Stored Responses in the database, across restarts and instances.

@@ -192,6 +192,32 @@ pub fn intent_store(
     keyed_store(catalog, "intent", switchyard_core::cache::AFFINITY_BOUNDS)
 }
 
+/// Where what clients cannot carry between turns is kept (signed thinking for
+/// Chat clients, Gemini's thought signatures): on Redis for `state.backend:
+/// redis`, so a conversation's next turn may reach any instance; else in this
+/// process.
+pub fn continuity_store(
+    catalog: &Catalog,
+) -> Result<Arc<dyn switchyard_core::continuity::ContinuityStore>, String> {
+    let st = &catalog.state;
+    Ok(match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => Arc::new(
+            switchyard_store::redis_cache::RedisCache::namespaced(
+                &r.url,
+                &r.prefix,
+                "cont",
+                Duration::from_millis(r.timeout_ms),
+                catalog.settings.metrics,
+            )
+            .map_err(|e| format!("state.redis.url: {e}"))?,
+        ),
+        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => {
+            Arc::new(switchyard_core::continuity::LocalContinuity::default())
+        }
+    })
+}
+
 /// A small keyed store under `namespace`: Redis for `state.backend: redis`,
 /// else in this process within the affinity bounds.
 fn keyed_store(

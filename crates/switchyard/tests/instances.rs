@@ -281,3 +281,80 @@ fn redis_stopped_gives_each_failure_mode_and_redis_back_gives_shared_limits_back
     until(200, || post(shared_addr, "/v1/chat/completions", &chat("m-rpm"), &[]).0);
     shared.gateways[0].wait_for("rate-limit backend answers again");
 }
+
+/// A Chat client's tool loop with thinking on Claude, its two turns on two
+/// instances: the client cannot carry Claude's signed thinking, so the first
+/// instance keeps it by the tool call's id (on Redis, with `state.backend:
+/// redis`) and the second finds it there and puts it back in front of the
+/// call; thinking stays on rather than being dropped.
+#[test]
+fn a_tool_loops_next_turn_on_another_instance_keeps_its_signed_thinking() {
+    use serde_json::{Value, json};
+    use switchyard_testkit::canned;
+
+    const THINKING: &str = "thinking it over";
+    const MODEL: &str = "claude-sonnet-4-5-20250929";
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some((redis, prefix)) = rt.block_on(switchyard_store::testing::redis()) else { return };
+    let fake = rt.block_on(FakeUpstream::start(Vendor::Anthropic)).unwrap();
+    let config = format!(
+        r#"
+storage: {{ url: none }}
+state:
+  backend: redis
+  redis: {{ url: "{redis}", prefix: "{prefix}", timeout_ms: 2000 }}
+providers:
+  anthropic: {{ wire: anthropic, endpoint: "{}", credentials: {{ keys: ["{UPSTREAM_KEY}"] }} }}
+models:
+  - id: m-claude
+    deployments: [{{ provider: anthropic, model: {MODEL} }}]
+"#,
+        fake.base_url()
+    );
+    let f = fleet(2, "continuity", &config);
+    fake.push(
+        canned::reasoning_then_tool_call(
+            Vendor::Anthropic,
+            MODEL,
+            THINKING,
+            "get_weather",
+            r#"{"city":"Paris"}"#,
+            false,
+        )
+        .into(),
+    );
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"]}}}]);
+    let user = json!({"role": "user", "content": "the weather in Paris?"});
+    let body = |answer: &str| -> Value {
+        serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap()
+    };
+
+    let first = json!({"model": "m-claude", "reasoning_effort": "medium", "tools": tools,
+        "messages": [user]});
+    let (status, answer) = post(&f.addrs[0], "/v1/chat/completions", &first.to_string(), &[]);
+    assert_eq!(status, 200, "{answer}");
+    let call = body(&answer)["choices"][0]["message"]["tool_calls"][0].clone();
+    assert!(call["id"].is_string(), "{answer}");
+
+    // The next turn, as a Chat client sends it, to the other instance.
+    let second = json!({"model": "m-claude", "reasoning_effort": "medium", "tools": tools,
+        "messages": [user,
+            {"role": "assistant", "content": null, "reasoning_content": THINKING,
+             "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": "18C"}]});
+    let (status, answer) = post(&f.addrs[1], "/v1/chat/completions", &second.to_string(), &[]);
+    assert_eq!(status, 200, "{answer}");
+    let sent = fake.received().pop().unwrap();
+    assert!(sent.body["thinking"].is_object(), "thinking stays on: {}", sent.body);
+    assert_eq!(
+        sent.body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": THINKING,
+            "signature": canned::ANTHROPIC_THINKING_SIGNATURE}),
+        "the signed thinking, back in front of the call: {}",
+        sent.body
+    );
+    drop(f);
+}
