@@ -151,19 +151,9 @@ pub async fn limiter(catalog: &Catalog, store: Option<&Store>) -> Result<Limiter
 pub fn response_cache(
     catalog: &Catalog,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
-    let st = &catalog.state;
-    Ok(match (st.backend, &st.redis) {
-        (StateBackend::Redis, Some(r)) => Arc::new(
-            switchyard_store::redis_cache::RedisCache::new(
-                &r.url,
-                &r.prefix,
-                Duration::from_millis(r.timeout_ms),
-                catalog.settings.metrics,
-            )
-            .map_err(|e| format!("state.redis.url: {e}"))?,
-        ),
-        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
-        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(st.cache)),
+    Ok(match on_redis(catalog, "cache")? {
+        Some(redis) => Arc::new(redis),
+        None => Arc::new(switchyard_core::cache::LocalCache::new(catalog.state.cache)),
     })
 }
 
@@ -199,22 +189,9 @@ pub fn intent_store(
 pub fn continuity_store(
     catalog: &Catalog,
 ) -> Result<Arc<dyn switchyard_core::continuity::ContinuityStore>, String> {
-    let st = &catalog.state;
-    Ok(match (st.backend, &st.redis) {
-        (StateBackend::Redis, Some(r)) => Arc::new(
-            switchyard_store::redis_cache::RedisCache::namespaced(
-                &r.url,
-                &r.prefix,
-                "cont",
-                Duration::from_millis(r.timeout_ms),
-                catalog.settings.metrics,
-            )
-            .map_err(|e| format!("state.redis.url: {e}"))?,
-        ),
-        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
-        (StateBackend::Local, _) => {
-            Arc::new(switchyard_core::continuity::LocalContinuity::default())
-        }
+    Ok(match on_redis(catalog, "cont")? {
+        Some(redis) => Arc::new(redis),
+        None => Arc::new(switchyard_core::continuity::LocalContinuity::default()),
     })
 }
 
@@ -225,21 +202,32 @@ fn keyed_store(
     namespace: &str,
     local: switchyard_core::config::raw::CacheBounds,
 ) -> Result<Arc<dyn switchyard_core::state::ResponseCache>, String> {
-    let st = &catalog.state;
-    Ok(match (st.backend, &st.redis) {
-        (StateBackend::Redis, Some(r)) => Arc::new(
-            switchyard_store::redis_cache::RedisCache::namespaced(
-                &r.url,
-                &r.prefix,
-                namespace,
-                Duration::from_millis(r.timeout_ms),
-                catalog.settings.metrics,
-            )
-            .map_err(|e| format!("state.redis.url: {e}"))?,
-        ),
-        (StateBackend::Redis, None) => return Err("state.redis.url is required".into()),
-        (StateBackend::Local, _) => Arc::new(switchyard_core::cache::LocalCache::new(local)),
+    Ok(match on_redis(catalog, namespace)? {
+        Some(redis) => Arc::new(redis),
+        None => Arc::new(switchyard_core::cache::LocalCache::new(local)),
     })
+}
+
+/// The Redis store under `namespace` for `state.backend: redis`; `None` for
+/// `local`, where each caller keeps its own in this process.
+fn on_redis(
+    catalog: &Catalog,
+    namespace: &str,
+) -> Result<Option<switchyard_store::redis_cache::RedisCache>, String> {
+    let st = &catalog.state;
+    match (st.backend, &st.redis) {
+        (StateBackend::Redis, Some(r)) => switchyard_store::redis_cache::RedisCache::namespaced(
+            &r.url,
+            &r.prefix,
+            namespace,
+            Duration::from_millis(r.timeout_ms),
+            catalog.settings.metrics,
+        )
+        .map(Some)
+        .map_err(|e| format!("state.redis.url: {e}")),
+        (StateBackend::Redis, None) => Err("state.redis.url is required".into()),
+        (StateBackend::Local, _) => Ok(None),
+    }
 }
 
 /// Health and latency shared on Redis for `state.backend: redis`, its sync

@@ -15,7 +15,6 @@ mod common;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc;
 
 use common::*;
 use serde_json::Value;
@@ -144,12 +143,7 @@ fn the_image_serves_a_request_from_its_own_filesystem() {
     assert!(answer.contains("from the image"), "{answer}");
 
     gw.signal("TERM");
-    let (tx, rx) = mpsc::channel();
-    let mut child = std::mem::replace(&mut gw.child, Command::new("true").spawn().unwrap());
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = rx.recv_timeout(WAIT).unwrap().unwrap();
+    let status = gw.exit_status();
     assert!(status.success(), "exit status after SIGTERM: {status}");
 
     // The embedded defaults' database, written by the image's user in its

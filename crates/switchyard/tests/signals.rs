@@ -8,7 +8,6 @@ mod common;
 
 use std::net::TcpStream;
 use std::process::Command;
-use std::sync::mpsc;
 
 use common::*;
 
@@ -40,12 +39,7 @@ models: [{ id: mock-echo, deployments: [{ provider: mock }] }]
     );
 
     gw.signal("TERM");
-    let (tx, rx) = mpsc::channel();
-    let mut child = std::mem::replace(&mut gw.child, Command::new("true").spawn().unwrap());
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = rx.recv_timeout(WAIT).unwrap().unwrap();
+    let status = gw.exit_status();
     assert!(status.success(), "exit status after SIGTERM: {status}");
 }
 
@@ -77,12 +71,7 @@ fn hup_then_term(one_cpu: bool) {
 
     gw.signal("TERM");
     gw.wait_for("shutdown: no longer accepting");
-    let (tx, rx) = mpsc::channel();
-    let mut child = std::mem::replace(&mut gw.child, Command::new("true").spawn().unwrap());
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let status = rx.recv_timeout(WAIT).unwrap().unwrap();
+    let status = gw.exit_status();
     assert!(status.success(), "exit status after SIGTERM (one CPU: {one_cpu}): {status}");
 }
 

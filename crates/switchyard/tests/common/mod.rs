@@ -107,6 +107,21 @@ impl Gateway {
         }
     }
 
+    /// Its exit status, waited for up to [`WAIT`] (send the signal first).
+    pub fn exit_status(&mut self) -> std::process::ExitStatus {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the gateway did not exit within {WAIT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
             .args([format!("-{name}"), self.child.id().to_string()])
