@@ -51,10 +51,20 @@ impl Drop for Dir {
     }
 }
 
-/// `switchyard serve --config <config>` in `dir`: its exit status and what it
+/// `switchyard serve --config <config>` in `dir`, run by `wrapper` (a command
+/// that runs the binary; none: the binary itself): its exit status and what it
 /// wrote on stderr and stdout (the log).
-fn serve(dir: &Dir, config: &Path) -> (ExitStatus, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+fn serve_under(wrapper: &[&str], dir: &Dir, config: &Path) -> (ExitStatus, String, String) {
+    let bin = env!("CARGO_BIN_EXE_switchyard");
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = cmd
         .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--config"])
         .arg(config)
         .current_dir(&dir.0)
@@ -96,7 +106,18 @@ fn serve(dir: &Dir, config: &Path) -> (ExitStatus, String, String) {
 /// Exits non-zero, with one line on stderr naming `path` and saying `why`
 /// (and `key`, the setting it came from, when there is one).
 fn refused(dir: &Dir, config: &Path, key: Option<&str>, path: &Path, why: &str) {
-    let (status, stderr, stdout) = serve(dir, config);
+    refused_under(&[], dir, config, key, path, why);
+}
+
+fn refused_under(
+    wrapper: &[&str],
+    dir: &Dir,
+    config: &Path,
+    key: Option<&str>,
+    path: &Path,
+    why: &str,
+) {
+    let (status, stderr, stdout) = serve_under(wrapper, dir, config);
     assert!(!status.success(), "serve exited {status}; stderr: {stderr}");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line on stderr: {stderr:?}");
@@ -183,6 +204,48 @@ fn a_folder_where_the_spill_file_should_be_is_named() {
     );
     let spill = dir.path("audit.jsonl");
     refused(&dir, &config, Some("storage.spill_path"), &spill, "is a folder, not a file");
+}
+
+/// The configuration on a read-only mount (a ConfigMap, a `:ro` volume) with
+/// its data paths relative to it, so beside it: the first one that cannot be
+/// written is named with the system's reason. A mount namespace of the test's
+/// own makes the folder read-only (root, util-linux's `unshare`), as
+/// permission bits do not stop root.
+#[test]
+fn a_data_path_on_a_read_only_mount_is_named() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let unshare =
+        Command::new("unshare").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !(root && unshare) {
+        eprintln!("SKIPPED: needs root and util-linux's unshare for a read-only mount");
+        return;
+    }
+    let dir = Dir::new("read-only");
+    let config = dir.config("storage: { url: \"sqlite://data/sy.db\" }\n");
+    let folder = dir.0.display().to_string();
+    // The folder bound onto itself read-only, then the binary in its place.
+    let wrapper = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        "mount -o bind,ro \"$0\" \"$0\" && exec \"$@\"",
+        &folder,
+    ];
+    let spill = dir.path("switchyard-audit-spill.jsonl");
+    refused_under(
+        &wrapper,
+        &dir,
+        &config,
+        Some("storage.spill_path"),
+        &spill,
+        "Read-only file system",
+    );
 }
 
 /// A spill folder that does not exist yet is made at start-up (the audit
