@@ -18,7 +18,12 @@
 //! * [`AuditTask::shutdown`] closes the queue, writes what is in it, and syncs the
 //!   spill file. Rows recorded afterwards still go to the spill file.
 //! * At startup, before [`AuditWriter::start`], [`AuditWriter::replay_spill`]
-//!   inserts the spilled rows and truncates the file.
+//!   inserts the spilled rows and truncates the file (and the `.replay` file a
+//!   replay left, first).
+//! * While running, once the store takes a batch again after rows were spilled,
+//!   the spill thread hands its file over (renamed to `<spill_path>.replay`,
+//!   new rows going to a fresh file) and a task replays it, at most every
+//!   `replay_every`: a database outage's records reach it without a restart.
 //!
 //! Every row ends up inserted or in the spill file; the only exceptions are counted
 //! in `gateway_audit_lost_total` and logged (the spill file cannot be written, or a
@@ -39,6 +44,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use switchyard_core::record::{RecordSink, RequestRecord};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -70,6 +76,9 @@ pub struct AuditConfig {
     pub retries: u32,
     /// Wait before the first retry; doubled for each further one.
     pub retry_backoff: Duration,
+    /// While running, how often at most the spilled rows are replayed once
+    /// the store takes batches again; `None`: only at start.
+    pub replay_every: Option<Duration>,
 }
 
 impl AuditConfig {
@@ -82,6 +91,7 @@ impl AuditConfig {
             spill_path: spill_path.into(),
             retries: 2,
             retry_backoff: Duration::from_millis(100),
+            replay_every: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -117,6 +127,9 @@ enum SpillMsg {
     Batch(Vec<RequestRecord>),
     /// Write everything received so far, fsync, and answer.
     Sync(oneshot::Sender<Result<(), String>>),
+    /// Write everything received so far and hand the file over for a replay:
+    /// the path of the `.replay` file to replay, if there are rows to.
+    HandOver(oneshot::Sender<Option<PathBuf>>),
 }
 
 /// Hands rows to the spill thread; never blocks.
@@ -213,6 +226,13 @@ impl AuditWriter {
         crate::files::check_writable(path, "the spill file")
     }
 
+    /// Where the rows of `spill` are moved while the writer replays them: what
+    /// a replay cut short (a crash, the database failing again) left there is
+    /// replayed at the next start, or by the next replay.
+    pub fn replay_path(spill: &Path) -> PathBuf {
+        with_suffix(spill, ".replay")
+    }
+
     /// Counts since start.
     pub fn stats(&self) -> AuditStats {
         let c = &self.spill.counters;
@@ -224,8 +244,10 @@ impl AuditWriter {
     }
 
     /// Inserts the rows of a spill file (JSON lines) and truncates it. Call at
-    /// startup, before [`AuditWriter::start`] uses the same path: rows appended
-    /// while a replay runs could be truncated with it.
+    /// startup, before [`AuditWriter::start`] uses the same path (rows appended
+    /// while a replay runs could be truncated with it), for the path and its
+    /// [`replay_path`](Self::replay_path) (first: its rows are older). While
+    /// running, the writer replays what it spilled itself.
     ///
     /// Blank lines are ignored; lines that do not parse (a torn last line, a
     /// corrupt file) are skipped, counted in `gateway_audit_spill_corrupt_total`
@@ -347,6 +369,7 @@ async fn batch_loop(
 ) -> Result<(), String> {
     let batch = cfg.batch.max(1);
     let lost_before = spill.counters.lost.load(Ordering::Relaxed);
+    let mut replays = Replays::new(cfg.replay_every);
     let mut buf = Vec::with_capacity(batch);
     let mut close_seen = false;
     let mut drained = false;
@@ -354,7 +377,9 @@ async fn batch_loop(
     loop {
         let due = deadline.is_some_and(|d| Instant::now() >= d);
         if !buf.is_empty() && (buf.len() >= batch || due || drained) {
-            write_batch(&*store, &mut buf, batch, &cfg, &spill).await;
+            if write_batch(&*store, &mut buf, batch, &cfg, &spill).await && !close_seen {
+                replays.after_a_write(&store, &spill);
+            }
             deadline = None;
             continue;
         }
@@ -410,20 +435,78 @@ async fn batch_loop(
     }
 }
 
-/// Inserts `buf` (retrying), or spills it; leaves `buf` empty.
+/// Spilled rows replayed while the writer runs: one replay at a time, at most
+/// every `every`, started after a batch went in (the store takes rows again)
+/// when rows were spilled since the last, or a replay left rows behind.
+struct Replays {
+    every: Option<Duration>,
+    last: Option<Instant>,
+    /// The spilled count the last replay started from; `None` before the
+    /// first (rows a failed replay at start left are owed too).
+    seen: Option<u64>,
+    running: Option<tokio::task::JoinHandle<bool>>,
+    /// The last replay left rows in the `.replay` file.
+    owed: bool,
+}
+
+impl Replays {
+    fn new(every: Option<Duration>) -> Self {
+        Self { every, last: None, seen: None, running: None, owed: false }
+    }
+
+    fn after_a_write(&mut self, store: &Arc<dyn RecordStore>, spill: &Spill) {
+        let Some(every) = self.every else { return };
+        if let Some(done) = self.running.take_if(|t| t.is_finished()) {
+            // Finished, so its answer is there: did it replay every row?
+            self.owed = !matches!(done.now_or_never(), Some(Ok(true)));
+        } else if self.running.is_some() {
+            return;
+        }
+        let spilled = spill.counters.spilled.load(Ordering::Relaxed);
+        let new_rows = self.seen.is_none_or(|seen| spilled != seen);
+        if !(new_rows || self.owed) || self.last.is_some_and(|t| t.elapsed() < every) {
+            return;
+        }
+        self.seen = Some(spilled);
+        self.last = Some(Instant::now());
+        let (store, tx) = (store.clone(), spill.tx.clone());
+        self.running = Some(tokio::spawn(async move {
+            let (reply, answer) = oneshot::channel();
+            if tx.send(SpillMsg::HandOver(reply)).is_err() {
+                return true;
+            }
+            let Ok(Some(path)) = answer.await else { return true };
+            match AuditWriter::replay_spill(&*store, &path).await {
+                Ok(_) => {
+                    // Emptied: gone, so the next hand-over moves the spill file.
+                    let _ = blocking(move || std::fs::remove_file(&path)).await;
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(target: "switchyard::audit", error = %e, "replaying spilled records while running; the rest is replayed later");
+                    false
+                }
+            }
+        }));
+    }
+}
+
+/// Inserts `buf` (retrying), or spills it; leaves `buf` empty. Whether the
+/// store took it.
 async fn write_batch(
     store: &dyn RecordStore,
     buf: &mut Vec<RequestRecord>,
     batch: usize,
     cfg: &AuditConfig,
     spill: &Spill,
-) {
+) -> bool {
     let rows = buf.len() as u64;
     match insert_with_retry(store, buf, cfg.retries, cfg.retry_backoff).await {
         Ok(()) => {
             spill.counters.written.fetch_add(rows, Ordering::Relaxed);
             metrics::counter!("gateway_audit_written_total").increment(rows);
             buf.clear();
+            true
         }
         Err(e) => {
             tracing::error!(
@@ -434,6 +517,7 @@ async fn write_batch(
             );
             let failed = std::mem::replace(buf, Vec::with_capacity(batch));
             spill.rows(SpillMsg::Batch(failed), rows, "insert_failed");
+            false
         }
     }
 }
@@ -511,6 +595,39 @@ impl SpillFile {
                 // The waiter may have given up; nothing to do then.
                 let _ = reply.send(res);
             }
+            SpillMsg::HandOver(reply) => {
+                self.write();
+                let _ = reply.send(self.hand_over());
+            }
+        }
+    }
+
+    /// The `.replay` file to replay: the one a replay left, whole, else this
+    /// file's rows moved there (closed and renamed; the next row opens a new
+    /// file). `None` when there is nothing to replay.
+    fn hand_over(&mut self) -> Option<PathBuf> {
+        let replay = AuditWriter::replay_path(&self.path);
+        match std::fs::metadata(&replay) {
+            // Rows a replay left: those first, and this file stays.
+            Ok(m) if m.len() > 0 => return Some(replay),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&replay);
+            }
+            Err(_) => {}
+        }
+        if let Some(f) = self.file.take() {
+            // On disk before they move: a crash then finds them in either file.
+            let _ = f.sync_data();
+        }
+        match std::fs::metadata(&self.path) {
+            Ok(m) if m.len() > 0 => match std::fs::rename(&self.path, &replay) {
+                Ok(()) => Some(replay),
+                Err(e) => {
+                    tracing::warn!(target: "switchyard::audit", file = %self.path.display(), error = %e, "cannot move the spill file aside to replay it");
+                    None
+                }
+            },
+            _ => None,
         }
     }
 

@@ -13,6 +13,8 @@ struct MemStore {
     calls: AtomicUsize,
     fail_first: usize,
     always_fail: bool,
+    /// Fails while set (an outage a test starts and ends).
+    down: std::sync::atomic::AtomicBool,
     delay: Duration,
     gate: Option<tokio::sync::Semaphore>,
 }
@@ -30,7 +32,7 @@ impl RecordStore for MemStore {
             if !self.delay.is_zero() {
                 tokio::time::sleep(self.delay).await;
             }
-            if self.always_fail || call < self.fail_first {
+            if self.always_fail || call < self.fail_first || self.down.load(Ordering::SeqCst) {
                 return Err(format!("database is down (call {call})"));
             }
             self.rows.lock().unwrap().extend_from_slice(batch);
@@ -114,8 +116,50 @@ fn cfg(dir: &TempDir, queue: usize, batch: usize) -> AuditConfig {
         batch,
         flush_every: Duration::from_millis(20),
         retry_backoff: Duration::from_millis(5),
+        // What is spilled stays there, for the tests to read: the replay while
+        // running has its own test.
+        replay_every: None,
         ..AuditConfig::new(dir.spill())
     }
+}
+
+/// Waits (bounded) until `done`.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{what}: not within 10 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A database outage while running: its rows spill; once the store takes a
+/// batch again, the spill file is handed over and replayed, with no restart.
+/// Every row reaches the store once, and no file is left. A second outage
+/// goes the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spilled_rows_are_replayed_once_the_store_takes_rows_again() {
+    let dir = TempDir::new("live-replay");
+    let store = Arc::new(MemStore::default());
+    let cfg = AuditConfig { replay_every: Some(Duration::ZERO), ..cfg(&dir, 1_000, 10) };
+    let (w, task) = AuditWriter::start(store.clone(), cfg).unwrap();
+    let mut n = 0;
+    for outage in 1..=2u64 {
+        store.down.store(true, Ordering::SeqCst);
+        for _ in 0..30 {
+            w.record(rec(n));
+            n += 1;
+        }
+        until("the outage's rows spilled", || w.stats().spilled == 30 * outage).await;
+        assert!(!spilled_ids(&dir.spill()).is_empty());
+        store.down.store(false, Ordering::SeqCst);
+        w.record(rec(n));
+        n += 1;
+        until("the spilled rows replayed", || store.ids().len() == n).await;
+    }
+    task.shutdown().await.unwrap();
+    assert_exactly_once(n, store.ids(), spilled_ids(&dir.spill()));
+    assert!(spilled_ids(&dir.spill()).is_empty());
+    assert!(!AuditWriter::replay_path(&dir.spill()).exists(), "the replayed file is removed");
 }
 
 #[tokio::test]

@@ -276,12 +276,16 @@ pub async fn start_audit(
     let s = &catalog.storage;
     let spill = beside_config(config, &s.spill_path);
     let record_store: Arc<dyn RecordStore> = Arc::new(store.clone());
-    match AuditWriter::replay_spill(record_store.as_ref(), &spill).await {
-        Ok(0) => {}
-        Ok(n) => {
-            tracing::info!(rows = n, file = %spill.display(), "replayed spilled request records")
+    // What a replay while running left first (its rows are older), then the
+    // spill file itself.
+    for file in [AuditWriter::replay_path(&spill), spill.clone()] {
+        match AuditWriter::replay_spill(record_store.as_ref(), &file).await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(rows = n, file = %file.display(), "replayed spilled request records")
+            }
+            Err(e) => tracing::warn!(file = %file.display(), "spill replay failed: {e}"),
         }
-        Err(e) => tracing::warn!(file = %spill.display(), "spill replay failed: {e}"),
     }
     let cfg = AuditConfig {
         queue: s.audit_queue,
