@@ -14,6 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 run_date=$(date -u +%Y-%m-%d)
+# The commit the gateway is built from, now (the tree may change while the run
+# goes on); changes not committed, but to the matrix itself, are said.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=""
+[ -z "$(GIT_OPTIONAL_LOCKS=0 git status --porcelain --untracked-files=no -- . ':(exclude)docs/compatibility.md' \
+  2>/dev/null)" ] || dirty=--dirty
 if [ -n "${SMOKE_WORK:-}" ]; then
   mkdir -p "$SMOKE_WORK"; work=$(cd "$SMOKE_WORK" && pwd)
   trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
@@ -407,12 +413,8 @@ PY
     else fail "copilot tool round trip -> $model" "$out" "$out.err"; fi
   done
 
-  # The matrix, whatever failed (a failed step reads ✗ there), from this commit;
-  # changes not committed, but to the matrix itself, are said.
-  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-  dirty=""
-  [ -z "$(GIT_OPTIONAL_LOCKS=0 git status --porcelain --untracked-files=no -- . ':(exclude)docs/compatibility.md' \
-    2>/dev/null)" ] || dirty=--dirty
+  # The matrix, whatever failed (a failed step reads ✗ there), of the commit
+  # read at the start.
   python3 scripts/sdk-smoke/matrix.py "$work/results.tsv" docs/compatibility.md --date "$run_date" \
     --commit "$commit" ${dirty:+"$dirty"}
   echo "wrote docs/compatibility.md ($(($(wc -l < "$work/results.tsv") - 1)) results)"
