@@ -214,7 +214,7 @@ async fn serve(config: Option<PathBuf>, listen: Option<String>) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let store = match url {
-        Some(url) => match storage::open(&url).await {
+        Some(url) => match storage::open(&url, &catalog.storage).await {
             Ok(s) => {
                 tracing::info!(backend = s.backend().as_str(), "database ready");
                 Some(s)
@@ -564,7 +564,7 @@ fn directory_warnings(catalog: &Catalog, config: Option<&std::path::Path>) -> Ve
     };
     runtime.block_on(async {
         let store = match (&url, exists) {
-            (Some(u), true) => match storage::open(u).await {
+            (Some(u), true) => match storage::open(u, &catalog.storage).await {
                 Ok(s) => Some(s),
                 Err(e) => return vec![format!("access rule subjects not checked: {e}")],
             },

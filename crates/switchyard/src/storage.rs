@@ -51,8 +51,8 @@ pub fn database_url(storage: &StorageConfig, config: Option<&Path>) -> Option<St
 
 /// Connect and migrate. A SQLite file or folder that cannot be written is
 /// said as the store says it, naming the path and the key it came from.
-pub async fn open(url: &str) -> Result<Store, String> {
-    let store = Store::connect(url).await.map_err(|e| match e {
+pub async fn open(url: &str, storage: &StorageConfig) -> Result<Store, String> {
+    let store = Store::connect_with(url, storage.max_connections).await.map_err(|e| match e {
         StoreError::Invalid(why) => format!("storage.url: {why}"),
         e => format!("cannot open the database: {e}"),
     })?;

@@ -69,7 +69,7 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
     let t = &g.timeouts;
     let c = &g.connections;
     let b = &g.breaker;
-    let positive: [(&str, u64); 13] = [
+    let positive: [(&str, u64); 14] = [
         ("gateway.timeouts.connect_ms", t.connect_ms),
         ("gateway.timeouts.first_byte_ms", t.first_byte_ms),
         ("gateway.timeouts.idle_ms", t.idle_ms),
@@ -86,6 +86,7 @@ pub(super) fn check_numbers(raw: &RawConfig, problems: &mut Vec<Problem>) {
         ("gateway.breaker.max_cooldown_ms", b.max_cooldown_ms),
         ("storage.audit_queue", raw.storage.audit_queue as u64),
         ("storage.audit_batch", raw.storage.audit_batch as u64),
+        ("storage.max_connections", raw.storage.max_connections.map_or(1, u64::from)),
     ];
     let sizes: [(&str, usize); 4] = [
         ("gateway.max_body_bytes", g.max_body_bytes),

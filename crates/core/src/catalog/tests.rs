@@ -615,6 +615,7 @@ fn numbers_that_cannot_mean_what_they_say_are_problems_naming_their_field() {
 gateway:
   timeouts: { connect_ms: 0 }
   breaker: { threshold: -1 }
+storage: { max_connections: 0 }
 providers:
   a: { wire: openai-chat, endpoint: "http://127.0.0.1:1/v1", credentials: { env: [KEY] } }
 models:
@@ -627,11 +628,12 @@ models:
 "#;
     let text = problems(yaml);
     for want in [
-        "t.yaml:8: models[m].pricing.input: -1 is not a price",
-        "t.yaml:8: models[m].pricing.output: NaN is not a price",
-        "t.yaml:8: models[m].context_window: must be greater than 0",
-        "t.yaml:12: models[m].deployments[a].pricing.output: inf is not a price",
+        "t.yaml:9: models[m].pricing.input: -1 is not a price",
+        "t.yaml:9: models[m].pricing.output: NaN is not a price",
+        "t.yaml:9: models[m].context_window: must be greater than 0",
+        "t.yaml:13: models[m].deployments[a].pricing.output: inf is not a price",
         "t.yaml: gateway.timeouts.connect_ms: must be greater than 0",
+        "t.yaml: storage.max_connections: must be greater than 0",
         "t.yaml: gateway.breaker.threshold: must be a number greater than 0",
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");

@@ -266,6 +266,19 @@ impl Store {
     /// `postgres://user:pass@host/db` (`postgresql://` too; sqlx's URL
     /// parameters such as `sslmode` and `options` apply). Does not migrate.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        Self::connect_with(url, None).await
+    }
+
+    /// As [`connect`](Self::connect), with at most `max_connections` in the
+    /// pool (`None`: 10 to PostgreSQL, 8 to a SQLite file; an in-memory
+    /// SQLite database always has one).
+    pub async fn connect_with(
+        url: &str,
+        max_connections: Option<u32>,
+    ) -> Result<Store, StoreError> {
+        if max_connections == Some(0) {
+            return Err(StoreError::Invalid("max_connections must be at least 1".into()));
+        }
         if url.starts_with("sqlite:") {
             let memory = is_sqlite_memory(url);
             let mut opts = SqliteConnectOptions::from_str(url)?
@@ -317,7 +330,7 @@ impl Store {
                     crate::files::check_writable(file, "the database file")
                         .map_err(StoreError::Invalid)?;
                 }
-                pool = pool.max_connections(SQLITE_MAX_CONNECTIONS);
+                pool = pool.max_connections(max_connections.unwrap_or(SQLITE_MAX_CONNECTIONS));
             }
             Ok(Store { pool: DbPool::Sqlite(pool.connect_with(opts).await?) })
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -327,7 +340,7 @@ impl Store {
             let probe = sqlx::ConnectOptions::connect(&opts).await?;
             sqlx::Connection::close(probe).await?;
             let pool = PgPoolOptions::new()
-                .max_connections(POSTGRES_MAX_CONNECTIONS)
+                .max_connections(max_connections.unwrap_or(POSTGRES_MAX_CONNECTIONS))
                 .acquire_timeout(ACQUIRE_TIMEOUT)
                 .connect_with(opts)
                 .await?;

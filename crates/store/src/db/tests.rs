@@ -44,3 +44,28 @@ fn emails_are_normalized_and_checked() {
     assert!(is_sqlite_memory("sqlite::memory:"));
     assert!(!is_sqlite_memory("sqlite://data/x.db"));
 }
+
+/// `storage.max_connections` sizes the pool; 0 is refused; an in-memory
+/// database keeps its one connection whatever is asked.
+#[tokio::test]
+async fn the_pool_is_the_size_asked() {
+    let path = std::env::temp_dir().join(format!("switchyard-pool-{}.db", std::process::id()));
+    let url = format!("sqlite://{}", path.display());
+    let size = |s: &Store| match s.pool() {
+        DbPool::Sqlite(p) => p.options().get_max_connections(),
+        DbPool::Postgres(p) => p.options().get_max_connections(),
+    };
+    let default = Store::connect(&url).await.expect("open");
+    assert_eq!(size(&default), SQLITE_MAX_CONNECTIONS);
+    let three = Store::connect_with(&url, Some(3)).await.expect("open");
+    assert_eq!(size(&three), 3);
+    assert!(Store::connect_with(&url, Some(0)).await.is_err());
+    let memory = Store::connect_with("sqlite::memory:", Some(5)).await.expect("open");
+    assert_eq!(size(&memory), 1);
+    for s in [default, three, memory] {
+        s.close().await;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

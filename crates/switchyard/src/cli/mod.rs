@@ -241,7 +241,7 @@ impl Ctx {
                 source.name
             )));
         };
-        let store = storage::open(&url).await?;
+        let store = storage::open(&url, &catalog.storage).await?;
         Ok(Ctx { source, catalog, store })
     }
 

@@ -116,9 +116,14 @@ pub struct StorageConfig {
     pub audit_batch: usize,
     /// Longest a record waits in a partial batch, in milliseconds.
     pub audit_flush_ms: u64,
-    /// Where rows go when the queue overflows or the database is down; replayed at
-    /// start. Relative to the config file.
+    /// Where rows go when the queue overflows or the database is down; replayed
+    /// once the database takes rows again, and at start. Relative to the config
+    /// file.
     pub spill_path: String,
+    /// Most connections the instance opens to the database (default: 10 to
+    /// PostgreSQL, 8 to a SQLite file). Size it so that every instance's, and
+    /// the operator commands', fit the server's `max_connections`.
+    pub max_connections: Option<u32>,
 }
 
 impl Default for StorageConfig {
@@ -131,6 +136,7 @@ impl Default for StorageConfig {
             audit_batch: 500,
             audit_flush_ms: 200,
             spill_path: "switchyard-audit-spill.jsonl".to_owned(),
+            max_connections: None,
         }
     }
 }
@@ -168,6 +174,13 @@ impl StorageConfig {
     #[must_use]
     pub fn spill_path(mut self, path: impl Into<String>) -> Self {
         self.spill_path = path.into();
+        self
+    }
+
+    /// Most connections to the database.
+    #[must_use]
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = Some(n);
         self
     }
 }
