@@ -52,12 +52,19 @@ pub fn database_url(storage: &StorageConfig, config: Option<&Path>) -> Option<St
 /// Connect and migrate. A SQLite file or folder that cannot be written is
 /// said as the store says it, naming the path and the key it came from.
 pub async fn open(url: &str, storage: &StorageConfig) -> Result<Store, String> {
-    let store = Store::connect_with(url, storage.max_connections).await.map_err(|e| match e {
-        StoreError::Invalid(why) => format!("storage.url: {why}"),
-        e => format!("cannot open the database: {e}"),
-    })?;
+    let store = open_as_is(url, storage).await?;
     store.migrate().await.map_err(|e| format!("database migration failed: {e}"))?;
     Ok(store)
+}
+
+/// Connect, leaving the schema as it is: for reading only (`check`), so that
+/// checking a new release's file against the production database does not
+/// upgrade it.
+pub async fn open_as_is(url: &str, storage: &StorageConfig) -> Result<Store, String> {
+    Store::connect_with(url, storage.max_connections).await.map_err(|e| match e {
+        StoreError::Invalid(why) => format!("storage.url: {why}"),
+        e => format!("cannot open the database: {e}"),
+    })
 }
 
 /// The seal for continuation data in answers (thinking signatures): keyed by the

@@ -514,6 +514,27 @@ async fn case_config_rules_naming_no_one_are_warned_about(db: TestDb) {
     assert!(!out.stdout.contains("access_rules["), "{}", out.all());
 }
 
+/// `check` reads the database as it is: checking a file against a database an
+/// older release left (migrated through 17 here) looks its rules' subjects up
+/// and leaves its schema at 17, where `serve` or any operator command would
+/// migrate it.
+#[tokio::test]
+async fn check_leaves_the_database_schema_as_it_is() {
+    let db = switchyard_store::testing::sqlite_temp_through(17).await;
+    let env = Env::new("check-as-is", &db);
+    let config = std::fs::read_to_string(&env.config).unwrap();
+    let path = env.config.display().to_string();
+    let out = env.check(&format!(
+        "{config}access_rules:\n  - {{ name: eve-closed, effect: deny, pattern: \"*\", user: eve@example.com, reason: closed }}\n"
+    ));
+    let out = out.ok();
+    assert!(out.stdout.contains("access_rules[eve-closed]"), "{}", out.all());
+    assert_eq!(db.store().schema_version().await.unwrap(), Some(17), "{path}");
+    // A command that works on the database migrates it.
+    env.run(&["users", "list"]).ok();
+    assert!(db.store().schema_version().await.unwrap() > Some(17));
+}
+
 async fn case_rules_add_list_delete(db: TestDb) {
     let env = Env::new("rules", &db);
     let bob = env.run(&["users", "create", "--email", "bob@example.com", "--json"]).ok().json();

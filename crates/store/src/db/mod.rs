@@ -395,10 +395,7 @@ impl Store {
         // the older half of a rolling deploy or a rollback does (migrations
         // only add: docs/operations.md, "Upgrades and rolling deploys").
         let known = m.iter().map(|m| m.version).max().unwrap_or(0);
-        let newest: Option<i64> = on_pool!(self, |p| {
-            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations").fetch_one(p).await?
-        });
-        if let Some(newest) = newest.filter(|v| *v > known) {
+        if let Some(newest) = self.schema_version().await?.filter(|v| *v > known) {
             tracing::warn!(
                 schema = newest,
                 binary = known,
@@ -417,6 +414,29 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// The last migration applied to this database; `None` before the first.
+    pub async fn schema_version(&self) -> Result<Option<i64>, StoreError> {
+        let applied: bool = on_pool!(self, |p| {
+            match self.backend() {
+                Backend::Sqlite => sqlx::query_scalar(
+                    "SELECT COUNT(*) > 0 FROM sqlite_master \
+                     WHERE type = 'table' AND name = '_sqlx_migrations'",
+                ),
+                Backend::Postgres => {
+                    sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                }
+            }
+            .fetch_one(p)
+            .await?
+        });
+        if !applied {
+            return Ok(None);
+        }
+        Ok(on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations").fetch_one(p).await?
+        }))
     }
 
     /// Hands the pages deleted rows freed back to the file system, so the file
