@@ -128,8 +128,9 @@ enum SpillMsg {
     /// Write everything received so far, fsync, and answer.
     Sync(oneshot::Sender<Result<(), String>>),
     /// Write everything received so far and hand the file over for a replay:
-    /// the path of the `.replay` file to replay, if there are rows to.
-    HandOver(oneshot::Sender<Option<PathBuf>>),
+    /// the `.replay` file to replay, if there are rows to, and whether it holds
+    /// all of them (false: a replay left it, and the spill file waits its turn).
+    HandOver(oneshot::Sender<Option<(PathBuf, bool)>>),
 }
 
 /// Hands rows to the spill thread; never blocks.
@@ -422,6 +423,9 @@ async fn batch_loop(
             }
         }
     }
+    // A replay under way finishes (the rows it inserted and its file agree);
+    // cut short, its file would be replayed again at the next start.
+    replays.finish().await;
     let (tx, synced) = oneshot::channel();
     if spill.tx.send(SpillMsg::Sync(tx)).is_err() {
         return Err("audit spill thread is gone".into());
@@ -454,6 +458,12 @@ impl Replays {
         Self { every, last: None, seen: None, running: None, owed: false }
     }
 
+    async fn finish(&mut self) {
+        if let Some(task) = self.running.take() {
+            let _ = task.await;
+        }
+    }
+
     fn after_a_write(&mut self, store: &Arc<dyn RecordStore>, spill: &Spill) {
         let Some(every) = self.every else { return };
         if let Some(done) = self.running.take_if(|t| t.is_finished()) {
@@ -475,12 +485,12 @@ impl Replays {
             if tx.send(SpillMsg::HandOver(reply)).is_err() {
                 return true;
             }
-            let Ok(Some(path)) = answer.await else { return true };
+            let Ok(Some((path, all))) = answer.await else { return true };
             match AuditWriter::replay_spill(&*store, &path).await {
                 Ok(_) => {
                     // Emptied: gone, so the next hand-over moves the spill file.
                     let _ = blocking(move || std::fs::remove_file(&path)).await;
-                    true
+                    all
                 }
                 Err(e) => {
                     tracing::warn!(target: "switchyard::audit", error = %e, "replaying spilled records while running; the rest is replayed later");
@@ -602,14 +612,15 @@ impl SpillFile {
         }
     }
 
-    /// The `.replay` file to replay: the one a replay left, whole, else this
-    /// file's rows moved there (closed and renamed; the next row opens a new
-    /// file). `None` when there is nothing to replay.
-    fn hand_over(&mut self) -> Option<PathBuf> {
+    /// The `.replay` file to replay: the one a replay left, whole (and
+    /// `false`: this file's rows wait for the next replay), else this file's
+    /// rows moved there (closed and renamed; the next row opens a new file).
+    /// `None` when there is nothing to replay.
+    fn hand_over(&mut self) -> Option<(PathBuf, bool)> {
         let replay = AuditWriter::replay_path(&self.path);
         match std::fs::metadata(&replay) {
             // Rows a replay left: those first, and this file stays.
-            Ok(m) if m.len() > 0 => return Some(replay),
+            Ok(m) if m.len() > 0 => return Some((replay, false)),
             Ok(_) => {
                 let _ = std::fs::remove_file(&replay);
             }
@@ -621,7 +632,7 @@ impl SpillFile {
         }
         match std::fs::metadata(&self.path) {
             Ok(m) if m.len() > 0 => match std::fs::rename(&self.path, &replay) {
-                Ok(()) => Some(replay),
+                Ok(()) => Some((replay, true)),
                 Err(e) => {
                     tracing::warn!(target: "switchyard::audit", file = %self.path.display(), error = %e, "cannot move the spill file aside to replay it");
                     None

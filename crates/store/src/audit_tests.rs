@@ -514,3 +514,36 @@ async fn audit_throughput() {
         }
     }
 }
+
+/// A `.replay` file a crash left (rows 100..110) and an outage's spill: the
+/// first replay takes the left file whole, the next one the spill file, each
+/// after a batch went in. Every row once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_left_by_a_crash_goes_first_then_the_spill_file() {
+    let dir = TempDir::new("left-replay");
+    std::fs::create_dir_all(dir.spill().parent().unwrap()).unwrap();
+    let left: String =
+        (100..110).map(|i| format!("{}\n", serde_json::to_string(&rec(i)).unwrap())).collect();
+    std::fs::write(AuditWriter::replay_path(&dir.spill()), left).unwrap();
+    let store = Arc::new(MemStore::default());
+    let cfg = AuditConfig { replay_every: Some(Duration::ZERO), ..cfg(&dir, 1_000, 10) };
+    let (w, task) = AuditWriter::start(store.clone(), cfg).unwrap();
+    store.down.store(true, Ordering::SeqCst);
+    for i in 0..5 {
+        w.record(rec(i));
+    }
+    until("the outage's rows spilled", || w.stats().spilled == 5).await;
+    store.down.store(false, Ordering::SeqCst);
+    w.record(rec(5));
+    until("the left file replayed", || store.ids().len() == 1 + 10).await;
+    w.record(rec(6));
+    until("the spill file replayed", || store.ids().len() == 2 + 10 + 5).await;
+    task.shutdown().await.unwrap();
+    let mut want: Vec<String> = (0..7).chain(100..110).map(|i| format!("req-{i}")).collect();
+    let mut got = store.ids();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(spilled_ids(&dir.spill()).is_empty());
+    assert!(!AuditWriter::replay_path(&dir.spill()).exists());
+}
