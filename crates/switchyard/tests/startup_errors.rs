@@ -55,16 +55,7 @@ impl Drop for Dir {
 /// that runs the binary; none: the binary itself): its exit status and what it
 /// wrote on stderr and stdout (the log).
 fn serve_under(wrapper: &[&str], dir: &Dir, config: &Path) -> (ExitStatus, String, String) {
-    let bin = env!("CARGO_BIN_EXE_switchyard");
-    let mut cmd = match wrapper.split_first() {
-        Some((program, args)) => {
-            let mut c = Command::new(program);
-            c.args(args).arg(bin);
-            c
-        }
-        None => Command::new(bin),
-    };
-    let mut child = cmd
+    let mut child = common::binary_under(wrapper)
         .args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--config"])
         .arg(config)
         .current_dir(&dir.0)

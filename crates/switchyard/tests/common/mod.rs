@@ -45,15 +45,7 @@ impl Gateway {
             std::env::temp_dir().join(format!("switchyard-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let bin = env!("CARGO_BIN_EXE_switchyard");
-        let mut cmd = match wrapper.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
+        let mut cmd = binary_under(wrapper);
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json"]);
         if let Some(config) = config {
             std::fs::write(dir.join("switchyard.yaml"), config).unwrap();
@@ -136,6 +128,20 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The binary, run by `wrapper` (a command and its arguments, the binary's
+/// path after them; none: the binary itself).
+pub fn binary_under(wrapper: &[&str]) -> Command {
+    let bin = env!("CARGO_BIN_EXE_switchyard");
+    match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(bin);
+            c
+        }
+        None => Command::new(bin),
     }
 }
 
