@@ -22,6 +22,33 @@ fn json_of(answer: &str) -> Value {
     serde_json::from_str(&body[start..end]).unwrap_or(Value::Null)
 }
 
+/// A batch of `n` chat lines for `model` (custom ids `<prefix>0`…), its file
+/// uploaded and the batch created: the batch's id.
+fn submit(addr: &str, model: &str, prefix: &str, n: usize) -> String {
+    let content: Vec<String> = (0..n)
+        .map(|i| {
+            json!({"custom_id": format!("{prefix}{i}"), "method": "POST", "url": "/v1/chat/completions",
+                   "body": {"model": model, "messages": [{"role": "user", "content": format!("line {i}")}]}})
+            .to_string()
+        })
+        .collect();
+    let boundary = "b0undary";
+    let upload = format!(
+        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n\
+         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\r\n{}\r\n--{boundary}--\r\n",
+        content.join("\n")
+    );
+    let multipart = format!("multipart/form-data; boundary={boundary}");
+    let (status, file) = send(addr, "POST", "/v1/files", &multipart, &upload);
+    assert_eq!(status, 200, "{file}");
+    let file_id = json_of(&file)["id"].as_str().unwrap().to_owned();
+    let create = json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
+    let (status, batch) =
+        send(addr, "POST", "/v1/batches", "application/json", &create.to_string());
+    assert_eq!(status, 200, "{batch}");
+    json_of(&batch)["id"].as_str().unwrap().to_owned()
+}
+
 /// `method path` with the key and a raw body: the status and the whole answer.
 fn send(addr: &str, method: &str, path: &str, content_type: &str, body: &str) -> (u16, String) {
     use std::io::{Read, Write};
@@ -45,9 +72,7 @@ fn a_batch_cut_short_by_a_crash_is_finished_by_another_process_without_resending
     // Two answers, then one that never comes: the first process dies on it.
     fake.push_n(2, Reply::auto());
     fake.push(Reply::hang());
-    let data = std::env::temp_dir().join(format!("switchyard-batches-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let data = fresh_dir("batches");
     let config = format!(
         r#"
 storage: {{ url: "sqlite://{}/sy.db" }}
@@ -64,34 +89,14 @@ models:
         data.display(),
         fake.base_url()
     );
-    let content: Vec<String> = (0..3)
-        .map(|i| {
-            json!({"custom_id": format!("l{i}"), "method": "POST", "url": "/v1/chat/completions",
-                   "body": {"model": "m-batch", "messages": [{"role": "user", "content": format!("line {i}")}]}})
-            .to_string()
-        })
-        .collect();
-    let boundary = "b0undary";
-    let upload = format!(
-        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n\
-         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\r\n{}\r\n--{boundary}--\r\n",
-        content.join("\n")
-    );
     let id = {
         let gw = Gateway::start_with("batches-1", &[], Some(&config));
         let addr =
             gw.wait_for("switchyard listening")["fields"]["listen"].as_str().unwrap().to_owned();
-        let multipart = format!("multipart/form-data; boundary={boundary}");
-        let (status, file) = send(&addr, "POST", "/v1/files", &multipart, &upload);
-        assert_eq!(status, 200, "{file}");
-        let file_id = json_of(&file)["id"].as_str().unwrap().to_owned();
-        let create = json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
-        let (status, batch) =
-            send(&addr, "POST", "/v1/batches", "application/json", &create.to_string());
-        assert_eq!(status, 200, "{batch}");
+        let batch = submit(&addr, "m-batch", "l", 3);
         // Two lines answered and kept; the third in flight when it dies.
         rt.block_on(async { tokio::time::timeout(WAIT, fake.wait_for_requests(3)).await.unwrap() });
-        json_of(&batch)["id"].as_str().unwrap().to_owned()
+        batch
         // Killed here (SIGKILL).
     };
     fake.set_default(Reply::auto());
@@ -128,9 +133,7 @@ fn a_provider_batch_handed_over_before_a_crash_is_followed_by_another_process() 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fake = rt.block_on(FakeUpstream::start(Vendor::OpenAi)).unwrap();
     fake.hold_batches(true);
-    let data = std::env::temp_dir().join(format!("switchyard-pbatches-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let data = fresh_dir("pbatches");
     let config = format!(
         r#"
 storage: {{ url: "sqlite://{}/sy.db" }}
@@ -147,34 +150,14 @@ models:
         data.display(),
         fake.base_url()
     );
-    let content: Vec<String> = (0..2)
-        .map(|i| {
-            json!({"custom_id": format!("n{i}"), "method": "POST", "url": "/v1/chat/completions",
-                   "body": {"model": "m-native", "messages": [{"role": "user", "content": format!("line {i}")}]}})
-            .to_string()
-        })
-        .collect();
-    let boundary = "b0undary";
-    let upload = format!(
-        "--{boundary}\r\ncontent-disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n\
-         --{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n\r\n{}\r\n--{boundary}--\r\n",
-        content.join("\n")
-    );
     let id = {
         let gw = Gateway::start_with("pbatches-1", &[], Some(&config));
         let addr =
             gw.wait_for("switchyard listening")["fields"]["listen"].as_str().unwrap().to_owned();
-        let multipart = format!("multipart/form-data; boundary={boundary}");
-        let (status, file) = send(&addr, "POST", "/v1/files", &multipart, &upload);
-        assert_eq!(status, 200, "{file}");
-        let file_id = json_of(&file)["id"].as_str().unwrap().to_owned();
-        let create = json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
-        let (status, batch) =
-            send(&addr, "POST", "/v1/batches", "application/json", &create.to_string());
-        assert_eq!(status, 200, "{batch}");
+        let batch = submit(&addr, "m-native", "n", 2);
         let handed = gw.wait_for("batch handed to the provider's batch API");
         assert_eq!(handed["fields"]["lines"], 2, "{handed}");
-        json_of(&batch)["id"].as_str().unwrap().to_owned()
+        batch
         // Killed here (SIGKILL), the provider batch still running.
     };
     fake.hold_batches(false);

@@ -58,9 +58,7 @@ fn the_dashboard_and_alerts_name_only_metrics_the_binary_exports() {
     let wanted: BTreeSet<String> = names(&dashboard).union(&names(&rules)).cloned().collect();
     assert!(wanted.len() >= 12, "{wanted:?}");
 
-    let data = std::env::temp_dir().join(format!("switchyard-deploy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let data = fresh_dir("deploy");
     let config = format!(
         r#"
 storage: {{ url: "sqlite://{}/sy.db" }}

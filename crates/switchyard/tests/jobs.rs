@@ -36,9 +36,7 @@ fn get_with(addr: &str, path: &str, key: &str) -> (u16, String) {
 fn a_job_taken_before_a_crash_is_followed_to_its_end_after_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let fal = rt.block_on(FakeFal::start("fal-restart-key")).unwrap();
-    let data = std::env::temp_dir().join(format!("switchyard-jobs-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let data = fresh_dir("jobs");
     let config = |poll_ms: u64| {
         format!(
             r#"

@@ -16,9 +16,7 @@ fn body_of(answer: &str) -> Value {
 
 #[test]
 fn a_stored_response_is_continued_after_a_restart() {
-    let data = std::env::temp_dir().join(format!("switchyard-stored-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data);
-    std::fs::create_dir_all(&data).unwrap();
+    let data = fresh_dir("stored");
     let config = format!(
         r#"
 storage: {{ url: "sqlite://{}/sy.db" }}

@@ -131,6 +131,15 @@ impl Drop for Gateway {
     }
 }
 
+/// An empty folder for a test's data, `switchyard-<name>-<pid>` in the temp
+/// folder (what a previous run left is removed first).
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("switchyard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// The binary, run by `wrapper` (a command and its arguments, the binary's
 /// path after them; none: the binary itself).
 pub fn binary_under(wrapper: &[&str]) -> Command {
